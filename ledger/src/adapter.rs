@@ -1,0 +1,40 @@
+//! Live delivery (seed 000, "Events"): after an outcome is durably settled, the engine calls the adapter.
+//! Delivery is best effort; an adapter error or panic never changes settlement.
+
+use crate::ids::SessionKey;
+use crate::wire::MutationOutcome;
+
+/// An adapter failure. Logged by the engine, never surfaced to the writer.
+#[derive(Debug, thiserror::Error)]
+#[error("adapter: {0}")]
+pub struct AdapterError(pub String);
+
+/// Receives each settled change: settlement, cancellation, reconciliation, and host metadata on a settled
+/// entry; never in-flight intent, a fresh attempt, or a refusal. Called after the change is committed, in
+/// revision order per turn, while the ledger's writer lock is held: implementations must not block.
+///
+/// Differs from seed 000's `on_mutation_outcome(outcome, mutation_revision)` by also taking the session key:
+/// the record itself does not carry it, and live streams are per session.
+pub trait Adapter: Send + Sync {
+    fn on_mutation_outcome(
+        &self,
+        session_key: &SessionKey,
+        outcome: &MutationOutcome,
+        mutation_revision: i64,
+    ) -> Result<(), AdapterError>;
+}
+
+/// An adapter that delivers nothing.
+#[derive(Debug, Default)]
+pub struct NoAdapter;
+
+impl Adapter for NoAdapter {
+    fn on_mutation_outcome(
+        &self,
+        _: &SessionKey,
+        _: &MutationOutcome,
+        _: i64,
+    ) -> Result<(), AdapterError> {
+        Ok(())
+    }
+}

@@ -1,0 +1,99 @@
+//! The ledger's one error type. The server maps each variant once to an HTTP status and JSON body.
+
+use crate::wire::EntryState;
+
+/// Why a refused transition was refused (HTTP 409). Every refusal changes nothing and emits nothing.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Refusal {
+    /// Approve or record intent of a mutation that is already recorded (a redelivery).
+    AlreadyRecorded,
+    /// The request names an attempt other than the entry's current one.
+    AttemptMismatch,
+    /// Settle or cancel of an entry that is not in flight (`execution_started`).
+    NotInFlight,
+    /// A settle or fresh attempt on an unknown outcome: only reconciliation changes it (seed 002).
+    UnknownNeedsReconciliation,
+    /// Reconcile of an entry that is neither in flight nor unknown.
+    AlreadySettled,
+    /// A fresh attempt on an entry that is not `not_executed`.
+    NotNotExecuted,
+    /// Host metadata on an entry that is not published yet (approved, never started).
+    NotPublished,
+    /// A fresh attempt that reuses the current attempt id.
+    AttemptReused,
+}
+
+impl Refusal {
+    /// The error `code` of the JSON body.
+    pub fn code(self) -> &'static str {
+        match self {
+            Refusal::AlreadyRecorded => "already_recorded",
+            Refusal::AttemptMismatch => "attempt_mismatch",
+            Refusal::NotInFlight => "not_in_flight",
+            Refusal::UnknownNeedsReconciliation => "unknown_outcome_needs_reconciliation",
+            Refusal::AlreadySettled => "already_settled",
+            Refusal::NotNotExecuted => "not_not_executed",
+            Refusal::NotPublished => "not_published",
+            Refusal::AttemptReused => "attempt_reused",
+        }
+    }
+
+    /// A plain sentence for the JSON body's `message`.
+    pub fn message(self) -> &'static str {
+        match self {
+            Refusal::AlreadyRecorded => "the mutation is already recorded; a redelivery changes nothing",
+            Refusal::AttemptMismatch => "the request names an attempt other than the entry's current attempt",
+            Refusal::NotInFlight => "the entry is not in flight (execution_started)",
+            Refusal::UnknownNeedsReconciliation => {
+                "the outcome is unknown; only reconciliation with evidence for the original attempt changes it"
+            }
+            Refusal::AlreadySettled => "the entry is settled and not unknown; there is nothing to reconcile",
+            Refusal::NotNotExecuted => "a fresh attempt is allowed only for a not_executed entry",
+            Refusal::NotPublished => "the entry has no recorded intent yet, so it has no published outcome",
+            Refusal::AttemptReused => "a fresh attempt needs a new attempt id",
+        }
+    }
+}
+
+/// Errors of the ledger. Variants map to HTTP: `Invalid` 422, the `*NotFound`/`SessionExpired` 404,
+/// `Refused`/`CursorAhead` 409, `Store`/`Migrate` 500.
+#[derive(Debug, thiserror::Error)]
+pub enum LedgerError {
+    /// A field breaks a rule; `field` names it (e.g. `reason`, `evidence.source`).
+    #[error("{field}: {message}")]
+    Invalid { field: String, message: String },
+    #[error("unknown session")]
+    SessionNotFound,
+    /// The conversation's time to live ran out (counted from its last write).
+    #[error("the session has expired")]
+    SessionExpired,
+    #[error("unknown logical turn")]
+    TurnNotFound,
+    #[error("unknown mutation")]
+    MutationNotFound,
+    /// A refused transition; `current` is the entry's state, unchanged.
+    #[error("{}", .refusal.message())]
+    Refused {
+        refusal: Refusal,
+        current: Box<EntryState>,
+    },
+    /// A replay cursor past the turn's latest revision.
+    #[error("cursor {cursor} is past the turn's latest revision {latest}")]
+    CursorAhead { cursor: i64, latest: i64 },
+    #[cfg(feature = "store")]
+    #[error("store: {0}")]
+    Store(#[from] sqlx::Error),
+    #[cfg(feature = "store")]
+    #[error("migration: {0}")]
+    Migrate(#[from] sqlx::migrate::MigrateError),
+}
+
+impl LedgerError {
+    /// An `Invalid` error for `field`.
+    pub fn invalid(field: impl Into<String>, message: impl Into<String>) -> Self {
+        LedgerError::Invalid {
+            field: field.into(),
+            message: message.into(),
+        }
+    }
+}

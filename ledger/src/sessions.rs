@@ -1,0 +1,354 @@
+//! The read side of the ledger: history, replay snapshots and the dashboard's reads. Every record is
+//! projected on read (seed 000: "Records are derived on read from the session's mutation ledger").
+//! Expired sessions are hidden from every read.
+
+use std::sync::Arc;
+
+use crate::engine::{EntryRow, ENTRY_COLUMNS};
+use crate::error::LedgerError;
+use crate::ids::{Cursor, LogicalTurnId, MutationId, SessionKey};
+use crate::projection::project;
+use crate::store::{format_time, Inner};
+use crate::wire::{
+    LedgerStatus, MutationOutcome, OperationMatch, PublishedStatus, SessionList, SessionSummary,
+    SessionTurns, StatusCounts, TurnEntries, TurnEntry, TurnSummary,
+};
+
+/// One event of a replay snapshot: `revision` is `None` for a legacy entry (framed without `id:`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ReplayEvent {
+    pub revision: Option<i64>,
+    pub outcome: MutationOutcome,
+}
+
+/// A replay snapshot of one logical turn (seed 000, `GET /api/mutation-events`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Replay {
+    /// Legacy entries first (full replay only), then oldest revision first.
+    pub events: Vec<ReplayEvent>,
+    /// The cursor the request came with, if any.
+    pub cursor: Option<i64>,
+    pub latest_revision: i64,
+}
+
+impl Replay {
+    /// The id a client should hold after this snapshot: max(cursor, highest revision sent), or `None` when
+    /// that is 0 (no `id:` block is written then).
+    pub fn final_id(&self) -> Option<i64> {
+        let sent = self.events.iter().filter_map(|e| e.revision).max().unwrap_or(0);
+        let id = sent.max(self.cursor.unwrap_or(0));
+        (id > 0).then_some(id)
+    }
+}
+
+/// The read side. Cheap to clone.
+#[derive(Clone)]
+pub struct SessionManager {
+    inner: Arc<Inner>,
+}
+
+#[derive(sqlx::FromRow)]
+struct SessionRow {
+    session_key: String,
+    created_at: i64,
+    last_write_at: i64,
+}
+
+impl SessionManager {
+    pub(crate) fn new(inner: Arc<Inner>) -> Self {
+        SessionManager { inner }
+    }
+
+    fn live_since(&self) -> i64 {
+        self.inner.live_since(self.inner.clock.now_ms())
+    }
+
+    /// The session row, or 404 (`SessionNotFound`, `SessionExpired`).
+    async fn session(&self, session_key: &SessionKey) -> Result<SessionRow, LedgerError> {
+        let row: Option<SessionRow> = sqlx::query_as(
+            "SELECT session_key, created_at, last_write_at FROM sessions WHERE session_key = ?",
+        )
+        .bind(session_key.as_str())
+        .fetch_optional(&self.inner.read)
+        .await?;
+        match row {
+            None => Err(LedgerError::SessionNotFound),
+            Some(r) if r.last_write_at < self.live_since() => Err(LedgerError::SessionExpired),
+            Some(r) => Ok(r),
+        }
+    }
+
+    /// Every retained outcome of the session, oldest logical turn first, then in recorded order (seed 000,
+    /// "Session history"). 404 for an unknown or expired session.
+    pub async fn mutation_outcomes(
+        &self,
+        session_key: &SessionKey,
+    ) -> Result<Vec<MutationOutcome>, LedgerError> {
+        self.session(session_key).await?;
+        let rows: Vec<EntryRow> = sqlx::query_as(&format!(
+            "SELECT {} FROM entries e JOIN turns t USING (session_key, logical_turn_id) \
+             WHERE e.session_key = ? ORDER BY t.turn_seq, e.seq",
+            prefixed("e")
+        ))
+        .bind(session_key.as_str())
+        .fetch_all(&self.inner.read)
+        .await?;
+        Ok(rows.iter().filter_map(|r| project(&r.ledger_entry())).collect())
+    }
+
+    /// The turn's latest revision, or 404 for an unknown/expired session or an unknown turn.
+    async fn turn_revision(
+        &self,
+        session_key: &SessionKey,
+        turn: &LogicalTurnId,
+    ) -> Result<i64, LedgerError> {
+        self.session(session_key).await?;
+        sqlx::query_scalar(
+            "SELECT latest_revision FROM turns WHERE session_key = ? AND logical_turn_id = ?",
+        )
+        .bind(session_key.as_str())
+        .bind(turn.as_str())
+        .fetch_optional(&self.inner.read)
+        .await?
+        .ok_or(LedgerError::TurnNotFound)
+    }
+
+    /// A replay snapshot (seed 000, `GET /api/mutation-events`). Without a cursor: a full replay, legacy
+    /// entries first, then every revisioned entry, oldest revision first. With cursor `n`: entries whose
+    /// latest change is after `n`, plus every revisioned entry still `outcome_unknown`, oldest revision
+    /// first. Errors in order: 404 (session, expired, turn) then 409 (`CursorAhead`).
+    pub async fn replay(
+        &self,
+        session_key: &SessionKey,
+        turn: &LogicalTurnId,
+        cursor: Option<Cursor>,
+    ) -> Result<Replay, LedgerError> {
+        let latest_revision = self.turn_revision(session_key, turn).await?;
+        let cursor = cursor.map(Cursor::revision);
+        if let Some(c) = cursor {
+            if c > latest_revision {
+                return Err(LedgerError::CursorAhead {
+                    cursor: c,
+                    latest: latest_revision,
+                });
+            }
+        }
+        let rows = self.turn_rows(session_key, turn).await?;
+        let mut legacy = Vec::new();
+        let mut revisioned = Vec::new();
+        for row in &rows {
+            let Some(outcome) = project(&row.ledger_entry()) else {
+                continue;
+            };
+            match (row.revision, cursor) {
+                (None, None) => legacy.push(ReplayEvent {
+                    revision: None,
+                    outcome,
+                }),
+                (None, Some(_)) => {}
+                (Some(rev), Some(c))
+                    if rev <= c && outcome.status != PublishedStatus::OutcomeUnknown => {}
+                (Some(rev), _) => revisioned.push(ReplayEvent {
+                    revision: Some(rev),
+                    outcome,
+                }),
+            }
+        }
+        revisioned.sort_by_key(|e| e.revision);
+        legacy.extend(revisioned);
+        Ok(Replay {
+            events: legacy,
+            cursor,
+            latest_revision,
+        })
+    }
+
+    async fn turn_rows(
+        &self,
+        session_key: &SessionKey,
+        turn: &LogicalTurnId,
+    ) -> Result<Vec<EntryRow>, LedgerError> {
+        Ok(sqlx::query_as(&format!(
+            "SELECT {ENTRY_COLUMNS} FROM entries WHERE session_key = ? AND logical_turn_id = ? ORDER BY seq"
+        ))
+        .bind(session_key.as_str())
+        .bind(turn.as_str())
+        .fetch_all(&self.inner.read)
+        .await?)
+    }
+
+    /// Sessions that have not expired, most recently active first, with counts by published status.
+    pub async fn sessions(&self) -> Result<SessionList, LedgerError> {
+        let rows: Vec<SessionRow> = sqlx::query_as(
+            "SELECT session_key, created_at, last_write_at FROM sessions WHERE last_write_at >= ? \
+             ORDER BY last_write_at DESC, session_key",
+        )
+        .bind(self.live_since())
+        .fetch_all(&self.inner.read)
+        .await?;
+        let counts: Vec<(String, String, bool, i64)> = sqlx::query_as(
+            "SELECT e.session_key, e.status, e.intent_recorded, COUNT(*) FROM entries e \
+             JOIN sessions s USING (session_key) WHERE s.last_write_at >= ? \
+             GROUP BY e.session_key, e.status, e.intent_recorded",
+        )
+        .bind(self.live_since())
+        .fetch_all(&self.inner.read)
+        .await?;
+        let turns: Vec<(String, i64)> =
+            sqlx::query_as("SELECT session_key, COUNT(*) FROM turns GROUP BY session_key")
+                .fetch_all(&self.inner.read)
+                .await?;
+        let sessions = rows
+            .into_iter()
+            .map(|s| {
+                let mut c = StatusCounts::default();
+                for (_, status, intent, n) in counts.iter().filter(|r| r.0 == s.session_key) {
+                    add_counts(&mut c, status, *intent, *n);
+                }
+                let turn_count = turns
+                    .iter()
+                    .find(|t| t.0 == s.session_key)
+                    .map_or(0, |t| t.1 as u64);
+                SessionSummary {
+                    created_at: format_time(s.created_at),
+                    last_activity: format_time(s.last_write_at),
+                    session_key: s.session_key,
+                    turn_count,
+                    counts: c,
+                }
+            })
+            .collect();
+        Ok(SessionList { sessions })
+    }
+
+    /// The session's logical turns, oldest first, each with its latest revision and counts. 404 for an
+    /// unknown or expired session.
+    pub async fn turns(&self, session_key: &SessionKey) -> Result<SessionTurns, LedgerError> {
+        let session = self.session(session_key).await?;
+        let turns: Vec<(String, i64, i64)> = sqlx::query_as(
+            "SELECT logical_turn_id, latest_revision, created_at FROM turns WHERE session_key = ? \
+             ORDER BY turn_seq",
+        )
+        .bind(session_key.as_str())
+        .fetch_all(&self.inner.read)
+        .await?;
+        let counts: Vec<(String, String, bool, i64)> = sqlx::query_as(
+            "SELECT logical_turn_id, status, intent_recorded, COUNT(*) FROM entries \
+             WHERE session_key = ? GROUP BY logical_turn_id, status, intent_recorded",
+        )
+        .bind(session_key.as_str())
+        .fetch_all(&self.inner.read)
+        .await?;
+        Ok(SessionTurns {
+            session_key: session.session_key,
+            last_activity: format_time(session.last_write_at),
+            turns: turns
+                .into_iter()
+                .map(|(id, latest_revision, created_at)| {
+                    let mut c = StatusCounts::default();
+                    for (_, status, intent, n) in counts.iter().filter(|r| r.0 == id) {
+                        add_counts(&mut c, status, *intent, *n);
+                    }
+                    TurnSummary {
+                        logical_turn_id: id,
+                        first_recorded_at: format_time(created_at),
+                        latest_revision,
+                        counts: c,
+                    }
+                })
+                .collect(),
+        })
+    }
+
+    /// The turn's published entries in recorded order, with the latest revision as the cursor to resume
+    /// from. 404 for an unknown/expired session or an unknown turn.
+    pub async fn turn_entries(
+        &self,
+        session_key: &SessionKey,
+        turn: &LogicalTurnId,
+    ) -> Result<TurnEntries, LedgerError> {
+        let latest_revision = self.turn_revision(session_key, turn).await?;
+        let rows = self.turn_rows(session_key, turn).await?;
+        Ok(TurnEntries {
+            session_key: session_key.to_string(),
+            logical_turn_id: turn.to_string(),
+            latest_revision,
+            entries: rows.iter().filter_map(turn_entry).collect(),
+        })
+    }
+
+    /// Support look-up: every published outcome with this `mutation_id`, across sessions that have not
+    /// expired (one id may be used in several sessions).
+    pub async fn find_operation(
+        &self,
+        mutation_id: &MutationId,
+    ) -> Result<Vec<OperationMatch>, LedgerError> {
+        let rows: Vec<EntryRow> = sqlx::query_as(&format!(
+            "SELECT {} FROM entries e JOIN sessions s USING (session_key) \
+             WHERE e.mutation_id = ? AND s.last_write_at >= ? ORDER BY e.seq",
+            prefixed("e")
+        ))
+        .bind(mutation_id.as_str())
+        .bind(self.live_since())
+        .fetch_all(&self.inner.read)
+        .await?;
+        Ok(matches(&rows))
+    }
+
+    /// The support queue: open unknown outcomes (settled unknown and in flight) across sessions that have
+    /// not expired, oldest recorded first, at most `limit`.
+    pub async fn open_unknowns(&self, limit: u32) -> Result<Vec<OperationMatch>, LedgerError> {
+        let rows: Vec<EntryRow> = sqlx::query_as(&format!(
+            "SELECT {} FROM entries e JOIN sessions s USING (session_key) \
+             WHERE e.status IN ('outcome_unknown', 'execution_started') AND s.last_write_at >= ? \
+             ORDER BY e.recorded_at, e.seq LIMIT ?",
+            prefixed("e")
+        ))
+        .bind(self.live_since())
+        .bind(i64::from(limit))
+        .fetch_all(&self.inner.read)
+        .await?;
+        Ok(matches(&rows))
+    }
+}
+
+fn prefixed(alias: &str) -> String {
+    ENTRY_COLUMNS
+        .split(", ")
+        .map(|c| format!("{alias}.{c}"))
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+fn add_counts(counts: &mut StatusCounts, status: &str, intent: bool, n: i64) {
+    let Some(ledger) = LedgerStatus::parse(status) else {
+        return;
+    };
+    if let Some(published) = crate::projection::published_status(ledger, intent) {
+        for _ in 0..n {
+            counts.add(published, ledger == LedgerStatus::ExecutionStarted);
+        }
+    }
+}
+
+fn turn_entry(row: &EntryRow) -> Option<TurnEntry> {
+    Some(TurnEntry {
+        sequence: row.seq,
+        mutation_revision: row.revision,
+        outcome: project(&row.ledger_entry())?,
+        ledger_status: row.ledger_status(),
+        recorded_at: format_time(row.recorded_at),
+        settled_at: row.settled_at.map(format_time),
+    })
+}
+
+fn matches(rows: &[EntryRow]) -> Vec<OperationMatch> {
+    rows.iter()
+        .filter_map(|r| {
+            Some(OperationMatch {
+                session_key: r.session_key.clone(),
+                entry: turn_entry(r)?,
+            })
+        })
+        .collect()
+}

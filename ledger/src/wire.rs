@@ -1,0 +1,283 @@
+//! Wire types shared by the server and the browser: the `mutation_outcome/v1` record (seed 000, "Record")
+//! and the dashboard's own read shapes. They compile without the store, so the `app` crate uses them in WASM.
+
+use serde::{Deserialize, Serialize};
+
+/// The value of the record's `schema` field.
+pub const SCHEMA: &str = "mutation_outcome/v1";
+
+/// Published `status` of a `mutation_outcome/v1` record (seed 000, status table).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum PublishedStatus {
+    Completed,
+    Failed,
+    OutcomeUnknown,
+    NotExecuted,
+}
+
+impl PublishedStatus {
+    /// Every published status, in the order the dashboard lists them.
+    pub const ALL: [PublishedStatus; 4] = [
+        PublishedStatus::OutcomeUnknown,
+        PublishedStatus::Failed,
+        PublishedStatus::NotExecuted,
+        PublishedStatus::Completed,
+    ];
+
+    /// The wire spelling (`"outcome_unknown"`, …).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            PublishedStatus::Completed => "completed",
+            PublishedStatus::Failed => "failed",
+            PublishedStatus::OutcomeUnknown => "outcome_unknown",
+            PublishedStatus::NotExecuted => "not_executed",
+        }
+    }
+
+    /// Parses the wire spelling; `None` for anything else.
+    pub fn parse(s: &str) -> Option<Self> {
+        Self::ALL.into_iter().find(|st| st.as_str() == s)
+    }
+}
+
+/// Optional settlement reason (seed 000, "Starting in 0.23.30"): `pre_dispatch_deadline` goes only with
+/// `not_executed`, `execution_timeout` only with `outcome_unknown`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Reason {
+    PreDispatchDeadline,
+    ExecutionTimeout,
+}
+
+impl Reason {
+    /// The wire spelling.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Reason::PreDispatchDeadline => "pre_dispatch_deadline",
+            Reason::ExecutionTimeout => "execution_timeout",
+        }
+    }
+
+    /// Parses the wire spelling; `None` for anything else.
+    pub fn parse(s: &str) -> Option<Self> {
+        match s {
+            "pre_dispatch_deadline" => Some(Reason::PreDispatchDeadline),
+            "execution_timeout" => Some(Reason::ExecutionTimeout),
+            _ => None,
+        }
+    }
+}
+
+/// Ledger status of an entry (DESIGN: "Ledger entry and its states"). Not published as such: the projection
+/// maps it, with the intent flag, to a [`PublishedStatus`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum LedgerStatus {
+    Approved,
+    ExecutionStarted,
+    Completed,
+    Failed,
+    OutcomeUnknown,
+}
+
+impl LedgerStatus {
+    /// The spelling stored in the ledger and sent on the wire.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            LedgerStatus::Approved => "approved",
+            LedgerStatus::ExecutionStarted => "execution_started",
+            LedgerStatus::Completed => "completed",
+            LedgerStatus::Failed => "failed",
+            LedgerStatus::OutcomeUnknown => "outcome_unknown",
+        }
+    }
+
+    /// Parses the stored spelling; `None` for anything else.
+    pub fn parse(s: &str) -> Option<Self> {
+        [
+            LedgerStatus::Approved,
+            LedgerStatus::ExecutionStarted,
+            LedgerStatus::Completed,
+            LedgerStatus::Failed,
+            LedgerStatus::OutcomeUnknown,
+        ]
+        .into_iter()
+        .find(|st| st.as_str() == s)
+    }
+}
+
+/// One `mutation_outcome/v1` record (seed 000, "Record"). `resource_id`, `url` and `title` are always
+/// present (`null` until host metadata is attached, or when withheld); `reason` is absent unless it applies.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct MutationOutcome {
+    pub schema: String,
+    pub logical_turn_id: String,
+    pub mutation_id: String,
+    pub tool: String,
+    pub status: PublishedStatus,
+    pub resource_id: Option<String>,
+    pub url: Option<String>,
+    pub title: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reason: Option<Reason>,
+}
+
+/// `GET /api/mutation-outcomes` body: `{"mutation_outcomes": [...]}`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct MutationOutcomes {
+    pub mutation_outcomes: Vec<MutationOutcome>,
+}
+
+/// Data of a live `mutation_outcome` run event: `{"mutation_revision": n, "outcome": {...}}`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct RunEvent {
+    pub mutation_revision: i64,
+    pub outcome: MutationOutcome,
+}
+
+/// Data of a live `resync` run event: the turns whose events this client missed.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Resync {
+    pub logical_turn_ids: Vec<String>,
+}
+
+/// Published counts of one session or turn. `in_flight` counts entries in `execution_started` (published as
+/// `outcome_unknown`, so they are also in `outcome_unknown`).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct StatusCounts {
+    pub completed: u64,
+    pub failed: u64,
+    pub not_executed: u64,
+    pub outcome_unknown: u64,
+    pub in_flight: u64,
+}
+
+impl StatusCounts {
+    /// The count for one published status.
+    pub fn get(&self, status: PublishedStatus) -> u64 {
+        match status {
+            PublishedStatus::Completed => self.completed,
+            PublishedStatus::Failed => self.failed,
+            PublishedStatus::NotExecuted => self.not_executed,
+            PublishedStatus::OutcomeUnknown => self.outcome_unknown,
+        }
+    }
+
+    /// Adds one entry of `status`; `in_flight` marks an `execution_started` entry.
+    pub fn add(&mut self, status: PublishedStatus, in_flight: bool) {
+        match status {
+            PublishedStatus::Completed => self.completed += 1,
+            PublishedStatus::Failed => self.failed += 1,
+            PublishedStatus::NotExecuted => self.not_executed += 1,
+            PublishedStatus::OutcomeUnknown => self.outcome_unknown += 1,
+        }
+        if in_flight {
+            self.in_flight += 1;
+        }
+    }
+
+    /// Number of published outcomes.
+    pub fn total(&self) -> u64 {
+        self.completed + self.failed + self.not_executed + self.outcome_unknown
+    }
+}
+
+/// One row of `GET /api/sessions`. Times are RFC 3339 UTC strings.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SessionSummary {
+    pub session_key: String,
+    pub created_at: String,
+    pub last_activity: String,
+    pub turn_count: u64,
+    pub counts: StatusCounts,
+}
+
+/// `GET /api/sessions` body.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SessionList {
+    pub sessions: Vec<SessionSummary>,
+}
+
+/// One logical turn of a session, as `GET /api/sessions/{key}/turns` lists it (oldest turn first).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct TurnSummary {
+    pub logical_turn_id: String,
+    pub first_recorded_at: String,
+    pub latest_revision: i64,
+    pub counts: StatusCounts,
+}
+
+/// `GET /api/sessions/{key}/turns` body.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SessionTurns {
+    pub session_key: String,
+    pub last_activity: String,
+    pub turns: Vec<TurnSummary>,
+}
+
+/// One published entry of a turn, in recorded order. `mutation_revision` is `null` for legacy entries
+/// recorded before revisions existed; `settled_at` is `null` while the entry is in flight.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct TurnEntry {
+    pub sequence: i64,
+    pub mutation_revision: Option<i64>,
+    pub outcome: MutationOutcome,
+    pub ledger_status: LedgerStatus,
+    pub recorded_at: String,
+    pub settled_at: Option<String>,
+}
+
+/// `GET /api/sessions/{key}/turns/{turn}/entries` body. `latest_revision` is the cursor a client resumes from.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct TurnEntries {
+    pub session_key: String,
+    pub logical_turn_id: String,
+    pub latest_revision: i64,
+    pub entries: Vec<TurnEntry>,
+}
+
+/// One match of a support look-up by `mutation_id` (`GET /api/operations/{mutation_id}`), or one item of the
+/// open-unknowns queue (`GET /api/unknowns`).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct OperationMatch {
+    pub session_key: String,
+    pub entry: TurnEntry,
+}
+
+/// `GET /api/operations/{mutation_id}` and `GET /api/unknowns` body.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct OperationMatches {
+    pub matches: Vec<OperationMatch>,
+}
+
+/// Every error body of the HTTP API: `{"error": {"code", "message", "field"?, "current"?}}`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ErrorBody {
+    pub error: ErrorDetail,
+}
+
+/// See [`ErrorBody`]. `current` is the entry's state on a 409 refusal.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ErrorDetail {
+    pub code: String,
+    pub message: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub field: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub current: Option<EntryState>,
+}
+
+/// The ledger state of one entry as the host write API reports it (success body, and `current` on a 409).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct EntryState {
+    pub session_key: String,
+    pub logical_turn_id: String,
+    pub mutation_id: String,
+    pub ledger_status: LedgerStatus,
+    pub intent_recorded: bool,
+    pub attempt_id: Option<String>,
+    pub revision: Option<i64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reason: Option<Reason>,
+}
