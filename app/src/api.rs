@@ -1,0 +1,151 @@
+//! The only place the app talks HTTP: GET requests to the server's public JSON API. In the browser through
+//! `fetch` (gloo-net); while rendering on the server through an [`ApiTransport`] the server provides.
+
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::Arc;
+
+use ledger::wire::{ErrorBody, OperationMatches, SessionList, SessionTurns, TurnEntries};
+use serde::de::DeserializeOwned;
+use serde::{Deserialize, Serialize};
+
+/// A response as the transport returns it.
+pub struct TransportResponse {
+    pub status: u16,
+    pub body: String,
+}
+
+/// The future a transport returns.
+pub type TransportFuture = Pin<Box<dyn Future<Output = Result<TransportResponse, String>> + Send>>;
+
+/// Answers a GET of an API path (`/api/...`, with query) during server-side rendering.
+#[derive(Clone)]
+pub struct ApiTransport(pub Arc<dyn Fn(String) -> TransportFuture + Send + Sync>);
+
+/// Why a read failed, as the pages tell it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub enum ApiError {
+    /// 404: `code` is `session_not_found`, `session_expired`, `turn_not_found`, …
+    NotFound { code: String, message: String },
+    /// Any other non-200 status.
+    Status { status: u16, message: String },
+    /// The request did not complete, or the body was not what the API promises.
+    Network(String),
+}
+
+impl ApiError {
+    /// A sentence for the page.
+    pub fn describe(&self) -> String {
+        match self {
+            ApiError::NotFound { code, .. } if code == "session_expired" => {
+                "This session has expired: its history is no longer kept.".to_owned()
+            }
+            ApiError::NotFound { code, .. } if code == "session_not_found" => {
+                "No session with this id.".to_owned()
+            }
+            ApiError::NotFound { code, .. } if code == "turn_not_found" => {
+                "This session has no logical turn with this id.".to_owned()
+            }
+            ApiError::NotFound { message, .. } => message.clone(),
+            ApiError::Status { status, message } => format!("The server answered {status}: {message}"),
+            ApiError::Network(m) => format!("The server could not be reached: {m}"),
+        }
+    }
+}
+
+/// Percent-encodes one path segment or query value (every byte but unreserved characters).
+pub fn enc(s: &str) -> String {
+    urlencoding::encode(s).into_owned()
+}
+
+fn decode<T: DeserializeOwned>(status: u16, body: &str) -> Result<T, ApiError> {
+    if status == 200 {
+        return serde_json::from_str(body).map_err(|e| ApiError::Network(format!("unexpected body: {e}")));
+    }
+    let (code, message) = serde_json::from_str::<ErrorBody>(body)
+        .map(|b| (b.error.code, b.error.message))
+        .unwrap_or_else(|_| ("unknown".to_owned(), body.chars().take(200).collect()));
+    if status == 404 {
+        Err(ApiError::NotFound { code, message })
+    } else {
+        Err(ApiError::Status { status, message })
+    }
+}
+
+/// GETs `path` and decodes the JSON body. Must be called inside the reactive owner (it reads context
+/// synchronously on the server); the returned future is `Send`.
+pub fn get_json<T: DeserializeOwned + 'static>(
+    path: String,
+) -> impl Future<Output = Result<T, ApiError>> + Send + 'static {
+    let fetched = fetch_text(path);
+    async move {
+        let r = fetched.await?;
+        decode(r.status, &r.body)
+    }
+}
+
+#[cfg(feature = "ssr")]
+fn fetch_text(path: String) -> impl Future<Output = Result<TransportResponse, ApiError>> + Send + 'static {
+    let transport = leptos::prelude::use_context::<ApiTransport>();
+    async move {
+        let t = transport.ok_or_else(|| ApiError::Network("no API transport in context".into()))?;
+        (t.0)(path).await.map_err(ApiError::Network)
+    }
+}
+
+#[cfg(all(feature = "hydrate", not(feature = "ssr")))]
+fn fetch_text(path: String) -> impl Future<Output = Result<TransportResponse, ApiError>> + Send + 'static {
+    send_wrapper::SendWrapper::new(async move {
+        let response = gloo_net::http::Request::get(&path)
+            .send()
+            .await
+            .map_err(|e| ApiError::Network(e.to_string()))?;
+        let status = response.status();
+        let body = response.text().await.map_err(|e| ApiError::Network(e.to_string()))?;
+        Ok(TransportResponse { status, body })
+    })
+}
+
+#[cfg(not(any(feature = "ssr", feature = "hydrate")))]
+fn fetch_text(_path: String) -> impl Future<Output = Result<TransportResponse, ApiError>> + Send + 'static {
+    async { Err(ApiError::Network("built without ssr or hydrate".into())) }
+}
+
+/// `GET /api/sessions`.
+pub fn sessions() -> impl Future<Output = Result<SessionList, ApiError>> + Send + 'static {
+    get_json("/api/sessions".to_owned())
+}
+
+/// `GET /api/sessions/{key}/turns`.
+pub fn session_turns(key: &str) -> impl Future<Output = Result<SessionTurns, ApiError>> + Send + 'static {
+    get_json(format!("/api/sessions/{}/turns", enc(key)))
+}
+
+/// `GET /api/sessions/{key}/turns/{turn}/entries`.
+pub fn turn_entries(key: &str, turn: &str) -> impl Future<Output = Result<TurnEntries, ApiError>> + Send + 'static {
+    get_json(format!("/api/sessions/{}/turns/{}/entries", enc(key), enc(turn)))
+}
+
+/// `GET /api/operations/{mutation_id}`.
+pub fn operation(id: &str) -> impl Future<Output = Result<OperationMatches, ApiError>> + Send + 'static {
+    get_json(format!("/api/operations/{}", enc(id)))
+}
+
+/// `GET /api/unknowns`.
+pub fn unknowns() -> impl Future<Output = Result<OperationMatches, ApiError>> + Send + 'static {
+    get_json("/api/unknowns".to_owned())
+}
+
+/// The replay URL of a turn: with `after` when a cursor is held, without for a full replay.
+pub fn replay_url(key: &str, turn: &str, after: Option<i64>) -> String {
+    let mut u = format!("/api/mutation-events?session_id={}&logical_turn_id={}", enc(key), enc(turn));
+    if let Some(a) = after {
+        u.push_str(&format!("&after={a}"));
+    }
+    u
+}
+
+/// The live stream URL of a session.
+pub fn run_events_url(key: &str) -> String {
+    format!("/api/run-events?session_id={}", enc(key))
+}

@@ -1,0 +1,172 @@
+//! How one outcome reads: status in words, icon and colour (never colour alone); the unknown explanation
+//! of seed 002 with the operation id to quote; the server-confirmed title as a safe link.
+
+use leptos::prelude::*;
+use ledger::wire::{MutationOutcome, PublishedStatus, Reason};
+
+/// Words, icon and classes of a status. `in_flight` is an unknown whose attempt has not settled yet.
+pub fn status_look(status: PublishedStatus, in_flight: bool) -> (&'static str, &'static str, &'static str) {
+    match (status, in_flight) {
+        (PublishedStatus::Completed, _) => (
+            "Completed",
+            "✓",
+            "bg-emerald-50 text-emerald-900 border-emerald-600 dark:bg-emerald-950 dark:text-emerald-100",
+        ),
+        (PublishedStatus::Failed, _) => (
+            "Failed",
+            "✕",
+            "bg-red-50 text-red-900 border-red-600 dark:bg-red-950 dark:text-red-100",
+        ),
+        (PublishedStatus::NotExecuted, _) => (
+            "Not executed",
+            "⊘",
+            "bg-slate-100 text-slate-800 border-slate-500 dark:bg-slate-800 dark:text-slate-100",
+        ),
+        (PublishedStatus::OutcomeUnknown, true) => (
+            "In flight: outcome not yet known",
+            "…",
+            "bg-sky-50 text-sky-900 border-sky-600 dark:bg-sky-950 dark:text-sky-100",
+        ),
+        (PublishedStatus::OutcomeUnknown, false) => (
+            "Outcome unknown",
+            "?",
+            "bg-amber-50 text-amber-950 border-amber-500 dark:bg-amber-950 dark:text-amber-50",
+        ),
+    }
+}
+
+/// The reason in words, where the record has one.
+pub fn reason_text(reason: Reason) -> &'static str {
+    match reason {
+        Reason::ExecutionTimeout => "The attempt timed out while executing; whether it took effect is not known.",
+        Reason::PreDispatchDeadline => {
+            "Cancelled by its deadline before it was sent: the write was never dispatched."
+        }
+    }
+}
+
+/// Whether `url` may be a link target (the server already keeps only http(s); checked again here).
+pub fn safe_href(url: &str) -> bool {
+    url.starts_with("https://") || url.starts_with("http://")
+}
+
+/// A status badge: icon and words.
+#[component]
+pub fn StatusBadge(status: PublishedStatus, #[prop(optional)] in_flight: bool) -> impl IntoView {
+    let (words, icon, classes) = status_look(status, in_flight);
+    view! {
+        <span
+            class=format!("inline-flex items-center gap-1 rounded border px-2 py-0.5 text-xs font-semibold {classes}")
+            data-status=status.as_str()
+        >
+            <span aria-hidden="true">{icon}</span>
+            <span>{words}</span>
+        </span>
+    }
+}
+
+/// The title (or the tool name when there is none), linked to the sanitised url only.
+#[component]
+pub fn OutcomeTitle(outcome: MutationOutcome) -> impl IntoView {
+    let text = outcome.title.clone().unwrap_or_else(|| outcome.tool.clone());
+    let has_title = outcome.title.is_some();
+    let class = if has_title { "font-medium" } else { "font-mono text-sm" };
+    match outcome.url.filter(|u| safe_href(u)) {
+        Some(url) => view! {
+            <a
+                href=url
+                target="_blank"
+                rel="noopener noreferrer nofollow"
+                class=format!("{class} underline decoration-dotted underline-offset-2 hover:decoration-solid")
+            >
+                <bdi class="outcome-title">{text}</bdi>
+            </a>
+        }
+        .into_any(),
+        None => view! { <bdi class=format!("{class} outcome-title")>{text}</bdi> }.into_any(),
+    }
+}
+
+/// The plain message of an unknown outcome (seed 002, "Tell the user…"), with the operation id to quote.
+#[component]
+pub fn UnknownExplanation(mutation_id: String, #[prop(optional)] in_flight: bool) -> impl IntoView {
+    let lead = if in_flight {
+        "This write was started and has not reported back yet. Until it does, its result is not established."
+    } else {
+        "The result of this write is not established. The original operation is under investigation, and automatic resend is paused."
+    };
+    view! {
+        <div class="unknown-explanation mt-2 space-y-1 text-sm">
+            <p>{lead}</p>
+            <p>"It is not shown as done or failed, because there is no evidence either way yet."</p>
+            <p class="flex flex-wrap items-center gap-2">
+                <span>"Operation id to quote:"</span>
+                <code class="operation-id break-all rounded bg-white/70 px-1 font-mono text-xs dark:bg-black/30">
+                    {mutation_id.clone()}
+                </code>
+                <CopyButton text=mutation_id/>
+            </p>
+        </div>
+    }
+}
+
+/// Copies `text` to the clipboard; says so once done.
+#[component]
+pub fn CopyButton(text: String) -> impl IntoView {
+    let copied = RwSignal::new(false);
+    let on_click = move |_| {
+        #[cfg(feature = "hydrate")]
+        {
+            if let Some(window) = web_sys::window() {
+                let _ = window.navigator().clipboard().write_text(&text);
+                copied.set(true);
+            }
+        }
+        #[cfg(not(feature = "hydrate"))]
+        let _ = &text;
+    };
+    view! {
+        <button
+            type="button"
+            class="copy-operation-id rounded border border-current px-2 py-0.5 text-xs hover:bg-black/5 focus:outline-none focus-visible:ring-2 focus-visible:ring-offset-1 dark:hover:bg-white/10"
+            on:click=on_click
+        >
+            {move || if copied.get() { "Copied" } else { "Copy operation id" }}
+        </button>
+    }
+}
+
+/// One outcome as a card: badge, title, tool, reason, and for an unknown outcome the explanation.
+#[component]
+pub fn OutcomeCard(
+    outcome: MutationOutcome,
+    #[prop(optional)] in_flight: bool,
+    revision: Option<i64>,
+) -> impl IntoView {
+    let status = outcome.status;
+    let unknown = status == PublishedStatus::OutcomeUnknown;
+    let (_, _, classes) = status_look(status, in_flight);
+    let border = if unknown && !in_flight { "border-l-8" } else { "border-l-4" };
+    let reason = outcome.reason.map(reason_text);
+    let mutation_id = outcome.mutation_id.clone();
+    let tool = outcome.tool.clone();
+    let resource_id = outcome.resource_id.clone();
+    view! {
+        <div class=format!("outcome rounded-md {border} p-3 {classes}") data-mutation-id=mutation_id.clone() data-status=status.as_str()>
+            <div class="flex flex-wrap items-center gap-2">
+                <StatusBadge status in_flight/>
+                <OutcomeTitle outcome=outcome.clone()/>
+            </div>
+            <p class="mt-1 text-xs opacity-80">
+                <span class="font-mono">{tool}</span>
+                {resource_id.map(|id| view! { <span>" · resource "<bdi class="font-mono">{id}</bdi></span> })}
+                {revision.map(|r| view! { <span>" · revision "{r}</span> })}
+            </p>
+            {reason.map(|r| view! { <p class="reason mt-1 text-sm">{r}</p> })}
+            {unknown.then(|| view! { <UnknownExplanation mutation_id=mutation_id.clone() in_flight/> })}
+            {(!unknown).then(|| view! {
+                <p class="mt-1 text-xs opacity-80">"Operation id: "<code class="operation-id break-all font-mono">{mutation_id.clone()}</code></p>
+            })}
+        </div>
+    }
+}

@@ -1,0 +1,114 @@
+//! A logical turn's timeline: server-rendered from the entries API, then kept live in the browser (run
+//! events first, then a replay from the cursor), upserting by `mutation_id`.
+
+use leptos::prelude::*;
+use leptos_meta::Title;
+use ledger::wire::{PublishedStatus, TurnEntries};
+
+use crate::api;
+use crate::components::outcome::{OutcomeCard, StatusBadge};
+use crate::components::ErrorPanel;
+use crate::routes::{param, session_href};
+use crate::timeline::{Connection, Row, Timeline};
+
+#[component]
+pub fn TurnPage() -> impl IntoView {
+    let key = param("session_id");
+    let turn = param("turn_id");
+    let entries = Resource::new(
+        move || (key.get(), turn.get()),
+        |(k, t)| api::turn_entries(&k, &t),
+    );
+    view! {
+        <Title text=move || format!("Turn {} · Outcome ledger", turn.get())/>
+        <p class="mb-1 text-sm">
+            <a class="underline-offset-2 hover:underline" href=move || session_href(&key.get())>
+                "← Session " <bdi class="font-mono">{move || key.get()}</bdi>
+            </a>
+        </p>
+        <h1 class="mb-4 text-2xl font-semibold">"Turn " <bdi class="font-mono">{move || turn.get()}</bdi></h1>
+        <Suspense fallback=|| view! { <p>"Loading the timeline…"</p> }>
+            {move || Suspend::new(async move {
+                match entries.await {
+                    Err(e) => view! { <ErrorPanel message=e.describe()/> }.into_any(),
+                    Ok(e) => view! { <LiveTimeline entries=e/> }.into_any(),
+                }
+            })}
+        </Suspense>
+    }
+}
+
+#[component]
+fn LiveTimeline(entries: TurnEntries) -> impl IntoView {
+    let timeline = RwSignal::new(Timeline::from_entries(&entries));
+    let connection = RwSignal::new(Connection::Snapshot);
+    let filter = RwSignal::new(None::<PublishedStatus>);
+    let session_key = entries.session_key.clone();
+    let turn_id = entries.logical_turn_id.clone();
+    Effect::new(move |_| {
+        #[cfg(feature = "hydrate")]
+        crate::live::start(session_key.clone(), turn_id.clone(), timeline, connection);
+        #[cfg(not(feature = "hydrate"))]
+        let _ = (&session_key, &turn_id);
+    });
+    let rows = move || {
+        timeline.with(|t| {
+            t.rows()
+                .iter()
+                .filter(|r| filter.get().is_none_or(|f| r.outcome.status == f))
+                .cloned()
+                .collect::<Vec<Row>>()
+        })
+    };
+    view! {
+        <div class="mb-3 flex flex-wrap items-center justify-between gap-3">
+            <p class="connection text-sm" role="status" aria-live="polite" data-state=move || connection.with(|c| c.name())>
+                <span aria-hidden="true" class=move || {
+                    let colour = match connection.with(|c| c.name()) {
+                        "live" => "bg-emerald-500",
+                        "reconnecting" | "connecting" => "bg-amber-500",
+                        "snapshot" => "bg-slate-400",
+                        _ => "bg-red-500",
+                    };
+                    format!("mr-1 inline-block h-2 w-2 rounded-full {colour}")
+                }></span>
+                {move || connection.with(|c| c.label())}
+            </p>
+            <p class="text-xs opacity-80">"Cursor: revision " <span class="cursor tabular-nums">{move || timeline.with(|t| t.cursor())}</span></p>
+        </div>
+        <div class="summary mb-4 flex flex-wrap gap-2" role="group" aria-label="Filter by status">
+            <button
+                type="button"
+                class="rounded border px-2 py-0.5 text-sm aria-pressed:font-semibold aria-pressed:ring-2"
+                aria-pressed=move || filter.get().is_none().to_string()
+                on:click=move |_| filter.set(None)
+            >
+                {move || format!("All ({})", timeline.with(|t| t.rows().len()))}
+            </button>
+            {PublishedStatus::ALL.into_iter().map(|s| view! {
+                <button
+                    type="button"
+                    class="filter inline-flex items-center gap-1 rounded border px-2 py-0.5 text-sm aria-pressed:ring-2"
+                    data-filter=s.as_str()
+                    aria-pressed=move || (filter.get() == Some(s)).to_string()
+                    on:click=move |_| filter.set(Some(s))
+                >
+                    <StatusBadge status=s/>
+                    <span class="tabular-nums">{move || timeline.with(|t| t.count(s))}</span>
+                </button>
+            }).collect_view()}
+        </div>
+        <ol class="timeline space-y-3" aria-label="Outcomes of this turn, in recorded order">
+            <For
+                each=rows
+                key=|r| (r.outcome.mutation_id.clone(), r.revision, r.in_flight)
+                children=|r| view! {
+                    <li class="timeline-row rounded-md focus:outline-none focus-visible:ring-2 focus-visible:ring-sky-500" tabindex="0">
+                        <OutcomeCard outcome=r.outcome in_flight=r.in_flight revision=r.revision/>
+                    </li>
+                }
+            />
+        </ol>
+        {move || timeline.with(|t| t.rows().is_empty()).then(|| view! { <p>"No published outcomes in this turn yet."</p> })}
+    }
+}

@@ -1,0 +1,34 @@
+#!/usr/bin/env bash
+# Installs what building and testing need, on a fresh Debian machine of this kind. Idempotent: each step is
+# skipped when already done, so a warm run takes a second or two.
+#   - Debian: rustc-web, cargo-web, rust-web-src (Rust for wasm32 with -Zbuild-std), lld-22 (wasm linker),
+#     chromium (browser tests)
+#   - cargo: wasm-bindgen-cli at exactly the wasm-bindgen version in Cargo.lock
+#   - npm: the Tailwind CLI and Playwright from package-lock.json (no browser download: Debian's Chromium)
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+need_apt=()
+for pkg in rustc-web cargo-web rust-web-src lld-22 chromium; do
+  dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null | grep -q "install ok installed" || need_apt+=("$pkg")
+done
+if [ ${#need_apt[@]} -gt 0 ]; then
+  echo "setup: installing ${need_apt[*]}"
+  SUDO=""; [ "$(id -u)" -eq 0 ] || SUDO="sudo"
+  $SUDO apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq "${need_apt[@]}" >/dev/null
+fi
+
+wbg=$(grep -A1 '^name = "wasm-bindgen"$' Cargo.lock | sed -n 's/^version = "\(.*\)"/\1/p')
+if [ "$(wasm-bindgen --version 2>/dev/null)" != "wasm-bindgen $wbg" ]; then
+  echo "setup: installing wasm-bindgen-cli $wbg (a few minutes)"
+  # Not --locked: the CLI's own lock file pins a crate version the index no longer serves.
+  cargo install -q wasm-bindgen-cli --version "$wbg"
+fi
+
+stamp=node_modules/.package-lock.stamp
+if [ ! -f "$stamp" ] || ! cmp -s package-lock.json "$stamp"; then
+  echo "setup: npm ci"
+  PLAYWRIGHT_SKIP_BROWSER_DOWNLOAD=1 npm ci --no-audit --no-fund --loglevel=error
+  cp package-lock.json "$stamp"
+fi

@@ -1,0 +1,22 @@
+#!/usr/bin/env bash
+# Runs every test: installs what is missing, builds, runs the Rust tests (ledger, server, app), then starts
+# the built server on a fresh data directory and runs the Playwright browser tests against it.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+scripts/setup.sh
+scripts/build.sh
+
+echo "== cargo test"
+cargo test --workspace
+
+echo "== browser tests (Playwright, Debian Chromium)"
+port=${E2E_PORT:-3100}
+data=$(mktemp -d)
+export OUTCOMES_HOST_TOKEN="e2e-$(date +%s)-$RANDOM"
+target/release/outcomes serve --addr "127.0.0.1:$port" --data-dir "$data" > "$data/server.log" 2>&1 &
+server=$!
+trap 'kill $server 2>/dev/null || true; rm -rf "$data"' EXIT
+for _ in $(seq 1 100); do curl -sf -o /dev/null "http://127.0.0.1:$port/healthz" && break; sleep 0.1; done
+cd e2e
+BASE_URL="http://127.0.0.1:$port" OUTCOMES_DATA_DIR="$data" OUTCOMES_PORT="$port" \
+  ../node_modules/.bin/playwright test "$@"

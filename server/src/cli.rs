@@ -1,0 +1,131 @@
+//! The command line (clap). Every flag can also come from an `OUTCOMES_*` environment variable.
+
+use std::io::{BufRead, Write};
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::time::Duration;
+
+use clap::{Args, Parser, Subcommand};
+
+/// The outcome ledger dashboard: what happened to each protected write of an agent (mutation_outcome/v1).
+#[derive(Debug, Parser)]
+#[command(name = "outcomes", version)]
+pub struct Cli {
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Serve the ledger's APIs and the dashboard.
+    Serve(ServeArgs),
+    /// Play demo agent sessions through the host write API of a running server.
+    Demo(DemoArgs),
+    /// Read ledger entries (contract example format), one JSON object per line on stdin, and print each
+    /// published record (or `null`) as one line of JSON.
+    Project,
+}
+
+/// `outcomes serve`.
+#[derive(Debug, Clone, Args)]
+pub struct ServeArgs {
+    /// Address to listen on. A non-loopback address requires an explicit host token.
+    #[arg(long, env = "OUTCOMES_ADDR", default_value = "127.0.0.1:3000")]
+    pub addr: SocketAddr,
+    /// The ledger: a SQLite file path or `sqlite:` URL. Default: `<data dir>/ledger.sqlite`.
+    #[arg(long, env = "OUTCOMES_DATABASE")]
+    pub database: Option<String>,
+    /// Directory for the default database and the generated host token.
+    #[arg(long, env = "OUTCOMES_DATA_DIR", default_value = "data")]
+    pub data_dir: PathBuf,
+    /// Bearer token of the host write API. Default: `<data dir>/host-token`, generated on first start.
+    #[arg(long, env = "OUTCOMES_HOST_TOKEN", hide_env_values = true)]
+    pub host_token: Option<String>,
+    /// Directory of the built browser assets (`pkg/` inside).
+    #[arg(long, env = "OUTCOMES_SITE_ROOT", default_value = "target/site")]
+    pub site_root: String,
+    /// A conversation expires this many seconds after its last write.
+    #[arg(long, env = "OUTCOMES_SESSION_TTL_SECS", default_value_t = 30 * 24 * 3600)]
+    pub session_ttl_secs: u64,
+    /// Play the demo against this server when the ledger is empty.
+    #[arg(long, env = "OUTCOMES_DEMO_WHEN_EMPTY")]
+    pub demo_when_empty: bool,
+}
+
+impl ServeArgs {
+    /// The database to open.
+    pub fn database(&self) -> String {
+        self.database.clone().unwrap_or_else(|| {
+            self.data_dir
+                .join("ledger.sqlite")
+                .to_string_lossy()
+                .into_owned()
+        })
+    }
+
+    pub fn session_ttl(&self) -> Duration {
+        Duration::from_secs(self.session_ttl_secs)
+    }
+}
+
+/// `outcomes demo`.
+#[derive(Debug, Clone, Args)]
+pub struct DemoArgs {
+    /// The running server.
+    #[arg(long, env = "OUTCOMES_SERVER", default_value = "http://127.0.0.1:3000")]
+    pub server: url::Url,
+    /// Host token. Default: read from `<data dir>/host-token`.
+    #[arg(long, env = "OUTCOMES_HOST_TOKEN", hide_env_values = true)]
+    pub host_token: Option<String>,
+    #[arg(long, env = "OUTCOMES_DATA_DIR", default_value = "data")]
+    pub data_dir: PathBuf,
+    /// Multiplies every pause between steps (0 plays at once).
+    #[arg(long, env = "OUTCOMES_DEMO_PACE", default_value_t = 1.0)]
+    pub pace: f64,
+}
+
+/// Runs a parsed command line.
+pub async fn run(cli: Cli) -> ExitCode {
+    crate::serve::init_tracing();
+    let result = match cli.command {
+        Command::Serve(args) => crate::serve::serve(args).await,
+        Command::Demo(args) => crate::demo::run(args).await,
+        Command::Project => project_stdin(),
+    };
+    match result {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("outcomes: {e}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+/// `outcomes project`: a line that is not a ledger entry is reported on stderr with its line number and
+/// skipped (stdout holds only records); the exit code is non-zero when any line was bad.
+fn project_stdin() -> Result<(), Box<dyn std::error::Error>> {
+    let stdin = std::io::stdin();
+    let mut out = std::io::stdout().lock();
+    let mut bad = 0usize;
+    for (n, line) in stdin.lock().lines().enumerate() {
+        let line = line?;
+        if line.trim().is_empty() {
+            continue;
+        }
+        match serde_json::from_str::<ledger::projection::LedgerEntry>(&line) {
+            Ok(entry) => {
+                let record = ledger::projection::project(&entry);
+                writeln!(out, "{}", serde_json::to_string(&record)?)?;
+            }
+            Err(e) => {
+                bad += 1;
+                eprintln!("line {}: not a ledger entry: {e}", n + 1);
+            }
+        }
+    }
+    if bad > 0 {
+        return Err(format!("{bad} line(s) were not ledger entries").into());
+    }
+    Ok(())
+}

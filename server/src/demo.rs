@@ -1,0 +1,167 @@
+//! `outcomes demo`: plays agent sessions through the host write API of a running server, with real pauses
+//! between steps, so the dashboard can be watched filling in live. Sessions played:
+//! - a dashboard created and completed, its server-confirmed id/url/title attached a moment later, then a
+//!   write that fails;
+//! - seed 002's broker exercise: issue #419 is created at the provider, the reply is lost: the outcome is
+//!   unknown, with the operation id to quote; another write is cancelled by its pre-dispatch deadline;
+//! - a write still in flight, and one that times out into an unknown outcome.
+
+use std::time::Duration;
+
+use serde_json::{json, Value};
+
+use crate::cli::DemoArgs;
+
+/// The operation id of seed 002's broker exercise.
+pub const BROKER_OPERATION_ID: &str = "b4e2e169b2264541026a9e029771066a34e26a40fed7bd68f0b4f65a01c0bb2b";
+
+struct Host {
+    http: reqwest::Client,
+    base: url::Url,
+    token: String,
+    pace: f64,
+}
+
+impl Host {
+    async fn call(&self, method: reqwest::Method, path: &str, body: Value) -> Result<Value, String> {
+        let url = self.base.join(path).map_err(|e| e.to_string())?;
+        let response = self
+            .http
+            .request(method, url)
+            .bearer_auth(&self.token)
+            .json(&body)
+            .send()
+            .await
+            .map_err(|e| format!("{path}: {e}"))?;
+        let status = response.status();
+        let value: Value = response.json().await.unwrap_or(Value::Null);
+        if !status.is_success() {
+            return Err(format!("{path}: {status} {value}"));
+        }
+        Ok(value)
+    }
+
+    fn path(session: &str, rest: &str) -> String {
+        format!("api/host/sessions/{}/mutations{rest}", urlencoding(session))
+    }
+
+    async fn approve(&self, session: &str, turn: &str, mutation: &str, tool: &str) -> Result<(), String> {
+        self.call(
+            reqwest::Method::POST,
+            &Self::path(session, ""),
+            json!({"logical_turn_id": turn, "mutation_id": mutation, "tool": tool}),
+        )
+        .await
+        .map(drop)
+    }
+
+    async fn step(&self, session: &str, mutation: &str, what: &str, body: Value) -> Result<(), String> {
+        let method = if what == "metadata" {
+            reqwest::Method::PUT
+        } else {
+            reqwest::Method::POST
+        };
+        self.call(method, &Self::path(session, &format!("/{}/{what}", urlencoding(mutation))), body)
+            .await
+            .map(drop)
+    }
+
+    async fn pause(&self, seconds: f64) {
+        if self.pace > 0.0 {
+            tokio::time::sleep(Duration::from_secs_f64(seconds * self.pace)).await;
+        }
+    }
+
+    fn page(&self, session: &str) -> String {
+        self.base
+            .join(&format!("sessions/{}", urlencoding(session)))
+            .map(|u| u.to_string())
+            .unwrap_or_default()
+    }
+}
+
+fn urlencoding(s: &str) -> String {
+    url::form_urlencoded::byte_serialize(s.as_bytes())
+        .collect::<String>()
+        .replace('+', "%20")
+}
+
+/// Plays the demo sessions. Each session's page URL is printed as it starts.
+pub async fn run(args: DemoArgs) -> Result<(), Box<dyn std::error::Error>> {
+    let token = match args.host_token.clone().filter(|t| !t.trim().is_empty()) {
+        Some(t) => t,
+        None => std::fs::read_to_string(args.data_dir.join("host-token"))
+            .map_err(|e| format!("no host token given and none readable in {}: {e}", args.data_dir.display()))?
+            .trim()
+            .to_owned(),
+    };
+    let host = Host {
+        http: reqwest::Client::new(),
+        base: args.server.clone(),
+        token,
+        pace: args.pace,
+    };
+    let suffix = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_secs())
+        .unwrap_or(0);
+
+    let dashboards = format!("demo-dashboards-{suffix}");
+    println!("demo: dashboards session  {}", host.page(&dashboards));
+    let broker = format!("demo-broker-419-{suffix}");
+    println!("demo: broker exercise     {}", host.page(&broker));
+    let inflight = format!("demo-in-flight-{suffix}");
+    println!("demo: in-flight writes    {}", host.page(&inflight));
+
+    // Session 1: a dashboard created and completed; metadata a moment later; then a write that fails.
+    host.approve(&dashboards, "turn-1", "dash-create-1", "mcp__dashboards__create").await?;
+    host.step(&dashboards, "dash-create-1", "intent", json!({"attempt_id": "att-1"})).await?;
+    host.pause(1.5).await;
+    host.step(&dashboards, "dash-create-1", "settlement", json!({"attempt_id": "att-1", "status": "completed"})).await?;
+    host.pause(1.0).await;
+    host.step(
+        &dashboards,
+        "dash-create-1",
+        "metadata",
+        json!({"id": "dash-7f3a", "url": "https://app.example.com/d/dash-7f3a?tab=1", "title": "Service overview"}),
+    )
+    .await?;
+    host.approve(&dashboards, "turn-2", "alert-create-1", "mcp__alerts__create").await?;
+    host.step(&dashboards, "alert-create-1", "intent", json!({"attempt_id": "att-1"})).await?;
+    host.pause(1.0).await;
+    host.step(&dashboards, "alert-create-1", "settlement", json!({"attempt_id": "att-1", "status": "failed"})).await?;
+
+    // Session 2: seed 002's broker exercise.
+    host.approve(&broker, "triage-1", BROKER_OPERATION_ID, "mcp__codehost__create_issue").await?;
+    host.step(&broker, BROKER_OPERATION_ID, "intent", json!({"attempt_id": "publication-1"})).await?;
+    host.pause(1.5).await;
+    host.step(&broker, BROKER_OPERATION_ID, "settlement", json!({"attempt_id": "publication-1", "status": "outcome_unknown"})).await?;
+    host.pause(1.0).await;
+    host.step(
+        &broker,
+        BROKER_OPERATION_ID,
+        "metadata",
+        json!({"id": "419", "url": "https://codehost.example.com/acme/shop/issues/419", "title": "Refund rounds a half cent down on order-77"}),
+    )
+    .await?;
+    host.approve(&broker, "triage-1", "label-419", "mcp__codehost__add_label").await?;
+    host.step(&broker, "label-419", "intent", json!({"attempt_id": "label-1"})).await?;
+    host.pause(1.0).await;
+    host.step(&broker, "label-419", "cancellation", json!({"attempt_id": "label-1", "reason": "pre_dispatch_deadline"})).await?;
+
+    // Session 3: a write still in flight, and one that times out.
+    host.approve(&inflight, "turn-1", "deploy-1", "mcp__deploy__create").await?;
+    host.step(&inflight, "deploy-1", "intent", json!({"attempt_id": "deploy-att-1"})).await?;
+    host.approve(&inflight, "turn-1", "notify-1", "mcp__chat__post_message").await?;
+    host.step(&inflight, "notify-1", "intent", json!({"attempt_id": "notify-att-1"})).await?;
+    host.pause(3.0).await;
+    host.step(
+        &inflight,
+        "notify-1",
+        "settlement",
+        json!({"attempt_id": "notify-att-1", "status": "outcome_unknown", "reason": "execution_timeout"}),
+    )
+    .await?;
+    println!("demo: done (deploy-1 stays in flight)");
+    Ok(())
+}

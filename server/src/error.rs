@@ -1,0 +1,128 @@
+//! The server's one error type, mapped once to an HTTP status and the JSON body
+//! `{"error": {"code", "message", "field"?, "current"?}}`. Internal errors are logged, never leaked.
+
+use axum::http::StatusCode;
+use axum::response::{IntoResponse, Response};
+use axum::Json;
+use ledger::wire::{ErrorBody, ErrorDetail};
+use ledger::LedgerError;
+
+/// An API error: a status, a machine code, a sentence, and the field it concerns where there is one.
+#[derive(Debug)]
+pub struct ApiError {
+    pub status: StatusCode,
+    pub detail: ErrorDetail,
+}
+
+impl ApiError {
+    fn new(status: StatusCode, code: &str, message: impl Into<String>, field: Option<&str>) -> Self {
+        ApiError {
+            status,
+            detail: ErrorDetail {
+                code: code.to_owned(),
+                message: message.into(),
+                field: field.map(str::to_owned),
+                current: None,
+            },
+        }
+    }
+
+    /// 400: a required query parameter is missing.
+    pub fn missing_parameter(field: &str) -> Self {
+        Self::new(
+            StatusCode::BAD_REQUEST,
+            "missing_parameter",
+            format!("the {field} parameter is required"),
+            Some(field),
+        )
+    }
+
+    /// 400: a parameter or body is malformed.
+    pub fn bad_request(code: &str, message: impl Into<String>, field: Option<&str>) -> Self {
+        Self::new(StatusCode::BAD_REQUEST, code, message, field)
+    }
+
+    /// 422: a field breaks a rule.
+    pub fn invalid_field(field: &str, message: impl Into<String>) -> Self {
+        Self::new(StatusCode::UNPROCESSABLE_ENTITY, "invalid_field", message, Some(field))
+    }
+
+    /// 401: no valid host token.
+    pub fn unauthorized() -> Self {
+        Self::new(
+            StatusCode::UNAUTHORIZED,
+            "unauthorized",
+            "a valid host token is required: Authorization: Bearer <host token>",
+            None,
+        )
+    }
+
+    /// 404 for a path that names no endpoint.
+    pub fn no_route() -> Self {
+        Self::new(StatusCode::NOT_FOUND, "not_found", "no such endpoint", None)
+    }
+
+    /// 500, with nothing of the cause in the body.
+    pub fn internal() -> Self {
+        Self::new(
+            StatusCode::INTERNAL_SERVER_ERROR,
+            "internal",
+            "internal error; see the server log",
+            None,
+        )
+    }
+}
+
+impl From<LedgerError> for ApiError {
+    fn from(e: LedgerError) -> Self {
+        match e {
+            LedgerError::Invalid { field, message } => ApiError::invalid_field(&field, message),
+            LedgerError::SessionNotFound => {
+                Self::new(StatusCode::NOT_FOUND, "session_not_found", "unknown session", Some("session_id"))
+            }
+            LedgerError::SessionExpired => Self::new(
+                StatusCode::NOT_FOUND,
+                "session_expired",
+                "the session has expired; its history is no longer available",
+                Some("session_id"),
+            ),
+            LedgerError::TurnNotFound => Self::new(
+                StatusCode::NOT_FOUND,
+                "turn_not_found",
+                "unknown logical turn",
+                Some("logical_turn_id"),
+            ),
+            LedgerError::MutationNotFound => Self::new(
+                StatusCode::NOT_FOUND,
+                "mutation_not_found",
+                "unknown mutation",
+                Some("mutation_id"),
+            ),
+            LedgerError::Refused { refusal, current } => ApiError {
+                status: StatusCode::CONFLICT,
+                detail: ErrorDetail {
+                    code: refusal.code().to_owned(),
+                    message: refusal.message().to_owned(),
+                    field: None,
+                    current: Some(*current),
+                },
+            },
+            LedgerError::CursorAhead { cursor, latest } => Self::new(
+                StatusCode::CONFLICT,
+                "cursor_ahead",
+                format!("cursor {cursor} is past the turn's latest revision {latest}"),
+                Some("after"),
+            ),
+            other => {
+                tracing::error!(error = %other, "ledger failure");
+                ApiError::internal()
+            }
+        }
+    }
+}
+
+impl IntoResponse for ApiError {
+    fn into_response(self) -> Response {
+        (self.status, Json(ErrorBody { error: self.detail })).into_response()
+    }
+}

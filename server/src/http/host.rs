@@ -1,0 +1,398 @@
+//! The host write API (DESIGN "Host write API"), under `/api/host`, guarded by the host token.
+//! Errors are checked in order: 401 (token, by middleware) → 400 (malformed JSON or path) → 422 (a field
+//! breaks a rule; names the field) → 404 (unknown or expired session, unknown mutation) → 409 (a refused
+//! transition, with the entry's current state). Every error changes nothing.
+
+use axum::extract::rejection::PathRejection;
+use axum::extract::{Path, State};
+use axum::http::StatusCode;
+use axum::response::{IntoResponse, Response};
+use axum::Json;
+use bytes::Bytes;
+use ledger::ids::{AttemptId, LogicalTurnId, MutationId, SessionKey, ToolName};
+use ledger::projection::HostMetadata;
+use ledger::wire::{EntryState, ErrorDetail, Reason};
+use ledger::{Evidence, Operation, Settlement};
+use serde::de::DeserializeOwned;
+use serde::{Deserialize, Serialize};
+
+use super::query::write_id;
+use crate::error::ApiError;
+use crate::AppState;
+
+/// Most operations one batch may carry.
+pub const MAX_BATCH_OPERATIONS: usize = 1000;
+
+/// Parses a JSON object body: 400 when it is not JSON or not an object, 422 naming the field whose type
+/// is wrong.
+fn body<T: DeserializeOwned>(bytes: &[u8]) -> Result<T, ApiError> {
+    let value: serde_json::Value = serde_json::from_slice(bytes)
+        .map_err(|e| ApiError::bad_request("malformed_json", format!("the body is not valid JSON: {e}"), None))?;
+    from_value(value)
+}
+
+fn from_value<T: DeserializeOwned>(value: serde_json::Value) -> Result<T, ApiError> {
+    if !value.is_object() {
+        return Err(ApiError::bad_request("malformed_json", "the body must be a JSON object", None));
+    }
+    serde_path_to_error::deserialize(value).map_err(|e| {
+        let field = e.path().to_string();
+        ApiError::invalid_field(&field, format!("{field}: {}", e.inner()))
+    })
+}
+
+fn path<T>(p: Result<Path<T>, PathRejection>) -> Result<T, ApiError> {
+    p.map(|Path(t)| t)
+        .map_err(|e| ApiError::bad_request("invalid_path", e.body_text(), None))
+}
+
+fn required<T>(value: Option<T>, field: &str) -> Result<T, ApiError> {
+    value.ok_or_else(|| ApiError::invalid_field(field, format!("{field} is required")))
+}
+
+fn session(s: String) -> Result<SessionKey, ApiError> {
+    write_id(s, "session_key", SessionKey::parse)
+}
+
+fn mutation(s: String) -> Result<MutationId, ApiError> {
+    write_id(s, "mutation_id", MutationId::parse)
+}
+
+fn attempt(s: Option<String>) -> Result<AttemptId, ApiError> {
+    write_id(required(s, "attempt_id")?, "attempt_id", AttemptId::parse)
+}
+
+fn reason(s: Option<String>) -> Result<Option<Reason>, ApiError> {
+    s.map(|r| {
+        Reason::parse(&r).ok_or_else(|| {
+            ApiError::invalid_field("reason", "reason is pre_dispatch_deadline or execution_timeout")
+        })
+    })
+    .transpose()
+}
+
+#[derive(Deserialize, Default)]
+struct ApproveBody {
+    logical_turn_id: Option<String>,
+    mutation_id: Option<String>,
+    tool: Option<String>,
+}
+
+#[derive(Deserialize, Default)]
+struct AttemptBody {
+    attempt_id: Option<String>,
+}
+
+#[derive(Deserialize, Default)]
+struct SettleBody {
+    attempt_id: Option<String>,
+    status: Option<String>,
+    reason: Option<String>,
+}
+
+#[derive(Deserialize, Default)]
+struct CancelBody {
+    attempt_id: Option<String>,
+    reason: Option<String>,
+}
+
+#[derive(Deserialize, Default)]
+struct EvidenceBody {
+    source: Option<String>,
+    reference: Option<String>,
+    observed_at: Option<String>,
+    /// The provider's status of the original attempt, when the host passes it through: only `completed`
+    /// and `not_accepted` are conclusive.
+    provider_status: Option<String>,
+}
+
+#[derive(Deserialize, Default)]
+struct ReconcileBody {
+    attempt_id: Option<String>,
+    completed: Option<bool>,
+    evidence: Option<EvidenceBody>,
+}
+
+#[derive(Deserialize, Default)]
+struct MetadataBody {
+    id: Option<String>,
+    url: Option<String>,
+    title: Option<String>,
+}
+
+fn approve_op(key: SessionKey, b: ApproveBody) -> Result<Operation, ApiError> {
+    Ok(Operation::Approve {
+        session_key: key,
+        logical_turn_id: write_id(required(b.logical_turn_id, "logical_turn_id")?, "logical_turn_id", LogicalTurnId::parse)?,
+        mutation_id: mutation(required(b.mutation_id, "mutation_id")?)?,
+        tool: write_id(required(b.tool, "tool")?, "tool", ToolName::parse)?,
+    })
+}
+
+fn settle_op(key: SessionKey, m: MutationId, b: SettleBody) -> Result<Operation, ApiError> {
+    let attempt_id = attempt(b.attempt_id)?;
+    let settlement = match required(b.status, "status")?.as_str() {
+        "completed" => Settlement::Completed,
+        "failed" => Settlement::Failed,
+        "outcome_unknown" => Settlement::OutcomeUnknown,
+        _ => {
+            return Err(ApiError::invalid_field(
+                "status",
+                "status is completed, failed or outcome_unknown",
+            ))
+        }
+    };
+    Ok(Operation::Settle {
+        session_key: key,
+        mutation_id: m,
+        attempt_id,
+        settlement,
+        reason: reason(b.reason)?,
+    })
+}
+
+fn cancel_op(key: SessionKey, m: MutationId, b: CancelBody) -> Result<Operation, ApiError> {
+    Ok(Operation::Cancel {
+        session_key: key,
+        mutation_id: m,
+        attempt_id: attempt(b.attempt_id)?,
+        reason: reason(b.reason)?,
+    })
+}
+
+fn reconcile_op(key: SessionKey, m: MutationId, b: ReconcileBody) -> Result<Operation, ApiError> {
+    let attempt_id = attempt(b.attempt_id)?;
+    let completed = required(b.completed, "completed")?;
+    let e = required(b.evidence, "evidence")?;
+    match e.provider_status.as_deref() {
+        None => {}
+        Some("completed") if completed => {}
+        Some("not_accepted") if !completed => {}
+        Some("completed" | "not_accepted") => {
+            return Err(ApiError::invalid_field(
+                "evidence.provider_status",
+                "the provider status contradicts completed",
+            ))
+        }
+        Some(other) => {
+            return Err(ApiError::invalid_field(
+                "evidence.provider_status",
+                format!("{other} is not conclusive: only completed or not_accepted reconcile; the outcome stays unknown"),
+            ))
+        }
+    }
+    Ok(Operation::Reconcile {
+        session_key: key,
+        mutation_id: m,
+        attempt_id,
+        completed,
+        evidence: Evidence {
+            source: required(e.source, "evidence.source")?,
+            reference: required(e.reference, "evidence.reference")?,
+            observed_at: required(e.observed_at, "evidence.observed_at")?,
+        },
+    })
+}
+
+fn metadata_op(key: SessionKey, m: MutationId, b: MetadataBody) -> Operation {
+    let non_empty = |v: Option<String>| v.filter(|s| !s.is_empty());
+    Operation::AttachMetadata {
+        session_key: key,
+        mutation_id: m,
+        metadata: HostMetadata {
+            id: non_empty(b.id),
+            url: non_empty(b.url),
+            title: non_empty(b.title),
+        },
+    }
+}
+
+async fn run(state: &AppState, op: Operation, status: StatusCode) -> Result<(StatusCode, Json<EntryState>), ApiError> {
+    let entry = state.engine.apply(op).await?;
+    Ok((status, Json(entry)))
+}
+
+type Reply = Result<(StatusCode, Json<EntryState>), ApiError>;
+
+/// `POST /api/host/sessions/{session_key}/mutations` `{"logical_turn_id", "mutation_id", "tool"}` → 201.
+pub async fn approve(State(state): State<AppState>, p: Result<Path<String>, PathRejection>, bytes: Bytes) -> Reply {
+    let b: ApproveBody = body(&bytes)?;
+    let key = session(path(p)?)?;
+    run(&state, approve_op(key, b)?, StatusCode::CREATED).await
+}
+
+/// `POST …/{mutation_id}/intent` `{"attempt_id"}` → 200.
+pub async fn record_intent(
+    State(state): State<AppState>,
+    p: Result<Path<(String, String)>, PathRejection>,
+    bytes: Bytes,
+) -> Reply {
+    let b: AttemptBody = body(&bytes)?;
+    let (k, m) = path(p)?;
+    let op = Operation::RecordIntent {
+        session_key: session(k)?,
+        mutation_id: mutation(m)?,
+        attempt_id: attempt(b.attempt_id)?,
+    };
+    run(&state, op, StatusCode::OK).await
+}
+
+/// `POST …/{mutation_id}/settlement` `{"attempt_id", "status", "reason"?}` → 200.
+pub async fn settle(
+    State(state): State<AppState>,
+    p: Result<Path<(String, String)>, PathRejection>,
+    bytes: Bytes,
+) -> Reply {
+    let b: SettleBody = body(&bytes)?;
+    let (k, m) = path(p)?;
+    run(&state, settle_op(session(k)?, mutation(m)?, b)?, StatusCode::OK).await
+}
+
+/// `POST …/{mutation_id}/cancellation` `{"attempt_id", "reason"?}` → 200.
+pub async fn cancel(
+    State(state): State<AppState>,
+    p: Result<Path<(String, String)>, PathRejection>,
+    bytes: Bytes,
+) -> Reply {
+    let b: CancelBody = body(&bytes)?;
+    let (k, m) = path(p)?;
+    run(&state, cancel_op(session(k)?, mutation(m)?, b)?, StatusCode::OK).await
+}
+
+/// `POST …/{mutation_id}/reconciliation` `{"attempt_id", "completed", "evidence": {"source", "reference",
+/// "observed_at", "provider_status"?}}` → 200.
+pub async fn reconcile(
+    State(state): State<AppState>,
+    p: Result<Path<(String, String)>, PathRejection>,
+    bytes: Bytes,
+) -> Reply {
+    let b: ReconcileBody = body(&bytes)?;
+    let (k, m) = path(p)?;
+    run(&state, reconcile_op(session(k)?, mutation(m)?, b)?, StatusCode::OK).await
+}
+
+/// `PUT …/{mutation_id}/metadata` `{"id", "url", "title"}` → 200. All three are set at once; a missing or
+/// empty one becomes `null`. An attach identical to the current metadata changes nothing.
+pub async fn attach_metadata(
+    State(state): State<AppState>,
+    p: Result<Path<(String, String)>, PathRejection>,
+    bytes: Bytes,
+) -> Reply {
+    let b: MetadataBody = body(&bytes)?;
+    let (k, m) = path(p)?;
+    run(&state, metadata_op(session(k)?, mutation(m)?, b), StatusCode::OK).await
+}
+
+/// `POST …/{mutation_id}/attempts` `{"attempt_id"}` → 200: a fresh attempt of a `not_executed` entry.
+pub async fn fresh_attempt(
+    State(state): State<AppState>,
+    p: Result<Path<(String, String)>, PathRejection>,
+    bytes: Bytes,
+) -> Reply {
+    let b: AttemptBody = body(&bytes)?;
+    let (k, m) = path(p)?;
+    let op = Operation::FreshAttempt {
+        session_key: session(k)?,
+        mutation_id: mutation(m)?,
+        attempt_id: attempt(b.attempt_id)?,
+    };
+    run(&state, op, StatusCode::OK).await
+}
+
+/// `DELETE /api/host/sessions/{session_key}` → 204; 404 when there is no such session.
+pub async fn delete_session(
+    State(state): State<AppState>,
+    p: Result<Path<String>, PathRejection>,
+) -> Result<StatusCode, ApiError> {
+    let key = session(path(p)?)?;
+    state.engine.delete_session(&key).await?;
+    Ok(StatusCode::NO_CONTENT)
+}
+
+#[derive(Deserialize)]
+struct BatchBody {
+    operations: Option<Vec<serde_json::Value>>,
+}
+
+#[derive(Deserialize)]
+struct BatchOp {
+    op: Option<String>,
+    session_key: Option<String>,
+    mutation_id: Option<String>,
+}
+
+/// One result of a batch: the entry on success, the error otherwise, with the status the single call
+/// would have answered.
+#[derive(Serialize)]
+pub struct BatchResult {
+    pub status: u16,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub entry: Option<EntryState>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub error: Option<ErrorDetail>,
+}
+
+fn batch_op(value: serde_json::Value) -> Result<(Operation, StatusCode), ApiError> {
+    let head: BatchOp = from_value(value.clone())?;
+    let key = session(required(head.session_key, "session_key")?)?;
+    let op = required(head.op, "op")?;
+    if op == "approve" {
+        return Ok((approve_op(key, from_value(value)?)?, StatusCode::CREATED));
+    }
+    let m = mutation(required(head.mutation_id, "mutation_id")?)?;
+    let op = match op.as_str() {
+        "intent" => {
+            let b: AttemptBody = from_value(value)?;
+            Operation::RecordIntent { session_key: key, mutation_id: m, attempt_id: attempt(b.attempt_id)? }
+        }
+        "settle" => settle_op(key, m, from_value(value)?)?,
+        "cancel" => cancel_op(key, m, from_value(value)?)?,
+        "reconcile" => reconcile_op(key, m, from_value(value)?)?,
+        "metadata" => metadata_op(key, m, from_value(value)?),
+        "attempt" => {
+            let b: AttemptBody = from_value(value)?;
+            Operation::FreshAttempt { session_key: key, mutation_id: m, attempt_id: attempt(b.attempt_id)? }
+        }
+        _ => {
+            return Err(ApiError::invalid_field(
+                "op",
+                "op is approve, intent, settle, cancel, reconcile, metadata or attempt",
+            ))
+        }
+    };
+    Ok((op, StatusCode::OK))
+}
+
+/// `POST /api/host/batch` `{"operations": [{"op": "approve", "session_key", …}, …]}` → 200
+/// `{"results": [{"status", "entry"? , "error"?}, …]}`: applied in order, one result each, every applied
+/// operation committed together. An operation that is invalid or refused changes nothing; the rest apply.
+/// At most [`MAX_BATCH_OPERATIONS`].
+pub async fn batch(State(state): State<AppState>, bytes: Bytes) -> Result<Response, ApiError> {
+    let b: BatchBody = body(&bytes)?;
+    let ops = required(b.operations, "operations")?;
+    if ops.len() > MAX_BATCH_OPERATIONS {
+        return Err(ApiError::invalid_field(
+            "operations",
+            format!("at most {MAX_BATCH_OPERATIONS} operations per batch"),
+        ));
+    }
+    let parsed: Vec<Result<(Operation, StatusCode), ApiError>> = ops.into_iter().map(batch_op).collect();
+    let valid: Vec<Operation> = parsed.iter().filter_map(|p| p.as_ref().ok().map(|(op, _)| op.clone())).collect();
+    let mut applied = state.engine.apply_batch(valid).await?.into_iter();
+    let mut results = Vec::with_capacity(parsed.len());
+    for p in parsed {
+        let outcome = match p {
+            Err(e) => Err(e),
+            Ok((_, status)) => match applied.next() {
+                Some(Ok(entry)) => Ok((status, entry)),
+                Some(Err(e)) => Err(ApiError::from(e)),
+                None => Err(ApiError::internal()),
+            },
+        };
+        results.push(match outcome {
+            Ok((status, entry)) => BatchResult { status: status.as_u16(), entry: Some(entry), error: None },
+            Err(e) => BatchResult { status: e.status.as_u16(), entry: None, error: Some(e.detail) },
+        });
+    }
+    Ok(Json(serde_json::json!({ "results": results })).into_response())
+}

@@ -1,0 +1,65 @@
+//! `GET /api/run-events?session_id=<key>`: the long-lived live stream of a session (DESIGN "Read APIs").
+//! Each event is `event: mutation_outcome` with `data: {"mutation_revision": n, "outcome": <record>}` (no
+//! `id:`: revisions are per turn), in revision order per turn; `event: resync` with
+//! `data: {"logical_turn_ids": [...]}` when the client fell behind; a `: heartbeat` comment every 15 s.
+//! Errors: 400 (missing parameter) → 404 (unknown or expired session).
+
+use std::convert::Infallible;
+use std::time::Duration;
+
+use axum::extract::rejection::QueryRejection;
+use axum::extract::{Query, State};
+use axum::http::header::CACHE_CONTROL;
+use axum::http::HeaderValue;
+use axum::response::sse::{Event, KeepAlive, Sse};
+use axum::response::{IntoResponse, Response};
+use ledger::ids::SessionKey;
+use ledger::wire::Resync;
+
+use super::query::{query, read_param};
+use super::read::SessionParam;
+use crate::error::ApiError;
+use crate::live::LiveMessage;
+use crate::AppState;
+
+/// Interval of the heartbeat comments.
+pub const HEARTBEAT: Duration = Duration::from_secs(15);
+
+/// The live stream. Subscribes before answering, so a client that then replays misses nothing. The stream
+/// ends when the server shuts down; a client that goes away frees its queue.
+pub async fn run_events(
+    State(state): State<AppState>,
+    q: Result<Query<SessionParam>, QueryRejection>,
+) -> Result<Response, ApiError> {
+    let key = read_param(query(q)?.session_id_opt(), "session_id", SessionKey::parse)?;
+    let mut subscription = state.hub.subscribe(&key);
+    // Checked after subscribing: a change committed in between is both queued and replayed, never lost.
+    state.sessions.turns(&key).await?;
+    let shutdown = state.shutdown.clone();
+    let stream = async_stream::stream! {
+        loop {
+            let message = tokio::select! {
+                m = subscription.next() => m,
+                _ = shutdown.cancelled() => None,
+            };
+            let Some(message) = message else { break };
+            let event = match message {
+                LiveMessage::Outcome(ev) => Event::default().event("mutation_outcome").json_data(&ev),
+                LiveMessage::Resync(turns) => {
+                    Event::default().event("resync").json_data(Resync { logical_turn_ids: turns })
+                }
+            };
+            match event {
+                Ok(e) => yield Ok::<_, Infallible>(e),
+                Err(err) => tracing::error!(error = %err, "live event did not serialise"),
+            }
+        }
+    };
+    let mut response = Sse::new(stream)
+        .keep_alive(KeepAlive::new().interval(HEARTBEAT).text("heartbeat"))
+        .into_response();
+    response
+        .headers_mut()
+        .insert(CACHE_CONTROL, HeaderValue::from_static("no-store"));
+    Ok(response)
+}

@@ -1,0 +1,117 @@
+//! History (seed 000, "Session history") and the dashboard's own reads (DESIGN "Read APIs"). Errors: 400
+//! (missing or invalid parameter) → 404 (unknown or expired session, unknown turn).
+
+use axum::extract::rejection::{PathRejection, QueryRejection};
+use axum::extract::{Path, Query, State};
+use axum::Json;
+use ledger::ids::{LogicalTurnId, MutationId, SessionKey};
+use ledger::wire::{MutationOutcomes, OperationMatches, SessionList, SessionTurns, TurnEntries};
+use serde::Deserialize;
+
+use super::query::{query, read_param};
+use crate::error::ApiError;
+use crate::AppState;
+
+/// Most items the support queue returns by default, and at most.
+pub const UNKNOWNS_DEFAULT_LIMIT: u32 = 200;
+pub const UNKNOWNS_MAX_LIMIT: u32 = 1000;
+
+/// `?session_id=<key>`.
+#[derive(Deserialize)]
+pub struct SessionParam {
+    session_id: Option<String>,
+}
+
+impl SessionParam {
+    /// The raw parameter, if given.
+    pub fn session_id_opt(self) -> Option<String> {
+        self.session_id
+    }
+}
+
+fn path<T>(p: Result<Path<T>, PathRejection>) -> Result<T, ApiError> {
+    p.map(|Path(t)| t)
+        .map_err(|e| ApiError::bad_request("invalid_path", e.body_text(), None))
+}
+
+/// `GET /api/mutation-outcomes?session_id=<key>` → `{"mutation_outcomes": [...]}`, oldest logical turn
+/// first, then in recorded order.
+pub async fn mutation_outcomes(
+    State(state): State<AppState>,
+    q: Result<Query<SessionParam>, QueryRejection>,
+) -> Result<Json<MutationOutcomes>, ApiError> {
+    let key = read_param(query(q)?.session_id, "session_id", SessionKey::parse)?;
+    let mutation_outcomes = state.sessions.mutation_outcomes(&key).await?;
+    Ok(Json(MutationOutcomes { mutation_outcomes }))
+}
+
+/// `GET /api/sessions` → `{"sessions": [...]}`, most recently active first.
+pub async fn sessions(State(state): State<AppState>) -> Result<Json<SessionList>, ApiError> {
+    Ok(Json(state.sessions.sessions().await?))
+}
+
+/// `GET /api/sessions/{session_key}/turns` → the session's turns, oldest first, with counts.
+pub async fn turns(
+    State(state): State<AppState>,
+    p: Result<Path<String>, PathRejection>,
+) -> Result<Json<SessionTurns>, ApiError> {
+    let key = read_param(Some(path(p)?), "session_id", SessionKey::parse)?;
+    Ok(Json(state.sessions.turns(&key).await?))
+}
+
+/// `GET /api/sessions/{session_key}/turns/{logical_turn_id}/entries` → `{"latest_revision", "entries"}`.
+pub async fn turn_entries(
+    State(state): State<AppState>,
+    p: Result<Path<(String, String)>, PathRejection>,
+) -> Result<Json<TurnEntries>, ApiError> {
+    let (k, t) = path(p)?;
+    let key = read_param(Some(k), "session_id", SessionKey::parse)?;
+    let turn = read_param(Some(t), "logical_turn_id", LogicalTurnId::parse)?;
+    Ok(Json(state.sessions.turn_entries(&key, &turn).await?))
+}
+
+/// `GET /api/operations/{mutation_id}` → `{"matches": [...]}`: every published outcome with this id.
+pub async fn operation(
+    State(state): State<AppState>,
+    p: Result<Path<String>, PathRejection>,
+) -> Result<Json<OperationMatches>, ApiError> {
+    let id = read_param(Some(path(p)?), "mutation_id", MutationId::parse)?;
+    Ok(Json(OperationMatches {
+        matches: state.sessions.find_operation(&id).await?,
+    }))
+}
+
+#[derive(Deserialize)]
+pub struct LimitParam {
+    limit: Option<String>,
+}
+
+/// `GET /api/unknowns[?limit=n]` → `{"matches": [...]}`: open unknown outcomes across sessions, oldest
+/// first. `limit` is 1..=1000 (default 200); anything else is 400.
+pub async fn unknowns(
+    State(state): State<AppState>,
+    q: Result<Query<LimitParam>, QueryRejection>,
+) -> Result<Json<OperationMatches>, ApiError> {
+    let limit = match query(q)?.limit {
+        None => UNKNOWNS_DEFAULT_LIMIT,
+        Some(l) => l
+            .parse::<u32>()
+            .ok()
+            .filter(|n| (1..=UNKNOWNS_MAX_LIMIT).contains(n))
+            .ok_or_else(|| {
+                ApiError::bad_request(
+                    "invalid_parameter",
+                    format!("limit is a whole number from 1 to {UNKNOWNS_MAX_LIMIT}"),
+                    Some("limit"),
+                )
+            })?,
+    };
+    Ok(Json(OperationMatches {
+        matches: state.sessions.open_unknowns(limit).await?,
+    }))
+}
+
+/// `GET /healthz` → 200 `{"status": "ok"}`.
+pub async fn healthz() -> Json<serde_json::Value> {
+    Json(serde_json::json!({ "status": "ok" }))
+}

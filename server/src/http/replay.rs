@@ -1,0 +1,98 @@
+//! `GET /api/mutation-events?session_id=<key>&logical_turn_id=<id>[&after=<n>]` (seed 000, "Events";
+//! DESIGN "Read APIs"): a finite `text/event-stream` snapshot. Exact framing:
+//!
+//! ```text
+//! retry: <ms>\n\n
+//! event: mutation_outcome\ndata: <json>\n\n            (legacy entries, full replay only, no id)
+//! event: mutation_outcome\nid: <n>\ndata: <json>\n\n   (oldest revision first)
+//! id: <max(cursor, highest revision sent)>\n\n          (when above 0)
+//! ```
+//!
+//! Errors, in order: 400 (missing parameter, invalid cursor) → 404 (unknown or expired session, unknown
+//! turn) → 409 (cursor past the turn's latest revision). `after` wins over `Last-Event-ID`.
+
+use std::convert::Infallible;
+use std::time::Duration;
+
+use axum::extract::rejection::QueryRejection;
+use axum::extract::{Query, State};
+use axum::http::header::CACHE_CONTROL;
+use axum::http::{HeaderMap, HeaderValue};
+use axum::response::sse::{Event, Sse};
+use axum::response::{IntoResponse, Response};
+use ledger::ids::{Cursor, LogicalTurnId, SessionKey};
+use ledger::Replay;
+use serde::Deserialize;
+
+use super::query::{query, read_param};
+use crate::error::ApiError;
+use crate::AppState;
+
+/// The reconnection delay announced in every snapshot.
+pub const RETRY: Duration = Duration::from_millis(3000);
+
+#[derive(Deserialize)]
+pub struct ReplayParams {
+    session_id: Option<String>,
+    logical_turn_id: Option<String>,
+    after: Option<String>,
+}
+
+fn cursor(params_after: Option<String>, headers: &HeaderMap) -> Result<Option<Cursor>, ApiError> {
+    let invalid = |field: &str| {
+        ApiError::bad_request(
+            "invalid_cursor",
+            "a cursor is one or more ASCII digits with value at most 9223372036854775807",
+            Some(field),
+        )
+    };
+    if let Some(a) = params_after {
+        return Cursor::parse(&a).map(Some).map_err(|_| invalid("after"));
+    }
+    match headers.get("last-event-id") {
+        None => Ok(None),
+        Some(v) => {
+            let s = v.to_str().map_err(|_| invalid("Last-Event-ID"))?;
+            Cursor::parse(s).map(Some).map_err(|_| invalid("Last-Event-ID"))
+        }
+    }
+}
+
+/// The snapshot's SSE events, exactly as framed on the wire.
+pub fn snapshot_events(replay: &Replay) -> Vec<Event> {
+    let mut events = vec![Event::default().retry(RETRY)];
+    for e in &replay.events {
+        let mut ev = Event::default().event("mutation_outcome");
+        if let Some(rev) = e.revision {
+            ev = ev.id(rev.to_string());
+        }
+        // The record serialises to one line: serde_json escapes every control character.
+        match ev.json_data(&e.outcome) {
+            Ok(ev) => events.push(ev),
+            Err(err) => tracing::error!(error = %err, "record did not serialise"),
+        }
+    }
+    if let Some(id) = replay.final_id() {
+        events.push(Event::default().id(id.to_string()));
+    }
+    events
+}
+
+/// The replay endpoint.
+pub async fn mutation_events(
+    State(state): State<AppState>,
+    headers: HeaderMap,
+    q: Result<Query<ReplayParams>, QueryRejection>,
+) -> Result<Response, ApiError> {
+    let params = query(q)?;
+    let key = read_param(params.session_id, "session_id", SessionKey::parse)?;
+    let turn = read_param(params.logical_turn_id, "logical_turn_id", LogicalTurnId::parse)?;
+    let cursor = cursor(params.after, &headers)?;
+    let replay = state.sessions.replay(&key, &turn, cursor).await?;
+    let stream = futures::stream::iter(snapshot_events(&replay).into_iter().map(Ok::<_, Infallible>));
+    let mut response = Sse::new(stream).into_response();
+    response
+        .headers_mut()
+        .insert(CACHE_CONTROL, HeaderValue::from_static("no-store"));
+    Ok(response)
+}

@@ -1,0 +1,28 @@
+//! The outcomes server: the host write API, history, replay snapshots and live run events over HTTP, and
+//! the server-side rendering of the dashboard (`app`). `main.rs` only parses the command line.
+
+pub mod auth;
+pub mod cli;
+pub mod demo;
+pub mod error;
+pub mod http;
+pub mod live;
+pub mod serve;
+pub mod ssr;
+
+use std::sync::Arc;
+
+use ledger::{Engine, SessionManager};
+use tokio_util::sync::CancellationToken;
+
+/// What every handler shares.
+#[derive(Clone)]
+pub struct AppState {
+    pub engine: Engine,
+    pub sessions: SessionManager,
+    pub hub: Arc<live::Hub>,
+    /// Bearer token of the host write API.
+    pub host_token: Arc<str>,
+    /// Cancelled on shutdown: live streams end cleanly.
+    pub shutdown: CancellationToken,
+}

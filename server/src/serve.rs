@@ -1,0 +1,172 @@
+//! `outcomes serve`: open the ledger, resolve the host token, build the router, serve until SIGTERM/SIGINT.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use axum::http::{HeaderName, Request};
+use axum::Router;
+use ledger::{Ledger, LedgerOptions};
+use tokio_util::sync::CancellationToken;
+use tower_http::compression::predicate::{NotForContentType, Predicate, SizeAbove};
+use tower_http::compression::CompressionLayer;
+use tower_http::request_id::{MakeRequestUuid, PropagateRequestIdLayer, SetRequestIdLayer};
+use tower_http::trace::TraceLayer;
+use tracing::Span;
+
+use crate::auth::{resolve_host_token, TokenSource};
+use crate::cli::{DemoArgs, ServeArgs};
+use crate::live::Hub;
+use crate::AppState;
+
+/// Structured logs: `RUST_LOG` filter (default `info`), JSON when `OUTCOMES_LOG_JSON=1`.
+pub fn init_tracing() {
+    let filter = tracing_subscriber::EnvFilter::try_from_default_env()
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info,sqlx=warn"));
+    let builder = tracing_subscriber::fmt().with_env_filter(filter).with_writer(std::io::stderr);
+    let _ = if std::env::var("OUTCOMES_LOG_JSON").as_deref() == Ok("1") {
+        builder.json().try_init()
+    } else {
+        builder.try_init()
+    };
+}
+
+/// Everything a running server is made of; `router` is what tests drive in process.
+pub struct Built {
+    pub state: AppState,
+    pub ledger: Ledger,
+    pub router: Router,
+}
+
+/// Opens the ledger and builds the full router (API + pages) for `args`.
+pub async fn build(args: &ServeArgs, host_token: String) -> Result<Built, Box<dyn std::error::Error>> {
+    let hub = Hub::new();
+    let ledger = Ledger::open(
+        &args.database(),
+        LedgerOptions {
+            session_ttl: args.session_ttl(),
+            adapter: hub.clone(),
+            ..LedgerOptions::default()
+        },
+    )
+    .await?;
+    let state = AppState {
+        engine: ledger.engine(),
+        sessions: ledger.sessions(),
+        hub,
+        host_token: Arc::from(host_token),
+        shutdown: CancellationToken::new(),
+    };
+    let api = crate::http::api_router(state.clone()).with_state(state.clone());
+    let transport = crate::ssr::in_process_transport(api.clone());
+    let pages = crate::ssr::pages(crate::ssr::leptos_options(&args.site_root, args.addr), transport);
+    let request_id = HeaderName::from_static("x-request-id");
+    let router = api
+        .merge(pages)
+        .layer(
+            // SSE must not be compressed: a compressed stream is buffered until it ends.
+            CompressionLayer::new().compress_when(SizeAbove::default().and(NotForContentType::new("text/event-stream"))),
+        )
+        .layer(PropagateRequestIdLayer::new(request_id.clone()))
+        .layer(
+            TraceLayer::new_for_http()
+                .make_span_with(|req: &Request<_>| {
+                    let id = req
+                        .headers()
+                        .get("x-request-id")
+                        .and_then(|v| v.to_str().ok())
+                        .unwrap_or("-");
+                    tracing::info_span!("request", method = %req.method(), path = %req.uri().path(), request_id = %id)
+                })
+                .on_response(|res: &axum::http::Response<_>, latency: Duration, _span: &Span| {
+                    tracing::info!(status = res.status().as_u16(), latency_ms = latency.as_millis() as u64, "response");
+                }),
+        )
+        .layer(SetRequestIdLayer::new(request_id, MakeRequestUuid));
+    Ok(Built { state, ledger, router })
+}
+
+/// Serves until SIGTERM or SIGINT: stops accepting, ends live streams, lets requests finish, closes the
+/// ledger. Refuses a non-loopback address unless the host token was given explicitly.
+pub async fn serve(args: ServeArgs) -> Result<(), Box<dyn std::error::Error>> {
+    if !args.addr.ip().is_loopback() && args.host_token.as_deref().is_none_or(|t| t.trim().is_empty()) {
+        return Err(format!(
+            "refusing to listen on non-loopback address {} without --host-token / OUTCOMES_HOST_TOKEN",
+            args.addr
+        )
+        .into());
+    }
+    let (token, source) = resolve_host_token(args.host_token.as_deref(), &args.data_dir)?;
+    match source {
+        TokenSource::Configured => tracing::info!("host token: from --host-token / OUTCOMES_HOST_TOKEN"),
+        TokenSource::File => tracing::info!(path = %args.data_dir.join("host-token").display(), "host token: read from file"),
+        TokenSource::Generated => tracing::info!(path = %args.data_dir.join("host-token").display(), "host token: generated (mode 0600)"),
+    }
+    let built = build(&args, token.clone()).await?;
+    let listener = tokio::net::TcpListener::bind(args.addr).await?;
+    let local = listener.local_addr()?;
+    tracing::info!(database = %args.database(), "ledger open");
+    println!("outcomes: serving on http://{local}/");
+
+    if args.demo_when_empty && built.state.sessions.sessions().await?.sessions.is_empty() {
+        let demo = DemoArgs {
+            server: url::Url::parse(&format!("http://{local}/"))?,
+            host_token: Some(token),
+            data_dir: args.data_dir.clone(),
+            pace: 1.0,
+        };
+        tokio::spawn(async move {
+            if let Err(e) = crate::demo::run(demo).await {
+                tracing::warn!(error = %e, "demo failed");
+            }
+        });
+    }
+
+    let shutdown = built.state.shutdown.clone();
+    tokio::spawn(purge_expired_periodically(built.state.engine.clone(), shutdown.clone()));
+    axum::serve(listener, built.router)
+        .with_graceful_shutdown(async move {
+            shutdown_signal().await;
+            tracing::info!("shutting down");
+            shutdown.cancel();
+        })
+        .await?;
+    built.ledger.close().await;
+    tracing::info!("ledger closed");
+    Ok(())
+}
+
+async fn purge_expired_periodically(engine: ledger::Engine, shutdown: CancellationToken) {
+    let mut tick = tokio::time::interval(Duration::from_secs(3600));
+    loop {
+        tokio::select! {
+            _ = tick.tick() => {}
+            _ = shutdown.cancelled() => return,
+        }
+        match engine.purge_expired().await {
+            Ok(0) => {}
+            Ok(n) => tracing::info!(sessions = n, "expired sessions deleted"),
+            Err(e) => tracing::warn!(error = %e, "retention sweep failed"),
+        }
+    }
+}
+
+async fn shutdown_signal() {
+    let ctrl_c = async {
+        let _ = tokio::signal::ctrl_c().await;
+    };
+    #[cfg(unix)]
+    let term = async {
+        match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
+            Ok(mut s) => {
+                s.recv().await;
+            }
+            Err(_) => std::future::pending::<()>().await,
+        }
+    };
+    #[cfg(not(unix))]
+    let term = std::future::pending::<()>();
+    tokio::select! {
+        _ = ctrl_c => {}
+        _ = term => {}
+    }
+}

@@ -1,0 +1,59 @@
+//! Server-side rendering of the dashboard (`app`). The app reads through the public HTTP API; while
+//! rendering on the server, its requests are answered in process by the same API router (no socket).
+
+use std::sync::Arc;
+
+use app::api::{ApiTransport, TransportResponse};
+use axum::body::Body;
+use axum::http::Request;
+use axum::Router;
+use leptos::config::{Env, LeptosOptions};
+use leptos::prelude::provide_context;
+use leptos_axum::{generate_route_list, LeptosRoutes};
+use tower::ServiceExt;
+
+/// Name of the browser bundle: `pkg/outcomes.js`, `pkg/outcomes_bg.wasm`, `pkg/outcomes.css`.
+pub const OUTPUT_NAME: &str = "outcomes";
+
+/// Leptos settings for a site root and listening address.
+pub fn leptos_options(site_root: &str, addr: std::net::SocketAddr) -> LeptosOptions {
+    LeptosOptions::builder()
+        .output_name(OUTPUT_NAME)
+        .site_root(site_root)
+        .site_pkg_dir("pkg")
+        .site_addr(addr)
+        .env(Env::PROD)
+        .build()
+}
+
+/// A transport that answers the app's GET requests with `api` in process.
+pub fn in_process_transport(api: Router) -> ApiTransport {
+    ApiTransport(Arc::new(move |path: String| {
+        let api = api.clone();
+        Box::pin(async move {
+            let request = Request::get(&path).body(Body::empty()).map_err(|e| e.to_string())?;
+            let response = api.oneshot(request).await.map_err(|e| e.to_string())?;
+            let status = response.status().as_u16();
+            let bytes = axum::body::to_bytes(response.into_body(), 16 * 1024 * 1024)
+                .await
+                .map_err(|e| e.to_string())?;
+            Ok(TransportResponse {
+                status,
+                body: String::from_utf8_lossy(&bytes).into_owned(),
+            })
+        })
+    }))
+}
+
+/// The dashboard's pages, rendered with `transport` in context, and static files under the site root.
+pub fn pages(options: LeptosOptions, transport: ApiTransport) -> Router {
+    let routes = generate_route_list(app::App);
+    let context = move || provide_context(transport.clone());
+    Router::new()
+        .leptos_routes_with_context(&options, routes, context.clone(), {
+            let options = options.clone();
+            move || app::shell(options.clone())
+        })
+        .fallback(leptos_axum::file_and_error_handler_with_context(context, app::shell))
+        .with_state(options)
+}

@@ -1,0 +1,143 @@
+//! Spawns the real server on a loopback port per test, with its own SQLite file, and talks real HTTP.
+
+use reqwest::{Method, StatusCode};
+use serde_json::{json, Value};
+use server::cli::ServeArgs;
+use server::AppState;
+
+pub const TOKEN: &str = "test-host-token";
+
+pub struct TestApp {
+    pub base: String,
+    pub client: reqwest::Client,
+    pub state: AppState,
+    pub _dir: tempfile::TempDir,
+}
+
+pub fn args(dir: &std::path::Path, ttl_secs: u64) -> ServeArgs {
+    ServeArgs {
+        addr: "127.0.0.1:0".parse().expect("loopback"),
+        database: Some(dir.join("ledger.sqlite").to_string_lossy().into_owned()),
+        data_dir: dir.to_path_buf(),
+        host_token: Some(TOKEN.into()),
+        site_root: dir.join("site").to_string_lossy().into_owned(),
+        session_ttl_secs: ttl_secs,
+        demo_when_empty: false,
+    }
+}
+
+pub async fn spawn() -> TestApp {
+    spawn_with_ttl(3600).await
+}
+
+pub async fn spawn_with_ttl(ttl_secs: u64) -> TestApp {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let built = server::serve::build(&args(dir.path(), ttl_secs), TOKEN.into())
+        .await
+        .expect("server builds");
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.expect("bind");
+    let addr = listener.local_addr().expect("addr");
+    let router = built.router;
+    tokio::spawn(async move {
+        axum::serve(listener, router).await.expect("serve");
+    });
+    TestApp {
+        base: format!("http://{addr}"),
+        client: reqwest::Client::new(),
+        state: built.state,
+        _dir: dir,
+    }
+}
+
+impl TestApp {
+    /// A host API call with the token; returns status and JSON body (Null when empty).
+    pub async fn host(&self, method: Method, path: &str, body: Value) -> (StatusCode, Value) {
+        let r = self
+            .client
+            .request(method, format!("{}{path}", self.base))
+            .bearer_auth(TOKEN)
+            .json(&body)
+            .send()
+            .await
+            .expect("request");
+        let status = r.status();
+        let text = r.text().await.expect("body");
+        (status, serde_json::from_str(&text).unwrap_or(Value::Null))
+    }
+
+    pub async fn get(&self, path: &str) -> reqwest::Response {
+        self.client
+            .get(format!("{}{path}", self.base))
+            .send()
+            .await
+            .expect("request")
+    }
+
+    pub async fn get_json(&self, path: &str) -> (StatusCode, Value) {
+        let r = self.get(path).await;
+        let status = r.status();
+        (status, r.json().await.unwrap_or(Value::Null))
+    }
+
+    pub async fn approve(&self, session: &str, turn: &str, mutation: &str) -> (StatusCode, Value) {
+        self.host(
+            Method::POST,
+            &format!("/api/host/sessions/{}/mutations", enc(session)),
+            json!({"logical_turn_id": turn, "mutation_id": mutation, "tool": "mcp__dashboards__create"}),
+        )
+        .await
+    }
+
+    pub async fn step(&self, session: &str, mutation: &str, what: &str, body: Value) -> (StatusCode, Value) {
+        let method = if what == "metadata" { Method::PUT } else { Method::POST };
+        self.host(
+            method,
+            &format!("/api/host/sessions/{}/mutations/{}/{what}", enc(session), enc(mutation)),
+            body,
+        )
+        .await
+    }
+
+    /// approve + intent (attempt `a1`).
+    pub async fn start(&self, session: &str, turn: &str, mutation: &str) {
+        assert_eq!(self.approve(session, turn, mutation).await.0, StatusCode::CREATED);
+        assert_eq!(
+            self.step(session, mutation, "intent", json!({"attempt_id": "a1"})).await.0,
+            StatusCode::OK
+        );
+    }
+
+    /// approve + intent + settle.
+    pub async fn settled(&self, session: &str, turn: &str, mutation: &str, status: &str) {
+        self.start(session, turn, mutation).await;
+        let (s, body) = self
+            .step(session, mutation, "settlement", json!({"attempt_id": "a1", "status": status}))
+            .await;
+        assert_eq!(s, StatusCode::OK, "{body}");
+    }
+
+    /// The replay snapshot's status, headers and exact body.
+    pub async fn replay(&self, query: &str, last_event_id: Option<&str>) -> (StatusCode, reqwest::header::HeaderMap, String) {
+        let mut req = self.client.get(format!("{}/api/mutation-events?{query}", self.base));
+        if let Some(id) = last_event_id {
+            req = req.header("Last-Event-ID", id);
+        }
+        let r = req.send().await.expect("request");
+        let status = r.status();
+        let headers = r.headers().clone();
+        (status, headers, r.text().await.expect("body"))
+    }
+}
+
+pub fn enc(s: &str) -> String {
+    url::form_urlencoded::byte_serialize(s.as_bytes())
+        .collect::<String>()
+        .replace('+', "%20")
+}
+
+/// The exact record JSON of an outcome without metadata.
+pub fn record(turn: &str, mutation: &str, status: &str) -> String {
+    format!(
+        r#"{{"schema":"mutation_outcome/v1","logical_turn_id":"{turn}","mutation_id":"{mutation}","tool":"mcp__dashboards__create","status":"{status}","resource_id":null,"url":null,"title":null}}"#
+    )
+}

@@ -1,0 +1,9 @@
+//! The server over real HTTP: one test binary, a module per feature.
+
+mod helpers;
+
+mod history;
+mod host;
+mod live;
+mod pages;
+mod replay;
