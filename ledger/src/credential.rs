@@ -21,7 +21,7 @@
 use std::ops::Range;
 use std::sync::LazyLock;
 
-use regex::Regex;
+use regex::{Regex, RegexSet};
 
 /// The marker that replaces a credential-like substring of a title (`"[redacted]"`, 10 bytes).
 pub const REDACTION_MARKER: &str = "[redacted]";
@@ -99,6 +99,16 @@ fn userinfo_like(s: &str) -> bool {
     }
 }
 
+/// The first line of a PEM private key block (`-----BEGIN RSA PRIVATE KEY-----`, `… PGP PRIVATE KEY BLOCK-----`).
+const PEM_BEGIN: &str = r"-----BEGIN [A-Z0-9 ]*PRIVATE KEY(?: BLOCK)?-----";
+
+/// The last line of a PEM private key block.
+const PEM_END: &str = r"-----END [A-Z0-9 ]*PRIVATE KEY(?: BLOCK)?-----";
+
+static PEM_BEGIN_LINE: LazyLock<Regex> = LazyLock::new(|| compile(PEM_BEGIN));
+
+static PEM_END_LINE: LazyLock<Regex> = LazyLock::new(|| compile(PEM_END));
+
 /// The words that name a secret in a `key=value` or `key: value` pair; any `prefix_` or `prefix-` may come
 /// before them (`client_secret`, `x-api-key`, `aws_secret_access_key`).
 const KEY_WORDS: &str = r"(?:password|passwd|passphrase|secret|api[_-]?key|access[_-]?key|private[_-]?key|account[_-]?key|token|credentials?)";
@@ -128,7 +138,11 @@ static RULES: LazyLock<Vec<Rule>> = LazyLock::new(|| {
             always,
         ),
         (r"\bnpm_[A-Za-z0-9]{36,}".into(), 0, always),
-        (r"\bpypi-AgEIcHlwaS5vcmc[A-Za-z0-9_-]{16,}".into(), 0, always),
+        (
+            r"\bpypi-AgEIcHlwaS5vcmc[A-Za-z0-9_-]{16,}".into(),
+            0,
+            always,
+        ),
         (r"\bATATT3[A-Za-z0-9_=-]{40,}".into(), 0, always),
         (r"\bPMAK-[a-f0-9]{24}-[a-f0-9]{34}".into(), 0, always),
         (r"\bdapi[a-f0-9]{32}".into(), 0, always),
@@ -141,19 +155,35 @@ static RULES: LazyLock<Vec<Rule>> = LazyLock::new(|| {
             1,
             always,
         ),
-        (r"\bT[A-Z0-9]{8,12}/B[A-Z0-9]{8,12}/[A-Za-z0-9]{24}".into(), 0, always),
+        (
+            r"\bT[A-Z0-9]{8,12}/B[A-Z0-9]{8,12}/[A-Za-z0-9]{24}".into(),
+            0,
+            always,
+        ),
         (
             r"discord(?:app)?\.com/api/webhooks/([0-9]+/[A-Za-z0-9_-]+)".into(),
             1,
             always,
         ),
-        (r"\.webhook\.office\.com/(webhookb2/[^\s?#]+)".into(), 1, always),
+        (
+            r"\.webhook\.office\.com/(webhookb2/[^\s?#]+)".into(),
+            1,
+            always,
+        ),
         (r"\b[0-9]{8,10}:AA[A-Za-z0-9_-]{33}".into(), 0, always),
         // Payment and mail.
-        (r"\b(?:sk|rk)_(?:live|test)_[A-Za-z0-9]{16,}".into(), 0, always),
+        (
+            r"\b(?:sk|rk)_(?:live|test)_[A-Za-z0-9]{16,}".into(),
+            0,
+            always,
+        ),
         (r"\bwhsec_[A-Za-z0-9+/=]{24,}".into(), 0, always),
         (r"\bsq0(?:atp|csp)-[A-Za-z0-9_-]{20,}".into(), 0, always),
-        (r"\bSG\.[A-Za-z0-9_-]{16,}\.[A-Za-z0-9_-]{16,}".into(), 0, always),
+        (
+            r"\bSG\.[A-Za-z0-9_-]{16,}\.[A-Za-z0-9_-]{16,}".into(),
+            0,
+            always,
+        ),
         (r"\bSK[0-9a-f]{32}".into(), 0, always),
         (r"\b[0-9a-f]{32}-us[0-9]{1,2}".into(), 0, always),
         // Model providers.
@@ -164,21 +194,14 @@ static RULES: LazyLock<Vec<Rule>> = LazyLock::new(|| {
         (r"\bxai-[A-Za-z0-9]{40,}".into(), 0, mixed_classes),
         (r"\bpplx-[A-Za-z0-9]{40,}".into(), 0, mixed_classes),
         (r"\blin_(?:api|oauth)_[A-Za-z0-9]{32,}".into(), 0, always),
-        // JWTs and PEM private keys (an unterminated block is redacted up to the end of its body).
+        // JWTs, and PEM private keys: the BEGIN line with the base64 body after it (a whole block, BEGIN
+        // to END, is found by `pem_block_spans`).
         (
             r"\beyJ[A-Za-z0-9_-]{8,}\.eyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]*".into(),
             0,
             always,
         ),
-        (
-            concat!(
-                r"-----BEGIN [A-Z0-9 ]*PRIVATE KEY(?: BLOCK)?-----",
-                r"(?:(?s:.*?)-----END [A-Z0-9 ]*PRIVATE KEY(?: BLOCK)?-----|[A-Za-z0-9+/=\r\n\\:,.-]*)"
-            )
-            .into(),
-            0,
-            always,
-        ),
+        (format!(r"{PEM_BEGIN}[A-Za-z0-9+/=\r\n\\:,.-]*"), 0, always),
         // Authorization values: the word stays, the value goes.
         (
             r"(?i:\b(?:bearer|basic))\s+([A-Za-z0-9._~+/-]+=*)".into(),
@@ -187,7 +210,9 @@ static RULES: LazyLock<Vec<Rule>> = LazyLock::new(|| {
         ),
         // `key=value` (any value) and `key: value` (a secret-like value) pairs: the key stays.
         (
-            format!(r#"(?i:\b(?:[a-z0-9]+[_.-])*{KEY_WORDS}\b)["']?\s*(?::=|=>|=)\s*["']?({VALUE})"#),
+            format!(
+                r#"(?i:\b(?:[a-z0-9]+[_.-])*{KEY_WORDS}\b)["']?\s*(?::=|=>|=)\s*["']?({VALUE})"#
+            ),
             1,
             always,
         ),
@@ -202,19 +227,47 @@ static RULES: LazyLock<Vec<Rule>> = LazyLock::new(|| {
     specs
         .into_iter()
         .map(|(pattern, group, accept)| Rule {
-            // ASCII word boundaries: a token glued to a non-ASCII letter is still found, and the DFA stays fast.
-            regex: Regex::new(&pattern.replace(r"\b", r"(?-u:\b)"))
-                .unwrap_or_else(|e| panic!("credential pattern {pattern:?} must compile: {e}")),
+            regex: compile(&pattern),
             group,
             accept,
         })
         .collect()
 });
 
+/// Compiles one of this module's constant patterns. `\b` is an ASCII word boundary: a token glued to a
+/// non-ASCII letter is still found, and the DFA stays fast.
+fn compile(pattern: &str) -> Regex {
+    Regex::new(&pattern.replace(r"\b", r"(?-u:\b)"))
+        .unwrap_or_else(|e| panic!("credential pattern {pattern:?} must compile: {e}"))
+}
+
+/// Whole PEM private key blocks, each BEGIN line to the first END line after it. Not one lazy regex:
+/// that would rescan the rest of the text from every unterminated BEGIN line (quadratic time).
+fn pem_block_spans(s: &str, spans: &mut Vec<Range<usize>>) {
+    if !s.contains("PRIVATE KEY") {
+        return;
+    }
+    let ends: Vec<Range<usize>> = PEM_END_LINE.find_iter(s).map(|m| m.range()).collect();
+    for begin in PEM_BEGIN_LINE.find_iter(s) {
+        let next = ends.partition_point(|end| end.start < begin.end());
+        if let Some(end) = ends.get(next) {
+            spans.push(begin.start()..end.end);
+        }
+    }
+}
+
+/// All rules at once: one pass over the text tells which rules can match at all, and only those run.
+static ANY_RULE: LazyLock<RegexSet> = LazyLock::new(|| {
+    RegexSet::new(RULES.iter().map(|rule| rule.regex.as_str()))
+        .unwrap_or_else(|e| panic!("credential patterns must compile as a set: {e}"))
+});
+
 /// Byte ranges of `s` holding credential-like text, sorted and merged. The marker itself is never a range.
 fn credential_spans(s: &str) -> Vec<Range<usize>> {
     let mut spans: Vec<Range<usize>> = Vec::new();
-    for rule in RULES.iter() {
+    pem_block_spans(s, &mut spans);
+    for index in ANY_RULE.matches(s).iter() {
+        let rule = &RULES[index];
         for caps in rule.regex.captures_iter(s) {
             if let Some(m) = caps.get(rule.group) {
                 if m.as_str() != REDACTION_MARKER && (rule.accept)(m.as_str()) {

@@ -400,3 +400,89 @@ fn a_prefix_of_redacted_text_holds_no_credential() {
         );
     }
 }
+
+#[test]
+fn each_pem_begin_line_is_closed_by_the_first_end_line_after_it() {
+    let body = fill("MIIEvQIBADANBgkq", 64);
+    let block = format!("-----BEGIN PRIVATE KEY-----{body}-----END PRIVATE KEY-----");
+    assert_eq!(
+        redact_credentials(&format!("a {block} b {block} c")),
+        format!("a {REDACTION_MARKER} b {REDACTION_MARKER} c")
+    );
+    // Unterminated BEGIN lines (many of them, as a hostile title might hold) lose their bodies only.
+    let open = format!("-----BEGIN PRIVATE KEY-----{body} x ");
+    assert_eq!(
+        redact_credentials(&open.repeat(500)),
+        format!("{REDACTION_MARKER} x ").repeat(500)
+    );
+}
+
+mod properties {
+    use super::*;
+    use proptest::prelude::*;
+
+    /// Credentials, near misses and glue, so that redactions meet and overlap.
+    const PIECES: &[&str] = &[
+        "AKIAIOSFODNN7EXAMPLE",
+        "ghp_aB3dE5fG7haB3dE5fG7haB3dE5fG7haB3dE5",
+        "AIzaSy9-aB3_dE5Sy9-aB3_dE5Sy9-aB3_dE5Sy",
+        "sk-aB3dE5fG7haB3dE5fG7haB3d",
+        "eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiJ1c2VyLTEifQ.",
+        "-----BEGIN PRIVATE KEY-----",
+        "-----END PRIVATE KEY-----",
+        "MIIEvQIBADANBgkq",
+        "password",
+        "api_key",
+        "token",
+        "=",
+        ":",
+        ":=",
+        " ",
+        "\"",
+        "'",
+        "Bearer ",
+        "Basic ",
+        "abc123DEF456",
+        "hunter2",
+        "https://",
+        "user:pw@",
+        "@",
+        "/",
+        "hooks.slack.com/services/",
+        "T0ABC1234/B0DEF5678/",
+        "[redacted]",
+        "[",
+        "]",
+        "a",
+        "Z",
+        "7",
+        "_",
+        "-",
+        ".",
+        "é",
+        "😀",
+    ];
+
+    fn soup() -> impl Strategy<Value = String> {
+        prop::collection::vec(prop::sample::select(PIECES), 0..30).prop_map(|p| p.concat())
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig { cases: 512, ..ProptestConfig::default() })]
+
+        #[test]
+        fn redacted_text_and_all_its_prefixes_hold_no_credential(s in soup()) {
+            let redacted = redact_credentials(&s);
+            prop_assert!(!resembles_credential(&redacted), "{:?} -> {:?}", s, redacted);
+            prop_assert_eq!(&redact_credentials(&redacted), &redacted);
+            for end in (0..=redacted.len()).filter(|e| redacted.is_char_boundary(*e)) {
+                prop_assert!(
+                    !resembles_credential(&redacted[..end]),
+                    "prefix {:?} of {:?}",
+                    &redacted[..end],
+                    redacted
+                );
+            }
+        }
+    }
+}
