@@ -35,8 +35,11 @@ const MAX_REDACTION_PASSES: usize = 8;
 struct Rule {
     regex: Regex,
     group: usize,
-    accept: fn(&str) -> bool,
+    accept: Accept,
 }
+
+/// The check a matched secret must also pass.
+type Accept = fn(&str) -> bool;
 
 fn always(_: &str) -> bool {
     true
@@ -119,7 +122,7 @@ const KEY_WORDS: &str = r"(?:password|passwd|passphrase|secret|api[_-]?key|acces
 const VALUE: &str = r#"[^\s"'`&,;<>()\[\]{}=:][^\s"'`&,;<>()\[\]{}]*"#;
 
 static RULES: LazyLock<Vec<Rule>> = LazyLock::new(|| {
-    let specs: Vec<(String, usize, fn(&str) -> bool)> = vec![
+    let specs: Vec<(String, usize, Accept)> = vec![
         // Cloud keys.
         (
             r"\b(?:AKIA|ASIA|ABIA|ACCA|AGPA|AIDA|AIPA|ANPA|ANVA|AROA|APKA)[0-9A-Z]{16}".into(),

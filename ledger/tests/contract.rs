@@ -131,9 +131,15 @@ fn code_limits_equal_the_contract_limits() {
 #[test]
 fn record_schema_is_a_valid_draft_2020_12_schema() {
     if let Err(e) = jsonschema::meta::validate(&CONTRACT["record_schema"]) {
-        panic!("record_schema is not a valid draft 2020-12 schema: {e} at {}", e.instance_path);
+        panic!(
+            "record_schema is not a valid draft 2020-12 schema: {e} at {}",
+            e.instance_path
+        );
     }
 }
+
+/// Turns a valid record into one the contract forbids.
+type Spoil = fn(&mut Value);
 
 #[test]
 fn record_schema_rejects_records_outside_the_contract() {
@@ -142,7 +148,7 @@ fn record_schema_rejects_records_outside_the_contract() {
         "tool": "x", "status": "completed", "resource_id": null, "url": null, "title": null
     });
     assert!(schema_errors(&good).is_empty());
-    let broken: [(&str, fn(&mut Value)); 11] = [
+    let broken: [(&str, Spoil); 11] = [
         ("missing resource_id key", |r| {
             r.as_object_mut().map(|o| o.remove("resource_id"));
         }),
