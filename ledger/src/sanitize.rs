@@ -1,11 +1,20 @@
 //! Sanitisers of host metadata (seed 000, "resource_id, url and title"; DESIGN "Projection" and
 //! "Decisions where the seeds are silent"). They apply to host metadata only, never to tool output.
+//!
+//! Each returns `None` when the value is withheld (published as `null`) and is idempotent: sanitising its
+//! own output returns that output unchanged. Control characters are those of `char::is_control` (Unicode
+//! category Cc: C0, DEL, C1; tab, CR and LF included).
+
+mod structured_json;
+
+use unicode_segmentation::UnicodeSegmentation;
 
 use crate::credential::{redact_credentials, resembles_credential};
 use crate::limits::{RESOURCE_ID_MAX_BYTES, TITLE_MAX_BYTES, URL_MAX_BYTES};
 
-/// `resource_id`: unchanged, or `None` (withheld) when empty, over 256 bytes, holding a control character or
-/// resembling a credential.
+/// `resource_id`: published unchanged, or `None` (withheld) when absent, empty, over
+/// [`RESOURCE_ID_MAX_BYTES`] (256) UTF-8 bytes, holding a control character, or resembling a credential
+/// ([`crate::credential::resembles_credential`]).
 pub fn sanitize_resource_id(raw: Option<&str>) -> Option<String> {
     let s = raw?;
     if s.is_empty()
@@ -18,9 +27,11 @@ pub fn sanitize_resource_id(raw: Option<&str>) -> Option<String> {
     Some(s.to_owned())
 }
 
-/// `url`: only absolute `http`/`https` URLs (WHATWG parsing by the `url` crate); keeps scheme, host (with a
-/// non-default port) and path; drops userinfo, query and fragment. `None` when empty, unparsable, not
-/// http(s), over 2048 bytes before or after, or when the kept host or path resembles a credential.
+/// `url`: an absolute `http`/`https` URL, parsed by the WHATWG-conformant `url` crate and re-serialised
+/// as `scheme://host[:port]/path`: userinfo, query and fragment are dropped, a default port is dropped by
+/// the parser, a non-default one is kept. `None` (withheld) when absent, empty, over [`URL_MAX_BYTES`]
+/// (2048) bytes before or after, unparsable, of another scheme (`javascript:`, `ftp:`, …), or when the
+/// kept host or path resembles a credential (a webhook or share link carries its secret in the path).
 pub fn sanitize_url(raw: Option<&str>) -> Option<String> {
     let s = raw?;
     if s.is_empty() || s.len() > URL_MAX_BYTES {
@@ -30,19 +41,26 @@ pub fn sanitize_url(raw: Option<&str>) -> Option<String> {
     if !matches!(url.scheme(), "http" | "https") || url.host_str().is_none() {
         return None;
     }
+    // Neither can fail on an http(s) URL with a host; a failure withholds rather than keeps a userinfo.
     url.set_username("").ok()?;
     url.set_password(None).ok()?;
     url.set_query(None);
     url.set_fragment(None);
-    let kept = url.to_string();
-    if kept.len() > URL_MAX_BYTES || resembles_credential(url.host_str()?) || resembles_credential(url.path()) {
+    let kept = String::from(url);
+    if kept.len() > URL_MAX_BYTES || resembles_credential(&kept) {
         return None;
     }
     Some(kept)
 }
 
-/// `title`: drop control characters, redact credentials, withhold structured JSON, truncate to 512 bytes on
-/// a character boundary, withhold structured JSON again. `None` when empty or withheld.
+/// `title`, in this order: drop control characters; replace each credential-like substring with
+/// [`crate::credential::REDACTION_MARKER`]; withhold structured JSON; truncate to [`TITLE_MAX_BYTES`]
+/// (512) UTF-8 bytes; withhold structured JSON again. `None` when absent, when the result is empty, or when
+/// it is structured JSON before or after truncation (see [`is_structured_json`]).
+///
+/// Truncation cuts at the last extended grapheme cluster boundary within 512 bytes, so an emoji ZWJ
+/// sequence, a flag or a letter with its combining marks is kept whole or dropped whole; only when the
+/// first cluster alone is longer than 512 bytes is it cut at the last character boundary.
 pub fn sanitize_title(raw: Option<&str>) -> Option<String> {
     let s = raw?;
     let no_controls: String = s.chars().filter(|c| !c.is_control()).collect();
@@ -50,20 +68,50 @@ pub fn sanitize_title(raw: Option<&str>) -> Option<String> {
     if is_structured_json(&redacted) {
         return None;
     }
-    let mut end = redacted.len().min(TITLE_MAX_BYTES);
-    while !redacted.is_char_boundary(end) {
-        end -= 1;
-    }
-    let truncated = &redacted[..end];
+    let truncated = truncate_to(&redacted, TITLE_MAX_BYTES);
     if truncated.is_empty() || is_structured_json(truncated) {
         return None;
     }
     Some(truncated.to_owned())
 }
 
-/// Whether `s` (surrounding whitespace allowed) is a JSON object or array.
+/// The longest prefix of `s` of at most `max` bytes that ends on a grapheme cluster boundary, or, when the
+/// first cluster is longer than `max`, on a character boundary.
+fn truncate_to(s: &str, max: usize) -> &str {
+    if s.len() <= max {
+        return s;
+    }
+    let mut end = 0;
+    for (start, grapheme) in s.grapheme_indices(true) {
+        let next = start + grapheme.len();
+        if next > max {
+            break;
+        }
+        end = next;
+    }
+    if end == 0 {
+        end = max;
+        while !s.is_char_boundary(end) {
+            end -= 1;
+        }
+    }
+    &s[..end]
+}
+
+/// Whether `s` is structured JSON: one JSON object or array (RFC 8259 grammar), with any whitespace
+/// around it. Scalars (`42`, `true`, `"text"`, `null`) are not structured.
+///
+/// - No nesting-depth limit, and no recursion: a 1,000,000-deep `[[[…]]]` is recognised without a stack
+///   overflow (a stock `serde_json::from_str` stops at depth 128 and would let it through).
+/// - Around the value, "whitespace" is Unicode White_Space plus the invisible U+FEFF, U+200B and U+2060,
+///   so a title cannot hide its JSON shape behind a no-break space or a byte order mark. Inside the value
+///   only JSON's own whitespace (space, tab, LF, CR) is allowed.
+/// - A `\uXXXX` escape of a lone surrogate (`["\ud800"]`) is structured: the RFC 8259 grammar accepts it
+///   (only its meaning is undefined), and the value is JSON-shaped all the same, so such a title is
+///   withheld. `serde_json` would reject it and let it through as text.
 pub fn is_structured_json(s: &str) -> bool {
-    let t = s.trim();
-    (t.starts_with('{') || t.starts_with('['))
-        && serde_json::from_str::<serde::de::IgnoredAny>(t).is_ok()
+    let trimmed = s.trim_matches(|c: char| {
+        c.is_whitespace() || matches!(c, '\u{FEFF}' | '\u{200B}' | '\u{2060}')
+    });
+    structured_json::is_object_or_array(trimmed.as_bytes())
 }
