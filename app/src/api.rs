@@ -47,7 +47,9 @@ impl ApiError {
                 "This session has no logical turn with this id.".to_owned()
             }
             ApiError::NotFound { message, .. } => message.clone(),
-            ApiError::Status { status, message } => format!("The server answered {status}: {message}"),
+            ApiError::Status { status, message } => {
+                format!("The server answered {status}: {message}")
+            }
             ApiError::Network(m) => format!("The server could not be reached: {m}"),
         }
     }
@@ -60,7 +62,8 @@ pub fn enc(s: &str) -> String {
 
 fn decode<T: DeserializeOwned>(status: u16, body: &str) -> Result<T, ApiError> {
     if status == 200 {
-        return serde_json::from_str(body).map_err(|e| ApiError::Network(format!("unexpected body: {e}")));
+        return serde_json::from_str(body)
+            .map_err(|e| ApiError::Network(format!("unexpected body: {e}")));
     }
     let (code, message) = serde_json::from_str::<ErrorBody>(body)
         .map(|b| (b.error.code, b.error.message))
@@ -85,7 +88,9 @@ pub fn get_json<T: DeserializeOwned + 'static>(
 }
 
 #[cfg(feature = "ssr")]
-fn fetch_text(path: String) -> impl Future<Output = Result<TransportResponse, ApiError>> + Send + 'static {
+fn fetch_text(
+    path: String,
+) -> impl Future<Output = Result<TransportResponse, ApiError>> + Send + 'static {
     let transport = leptos::prelude::use_context::<ApiTransport>();
     async move {
         let t = transport.ok_or_else(|| ApiError::Network("no API transport in context".into()))?;
@@ -94,20 +99,27 @@ fn fetch_text(path: String) -> impl Future<Output = Result<TransportResponse, Ap
 }
 
 #[cfg(all(feature = "hydrate", not(feature = "ssr")))]
-fn fetch_text(path: String) -> impl Future<Output = Result<TransportResponse, ApiError>> + Send + 'static {
+fn fetch_text(
+    path: String,
+) -> impl Future<Output = Result<TransportResponse, ApiError>> + Send + 'static {
     send_wrapper::SendWrapper::new(async move {
         let response = gloo_net::http::Request::get(&path)
             .send()
             .await
             .map_err(|e| ApiError::Network(e.to_string()))?;
         let status = response.status();
-        let body = response.text().await.map_err(|e| ApiError::Network(e.to_string()))?;
+        let body = response
+            .text()
+            .await
+            .map_err(|e| ApiError::Network(e.to_string()))?;
         Ok(TransportResponse { status, body })
     })
 }
 
 #[cfg(not(any(feature = "ssr", feature = "hydrate")))]
-fn fetch_text(_path: String) -> impl Future<Output = Result<TransportResponse, ApiError>> + Send + 'static {
+fn fetch_text(
+    _path: String,
+) -> impl Future<Output = Result<TransportResponse, ApiError>> + Send + 'static {
     async { Err(ApiError::Network("built without ssr or hydrate".into())) }
 }
 
@@ -117,17 +129,28 @@ pub fn sessions() -> impl Future<Output = Result<SessionList, ApiError>> + Send 
 }
 
 /// `GET /api/sessions/{key}/turns`.
-pub fn session_turns(key: &str) -> impl Future<Output = Result<SessionTurns, ApiError>> + Send + 'static {
+pub fn session_turns(
+    key: &str,
+) -> impl Future<Output = Result<SessionTurns, ApiError>> + Send + 'static {
     get_json(format!("/api/sessions/{}/turns", enc(key)))
 }
 
 /// `GET /api/sessions/{key}/turns/{turn}/entries`.
-pub fn turn_entries(key: &str, turn: &str) -> impl Future<Output = Result<TurnEntries, ApiError>> + Send + 'static {
-    get_json(format!("/api/sessions/{}/turns/{}/entries", enc(key), enc(turn)))
+pub fn turn_entries(
+    key: &str,
+    turn: &str,
+) -> impl Future<Output = Result<TurnEntries, ApiError>> + Send + 'static {
+    get_json(format!(
+        "/api/sessions/{}/turns/{}/entries",
+        enc(key),
+        enc(turn)
+    ))
 }
 
 /// `GET /api/operations/{mutation_id}`.
-pub fn operation(id: &str) -> impl Future<Output = Result<OperationMatches, ApiError>> + Send + 'static {
+pub fn operation(
+    id: &str,
+) -> impl Future<Output = Result<OperationMatches, ApiError>> + Send + 'static {
     get_json(format!("/api/operations/{}", enc(id)))
 }
 
@@ -138,7 +161,11 @@ pub fn unknowns() -> impl Future<Output = Result<OperationMatches, ApiError>> + 
 
 /// The replay URL of a turn: with `after` when a cursor is held, without for a full replay.
 pub fn replay_url(key: &str, turn: &str, after: Option<i64>) -> String {
-    let mut u = format!("/api/mutation-events?session_id={}&logical_turn_id={}", enc(key), enc(turn));
+    let mut u = format!(
+        "/api/mutation-events?session_id={}&logical_turn_id={}",
+        enc(key),
+        enc(turn)
+    );
     if let Some(a) = after {
         u.push_str(&format!("&after={a}"));
     }

@@ -9,8 +9,8 @@
 use std::cell::{Cell, RefCell};
 use std::rc::Rc;
 
-use leptos::prelude::*;
 use ledger::wire::{MutationOutcome, Resync, RunEvent};
+use leptos::prelude::*;
 use wasm_bindgen::closure::Closure;
 use wasm_bindgen::JsCast;
 use web_sys::{EventSource, MessageEvent};
@@ -97,7 +97,9 @@ fn open_live(ctx: Rc<Ctx>) {
     {
         let ctx = ctx.clone();
         listen(&es, "mutation_outcome", move |e| {
-            let Some(data) = e.data().as_string() else { return };
+            let Some(data) = e.data().as_string() else {
+                return;
+            };
             if let Ok(ev) = serde_json::from_str::<RunEvent>(&data) {
                 if ev.outcome.logical_turn_id == ctx.turn {
                     ctx.timeline.update(|t| {
@@ -110,7 +112,9 @@ fn open_live(ctx: Rc<Ctx>) {
     {
         let ctx = ctx.clone();
         listen(&es, "resync", move |e| {
-            let Some(data) = e.data().as_string() else { return };
+            let Some(data) = e.data().as_string() else {
+                return;
+            };
             if let Ok(r) = serde_json::from_str::<Resync>(&data) {
                 if r.logical_turn_ids.contains(&ctx.turn) {
                     replay(ctx.clone(), false);
@@ -127,7 +131,10 @@ fn open_live(ctx: Rc<Ctx>) {
                 ctx.live.borrow_mut().take();
                 ctx.connection.set(Connection::Stale { since: now_text() });
                 let ctx = ctx.clone();
-                set_timeout(move || open_live(ctx), std::time::Duration::from_millis(REOPEN_MS as u64));
+                set_timeout(
+                    move || open_live(ctx),
+                    std::time::Duration::from_millis(REOPEN_MS as u64),
+                );
             } else if !matches!(ctx.connection.get_untracked(), Connection::Stale { .. }) {
                 ctx.connection.set(Connection::Reconnecting);
             }
@@ -157,7 +164,9 @@ fn replay(ctx: Rc<Ctx>, full: bool) {
     {
         let ctx = ctx.clone();
         listen(&es, "mutation_outcome", move |e| {
-            let Some(data) = e.data().as_string() else { return };
+            let Some(data) = e.data().as_string() else {
+                return;
+            };
             let revision = e.last_event_id().parse::<i64>().ok();
             if let Ok(outcome) = serde_json::from_str::<MutationOutcome>(&data) {
                 ctx.timeline.update(|t| {
@@ -188,7 +197,10 @@ fn replay(ctx: Rc<Ctx>, full: bool) {
 
 /// A replay that did not answer 200: ask again with fetch to learn the status.
 async fn handle_failed_replay(ctx: &Rc<Ctx>, url: &str) {
-    let status = gloo_net::http::Request::get(url).send().await.map(|r| r.status());
+    let status = gloo_net::http::Request::get(url)
+        .send()
+        .await
+        .map(|r| r.status());
     match status {
         Ok(409) => {
             ctx.timeline.update(|t| t.reset_cursor());

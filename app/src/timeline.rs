@@ -59,7 +59,11 @@ impl Timeline {
         if let Some(r) = revision {
             self.cursor = self.cursor.max(r);
         }
-        match self.rows.iter_mut().find(|r| r.outcome.mutation_id == outcome.mutation_id) {
+        match self
+            .rows
+            .iter_mut()
+            .find(|r| r.outcome.mutation_id == outcome.mutation_id)
+        {
             Some(row) => {
                 let newer = match (row.revision, revision) {
                     (Some(have), Some(got)) => got > have,
@@ -88,11 +92,9 @@ impl Timeline {
     /// Marks rows in flight or settled from a fresh read of the entries (ledger status is not in the record).
     pub fn refresh_ledger_status(&mut self, entries: &TurnEntries) {
         for e in &entries.entries {
-            if let Some(row) = self
-                .rows
-                .iter_mut()
-                .find(|r| r.outcome.mutation_id == e.outcome.mutation_id && r.revision == e.mutation_revision)
-            {
+            if let Some(row) = self.rows.iter_mut().find(|r| {
+                r.outcome.mutation_id == e.outcome.mutation_id && r.revision == e.mutation_revision
+            }) {
                 row.in_flight = e.ledger_status == LedgerStatus::ExecutionStarted;
             }
         }
@@ -100,7 +102,10 @@ impl Timeline {
 
     /// Counts by published status.
     pub fn count(&self, status: PublishedStatus) -> usize {
-        self.rows.iter().filter(|r| r.outcome.status == status).count()
+        self.rows
+            .iter()
+            .filter(|r| r.outcome.status == status)
+            .count()
     }
 }
 
@@ -140,7 +145,11 @@ mod tests {
         t.upsert(Some(2), outcome("b", PublishedStatus::Failed));
         assert!(!t.upsert(Some(2), outcome("b", PublishedStatus::Failed)));
         assert!(t.upsert(Some(3), outcome("a", PublishedStatus::Completed)));
-        let ids: Vec<_> = t.rows().iter().map(|r| r.outcome.mutation_id.as_str()).collect();
+        let ids: Vec<_> = t
+            .rows()
+            .iter()
+            .map(|r| r.outcome.mutation_id.as_str())
+            .collect();
         assert_eq!(ids, ["a", "b"]);
         assert_eq!(t.count(PublishedStatus::Completed), 1);
         assert_eq!(t.count(PublishedStatus::OutcomeUnknown), 0);
@@ -166,16 +175,22 @@ pub enum Connection {
     /// The browser is reconnecting by itself.
     Reconnecting,
     /// Not connected since this local time; retrying.
-    Stale { since: String },
+    Stale {
+        since: String,
+    },
     /// The session or turn is gone (404): nothing more will come.
-    Gone { message: String },
+    Gone {
+        message: String,
+    },
 }
 
 impl Connection {
     /// Words for the indicator.
     pub fn label(&self) -> String {
         match self {
-            Connection::Snapshot => "Snapshot (live updates start once the page is interactive)".into(),
+            Connection::Snapshot => {
+                "Snapshot (live updates start once the page is interactive)".into()
+            }
             Connection::Connecting => "Connecting…".into(),
             Connection::Live => "Live".into(),
             Connection::Reconnecting => "Reconnecting…".into(),

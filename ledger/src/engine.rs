@@ -113,7 +113,8 @@ pub(crate) struct EntryRow {
     pub settled_at: Option<i64>,
 }
 
-pub(crate) const ENTRY_COLUMNS: &str = "seq, session_key, logical_turn_id, mutation_id, tool, status, \
+pub(crate) const ENTRY_COLUMNS: &str =
+    "seq, session_key, logical_turn_id, mutation_id, tool, status, \
      intent_recorded, attempt_id, reason, meta_attached, meta_id, meta_url, meta_title, revision, \
      recorded_at, settled_at";
 
@@ -269,7 +270,10 @@ impl Engine {
         self.approve(&mut tx, session_key, &turn, &mutation, &tool, now)
             .await?;
         let meta = entry.metadata.clone();
-        let settled = !matches!(entry.status, LedgerStatus::Approved | LedgerStatus::ExecutionStarted);
+        let settled = !matches!(
+            entry.status,
+            LedgerStatus::Approved | LedgerStatus::ExecutionStarted
+        );
         sqlx::query(
             "UPDATE entries SET status = ?, intent_recorded = ?, reason = ?, meta_attached = ?, meta_id = ?, \
              meta_url = ?, meta_title = ?, settled_at = ? WHERE session_key = ? AND mutation_id = ?",
@@ -325,11 +329,14 @@ impl Engine {
                 mutation_id,
                 attempt_id,
             } => {
-                let row = load_for_write(tx, &session_key, &mutation_id, self.inner.live_since(now)).await?;
+                let row =
+                    load_for_write(tx, &session_key, &mutation_id, self.inner.live_since(now))
+                        .await?;
                 if row.ledger_status() != LedgerStatus::Approved || row.intent_recorded {
                     return Err(row.refuse(Refusal::AlreadyRecorded));
                 }
-                self.change(tx, &row, now, Change::start(&attempt_id), false).await
+                self.change(tx, &row, now, Change::start(&attempt_id), false)
+                    .await
             }
             Operation::Settle {
                 session_key,
@@ -351,7 +358,9 @@ impl Engine {
                         ));
                     }
                 }
-                let row = load_for_write(tx, &session_key, &mutation_id, self.inner.live_since(now)).await?;
+                let row =
+                    load_for_write(tx, &session_key, &mutation_id, self.inner.live_since(now))
+                        .await?;
                 match row.ledger_status() {
                     LedgerStatus::ExecutionStarted => row.check_attempt(&attempt_id)?,
                     LedgerStatus::OutcomeUnknown => {
@@ -382,7 +391,9 @@ impl Engine {
                         ));
                     }
                 }
-                let row = load_for_write(tx, &session_key, &mutation_id, self.inner.live_since(now)).await?;
+                let row =
+                    load_for_write(tx, &session_key, &mutation_id, self.inner.live_since(now))
+                        .await?;
                 match row.ledger_status() {
                     LedgerStatus::ExecutionStarted => row.check_attempt(&attempt_id)?,
                     LedgerStatus::OutcomeUnknown => {
@@ -415,7 +426,9 @@ impl Engine {
                         return Err(LedgerError::invalid(field, "empty: this is not evidence"));
                     }
                 }
-                let row = load_for_write(tx, &session_key, &mutation_id, self.inner.live_since(now)).await?;
+                let row =
+                    load_for_write(tx, &session_key, &mutation_id, self.inner.live_since(now))
+                        .await?;
                 match row.ledger_status() {
                     LedgerStatus::ExecutionStarted | LedgerStatus::OutcomeUnknown => {
                         row.check_attempt(&attempt_id)?
@@ -458,14 +471,19 @@ impl Engine {
                     ("url", &metadata.url),
                     ("title", &metadata.title),
                 ] {
-                    if value.as_ref().is_some_and(|v| v.len() > RAW_METADATA_MAX_BYTES) {
+                    if value
+                        .as_ref()
+                        .is_some_and(|v| v.len() > RAW_METADATA_MAX_BYTES)
+                    {
                         return Err(LedgerError::invalid(
                             field,
                             format!("at most {RAW_METADATA_MAX_BYTES} bytes"),
                         ));
                     }
                 }
-                let row = load_for_write(tx, &session_key, &mutation_id, self.inner.live_since(now)).await?;
+                let row =
+                    load_for_write(tx, &session_key, &mutation_id, self.inner.live_since(now))
+                        .await?;
                 if row.published().is_none() {
                     return Err(row.refuse(Refusal::NotPublished));
                 }
@@ -496,7 +514,9 @@ impl Engine {
                 mutation_id,
                 attempt_id,
             } => {
-                let row = load_for_write(tx, &session_key, &mutation_id, self.inner.live_since(now)).await?;
+                let row =
+                    load_for_write(tx, &session_key, &mutation_id, self.inner.live_since(now))
+                        .await?;
                 match row.published() {
                     Some(PublishedStatus::NotExecuted) => {}
                     Some(PublishedStatus::OutcomeUnknown) => {
@@ -507,7 +527,8 @@ impl Engine {
                 if row.attempt_id.as_deref() == Some(attempt_id.as_str()) {
                     return Err(row.refuse(Refusal::AttemptReused));
                 }
-                self.change(tx, &row, now, Change::start(&attempt_id), false).await
+                self.change(tx, &row, now, Change::start(&attempt_id), false)
+                    .await
             }
         }
     }
@@ -647,7 +668,11 @@ async fn next_revision(tx: &mut SqliteConnection, row: &EntryRow) -> Result<i64,
     .await?)
 }
 
-async fn touch_session(tx: &mut SqliteConnection, session_key: &str, now: i64) -> Result<(), LedgerError> {
+async fn touch_session(
+    tx: &mut SqliteConnection,
+    session_key: &str,
+    now: i64,
+) -> Result<(), LedgerError> {
     sqlx::query("UPDATE sessions SET last_write_at = ? WHERE session_key = ?")
         .bind(now)
         .bind(session_key)
@@ -657,12 +682,12 @@ async fn touch_session(tx: &mut SqliteConnection, session_key: &str, now: i64) -
 }
 
 async fn reload(tx: &mut SqliteConnection, seq: i64) -> Result<EntryRow, LedgerError> {
-    Ok(
-        sqlx::query_as(&format!("SELECT {ENTRY_COLUMNS} FROM entries WHERE seq = ?"))
-            .bind(seq)
-            .fetch_one(&mut *tx)
-            .await?,
-    )
+    Ok(sqlx::query_as(&format!(
+        "SELECT {ENTRY_COLUMNS} FROM entries WHERE seq = ?"
+    ))
+    .bind(seq)
+    .fetch_one(&mut *tx)
+    .await?)
 }
 
 async fn find_entry(

@@ -117,10 +117,16 @@ mod tests {
     #[test]
     fn identifiers_must_be_non_empty_short_and_free_of_controls() {
         assert_eq!(MutationId::parse(""), Err(IdError::Empty));
-        assert_eq!(MutationId::parse("a".repeat(257)), Err(IdError::TooLong(257)));
+        assert_eq!(
+            MutationId::parse("a".repeat(257)),
+            Err(IdError::TooLong(257))
+        );
         assert!(MutationId::parse("a".repeat(256)).is_ok());
         assert_eq!(MutationId::parse("a\tb"), Err(IdError::ControlCharacter));
-        assert_eq!(MutationId::parse("a\u{85}b"), Err(IdError::ControlCharacter));
+        assert_eq!(
+            MutationId::parse("a\u{85}b"),
+            Err(IdError::ControlCharacter)
+        );
         assert_eq!(MutationId::parse("a\u{7f}"), Err(IdError::ControlCharacter));
         // Format characters are not controls.
         assert!(MutationId::parse("a\u{200b}b").is_ok());
@@ -135,7 +141,17 @@ mod tests {
             Cursor::parse("9223372036854775807").unwrap().revision(),
             i64::MAX
         );
-        for bad in ["", "-1", "+1", " 1", "1 ", "1.0", "9223372036854775808", "１", "0x1"] {
+        for bad in [
+            "",
+            "-1",
+            "+1",
+            " 1",
+            "1 ",
+            "1.0",
+            "9223372036854775808",
+            "１",
+            "0x1",
+        ] {
             assert_eq!(Cursor::parse(bad), Err(CursorError), "{bad:?}");
         }
     }

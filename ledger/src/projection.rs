@@ -86,7 +86,9 @@ pub fn project(entry: &LedgerEntry) -> Option<MutationOutcome> {
 
 /// Length in bytes of the record's compact JSON.
 pub fn serialized_len(record: &MutationOutcome) -> usize {
-    serde_json::to_vec(record).map(|v| v.len()).unwrap_or(usize::MAX)
+    serde_json::to_vec(record)
+        .map(|v| v.len())
+        .unwrap_or(usize::MAX)
 }
 
 #[cfg(test)]
@@ -145,6 +147,9 @@ mod tests {
         assert_eq!(project(&e).unwrap().reason, None);
         let mut n = entry(LedgerStatus::Approved, true);
         n.reason = Some(Reason::PreDispatchDeadline);
-        assert_eq!(project(&n).unwrap().reason, Some(Reason::PreDispatchDeadline));
+        assert_eq!(
+            project(&n).unwrap().reason,
+            Some(Reason::PreDispatchDeadline)
+        );
     }
 }

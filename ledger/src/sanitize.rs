@@ -5,9 +5,10 @@
 //! own output returns that output unchanged. Control characters are those of `char::is_control` (Unicode
 //! category Cc: C0, DEL, C1; tab, CR and LF included).
 
-mod structured_json;
 
 use unicode_segmentation::UnicodeSegmentation;
+
+use serde::Deserialize;
 
 use crate::credential::{redact_credentials, resembles_credential};
 use crate::limits::{RESOURCE_ID_MAX_BYTES, TITLE_MAX_BYTES, URL_MAX_BYTES};
@@ -101,17 +102,24 @@ fn truncate_to(s: &str, max: usize) -> &str {
 /// Whether `s` is structured JSON: one JSON object or array (RFC 8259 grammar), with any whitespace
 /// around it. Scalars (`42`, `true`, `"text"`, `null`) are not structured.
 ///
-/// - No nesting-depth limit, and no recursion: a 1,000,000-deep `[[[…]]]` is recognised without a stack
-///   overflow (a stock `serde_json::from_str` stops at depth 128 and would let it through).
+/// - No nesting-depth limit: serde_json's recursion limit is disabled and `serde_stacker` grows the stack
+///   on the heap, so a 1,000,000-deep `[[[…]]]` is recognised without a stack overflow (a stock
+///   `serde_json::from_str` stops at depth 128 and would let it through).
 /// - Around the value, "whitespace" is Unicode White_Space plus the invisible U+FEFF, U+200B and U+2060,
 ///   so a title cannot hide its JSON shape behind a no-break space or a byte order mark. Inside the value
 ///   only JSON's own whitespace (space, tab, LF, CR) is allowed.
 /// - A `\uXXXX` escape of a lone surrogate (`["\ud800"]`) is structured: the RFC 8259 grammar accepts it
 ///   (only its meaning is undefined), and the value is JSON-shaped all the same, so such a title is
-///   withheld. `serde_json` would reject it and let it through as text.
+///   withheld. Ignoring the value (`IgnoredAny`) does not decode escapes, so serde_json accepts it.
 pub fn is_structured_json(s: &str) -> bool {
     let trimmed = s.trim_matches(|c: char| {
         c.is_whitespace() || matches!(c, '\u{FEFF}' | '\u{200B}' | '\u{2060}')
     });
-    structured_json::is_object_or_array(trimmed.as_bytes())
+    if !(trimmed.starts_with('{') || trimmed.starts_with('[')) {
+        return false;
+    }
+    let mut json = serde_json::Deserializer::from_str(trimmed);
+    json.disable_recursion_limit();
+    let parsed = serde::de::IgnoredAny::deserialize(serde_stacker::Deserializer::new(&mut json));
+    parsed.is_ok() && json.end().is_ok()
 }

@@ -35,7 +35,12 @@ impl Replay {
     /// The id a client should hold after this snapshot: max(cursor, highest revision sent), or `None` when
     /// that is 0 (no `id:` block is written then).
     pub fn final_id(&self) -> Option<i64> {
-        let sent = self.events.iter().filter_map(|e| e.revision).max().unwrap_or(0);
+        let sent = self
+            .events
+            .iter()
+            .filter_map(|e| e.revision)
+            .max()
+            .unwrap_or(0);
         let id = sent.max(self.cursor.unwrap_or(0));
         (id > 0).then_some(id)
     }
@@ -93,7 +98,10 @@ impl SessionManager {
         .bind(session_key.as_str())
         .fetch_all(&self.inner.read)
         .await?;
-        Ok(rows.iter().filter_map(|r| project(&r.ledger_entry())).collect())
+        Ok(rows
+            .iter()
+            .filter_map(|r| project(&r.ledger_entry()))
+            .collect())
     }
 
     /// The turn's latest revision, or 404 for an unknown/expired session or an unknown turn.

@@ -90,9 +90,8 @@ impl Ledger {
         } else {
             if let Some(parent) = Path::new(database).parent() {
                 if !parent.as_os_str().is_empty() {
-                    std::fs::create_dir_all(parent).map_err(|e| {
-                        LedgerError::Store(sqlx::Error::Io(e))
-                    })?;
+                    std::fs::create_dir_all(parent)
+                        .map_err(|e| LedgerError::Store(sqlx::Error::Io(e)))?;
                 }
             }
             SqliteConnectOptions::new().filename(database)

@@ -57,7 +57,11 @@ pub fn resolve_host_token(
 }
 
 /// Middleware: 401 unless `Authorization: Bearer <host token>` matches (compared in constant time).
-pub async fn require_host_token(State(state): State<AppState>, request: Request, next: Next) -> Response {
+pub async fn require_host_token(
+    State(state): State<AppState>,
+    request: Request,
+    next: Next,
+) -> Response {
     let presented = request
         .headers()
         .get(AUTHORIZATION)
@@ -65,7 +69,9 @@ pub async fn require_host_token(State(state): State<AppState>, request: Request,
         .and_then(|v| v.strip_prefix("Bearer "))
         .map(str::trim);
     match presented {
-        Some(t) if bool::from(t.as_bytes().ct_eq(state.host_token.as_bytes())) => next.run(request).await,
+        Some(t) if bool::from(t.as_bytes().ct_eq(state.host_token.as_bytes())) => {
+            next.run(request).await
+        }
         _ => ApiError::unauthorized().into_response(),
     }
 }

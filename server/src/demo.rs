@@ -13,7 +13,8 @@ use serde_json::{json, Value};
 use crate::cli::DemoArgs;
 
 /// The operation id of seed 002's broker exercise.
-pub const BROKER_OPERATION_ID: &str = "b4e2e169b2264541026a9e029771066a34e26a40fed7bd68f0b4f65a01c0bb2b";
+pub const BROKER_OPERATION_ID: &str =
+    "b4e2e169b2264541026a9e029771066a34e26a40fed7bd68f0b4f65a01c0bb2b";
 
 struct Host {
     http: reqwest::Client,
@@ -23,7 +24,12 @@ struct Host {
 }
 
 impl Host {
-    async fn call(&self, method: reqwest::Method, path: &str, body: Value) -> Result<Value, String> {
+    async fn call(
+        &self,
+        method: reqwest::Method,
+        path: &str,
+        body: Value,
+    ) -> Result<Value, String> {
         let url = self.base.join(path).map_err(|e| e.to_string())?;
         let response = self
             .http
@@ -45,7 +51,13 @@ impl Host {
         format!("api/host/sessions/{}/mutations{rest}", urlencoding(session))
     }
 
-    async fn approve(&self, session: &str, turn: &str, mutation: &str, tool: &str) -> Result<(), String> {
+    async fn approve(
+        &self,
+        session: &str,
+        turn: &str,
+        mutation: &str,
+        tool: &str,
+    ) -> Result<(), String> {
         self.call(
             reqwest::Method::POST,
             &Self::path(session, ""),
@@ -55,15 +67,25 @@ impl Host {
         .map(drop)
     }
 
-    async fn step(&self, session: &str, mutation: &str, what: &str, body: Value) -> Result<(), String> {
+    async fn step(
+        &self,
+        session: &str,
+        mutation: &str,
+        what: &str,
+        body: Value,
+    ) -> Result<(), String> {
         let method = if what == "metadata" {
             reqwest::Method::PUT
         } else {
             reqwest::Method::POST
         };
-        self.call(method, &Self::path(session, &format!("/{}/{what}", urlencoding(mutation))), body)
-            .await
-            .map(drop)
+        self.call(
+            method,
+            &Self::path(session, &format!("/{}/{what}", urlencoding(mutation))),
+            body,
+        )
+        .await
+        .map(drop)
     }
 
     async fn pause(&self, seconds: f64) {
@@ -91,7 +113,12 @@ pub async fn run(args: DemoArgs) -> Result<(), Box<dyn std::error::Error>> {
     let token = match args.host_token.clone().filter(|t| !t.trim().is_empty()) {
         Some(t) => t,
         None => std::fs::read_to_string(args.data_dir.join("host-token"))
-            .map_err(|e| format!("no host token given and none readable in {}: {e}", args.data_dir.display()))?
+            .map_err(|e| {
+                format!(
+                    "no host token given and none readable in {}: {e}",
+                    args.data_dir.display()
+                )
+            })?
             .trim()
             .to_owned(),
     };
@@ -114,10 +141,28 @@ pub async fn run(args: DemoArgs) -> Result<(), Box<dyn std::error::Error>> {
     println!("demo: in-flight writes    {}", host.page(&inflight));
 
     // Session 1: a dashboard created and completed; metadata a moment later; then a write that fails.
-    host.approve(&dashboards, "turn-1", "dash-create-1", "mcp__dashboards__create").await?;
-    host.step(&dashboards, "dash-create-1", "intent", json!({"attempt_id": "att-1"})).await?;
+    host.approve(
+        &dashboards,
+        "turn-1",
+        "dash-create-1",
+        "mcp__dashboards__create",
+    )
+    .await?;
+    host.step(
+        &dashboards,
+        "dash-create-1",
+        "intent",
+        json!({"attempt_id": "att-1"}),
+    )
+    .await?;
     host.pause(1.5).await;
-    host.step(&dashboards, "dash-create-1", "settlement", json!({"attempt_id": "att-1", "status": "completed"})).await?;
+    host.step(
+        &dashboards,
+        "dash-create-1",
+        "settlement",
+        json!({"attempt_id": "att-1", "status": "completed"}),
+    )
+    .await?;
     host.pause(1.0).await;
     host.step(
         &dashboards,
@@ -126,16 +171,52 @@ pub async fn run(args: DemoArgs) -> Result<(), Box<dyn std::error::Error>> {
         json!({"id": "dash-7f3a", "url": "https://app.example.com/d/dash-7f3a?tab=1", "title": "Service overview"}),
     )
     .await?;
-    host.approve(&dashboards, "turn-2", "alert-create-1", "mcp__alerts__create").await?;
-    host.step(&dashboards, "alert-create-1", "intent", json!({"attempt_id": "att-1"})).await?;
+    host.approve(
+        &dashboards,
+        "turn-2",
+        "alert-create-1",
+        "mcp__alerts__create",
+    )
+    .await?;
+    host.step(
+        &dashboards,
+        "alert-create-1",
+        "intent",
+        json!({"attempt_id": "att-1"}),
+    )
+    .await?;
     host.pause(1.0).await;
-    host.step(&dashboards, "alert-create-1", "settlement", json!({"attempt_id": "att-1", "status": "failed"})).await?;
+    host.step(
+        &dashboards,
+        "alert-create-1",
+        "settlement",
+        json!({"attempt_id": "att-1", "status": "failed"}),
+    )
+    .await?;
 
     // Session 2: seed 002's broker exercise.
-    host.approve(&broker, "triage-1", BROKER_OPERATION_ID, "mcp__codehost__create_issue").await?;
-    host.step(&broker, BROKER_OPERATION_ID, "intent", json!({"attempt_id": "publication-1"})).await?;
+    host.approve(
+        &broker,
+        "triage-1",
+        BROKER_OPERATION_ID,
+        "mcp__codehost__create_issue",
+    )
+    .await?;
+    host.step(
+        &broker,
+        BROKER_OPERATION_ID,
+        "intent",
+        json!({"attempt_id": "publication-1"}),
+    )
+    .await?;
     host.pause(1.5).await;
-    host.step(&broker, BROKER_OPERATION_ID, "settlement", json!({"attempt_id": "publication-1", "status": "outcome_unknown"})).await?;
+    host.step(
+        &broker,
+        BROKER_OPERATION_ID,
+        "settlement",
+        json!({"attempt_id": "publication-1", "status": "outcome_unknown"}),
+    )
+    .await?;
     host.pause(1.0).await;
     host.step(
         &broker,
@@ -144,16 +225,43 @@ pub async fn run(args: DemoArgs) -> Result<(), Box<dyn std::error::Error>> {
         json!({"id": "419", "url": "https://codehost.example.com/acme/shop/issues/419", "title": "Refund rounds a half cent down on order-77"}),
     )
     .await?;
-    host.approve(&broker, "triage-1", "label-419", "mcp__codehost__add_label").await?;
-    host.step(&broker, "label-419", "intent", json!({"attempt_id": "label-1"})).await?;
+    host.approve(&broker, "triage-1", "label-419", "mcp__codehost__add_label")
+        .await?;
+    host.step(
+        &broker,
+        "label-419",
+        "intent",
+        json!({"attempt_id": "label-1"}),
+    )
+    .await?;
     host.pause(1.0).await;
-    host.step(&broker, "label-419", "cancellation", json!({"attempt_id": "label-1", "reason": "pre_dispatch_deadline"})).await?;
+    host.step(
+        &broker,
+        "label-419",
+        "cancellation",
+        json!({"attempt_id": "label-1", "reason": "pre_dispatch_deadline"}),
+    )
+    .await?;
 
     // Session 3: a write still in flight, and one that times out.
-    host.approve(&inflight, "turn-1", "deploy-1", "mcp__deploy__create").await?;
-    host.step(&inflight, "deploy-1", "intent", json!({"attempt_id": "deploy-att-1"})).await?;
-    host.approve(&inflight, "turn-1", "notify-1", "mcp__chat__post_message").await?;
-    host.step(&inflight, "notify-1", "intent", json!({"attempt_id": "notify-att-1"})).await?;
+    host.approve(&inflight, "turn-1", "deploy-1", "mcp__deploy__create")
+        .await?;
+    host.step(
+        &inflight,
+        "deploy-1",
+        "intent",
+        json!({"attempt_id": "deploy-att-1"}),
+    )
+    .await?;
+    host.approve(&inflight, "turn-1", "notify-1", "mcp__chat__post_message")
+        .await?;
+    host.step(
+        &inflight,
+        "notify-1",
+        "intent",
+        json!({"attempt_id": "notify-att-1"}),
+    )
+    .await?;
     host.pause(3.0).await;
     host.step(
         &inflight,

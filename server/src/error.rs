@@ -15,7 +15,12 @@ pub struct ApiError {
 }
 
 impl ApiError {
-    fn new(status: StatusCode, code: &str, message: impl Into<String>, field: Option<&str>) -> Self {
+    fn new(
+        status: StatusCode,
+        code: &str,
+        message: impl Into<String>,
+        field: Option<&str>,
+    ) -> Self {
         ApiError {
             status,
             detail: ErrorDetail {
@@ -44,7 +49,12 @@ impl ApiError {
 
     /// 422: a field breaks a rule.
     pub fn invalid_field(field: &str, message: impl Into<String>) -> Self {
-        Self::new(StatusCode::UNPROCESSABLE_ENTITY, "invalid_field", message, Some(field))
+        Self::new(
+            StatusCode::UNPROCESSABLE_ENTITY,
+            "invalid_field",
+            message,
+            Some(field),
+        )
     }
 
     /// 401: no valid host token.
@@ -77,9 +87,12 @@ impl From<LedgerError> for ApiError {
     fn from(e: LedgerError) -> Self {
         match e {
             LedgerError::Invalid { field, message } => ApiError::invalid_field(&field, message),
-            LedgerError::SessionNotFound => {
-                Self::new(StatusCode::NOT_FOUND, "session_not_found", "unknown session", Some("session_id"))
-            }
+            LedgerError::SessionNotFound => Self::new(
+                StatusCode::NOT_FOUND,
+                "session_not_found",
+                "unknown session",
+                Some("session_id"),
+            ),
             LedgerError::SessionExpired => Self::new(
                 StatusCode::NOT_FOUND,
                 "session_expired",

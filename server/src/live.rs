@@ -99,13 +99,17 @@ impl Hub {
     pub fn subscribe(&self, session_key: &SessionKey) -> Subscription {
         let (tx, rx) = mpsc::channel(SUBSCRIBER_QUEUE);
         let lag = Arc::new(Lag::default());
-        let id = self.next_id.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        let id = self
+            .next_id
+            .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
         if let Ok(mut s) = self.sessions.lock() {
-            s.entry(session_key.to_string()).or_default().push(Subscriber {
-                id,
-                tx,
-                lag: lag.clone(),
-            });
+            s.entry(session_key.to_string())
+                .or_default()
+                .push(Subscriber {
+                    id,
+                    tx,
+                    lag: lag.clone(),
+                });
         }
         Subscription { rx, lag }
     }
@@ -114,7 +118,10 @@ impl Hub {
     pub fn subscriber_count(&self, session_key: &str) -> usize {
         self.sessions
             .lock()
-            .map(|s| s.get(session_key).map_or(0, |v| v.iter().filter(|x| !x.tx.is_closed()).count()))
+            .map(|s| {
+                s.get(session_key)
+                    .map_or(0, |v| v.iter().filter(|x| !x.tx.is_closed()).count())
+            })
             .unwrap_or(0)
     }
 
@@ -133,7 +140,9 @@ impl Hub {
             }
             match sub.tx.try_send(event.clone()) {
                 Ok(()) => {}
-                Err(mpsc::error::TrySendError::Full(ev)) => sub.lag.add(&ev.outcome.logical_turn_id),
+                Err(mpsc::error::TrySendError::Full(ev)) => {
+                    sub.lag.add(&ev.outcome.logical_turn_id)
+                }
                 Err(mpsc::error::TrySendError::Closed(_)) => closed.push(sub.id),
             }
         }

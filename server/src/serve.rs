@@ -22,7 +22,9 @@ use crate::AppState;
 pub fn init_tracing() {
     let filter = tracing_subscriber::EnvFilter::try_from_default_env()
         .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info,sqlx=warn"));
-    let builder = tracing_subscriber::fmt().with_env_filter(filter).with_writer(std::io::stderr);
+    let builder = tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr);
     let _ = if std::env::var("OUTCOMES_LOG_JSON").as_deref() == Ok("1") {
         builder.json().try_init()
     } else {
@@ -38,7 +40,10 @@ pub struct Built {
 }
 
 /// Opens the ledger and builds the full router (API + pages) for `args`.
-pub async fn build(args: &ServeArgs, host_token: String) -> Result<Built, Box<dyn std::error::Error>> {
+pub async fn build(
+    args: &ServeArgs,
+    host_token: String,
+) -> Result<Built, Box<dyn std::error::Error>> {
     let hub = Hub::new();
     let ledger = Ledger::open(
         &args.database(),
@@ -58,7 +63,10 @@ pub async fn build(args: &ServeArgs, host_token: String) -> Result<Built, Box<dy
     };
     let api = crate::http::api_router(state.clone()).with_state(state.clone());
     let transport = crate::ssr::in_process_transport(api.clone());
-    let pages = crate::ssr::pages(crate::ssr::leptos_options(&args.site_root, args.addr), transport);
+    let pages = crate::ssr::pages(
+        crate::ssr::leptos_options(&args.site_root, args.addr),
+        transport,
+    );
     let request_id = HeaderName::from_static("x-request-id");
     let router = api
         .merge(pages)
@@ -82,13 +90,22 @@ pub async fn build(args: &ServeArgs, host_token: String) -> Result<Built, Box<dy
                 }),
         )
         .layer(SetRequestIdLayer::new(request_id, MakeRequestUuid));
-    Ok(Built { state, ledger, router })
+    Ok(Built {
+        state,
+        ledger,
+        router,
+    })
 }
 
 /// Serves until SIGTERM or SIGINT: stops accepting, ends live streams, lets requests finish, closes the
 /// ledger. Refuses a non-loopback address unless the host token was given explicitly.
 pub async fn serve(args: ServeArgs) -> Result<(), Box<dyn std::error::Error>> {
-    if !args.addr.ip().is_loopback() && args.host_token.as_deref().is_none_or(|t| t.trim().is_empty()) {
+    if !args.addr.ip().is_loopback()
+        && args
+            .host_token
+            .as_deref()
+            .is_none_or(|t| t.trim().is_empty())
+    {
         return Err(format!(
             "refusing to listen on non-loopback address {} without --host-token / OUTCOMES_HOST_TOKEN",
             args.addr
@@ -97,9 +114,15 @@ pub async fn serve(args: ServeArgs) -> Result<(), Box<dyn std::error::Error>> {
     }
     let (token, source) = resolve_host_token(args.host_token.as_deref(), &args.data_dir)?;
     match source {
-        TokenSource::Configured => tracing::info!("host token: from --host-token / OUTCOMES_HOST_TOKEN"),
-        TokenSource::File => tracing::info!(path = %args.data_dir.join("host-token").display(), "host token: read from file"),
-        TokenSource::Generated => tracing::info!(path = %args.data_dir.join("host-token").display(), "host token: generated (mode 0600)"),
+        TokenSource::Configured => {
+            tracing::info!("host token: from --host-token / OUTCOMES_HOST_TOKEN")
+        }
+        TokenSource::File => {
+            tracing::info!(path = %args.data_dir.join("host-token").display(), "host token: read from file")
+        }
+        TokenSource::Generated => {
+            tracing::info!(path = %args.data_dir.join("host-token").display(), "host token: generated (mode 0600)")
+        }
     }
     let built = build(&args, token.clone()).await?;
     let listener = tokio::net::TcpListener::bind(args.addr).await?;
@@ -122,7 +145,10 @@ pub async fn serve(args: ServeArgs) -> Result<(), Box<dyn std::error::Error>> {
     }
 
     let shutdown = built.state.shutdown.clone();
-    tokio::spawn(purge_expired_periodically(built.state.engine.clone(), shutdown.clone()));
+    tokio::spawn(purge_expired_periodically(
+        built.state.engine.clone(),
+        shutdown.clone(),
+    ));
     axum::serve(listener, built.router)
         .with_graceful_shutdown(async move {
             shutdown_signal().await;

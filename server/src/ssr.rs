@@ -31,7 +31,9 @@ pub fn in_process_transport(api: Router) -> ApiTransport {
     ApiTransport(Arc::new(move |path: String| {
         let api = api.clone();
         Box::pin(async move {
-            let request = Request::get(&path).body(Body::empty()).map_err(|e| e.to_string())?;
+            let request = Request::get(&path)
+                .body(Body::empty())
+                .map_err(|e| e.to_string())?;
             let response = api.oneshot(request).await.map_err(|e| e.to_string())?;
             let status = response.status().as_u16();
             let bytes = axum::body::to_bytes(response.into_body(), 16 * 1024 * 1024)
@@ -54,6 +56,9 @@ pub fn pages(options: LeptosOptions, transport: ApiTransport) -> Router {
             let options = options.clone();
             move || app::shell(options.clone())
         })
-        .fallback(leptos_axum::file_and_error_handler_with_context(context, app::shell))
+        .fallback(leptos_axum::file_and_error_handler_with_context(
+            context,
+            app::shell,
+        ))
         .with_state(options)
 }

@@ -2,8 +2,8 @@
 
 pub mod outcome;
 
-use leptos::prelude::*;
 use ledger::wire::{PublishedStatus, StatusCounts};
+use leptos::prelude::*;
 
 use self::outcome::StatusBadge;
 

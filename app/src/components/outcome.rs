@@ -1,11 +1,14 @@
 //! How one outcome reads: status in words, icon and colour (never colour alone); the unknown explanation
 //! of seed 002 with the operation id to quote; the server-confirmed title as a safe link.
 
-use leptos::prelude::*;
 use ledger::wire::{MutationOutcome, PublishedStatus, Reason};
+use leptos::prelude::*;
 
 /// Words, icon and classes of a status. `in_flight` is an unknown whose attempt has not settled yet.
-pub fn status_look(status: PublishedStatus, in_flight: bool) -> (&'static str, &'static str, &'static str) {
+pub fn status_look(
+    status: PublishedStatus,
+    in_flight: bool,
+) -> (&'static str, &'static str, &'static str) {
     match (status, in_flight) {
         (PublishedStatus::Completed, _) => (
             "Completed",
@@ -38,7 +41,9 @@ pub fn status_look(status: PublishedStatus, in_flight: bool) -> (&'static str, &
 /// The reason in words, where the record has one.
 pub fn reason_text(reason: Reason) -> &'static str {
     match reason {
-        Reason::ExecutionTimeout => "The attempt timed out while executing; whether it took effect is not known.",
+        Reason::ExecutionTimeout => {
+            "The attempt timed out while executing; whether it took effect is not known."
+        }
         Reason::PreDispatchDeadline => {
             "Cancelled by its deadline before it was sent: the write was never dispatched."
         }
@@ -68,9 +73,16 @@ pub fn StatusBadge(status: PublishedStatus, #[prop(optional)] in_flight: bool) -
 /// The title (or the tool name when there is none), linked to the sanitised url only.
 #[component]
 pub fn OutcomeTitle(outcome: MutationOutcome) -> impl IntoView {
-    let text = outcome.title.clone().unwrap_or_else(|| outcome.tool.clone());
+    let text = outcome
+        .title
+        .clone()
+        .unwrap_or_else(|| outcome.tool.clone());
     let has_title = outcome.title.is_some();
-    let class = if has_title { "font-medium" } else { "font-mono text-sm" };
+    let class = if has_title {
+        "font-medium"
+    } else {
+        "font-mono text-sm"
+    };
     match outcome.url.filter(|u| safe_href(u)) {
         Some(url) => view! {
             <a
@@ -146,7 +158,11 @@ pub fn OutcomeCard(
     let status = outcome.status;
     let unknown = status == PublishedStatus::OutcomeUnknown;
     let (_, _, classes) = status_look(status, in_flight);
-    let border = if unknown && !in_flight { "border-l-8" } else { "border-l-4" };
+    let border = if unknown && !in_flight {
+        "border-l-8"
+    } else {
+        "border-l-4"
+    };
     let reason = outcome.reason.map(reason_text);
     let mutation_id = outcome.mutation_id.clone();
     let tool = outcome.tool.clone();

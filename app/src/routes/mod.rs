@@ -22,7 +22,11 @@ pub fn session_href(key: &str) -> String {
 
 /// The page path of a logical turn.
 pub fn turn_href(key: &str, turn: &str) -> String {
-    format!("/sessions/{}/turns/{}", crate::api::enc(key), crate::api::enc(turn))
+    format!(
+        "/sessions/{}/turns/{}",
+        crate::api::enc(key),
+        crate::api::enc(turn)
+    )
 }
 
 /// The page path of an operation.

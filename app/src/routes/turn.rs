@@ -1,9 +1,9 @@
 //! A logical turn's timeline: server-rendered from the entries API, then kept live in the browser (run
 //! events first, then a replay from the cursor), upserting by `mutation_id`.
 
+use ledger::wire::{PublishedStatus, TurnEntries};
 use leptos::prelude::*;
 use leptos_meta::Title;
-use ledger::wire::{PublishedStatus, TurnEntries};
 
 use crate::api;
 use crate::components::outcome::{OutcomeCard, StatusBadge};

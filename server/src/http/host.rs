@@ -26,14 +26,23 @@ pub const MAX_BATCH_OPERATIONS: usize = 1000;
 /// Parses a JSON object body: 400 when it is not JSON or not an object, 422 naming the field whose type
 /// is wrong.
 fn body<T: DeserializeOwned>(bytes: &[u8]) -> Result<T, ApiError> {
-    let value: serde_json::Value = serde_json::from_slice(bytes)
-        .map_err(|e| ApiError::bad_request("malformed_json", format!("the body is not valid JSON: {e}"), None))?;
+    let value: serde_json::Value = serde_json::from_slice(bytes).map_err(|e| {
+        ApiError::bad_request(
+            "malformed_json",
+            format!("the body is not valid JSON: {e}"),
+            None,
+        )
+    })?;
     from_value(value)
 }
 
 fn from_value<T: DeserializeOwned>(value: serde_json::Value) -> Result<T, ApiError> {
     if !value.is_object() {
-        return Err(ApiError::bad_request("malformed_json", "the body must be a JSON object", None));
+        return Err(ApiError::bad_request(
+            "malformed_json",
+            "the body must be a JSON object",
+            None,
+        ));
     }
     serde_path_to_error::deserialize(value).map_err(|e| {
         let field = e.path().to_string();
@@ -65,7 +74,10 @@ fn attempt(s: Option<String>) -> Result<AttemptId, ApiError> {
 fn reason(s: Option<String>) -> Result<Option<Reason>, ApiError> {
     s.map(|r| {
         Reason::parse(&r).ok_or_else(|| {
-            ApiError::invalid_field("reason", "reason is pre_dispatch_deadline or execution_timeout")
+            ApiError::invalid_field(
+                "reason",
+                "reason is pre_dispatch_deadline or execution_timeout",
+            )
         })
     })
     .transpose()
@@ -123,7 +135,11 @@ struct MetadataBody {
 fn approve_op(key: SessionKey, b: ApproveBody) -> Result<Operation, ApiError> {
     Ok(Operation::Approve {
         session_key: key,
-        logical_turn_id: write_id(required(b.logical_turn_id, "logical_turn_id")?, "logical_turn_id", LogicalTurnId::parse)?,
+        logical_turn_id: write_id(
+            required(b.logical_turn_id, "logical_turn_id")?,
+            "logical_turn_id",
+            LogicalTurnId::parse,
+        )?,
         mutation_id: mutation(required(b.mutation_id, "mutation_id")?)?,
         tool: write_id(required(b.tool, "tool")?, "tool", ToolName::parse)?,
     })
@@ -207,7 +223,11 @@ fn metadata_op(key: SessionKey, m: MutationId, b: MetadataBody) -> Operation {
     }
 }
 
-async fn run(state: &AppState, op: Operation, status: StatusCode) -> Result<(StatusCode, Json<EntryState>), ApiError> {
+async fn run(
+    state: &AppState,
+    op: Operation,
+    status: StatusCode,
+) -> Result<(StatusCode, Json<EntryState>), ApiError> {
     let entry = state.engine.apply(op).await?;
     Ok((status, Json(entry)))
 }
@@ -215,7 +235,11 @@ async fn run(state: &AppState, op: Operation, status: StatusCode) -> Result<(Sta
 type Reply = Result<(StatusCode, Json<EntryState>), ApiError>;
 
 /// `POST /api/host/sessions/{session_key}/mutations` `{"logical_turn_id", "mutation_id", "tool"}` → 201.
-pub async fn approve(State(state): State<AppState>, p: Result<Path<String>, PathRejection>, bytes: Bytes) -> Reply {
+pub async fn approve(
+    State(state): State<AppState>,
+    p: Result<Path<String>, PathRejection>,
+    bytes: Bytes,
+) -> Reply {
     let b: ApproveBody = body(&bytes)?;
     let key = session(path(p)?)?;
     run(&state, approve_op(key, b)?, StatusCode::CREATED).await
@@ -245,7 +269,12 @@ pub async fn settle(
 ) -> Reply {
     let b: SettleBody = body(&bytes)?;
     let (k, m) = path(p)?;
-    run(&state, settle_op(session(k)?, mutation(m)?, b)?, StatusCode::OK).await
+    run(
+        &state,
+        settle_op(session(k)?, mutation(m)?, b)?,
+        StatusCode::OK,
+    )
+    .await
 }
 
 /// `POST …/{mutation_id}/cancellation` `{"attempt_id", "reason"?}` → 200.
@@ -256,7 +285,12 @@ pub async fn cancel(
 ) -> Reply {
     let b: CancelBody = body(&bytes)?;
     let (k, m) = path(p)?;
-    run(&state, cancel_op(session(k)?, mutation(m)?, b)?, StatusCode::OK).await
+    run(
+        &state,
+        cancel_op(session(k)?, mutation(m)?, b)?,
+        StatusCode::OK,
+    )
+    .await
 }
 
 /// `POST …/{mutation_id}/reconciliation` `{"attempt_id", "completed", "evidence": {"source", "reference",
@@ -268,7 +302,12 @@ pub async fn reconcile(
 ) -> Reply {
     let b: ReconcileBody = body(&bytes)?;
     let (k, m) = path(p)?;
-    run(&state, reconcile_op(session(k)?, mutation(m)?, b)?, StatusCode::OK).await
+    run(
+        &state,
+        reconcile_op(session(k)?, mutation(m)?, b)?,
+        StatusCode::OK,
+    )
+    .await
 }
 
 /// `PUT …/{mutation_id}/metadata` `{"id", "url", "title"}` → 200. All three are set at once; a missing or
@@ -280,7 +319,12 @@ pub async fn attach_metadata(
 ) -> Reply {
     let b: MetadataBody = body(&bytes)?;
     let (k, m) = path(p)?;
-    run(&state, metadata_op(session(k)?, mutation(m)?, b), StatusCode::OK).await
+    run(
+        &state,
+        metadata_op(session(k)?, mutation(m)?, b),
+        StatusCode::OK,
+    )
+    .await
 }
 
 /// `POST …/{mutation_id}/attempts` `{"attempt_id"}` → 200: a fresh attempt of a `not_executed` entry.
@@ -343,7 +387,11 @@ fn batch_op(value: serde_json::Value) -> Result<(Operation, StatusCode), ApiErro
     let op = match op.as_str() {
         "intent" => {
             let b: AttemptBody = from_value(value)?;
-            Operation::RecordIntent { session_key: key, mutation_id: m, attempt_id: attempt(b.attempt_id)? }
+            Operation::RecordIntent {
+                session_key: key,
+                mutation_id: m,
+                attempt_id: attempt(b.attempt_id)?,
+            }
         }
         "settle" => settle_op(key, m, from_value(value)?)?,
         "cancel" => cancel_op(key, m, from_value(value)?)?,
@@ -351,7 +399,11 @@ fn batch_op(value: serde_json::Value) -> Result<(Operation, StatusCode), ApiErro
         "metadata" => metadata_op(key, m, from_value(value)?),
         "attempt" => {
             let b: AttemptBody = from_value(value)?;
-            Operation::FreshAttempt { session_key: key, mutation_id: m, attempt_id: attempt(b.attempt_id)? }
+            Operation::FreshAttempt {
+                session_key: key,
+                mutation_id: m,
+                attempt_id: attempt(b.attempt_id)?,
+            }
         }
         _ => {
             return Err(ApiError::invalid_field(
@@ -376,8 +428,12 @@ pub async fn batch(State(state): State<AppState>, bytes: Bytes) -> Result<Respon
             format!("at most {MAX_BATCH_OPERATIONS} operations per batch"),
         ));
     }
-    let parsed: Vec<Result<(Operation, StatusCode), ApiError>> = ops.into_iter().map(batch_op).collect();
-    let valid: Vec<Operation> = parsed.iter().filter_map(|p| p.as_ref().ok().map(|(op, _)| op.clone())).collect();
+    let parsed: Vec<Result<(Operation, StatusCode), ApiError>> =
+        ops.into_iter().map(batch_op).collect();
+    let valid: Vec<Operation> = parsed
+        .iter()
+        .filter_map(|p| p.as_ref().ok().map(|(op, _)| op.clone()))
+        .collect();
     let mut applied = state.engine.apply_batch(valid).await?.into_iter();
     let mut results = Vec::with_capacity(parsed.len());
     for p in parsed {
@@ -390,8 +446,16 @@ pub async fn batch(State(state): State<AppState>, bytes: Bytes) -> Result<Respon
             },
         };
         results.push(match outcome {
-            Ok((status, entry)) => BatchResult { status: status.as_u16(), entry: Some(entry), error: None },
-            Err(e) => BatchResult { status: e.status.as_u16(), entry: None, error: Some(e.detail) },
+            Ok((status, entry)) => BatchResult {
+                status: status.as_u16(),
+                entry: Some(entry),
+                error: None,
+            },
+            Err(e) => BatchResult {
+                status: e.status.as_u16(),
+                entry: None,
+                error: Some(e.detail),
+            },
         });
     }
     Ok(Json(serde_json::json!({ "results": results })).into_response())

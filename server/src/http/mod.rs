@@ -16,18 +16,36 @@ use crate::AppState;
 pub fn api_router(state: AppState) -> Router<AppState> {
     let host = Router::new()
         .route("/sessions/{session_key}/mutations", post(host::approve))
-        .route("/sessions/{session_key}/mutations/{mutation_id}/intent", post(host::record_intent))
-        .route("/sessions/{session_key}/mutations/{mutation_id}/settlement", post(host::settle))
-        .route("/sessions/{session_key}/mutations/{mutation_id}/cancellation", post(host::cancel))
+        .route(
+            "/sessions/{session_key}/mutations/{mutation_id}/intent",
+            post(host::record_intent),
+        )
+        .route(
+            "/sessions/{session_key}/mutations/{mutation_id}/settlement",
+            post(host::settle),
+        )
+        .route(
+            "/sessions/{session_key}/mutations/{mutation_id}/cancellation",
+            post(host::cancel),
+        )
         .route(
             "/sessions/{session_key}/mutations/{mutation_id}/reconciliation",
             post(host::reconcile),
         )
-        .route("/sessions/{session_key}/mutations/{mutation_id}/metadata", put(host::attach_metadata))
-        .route("/sessions/{session_key}/mutations/{mutation_id}/attempts", post(host::fresh_attempt))
+        .route(
+            "/sessions/{session_key}/mutations/{mutation_id}/metadata",
+            put(host::attach_metadata),
+        )
+        .route(
+            "/sessions/{session_key}/mutations/{mutation_id}/attempts",
+            post(host::fresh_attempt),
+        )
         .route("/sessions/{session_key}", delete(host::delete_session))
         .route("/batch", post(host::batch))
-        .route_layer(middleware::from_fn_with_state(state, crate::auth::require_host_token));
+        .route_layer(middleware::from_fn_with_state(
+            state,
+            crate::auth::require_host_token,
+        ));
 
     Router::new()
         .nest("/api/host", host)
@@ -36,7 +54,10 @@ pub fn api_router(state: AppState) -> Router<AppState> {
         .route("/api/run-events", get(live::run_events))
         .route("/api/sessions", get(read::sessions))
         .route("/api/sessions/{session_key}/turns", get(read::turns))
-        .route("/api/sessions/{session_key}/turns/{logical_turn_id}/entries", get(read::turn_entries))
+        .route(
+            "/api/sessions/{session_key}/turns/{logical_turn_id}/entries",
+            get(read::turn_entries),
+        )
         .route("/api/operations/{mutation_id}", get(read::operation))
         .route("/api/unknowns", get(read::unknowns))
         .route("/healthz", get(read::healthz))

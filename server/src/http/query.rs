@@ -20,11 +20,17 @@ pub fn read_param<T>(
     parse: impl FnOnce(String) -> Result<T, IdError>,
 ) -> Result<T, ApiError> {
     let v = value.ok_or_else(|| ApiError::missing_parameter(field))?;
-    parse(v).map_err(|e| ApiError::bad_request("invalid_parameter", format!("{field}: {e}"), Some(field)))
+    parse(v).map_err(|e| {
+        ApiError::bad_request("invalid_parameter", format!("{field}: {e}"), Some(field))
+    })
 }
 
 /// A write identifier (path or body): 422 naming the field when it breaks the identifier rule.
-pub fn write_id<T>(value: String, field: &str, parse: impl FnOnce(String) -> Result<T, IdError>) -> Result<T, ApiError> {
+pub fn write_id<T>(
+    value: String,
+    field: &str,
+    parse: impl FnOnce(String) -> Result<T, IdError>,
+) -> Result<T, ApiError> {
     if let Err(e) = check_identifier(&value) {
         return Err(ApiError::invalid_field(field, format!("{field} {e}")));
     }

@@ -53,7 +53,9 @@ fn cursor(params_after: Option<String>, headers: &HeaderMap) -> Result<Option<Cu
         None => Ok(None),
         Some(v) => {
             let s = v.to_str().map_err(|_| invalid("Last-Event-ID"))?;
-            Cursor::parse(s).map(Some).map_err(|_| invalid("Last-Event-ID"))
+            Cursor::parse(s)
+                .map(Some)
+                .map_err(|_| invalid("Last-Event-ID"))
         }
     }
 }
@@ -86,10 +88,18 @@ pub async fn mutation_events(
 ) -> Result<Response, ApiError> {
     let params = query(q)?;
     let key = read_param(params.session_id, "session_id", SessionKey::parse)?;
-    let turn = read_param(params.logical_turn_id, "logical_turn_id", LogicalTurnId::parse)?;
+    let turn = read_param(
+        params.logical_turn_id,
+        "logical_turn_id",
+        LogicalTurnId::parse,
+    )?;
     let cursor = cursor(params.after, &headers)?;
     let replay = state.sessions.replay(&key, &turn, cursor).await?;
-    let stream = futures::stream::iter(snapshot_events(&replay).into_iter().map(Ok::<_, Infallible>));
+    let stream = futures::stream::iter(
+        snapshot_events(&replay)
+            .into_iter()
+            .map(Ok::<_, Infallible>),
+    );
     let mut response = Sse::new(stream).into_response();
     response
         .headers_mut()

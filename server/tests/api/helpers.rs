@@ -35,7 +35,9 @@ pub async fn spawn_with_ttl(ttl_secs: u64) -> TestApp {
     let built = server::serve::build(&args(dir.path(), ttl_secs), TOKEN.into())
         .await
         .expect("server builds");
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.expect("bind");
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+        .await
+        .expect("bind");
     let addr = listener.local_addr().expect("addr");
     let router = built.router;
     tokio::spawn(async move {
@@ -88,11 +90,25 @@ impl TestApp {
         .await
     }
 
-    pub async fn step(&self, session: &str, mutation: &str, what: &str, body: Value) -> (StatusCode, Value) {
-        let method = if what == "metadata" { Method::PUT } else { Method::POST };
+    pub async fn step(
+        &self,
+        session: &str,
+        mutation: &str,
+        what: &str,
+        body: Value,
+    ) -> (StatusCode, Value) {
+        let method = if what == "metadata" {
+            Method::PUT
+        } else {
+            Method::POST
+        };
         self.host(
             method,
-            &format!("/api/host/sessions/{}/mutations/{}/{what}", enc(session), enc(mutation)),
+            &format!(
+                "/api/host/sessions/{}/mutations/{}/{what}",
+                enc(session),
+                enc(mutation)
+            ),
             body,
         )
         .await
@@ -100,9 +116,14 @@ impl TestApp {
 
     /// approve + intent (attempt `a1`).
     pub async fn start(&self, session: &str, turn: &str, mutation: &str) {
-        assert_eq!(self.approve(session, turn, mutation).await.0, StatusCode::CREATED);
         assert_eq!(
-            self.step(session, mutation, "intent", json!({"attempt_id": "a1"})).await.0,
+            self.approve(session, turn, mutation).await.0,
+            StatusCode::CREATED
+        );
+        assert_eq!(
+            self.step(session, mutation, "intent", json!({"attempt_id": "a1"}))
+                .await
+                .0,
             StatusCode::OK
         );
     }
@@ -111,14 +132,25 @@ impl TestApp {
     pub async fn settled(&self, session: &str, turn: &str, mutation: &str, status: &str) {
         self.start(session, turn, mutation).await;
         let (s, body) = self
-            .step(session, mutation, "settlement", json!({"attempt_id": "a1", "status": status}))
+            .step(
+                session,
+                mutation,
+                "settlement",
+                json!({"attempt_id": "a1", "status": status}),
+            )
             .await;
         assert_eq!(s, StatusCode::OK, "{body}");
     }
 
     /// The replay snapshot's status, headers and exact body.
-    pub async fn replay(&self, query: &str, last_event_id: Option<&str>) -> (StatusCode, reqwest::header::HeaderMap, String) {
-        let mut req = self.client.get(format!("{}/api/mutation-events?{query}", self.base));
+    pub async fn replay(
+        &self,
+        query: &str,
+        last_event_id: Option<&str>,
+    ) -> (StatusCode, reqwest::header::HeaderMap, String) {
+        let mut req = self
+            .client
+            .get(format!("{}/api/mutation-events?{query}", self.base));
         if let Some(id) = last_event_id {
             req = req.header("Last-Event-ID", id);
         }

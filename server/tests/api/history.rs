@@ -14,7 +14,12 @@ async fn history_lists_outcomes_oldest_turn_first_and_omits_unpublished_approval
     app.settled("s", "t1", "c", "completed").await;
     let (status, v) = app.get_json("/api/mutation-outcomes?session_id=s").await;
     assert_eq!(status, StatusCode::OK);
-    let ids: Vec<_> = v["mutation_outcomes"].as_array().unwrap().iter().map(|o| o["mutation_id"].as_str().unwrap()).collect();
+    let ids: Vec<_> = v["mutation_outcomes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|o| o["mutation_id"].as_str().unwrap())
+        .collect();
     assert_eq!(ids, ["a", "c", "b"]);
     assert_eq!(
         v["mutation_outcomes"][0],
@@ -27,9 +32,17 @@ async fn history_lists_outcomes_oldest_turn_first_and_omits_unpublished_approval
 async fn history_errors_are_400_without_a_session_and_404_for_an_unknown_one() {
     let app = spawn().await;
     let (s, v) = app.get_json("/api/mutation-outcomes").await;
-    assert_eq!((s, v["error"]["field"].clone()), (StatusCode::BAD_REQUEST, json!("session_id")));
-    let (s, v) = app.get_json("/api/mutation-outcomes?session_id=nobody").await;
-    assert_eq!((s, v["error"]["code"].clone()), (StatusCode::NOT_FOUND, json!("session_not_found")));
+    assert_eq!(
+        (s, v["error"]["field"].clone()),
+        (StatusCode::BAD_REQUEST, json!("session_id"))
+    );
+    let (s, v) = app
+        .get_json("/api/mutation-outcomes?session_id=nobody")
+        .await;
+    assert_eq!(
+        (s, v["error"]["code"].clone()),
+        (StatusCode::NOT_FOUND, json!("session_not_found"))
+    );
 }
 
 #[tokio::test]
@@ -38,11 +51,17 @@ async fn an_expired_session_is_hidden_and_refuses_writes() {
     app.settled("s", "t", "m", "completed").await;
     tokio::time::sleep(std::time::Duration::from_millis(1100)).await;
     let (s, v) = app.get_json("/api/mutation-outcomes?session_id=s").await;
-    assert_eq!((s, v["error"]["code"].clone()), (StatusCode::NOT_FOUND, json!("session_expired")));
+    assert_eq!(
+        (s, v["error"]["code"].clone()),
+        (StatusCode::NOT_FOUND, json!("session_expired"))
+    );
     let (s, _, _) = app.replay("session_id=s&logical_turn_id=t", None).await;
     assert_eq!(s, StatusCode::NOT_FOUND);
     let (s, v) = app.approve("s", "t", "m2").await;
-    assert_eq!((s, v["error"]["code"].clone()), (StatusCode::NOT_FOUND, json!("session_expired")));
+    assert_eq!(
+        (s, v["error"]["code"].clone()),
+        (StatusCode::NOT_FOUND, json!("session_expired"))
+    );
     assert_eq!(app.get_json("/api/sessions").await.1["sessions"], json!([]));
 }
 
@@ -55,16 +74,33 @@ async fn dashboard_reads_give_turns_entries_and_the_unknowns_queue() {
     let (_, v) = app.get_json("/api/sessions/s/turns").await;
     assert_eq!(v["turns"][0]["logical_turn_id"], "t1");
     assert_eq!(v["turns"][0]["latest_revision"], 2);
-    assert_eq!(v["turns"][1]["counts"], json!({"completed": 0, "failed": 0, "not_executed": 0, "outcome_unknown": 2, "in_flight": 1}));
+    assert_eq!(
+        v["turns"][1]["counts"],
+        json!({"completed": 0, "failed": 0, "not_executed": 0, "outcome_unknown": 2, "in_flight": 1})
+    );
     let (_, v) = app.get_json("/api/sessions/s/turns/t2/entries").await;
     assert_eq!(v["latest_revision"], 3);
     assert_eq!(v["entries"][0]["ledger_status"], "execution_started");
     assert_eq!(v["entries"][0]["settled_at"], json!(null));
     assert_eq!(v["entries"][1]["ledger_status"], "outcome_unknown");
     let (_, v) = app.get_json("/api/unknowns").await;
-    let ids: Vec<_> = v["matches"].as_array().unwrap().iter().map(|m| m["entry"]["outcome"]["mutation_id"].as_str().unwrap()).collect();
+    let ids: Vec<_> = v["matches"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|m| m["entry"]["outcome"]["mutation_id"].as_str().unwrap())
+        .collect();
     assert_eq!(ids, ["b", "c"]);
-    assert_eq!(app.get_json("/api/unknowns?limit=0").await.0, StatusCode::BAD_REQUEST);
-    assert_eq!(app.get_json("/api/sessions/nobody/turns").await.0, StatusCode::NOT_FOUND);
-    assert_eq!(app.get_json("/healthz").await, (StatusCode::OK, json!({"status": "ok"})));
+    assert_eq!(
+        app.get_json("/api/unknowns?limit=0").await.0,
+        StatusCode::BAD_REQUEST
+    );
+    assert_eq!(
+        app.get_json("/api/sessions/nobody/turns").await.0,
+        StatusCode::NOT_FOUND
+    );
+    assert_eq!(
+        app.get_json("/healthz").await,
+        (StatusCode::OK, json!({"status": "ok"}))
+    );
 }

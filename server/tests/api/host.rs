@@ -14,7 +14,14 @@ async fn host_api_refuses_a_missing_or_wrong_token_with_401() {
     assert_eq!(none.status(), StatusCode::UNAUTHORIZED);
     let v: Value = none.json().await.unwrap();
     assert_eq!(v["error"]["code"], "unauthorized");
-    let wrong = app.client.post(&url).bearer_auth("nope").json(&body).send().await.unwrap();
+    let wrong = app
+        .client
+        .post(&url)
+        .bearer_auth("nope")
+        .json(&body)
+        .send()
+        .await
+        .unwrap();
     assert_eq!(wrong.status(), StatusCode::UNAUTHORIZED);
     // 401 comes before 400: a malformed body without a token is still 401.
     let malformed = app.client.post(&url).body("{").send().await.unwrap();
@@ -38,30 +45,63 @@ async fn approve_answers_201_with_the_entry_state() {
 async fn malformed_json_is_400_and_a_broken_field_is_422_naming_it() {
     let app = spawn().await;
     let url = format!("{}/api/host/sessions/s/mutations", app.base);
-    let r = app.client.post(&url).bearer_auth(TOKEN).body("{\"logical_turn_id\":").send().await.unwrap();
+    let r = app
+        .client
+        .post(&url)
+        .bearer_auth(TOKEN)
+        .body("{\"logical_turn_id\":")
+        .send()
+        .await
+        .unwrap();
     assert_eq!(r.status(), StatusCode::BAD_REQUEST);
-    assert_eq!(r.json::<Value>().await.unwrap()["error"]["code"], "malformed_json");
-    let r = app.client.post(&url).bearer_auth(TOKEN).body("[1]").send().await.unwrap();
+    assert_eq!(
+        r.json::<Value>().await.unwrap()["error"]["code"],
+        "malformed_json"
+    );
+    let r = app
+        .client
+        .post(&url)
+        .bearer_auth(TOKEN)
+        .body("[1]")
+        .send()
+        .await
+        .unwrap();
     assert_eq!(r.status(), StatusCode::BAD_REQUEST);
 
     let (s, v) = app
-        .host(Method::POST, "/api/host/sessions/s/mutations", json!({"logical_turn_id": "t", "tool": "x"}))
+        .host(
+            Method::POST,
+            "/api/host/sessions/s/mutations",
+            json!({"logical_turn_id": "t", "tool": "x"}),
+        )
         .await;
     assert_eq!(s, StatusCode::UNPROCESSABLE_ENTITY);
     assert_eq!(v["error"]["field"], "mutation_id");
     let (s, v) = app
-        .host(Method::POST, "/api/host/sessions/s/mutations", json!({"logical_turn_id": "t", "mutation_id": 5, "tool": "x"}))
+        .host(
+            Method::POST,
+            "/api/host/sessions/s/mutations",
+            json!({"logical_turn_id": "t", "mutation_id": 5, "tool": "x"}),
+        )
         .await;
     assert_eq!(s, StatusCode::UNPROCESSABLE_ENTITY);
     assert_eq!(v["error"]["field"], "mutation_id");
     let (s, v) = app
-        .host(Method::POST, "/api/host/sessions/s/mutations", json!({"logical_turn_id": "t\n", "mutation_id": "m", "tool": "x"}))
+        .host(
+            Method::POST,
+            "/api/host/sessions/s/mutations",
+            json!({"logical_turn_id": "t\n", "mutation_id": "m", "tool": "x"}),
+        )
         .await;
     assert_eq!(s, StatusCode::UNPROCESSABLE_ENTITY);
     assert_eq!(v["error"]["field"], "logical_turn_id");
     let long = "k".repeat(257);
     let (s, v) = app
-        .host(Method::POST, &format!("/api/host/sessions/{long}/mutations"), json!({"logical_turn_id": "t", "mutation_id": "m", "tool": "x"}))
+        .host(
+            Method::POST,
+            &format!("/api/host/sessions/{long}/mutations"),
+            json!({"logical_turn_id": "t", "mutation_id": "m", "tool": "x"}),
+        )
         .await;
     assert_eq!(s, StatusCode::UNPROCESSABLE_ENTITY);
     assert_eq!(v["error"]["field"], "session_key");
@@ -72,11 +112,15 @@ async fn malformed_json_is_400_and_a_broken_field_is_422_naming_it() {
 #[tokio::test]
 async fn writes_to_an_unknown_session_or_mutation_are_404() {
     let app = spawn().await;
-    let (s, v) = app.step("nobody", "m", "intent", json!({"attempt_id": "a"})).await;
+    let (s, v) = app
+        .step("nobody", "m", "intent", json!({"attempt_id": "a"}))
+        .await;
     assert_eq!(s, StatusCode::NOT_FOUND);
     assert_eq!(v["error"]["code"], "session_not_found");
     app.approve("s", "t", "m").await;
-    let (s, v) = app.step("s", "other", "intent", json!({"attempt_id": "a"})).await;
+    let (s, v) = app
+        .step("s", "other", "intent", json!({"attempt_id": "a"}))
+        .await;
     assert_eq!(s, StatusCode::NOT_FOUND);
     assert_eq!(v["error"]["code"], "mutation_not_found");
 }
@@ -85,7 +129,9 @@ async fn writes_to_an_unknown_session_or_mutation_are_404() {
 async fn a_redelivered_intent_is_409_with_the_current_state_and_changes_nothing() {
     let app = spawn().await;
     app.start("s", "t", "m").await;
-    let (s, v) = app.step("s", "m", "intent", json!({"attempt_id": "a2"})).await;
+    let (s, v) = app
+        .step("s", "m", "intent", json!({"attempt_id": "a2"}))
+        .await;
     assert_eq!(s, StatusCode::CONFLICT);
     assert_eq!(v["error"]["code"], "already_recorded");
     assert_eq!(v["error"]["current"]["ledger_status"], "execution_started");
@@ -100,35 +146,92 @@ async fn a_redelivered_intent_is_409_with_the_current_state_and_changes_nothing(
 async fn settlement_names_the_current_attempt_and_a_late_settle_of_an_unknown_is_refused() {
     let app = spawn().await;
     app.start("s", "t", "m").await;
-    let (s, v) = app.step("s", "m", "settlement", json!({"attempt_id": "zz", "status": "completed"})).await;
-    assert_eq!((s, v["error"]["code"].clone()), (StatusCode::CONFLICT, json!("attempt_mismatch")));
     let (s, v) = app
-        .step("s", "m", "settlement", json!({"attempt_id": "a1", "status": "completed", "reason": "execution_timeout"}))
+        .step(
+            "s",
+            "m",
+            "settlement",
+            json!({"attempt_id": "zz", "status": "completed"}),
+        )
         .await;
-    assert_eq!((s, v["error"]["field"].clone()), (StatusCode::UNPROCESSABLE_ENTITY, json!("reason")));
-    let (s, v) = app.step("s", "m", "settlement", json!({"attempt_id": "a1", "status": "done"})).await;
-    assert_eq!((s, v["error"]["field"].clone()), (StatusCode::UNPROCESSABLE_ENTITY, json!("status")));
+    assert_eq!(
+        (s, v["error"]["code"].clone()),
+        (StatusCode::CONFLICT, json!("attempt_mismatch"))
+    );
     let (s, v) = app
-        .step("s", "m", "settlement", json!({"attempt_id": "a1", "status": "outcome_unknown", "reason": "execution_timeout"}))
+        .step(
+            "s",
+            "m",
+            "settlement",
+            json!({"attempt_id": "a1", "status": "completed", "reason": "execution_timeout"}),
+        )
+        .await;
+    assert_eq!(
+        (s, v["error"]["field"].clone()),
+        (StatusCode::UNPROCESSABLE_ENTITY, json!("reason"))
+    );
+    let (s, v) = app
+        .step(
+            "s",
+            "m",
+            "settlement",
+            json!({"attempt_id": "a1", "status": "done"}),
+        )
+        .await;
+    assert_eq!(
+        (s, v["error"]["field"].clone()),
+        (StatusCode::UNPROCESSABLE_ENTITY, json!("status"))
+    );
+    let (s, v) = app
+        .step(
+            "s",
+            "m",
+            "settlement",
+            json!({"attempt_id": "a1", "status": "outcome_unknown", "reason": "execution_timeout"}),
+        )
         .await;
     assert_eq!(s, StatusCode::OK);
     assert_eq!(v["revision"], 2);
-    let (s, v) = app.step("s", "m", "settlement", json!({"attempt_id": "a1", "status": "completed"})).await;
+    let (s, v) = app
+        .step(
+            "s",
+            "m",
+            "settlement",
+            json!({"attempt_id": "a1", "status": "completed"}),
+        )
+        .await;
     assert_eq!(s, StatusCode::CONFLICT);
     assert_eq!(v["error"]["code"], "unknown_outcome_needs_reconciliation");
-    let (s, _) = app.step("s", "m", "attempts", json!({"attempt_id": "a2"})).await;
-    assert_eq!(s, StatusCode::CONFLICT, "no blind resend of an unknown outcome");
+    let (s, _) = app
+        .step("s", "m", "attempts", json!({"attempt_id": "a2"}))
+        .await;
+    assert_eq!(
+        s,
+        StatusCode::CONFLICT,
+        "no blind resend of an unknown outcome"
+    );
 }
 
 #[tokio::test]
 async fn reconciliation_needs_conclusive_evidence_for_the_original_attempt() {
     let app = spawn().await;
     app.start("s", "t", "m").await;
-    app.step("s", "m", "settlement", json!({"attempt_id": "a1", "status": "outcome_unknown"})).await;
+    app.step(
+        "s",
+        "m",
+        "settlement",
+        json!({"attempt_id": "a1", "status": "outcome_unknown"}),
+    )
+    .await;
     let evidence = |status: &str| json!({"source": "codehost-status", "reference": "issue #419", "observed_at": "2026-11-29T10:00:00Z", "provider_status": status});
     for inconclusive in ["accepted", "pending", "unknown"] {
         let (s, v) = app
-            .step("s", "m", "reconciliation", json!({"attempt_id": "a1", "completed": true, "evidence": evidence(inconclusive)}))
+            .step(
+                "s",
+                "m",
+                "reconciliation",
+                json!({"attempt_id": "a1", "completed": true, "evidence": evidence(inconclusive)}),
+            )
             .await;
         assert_eq!(s, StatusCode::UNPROCESSABLE_ENTITY, "{inconclusive}");
         assert_eq!(v["error"]["field"], "evidence.provider_status");
@@ -136,15 +239,31 @@ async fn reconciliation_needs_conclusive_evidence_for_the_original_attempt() {
     let (s, v) = app
         .step("s", "m", "reconciliation", json!({"attempt_id": "a1", "completed": true, "evidence": {"source": "", "reference": "r", "observed_at": "t"}}))
         .await;
-    assert_eq!((s, v["error"]["field"].clone()), (StatusCode::UNPROCESSABLE_ENTITY, json!("evidence.source")));
+    assert_eq!(
+        (s, v["error"]["field"].clone()),
+        (StatusCode::UNPROCESSABLE_ENTITY, json!("evidence.source"))
+    );
     let (s, v) = app
-        .step("s", "m", "reconciliation", json!({"attempt_id": "other", "completed": true, "evidence": evidence("completed")}))
+        .step(
+            "s",
+            "m",
+            "reconciliation",
+            json!({"attempt_id": "other", "completed": true, "evidence": evidence("completed")}),
+        )
         .await;
-    assert_eq!((s, v["error"]["code"].clone()), (StatusCode::CONFLICT, json!("attempt_mismatch")));
+    assert_eq!(
+        (s, v["error"]["code"].clone()),
+        (StatusCode::CONFLICT, json!("attempt_mismatch"))
+    );
     let (_, history) = app.get_json("/api/mutation-outcomes?session_id=s").await;
     assert_eq!(history["mutation_outcomes"][0]["status"], "outcome_unknown");
     let (s, v) = app
-        .step("s", "m", "reconciliation", json!({"attempt_id": "a1", "completed": true, "evidence": evidence("completed")}))
+        .step(
+            "s",
+            "m",
+            "reconciliation",
+            json!({"attempt_id": "a1", "completed": true, "evidence": evidence("completed")}),
+        )
         .await;
     assert_eq!(s, StatusCode::OK);
     assert_eq!(v["ledger_status"], "completed");
@@ -176,7 +295,12 @@ async fn batch_applies_in_order_with_one_result_each() {
     ]});
     let (s, v) = app.host(Method::POST, "/api/host/batch", ops).await;
     assert_eq!(s, StatusCode::OK);
-    let statuses: Vec<_> = v["results"].as_array().unwrap().iter().map(|r| r["status"].as_u64().unwrap()).collect();
+    let statuses: Vec<_> = v["results"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| r["status"].as_u64().unwrap())
+        .collect();
     assert_eq!(statuses, [201, 200, 200, 409, 422, 201]);
     assert_eq!(v["results"][2]["entry"]["ledger_status"], "failed");
     assert_eq!(v["results"][4]["error"]["field"], "op");
@@ -188,9 +312,16 @@ async fn batch_applies_in_order_with_one_result_each() {
 async fn deleting_a_session_removes_its_history() {
     let app = spawn().await;
     app.settled("s", "t", "m", "completed").await;
-    let (s, _) = app.host(Method::DELETE, "/api/host/sessions/s", Value::Null).await;
+    let (s, _) = app
+        .host(Method::DELETE, "/api/host/sessions/s", Value::Null)
+        .await;
     assert_eq!(s, StatusCode::NO_CONTENT);
-    assert_eq!(app.get_json("/api/mutation-outcomes?session_id=s").await.0, StatusCode::NOT_FOUND);
-    let (s, _) = app.host(Method::DELETE, "/api/host/sessions/s", Value::Null).await;
+    assert_eq!(
+        app.get_json("/api/mutation-outcomes?session_id=s").await.0,
+        StatusCode::NOT_FOUND
+    );
+    let (s, _) = app
+        .host(Method::DELETE, "/api/host/sessions/s", Value::Null)
+        .await;
     assert_eq!(s, StatusCode::NOT_FOUND);
 }

@@ -16,16 +16,29 @@ async fn settled_changes_are_emitted_live_in_revision_order_and_intent_is_not() 
     assert_eq!(r.status(), StatusCode::OK);
     assert_eq!(r.headers()["content-type"], "text/event-stream");
     let mut body = r.bytes_stream();
-    app.step("s", "m", "intent", json!({"attempt_id": "a1"})).await; // revision 1: not emitted
-    app.step("s", "m", "settlement", json!({"attempt_id": "a1", "status": "completed"})).await; // 2
-    app.step("s", "m", "metadata", json!({"title": "Service overview"})).await; // 3
+    app.step("s", "m", "intent", json!({"attempt_id": "a1"}))
+        .await; // revision 1: not emitted
+    app.step(
+        "s",
+        "m",
+        "settlement",
+        json!({"attempt_id": "a1", "status": "completed"}),
+    )
+    .await; // 2
+    app.step("s", "m", "metadata", json!({"title": "Service overview"}))
+        .await; // 3
     let mut received = String::new();
     let deadline = tokio::time::Instant::now() + Duration::from_secs(5);
     while received.matches("\n\n").count() < 2 {
-        let chunk = tokio::time::timeout_at(deadline, body.next()).await.expect("events arrive").unwrap().unwrap();
+        let chunk = tokio::time::timeout_at(deadline, body.next())
+            .await
+            .expect("events arrive")
+            .unwrap()
+            .unwrap();
         received.push_str(std::str::from_utf8(&chunk).unwrap());
     }
-    let with_title = record("t", "m", "completed").replace(r#""title":null"#, r#""title":"Service overview""#);
+    let with_title =
+        record("t", "m", "completed").replace(r#""title":null"#, r#""title":"Service overview""#);
     assert_eq!(
         received,
         format!(
@@ -39,6 +52,12 @@ async fn settled_changes_are_emitted_live_in_revision_order_and_intent_is_not() 
 #[tokio::test]
 async fn run_events_need_a_known_session() {
     let app = spawn().await;
-    assert_eq!(app.get("/api/run-events").await.status(), StatusCode::BAD_REQUEST);
-    assert_eq!(app.get("/api/run-events?session_id=nobody").await.status(), StatusCode::NOT_FOUND);
+    assert_eq!(
+        app.get("/api/run-events").await.status(),
+        StatusCode::BAD_REQUEST
+    );
+    assert_eq!(
+        app.get("/api/run-events?session_id=nobody").await.status(),
+        StatusCode::NOT_FOUND
+    );
 }

@@ -20,8 +20,13 @@ async fn the_turn_page_is_rendered_on_the_server_with_the_unknown_explanation() 
 async fn a_title_holding_markup_is_escaped_text() {
     let app = spawn().await;
     app.settled("s", "t", "m", "completed").await;
-    app.step("s", "m", "metadata", serde_json::json!({"title": "<script>alert(1)</script>", "url": "javascript:alert(1)"}))
-        .await;
+    app.step(
+        "s",
+        "m",
+        "metadata",
+        serde_json::json!({"title": "<script>alert(1)</script>", "url": "javascript:alert(1)"}),
+    )
+    .await;
     let html = app.get("/sessions/s/turns/t").await.text().await.unwrap();
     assert!(!html.contains("<script>alert(1)"));
     assert!(html.contains("&lt;script&gt;alert(1)&lt;/script&gt;"));

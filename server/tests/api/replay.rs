@@ -26,9 +26,17 @@ async fn full_replay_frames_each_revision_and_ends_with_the_highest_id() {
 async fn unknown_outcome_is_replayed_after_any_cursor_and_the_final_id_never_drops_below_it() {
     let app = spawn().await;
     app.start("s", "t", "u").await; // 1
-    app.step("s", "u", "settlement", json!({"attempt_id": "a1", "status": "outcome_unknown"})).await; // 2
+    app.step(
+        "s",
+        "u",
+        "settlement",
+        json!({"attempt_id": "a1", "status": "outcome_unknown"}),
+    )
+    .await; // 2
     app.settled("s", "t", "c", "completed").await; // 3, 4
-    let (_, _, body) = app.replay("session_id=s&logical_turn_id=t&after=4", None).await;
+    let (_, _, body) = app
+        .replay("session_id=s&logical_turn_id=t&after=4", None)
+        .await;
     assert_eq!(
         body,
         format!(
@@ -36,7 +44,9 @@ async fn unknown_outcome_is_replayed_after_any_cursor_and_the_final_id_never_dro
             record("t", "u", "outcome_unknown")
         )
     );
-    let (_, _, body) = app.replay("session_id=s&logical_turn_id=t&after=2", None).await;
+    let (_, _, body) = app
+        .replay("session_id=s&logical_turn_id=t&after=2", None)
+        .await;
     assert_eq!(
         body,
         format!(
@@ -52,14 +62,23 @@ async fn the_cursor_comes_from_last_event_id_and_after_wins() {
     let app = spawn().await;
     app.settled("s", "t", "m1", "completed").await; // 1, 2
     app.settled("s", "t", "m2", "failed").await; // 3, 4
-    let (_, _, body) = app.replay("session_id=s&logical_turn_id=t", Some("2")).await;
+    let (_, _, body) = app
+        .replay("session_id=s&logical_turn_id=t", Some("2"))
+        .await;
     assert_eq!(
         body,
-        format!("retry: 3000\n\nevent: mutation_outcome\nid: 4\ndata: {}\n\nid: 4\n\n", record("t", "m2", "failed"))
+        format!(
+            "retry: 3000\n\nevent: mutation_outcome\nid: 4\ndata: {}\n\nid: 4\n\n",
+            record("t", "m2", "failed")
+        )
     );
-    let (_, _, body) = app.replay("session_id=s&logical_turn_id=t&after=4", Some("0")).await;
+    let (_, _, body) = app
+        .replay("session_id=s&logical_turn_id=t&after=4", Some("0"))
+        .await;
     assert_eq!(body, "retry: 3000\n\nid: 4\n\n");
-    let (_, _, body) = app.replay("session_id=s&logical_turn_id=t&after=0", None).await;
+    let (_, _, body) = app
+        .replay("session_id=s&logical_turn_id=t&after=0", None)
+        .await;
     assert!(body.contains("id: 2\n") && body.contains("id: 4\n"));
 }
 
@@ -79,15 +98,60 @@ async fn replay_errors_are_400_then_404_then_409() {
     for (query, last_event_id, status, code) in [
         ("logical_turn_id=t", None, 400, "missing_parameter"),
         ("session_id=s", None, 400, "missing_parameter"),
-        ("session_id=nobody&logical_turn_id=t&after=-1", None, 400, "invalid_cursor"),
-        ("session_id=s&logical_turn_id=t&after=1.0", None, 400, "invalid_cursor"),
-        ("session_id=s&logical_turn_id=t&after=%201", None, 400, "invalid_cursor"),
-        ("session_id=s&logical_turn_id=t&after=9223372036854775808", None, 400, "invalid_cursor"),
-        ("session_id=s&logical_turn_id=t", Some("x"), 400, "invalid_cursor"),
-        ("session_id=nobody&logical_turn_id=t&after=99", None, 404, "session_not_found"),
-        ("session_id=s&logical_turn_id=nope&after=99", None, 404, "turn_not_found"),
-        ("session_id=s&logical_turn_id=t&after=3", None, 409, "cursor_ahead"),
-        ("session_id=s&logical_turn_id=t", Some("3"), 409, "cursor_ahead"),
+        (
+            "session_id=nobody&logical_turn_id=t&after=-1",
+            None,
+            400,
+            "invalid_cursor",
+        ),
+        (
+            "session_id=s&logical_turn_id=t&after=1.0",
+            None,
+            400,
+            "invalid_cursor",
+        ),
+        (
+            "session_id=s&logical_turn_id=t&after=%201",
+            None,
+            400,
+            "invalid_cursor",
+        ),
+        (
+            "session_id=s&logical_turn_id=t&after=9223372036854775808",
+            None,
+            400,
+            "invalid_cursor",
+        ),
+        (
+            "session_id=s&logical_turn_id=t",
+            Some("x"),
+            400,
+            "invalid_cursor",
+        ),
+        (
+            "session_id=nobody&logical_turn_id=t&after=99",
+            None,
+            404,
+            "session_not_found",
+        ),
+        (
+            "session_id=s&logical_turn_id=nope&after=99",
+            None,
+            404,
+            "turn_not_found",
+        ),
+        (
+            "session_id=s&logical_turn_id=t&after=3",
+            None,
+            409,
+            "cursor_ahead",
+        ),
+        (
+            "session_id=s&logical_turn_id=t",
+            Some("3"),
+            409,
+            "cursor_ahead",
+        ),
     ] {
         let (s, headers, body) = app.replay(query, last_event_id).await;
         assert_eq!(s.as_u16(), status, "{query} {last_event_id:?}: {body}");
@@ -95,7 +159,9 @@ async fn replay_errors_are_400_then_404_then_409() {
         let v: serde_json::Value = serde_json::from_str(&body).unwrap();
         assert_eq!(v["error"]["code"], code, "{query}");
     }
-    let (s, _, _) = app.replay("session_id=s&logical_turn_id=t&after=2", None).await;
+    let (s, _, _) = app
+        .replay("session_id=s&logical_turn_id=t&after=2", None)
+        .await;
     assert_eq!(s, StatusCode::OK);
 }
 
@@ -119,7 +185,9 @@ async fn legacy_entries_come_first_without_id_and_only_in_a_full_replay() {
             record("t", "m", "completed")
         )
     );
-    let (_, _, body) = app.replay("session_id=s&logical_turn_id=t&after=0", None).await;
+    let (_, _, body) = app
+        .replay("session_id=s&logical_turn_id=t&after=0", None)
+        .await;
     assert!(!body.contains("\"old\""), "{body}");
 }
 
@@ -146,7 +214,9 @@ async fn percent_encoded_ids_round_trip_through_the_router() {
         .await;
     assert_eq!(status, StatusCode::OK);
     assert_eq!(v["entries"][0]["outcome"]["logical_turn_id"], turn);
-    let (status, v) = app.get_json(&format!("/api/operations/{}", crate::helpers::enc("m/1"))).await;
+    let (status, v) = app
+        .get_json(&format!("/api/operations/{}", crate::helpers::enc("m/1")))
+        .await;
     assert_eq!(status, StatusCode::OK);
     assert_eq!(v["matches"][0]["session_key"], session);
 }
