@@ -8,6 +8,7 @@ pub const SCHEMA: &str = "mutation_outcome/v1";
 
 /// Published `status` of a `mutation_outcome/v1` record (seed 000, status table).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(rename_all = "snake_case")]
 pub enum PublishedStatus {
     Completed,
@@ -44,6 +45,7 @@ impl PublishedStatus {
 /// Optional settlement reason (seed 000, "Starting in 0.23.30"): `pre_dispatch_deadline` goes only with
 /// `not_executed`, `execution_timeout` only with `outcome_unknown`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(rename_all = "snake_case")]
 pub enum Reason {
     PreDispatchDeadline,
@@ -72,6 +74,7 @@ impl Reason {
 /// Ledger status of an entry (DESIGN: "Ledger entry and its states"). Not published as such: the projection
 /// maps it, with the intent flag, to a [`PublishedStatus`].
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(rename_all = "snake_case")]
 pub enum LedgerStatus {
     Approved,
@@ -110,6 +113,7 @@ impl LedgerStatus {
 /// One `mutation_outcome/v1` record (seed 000, "Record"). `resource_id`, `url` and `title` are always
 /// present (`null` until host metadata is attached, or when withheld); `reason` is absent unless it applies.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct MutationOutcome {
     pub schema: String,
     pub logical_turn_id: String,
@@ -125,12 +129,14 @@ pub struct MutationOutcome {
 
 /// `GET /api/mutation-outcomes` body: `{"mutation_outcomes": [...]}`.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct MutationOutcomes {
     pub mutation_outcomes: Vec<MutationOutcome>,
 }
 
 /// Data of a live `mutation_outcome` run event: `{"mutation_revision": n, "outcome": {...}}`.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct RunEvent {
     pub mutation_revision: i64,
     pub outcome: MutationOutcome,
@@ -138,6 +144,7 @@ pub struct RunEvent {
 
 /// Data of a live `resync` run event: the turns whose events this client missed.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct Resync {
     pub logical_turn_ids: Vec<String>,
 }
@@ -145,6 +152,7 @@ pub struct Resync {
 /// Published counts of one session or turn. `in_flight` counts entries in `execution_started` (published as
 /// `outcome_unknown`, so they are also in `outcome_unknown`).
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct StatusCounts {
     pub completed: u64,
     pub failed: u64,
@@ -185,6 +193,7 @@ impl StatusCounts {
 
 /// One row of `GET /api/sessions`. Times are RFC 3339 UTC strings.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct SessionSummary {
     pub session_key: String,
     pub created_at: String,
@@ -195,12 +204,14 @@ pub struct SessionSummary {
 
 /// `GET /api/sessions` body.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct SessionList {
     pub sessions: Vec<SessionSummary>,
 }
 
 /// One logical turn of a session, as `GET /api/sessions/{key}/turns` lists it (oldest turn first).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct TurnSummary {
     pub logical_turn_id: String,
     pub first_recorded_at: String,
@@ -210,6 +221,7 @@ pub struct TurnSummary {
 
 /// `GET /api/sessions/{key}/turns` body.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct SessionTurns {
     pub session_key: String,
     pub last_activity: String,
@@ -219,6 +231,7 @@ pub struct SessionTurns {
 /// One published entry of a turn, in recorded order. `mutation_revision` is `null` for legacy entries
 /// recorded before revisions existed; `settled_at` is `null` while the entry is in flight.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct TurnEntry {
     pub sequence: i64,
     pub mutation_revision: Option<i64>,
@@ -230,6 +243,7 @@ pub struct TurnEntry {
 
 /// `GET /api/sessions/{key}/turns/{turn}/entries` body. `latest_revision` is the cursor a client resumes from.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct TurnEntries {
     pub session_key: String,
     pub logical_turn_id: String,
@@ -240,6 +254,7 @@ pub struct TurnEntries {
 /// One match of a support look-up by `mutation_id` (`GET /api/operations/{mutation_id}`), or one item of the
 /// open-unknowns queue (`GET /api/unknowns`).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct OperationMatch {
     pub session_key: String,
     pub entry: TurnEntry,
@@ -247,18 +262,21 @@ pub struct OperationMatch {
 
 /// `GET /api/operations/{mutation_id}` and `GET /api/unknowns` body.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct OperationMatches {
     pub matches: Vec<OperationMatch>,
 }
 
 /// Every error body of the HTTP API: `{"error": {"code", "message", "field"?, "current"?}}`.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct ErrorBody {
     pub error: ErrorDetail,
 }
 
 /// See [`ErrorBody`]. `current` is the entry's state on a 409 refusal.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct ErrorDetail {
     pub code: String,
     pub message: String,
@@ -270,6 +288,7 @@ pub struct ErrorDetail {
 
 /// The ledger state of one entry as the host write API reports it (success body, and `current` on a 409).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct EntryState {
     pub session_key: String,
     pub logical_turn_id: String,

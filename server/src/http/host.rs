@@ -15,6 +15,7 @@ use ledger::wire::{EntryState, ErrorDetail, Reason};
 use ledger::{Evidence, Operation, Settlement};
 use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
+use utoipa::ToSchema;
 
 use super::query::write_id;
 use crate::error::ApiError;
@@ -83,33 +84,33 @@ fn reason(s: Option<String>) -> Result<Option<Reason>, ApiError> {
     .transpose()
 }
 
-#[derive(Deserialize, Default)]
-struct ApproveBody {
+#[derive(Deserialize, Default, ToSchema)]
+pub struct ApproveBody {
     logical_turn_id: Option<String>,
     mutation_id: Option<String>,
     tool: Option<String>,
 }
 
-#[derive(Deserialize, Default)]
-struct AttemptBody {
+#[derive(Deserialize, Default, ToSchema)]
+pub struct AttemptBody {
     attempt_id: Option<String>,
 }
 
-#[derive(Deserialize, Default)]
-struct SettleBody {
+#[derive(Deserialize, Default, ToSchema)]
+pub struct SettleBody {
     attempt_id: Option<String>,
     status: Option<String>,
     reason: Option<String>,
 }
 
-#[derive(Deserialize, Default)]
-struct CancelBody {
+#[derive(Deserialize, Default, ToSchema)]
+pub struct CancelBody {
     attempt_id: Option<String>,
     reason: Option<String>,
 }
 
-#[derive(Deserialize, Default)]
-struct EvidenceBody {
+#[derive(Deserialize, Default, ToSchema)]
+pub struct EvidenceBody {
     source: Option<String>,
     reference: Option<String>,
     observed_at: Option<String>,
@@ -118,15 +119,15 @@ struct EvidenceBody {
     provider_status: Option<String>,
 }
 
-#[derive(Deserialize, Default)]
-struct ReconcileBody {
+#[derive(Deserialize, Default, ToSchema)]
+pub struct ReconcileBody {
     attempt_id: Option<String>,
     completed: Option<bool>,
     evidence: Option<EvidenceBody>,
 }
 
-#[derive(Deserialize, Default)]
-struct MetadataBody {
+#[derive(Deserialize, Default, ToSchema)]
+pub struct MetadataBody {
     id: Option<String>,
     url: Option<String>,
     title: Option<String>,
@@ -235,6 +236,22 @@ async fn run(
 type Reply = Result<(StatusCode, Json<EntryState>), ApiError>;
 
 /// `POST /api/host/sessions/{session_key}/mutations` `{"logical_turn_id", "mutation_id", "tool"}` → 201.
+#[utoipa::path(
+    post,
+    path = "/api/host/sessions/{session_key}/mutations",
+    tag = "host",
+    params(("session_key" = String, Path, description = "session key, percent-encoded")),
+    request_body = ApproveBody,
+    responses(
+        (status = 201, description = "approved: the entry exists, nothing is published yet", body = ledger::wire::EntryState),
+        (status = 400, description = "malformed JSON or path", body = ledger::wire::ErrorBody),
+        (status = 401, description = "missing or wrong host token", body = ledger::wire::ErrorBody),
+        (status = 422, description = "a field breaks a rule; `field` names it", body = ledger::wire::ErrorBody),
+        (status = 404, description = "unknown or expired session, unknown mutation", body = ledger::wire::ErrorBody),
+        (status = 409, description = "refused transition; `current` is the unchanged entry", body = ledger::wire::ErrorBody),
+    ),
+    security(("host_token" = []))
+)]
 pub async fn approve(
     State(state): State<AppState>,
     p: Result<Path<String>, PathRejection>,
@@ -246,6 +263,22 @@ pub async fn approve(
 }
 
 /// `POST …/{mutation_id}/intent` `{"attempt_id"}` → 200.
+#[utoipa::path(
+    post,
+    path = "/api/host/sessions/{session_key}/mutations/{mutation_id}/intent",
+    tag = "host",
+    params(("session_key" = String, Path, description = "session key, percent-encoded"), ("mutation_id" = String, Path, description = "operation id, percent-encoded")),
+    request_body = AttemptBody,
+    responses(
+        (status = 200, description = "the entry after the change", body = ledger::wire::EntryState),
+        (status = 400, description = "malformed JSON or path", body = ledger::wire::ErrorBody),
+        (status = 401, description = "missing or wrong host token", body = ledger::wire::ErrorBody),
+        (status = 422, description = "a field breaks a rule; `field` names it", body = ledger::wire::ErrorBody),
+        (status = 404, description = "unknown or expired session, unknown mutation", body = ledger::wire::ErrorBody),
+        (status = 409, description = "refused transition; `current` is the unchanged entry", body = ledger::wire::ErrorBody),
+    ),
+    security(("host_token" = []))
+)]
 pub async fn record_intent(
     State(state): State<AppState>,
     p: Result<Path<(String, String)>, PathRejection>,
@@ -262,6 +295,22 @@ pub async fn record_intent(
 }
 
 /// `POST …/{mutation_id}/settlement` `{"attempt_id", "status", "reason"?}` → 200.
+#[utoipa::path(
+    post,
+    path = "/api/host/sessions/{session_key}/mutations/{mutation_id}/settlement",
+    tag = "host",
+    params(("session_key" = String, Path, description = "session key, percent-encoded"), ("mutation_id" = String, Path, description = "operation id, percent-encoded")),
+    request_body = SettleBody,
+    responses(
+        (status = 200, description = "the entry after the change", body = ledger::wire::EntryState),
+        (status = 400, description = "malformed JSON or path", body = ledger::wire::ErrorBody),
+        (status = 401, description = "missing or wrong host token", body = ledger::wire::ErrorBody),
+        (status = 422, description = "a field breaks a rule; `field` names it", body = ledger::wire::ErrorBody),
+        (status = 404, description = "unknown or expired session, unknown mutation", body = ledger::wire::ErrorBody),
+        (status = 409, description = "refused transition; `current` is the unchanged entry", body = ledger::wire::ErrorBody),
+    ),
+    security(("host_token" = []))
+)]
 pub async fn settle(
     State(state): State<AppState>,
     p: Result<Path<(String, String)>, PathRejection>,
@@ -278,6 +327,22 @@ pub async fn settle(
 }
 
 /// `POST …/{mutation_id}/cancellation` `{"attempt_id", "reason"?}` → 200.
+#[utoipa::path(
+    post,
+    path = "/api/host/sessions/{session_key}/mutations/{mutation_id}/cancellation",
+    tag = "host",
+    params(("session_key" = String, Path, description = "session key, percent-encoded"), ("mutation_id" = String, Path, description = "operation id, percent-encoded")),
+    request_body = CancelBody,
+    responses(
+        (status = 200, description = "the entry after the change", body = ledger::wire::EntryState),
+        (status = 400, description = "malformed JSON or path", body = ledger::wire::ErrorBody),
+        (status = 401, description = "missing or wrong host token", body = ledger::wire::ErrorBody),
+        (status = 422, description = "a field breaks a rule; `field` names it", body = ledger::wire::ErrorBody),
+        (status = 404, description = "unknown or expired session, unknown mutation", body = ledger::wire::ErrorBody),
+        (status = 409, description = "refused transition; `current` is the unchanged entry", body = ledger::wire::ErrorBody),
+    ),
+    security(("host_token" = []))
+)]
 pub async fn cancel(
     State(state): State<AppState>,
     p: Result<Path<(String, String)>, PathRejection>,
@@ -295,6 +360,22 @@ pub async fn cancel(
 
 /// `POST …/{mutation_id}/reconciliation` `{"attempt_id", "completed", "evidence": {"source", "reference",
 /// "observed_at", "provider_status"?}}` → 200.
+#[utoipa::path(
+    post,
+    path = "/api/host/sessions/{session_key}/mutations/{mutation_id}/reconciliation",
+    tag = "host",
+    params(("session_key" = String, Path, description = "session key, percent-encoded"), ("mutation_id" = String, Path, description = "operation id, percent-encoded")),
+    request_body = ReconcileBody,
+    responses(
+        (status = 200, description = "the entry after the change", body = ledger::wire::EntryState),
+        (status = 400, description = "malformed JSON or path", body = ledger::wire::ErrorBody),
+        (status = 401, description = "missing or wrong host token", body = ledger::wire::ErrorBody),
+        (status = 422, description = "a field breaks a rule; `field` names it", body = ledger::wire::ErrorBody),
+        (status = 404, description = "unknown or expired session, unknown mutation", body = ledger::wire::ErrorBody),
+        (status = 409, description = "refused transition; `current` is the unchanged entry", body = ledger::wire::ErrorBody),
+    ),
+    security(("host_token" = []))
+)]
 pub async fn reconcile(
     State(state): State<AppState>,
     p: Result<Path<(String, String)>, PathRejection>,
@@ -312,6 +393,22 @@ pub async fn reconcile(
 
 /// `PUT …/{mutation_id}/metadata` `{"id", "url", "title"}` → 200. All three are set at once; a missing or
 /// empty one becomes `null`. An attach identical to the current metadata changes nothing.
+#[utoipa::path(
+    put,
+    path = "/api/host/sessions/{session_key}/mutations/{mutation_id}/metadata",
+    tag = "host",
+    params(("session_key" = String, Path, description = "session key, percent-encoded"), ("mutation_id" = String, Path, description = "operation id, percent-encoded")),
+    request_body = MetadataBody,
+    responses(
+        (status = 200, description = "the entry after the change", body = ledger::wire::EntryState),
+        (status = 400, description = "malformed JSON or path", body = ledger::wire::ErrorBody),
+        (status = 401, description = "missing or wrong host token", body = ledger::wire::ErrorBody),
+        (status = 422, description = "a field breaks a rule; `field` names it", body = ledger::wire::ErrorBody),
+        (status = 404, description = "unknown or expired session, unknown mutation", body = ledger::wire::ErrorBody),
+        (status = 409, description = "refused transition; `current` is the unchanged entry", body = ledger::wire::ErrorBody),
+    ),
+    security(("host_token" = []))
+)]
 pub async fn attach_metadata(
     State(state): State<AppState>,
     p: Result<Path<(String, String)>, PathRejection>,
@@ -328,6 +425,22 @@ pub async fn attach_metadata(
 }
 
 /// `POST …/{mutation_id}/attempts` `{"attempt_id"}` → 200: a fresh attempt of a `not_executed` entry.
+#[utoipa::path(
+    post,
+    path = "/api/host/sessions/{session_key}/mutations/{mutation_id}/attempts",
+    tag = "host",
+    params(("session_key" = String, Path, description = "session key, percent-encoded"), ("mutation_id" = String, Path, description = "operation id, percent-encoded")),
+    request_body = AttemptBody,
+    responses(
+        (status = 200, description = "the entry after the change", body = ledger::wire::EntryState),
+        (status = 400, description = "malformed JSON or path", body = ledger::wire::ErrorBody),
+        (status = 401, description = "missing or wrong host token", body = ledger::wire::ErrorBody),
+        (status = 422, description = "a field breaks a rule; `field` names it", body = ledger::wire::ErrorBody),
+        (status = 404, description = "unknown or expired session, unknown mutation", body = ledger::wire::ErrorBody),
+        (status = 409, description = "refused transition; `current` is the unchanged entry", body = ledger::wire::ErrorBody),
+    ),
+    security(("host_token" = []))
+)]
 pub async fn fresh_attempt(
     State(state): State<AppState>,
     p: Result<Path<(String, String)>, PathRejection>,
@@ -344,6 +457,21 @@ pub async fn fresh_attempt(
 }
 
 /// `DELETE /api/host/sessions/{session_key}` → 204; 404 when there is no such session.
+#[utoipa::path(
+    delete,
+    path = "/api/host/sessions/{session_key}",
+    tag = "host",
+    params(("session_key" = String, Path, description = "session key, percent-encoded")),
+    responses(
+        (status = 204, description = "deleted with its turns and entries"),
+        (status = 400, description = "malformed JSON or path", body = ledger::wire::ErrorBody),
+        (status = 401, description = "missing or wrong host token", body = ledger::wire::ErrorBody),
+        (status = 422, description = "a field breaks a rule; `field` names it", body = ledger::wire::ErrorBody),
+        (status = 404, description = "unknown or expired session, unknown mutation", body = ledger::wire::ErrorBody),
+        (status = 409, description = "refused transition; `current` is the unchanged entry", body = ledger::wire::ErrorBody),
+    ),
+    security(("host_token" = []))
+)]
 pub async fn delete_session(
     State(state): State<AppState>,
     p: Result<Path<String>, PathRejection>,
@@ -353,8 +481,8 @@ pub async fn delete_session(
     Ok(StatusCode::NO_CONTENT)
 }
 
-#[derive(Deserialize)]
-struct BatchBody {
+#[derive(Deserialize, ToSchema)]
+pub struct BatchBody {
     operations: Option<Vec<serde_json::Value>>,
 }
 
@@ -365,9 +493,15 @@ struct BatchOp {
     mutation_id: Option<String>,
 }
 
+/// `POST /api/host/batch` answer: `{"results": [...]}`, one per operation, in order.
+#[derive(Serialize, ToSchema)]
+pub struct BatchResults {
+    pub results: Vec<BatchResult>,
+}
+
 /// One result of a batch: the entry on success, the error otherwise, with the status the single call
 /// would have answered.
-#[derive(Serialize)]
+#[derive(Serialize, ToSchema)]
 pub struct BatchResult {
     pub status: u16,
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -419,6 +553,19 @@ fn batch_op(value: serde_json::Value) -> Result<(Operation, StatusCode), ApiErro
 /// `{"results": [{"status", "entry"? , "error"?}, …]}`: applied in order, one result each, every applied
 /// operation committed together. An operation that is invalid or refused changes nothing; the rest apply.
 /// At most [`MAX_BATCH_OPERATIONS`].
+#[utoipa::path(
+    post,
+    path = "/api/host/batch",
+    tag = "host",
+    request_body = BatchBody,
+    responses(
+        (status = 200, description = "one result per operation, in order", body = BatchResults),
+        (status = 400, description = "malformed JSON", body = ledger::wire::ErrorBody),
+        (status = 401, description = "missing or wrong host token", body = ledger::wire::ErrorBody),
+        (status = 422, description = "`operations` missing or too long", body = ledger::wire::ErrorBody),
+    ),
+    security(("host_token" = []))
+)]
 pub async fn batch(State(state): State<AppState>, bytes: Bytes) -> Result<Response, ApiError> {
     let b: BatchBody = body(&bytes)?;
     let ops = required(b.operations, "operations")?;
@@ -458,5 +605,5 @@ pub async fn batch(State(state): State<AppState>, bytes: Bytes) -> Result<Respon
             },
         });
     }
-    Ok(Json(serde_json::json!({ "results": results })).into_response())
+    Ok(Json(BatchResults { results }).into_response())
 }

@@ -27,6 +27,17 @@ pub const HEARTBEAT: Duration = Duration::from_secs(15);
 
 /// The live stream. Subscribes before answering, so a client that then replays misses nothing. The stream
 /// ends when the server shuts down; a client that goes away frees its queue.
+#[utoipa::path(
+    get,
+    path = "/api/run-events",
+    tag = "live",
+    params(("session_id" = String, Query, description = "session key")),
+    responses(
+        (status = 200, description = "long-lived stream: `mutation_outcome` events with data `{\"mutation_revision\", \"outcome\"}`, `resync` events, heartbeat comments", content_type = "text/event-stream", body = String),
+        (status = 400, description = "missing parameter", body = ledger::wire::ErrorBody),
+        (status = 404, description = "unknown or expired session", body = ledger::wire::ErrorBody),
+    ),
+)]
 pub async fn run_events(
     State(state): State<AppState>,
     q: Result<Query<SessionParam>, QueryRejection>,

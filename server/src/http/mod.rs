@@ -2,12 +2,13 @@
 
 pub mod host;
 pub mod live;
+pub mod openapi;
 pub mod query;
 pub mod read;
 pub mod replay;
 
 use axum::middleware;
-use axum::routing::{delete, get, post, put};
+use axum::routing::{any, delete, get, post, put};
 use axum::Router;
 
 use crate::AppState;
@@ -60,5 +61,12 @@ pub fn api_router(state: AppState) -> Router<AppState> {
         )
         .route("/api/operations/{mutation_id}", get(read::operation))
         .route("/api/unknowns", get(read::unknowns))
+        .route("/api/openapi.json", get(openapi::openapi_json))
+        .route("/api/{*rest}", any(no_route))
         .route("/healthz", get(read::healthz))
+}
+
+/// Any other `/api` path: a JSON 404 (not the dashboard's HTML page).
+async fn no_route() -> crate::error::ApiError {
+    crate::error::ApiError::no_route()
 }

@@ -36,6 +36,17 @@ fn path<T>(p: Result<Path<T>, PathRejection>) -> Result<T, ApiError> {
 
 /// `GET /api/mutation-outcomes?session_id=<key>` → `{"mutation_outcomes": [...]}`, oldest logical turn
 /// first, then in recorded order.
+#[utoipa::path(
+    get,
+    path = "/api/mutation-outcomes",
+    tag = "history",
+    params(("session_id" = String, Query, description = "session key")),
+    responses(
+        (status = 200, description = "every retained outcome, oldest logical turn first", body = ledger::wire::MutationOutcomes),
+        (status = 400, description = "missing or invalid parameter", body = ledger::wire::ErrorBody),
+        (status = 404, description = "unknown or expired session, or unknown turn", body = ledger::wire::ErrorBody),
+    ),
+)]
 pub async fn mutation_outcomes(
     State(state): State<AppState>,
     q: Result<Query<SessionParam>, QueryRejection>,
@@ -46,11 +57,30 @@ pub async fn mutation_outcomes(
 }
 
 /// `GET /api/sessions` → `{"sessions": [...]}`, most recently active first.
+#[utoipa::path(
+    get,
+    path = "/api/sessions",
+    tag = "read",
+    responses(
+        (status = 200, description = "sessions that have not expired, most recently active first", body = ledger::wire::SessionList),
+    ),
+)]
 pub async fn sessions(State(state): State<AppState>) -> Result<Json<SessionList>, ApiError> {
     Ok(Json(state.sessions.sessions().await?))
 }
 
 /// `GET /api/sessions/{session_key}/turns` → the session's turns, oldest first, with counts.
+#[utoipa::path(
+    get,
+    path = "/api/sessions/{session_key}/turns",
+    tag = "read",
+    params(("session_key" = String, Path, description = "session key, percent-encoded")),
+    responses(
+        (status = 200, description = "the session's turns, oldest first", body = ledger::wire::SessionTurns),
+        (status = 400, description = "missing or invalid parameter", body = ledger::wire::ErrorBody),
+        (status = 404, description = "unknown or expired session, or unknown turn", body = ledger::wire::ErrorBody),
+    ),
+)]
 pub async fn turns(
     State(state): State<AppState>,
     p: Result<Path<String>, PathRejection>,
@@ -60,6 +90,17 @@ pub async fn turns(
 }
 
 /// `GET /api/sessions/{session_key}/turns/{logical_turn_id}/entries` → `{"latest_revision", "entries"}`.
+#[utoipa::path(
+    get,
+    path = "/api/sessions/{session_key}/turns/{logical_turn_id}/entries",
+    tag = "read",
+    params(("session_key" = String, Path, description = "session key, percent-encoded"), ("logical_turn_id" = String, Path, description = "logical turn, percent-encoded")),
+    responses(
+        (status = 200, description = "the turn's published entries in recorded order, and its latest revision", body = ledger::wire::TurnEntries),
+        (status = 400, description = "missing or invalid parameter", body = ledger::wire::ErrorBody),
+        (status = 404, description = "unknown or expired session, or unknown turn", body = ledger::wire::ErrorBody),
+    ),
+)]
 pub async fn turn_entries(
     State(state): State<AppState>,
     p: Result<Path<(String, String)>, PathRejection>,
@@ -71,6 +112,16 @@ pub async fn turn_entries(
 }
 
 /// `GET /api/operations/{mutation_id}` → `{"matches": [...]}`: every published outcome with this id.
+#[utoipa::path(
+    get,
+    path = "/api/operations/{mutation_id}",
+    tag = "read",
+    params(("mutation_id" = String, Path, description = "operation id, percent-encoded")),
+    responses(
+        (status = 200, description = "every published outcome with this operation id", body = ledger::wire::OperationMatches),
+        (status = 400, description = "missing or invalid parameter", body = ledger::wire::ErrorBody),
+    ),
+)]
 pub async fn operation(
     State(state): State<AppState>,
     p: Result<Path<String>, PathRejection>,
@@ -88,6 +139,16 @@ pub struct LimitParam {
 
 /// `GET /api/unknowns[?limit=n]` → `{"matches": [...]}`: open unknown outcomes across sessions, oldest
 /// first. `limit` is 1..=1000 (default 200); anything else is 400.
+#[utoipa::path(
+    get,
+    path = "/api/unknowns",
+    tag = "read",
+    params(("limit" = Option<u32>, Query, description = "1 to 1000, default 200")),
+    responses(
+        (status = 200, description = "open unknown outcomes across sessions, oldest first", body = ledger::wire::OperationMatches),
+        (status = 400, description = "missing or invalid parameter", body = ledger::wire::ErrorBody),
+    ),
+)]
 pub async fn unknowns(
     State(state): State<AppState>,
     q: Result<Query<LimitParam>, QueryRejection>,
@@ -112,6 +173,14 @@ pub async fn unknowns(
 }
 
 /// `GET /healthz` → 200 `{"status": "ok"}`.
+#[utoipa::path(
+    get,
+    path = "/healthz",
+    tag = "operations",
+    responses(
+        (status = 200, description = "the server is up: {\"status\": \"ok\"}"),
+    ),
+)]
 pub async fn healthz() -> Json<serde_json::Value> {
     Json(serde_json::json!({ "status": "ok" }))
 }

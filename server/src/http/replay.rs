@@ -81,6 +81,23 @@ pub fn snapshot_events(replay: &Replay) -> Vec<Event> {
 }
 
 /// The replay endpoint.
+#[utoipa::path(
+    get,
+    path = "/api/mutation-events",
+    tag = "history",
+    params(
+        ("session_id" = String, Query, description = "session key"),
+        ("logical_turn_id" = String, Query, description = "logical turn"),
+        ("after" = Option<String>, Query, description = "cursor: ASCII digits, at most 2^63-1; wins over Last-Event-ID"),
+        ("Last-Event-ID" = Option<String>, Header, description = "cursor, when `after` is absent"),
+    ),
+    responses(
+        (status = 200, description = "finite snapshot: `retry:`, events `mutation_outcome` with `id: <revision>`, final `id:`", content_type = "text/event-stream", body = String),
+        (status = 400, description = "missing parameter or invalid cursor", body = ledger::wire::ErrorBody),
+        (status = 404, description = "unknown or expired session, or unknown turn", body = ledger::wire::ErrorBody),
+        (status = 409, description = "cursor past the turn's latest revision", body = ledger::wire::ErrorBody),
+    ),
+)]
 pub async fn mutation_events(
     State(state): State<AppState>,
     headers: HeaderMap,

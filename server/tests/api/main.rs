@@ -5,5 +5,6 @@ mod helpers;
 mod history;
 mod host;
 mod live;
+mod openapi;
 mod pages;
 mod replay;
