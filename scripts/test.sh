@@ -9,7 +9,7 @@ scripts/build.sh
 echo "== cargo test"
 cargo test --workspace
 
-echo "== browser tests (Playwright, Debian Chromium)"
+echo "== start the server for the client and browser tests"
 port=${E2E_PORT:-3100}
 data=$(mktemp -d)
 export OUTCOMES_HOST_TOKEN="e2e-$(date +%s)-$RANDOM"
@@ -17,6 +17,10 @@ target/release/outcomes serve --addr "127.0.0.1:$port" --data-dir "$data" > "$da
 server=$!
 trap 'kill $server 2>/dev/null || true; rm -rf "$data"' EXIT
 for _ in $(seq 1 100); do curl -sf -o /dev/null "http://127.0.0.1:$port/healthz" && break; sleep 0.1; done
+echo "== third-party replay client (npm eventsource, node --test)"
+BASE_URL="http://127.0.0.1:$port" node --test e2e/clients/
+
+echo "== browser tests (Playwright, Debian Chromium)"
 cd e2e
 BASE_URL="http://127.0.0.1:$port" OUTCOMES_DATA_DIR="$data" OUTCOMES_PORT="$port" \
   ../node_modules/.bin/playwright test "$@"
