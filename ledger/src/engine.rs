@@ -524,7 +524,14 @@ impl Engine {
                     }
                     _ => return Err(row.refuse(Refusal::NotNotExecuted)),
                 }
-                if row.attempt_id.as_deref() == Some(attempt_id.as_str()) {
+                let used: Option<i64> = sqlx::query_scalar(
+                    "SELECT 1 FROM attempts WHERE entry_seq = ? AND attempt_id = ?",
+                )
+                .bind(row.seq)
+                .bind(attempt_id.as_str())
+                .fetch_optional(&mut **tx)
+                .await?;
+                if used.is_some() || row.attempt_id.as_deref() == Some(attempt_id.as_str()) {
                     return Err(row.refuse(Refusal::AttemptReused));
                 }
                 self.change(tx, &row, now, Change::start(&attempt_id), false)
@@ -599,6 +606,15 @@ impl Engine {
         live: bool,
     ) -> Result<(EntryState, Option<Announcement>), LedgerError> {
         let revision = next_revision(&mut *tx, row).await?;
+        if let Some(attempt) = &change.attempt_id {
+            sqlx::query(
+                "INSERT INTO attempts (entry_seq, attempt_id) VALUES (?, ?) ON CONFLICT DO NOTHING",
+            )
+            .bind(row.seq)
+            .bind(attempt)
+            .execute(&mut *tx)
+            .await?;
+        }
         sqlx::query(
             "UPDATE entries SET status = ?, intent_recorded = ?, attempt_id = ?, reason = ?, revision = ?, \
              settled_at = ?, updated_at = ? WHERE seq = ?",

@@ -111,14 +111,14 @@ async fn a_write_to_an_expired_session_is_refused_session_expired() {
     assert!(h.sessions.sessions().await.unwrap().sessions.is_empty());
 }
 
-async fn row_counts(path: &str) -> [i64; 4] {
+async fn row_counts(path: &str) -> [i64; 5] {
     let pool = SqlitePoolOptions::new()
         .max_connections(1)
         .connect(&format!("sqlite:{path}"))
         .await
         .unwrap();
-    let mut counts = [0; 4];
-    for (i, table) in ["sessions", "turns", "entries", "reconciliations"]
+    let mut counts = [0; 5];
+    for (i, table) in ["sessions", "turns", "entries", "reconciliations", "attempts"]
         .iter()
         .enumerate()
     {
@@ -139,7 +139,7 @@ async fn purge_expired_deletes_only_expired_sessions() {
     assert_eq!(h.engine.purge_expired().await.unwrap(), 0);
     h.clock.advance(Duration::from_millis(1));
     assert_eq!(h.engine.purge_expired().await.unwrap(), 1);
-    assert_eq!(row_counts(&h.path).await, [1, 1, 1, 0]);
+    assert_eq!(row_counts(&h.path).await, [1, 1, 1, 0, 0]);
     assert!(matches!(
         h.sessions.mutation_outcomes(&sk(SESSION)).await,
         Err(LedgerError::SessionNotFound)
@@ -153,9 +153,9 @@ async fn purge_expired_deletes_only_expired_sessions() {
 async fn delete_session_removes_all_its_rows() {
     let h = populated().await;
     h.ok(approve_in("s-2", "t-9", "m-9")).await;
-    assert_eq!(row_counts(&h.path).await, [2, 2, 3, 1]);
+    assert_eq!(row_counts(&h.path).await, [2, 2, 3, 1, 2]);
     h.engine.delete_session(&sk(SESSION)).await.unwrap();
-    assert_eq!(row_counts(&h.path).await, [1, 1, 1, 0]);
+    assert_eq!(row_counts(&h.path).await, [1, 1, 1, 0, 0]);
     assert!(matches!(
         h.sessions.mutation_outcomes(&sk(SESSION)).await,
         Err(LedgerError::SessionNotFound)

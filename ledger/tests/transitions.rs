@@ -317,6 +317,19 @@ async fn fresh_attempt_reusing_the_current_attempt_id_is_refused() {
 }
 
 #[tokio::test]
+async fn fresh_attempt_reusing_an_earlier_attempt_id_is_refused() {
+    let h = open().await;
+    h.in_flight("m-1", "a-1").await;
+    h.ok(cancel("m-1", "a-1", None)).await;
+    h.ok(fresh("m-1", "a-2")).await;
+    let ne = h.ok(cancel("m-1", "a-2", None)).await;
+    // A late report about the first attempt must never be taken for a new one.
+    h.refused(fresh("m-1", "a-1"), Refusal::AttemptReused, &ne).await;
+    let s = h.ok(fresh("m-1", "a-3")).await;
+    assert_eq!(s.revision, Some(5));
+}
+
+#[tokio::test]
 async fn metadata_on_unpublished_approval_is_refused() {
     let h = open().await;
     let approved = h.ok(approve("m-1")).await;
