@@ -11,12 +11,15 @@ use ledger::ids::SessionKey;
 use ledger::wire::{LedgerStatus as L, MutationOutcome, PublishedStatus as P};
 use ledger::{Adapter, AdapterError, Ledger, Refusal};
 
+/// Announced revision and status, then what the other connection saw: the entry's revision and status and
+/// the turn's latest revision.
+type Seen = (i64, P, Option<i64>, Option<P>, i64);
+
 /// Inside each call, reads the announced entry through a SECOND ledger opened on the same file.
 #[derive(Default)]
 struct DurabilityProbe {
     other: OnceLock<Ledger>,
-    /// (announced revision, announced status, what the other connection saw: revision, status, latest)
-    seen: Mutex<Vec<(i64, P, Option<i64>, Option<P>, i64)>>,
+    seen: Mutex<Vec<Seen>>,
 }
 
 impl Adapter for DurabilityProbe {
@@ -29,8 +32,7 @@ impl Adapter for DurabilityProbe {
         let other = self.other.get().expect("second ledger is set").sessions();
         let turn_id = turn(&outcome.logical_turn_id);
         let entries = tokio::task::block_in_place(|| {
-            tokio::runtime::Handle::current()
-                .block_on(other.turn_entries(session_key, &turn_id))
+            tokio::runtime::Handle::current().block_on(other.turn_entries(session_key, &turn_id))
         })
         .expect("the other connection reads the turn");
         let entry = entries
@@ -52,15 +54,24 @@ impl Adapter for DurabilityProbe {
 async fn adapter_is_called_only_after_the_change_is_durable() {
     let probe = Arc::new(DurabilityProbe::default());
     let h = open_with(probe.clone(), Arc::new(Recorder::default())).await;
-    let other = reopen(&h.path, Arc::new(ledger::adapter::NoAdapter), h.clock.clone()).await;
+    let other = reopen(
+        &h.path,
+        Arc::new(ledger::adapter::NoAdapter),
+        h.clock.clone(),
+    )
+    .await;
     assert!(probe.other.set(other).is_ok());
 
     h.in_flight("m-1", "a-1").await; // 1
-    h.ok(settle("m-1", "a-1", Settlement::Completed, None)).await; // 2
+    h.ok(settle("m-1", "a-1", Settlement::Completed, None))
+        .await; // 2
     h.in_flight("m-2", "a-2").await; // 3
     h.ok(cancel("m-2", "a-2", None)).await; // 4
-    h.ok(attach("m-1", meta("D-1", "https://app.example.com/d/D-1", "One")))
-        .await; // 5
+    h.ok(attach(
+        "m-1",
+        meta("D-1", "https://app.example.com/d/D-1", "One"),
+    ))
+    .await; // 5
     let seen = probe.seen.lock().unwrap().clone();
     assert_eq!(
         seen,
@@ -83,10 +94,16 @@ async fn adapter_is_never_called_for_approve_intent_fresh_attempt_or_refusals() 
     let s = h.ok(fresh("m-1", "a-2")).await;
     assert_eq!(h.recorder.count(), 1, "a fresh attempt is not emitted");
     // Refusals (checked by `refused` to leave the delivery count unchanged).
-    h.refused(intent("m-1", "a-3"), Refusal::AlreadyRecorded, &s).await;
-    h.refused(fresh("m-1", "a-3"), Refusal::UnknownNeedsReconciliation, &s).await;
-    h.refused(settle("m-1", "a-1", Settlement::Failed, None), Refusal::AttemptMismatch, &s)
+    h.refused(intent("m-1", "a-3"), Refusal::AlreadyRecorded, &s)
         .await;
+    h.refused(fresh("m-1", "a-3"), Refusal::UnknownNeedsReconciliation, &s)
+        .await;
+    h.refused(
+        settle("m-1", "a-1", Settlement::Failed, None),
+        Refusal::AttemptMismatch,
+        &s,
+    )
+    .await;
     let d = h.recorder.deliveries();
     assert_eq!(d.len(), 1);
     assert_eq!((d[0].session_key.as_str(), d[0].revision), (SESSION, 2));
@@ -122,11 +139,18 @@ impl Adapter for Panicking {
 async fn settlement_survives(adapter: Arc<dyn Adapter>) {
     let h = open_with(adapter, Arc::new(Recorder::default())).await;
     h.in_flight("m-1", "a-1").await;
-    let settled = h.ok(settle("m-1", "a-1", Settlement::Completed, None)).await;
-    assert_eq!(settled, state("m-1", L::Completed, true, Some("a-1"), Some(2), None));
+    let settled = h
+        .ok(settle("m-1", "a-1", Settlement::Completed, None))
+        .await;
+    assert_eq!(
+        settled,
+        state("m-1", L::Completed, true, Some("a-1"), Some(2), None)
+    );
     // The writer is still usable, and the settlement is not undone.
     h.in_flight("m-2", "a-2").await;
-    let u = h.ok(settle("m-2", "a-2", Settlement::OutcomeUnknown, None)).await;
+    let u = h
+        .ok(settle("m-2", "a-2", Settlement::OutcomeUnknown, None))
+        .await;
     assert_eq!(u.revision, Some(4));
     let statuses = |outcomes: Vec<MutationOutcome>| {
         outcomes
@@ -145,7 +169,13 @@ async fn settlement_survives(adapter: Arc<dyn Adapter>) {
     h.ledger.close().await;
     let again = reopen(&h.path, Arc::new(Recorder::default()), h.clock.clone()).await;
     assert_eq!(
-        statuses(again.sessions().mutation_outcomes(&sk(SESSION)).await.unwrap()),
+        statuses(
+            again
+                .sessions()
+                .mutation_outcomes(&sk(SESSION))
+                .await
+                .unwrap()
+        ),
         expected
     );
     assert_eq!(

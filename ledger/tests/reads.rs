@@ -27,26 +27,44 @@ fn events(r: &Replay) -> Vec<(Option<i64>, &str, P)> {
 async fn unknown_outcomes_are_re_sent_after_any_cursor() {
     let h = open().await;
     h.in_flight("m-1", "a-1").await; // 1
-    h.ok(settle("m-1", "a-1", Settlement::OutcomeUnknown, None)).await; // 2
+    h.ok(settle("m-1", "a-1", Settlement::OutcomeUnknown, None))
+        .await; // 2
     h.in_flight("m-2", "a-2").await; // 3
-    h.ok(settle("m-2", "a-2", Settlement::Completed, None)).await; // 4
+    h.ok(settle("m-2", "a-2", Settlement::Completed, None))
+        .await; // 4
     let (s, t) = (sk(SESSION), turn(TURN));
 
     let full = h.sessions.replay(&s, &t, None).await.unwrap();
     assert_eq!(
         events(&full),
-        vec![(Some(2), "m-1", P::OutcomeUnknown), (Some(4), "m-2", P::Completed)]
+        vec![
+            (Some(2), "m-1", P::OutcomeUnknown),
+            (Some(4), "m-2", P::Completed)
+        ]
     );
-    assert_eq!((full.cursor, full.latest_revision, full.final_id()), (None, 4, Some(4)));
+    assert_eq!(
+        (full.cursor, full.latest_revision, full.final_id()),
+        (None, 4, Some(4))
+    );
 
     let at_latest = h.sessions.replay(&s, &t, cursor(4)).await.unwrap();
-    assert_eq!(events(&at_latest), vec![(Some(2), "m-1", P::OutcomeUnknown)]);
-    assert_eq!(at_latest.final_id(), Some(4), "the cursor, not the re-sent 2");
+    assert_eq!(
+        events(&at_latest),
+        vec![(Some(2), "m-1", P::OutcomeUnknown)]
+    );
+    assert_eq!(
+        at_latest.final_id(),
+        Some(4),
+        "the cursor, not the re-sent 2"
+    );
 
     let after_2 = h.sessions.replay(&s, &t, cursor(2)).await.unwrap();
     assert_eq!(
         events(&after_2),
-        vec![(Some(2), "m-1", P::OutcomeUnknown), (Some(4), "m-2", P::Completed)]
+        vec![
+            (Some(2), "m-1", P::OutcomeUnknown),
+            (Some(4), "m-2", P::Completed)
+        ]
     );
 
     // An in-flight entry is published unknown and is re-sent too.
@@ -54,7 +72,10 @@ async fn unknown_outcomes_are_re_sent_after_any_cursor() {
     let r = h.sessions.replay(&s, &t, cursor(5)).await.unwrap();
     assert_eq!(
         events(&r),
-        vec![(Some(2), "m-1", P::OutcomeUnknown), (Some(5), "m-3", P::OutcomeUnknown)]
+        vec![
+            (Some(2), "m-1", P::OutcomeUnknown),
+            (Some(5), "m-3", P::OutcomeUnknown)
+        ]
     );
 
     // Once reconciled it reappears under its new revision, then no longer after a later cursor.
@@ -62,7 +83,10 @@ async fn unknown_outcomes_are_re_sent_after_any_cursor() {
     let r = h.sessions.replay(&s, &t, cursor(5)).await.unwrap();
     assert_eq!(
         events(&r),
-        vec![(Some(5), "m-3", P::OutcomeUnknown), (Some(6), "m-1", P::Completed)]
+        vec![
+            (Some(5), "m-3", P::OutcomeUnknown),
+            (Some(6), "m-1", P::Completed)
+        ]
     );
     let r = h.sessions.replay(&s, &t, cursor(6)).await.unwrap();
     assert_eq!(events(&r), vec![(Some(5), "m-3", P::OutcomeUnknown)]);
@@ -72,7 +96,11 @@ async fn unknown_outcomes_are_re_sent_after_any_cursor() {
 async fn cursor_past_the_latest_revision_is_cursor_ahead() {
     let h = open().await;
     h.in_flight("m-1", "a-1").await;
-    match h.sessions.replay(&sk(SESSION), &turn(TURN), cursor(2)).await {
+    match h
+        .sessions
+        .replay(&sk(SESSION), &turn(TURN), cursor(2))
+        .await
+    {
         Err(LedgerError::CursorAhead { cursor, latest }) => assert_eq!((cursor, latest), (2, 1)),
         other => panic!("{other:?}"),
     }
@@ -92,11 +120,15 @@ async fn unknown_turn_or_session_is_not_found() {
     ));
     h.ok(approve("m-1")).await;
     assert!(matches!(
-        h.sessions.replay(&sk(SESSION), &turn("t-other"), cursor(9)).await,
+        h.sessions
+            .replay(&sk(SESSION), &turn("t-other"), cursor(9))
+            .await,
         Err(LedgerError::TurnNotFound)
     ));
     assert!(matches!(
-        h.sessions.turn_entries(&sk(SESSION), &turn("t-other")).await,
+        h.sessions
+            .turn_entries(&sk(SESSION), &turn("t-other"))
+            .await,
         Err(LedgerError::TurnNotFound)
     ));
 }
@@ -106,7 +138,11 @@ async fn a_turn_known_from_an_approval_replays_empty_with_no_final_id() {
     let h = open().await;
     h.ok(approve("m-1")).await;
     for c in [None, cursor(0)] {
-        let r = h.sessions.replay(&sk(SESSION), &turn(TURN), c).await.unwrap();
+        let r = h
+            .sessions
+            .replay(&sk(SESSION), &turn(TURN), c)
+            .await
+            .unwrap();
         assert!(r.events.is_empty());
         assert_eq!((r.latest_revision, r.final_id()), (0, None));
     }
@@ -139,11 +175,23 @@ async fn legacy_entries_appear_only_in_a_full_replay_first_and_without_revision(
     let only_legacy = h.sessions.replay(&s, &t, None).await.unwrap();
     assert_eq!(
         events(&only_legacy),
-        vec![(None, "m-L1", P::Completed), (None, "m-L2", P::OutcomeUnknown)]
+        vec![
+            (None, "m-L1", P::Completed),
+            (None, "m-L2", P::OutcomeUnknown)
+        ]
     );
-    assert_eq!((only_legacy.latest_revision, only_legacy.final_id()), (0, None));
+    assert_eq!(
+        (only_legacy.latest_revision, only_legacy.final_id()),
+        (0, None)
+    );
     // Not after a cursor, even the unknown one.
-    assert!(h.sessions.replay(&s, &t, cursor(0)).await.unwrap().events.is_empty());
+    assert!(h
+        .sessions
+        .replay(&s, &t, cursor(0))
+        .await
+        .unwrap()
+        .events
+        .is_empty());
 
     h.in_flight("m-1", "a-1").await;
     let full = h.sessions.replay(&s, &t, None).await.unwrap();
@@ -163,7 +211,11 @@ async fn legacy_entries_appear_only_in_a_full_replay_first_and_without_revision(
 
     // History and entries list them too; entries show no revision.
     let entries = h.sessions.turn_entries(&s, &t).await.unwrap();
-    let revs: Vec<_> = entries.entries.iter().map(|e| e.mutation_revision).collect();
+    let revs: Vec<_> = entries
+        .entries
+        .iter()
+        .map(|e| e.mutation_revision)
+        .collect();
     assert_eq!(revs, vec![None, None, Some(1)]);
     assert_eq!(h.sessions.mutation_outcomes(&s).await.unwrap().len(), 3);
     assert_eq!(h.recorder.count(), 0, "an import is not a live change");
@@ -186,7 +238,13 @@ async fn importing_a_recorded_mutation_is_refused() {
     }
 }
 
-fn counts(completed: u64, failed: u64, not_executed: u64, unknown: u64, in_flight: u64) -> StatusCounts {
+fn counts(
+    completed: u64,
+    failed: u64,
+    not_executed: u64,
+    unknown: u64,
+    in_flight: u64,
+) -> StatusCounts {
     StatusCounts {
         completed,
         failed,
@@ -201,9 +259,11 @@ fn counts(completed: u64, failed: u64, not_executed: u64, unknown: u64, in_fligh
 async fn dashboard() -> Harness {
     let h = open().await;
     h.in_flight("m-1", "a-1").await;
-    h.ok(settle("m-1", "a-1", Settlement::OutcomeUnknown, None)).await;
+    h.ok(settle("m-1", "a-1", Settlement::OutcomeUnknown, None))
+        .await;
     h.in_flight("m-2", "a-2").await;
-    h.ok(settle("m-2", "a-2", Settlement::Completed, None)).await;
+    h.ok(settle("m-2", "a-2", Settlement::Completed, None))
+        .await;
     h.ok(approve("m-3")).await;
     h.clock.advance(Duration::from_secs(1));
     h.ok(approve_in(SESSION, "t-2", "m-4")).await;
@@ -289,7 +349,11 @@ async fn turns_list_oldest_first_with_latest_revision_and_counts() {
 #[tokio::test]
 async fn turn_entries_are_published_entries_in_recorded_order() {
     let h = dashboard().await;
-    let e = h.sessions.turn_entries(&sk(SESSION), &turn(TURN)).await.unwrap();
+    let e = h
+        .sessions
+        .turn_entries(&sk(SESSION), &turn(TURN))
+        .await
+        .unwrap();
     assert_eq!(e.latest_revision, 4);
     let got: Vec<_> = e
         .entries
@@ -306,7 +370,12 @@ async fn turn_entries_are_published_entries_in_recorded_order() {
     assert_eq!(
         got,
         vec![
-            ("m-1", L::OutcomeUnknown, Some(2), Some("2027-01-15T08:00:00Z")),
+            (
+                "m-1",
+                L::OutcomeUnknown,
+                Some(2),
+                Some("2027-01-15T08:00:00Z")
+            ),
             ("m-2", L::Completed, Some(4), Some("2027-01-15T08:00:00Z")),
         ]
     );
@@ -352,11 +421,29 @@ async fn find_operation_matches_a_mutation_id_across_sessions() {
         got,
         vec![
             ("s-1", L::OutcomeUnknown, P::OutcomeUnknown, Some(2), true),
-            ("s-2", L::ExecutionStarted, P::OutcomeUnknown, Some(1), false),
+            (
+                "s-2",
+                L::ExecutionStarted,
+                P::OutcomeUnknown,
+                Some(1),
+                false
+            ),
         ]
     );
-    assert!(h.sessions.find_operation(&mid("m-3")).await.unwrap().is_empty(), "unpublished");
-    assert!(h.sessions.find_operation(&mid("nope")).await.unwrap().is_empty());
+    assert!(
+        h.sessions
+            .find_operation(&mid("m-3"))
+            .await
+            .unwrap()
+            .is_empty(),
+        "unpublished"
+    );
+    assert!(h
+        .sessions
+        .find_operation(&mid("nope"))
+        .await
+        .unwrap()
+        .is_empty());
 }
 
 #[tokio::test]

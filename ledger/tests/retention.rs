@@ -15,12 +15,17 @@ use sqlx::sqlite::SqlitePoolOptions;
 async fn populated() -> Harness {
     let h = open().await;
     h.in_flight("m-1", "a-1").await;
-    h.ok(settle("m-1", "a-1", Settlement::OutcomeUnknown, None)).await;
+    h.ok(settle("m-1", "a-1", Settlement::OutcomeUnknown, None))
+        .await;
     h.ok(reconcile("m-1", "a-1", true)).await;
     h.in_flight("m-2", "a-2").await;
-    h.ok(settle("m-2", "a-2", Settlement::OutcomeUnknown, None)).await;
-    h.ok(attach("m-2", meta("D-2", "https://app.example.com/d/D-2", "Two")))
+    h.ok(settle("m-2", "a-2", Settlement::OutcomeUnknown, None))
         .await;
+    h.ok(attach(
+        "m-2",
+        meta("D-2", "https://app.example.com/d/D-2", "Two"),
+    ))
+    .await;
     h
 }
 
@@ -118,9 +123,15 @@ async fn row_counts(path: &str) -> [i64; 5] {
         .await
         .unwrap();
     let mut counts = [0; 5];
-    for (i, table) in ["sessions", "turns", "entries", "reconciliations", "attempts"]
-        .iter()
-        .enumerate()
+    for (i, table) in [
+        "sessions",
+        "turns",
+        "entries",
+        "reconciliations",
+        "attempts",
+    ]
+    .iter()
+    .enumerate()
     {
         counts[i] = sqlx::query_scalar(&format!("SELECT COUNT(*) FROM {table}"))
             .fetch_one(&pool)

@@ -18,13 +18,21 @@ async fn revisions_increase_by_one_per_visible_change_and_not_for_approve_or_no_
     assert_eq!(h.latest_revision().await, 0);
     seen.push(h.ok(intent("m-1", "a-1")).await.revision);
     seen.push(h.ok(intent("m-2", "a-2")).await.revision);
-    seen.push(h.ok(settle("m-2", "a-2", Settlement::Failed, None)).await.revision);
+    seen.push(
+        h.ok(settle("m-2", "a-2", Settlement::Failed, None))
+            .await
+            .revision,
+    );
     let m = meta("D-1", "https://app.example.com/d/D-1", "One");
     seen.push(h.ok(attach("m-2", m.clone())).await.revision);
     // No-op and refusal take no revision.
     assert_eq!(h.ok(attach("m-2", m)).await.revision, Some(4));
     assert!(h.engine.apply(intent("m-1", "a-1")).await.is_err());
-    seen.push(h.ok(settle("m-1", "a-1", Settlement::Completed, None)).await.revision);
+    seen.push(
+        h.ok(settle("m-1", "a-1", Settlement::Completed, None))
+            .await
+            .revision,
+    );
     assert_eq!(seen, vec![Some(1), Some(2), Some(3), Some(4), Some(5)]);
     assert_eq!(h.latest_revision().await, 5);
 }
@@ -37,7 +45,9 @@ async fn each_turn_keeps_its_own_revision_counter() {
     assert_eq!(h.ok(intent("m-1", "a-1")).await.revision, Some(1));
     assert_eq!(h.ok(intent("m-2", "a-2")).await.revision, Some(1));
     assert_eq!(
-        h.ok(settle("m-2", "a-2", Settlement::Completed, None)).await.revision,
+        h.ok(settle("m-2", "a-2", Settlement::Completed, None))
+            .await
+            .revision,
         Some(2)
     );
     let turns = h.sessions.turns(&sk(SESSION)).await.unwrap();
@@ -54,11 +64,19 @@ async fn an_entry_replays_under_the_revision_of_its_latest_change() {
     let h = open().await;
     h.in_flight("m-1", "a-1").await; // 1
     h.in_flight("m-2", "a-2").await; // 2
-    h.ok(settle("m-2", "a-2", Settlement::Completed, None)).await; // 3
+    h.ok(settle("m-2", "a-2", Settlement::Completed, None))
+        .await; // 3
     h.ok(settle("m-1", "a-1", Settlement::Failed, None)).await; // 4
-    h.ok(attach("m-2", meta("D-2", "https://app.example.com/d/D-2", "Two")))
-        .await; // 5
-    let replay = h.sessions.replay(&sk(SESSION), &turn(TURN), None).await.unwrap();
+    h.ok(attach(
+        "m-2",
+        meta("D-2", "https://app.example.com/d/D-2", "Two"),
+    ))
+    .await; // 5
+    let replay = h
+        .sessions
+        .replay(&sk(SESSION), &turn(TURN), None)
+        .await
+        .unwrap();
     let got: Vec<_> = replay
         .events
         .iter()
@@ -69,9 +87,21 @@ async fn an_entry_replays_under_the_revision_of_its_latest_change() {
         vec![(Some(4), "m-1", P::Failed), (Some(5), "m-2", P::Completed)]
     );
     assert_eq!(replay.latest_revision, 5);
-    let entries = h.sessions.turn_entries(&sk(SESSION), &turn(TURN)).await.unwrap();
-    let revs: Vec<_> = entries.entries.iter().map(|e| e.mutation_revision).collect();
-    assert_eq!(revs, vec![Some(4), Some(5)], "recorded order, latest revisions");
+    let entries = h
+        .sessions
+        .turn_entries(&sk(SESSION), &turn(TURN))
+        .await
+        .unwrap();
+    let revs: Vec<_> = entries
+        .entries
+        .iter()
+        .map(|e| e.mutation_revision)
+        .collect();
+    assert_eq!(
+        revs,
+        vec![Some(4), Some(5)],
+        "recorded order, latest revisions"
+    );
 }
 
 /// 250 mutations, each approve → intent → settle → metadata, on one turn, from 250 tasks at once: 1,000
@@ -95,7 +125,13 @@ async fn a_thousand_concurrent_transitions_on_one_turn_take_unique_revisions_del
                 1 => Settlement::Failed,
                 _ => Settlement::OutcomeUnknown,
             };
-            revisions.push(engine.apply(settle(&m, &a, settlement, None)).await.unwrap().revision);
+            revisions.push(
+                engine
+                    .apply(settle(&m, &a, settlement, None))
+                    .await
+                    .unwrap()
+                    .revision,
+            );
             let md = meta(&format!("D-{i}"), "https://app.example.com/d/x", "T");
             revisions.push(engine.apply(attach(&m, md)).await.unwrap().revision);
             revisions
@@ -127,15 +163,27 @@ async fn a_thousand_concurrent_transitions_on_one_turn_take_unique_revisions_del
     }
     assert_eq!(by_turn.len(), 1);
     let order = &by_turn[TURN];
-    assert!(order.windows(2).all(|w| w[0] < w[1]), "delivery order decreased");
+    assert!(
+        order.windows(2).all(|w| w[0] < w[1]),
+        "delivery order decreased"
+    );
 
     // History agrees: every entry settled under its metadata's revision.
-    let replay = h.sessions.replay(&sk(SESSION), &turn(TURN), None).await.unwrap();
+    let replay = h
+        .sessions
+        .replay(&sk(SESSION), &turn(TURN), None)
+        .await
+        .unwrap();
     assert_eq!(replay.events.len(), N);
     assert_eq!(replay.latest_revision, visible as i64);
     let counts = &h.sessions.turns(&sk(SESSION)).await.unwrap().turns[0].counts;
     assert_eq!(
-        (counts.completed, counts.failed, counts.outcome_unknown, counts.in_flight),
+        (
+            counts.completed,
+            counts.failed,
+            counts.outcome_unknown,
+            counts.in_flight
+        ),
         (84, 83, 83, 0)
     );
 }

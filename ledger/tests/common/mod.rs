@@ -249,7 +249,11 @@ impl Harness {
     /// Everything a reader or the adapter can observe of the default session and turn.
     pub async fn snapshot(&self) -> Snapshot {
         Snapshot {
-            entries: self.sessions.turn_entries(&sk(SESSION), &turn(TURN)).await.ok(),
+            entries: self
+                .sessions
+                .turn_entries(&sk(SESSION), &turn(TURN))
+                .await
+                .ok(),
             history: self
                 .sessions
                 .mutation_outcomes(&sk(SESSION))
