@@ -4,10 +4,14 @@
 mod common;
 
 use std::collections::{BTreeMap, HashSet};
+use std::sync::Arc;
+use std::time::Duration;
 
 use common::*;
 use ledger::engine::Settlement;
-use ledger::wire::PublishedStatus as P;
+use ledger::ids::SessionKey;
+use ledger::wire::{MutationOutcome, PublishedStatus as P};
+use ledger::{Adapter, AdapterError};
 
 #[tokio::test]
 async fn revisions_increase_by_one_per_visible_change_and_not_for_approve_or_no_ops() {
@@ -186,4 +190,57 @@ async fn a_thousand_concurrent_transitions_on_one_turn_take_unique_revisions_del
         ),
         (84, 83, 83, 0)
     );
+}
+
+/// A recorder that takes its time (1 ms a call) while other writers queue up.
+struct SlowRecorder(Arc<Recorder>);
+
+impl Adapter for SlowRecorder {
+    fn on_mutation_outcome(
+        &self,
+        session_key: &SessionKey,
+        outcome: &MutationOutcome,
+        mutation_revision: i64,
+    ) -> Result<(), AdapterError> {
+        std::thread::sleep(Duration::from_millis(1));
+        self.0
+            .on_mutation_outcome(session_key, outcome, mutation_revision)
+    }
+}
+
+/// Batches announce several changes each; a slow adapter must still see one turn's revisions in order.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn adapter_order_equals_revision_order_even_with_a_slow_adapter_and_batches() {
+    const N: usize = 100;
+    let recorder = Arc::new(Recorder::default());
+    let h = open_with(Arc::new(SlowRecorder(recorder.clone())), recorder).await;
+    let mut tasks = Vec::with_capacity(N);
+    for i in 0..N {
+        let engine = h.engine.clone();
+        tasks.push(tokio::spawn(async move {
+            let m = format!("m-{i}");
+            let a = format!("a-{i}");
+            engine.apply(approve(&m)).await.unwrap();
+            engine.apply(intent(&m, &a)).await.unwrap();
+            let md = meta(&format!("D-{i}"), "https://app.example.com/d/x", "T");
+            let results = engine
+                .apply_batch(vec![
+                    settle(&m, &a, Settlement::Completed, None),
+                    attach(&m, md),
+                ])
+                .await
+                .unwrap();
+            assert!(results.iter().all(Result::is_ok));
+        }));
+    }
+    for t in tasks {
+        t.await.unwrap();
+    }
+    let order: Vec<i64> = h.recorder.deliveries().iter().map(|d| d.revision).collect();
+    assert_eq!(order.len(), 2 * N);
+    assert!(
+        order.windows(2).all(|w| w[0] < w[1]),
+        "delivery order is not revision order: {order:?}"
+    );
+    assert_eq!(h.latest_revision().await, 3 * N as i64);
 }
