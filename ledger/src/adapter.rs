@@ -16,6 +16,8 @@ pub struct AdapterError(pub String);
 /// Differs from seed 000's `on_mutation_outcome(outcome, mutation_revision)` by also taking the session key:
 /// the record itself does not carry it, and live streams are per session.
 pub trait Adapter: Send + Sync {
+    /// Delivers `outcome` (the entry's current projection) of `session_key` under `mutation_revision`, the
+    /// revision of the change. An error is logged and never changes the ledger.
     fn on_mutation_outcome(
         &self,
         session_key: &SessionKey,

@@ -17,8 +17,11 @@ use crate::wire::{EntryState, LedgerStatus, MutationOutcome, PublishedStatus, Re
 /// How an in-flight attempt settled.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Settlement {
+    /// The tool reported success: `completed`.
     Completed,
+    /// The tool reported failure: `failed`.
     Failed,
+    /// The result is not established (e.g. a timeout after the router was entered): `outcome_unknown`.
     OutcomeUnknown,
 }
 
@@ -35,19 +38,27 @@ pub struct Evidence {
 }
 
 /// One write operation. The host write API and its batch map onto these.
+///
+/// Every variant names its entry by `session_key` and `mutation_id`; `attempt_id` is the dispatcher's attempt
+/// (the new one for `RecordIntent`/`FreshAttempt`, the current one otherwise).
 #[derive(Debug, Clone, PartialEq, Eq)]
+#[allow(missing_docs)] // the fields are described above
 pub enum Operation {
+    /// Records an approved mutation in `logical_turn_id` (creating the session and turn when new). Not
+    /// published, no revision.
     Approve {
         session_key: SessionKey,
         logical_turn_id: LogicalTurnId,
         mutation_id: MutationId,
         tool: ToolName,
     },
+    /// Dispatch is about to enter the router: `approved` → `execution_started` under `attempt_id`.
     RecordIntent {
         session_key: SessionKey,
         mutation_id: MutationId,
         attempt_id: AttemptId,
     },
+    /// The in-flight attempt settled; `reason` may only be `execution_timeout` with `OutcomeUnknown`.
     Settle {
         session_key: SessionKey,
         mutation_id: MutationId,
@@ -55,12 +66,16 @@ pub enum Operation {
         settlement: Settlement,
         reason: Option<Reason>,
     },
+    /// The in-flight attempt never entered the router: back to `approved` after intent (`not_executed`);
+    /// `reason` may only be `pre_dispatch_deadline`.
     Cancel {
         session_key: SessionKey,
         mutation_id: MutationId,
         attempt_id: AttemptId,
         reason: Option<Reason>,
     },
+    /// Authoritative evidence about the original attempt settles an in-flight or unknown entry:
+    /// `completed`, or `not_executed` when `completed` is false.
     Reconcile {
         session_key: SessionKey,
         mutation_id: MutationId,
@@ -68,11 +83,13 @@ pub enum Operation {
         completed: bool,
         evidence: Evidence,
     },
+    /// Sets the host metadata (id, url, title) of a published entry; identical metadata is a no-op.
     AttachMetadata {
         session_key: SessionKey,
         mutation_id: MutationId,
         metadata: HostMetadata,
     },
+    /// Starts a new attempt of a `not_executed` entry under an attempt id the entry never had.
     FreshAttempt {
         session_key: SessionKey,
         mutation_id: MutationId,
@@ -524,7 +541,14 @@ impl Engine {
                     }
                     _ => return Err(row.refuse(Refusal::NotNotExecuted)),
                 }
-                if row.attempt_id.as_deref() == Some(attempt_id.as_str()) {
+                let used: Option<i64> = sqlx::query_scalar(
+                    "SELECT 1 FROM attempts WHERE entry_seq = ? AND attempt_id = ?",
+                )
+                .bind(row.seq)
+                .bind(attempt_id.as_str())
+                .fetch_optional(&mut **tx)
+                .await?;
+                if used.is_some() || row.attempt_id.as_deref() == Some(attempt_id.as_str()) {
                     return Err(row.refuse(Refusal::AttemptReused));
                 }
                 self.change(tx, &row, now, Change::start(&attempt_id), false)
@@ -599,6 +623,15 @@ impl Engine {
         live: bool,
     ) -> Result<(EntryState, Option<Announcement>), LedgerError> {
         let revision = next_revision(&mut *tx, row).await?;
+        if let Some(attempt) = &change.attempt_id {
+            sqlx::query(
+                "INSERT INTO attempts (entry_seq, attempt_id) VALUES (?, ?) ON CONFLICT DO NOTHING",
+            )
+            .bind(row.seq)
+            .bind(attempt)
+            .execute(&mut *tx)
+            .await?;
+        }
         sqlx::query(
             "UPDATE entries SET status = ?, intent_recorded = ?, attempt_id = ?, reason = ?, revision = ?, \
              settled_at = ?, updated_at = ? WHERE seq = ?",

@@ -19,7 +19,7 @@ pub enum Refusal {
     NotNotExecuted,
     /// Host metadata on an entry that is not published yet (approved, never started).
     NotPublished,
-    /// A fresh attempt that reuses the current attempt id.
+    /// A fresh attempt that reuses an attempt id the entry already had (current or earlier).
     AttemptReused,
 }
 

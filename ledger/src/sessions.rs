@@ -17,7 +17,9 @@ use crate::wire::{
 /// One event of a replay snapshot: `revision` is `None` for a legacy entry (framed without `id:`).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ReplayEvent {
+    /// The revision of the entry's latest change; `None` for a legacy entry.
     pub revision: Option<i64>,
+    /// The entry's current projection.
     pub outcome: MutationOutcome,
 }
 
@@ -28,6 +30,7 @@ pub struct Replay {
     pub events: Vec<ReplayEvent>,
     /// The cursor the request came with, if any.
     pub cursor: Option<i64>,
+    /// The turn's latest revision when the snapshot was taken.
     pub latest_revision: i64,
 }
 

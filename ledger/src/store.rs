@@ -40,6 +40,7 @@ pub struct LedgerOptions {
     pub session_ttl: Duration,
     /// Live delivery; called after each settled change is durable.
     pub adapter: Arc<dyn Adapter>,
+    /// Time source for recorded times and retention ([`SystemClock`] outside tests).
     pub clock: Arc<dyn Clock>,
     /// Read connections in the pool (writes use one connection of their own).
     pub read_connections: u32,

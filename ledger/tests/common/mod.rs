@@ -1,0 +1,334 @@
+//! Shared helpers of the ledger's rule tests: a ledger on a temporary file with a manual clock and a
+//! recording adapter, builders for every operation, and snapshots that prove a refusal changed nothing.
+#![allow(dead_code)]
+
+use std::sync::atomic::{AtomicI64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use ledger::engine::{Evidence, Operation, Settlement};
+use ledger::ids::{AttemptId, LogicalTurnId, MutationId, SessionKey, ToolName};
+use ledger::projection::HostMetadata;
+use ledger::wire::{EntryState, MutationOutcome, Reason, SessionList, TurnEntries};
+use ledger::{
+    Adapter, AdapterError, Clock, Engine, Ledger, LedgerError, LedgerOptions, Refusal,
+    SessionManager,
+};
+
+/// The clock every test starts at (2027-01-15T08:00:00Z).
+pub const T0: i64 = 1_800_000_000_000;
+/// Session time to live of [`open`].
+pub const TTL: Duration = Duration::from_secs(3600);
+pub const SESSION: &str = "s-1";
+pub const TURN: &str = "t-1";
+pub const TOOL: &str = "mcp__dashboards__create";
+
+/// A clock the test moves by hand.
+#[derive(Debug)]
+pub struct ManualClock(AtomicI64);
+
+impl ManualClock {
+    pub fn new(at: i64) -> Self {
+        ManualClock(AtomicI64::new(at))
+    }
+
+    pub fn advance(&self, by: Duration) {
+        self.0
+            .fetch_add(i64::try_from(by.as_millis()).unwrap(), Ordering::SeqCst);
+    }
+}
+
+impl Clock for ManualClock {
+    fn now_ms(&self) -> i64 {
+        self.0.load(Ordering::SeqCst)
+    }
+}
+
+/// One adapter call.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Delivery {
+    pub session_key: String,
+    pub outcome: MutationOutcome,
+    pub revision: i64,
+}
+
+/// An adapter that records every call.
+#[derive(Debug, Default)]
+pub struct Recorder(pub Mutex<Vec<Delivery>>);
+
+impl Recorder {
+    pub fn deliveries(&self) -> Vec<Delivery> {
+        self.0.lock().unwrap().clone()
+    }
+
+    pub fn count(&self) -> usize {
+        self.0.lock().unwrap().len()
+    }
+}
+
+impl Adapter for Recorder {
+    fn on_mutation_outcome(
+        &self,
+        session_key: &SessionKey,
+        outcome: &MutationOutcome,
+        mutation_revision: i64,
+    ) -> Result<(), AdapterError> {
+        self.0.lock().unwrap().push(Delivery {
+            session_key: session_key.to_string(),
+            outcome: outcome.clone(),
+            revision: mutation_revision,
+        });
+        Ok(())
+    }
+}
+
+/// An open ledger on a temporary file.
+pub struct Harness {
+    /// Keeps the directory alive.
+    pub dir: tempfile::TempDir,
+    pub path: String,
+    pub ledger: Ledger,
+    pub engine: Engine,
+    pub sessions: SessionManager,
+    pub clock: Arc<ManualClock>,
+    pub recorder: Arc<Recorder>,
+}
+
+/// A ledger with a recording adapter, the manual clock at [`T0`] and a [`TTL`] of one hour.
+pub async fn open() -> Harness {
+    let recorder = Arc::new(Recorder::default());
+    open_with(recorder.clone(), recorder).await
+}
+
+/// A ledger whose adapter is `adapter`; `recorder` is kept in the harness for the test to inspect.
+pub async fn open_with(adapter: Arc<dyn Adapter>, recorder: Arc<Recorder>) -> Harness {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("ledger.db").to_string_lossy().into_owned();
+    let clock = Arc::new(ManualClock::new(T0));
+    let ledger = reopen(&path, adapter, clock.clone()).await;
+    Harness {
+        dir,
+        path,
+        engine: ledger.engine(),
+        sessions: ledger.sessions(),
+        ledger,
+        clock,
+        recorder,
+    }
+}
+
+/// Opens (again) the ledger file at `path`.
+pub async fn reopen(path: &str, adapter: Arc<dyn Adapter>, clock: Arc<ManualClock>) -> Ledger {
+    Ledger::open(
+        path,
+        LedgerOptions {
+            session_ttl: TTL,
+            adapter,
+            clock,
+            read_connections: 2,
+        },
+    )
+    .await
+    .unwrap()
+}
+
+pub fn sk(s: &str) -> SessionKey {
+    SessionKey::parse(s).unwrap()
+}
+
+pub fn turn(s: &str) -> LogicalTurnId {
+    LogicalTurnId::parse(s).unwrap()
+}
+
+pub fn mid(s: &str) -> MutationId {
+    MutationId::parse(s).unwrap()
+}
+
+pub fn att(s: &str) -> AttemptId {
+    AttemptId::parse(s).unwrap()
+}
+
+pub fn approve_in(session: &str, t: &str, m: &str) -> Operation {
+    Operation::Approve {
+        session_key: sk(session),
+        logical_turn_id: turn(t),
+        mutation_id: mid(m),
+        tool: ToolName::parse(TOOL).unwrap(),
+    }
+}
+
+pub fn approve(m: &str) -> Operation {
+    approve_in(SESSION, TURN, m)
+}
+
+pub fn intent(m: &str, a: &str) -> Operation {
+    Operation::RecordIntent {
+        session_key: sk(SESSION),
+        mutation_id: mid(m),
+        attempt_id: att(a),
+    }
+}
+
+pub fn settle(m: &str, a: &str, settlement: Settlement, reason: Option<Reason>) -> Operation {
+    Operation::Settle {
+        session_key: sk(SESSION),
+        mutation_id: mid(m),
+        attempt_id: att(a),
+        settlement,
+        reason,
+    }
+}
+
+pub fn cancel(m: &str, a: &str, reason: Option<Reason>) -> Operation {
+    Operation::Cancel {
+        session_key: sk(SESSION),
+        mutation_id: mid(m),
+        attempt_id: att(a),
+        reason,
+    }
+}
+
+pub fn evidence() -> Evidence {
+    Evidence {
+        source: "github.issues".into(),
+        reference: "issue #419".into(),
+        observed_at: "2027-01-15T08:05:00Z".into(),
+    }
+}
+
+pub fn reconcile(m: &str, a: &str, completed: bool) -> Operation {
+    Operation::Reconcile {
+        session_key: sk(SESSION),
+        mutation_id: mid(m),
+        attempt_id: att(a),
+        completed,
+        evidence: evidence(),
+    }
+}
+
+pub fn meta(id: &str, url: &str, title: &str) -> HostMetadata {
+    HostMetadata {
+        id: Some(id.into()),
+        url: Some(url.into()),
+        title: Some(title.into()),
+    }
+}
+
+pub fn attach(m: &str, metadata: HostMetadata) -> Operation {
+    Operation::AttachMetadata {
+        session_key: sk(SESSION),
+        mutation_id: mid(m),
+        metadata,
+    }
+}
+
+pub fn fresh(m: &str, a: &str) -> Operation {
+    Operation::FreshAttempt {
+        session_key: sk(SESSION),
+        mutation_id: mid(m),
+        attempt_id: att(a),
+    }
+}
+
+impl Harness {
+    /// Applies `op`, which must succeed.
+    pub async fn ok(&self, op: Operation) -> EntryState {
+        let what = format!("{op:?}");
+        self.engine
+            .apply(op)
+            .await
+            .unwrap_or_else(|e| panic!("{what}: {e:?}"))
+    }
+
+    /// Approves `m` and records intent under attempt `a`.
+    pub async fn in_flight(&self, m: &str, a: &str) -> EntryState {
+        self.ok(approve(m)).await;
+        self.ok(intent(m, a)).await
+    }
+
+    /// Everything a reader or the adapter can observe of the default session and turn.
+    pub async fn snapshot(&self) -> Snapshot {
+        Snapshot {
+            entries: self
+                .sessions
+                .turn_entries(&sk(SESSION), &turn(TURN))
+                .await
+                .ok(),
+            history: self
+                .sessions
+                .mutation_outcomes(&sk(SESSION))
+                .await
+                .unwrap_or_default(),
+            sessions: self.sessions.sessions().await.unwrap(),
+            deliveries: self.recorder.count(),
+        }
+    }
+
+    /// Applies `op`, which must be refused with `expected`, report `current` as the unchanged state, and
+    /// change nothing a reader or the adapter can see.
+    pub async fn refused(&self, op: Operation, expected: Refusal, current: &EntryState) {
+        let before = self.snapshot().await;
+        let what = format!("{op:?}");
+        match self.engine.apply(op).await {
+            Err(LedgerError::Refused {
+                refusal,
+                current: reported,
+            }) => {
+                assert_eq!(refusal, expected, "{what}");
+                assert_eq!(*reported, *current, "{what}: current state");
+            }
+            other => panic!("{what}: expected refusal {expected:?}, got {other:?}"),
+        }
+        assert_eq!(self.snapshot().await, before, "{what} changed something");
+    }
+
+    /// Applies `op`, which must be `Invalid` on `field` and change nothing.
+    pub async fn invalid(&self, op: Operation, field: &str) {
+        let before = self.snapshot().await;
+        let what = format!("{op:?}");
+        match self.engine.apply(op).await {
+            Err(LedgerError::Invalid { field: f, .. }) => assert_eq!(f, field, "{what}"),
+            other => panic!("{what}: expected Invalid({field}), got {other:?}"),
+        }
+        assert_eq!(self.snapshot().await, before, "{what} changed something");
+    }
+
+    /// The turn's latest revision.
+    pub async fn latest_revision(&self) -> i64 {
+        self.sessions
+            .turn_entries(&sk(SESSION), &turn(TURN))
+            .await
+            .unwrap()
+            .latest_revision
+    }
+}
+
+/// See [`Harness::snapshot`].
+#[derive(Debug, PartialEq)]
+pub struct Snapshot {
+    pub entries: Option<TurnEntries>,
+    pub history: Vec<MutationOutcome>,
+    pub sessions: SessionList,
+    pub deliveries: usize,
+}
+
+/// The expected state of entry `m` in the default session and turn.
+pub fn state(
+    m: &str,
+    status: ledger::wire::LedgerStatus,
+    intent_recorded: bool,
+    attempt: Option<&str>,
+    revision: Option<i64>,
+    reason: Option<Reason>,
+) -> EntryState {
+    EntryState {
+        session_key: SESSION.into(),
+        logical_turn_id: TURN.into(),
+        mutation_id: m.into(),
+        ledger_status: status,
+        intent_recorded,
+        attempt_id: attempt.map(str::to_owned),
+        revision,
+        reason,
+    }
+}
