@@ -170,3 +170,66 @@ impl Adapter for Hub {
         Ok(())
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use ledger::wire::{PublishedStatus, SCHEMA};
+
+    fn outcome(turn: &str, id: &str) -> MutationOutcome {
+        MutationOutcome {
+            schema: SCHEMA.into(),
+            logical_turn_id: turn.into(),
+            mutation_id: id.into(),
+            tool: "tool".into(),
+            status: PublishedStatus::Completed,
+            resource_id: None,
+            url: None,
+            title: None,
+            reason: None,
+        }
+    }
+
+    fn revision(m: Option<LiveMessage>) -> i64 {
+        match m {
+            Some(LiveMessage::Outcome(ev)) => ev.mutation_revision,
+            other => panic!("expected an outcome, got {other:?}"),
+        }
+    }
+
+    #[tokio::test]
+    async fn a_stuck_subscriber_is_told_to_resync_and_never_delays_the_others() {
+        let hub = Hub::new();
+        let key = SessionKey::parse("s").unwrap();
+        let mut stuck = hub.subscribe(&key);
+        let mut reader = hub.subscribe(&key);
+        let total = SUBSCRIBER_QUEUE as i64 + 44;
+        for rev in 1..=total {
+            let turn = if rev % 2 == 0 { "t-even" } else { "t-odd" };
+            // Never blocks, whatever the subscribers do.
+            hub.on_mutation_outcome(&key, &outcome(turn, &format!("m{rev}")), rev).unwrap();
+            assert_eq!(revision(reader.next().await), rev);
+        }
+        for rev in 1..=SUBSCRIBER_QUEUE as i64 {
+            assert_eq!(revision(stuck.next().await), rev);
+        }
+        assert_eq!(
+            stuck.next().await,
+            Some(LiveMessage::Resync(vec!["t-even".into(), "t-odd".into()]))
+        );
+        // After the resync it receives new events again.
+        hub.on_mutation_outcome(&key, &outcome("t-odd", "late"), total + 1).unwrap();
+        assert_eq!(revision(stuck.next().await), total + 1);
+    }
+
+    #[tokio::test]
+    async fn a_subscriber_that_went_away_is_pruned() {
+        let hub = Hub::new();
+        let key = SessionKey::parse("s").unwrap();
+        let sub = hub.subscribe(&key);
+        assert_eq!(hub.subscriber_count("s"), 1);
+        drop(sub);
+        hub.on_mutation_outcome(&key, &outcome("t", "m"), 1).unwrap();
+        assert_eq!(hub.subscriber_count("s"), 0);
+    }
+}
