@@ -13,6 +13,7 @@ use leptos::prelude::*;
 use leptos_meta::{provide_meta_context, MetaTags, Stylesheet, Title};
 use leptos_router::components::{Route, Router, Routes, A};
 use leptos_router::path;
+use leptos_router::SsrMode;
 
 /// The HTML document around the app (server side).
 pub fn shell(options: LeptosOptions) -> impl IntoView {
@@ -51,6 +52,7 @@ pub fn App() -> impl IntoView {
             <main class="mx-auto max-w-5xl px-4 py-6">
                 <Routes fallback=|| view! { <p>"Page not found."</p> }>
                     <Route path=path!("/") view=routes::home::HomePage/>
+                    <Route path=path!("/find") view=routes::find::FindPage ssr=SsrMode::Async/>
                     <Route path=path!("/sessions/:session_id") view=routes::session::SessionPage/>
                     <Route path=path!("/sessions/:session_id/turns/:turn_id") view=routes::turn::TurnPage/>
                     <Route path=path!("/operations/:mutation_id") view=routes::operation::OperationPage/>

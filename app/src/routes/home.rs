@@ -5,6 +5,7 @@ use leptos_meta::Title;
 
 use crate::api;
 use crate::components::{Counts, ErrorPanel};
+use crate::routes::find::SearchForm;
 use crate::routes::session_href;
 
 #[component]
@@ -12,7 +13,9 @@ pub fn HomePage() -> impl IntoView {
     let sessions = Resource::new(|| (), |_| api::sessions());
     view! {
         <Title text="Sessions · Outcome ledger"/>
-        <h1 class="mb-4 text-2xl font-semibold">"Sessions"</h1>
+        <h1 class="mb-4 text-2xl font-semibold">"Outcome ledger"</h1>
+        <SearchForm/>
+        <h2 class="mb-2 text-xl font-semibold">"Sessions"</h2>
         <Suspense fallback=|| view! { <p>"Loading sessions…"</p> }>
             {move || Suspend::new(async move {
                 match sessions.await {
