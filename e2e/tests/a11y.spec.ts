@@ -12,6 +12,7 @@ test.beforeAll(async ({ request }) => {
   await host.metadata(`${session}-ok`, { title: 'Dashboard "Revenue Q3" created', url: 'https://example.com/d/42' });
   await host.settled('turn-1', `${session}-bad`, 'failed');
   await host.approve('turn-1', `${session}-never`);
+  await host.intent(`${session}-never`);
   await host.cancel(`${session}-never`, 'pre_dispatch_deadline');
   await host.settled('turn-1', `${session}-unk`, 'outcome_unknown', 'execution_timeout');
   await host.approve('turn-1', `${session}-fly`);

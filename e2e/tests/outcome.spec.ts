@@ -9,6 +9,7 @@ test('each status reads differently; unknown stands out with its operation id an
   await host.settled('t', 'ok-1', 'completed');
   await host.settled('t', 'bad-1', 'failed');
   await host.approve('t', 'never-1');
+  await host.intent('never-1');
   await host.cancel('never-1', 'pre_dispatch_deadline');
   await host.settled('t', 'unk-1', 'outcome_unknown', 'execution_timeout');
   await host.approve('t', 'fly-1');

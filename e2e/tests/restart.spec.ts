@@ -72,7 +72,9 @@ test('a server restart mid-stream resumes with no duplicate rows; a cursor past 
     await host.settled('t', 'n1', 'completed');
     await expect(state).toHaveAttribute('data-state', 'live', { timeout: 20_000 });
     await expect(page.locator('.outcome[data-mutation-id="n1"]')).toHaveCount(1);
-    await expect(page.locator('.cursor')).toHaveText('1', { timeout: 10_000 });
+    const fresh = (await (await api.get(`/api/sessions/${encodeURIComponent(session)}/turns/t/entries`)).json()).latest_revision;
+    expect(fresh).toBeLessThan(latest);
+    await expect(page.locator('.cursor')).toHaveText(String(fresh), { timeout: 10_000 });
     const all = await ids();
     expect(new Set(all).size).toBe(all.length);
   } finally {
