@@ -39,7 +39,7 @@ pub fn SearchForm(#[prop(optional, into)] value: String) -> impl IntoView {
                     value=value
                     autocomplete="off"
                     spellcheck="false"
-                    placeholder="e.g. sess-42 or a mutation_id"
+                    placeholder="e.g. sess-42"
                     class="w-full rounded border border-slate-400 bg-white px-3 py-2 font-mono text-sm text-slate-900 placeholder:text-slate-500 focus:outline-none focus-visible:ring-2 focus-visible:ring-sky-500 dark:border-slate-600 dark:bg-slate-900 dark:text-slate-100 dark:placeholder:text-slate-400"
                 />
             </div>
