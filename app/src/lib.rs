@@ -13,6 +13,7 @@ use leptos::prelude::*;
 use leptos_meta::{provide_meta_context, MetaTags, Stylesheet, Title};
 use leptos_router::components::{Route, Router, Routes, A};
 use leptos_router::path;
+use leptos_router::SsrMode;
 
 /// The HTML document around the app (server side).
 pub fn shell(options: LeptosOptions) -> impl IntoView {
@@ -34,7 +35,9 @@ pub fn shell(options: LeptosOptions) -> impl IntoView {
     }
 }
 
-/// The app: header, routes.
+/// The app: header, routes. Every route renders in `Async` mode: the server waits for the page's reads and
+/// sends complete HTML, so each page is readable without JavaScript (out-of-order streaming would leave the
+/// content in templates that only a script moves into place).
 #[component]
 pub fn App() -> impl IntoView {
     provide_meta_context();
@@ -50,11 +53,12 @@ pub fn App() -> impl IntoView {
             </header>
             <main class="mx-auto max-w-5xl px-4 py-6">
                 <Routes fallback=|| view! { <p>"Page not found."</p> }>
-                    <Route path=path!("/") view=routes::home::HomePage/>
-                    <Route path=path!("/sessions/:session_id") view=routes::session::SessionPage/>
-                    <Route path=path!("/sessions/:session_id/turns/:turn_id") view=routes::turn::TurnPage/>
-                    <Route path=path!("/operations/:mutation_id") view=routes::operation::OperationPage/>
-                    <Route path=path!("/unknowns") view=routes::unknowns::UnknownsPage/>
+                    <Route path=path!("/") view=routes::home::HomePage ssr=SsrMode::Async/>
+                    <Route path=path!("/find") view=routes::find::FindPage ssr=SsrMode::Async/>
+                    <Route path=path!("/sessions/:session_id") view=routes::session::SessionPage ssr=SsrMode::Async/>
+                    <Route path=path!("/sessions/:session_id/turns/:turn_id") view=routes::turn::TurnPage ssr=SsrMode::Async/>
+                    <Route path=path!("/operations/:mutation_id") view=routes::operation::OperationPage ssr=SsrMode::Async/>
+                    <Route path=path!("/unknowns") view=routes::unknowns::UnknownsPage ssr=SsrMode::Async/>
                 </Routes>
             </main>
         </Router>

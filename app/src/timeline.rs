@@ -48,9 +48,13 @@ impl Timeline {
         self.cursor
     }
 
-    /// Starts over (after a 409: the cursor is past the turn's latest revision).
+    /// Starts over (after a 409: the cursor is past the turn's latest revision, so the revisions held are
+    /// not the server's any more): the full replay that follows replaces every row it sends.
     pub fn reset_cursor(&mut self) {
         self.cursor = 0;
+        for row in &mut self.rows {
+            row.revision = None;
+        }
     }
 
     /// Upserts one event. Returns whether anything changed. A row is replaced only by a higher revision
@@ -136,6 +140,19 @@ mod tests {
         assert_eq!(t.rows()[0].outcome.status, PublishedStatus::Completed);
         assert_eq!(t.rows()[0].revision, Some(7));
         assert_eq!(t.cursor(), 7);
+    }
+
+    #[test]
+    fn after_a_reset_the_full_replay_replaces_rows_at_any_revision() {
+        let mut t = Timeline::default();
+        t.upsert(Some(9), outcome("a", PublishedStatus::OutcomeUnknown));
+        t.reset_cursor();
+        assert_eq!(t.cursor(), 0);
+        assert!(t.upsert(Some(2), outcome("a", PublishedStatus::Completed)));
+        assert_eq!(t.rows().len(), 1);
+        assert_eq!(t.rows()[0].outcome.status, PublishedStatus::Completed);
+        assert_eq!(t.cursor(), 2);
+        assert!(!t.upsert(Some(1), outcome("a", PublishedStatus::Failed)));
     }
 
     #[test]

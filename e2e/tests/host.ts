@@ -51,3 +51,26 @@ export class Host {
     return `/sessions/${enc(this.session)}/turns/${enc(turn)}`;
   }
 }
+
+/** `POST /api/host/batch` in chunks of at most 1000 operations; every result must be 200/201. */
+export async function batch(request: APIRequestContext, ops: object[], base = '') {
+  for (let i = 0; i < ops.length; i += 1000) {
+    const chunk = ops.slice(i, i + 1000);
+    const r = await request.post(`${base}/api/host/batch`, {
+      data: { operations: chunk }, headers: { Authorization: `Bearer ${token}` },
+    });
+    expect(r.status(), await r.text()).toBe(200);
+    const body = await r.json();
+    const bad = body.results.filter((x: { status: number }) => x.status !== 200 && x.status !== 201);
+    expect(bad, JSON.stringify(bad.slice(0, 3))).toEqual([]);
+  }
+}
+
+/** The three operations that publish one settled outcome. */
+export function settledOps(session: string, turn: string, mutation: string, status: string, tool = 'mcp__dashboards__create') {
+  return [
+    { op: 'approve', session_key: session, logical_turn_id: turn, mutation_id: mutation, tool },
+    { op: 'intent', session_key: session, mutation_id: mutation, attempt_id: 'att-1' },
+    { op: 'settle', session_key: session, mutation_id: mutation, attempt_id: 'att-1', status },
+  ];
+}

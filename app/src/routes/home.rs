@@ -5,6 +5,7 @@ use leptos_meta::Title;
 
 use crate::api;
 use crate::components::{Counts, ErrorPanel};
+use crate::routes::find::SearchForm;
 use crate::routes::session_href;
 
 #[component]
@@ -12,7 +13,9 @@ pub fn HomePage() -> impl IntoView {
     let sessions = Resource::new(|| (), |_| api::sessions());
     view! {
         <Title text="Sessions · Outcome ledger"/>
-        <h1 class="mb-4 text-2xl font-semibold">"Sessions"</h1>
+        <h1 class="mb-4 text-2xl font-semibold">"Outcome ledger"</h1>
+        <SearchForm/>
+        <h2 class="mb-2 text-xl font-semibold">"Sessions"</h2>
         <Suspense fallback=|| view! { <p>"Loading sessions…"</p> }>
             {move || Suspend::new(async move {
                 match sessions.await {
@@ -23,7 +26,7 @@ pub fn HomePage() -> impl IntoView {
                             {list.sessions.into_iter().map(|s| view! {
                                 <li class="session flex flex-wrap items-center justify-between gap-2 py-3">
                                     <div>
-                                        <a class="font-mono underline-offset-2 hover:underline" href=session_href(&s.session_key)>
+                                        <a class="break-all font-mono underline underline-offset-2" href=session_href(&s.session_key)>
                                             <bdi>{s.session_key.clone()}</bdi>
                                         </a>
                                         <p class="text-xs opacity-80">

@@ -1,5 +1,6 @@
 //! One page per module.
 
+pub mod find;
 pub mod home;
 pub mod operation;
 pub mod session;

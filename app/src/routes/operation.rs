@@ -41,9 +41,9 @@ pub fn OperationList(matches: Vec<ledger::wire::OperationMatch>) -> impl IntoVie
                     <li class="operation">
                         <p class="mb-1 text-sm">
                             "Session "
-                            <a class="font-mono underline-offset-2 hover:underline" href=session_href(&m.session_key)><bdi>{m.session_key.clone()}</bdi></a>
+                            <a class="break-all font-mono underline underline-offset-2" href=session_href(&m.session_key)><bdi>{m.session_key.clone()}</bdi></a>
                             " · turn "
-                            <a class="font-mono underline-offset-2 hover:underline" href=turn_href(&m.session_key, &turn)><bdi>{turn.clone()}</bdi></a>
+                            <a class="break-all font-mono underline underline-offset-2" href=turn_href(&m.session_key, &turn)><bdi>{turn.clone()}</bdi></a>
                             {format!(" · recorded {}", m.entry.recorded_at)}
                         </p>
                         <OutcomeCard outcome=m.entry.outcome in_flight revision=m.entry.mutation_revision/>

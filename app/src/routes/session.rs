@@ -25,7 +25,7 @@ pub fn SessionPage() -> impl IntoView {
                             <ol class="turns space-y-2">
                                 {s.turns.into_iter().enumerate().map(|(i, t)| view! {
                                     <li class="turn flex flex-wrap items-center justify-between gap-2 rounded border border-slate-200 p-3 dark:border-slate-800">
-                                        <a class="underline-offset-2 hover:underline" href=turn_href(&key, &t.logical_turn_id)>
+                                        <a class="break-all underline underline-offset-2" href=turn_href(&key, &t.logical_turn_id)>
                                             {format!("Turn {} · ", i + 1)}<bdi class="font-mono">{t.logical_turn_id.clone()}</bdi>
                                         </a>
                                         <Counts counts=t.counts/>

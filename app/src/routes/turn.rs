@@ -38,6 +38,51 @@ pub fn TurnPage() -> impl IntoView {
     }
 }
 
+/// The accessible name of a timeline row: status in words, then title (or tool).
+fn row_label(r: &Row) -> String {
+    let (words, _, _) = crate::components::outcome::status_look(r.outcome.status, r.in_flight);
+    let title = r.outcome.title.as_deref().unwrap_or(&r.outcome.tool);
+    format!("{words}: {title}")
+}
+
+/// ArrowDown / j and ArrowUp / k move focus to the next / previous row (when a row has focus).
+fn move_focus(ev: leptos::ev::KeyboardEvent) {
+    #[cfg(feature = "hydrate")]
+    {
+        use wasm_bindgen::JsCast;
+        let forward = match ev.key().as_str() {
+            "ArrowDown" | "j" => true,
+            "ArrowUp" | "k" => false,
+            _ => return,
+        };
+        if ev.ctrl_key() || ev.alt_key() || ev.meta_key() {
+            return;
+        }
+        let Some(row) = ev
+            .target()
+            .and_then(|t| t.dyn_into::<web_sys::Element>().ok())
+            .filter(|e| {
+                e.class_name()
+                    .split_whitespace()
+                    .any(|c| c == "timeline-row")
+            })
+        else {
+            return;
+        };
+        let next = if forward {
+            row.next_element_sibling()
+        } else {
+            row.previous_element_sibling()
+        };
+        if let Some(next) = next.and_then(|n| n.dyn_into::<web_sys::HtmlElement>().ok()) {
+            ev.prevent_default();
+            let _ = next.focus();
+        }
+    }
+    #[cfg(not(feature = "hydrate"))]
+    let _ = ev;
+}
+
 #[component]
 fn LiveTimeline(entries: TurnEntries) -> impl IntoView {
     let timeline = RwSignal::new(Timeline::from_entries(&entries));
@@ -98,15 +143,16 @@ fn LiveTimeline(entries: TurnEntries) -> impl IntoView {
                 </button>
             }).collect_view()}
         </div>
-        <ol class="timeline space-y-3" aria-label="Outcomes of this turn, in recorded order">
+        <p class="sr-only" id="timeline-keys">"Use the arrow keys, or j and k, to move between outcomes."</p>
+        <ol class="timeline space-y-3" aria-label="Outcomes of this turn, in recorded order" aria-describedby="timeline-keys" on:keydown=move_focus>
             <For
                 each=rows
                 key=|r| (r.outcome.mutation_id.clone(), r.revision, r.in_flight)
-                children=|r| view! {
-                    <li class="timeline-row rounded-md focus:outline-none focus-visible:ring-2 focus-visible:ring-sky-500" tabindex="0">
+                children=|r| { let label = row_label(&r); view! {
+                    <li aria-label=label class="timeline-row rounded-md focus:outline-none focus-visible:ring-2 focus-visible:ring-sky-500" tabindex="0">
                         <OutcomeCard outcome=r.outcome in_flight=r.in_flight revision=r.revision/>
                     </li>
-                }
+                }}
             />
         </ol>
         {move || timeline.with(|t| t.rows().is_empty()).then(|| view! { <p>"No published outcomes in this turn yet."</p> })}

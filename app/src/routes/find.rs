@@ -1,0 +1,139 @@
+//! Find: one id, a session id or an operation id (`mutation_id`). A plain GET form (`/find?q=`), so it
+//! works without JavaScript: when the id names exactly one kind of thing the page redirects there,
+//! otherwise it lists what matched (both, or nothing).
+
+use leptos::prelude::*;
+use leptos_meta::Title;
+use leptos_router::components::Redirect;
+use leptos_router::hooks::use_query_map;
+use serde::{Deserialize, Serialize};
+
+use crate::api::{self, ApiError};
+use crate::routes::{operation_href, session_href};
+
+/// What an id matched.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Found {
+    /// The session exists (and has not expired).
+    pub session: bool,
+    /// Why the session did not match, when it exists but cannot be shown (expired).
+    pub session_note: Option<String>,
+    /// How many published outcomes carry this operation id.
+    pub operations: usize,
+    /// A read that failed for another reason than "not found".
+    pub error: Option<String>,
+}
+
+/// The search box: a plain GET form.
+#[component]
+pub fn SearchForm(#[prop(optional, into)] value: String) -> impl IntoView {
+    view! {
+        <form method="get" action="/find" role="search" class="search mb-6 flex flex-wrap items-end gap-2">
+            <div class="flex min-w-0 flex-1 flex-col">
+                <label for="q" class="mb-1 text-sm font-medium">"Session id or operation id"</label>
+                <input
+                    id="q"
+                    name="q"
+                    type="search"
+                    required
+                    value=value
+                    autocomplete="off"
+                    spellcheck="false"
+                    placeholder="e.g. sess-42"
+                    class="w-full rounded border border-slate-400 bg-white px-3 py-2 font-mono text-sm text-slate-900 placeholder:text-slate-500 focus:outline-none focus-visible:ring-2 focus-visible:ring-sky-500 dark:border-slate-600 dark:bg-slate-900 dark:text-slate-100 dark:placeholder:text-slate-400"
+                />
+            </div>
+            <button type="submit" class="rounded bg-sky-700 px-4 py-2 text-sm font-semibold text-white hover:bg-sky-800 focus:outline-none focus-visible:ring-2 focus-visible:ring-sky-500 focus-visible:ring-offset-2">
+                "Find"
+            </button>
+        </form>
+    }
+}
+
+fn not_found(e: &ApiError) -> bool {
+    matches!(e, ApiError::NotFound { .. })
+}
+
+#[component]
+pub fn FindPage() -> impl IntoView {
+    let query = use_query_map();
+    let q = Memo::new(move |_| query.read().get("q").unwrap_or_default().trim().to_owned());
+    let found = Resource::new(
+        move || q.get(),
+        |q| {
+            let empty = q.is_empty();
+            let session = api::session_turns(&q);
+            let operation = api::operation(&q);
+            async move {
+                let mut f = Found {
+                    session: false,
+                    session_note: None,
+                    operations: 0,
+                    error: None,
+                };
+                if empty {
+                    return f;
+                }
+                match session.await {
+                    Ok(_) => f.session = true,
+                    Err(ApiError::NotFound { code, .. }) if code == "session_expired" => {
+                        f.session_note = Some(
+                            "A session with this id existed but has expired: its history is no longer kept."
+                                .to_owned(),
+                        )
+                    }
+                    Err(e) if not_found(&e) => {}
+                    Err(e) => f.error = Some(e.describe()),
+                }
+                match operation.await {
+                    Ok(m) => f.operations = m.matches.len(),
+                    Err(e) if not_found(&e) => {}
+                    Err(e) => f.error = Some(e.describe()),
+                }
+                f
+            }
+        },
+    );
+    view! {
+        <Title text=move || format!("Find {} · Outcome ledger", q.get())/>
+        <h1 class="mb-4 text-2xl font-semibold">"Find"</h1>
+        <SearchForm value=q.get_untracked()/>
+        <Suspense fallback=|| view! { <p>"Looking up…"</p> }>
+            {move || Suspend::new(async move {
+                let f = found.await;
+                let q = q.get_untracked();
+                if q.is_empty() {
+                    return view! { <p class="find-result">"Type a session id or an operation id."</p> }.into_any();
+                }
+                if f.error.is_none() && f.session && f.operations == 0 {
+                    return view! { <Redirect path=session_href(&q)/> }.into_any();
+                }
+                if f.error.is_none() && !f.session && f.operations > 0 {
+                    return view! { <Redirect path=operation_href(&q)/> }.into_any();
+                }
+                view! {
+                    <div class="find-result space-y-2">
+                        {f.error.map(|m| view! { <crate::components::ErrorPanel message=m/> })}
+                        {f.session_note.map(|m| view! { <p class="session-note">{m}</p> })}
+                        {(f.session || f.operations > 0).then(|| view! {
+                            <p>"This id matches more than one thing:"</p>
+                        })}
+                        <ul class="list-disc space-y-1 pl-6">
+                            {f.session.then(|| view! {
+                                <li><a class="underline underline-offset-2" href=session_href(&q)>"Session "<bdi class="font-mono">{q.clone()}</bdi></a></li>
+                            })}
+                            {(f.operations > 0).then(|| view! {
+                                <li><a class="underline underline-offset-2" href=operation_href(&q)>
+                                    "Operation "<bdi class="font-mono">{q.clone()}</bdi>{format!(" ({} match(es))", f.operations)}
+                                </a></li>
+                            })}
+                        </ul>
+                        {(!f.session && f.operations == 0).then(|| view! {
+                            <p class="no-match">"No session and no published operation has the id "<bdi class="font-mono">{q.clone()}</bdi>". Check the id; the session may have expired."</p>
+                        })}
+                    </div>
+                }.into_any()
+            })}
+        </Suspense>
+    }
+}
