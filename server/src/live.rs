@@ -207,7 +207,8 @@ mod tests {
         for rev in 1..=total {
             let turn = if rev % 2 == 0 { "t-even" } else { "t-odd" };
             // Never blocks, whatever the subscribers do.
-            hub.on_mutation_outcome(&key, &outcome(turn, &format!("m{rev}")), rev).unwrap();
+            hub.on_mutation_outcome(&key, &outcome(turn, &format!("m{rev}")), rev)
+                .unwrap();
             assert_eq!(revision(reader.next().await), rev);
         }
         for rev in 1..=SUBSCRIBER_QUEUE as i64 {
@@ -218,7 +219,8 @@ mod tests {
             Some(LiveMessage::Resync(vec!["t-even".into(), "t-odd".into()]))
         );
         // After the resync it receives new events again.
-        hub.on_mutation_outcome(&key, &outcome("t-odd", "late"), total + 1).unwrap();
+        hub.on_mutation_outcome(&key, &outcome("t-odd", "late"), total + 1)
+            .unwrap();
         assert_eq!(revision(stuck.next().await), total + 1);
     }
 
@@ -229,7 +231,8 @@ mod tests {
         let sub = hub.subscribe(&key);
         assert_eq!(hub.subscriber_count("s"), 1);
         drop(sub);
-        hub.on_mutation_outcome(&key, &outcome("t", "m"), 1).unwrap();
+        hub.on_mutation_outcome(&key, &outcome("t", "m"), 1)
+            .unwrap();
         assert_eq!(hub.subscriber_count("s"), 0);
     }
 }

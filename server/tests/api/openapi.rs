@@ -7,12 +7,30 @@ use crate::helpers::{spawn, TOKEN};
 
 const ROUTES: &[(&str, &str)] = &[
     ("post", "/api/host/sessions/{session_key}/mutations"),
-    ("post", "/api/host/sessions/{session_key}/mutations/{mutation_id}/intent"),
-    ("post", "/api/host/sessions/{session_key}/mutations/{mutation_id}/settlement"),
-    ("post", "/api/host/sessions/{session_key}/mutations/{mutation_id}/cancellation"),
-    ("post", "/api/host/sessions/{session_key}/mutations/{mutation_id}/reconciliation"),
-    ("put", "/api/host/sessions/{session_key}/mutations/{mutation_id}/metadata"),
-    ("post", "/api/host/sessions/{session_key}/mutations/{mutation_id}/attempts"),
+    (
+        "post",
+        "/api/host/sessions/{session_key}/mutations/{mutation_id}/intent",
+    ),
+    (
+        "post",
+        "/api/host/sessions/{session_key}/mutations/{mutation_id}/settlement",
+    ),
+    (
+        "post",
+        "/api/host/sessions/{session_key}/mutations/{mutation_id}/cancellation",
+    ),
+    (
+        "post",
+        "/api/host/sessions/{session_key}/mutations/{mutation_id}/reconciliation",
+    ),
+    (
+        "put",
+        "/api/host/sessions/{session_key}/mutations/{mutation_id}/metadata",
+    ),
+    (
+        "post",
+        "/api/host/sessions/{session_key}/mutations/{mutation_id}/attempts",
+    ),
     ("delete", "/api/host/sessions/{session_key}"),
     ("post", "/api/host/batch"),
     ("get", "/api/mutation-outcomes"),
@@ -20,7 +38,10 @@ const ROUTES: &[(&str, &str)] = &[
     ("get", "/api/run-events"),
     ("get", "/api/sessions"),
     ("get", "/api/sessions/{session_key}/turns"),
-    ("get", "/api/sessions/{session_key}/turns/{logical_turn_id}/entries"),
+    (
+        "get",
+        "/api/sessions/{session_key}/turns/{logical_turn_id}/entries",
+    ),
     ("get", "/api/operations/{mutation_id}"),
     ("get", "/api/unknowns"),
     ("get", "/api/openapi.json"),
@@ -32,15 +53,26 @@ async fn the_openapi_document_lists_exactly_the_served_routes() {
     let app = spawn().await;
     let (status, doc) = app.get_json("/api/openapi.json").await;
     assert_eq!(status, StatusCode::OK);
-    assert_eq!(doc["openapi"].as_str().map(|v| v.starts_with("3.")), Some(true));
+    assert_eq!(
+        doc["openapi"].as_str().map(|v| v.starts_with("3.")),
+        Some(true)
+    );
     let mut documented: Vec<(String, String)> = doc["paths"]
         .as_object()
         .unwrap()
         .iter()
-        .flat_map(|(path, ops)| ops.as_object().unwrap().keys().map(move |m| (m.clone(), path.clone())))
+        .flat_map(|(path, ops)| {
+            ops.as_object()
+                .unwrap()
+                .keys()
+                .map(move |m| (m.clone(), path.clone()))
+        })
         .collect();
     documented.sort();
-    let mut expected: Vec<(String, String)> = ROUTES.iter().map(|(m, p)| (m.to_string(), p.to_string())).collect();
+    let mut expected: Vec<(String, String)> = ROUTES
+        .iter()
+        .map(|(m, p)| (m.to_string(), p.to_string()))
+        .collect();
     expected.sort();
     assert_eq!(documented, expected);
 
@@ -64,9 +96,19 @@ async fn the_openapi_document_lists_exactly_the_served_routes() {
             .unwrap();
         let status = r.status();
         let body: Value = r.json().await.unwrap_or(Value::Null);
-        assert_ne!(status, StatusCode::METHOD_NOT_ALLOWED, "{method} {concrete}");
-        assert_ne!(body["error"]["code"], "not_found", "{method} {concrete} reached no handler");
+        assert_ne!(
+            status,
+            StatusCode::METHOD_NOT_ALLOWED,
+            "{method} {concrete}"
+        );
+        assert_ne!(
+            body["error"]["code"], "not_found",
+            "{method} {concrete} reached no handler"
+        );
     }
     let (status, body) = app.get_json("/api/no-such-thing").await;
-    assert_eq!((status, body["error"]["code"].as_str()), (StatusCode::NOT_FOUND, Some("not_found")));
+    assert_eq!(
+        (status, body["error"]["code"].as_str()),
+        (StatusCode::NOT_FOUND, Some("not_found"))
+    );
 }
