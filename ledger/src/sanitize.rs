@@ -5,7 +5,6 @@
 //! own output returns that output unchanged. Control characters are those of `char::is_control` (Unicode
 //! category Cc: C0, DEL, C1; tab, CR and LF included).
 
-
 use unicode_segmentation::UnicodeSegmentation;
 
 use serde::Deserialize;
