@@ -4,7 +4,7 @@
 //! - [`wire`]: the published record and the dashboard's read shapes (always compiled; the browser uses them).
 //! - With the `store` feature (default): [`projection`] with its [`sanitize`]rs and the shared
 //!   [`credential`] detector, the [`Engine`] (writes), the [`SessionManager`] (reads), the [`Adapter`] for
-//!   live delivery, and the SQLite store behind sqlx.
+//!   live delivery, the SQLite store behind sqlx, and [`import`] of agent transcripts (OpenAI chat format).
 
 pub mod error;
 pub mod ids;
@@ -17,6 +17,8 @@ pub mod adapter;
 pub mod credential;
 #[cfg(feature = "store")]
 pub mod engine;
+#[cfg(feature = "store")]
+pub mod import;
 #[cfg(feature = "store")]
 pub mod projection;
 #[cfg(feature = "store")]

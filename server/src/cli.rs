@@ -22,6 +22,8 @@ pub enum Command {
     Serve(ServeArgs),
     /// Play demo agent sessions through the host write API of a running server.
     Demo(DemoArgs),
+    /// Import agent transcripts (OpenAI chat format) into a running server through the host API's batch.
+    Import(ImportArgs),
     /// Read ledger entries (contract example format), one JSON object per line on stdin, and print each
     /// published record (or `null`) as one line of JSON.
     Project,
@@ -85,12 +87,39 @@ pub struct DemoArgs {
     pub pace: f64,
 }
 
+/// `outcomes import`. See the README section "Import agent transcripts" and `ledger::import` for the
+/// mapping, the config file and the classification of results.
+#[derive(Debug, Clone, Args)]
+pub struct ImportArgs {
+    /// The running server.
+    #[arg(long, env = "OUTCOMES_SERVER", default_value = "http://127.0.0.1:3000")]
+    pub server: url::Url,
+    /// Host token. Default: read from `<data dir>/host-token`.
+    #[arg(long, env = "OUTCOMES_HOST_TOKEN", hide_env_values = true)]
+    pub host_token: Option<String>,
+    #[arg(long, env = "OUTCOMES_DATA_DIR", default_value = "data")]
+    pub data_dir: PathBuf,
+    /// Put before each conversation's id to make its session key.
+    #[arg(long, default_value = "import-")]
+    pub session_prefix: String,
+    /// Names of the write tools, comma-separated (added to `write_tools` of the config).
+    #[arg(long, value_delimiter = ',')]
+    pub write_tools: Vec<String>,
+    /// Config file (TOML): write tools, classification patterns, metadata rules.
+    #[arg(long)]
+    pub config: Option<PathBuf>,
+    /// Transcript files: a JSON array or JSON Lines of conversations.
+    #[arg(required = true)]
+    pub files: Vec<PathBuf>,
+}
+
 /// Runs a parsed command line.
 pub async fn run(cli: Cli) -> ExitCode {
     crate::serve::init_tracing();
     let result = match cli.command {
         Command::Serve(args) => crate::serve::serve(args).await,
         Command::Demo(args) => crate::demo::run(args).await,
+        Command::Import(args) => crate::import::run(args).await,
         Command::Project => project_stdin(),
     };
     match result {

@@ -6,6 +6,7 @@ pub mod cli;
 pub mod demo;
 pub mod error;
 pub mod http;
+pub mod import;
 pub mod live;
 pub mod serve;
 pub mod ssr;

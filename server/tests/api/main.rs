@@ -4,6 +4,7 @@ mod helpers;
 
 mod history;
 mod host;
+mod import;
 mod live;
 mod openapi;
 mod pages;
