@@ -78,6 +78,14 @@ fn all_classes(s: &str) -> bool {
     has_lower(s) && has_digit(s) && s.bytes().any(|b| b.is_ascii_uppercase())
 }
 
+/// An `sk-` key: mixes all three classes, or is one unbroken run of 20+ characters after the prefix
+/// (`sk-abcdefghijklmnopqrstuvwx`); a hyphenated slug (`sk-learn-pipeline-2024-v2`) is not a key.
+fn sk_key_like(s: &str) -> bool {
+    let body = s.strip_prefix("sk-").unwrap_or(s);
+    let body = body.strip_prefix("ant-").unwrap_or(body);
+    all_classes(s) || (body.len() >= 20 && !body.contains(['-', '_']))
+}
+
 /// A token-like authorization value: at least 8 characters and either letters with digits, inner
 /// uppercase, or 24 characters and more. "of", "Instinct" or "setup" are words, not tokens.
 fn token_like(s: &str) -> bool {
@@ -87,11 +95,15 @@ fn token_like(s: &str) -> bool {
             || s.len() >= 24)
 }
 
-/// The value of a `key: value` pair is secret-like when it has a digit, inner uppercase or a symbol; a
-/// plain word ("Password: required") is text. A `key=value` pair (code, query strings) needs only a value.
+/// The value of a `key: value` pair is secret-like when it has a digit, inner uppercase or a symbol, or is
+/// one unbroken run of 16 characters or more; a plain word ("Password: required") is text. A `key=value`
+/// pair (code, query strings) needs only a value.
 fn colon_value_like(s: &str) -> bool {
     s.chars().count() >= 4
-        && (has_digit(s) || has_inner_upper(s) || s.bytes().any(|b| b"!@#$%^*+/=~".contains(&b)))
+        && (has_digit(s)
+            || has_inner_upper(s)
+            || s.len() >= 16
+            || s.bytes().any(|b| b"!@#$%^*+/=~".contains(&b)))
 }
 
 /// A URL userinfo is a credential when it carries a password, or when the user name is itself a token.
@@ -190,7 +202,7 @@ static RULES: LazyLock<Vec<Rule>> = LazyLock::new(|| {
         (r"\bSK[0-9a-f]{32}".into(), 0, always),
         (r"\b[0-9a-f]{32}-us[0-9]{1,2}".into(), 0, always),
         // Model providers.
-        (r"\bsk-(?:ant-)?[A-Za-z0-9_-]{20,}".into(), 0, all_classes),
+        (r"\bsk-(?:ant-)?[A-Za-z0-9_-]{20,}".into(), 0, sk_key_like),
         (r"\bhf_[A-Za-z0-9]{30,}".into(), 0, mixed_classes),
         (r"\bgsk_[A-Za-z0-9]{40,}".into(), 0, mixed_classes),
         (r"\br8_[A-Za-z0-9]{30,}".into(), 0, mixed_classes),
@@ -205,6 +217,13 @@ static RULES: LazyLock<Vec<Rule>> = LazyLock::new(|| {
             always,
         ),
         (format!(r"{PEM_BEGIN}[A-Za-z0-9+/=\r\n\\:,.-]*"), 0, always),
+        // An `Authorization:` header: whatever value follows its scheme is a credential.
+        (
+            r#"(?i:\bauthorization)["']?\s*[:=]\s*["']?(?i:bearer|basic|token|digest)\s+([A-Za-z0-9._~+/-]{4,}=*)"#
+                .into(),
+            1,
+            always,
+        ),
         // Authorization values: the word stays, the value goes.
         (
             r"(?i:\b(?:bearer|basic))\s+([A-Za-z0-9._~+/-]+=*)".into(),

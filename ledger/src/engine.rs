@@ -33,7 +33,7 @@ pub struct Evidence {
     pub source: String,
     /// The provider's reference for the original operation (e.g. `issue #419`).
     pub reference: String,
-    /// When the provider observed the status, RFC 3339.
+    /// When the provider observed the status: an RFC 3339 time (anything else is refused).
     pub observed_at: String,
 }
 
@@ -442,6 +442,17 @@ impl Engine {
                     if value.trim().is_empty() {
                         return Err(LedgerError::invalid(field, "empty: this is not evidence"));
                     }
+                }
+                if time::OffsetDateTime::parse(
+                    &evidence.observed_at,
+                    &time::format_description::well_known::Rfc3339,
+                )
+                .is_err()
+                {
+                    return Err(LedgerError::invalid(
+                        "evidence.observed_at",
+                        "an RFC 3339 time, e.g. 2026-11-29T10:00:00Z",
+                    ));
                 }
                 let row =
                     load_for_write(tx, &session_key, &mutation_id, self.inner.live_since(now))

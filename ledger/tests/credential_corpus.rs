@@ -231,6 +231,19 @@ fn secret_pairs_are_redacted_and_the_key_stays() {
         ("password=secret", "password=[redacted]"),
         ("PASSWORD = Tr0ub4dor-3", "PASSWORD = [redacted]"),
         ("api_key: abc123", "api_key: [redacted]"),
+        // Found by a tester: all-letter values after an explicit header or key word, and unbroken sk- keys.
+        (
+            "Authorization: Bearer abcdefghijkl",
+            "Authorization: Bearer [redacted]",
+        ),
+        (
+            "api_key: sk-abcdefghijklmnopqrstuvwx",
+            "api_key: [redacted]",
+        ),
+        (
+            "key sk-abcdefghijklmnopqrstuvwx here",
+            "key [redacted] here",
+        ),
         ("API-KEY:xyz789xyz", "API-KEY:[redacted]"),
         ("apikey=0123456789abcdef", "apikey=[redacted]"),
         ("x-api-key: Zx9YwvU8", "x-api-key: [redacted]"),

@@ -67,6 +67,16 @@ impl ApiError {
         )
     }
 
+    /// 405 for a method the path does not answer.
+    pub fn method_not_allowed() -> Self {
+        Self::new(
+            StatusCode::METHOD_NOT_ALLOWED,
+            "method_not_allowed",
+            "this endpoint does not answer this method",
+            None,
+        )
+    }
+
     /// 404 for a path that names no endpoint.
     pub fn no_route() -> Self {
         Self::new(StatusCode::NOT_FOUND, "not_found", "no such endpoint", None)
@@ -97,19 +107,19 @@ impl From<LedgerError> for ApiError {
                 StatusCode::NOT_FOUND,
                 "session_expired",
                 "the session has expired; its history is no longer available",
-                Some("session_id"),
+                None,
             ),
             LedgerError::TurnNotFound => Self::new(
                 StatusCode::NOT_FOUND,
                 "turn_not_found",
                 "unknown logical turn",
-                Some("logical_turn_id"),
+                None,
             ),
             LedgerError::MutationNotFound => Self::new(
                 StatusCode::NOT_FOUND,
                 "mutation_not_found",
                 "unknown mutation",
-                Some("mutation_id"),
+                None,
             ),
             LedgerError::Refused { refusal, current } => ApiError {
                 status: StatusCode::CONFLICT,

@@ -38,3 +38,27 @@ pub fn ErrorPanel(message: String) -> impl IntoView {
         </div>
     }
 }
+
+/// Sets the HTTP status of a server-rendered page (404 for a missing session, turn or operation). Does
+/// nothing in the browser.
+pub fn set_page_status(status: u16) {
+    #[cfg(feature = "ssr")]
+    if let (Some(response), Ok(code)) = (
+        use_context::<leptos_axum::ResponseOptions>(),
+        http::StatusCode::from_u16(status),
+    ) {
+        response.set_status(code);
+    }
+    #[cfg(not(feature = "ssr"))]
+    let _ = status;
+}
+
+/// An error panel for a failed API read; a 404 from the API makes the page a 404 too.
+#[component]
+pub fn ApiErrorPanel(error: crate::api::ApiError) -> impl IntoView {
+    set_page_status(match &error {
+        crate::api::ApiError::NotFound { .. } => 404,
+        _ => 502,
+    });
+    view! { <ErrorPanel message=error.describe()/> }
+}

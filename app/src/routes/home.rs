@@ -4,7 +4,7 @@ use leptos::prelude::*;
 use leptos_meta::Title;
 
 use crate::api;
-use crate::components::{Counts, ErrorPanel};
+use crate::components::{ApiErrorPanel, Counts};
 use crate::routes::find::SearchForm;
 use crate::routes::session_href;
 
@@ -19,7 +19,7 @@ pub fn HomePage() -> impl IntoView {
         <Suspense fallback=|| view! { <p>"Loading sessions…"</p> }>
             {move || Suspend::new(async move {
                 match sessions.await {
-                    Err(e) => view! { <ErrorPanel message=e.describe()/> }.into_any(),
+                    Err(e) => view! { <ApiErrorPanel error=e/> }.into_any(),
                     Ok(list) if list.sessions.is_empty() => view! { <p>"No sessions yet."</p> }.into_any(),
                     Ok(list) => view! {
                         <ul class="sessions divide-y divide-slate-200 dark:divide-slate-800">

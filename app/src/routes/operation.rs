@@ -5,7 +5,7 @@ use leptos_meta::Title;
 
 use crate::api;
 use crate::components::outcome::OutcomeCard;
-use crate::components::ErrorPanel;
+use crate::components::ApiErrorPanel;
 use crate::routes::{param, session_href, turn_href};
 
 #[component]
@@ -18,10 +18,13 @@ pub fn OperationPage() -> impl IntoView {
         <Suspense fallback=|| view! { <p>"Looking up…"</p> }>
             {move || Suspend::new(async move {
                 match found.await {
-                    Err(e) => view! { <ErrorPanel message=e.describe()/> }.into_any(),
-                    Ok(m) if m.matches.is_empty() => view! {
+                    Err(e) => view! { <ApiErrorPanel error=e/> }.into_any(),
+                    Ok(m) if m.matches.is_empty() => {
+                        crate::components::set_page_status(404);
+                        view! {
                         <p class="no-match">"No published outcome has this operation id. Check the id, or the session may have expired."</p>
-                    }.into_any(),
+                    }.into_any()
+                    }
                     Ok(m) => view! { <OperationList matches=m.matches/> }.into_any(),
                 }
             })}

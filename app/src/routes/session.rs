@@ -4,7 +4,7 @@ use leptos::prelude::*;
 use leptos_meta::Title;
 
 use crate::api;
-use crate::components::{Counts, ErrorPanel};
+use crate::components::{ApiErrorPanel, Counts};
 use crate::routes::{param, turn_href};
 
 #[component]
@@ -17,7 +17,7 @@ pub fn SessionPage() -> impl IntoView {
         <Suspense fallback=|| view! { <p>"Loading turns…"</p> }>
             {move || Suspend::new(async move {
                 match turns.await {
-                    Err(e) => view! { <ErrorPanel message=e.describe()/> }.into_any(),
+                    Err(e) => view! { <ApiErrorPanel error=e/> }.into_any(),
                     Ok(s) => {
                         let key = s.session_key.clone();
                         view! {

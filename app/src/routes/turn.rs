@@ -7,7 +7,7 @@ use leptos_meta::Title;
 
 use crate::api;
 use crate::components::outcome::{OutcomeCard, StatusBadge};
-use crate::components::ErrorPanel;
+use crate::components::ApiErrorPanel;
 use crate::routes::{param, session_href};
 use crate::timeline::{Connection, Row, Timeline};
 
@@ -30,7 +30,7 @@ pub fn TurnPage() -> impl IntoView {
         <Suspense fallback=|| view! { <p>"Loading the timeline…"</p> }>
             {move || Suspend::new(async move {
                 match entries.await {
-                    Err(e) => view! { <ErrorPanel message=e.describe()/> }.into_any(),
+                    Err(e) => view! { <ApiErrorPanel error=e/> }.into_any(),
                     Ok(e) => view! { <LiveTimeline entries=e/> }.into_any(),
                 }
             })}

@@ -4,7 +4,7 @@ use leptos::prelude::*;
 use leptos_meta::Title;
 
 use crate::api;
-use crate::components::ErrorPanel;
+use crate::components::ApiErrorPanel;
 use crate::routes::operation::OperationList;
 
 #[component]
@@ -17,7 +17,7 @@ pub fn UnknownsPage() -> impl IntoView {
         <Suspense fallback=|| view! { <p>"Loading…"</p> }>
             {move || Suspend::new(async move {
                 match queue.await {
-                    Err(e) => view! { <ErrorPanel message=e.describe()/> }.into_any(),
+                    Err(e) => view! { <ApiErrorPanel error=e/> }.into_any(),
                     Ok(m) if m.matches.is_empty() => view! { <p>"No open unknown outcomes."</p> }.into_any(),
                     Ok(m) => view! { <OperationList matches=m.matches/> }.into_any(),
                 }

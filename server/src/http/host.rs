@@ -3,7 +3,7 @@
 //! breaks a rule; names the field) → 404 (unknown or expired session, unknown mutation) → 409 (a refused
 //! transition, with the entry's current state). Every error changes nothing.
 
-use axum::extract::rejection::PathRejection;
+use axum::extract::rejection::{BytesRejection, PathRejection};
 use axum::extract::{Path, State};
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
@@ -24,10 +24,32 @@ use crate::AppState;
 /// Most operations one batch may carry.
 pub const MAX_BATCH_OPERATIONS: usize = 1000;
 
+/// The raw body, or the extractor's status (413 over the body limit, 2 MiB) as a JSON error.
+fn raw(bytes: Result<Bytes, BytesRejection>) -> Result<Bytes, ApiError> {
+    bytes.map_err(|e| {
+        let status = e.status();
+        let code = if status == StatusCode::PAYLOAD_TOO_LARGE {
+            "body_too_large"
+        } else {
+            "invalid_body"
+        };
+        ApiError {
+            status,
+            detail: ledger::wire::ErrorDetail {
+                code: code.to_owned(),
+                message: e.body_text(),
+                field: None,
+                current: None,
+            },
+        }
+    })
+}
+
 /// Parses a JSON object body: 400 when it is not JSON or not an object, 422 naming the field whose type
 /// is wrong.
-fn body<T: DeserializeOwned>(bytes: &[u8]) -> Result<T, ApiError> {
-    let value: serde_json::Value = serde_json::from_slice(bytes).map_err(|e| {
+fn body<T: DeserializeOwned>(bytes: Result<Bytes, BytesRejection>) -> Result<T, ApiError> {
+    let bytes = raw(bytes)?;
+    let value: serde_json::Value = serde_json::from_slice(&bytes).map_err(|e| {
         ApiError::bad_request(
             "malformed_json",
             format!("the body is not valid JSON: {e}"),
@@ -255,10 +277,11 @@ type Reply = Result<(StatusCode, Json<EntryState>), ApiError>;
 pub async fn approve(
     State(state): State<AppState>,
     p: Result<Path<String>, PathRejection>,
-    bytes: Bytes,
+    bytes: Result<Bytes, BytesRejection>,
 ) -> Reply {
-    let b: ApproveBody = body(&bytes)?;
-    let key = session(path(p)?)?;
+    let key = path(p)?;
+    let b: ApproveBody = body(bytes)?;
+    let key = session(key)?;
     run(&state, approve_op(key, b)?, StatusCode::CREATED).await
 }
 
@@ -282,10 +305,10 @@ pub async fn approve(
 pub async fn record_intent(
     State(state): State<AppState>,
     p: Result<Path<(String, String)>, PathRejection>,
-    bytes: Bytes,
+    bytes: Result<Bytes, BytesRejection>,
 ) -> Reply {
-    let b: AttemptBody = body(&bytes)?;
     let (k, m) = path(p)?;
+    let b: AttemptBody = body(bytes)?;
     let op = Operation::RecordIntent {
         session_key: session(k)?,
         mutation_id: mutation(m)?,
@@ -314,10 +337,10 @@ pub async fn record_intent(
 pub async fn settle(
     State(state): State<AppState>,
     p: Result<Path<(String, String)>, PathRejection>,
-    bytes: Bytes,
+    bytes: Result<Bytes, BytesRejection>,
 ) -> Reply {
-    let b: SettleBody = body(&bytes)?;
     let (k, m) = path(p)?;
+    let b: SettleBody = body(bytes)?;
     run(
         &state,
         settle_op(session(k)?, mutation(m)?, b)?,
@@ -346,10 +369,10 @@ pub async fn settle(
 pub async fn cancel(
     State(state): State<AppState>,
     p: Result<Path<(String, String)>, PathRejection>,
-    bytes: Bytes,
+    bytes: Result<Bytes, BytesRejection>,
 ) -> Reply {
-    let b: CancelBody = body(&bytes)?;
     let (k, m) = path(p)?;
+    let b: CancelBody = body(bytes)?;
     run(
         &state,
         cancel_op(session(k)?, mutation(m)?, b)?,
@@ -379,10 +402,10 @@ pub async fn cancel(
 pub async fn reconcile(
     State(state): State<AppState>,
     p: Result<Path<(String, String)>, PathRejection>,
-    bytes: Bytes,
+    bytes: Result<Bytes, BytesRejection>,
 ) -> Reply {
-    let b: ReconcileBody = body(&bytes)?;
     let (k, m) = path(p)?;
+    let b: ReconcileBody = body(bytes)?;
     run(
         &state,
         reconcile_op(session(k)?, mutation(m)?, b)?,
@@ -412,10 +435,10 @@ pub async fn reconcile(
 pub async fn attach_metadata(
     State(state): State<AppState>,
     p: Result<Path<(String, String)>, PathRejection>,
-    bytes: Bytes,
+    bytes: Result<Bytes, BytesRejection>,
 ) -> Reply {
-    let b: MetadataBody = body(&bytes)?;
     let (k, m) = path(p)?;
+    let b: MetadataBody = body(bytes)?;
     run(
         &state,
         metadata_op(session(k)?, mutation(m)?, b),
@@ -444,10 +467,10 @@ pub async fn attach_metadata(
 pub async fn fresh_attempt(
     State(state): State<AppState>,
     p: Result<Path<(String, String)>, PathRejection>,
-    bytes: Bytes,
+    bytes: Result<Bytes, BytesRejection>,
 ) -> Reply {
-    let b: AttemptBody = body(&bytes)?;
     let (k, m) = path(p)?;
+    let b: AttemptBody = body(bytes)?;
     let op = Operation::FreshAttempt {
         session_key: session(k)?,
         mutation_id: mutation(m)?,
@@ -566,8 +589,11 @@ fn batch_op(value: serde_json::Value) -> Result<(Operation, StatusCode), ApiErro
     ),
     security(("host_token" = []))
 )]
-pub async fn batch(State(state): State<AppState>, bytes: Bytes) -> Result<Response, ApiError> {
-    let b: BatchBody = body(&bytes)?;
+pub async fn batch(
+    State(state): State<AppState>,
+    bytes: Result<Bytes, BytesRejection>,
+) -> Result<Response, ApiError> {
+    let b: BatchBody = body(bytes)?;
     let ops = required(b.operations, "operations")?;
     if ops.len() > MAX_BATCH_OPERATIONS {
         return Err(ApiError::invalid_field(

@@ -64,9 +64,15 @@ pub fn api_router(state: AppState) -> Router<AppState> {
         .route("/api/openapi.json", get(openapi::openapi_json))
         .route("/api/{*rest}", any(no_route))
         .route("/healthz", get(read::healthz))
+        .method_not_allowed_fallback(method_not_allowed)
 }
 
 /// Any other `/api` path: a JSON 404 (not the dashboard's HTML page).
 async fn no_route() -> crate::error::ApiError {
     crate::error::ApiError::no_route()
+}
+
+/// A method the path does not answer: a JSON 405.
+async fn method_not_allowed() -> crate::error::ApiError {
+    crate::error::ApiError::method_not_allowed()
 }

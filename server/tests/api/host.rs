@@ -325,3 +325,66 @@ async fn deleting_a_session_removes_its_history() {
         .await;
     assert_eq!(s, StatusCode::NOT_FOUND);
 }
+
+#[tokio::test]
+async fn a_bad_path_is_400_before_a_bad_body_is_422() {
+    let app = spawn().await;
+    let (s, v) = app
+        .host(
+            Method::POST,
+            "/api/host/sessions/t%FF/mutations",
+            json!({"logical_turn_id": 5}),
+        )
+        .await;
+    assert_eq!(
+        (s, v["error"]["code"].clone()),
+        (StatusCode::BAD_REQUEST, json!("invalid_path"))
+    );
+}
+
+#[tokio::test]
+async fn an_oversized_body_and_a_wrong_method_answer_json_errors() {
+    let app = spawn().await;
+    let big = json!({"title": "x".repeat(3 * 1024 * 1024)});
+    app.settled("s", "t", "m", "completed").await;
+    let (s, v) = app.step("s", "m", "metadata", big).await;
+    assert_eq!(
+        (s, v["error"]["code"].clone()),
+        (StatusCode::PAYLOAD_TOO_LARGE, json!("body_too_large"))
+    );
+    let (s, v) = app.host(Method::GET, "/api/host/batch", Value::Null).await;
+    assert_eq!(
+        (s, v["error"]["code"].clone()),
+        (StatusCode::METHOD_NOT_ALLOWED, json!("method_not_allowed"))
+    );
+    let (s, v) = app.host(Method::DELETE, "/api/sessions", Value::Null).await;
+    assert_eq!(
+        (s, v["error"]["code"].clone()),
+        (StatusCode::METHOD_NOT_ALLOWED, json!("method_not_allowed"))
+    );
+}
+
+#[tokio::test]
+async fn evidence_needs_an_rfc3339_observation_time() {
+    let app = spawn().await;
+    app.start("s", "t", "m").await;
+    app.step(
+        "s",
+        "m",
+        "settlement",
+        json!({"attempt_id": "a1", "status": "outcome_unknown"}),
+    )
+    .await;
+    let (s, v) = app
+        .step("s", "m", "reconciliation", json!({"attempt_id": "a1", "completed": false, "evidence": {"source": "s", "reference": "r", "observed_at": "yesterday-ish"}}))
+        .await;
+    assert_eq!(
+        (s, v["error"]["field"].clone()),
+        (
+            StatusCode::UNPROCESSABLE_ENTITY,
+            json!("evidence.observed_at")
+        )
+    );
+    let (_, history) = app.get_json("/api/mutation-outcomes?session_id=s").await;
+    assert_eq!(history["mutation_outcomes"][0]["status"], "outcome_unknown");
+}

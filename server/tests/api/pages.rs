@@ -32,3 +32,22 @@ async fn a_title_holding_markup_is_escaped_text() {
     assert!(html.contains("&lt;script&gt;alert(1)&lt;/script&gt;"));
     assert!(!html.contains("javascript:"));
 }
+
+#[tokio::test]
+async fn pages_for_missing_things_answer_404() {
+    let app = spawn().await;
+    app.settled("s", "t", "m", "completed").await;
+    for path in [
+        "/sessions/nobody",
+        "/sessions/s/turns/nope",
+        "/operations/nope",
+    ] {
+        let r = app.get(path).await;
+        assert_eq!(r.status(), StatusCode::NOT_FOUND, "{path}");
+    }
+    assert_eq!(
+        app.get("/sessions/s/turns/t").await.status(),
+        StatusCode::OK
+    );
+    assert_eq!(app.get("/operations/m").await.status(), StatusCode::OK);
+}
