@@ -165,8 +165,19 @@ pub fn OutcomeCard(
     };
     let reason = outcome.reason.map(reason_text);
     let mutation_id = outcome.mutation_id.clone();
-    let tool = outcome.tool.clone();
-    let resource_id = outcome.resource_id.clone();
+    // The tool heads the card when there is no title; then it is not repeated below.
+    let details = [
+        outcome.title.is_some().then(|| outcome.tool.clone()),
+        outcome
+            .resource_id
+            .as_ref()
+            .map(|id| format!("resource {id}")),
+        revision.map(|r| format!("revision {r}")),
+    ]
+    .into_iter()
+    .flatten()
+    .collect::<Vec<_>>()
+    .join(" · ");
     view! {
         <div class=format!("outcome rounded-md {border} p-3 {classes}") data-mutation-id=mutation_id.clone() data-status=status.as_str()>
             <div class="flex flex-wrap items-center gap-2">
@@ -174,9 +185,7 @@ pub fn OutcomeCard(
                 <OutcomeTitle outcome=outcome.clone()/>
             </div>
             <p class="mt-1 text-xs opacity-80">
-                <span class="font-mono">{tool}</span>
-                {resource_id.map(|id| view! { <span>" · resource "<bdi class="font-mono">{id}</bdi></span> })}
-                {revision.map(|r| view! { <span>" · revision "{r}</span> })}
+                <bdi class="font-mono">{details}</bdi>
             </p>
             {reason.map(|r| view! { <p class="reason mt-1 text-sm">{r}</p> })}
             {unknown.then(|| view! { <UnknownExplanation mutation_id=mutation_id.clone() in_flight/> })}
