@@ -257,6 +257,40 @@ async fn run(
 
 type Reply = Result<(StatusCode, Json<EntryState>), ApiError>;
 
+/// One transition of one mutation: path (400), body (400/422), identifiers (422), then the ledger.
+async fn step<B: DeserializeOwned>(
+    state: &AppState,
+    p: Result<Path<(String, String)>, PathRejection>,
+    bytes: Result<Bytes, BytesRejection>,
+    build: impl FnOnce(SessionKey, MutationId, B) -> Result<Operation, ApiError>,
+) -> Reply {
+    let (k, m) = path(p)?;
+    let b: B = body(bytes)?;
+    let op = build(session(k)?, mutation(m)?, b)?;
+    run(state, op, StatusCode::OK).await
+}
+
+/// The error answers every host transition shares (documentation only).
+#[derive(utoipa::IntoResponses)]
+#[allow(dead_code)]
+pub enum HostErrors {
+    /// Malformed JSON or path.
+    #[response(status = 400)]
+    BadRequest(ledger::wire::ErrorBody),
+    /// Missing or wrong host token.
+    #[response(status = 401)]
+    Unauthorized(ledger::wire::ErrorBody),
+    /// A field breaks a rule; `field` names it.
+    #[response(status = 422)]
+    Invalid(ledger::wire::ErrorBody),
+    /// Unknown or expired session, unknown mutation.
+    #[response(status = 404)]
+    NotFound(ledger::wire::ErrorBody),
+    /// Refused transition; `current` is the unchanged entry.
+    #[response(status = 409)]
+    Conflict(ledger::wire::ErrorBody),
+}
+
 /// `POST /api/host/sessions/{session_key}/mutations` `{"logical_turn_id", "mutation_id", "tool"}` → 201.
 #[utoipa::path(
     post,
@@ -266,11 +300,7 @@ type Reply = Result<(StatusCode, Json<EntryState>), ApiError>;
     request_body = ApproveBody,
     responses(
         (status = 201, description = "approved: the entry exists, nothing is published yet", body = ledger::wire::EntryState),
-        (status = 400, description = "malformed JSON or path", body = ledger::wire::ErrorBody),
-        (status = 401, description = "missing or wrong host token", body = ledger::wire::ErrorBody),
-        (status = 422, description = "a field breaks a rule; `field` names it", body = ledger::wire::ErrorBody),
-        (status = 404, description = "unknown or expired session, unknown mutation", body = ledger::wire::ErrorBody),
-        (status = 409, description = "refused transition; `current` is the unchanged entry", body = ledger::wire::ErrorBody),
+        HostErrors,
     ),
     security(("host_token" = []))
 )]
@@ -294,11 +324,7 @@ pub async fn approve(
     request_body = AttemptBody,
     responses(
         (status = 200, description = "the entry after the change", body = ledger::wire::EntryState),
-        (status = 400, description = "malformed JSON or path", body = ledger::wire::ErrorBody),
-        (status = 401, description = "missing or wrong host token", body = ledger::wire::ErrorBody),
-        (status = 422, description = "a field breaks a rule; `field` names it", body = ledger::wire::ErrorBody),
-        (status = 404, description = "unknown or expired session, unknown mutation", body = ledger::wire::ErrorBody),
-        (status = 409, description = "refused transition; `current` is the unchanged entry", body = ledger::wire::ErrorBody),
+        HostErrors,
     ),
     security(("host_token" = []))
 )]
@@ -307,14 +333,14 @@ pub async fn record_intent(
     p: Result<Path<(String, String)>, PathRejection>,
     bytes: Result<Bytes, BytesRejection>,
 ) -> Reply {
-    let (k, m) = path(p)?;
-    let b: AttemptBody = body(bytes)?;
-    let op = Operation::RecordIntent {
-        session_key: session(k)?,
-        mutation_id: mutation(m)?,
-        attempt_id: attempt(b.attempt_id)?,
-    };
-    run(&state, op, StatusCode::OK).await
+    step(&state, p, bytes, |k, m, b: AttemptBody| {
+        Ok(Operation::RecordIntent {
+            session_key: k,
+            mutation_id: m,
+            attempt_id: attempt(b.attempt_id)?,
+        })
+    })
+    .await
 }
 
 /// `POST …/{mutation_id}/settlement` `{"attempt_id", "status", "reason"?}` → 200.
@@ -326,11 +352,7 @@ pub async fn record_intent(
     request_body = SettleBody,
     responses(
         (status = 200, description = "the entry after the change", body = ledger::wire::EntryState),
-        (status = 400, description = "malformed JSON or path", body = ledger::wire::ErrorBody),
-        (status = 401, description = "missing or wrong host token", body = ledger::wire::ErrorBody),
-        (status = 422, description = "a field breaks a rule; `field` names it", body = ledger::wire::ErrorBody),
-        (status = 404, description = "unknown or expired session, unknown mutation", body = ledger::wire::ErrorBody),
-        (status = 409, description = "refused transition; `current` is the unchanged entry", body = ledger::wire::ErrorBody),
+        HostErrors,
     ),
     security(("host_token" = []))
 )]
@@ -339,14 +361,7 @@ pub async fn settle(
     p: Result<Path<(String, String)>, PathRejection>,
     bytes: Result<Bytes, BytesRejection>,
 ) -> Reply {
-    let (k, m) = path(p)?;
-    let b: SettleBody = body(bytes)?;
-    run(
-        &state,
-        settle_op(session(k)?, mutation(m)?, b)?,
-        StatusCode::OK,
-    )
-    .await
+    step(&state, p, bytes, settle_op).await
 }
 
 /// `POST …/{mutation_id}/cancellation` `{"attempt_id", "reason"?}` → 200.
@@ -358,11 +373,7 @@ pub async fn settle(
     request_body = CancelBody,
     responses(
         (status = 200, description = "the entry after the change", body = ledger::wire::EntryState),
-        (status = 400, description = "malformed JSON or path", body = ledger::wire::ErrorBody),
-        (status = 401, description = "missing or wrong host token", body = ledger::wire::ErrorBody),
-        (status = 422, description = "a field breaks a rule; `field` names it", body = ledger::wire::ErrorBody),
-        (status = 404, description = "unknown or expired session, unknown mutation", body = ledger::wire::ErrorBody),
-        (status = 409, description = "refused transition; `current` is the unchanged entry", body = ledger::wire::ErrorBody),
+        HostErrors,
     ),
     security(("host_token" = []))
 )]
@@ -371,14 +382,7 @@ pub async fn cancel(
     p: Result<Path<(String, String)>, PathRejection>,
     bytes: Result<Bytes, BytesRejection>,
 ) -> Reply {
-    let (k, m) = path(p)?;
-    let b: CancelBody = body(bytes)?;
-    run(
-        &state,
-        cancel_op(session(k)?, mutation(m)?, b)?,
-        StatusCode::OK,
-    )
-    .await
+    step(&state, p, bytes, cancel_op).await
 }
 
 /// `POST …/{mutation_id}/reconciliation` `{"attempt_id", "completed", "evidence": {"source", "reference",
@@ -391,11 +395,7 @@ pub async fn cancel(
     request_body = ReconcileBody,
     responses(
         (status = 200, description = "the entry after the change", body = ledger::wire::EntryState),
-        (status = 400, description = "malformed JSON or path", body = ledger::wire::ErrorBody),
-        (status = 401, description = "missing or wrong host token", body = ledger::wire::ErrorBody),
-        (status = 422, description = "a field breaks a rule; `field` names it", body = ledger::wire::ErrorBody),
-        (status = 404, description = "unknown or expired session, unknown mutation", body = ledger::wire::ErrorBody),
-        (status = 409, description = "refused transition; `current` is the unchanged entry", body = ledger::wire::ErrorBody),
+        HostErrors,
     ),
     security(("host_token" = []))
 )]
@@ -404,14 +404,7 @@ pub async fn reconcile(
     p: Result<Path<(String, String)>, PathRejection>,
     bytes: Result<Bytes, BytesRejection>,
 ) -> Reply {
-    let (k, m) = path(p)?;
-    let b: ReconcileBody = body(bytes)?;
-    run(
-        &state,
-        reconcile_op(session(k)?, mutation(m)?, b)?,
-        StatusCode::OK,
-    )
-    .await
+    step(&state, p, bytes, reconcile_op).await
 }
 
 /// `PUT …/{mutation_id}/metadata` `{"id", "url", "title"}` → 200. All three are set at once; a missing or
@@ -424,11 +417,7 @@ pub async fn reconcile(
     request_body = MetadataBody,
     responses(
         (status = 200, description = "the entry after the change", body = ledger::wire::EntryState),
-        (status = 400, description = "malformed JSON or path", body = ledger::wire::ErrorBody),
-        (status = 401, description = "missing or wrong host token", body = ledger::wire::ErrorBody),
-        (status = 422, description = "a field breaks a rule; `field` names it", body = ledger::wire::ErrorBody),
-        (status = 404, description = "unknown or expired session, unknown mutation", body = ledger::wire::ErrorBody),
-        (status = 409, description = "refused transition; `current` is the unchanged entry", body = ledger::wire::ErrorBody),
+        HostErrors,
     ),
     security(("host_token" = []))
 )]
@@ -437,14 +426,7 @@ pub async fn attach_metadata(
     p: Result<Path<(String, String)>, PathRejection>,
     bytes: Result<Bytes, BytesRejection>,
 ) -> Reply {
-    let (k, m) = path(p)?;
-    let b: MetadataBody = body(bytes)?;
-    run(
-        &state,
-        metadata_op(session(k)?, mutation(m)?, b),
-        StatusCode::OK,
-    )
-    .await
+    step(&state, p, bytes, |k, m, b| Ok(metadata_op(k, m, b))).await
 }
 
 /// `POST …/{mutation_id}/attempts` `{"attempt_id"}` → 200: a fresh attempt of a `not_executed` entry.
@@ -456,11 +438,7 @@ pub async fn attach_metadata(
     request_body = AttemptBody,
     responses(
         (status = 200, description = "the entry after the change", body = ledger::wire::EntryState),
-        (status = 400, description = "malformed JSON or path", body = ledger::wire::ErrorBody),
-        (status = 401, description = "missing or wrong host token", body = ledger::wire::ErrorBody),
-        (status = 422, description = "a field breaks a rule; `field` names it", body = ledger::wire::ErrorBody),
-        (status = 404, description = "unknown or expired session, unknown mutation", body = ledger::wire::ErrorBody),
-        (status = 409, description = "refused transition; `current` is the unchanged entry", body = ledger::wire::ErrorBody),
+        HostErrors,
     ),
     security(("host_token" = []))
 )]
@@ -469,14 +447,14 @@ pub async fn fresh_attempt(
     p: Result<Path<(String, String)>, PathRejection>,
     bytes: Result<Bytes, BytesRejection>,
 ) -> Reply {
-    let (k, m) = path(p)?;
-    let b: AttemptBody = body(bytes)?;
-    let op = Operation::FreshAttempt {
-        session_key: session(k)?,
-        mutation_id: mutation(m)?,
-        attempt_id: attempt(b.attempt_id)?,
-    };
-    run(&state, op, StatusCode::OK).await
+    step(&state, p, bytes, |k, m, b: AttemptBody| {
+        Ok(Operation::FreshAttempt {
+            session_key: k,
+            mutation_id: m,
+            attempt_id: attempt(b.attempt_id)?,
+        })
+    })
+    .await
 }
 
 /// `DELETE /api/host/sessions/{session_key}` → 204; 404 when there is no such session.
@@ -487,11 +465,7 @@ pub async fn fresh_attempt(
     params(("session_key" = String, Path, description = "session key, percent-encoded")),
     responses(
         (status = 204, description = "deleted with its turns and entries"),
-        (status = 400, description = "malformed JSON or path", body = ledger::wire::ErrorBody),
-        (status = 401, description = "missing or wrong host token", body = ledger::wire::ErrorBody),
-        (status = 422, description = "a field breaks a rule; `field` names it", body = ledger::wire::ErrorBody),
-        (status = 404, description = "unknown or expired session, unknown mutation", body = ledger::wire::ErrorBody),
-        (status = 409, description = "refused transition; `current` is the unchanged entry", body = ledger::wire::ErrorBody),
+        HostErrors,
     ),
     security(("host_token" = []))
 )]
