@@ -17,7 +17,7 @@ use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
 
-use super::query::write_id;
+use super::query::{path, write_id};
 use crate::error::ApiError;
 use crate::AppState;
 
@@ -71,11 +71,6 @@ fn from_value<T: DeserializeOwned>(value: serde_json::Value) -> Result<T, ApiErr
         let field = e.path().to_string();
         ApiError::invalid_field(&field, format!("{field}: {}", e.inner()))
     })
-}
-
-fn path<T>(p: Result<Path<T>, PathRejection>) -> Result<T, ApiError> {
-    p.map(|Path(t)| t)
-        .map_err(|e| ApiError::bad_request("invalid_path", e.body_text(), None))
 }
 
 fn required<T>(value: Option<T>, field: &str) -> Result<T, ApiError> {
@@ -257,6 +252,18 @@ async fn run(
 
 type Reply = Result<(StatusCode, Json<EntryState>), ApiError>;
 
+/// The path of one mutation (documentation only: handlers take it as a `(String, String)` tuple so a bad
+/// segment is a 400 before the body is read).
+#[derive(utoipa::IntoParams)]
+#[into_params(parameter_in = Path)]
+#[allow(dead_code)]
+pub struct MutationPath {
+    /// Session key, percent-encoded.
+    session_key: String,
+    /// Operation id, percent-encoded.
+    mutation_id: String,
+}
+
 /// One transition of one mutation: path (400), body (400/422), identifiers (422), then the ledger.
 async fn step<B: DeserializeOwned>(
     state: &AppState,
@@ -320,7 +327,7 @@ pub async fn approve(
     post,
     path = "/api/host/sessions/{session_key}/mutations/{mutation_id}/intent",
     tag = "host",
-    params(("session_key" = String, Path, description = "session key, percent-encoded"), ("mutation_id" = String, Path, description = "operation id, percent-encoded")),
+    params(MutationPath),
     request_body = AttemptBody,
     responses(
         (status = 200, description = "the entry after the change", body = ledger::wire::EntryState),
@@ -348,7 +355,7 @@ pub async fn record_intent(
     post,
     path = "/api/host/sessions/{session_key}/mutations/{mutation_id}/settlement",
     tag = "host",
-    params(("session_key" = String, Path, description = "session key, percent-encoded"), ("mutation_id" = String, Path, description = "operation id, percent-encoded")),
+    params(MutationPath),
     request_body = SettleBody,
     responses(
         (status = 200, description = "the entry after the change", body = ledger::wire::EntryState),
@@ -369,7 +376,7 @@ pub async fn settle(
     post,
     path = "/api/host/sessions/{session_key}/mutations/{mutation_id}/cancellation",
     tag = "host",
-    params(("session_key" = String, Path, description = "session key, percent-encoded"), ("mutation_id" = String, Path, description = "operation id, percent-encoded")),
+    params(MutationPath),
     request_body = CancelBody,
     responses(
         (status = 200, description = "the entry after the change", body = ledger::wire::EntryState),
@@ -391,7 +398,7 @@ pub async fn cancel(
     post,
     path = "/api/host/sessions/{session_key}/mutations/{mutation_id}/reconciliation",
     tag = "host",
-    params(("session_key" = String, Path, description = "session key, percent-encoded"), ("mutation_id" = String, Path, description = "operation id, percent-encoded")),
+    params(MutationPath),
     request_body = ReconcileBody,
     responses(
         (status = 200, description = "the entry after the change", body = ledger::wire::EntryState),
@@ -413,7 +420,7 @@ pub async fn reconcile(
     put,
     path = "/api/host/sessions/{session_key}/mutations/{mutation_id}/metadata",
     tag = "host",
-    params(("session_key" = String, Path, description = "session key, percent-encoded"), ("mutation_id" = String, Path, description = "operation id, percent-encoded")),
+    params(MutationPath),
     request_body = MetadataBody,
     responses(
         (status = 200, description = "the entry after the change", body = ledger::wire::EntryState),
@@ -434,7 +441,7 @@ pub async fn attach_metadata(
     post,
     path = "/api/host/sessions/{session_key}/mutations/{mutation_id}/attempts",
     tag = "host",
-    params(("session_key" = String, Path, description = "session key, percent-encoded"), ("mutation_id" = String, Path, description = "operation id, percent-encoded")),
+    params(MutationPath),
     request_body = AttemptBody,
     responses(
         (status = 200, description = "the entry after the change", body = ledger::wire::EntryState),

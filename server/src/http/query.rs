@@ -1,7 +1,7 @@
 //! Extracting and validating request parts into the ledger's newtypes, with errors that name the field.
 
-use axum::extract::rejection::QueryRejection;
-use axum::extract::Query;
+use axum::extract::rejection::{PathRejection, QueryRejection};
+use axum::extract::{Path, Query};
 use ledger::ids::{check_identifier, IdError};
 use serde::de::DeserializeOwned;
 
@@ -35,4 +35,10 @@ pub fn write_id<T>(
         return Err(ApiError::invalid_field(field, format!("{field} {e}")));
     }
     parse(value).map_err(|e| ApiError::invalid_field(field, format!("{field} {e}")))
+}
+
+/// The path parameters as `T` (percent-decoded once by the router), or 400 `invalid_path`.
+pub fn path<T>(p: Result<Path<T>, PathRejection>) -> Result<T, ApiError> {
+    p.map(|Path(t)| t)
+        .map_err(|e| ApiError::bad_request("invalid_path", e.body_text(), None))
 }

@@ -8,7 +8,7 @@ use ledger::ids::{LogicalTurnId, MutationId, SessionKey};
 use ledger::wire::{MutationOutcomes, OperationMatches, SessionList, SessionTurns, TurnEntries};
 use serde::Deserialize;
 
-use super::query::{query, read_param};
+use super::query::{path, query, read_param};
 use crate::error::ApiError;
 use crate::AppState;
 
@@ -27,11 +27,6 @@ impl SessionParam {
     pub fn session_id_opt(self) -> Option<String> {
         self.session_id
     }
-}
-
-fn path<T>(p: Result<Path<T>, PathRejection>) -> Result<T, ApiError> {
-    p.map(|Path(t)| t)
-        .map_err(|e| ApiError::bad_request("invalid_path", e.body_text(), None))
 }
 
 /// `GET /api/mutation-outcomes?session_id=<key>` → `{"mutation_outcomes": [...]}`, oldest logical turn
