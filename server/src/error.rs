@@ -11,7 +11,8 @@ use ledger::LedgerError;
 #[derive(Debug)]
 pub struct ApiError {
     pub status: StatusCode,
-    pub detail: ErrorDetail,
+    /// Boxed: a 409 carries the entry's state, and errors travel through every handler's `Result`.
+    pub detail: Box<ErrorDetail>,
 }
 
 impl ApiError {
@@ -23,12 +24,12 @@ impl ApiError {
     ) -> Self {
         ApiError {
             status,
-            detail: ErrorDetail {
+            detail: Box::new(ErrorDetail {
                 code: code.to_owned(),
                 message: message.into(),
                 field: field.map(str::to_owned),
                 current: None,
-            },
+            }),
         }
     }
 
@@ -123,12 +124,12 @@ impl From<LedgerError> for ApiError {
             ),
             LedgerError::Refused { refusal, current } => ApiError {
                 status: StatusCode::CONFLICT,
-                detail: ErrorDetail {
+                detail: Box::new(ErrorDetail {
                     code: refusal.code().to_owned(),
                     message: refusal.message().to_owned(),
                     field: None,
                     current: Some(*current),
-                },
+                }),
             },
             LedgerError::CursorAhead { cursor, latest } => Self::new(
                 StatusCode::CONFLICT,
@@ -146,6 +147,12 @@ impl From<LedgerError> for ApiError {
 
 impl IntoResponse for ApiError {
     fn into_response(self) -> Response {
-        (self.status, Json(ErrorBody { error: self.detail })).into_response()
+        (
+            self.status,
+            Json(ErrorBody {
+                error: *self.detail,
+            }),
+        )
+            .into_response()
     }
 }

@@ -35,12 +35,12 @@ fn raw(bytes: Result<Bytes, BytesRejection>) -> Result<Bytes, ApiError> {
         };
         ApiError {
             status,
-            detail: ledger::wire::ErrorDetail {
+            detail: Box::new(ledger::wire::ErrorDetail {
                 code: code.to_owned(),
                 message: e.body_text(),
                 field: None,
                 current: None,
-            },
+            }),
         }
     })
 }
@@ -608,7 +608,7 @@ pub async fn batch(
             Err(e) => BatchResult {
                 status: e.status.as_u16(),
                 entry: None,
-                error: Some(e.detail),
+                error: Some(*e.detail),
             },
         });
     }
