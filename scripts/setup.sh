@@ -5,6 +5,8 @@
 #     chromium (browser tests)
 #   - cargo: wasm-bindgen-cli at exactly the wasm-bindgen version in Cargo.lock
 #   - npm: the Tailwind CLI and Playwright from package-lock.json (no browser download: Debian's Chromium)
+#   - pip: jsonschema and pytest (the contract schema under Python, e2e/contract)
+#   - pip: Schemathesis (API fuzzing against the OpenAPI document, scripts/schemathesis.sh)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -31,4 +33,14 @@ if [ ! -f "$stamp" ] || ! cmp -s package-lock.json "$stamp"; then
   echo "setup: npm ci"
   PLAYWRIGHT_SKIP_BROWSER_DOWNLOAD=1 npm ci --no-audit --no-fund --loglevel=error
   cp package-lock.json "$stamp"
+fi
+
+if ! python3 -c 'import schemathesis' >/dev/null 2>&1; then
+  echo "setup: pip install schemathesis 4.32.5"
+  python3 -m pip install -q --disable-pip-version-check "schemathesis==4.32.5"
+fi
+
+if ! python3 -c 'import jsonschema, pytest' >/dev/null 2>&1; then
+  echo "setup: pip install jsonschema pytest"
+  python3 -m pip install -q --disable-pip-version-check jsonschema pytest
 fi

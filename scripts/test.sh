@@ -9,6 +9,9 @@ scripts/build.sh
 echo "== cargo test"
 cargo test --workspace
 
+echo "== contract schema (python jsonschema)"
+PYTHONDONTWRITEBYTECODE=1 python3 -m pytest -q -p no:cacheprovider e2e/contract
+
 echo "== start the server for the client and browser tests"
 port=${E2E_PORT:-3100}
 data=$(mktemp -d)
@@ -19,6 +22,16 @@ trap 'kill $server 2>/dev/null || true; rm -rf "$data"' EXIT
 for _ in $(seq 1 100); do curl -sf -o /dev/null "http://127.0.0.1:$port/healthz" && break; sleep 0.1; done
 echo "== third-party replay client (npm eventsource, node --test)"
 BASE_URL="http://127.0.0.1:$port" node --test e2e/clients/
+
+echo "== Schemathesis against the OpenAPI document (about 60 s, a server of its own)"
+fuzz_port=$((port + 1))
+fuzz_data=$(mktemp -d)
+target/release/outcomes serve --addr "127.0.0.1:$fuzz_port" --data-dir "$fuzz_data" > "$fuzz_data/server.log" 2>&1 &
+fuzz_server=$!
+trap 'kill $server $fuzz_server 2>/dev/null || true; rm -rf "$data" "$fuzz_data"' EXIT
+for _ in $(seq 1 100); do curl -sf -o /dev/null "http://127.0.0.1:$fuzz_port/healthz" && break; sleep 0.1; done
+BASE_URL="http://127.0.0.1:$fuzz_port" scripts/schemathesis.sh
+kill $fuzz_server 2>/dev/null || true
 
 echo "== browser tests (Playwright, Debian Chromium)"
 cd e2e

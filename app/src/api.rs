@@ -34,6 +34,18 @@ pub enum ApiError {
 }
 
 impl ApiError {
+    /// The HTTP status of a server-rendered page whose read failed this way. A client's mistake stays a
+    /// client error: 404 when the API found nothing (an id that could never have been stored included),
+    /// the API's own 4xx otherwise. Only a real fault is a 5xx: 502 when the API failed (5xx) or could
+    /// not be read.
+    pub fn page_status(&self) -> u16 {
+        match self {
+            ApiError::NotFound { .. } => 404,
+            ApiError::Status { status, .. } if (400..500).contains(status) => *status,
+            ApiError::Status { .. } | ApiError::Network(_) => 502,
+        }
+    }
+
     /// A sentence for the page.
     pub fn describe(&self) -> String {
         match self {
@@ -175,4 +187,46 @@ pub fn replay_url(key: &str, turn: &str, after: Option<i64>) -> String {
 /// The live stream URL of a session.
 pub fn run_events_url(key: &str) -> String {
     format!("/api/run-events?session_id={}", enc(key))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn answer(status: u16, body: &str) -> ApiError {
+        decode::<SessionTurns>(status, body).unwrap_err()
+    }
+
+    #[test]
+    fn a_page_is_4xx_for_a_client_mistake_and_502_only_for_a_fault() {
+        let not_found = answer(
+            404,
+            r#"{"error":{"code":"session_not_found","message":"unknown session","field":"session_id"}}"#,
+        );
+        assert_eq!(
+            not_found,
+            ApiError::NotFound {
+                code: "session_not_found".into(),
+                message: "unknown session".into()
+            }
+        );
+        assert_eq!(not_found.page_status(), 404);
+        let bad = answer(
+            400,
+            r#"{"error":{"code":"invalid_parameter","message":"session_id: must not be empty","field":"session_id"}}"#,
+        );
+        assert_eq!(bad.page_status(), 400);
+        assert_eq!(answer(422, "{}").page_status(), 422);
+        assert_eq!(
+            answer(
+                500,
+                r#"{"error":{"code":"internal","message":"internal error"}}"#
+            )
+            .page_status(),
+            502
+        );
+        assert_eq!(answer(503, "busy").page_status(), 502);
+        assert_eq!(answer(200, "not json").page_status(), 502);
+        assert_eq!(ApiError::Network("refused".into()).page_status(), 502);
+    }
 }

@@ -24,6 +24,30 @@ pub trait Adapter: Send + Sync {
         outcome: &MutationOutcome,
         mutation_revision: i64,
     ) -> Result<(), AdapterError>;
+
+    /// The session is gone: deleted by its host, or deleted by the retention sweep after it expired. Called
+    /// after the deletion is committed. Live streams of the session end here (docs/api.md, live run
+    /// events: `session_ended`). The default does nothing.
+    fn on_session_ended(&self, _session_key: &SessionKey, _reason: SessionEnd) {}
+}
+
+/// Why a session's history went away.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SessionEnd {
+    /// `DELETE /api/host/sessions/{key}` (or `Engine::delete_session`).
+    Deleted,
+    /// Its time to live ran out and the retention sweep deleted it.
+    Expired,
+}
+
+impl SessionEnd {
+    /// The `reason` of the `session_ended` event: `deleted` or `expired`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            SessionEnd::Deleted => "deleted",
+            SessionEnd::Expired => "expired",
+        }
+    }
 }
 
 /// An adapter that delivers nothing.

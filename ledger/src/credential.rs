@@ -13,7 +13,11 @@
 //! - JWTs (`eyJ….eyJ….…`) and PEM private key blocks (terminated or not);
 //! - `Bearer`/`Basic` authorization values and `password=`/`api_key:`-style pairs, but only when a
 //!   token-like value follows the word ("Bearer of bad news" and "Password policy" are text);
-//! - URL userinfo with a password (`https://user:pass@host`) or a token-like user name.
+//! - URL userinfo with a password (`https://user:pass@host`) or a token-like user name;
+//! - a path parameter naming a session or a secret (`;jsessionid=…`, `;phpsessid=…`, `;sid=…`,
+//!   `;session=…`, `;token=…`, `;auth=…`, any case) with a non-empty value: servlet containers and PHP put
+//!   the session in the URL path this way (DESIGN "Decisions where the sources are silent" in
+//!   `docs/design.md`). Any other `;` parameter (`/a;v=1/b`) is text.
 //!
 //! No pattern looks past the end of the credential it matches, so a prefix of text without credentials has
 //! none either: cutting a redacted title short (the 512-byte truncation) cannot expose a new one.
@@ -133,6 +137,15 @@ const KEY_WORDS: &str = r"(?:password|passwd|passphrase|secret|api[_-]?key|acces
 /// with the rest of a `:=` separator.
 const VALUE: &str = r#"[^\s"'`&,;<>()\[\]{}=:][^\s"'`&,;<>()\[\]{}]*"#;
 
+/// The names of a URL path parameter (`;name=value`) that carry a session or a secret, matched
+/// case-insensitively and whole (`;sidebar=` and `;session_type=` are other parameters).
+const SESSION_PARAMS: &str =
+    r"(?:jsessionid|phpsessid|aspsessionid|sessionid|session[_-]id|session|sid|token|auth)";
+
+/// The value of a path parameter: like [`VALUE`], and it also ends at the next path segment, query or
+/// fragment (`/`, `?`, `#`), so in a title only the session id itself is redacted.
+const PATH_PARAM_VALUE: &str = r#"[^\s"'`&,;<>()\[\]{}=:/?#][^\s"'`&,;<>()\[\]{}/?#]*"#;
+
 static RULES: LazyLock<Vec<Rule>> = LazyLock::new(|| {
     let specs: Vec<(String, usize, Accept)> = vec![
         // Cloud keys.
@@ -245,6 +258,12 @@ static RULES: LazyLock<Vec<Rule>> = LazyLock::new(|| {
         ),
         // URL userinfo: `scheme://user:pass@` or a token as user name.
         (r"://([^\s/?#@]+)@".into(), 1, userinfo_like),
+        // A path parameter naming a session or a secret: `;jsessionid=…`; the name stays.
+        (
+            format!(r";(?i:{SESSION_PARAMS})=({PATH_PARAM_VALUE})"),
+            1,
+            always,
+        ),
     ];
     specs
         .into_iter()

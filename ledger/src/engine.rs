@@ -7,10 +7,11 @@ use std::sync::Arc;
 
 use sqlx::{Sqlite, SqliteConnection, Transaction};
 
+use crate::adapter::SessionEnd;
 use crate::error::{LedgerError, Refusal};
 use crate::ids::{AttemptId, LogicalTurnId, MutationId, SessionKey, ToolName};
-use crate::limits::RAW_METADATA_MAX_BYTES;
 use crate::projection::{project, published_status, HostMetadata, LedgerEntry};
+use crate::sanitize::sanitize_metadata;
 use crate::store::Inner;
 use crate::wire::{EntryState, LedgerStatus, MutationOutcome, PublishedStatus, Reason};
 
@@ -83,7 +84,9 @@ pub enum Operation {
         completed: bool,
         evidence: Evidence,
     },
-    /// Sets the host metadata (id, url, title) of a published entry; identical metadata is a no-op.
+    /// Sets the host metadata (id, url, title) of a published entry. Any raw size is accepted; what is
+    /// stored is the sanitised metadata (`sanitize::sanitize_metadata`), and metadata identical to the
+    /// stored one once sanitised is a no-op (no revision, no event).
     AttachMetadata {
         session_key: SessionKey,
         mutation_id: MutationId,
@@ -216,9 +219,9 @@ impl Engine {
         &self,
         ops: Vec<Operation>,
     ) -> Result<Vec<Result<EntryState, LedgerError>>, LedgerError> {
-        let _writer = self.inner.write_lock.lock().await;
+        let _writer = self.inner.writer().await?;
         let now = self.inner.clock.now_ms();
-        let mut tx = self.inner.write.begin().await?;
+        let mut tx = self.inner.begin_write().await?;
         let mut results = Vec::with_capacity(ops.len());
         let mut announcements = Vec::new();
         for op in ops {
@@ -229,7 +232,7 @@ impl Engine {
                     announcements.extend(announcement);
                     results.push(Ok(state));
                 }
-                Err(LedgerError::Store(e)) => return Err(LedgerError::Store(e)),
+                Err(e @ (LedgerError::Store(_) | LedgerError::Busy)) => return Err(e),
                 Err(e) => {
                     sqlx::query("ROLLBACK TO op").execute(&mut *tx).await?;
                     sqlx::query("RELEASE op").execute(&mut *tx).await?;
@@ -244,9 +247,10 @@ impl Engine {
         Ok(results)
     }
 
-    /// Deletes a session with its turns, entries and evidence. `SessionNotFound` when there is none.
+    /// Deletes a session with its turns, entries and evidence, then tells the adapter
+    /// (`on_session_ended`, `Deleted`). `SessionNotFound` when there is none.
     pub async fn delete_session(&self, session_key: &SessionKey) -> Result<(), LedgerError> {
-        let _writer = self.inner.write_lock.lock().await;
+        let _writer = self.inner.writer().await?;
         let done = sqlx::query("DELETE FROM sessions WHERE session_key = ?")
             .bind(session_key.as_str())
             .execute(&self.inner.write)
@@ -254,18 +258,39 @@ impl Engine {
         if done.rows_affected() == 0 {
             return Err(LedgerError::SessionNotFound);
         }
+        self.end_session(session_key, SessionEnd::Deleted);
         Ok(())
     }
 
-    /// Deletes every session whose time to live ran out. Returns how many were deleted.
+    /// Deletes every session whose time to live ran out, then tells the adapter of each
+    /// (`on_session_ended`, `Expired`). Returns how many were deleted.
     pub async fn purge_expired(&self) -> Result<u64, LedgerError> {
-        let _writer = self.inner.write_lock.lock().await;
+        let _writer = self.inner.writer().await?;
         let since = self.inner.live_since(self.inner.clock.now_ms());
-        let done = sqlx::query("DELETE FROM sessions WHERE last_write_at < ?")
-            .bind(since)
-            .execute(&self.inner.write)
-            .await?;
-        Ok(done.rows_affected())
+        let mut tx = self.inner.begin_write().await?;
+        let keys: Vec<String> =
+            sqlx::query_scalar("DELETE FROM sessions WHERE last_write_at < ? RETURNING session_key")
+                .bind(since)
+                .fetch_all(&mut *tx)
+                .await?;
+        tx.commit().await?;
+        for key in &keys {
+            if let Ok(key) = SessionKey::parse(key.clone()) {
+                self.end_session(&key, SessionEnd::Expired);
+            }
+        }
+        Ok(keys.len() as u64)
+    }
+
+    fn end_session(&self, session_key: &SessionKey, reason: SessionEnd) {
+        let adapter = self.inner.adapter.clone();
+        if std::panic::catch_unwind(AssertUnwindSafe(|| {
+            adapter.on_session_ended(session_key, reason)
+        }))
+        .is_err()
+        {
+            tracing::error!("live delivery of a session end panicked");
+        }
     }
 
     /// Imports an entry recorded before revisions existed (legacy ledger rows): stored with no revision, so
@@ -281,12 +306,13 @@ impl Engine {
             .map_err(|e| LedgerError::invalid("mutation_id", e.to_string()))?;
         let tool = ToolName::parse(entry.tool.clone())
             .map_err(|e| LedgerError::invalid("tool", e.to_string()))?;
-        let _writer = self.inner.write_lock.lock().await;
+        let _writer = self.inner.writer().await?;
         let now = self.inner.clock.now_ms();
-        let mut tx = self.inner.write.begin().await?;
+        let mut tx = self.inner.begin_write().await?;
         self.approve(&mut tx, session_key, &turn, &mutation, &tool, now)
             .await?;
-        let meta = entry.metadata.clone();
+        // Stored sanitised, like an attach (secrets at rest).
+        let meta = entry.metadata.as_ref().map(sanitize_metadata);
         let settled = !matches!(
             entry.status,
             LedgerStatus::Approved | LedgerStatus::ExecutionStarted
@@ -494,28 +520,18 @@ impl Engine {
                 mutation_id,
                 metadata,
             } => {
-                for (field, value) in [
-                    ("id", &metadata.id),
-                    ("url", &metadata.url),
-                    ("title", &metadata.title),
-                ] {
-                    if value
-                        .as_ref()
-                        .is_some_and(|v| v.len() > RAW_METADATA_MAX_BYTES)
-                    {
-                        return Err(LedgerError::invalid(
-                            field,
-                            format!("at most {RAW_METADATA_MAX_BYTES} bytes"),
-                        ));
-                    }
-                }
+                // Secrets at rest (docs/design.md): only the sanitised metadata is stored, of any raw size
+                // (a withheld field stores NULL), so a credential sent by mistake never reaches the
+                // database. Reads sanitise again, which changes nothing (the sanitisers are idempotent).
+                let metadata = sanitize_metadata(&metadata);
                 let row =
                     load_for_write(tx, &session_key, &mutation_id, self.inner.live_since(now))
                         .await?;
                 if row.published().is_none() {
                     return Err(row.refuse(Refusal::NotPublished));
                 }
-                if row.metadata().as_ref() == Some(&metadata) {
+                // Identical means identical once sanitised (rows written before this rule hold raw values).
+                if row.metadata().map(|m| sanitize_metadata(&m)).as_ref() == Some(&metadata) {
                     return Ok((row.state(), None));
                 }
                 let revision = next_revision(tx, &row).await?;

@@ -56,7 +56,7 @@ impl Refusal {
 }
 
 /// Errors of the ledger. Variants map to HTTP: `Invalid` 422, the `*NotFound`/`SessionExpired` 404,
-/// `Refused`/`CursorAhead` 409, `Store`/`Migrate` 500.
+/// `Refused`/`CursorAhead` 409, `Busy` 503 (with `Retry-After`), `Store`/`Migrate` 500.
 #[derive(Debug, thiserror::Error)]
 pub enum LedgerError {
     /// A field breaks a rule; `field` names it (e.g. `reason`, `evidence.source`).
@@ -80,9 +80,16 @@ pub enum LedgerError {
     /// A replay cursor past the turn's latest revision.
     #[error("cursor {cursor} is past the turn's latest revision {latest}")]
     CursorAhead { cursor: i64, latest: i64 },
+    /// The write lock could not be had within the configured wait (`LedgerOptions::write_wait`): another
+    /// writer (this process or another one on the same database) held it. Nothing was changed; the caller
+    /// may retry (docs/ledger.md "Contention").
+    #[error("the ledger is busy: another writer held the write lock longer than the configured wait")]
+    Busy,
+    /// Any other store failure. SQLite's `SQLITE_BUSY`/`SQLITE_LOCKED` never end up here: the `From`
+    /// conversion turns them into [`LedgerError::Busy`].
     #[cfg(feature = "store")]
     #[error("store: {0}")]
-    Store(#[from] sqlx::Error),
+    Store(sqlx::Error),
     #[cfg(feature = "store")]
     #[error("migration: {0}")]
     Migrate(#[from] sqlx::migrate::MigrateError),
@@ -95,5 +102,23 @@ impl LedgerError {
             field: field.into(),
             message: message.into(),
         }
+    }
+}
+
+#[cfg(feature = "store")]
+impl From<sqlx::Error> for LedgerError {
+    /// `SQLITE_BUSY` (5) and `SQLITE_LOCKED` (6), with any extended code, become [`LedgerError::Busy`]
+    /// (the database's own busy timeout already waited); everything else is [`LedgerError::Store`].
+    fn from(e: sqlx::Error) -> Self {
+        if let sqlx::Error::Database(db) = &e {
+            let primary = db
+                .code()
+                .and_then(|c| c.parse::<i64>().ok())
+                .map(|c| c & 0xff);
+            if matches!(primary, Some(5) | Some(6)) {
+                return LedgerError::Busy;
+            }
+        }
+        LedgerError::Store(e)
     }
 }

@@ -29,7 +29,7 @@ pub mod sessions;
 pub mod store;
 
 #[cfg(feature = "store")]
-pub use adapter::{Adapter, AdapterError};
+pub use adapter::{Adapter, AdapterError, SessionEnd};
 #[cfg(feature = "store")]
 pub use engine::{Engine, Evidence, Operation, Settlement};
 pub use error::{LedgerError, Refusal};

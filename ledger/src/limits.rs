@@ -11,6 +11,3 @@ pub const TITLE_MAX_BYTES: usize = 512;
 pub const RECORD_MAX_BYTES: usize = 16 * 1024;
 /// Identifiers (`session_key`, `logical_turn_id`, `mutation_id`, `tool`, attempt ids) are at most this many bytes.
 pub const IDENTIFIER_MAX_BYTES: usize = 256;
-/// Raw host metadata fields are refused (not stored) above this many bytes; the sanitisers then withhold or
-/// truncate what is stored.
-pub const RAW_METADATA_MAX_BYTES: usize = 64 * 1024;

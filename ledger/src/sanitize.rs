@@ -11,6 +11,20 @@ use serde::Deserialize;
 
 use crate::credential::{redact_credentials, resembles_credential};
 use crate::limits::{RESOURCE_ID_MAX_BYTES, TITLE_MAX_BYTES, URL_MAX_BYTES};
+use crate::projection::HostMetadata;
+
+/// All three sanitisers at once: what the ledger stores of an attach (secrets at rest, `docs/design.md`
+/// "Decisions where the sources are silent"): `id` at most 256 bytes or `None`, `url` at most 2048 bytes or
+/// `None`, `title` at most 512 bytes with credentials redacted, or `None`. The projection sanitises again
+/// on every read; being idempotent, that changes nothing, so what is stored is exactly what is published
+/// (short of the record's 16 KiB cap).
+pub fn sanitize_metadata(raw: &HostMetadata) -> HostMetadata {
+    HostMetadata {
+        id: sanitize_resource_id(raw.id.as_deref()),
+        url: sanitize_url(raw.url.as_deref()),
+        title: sanitize_title(raw.title.as_deref()),
+    }
+}
 
 /// `resource_id`: published unchanged, or `None` (withheld) when absent, empty, over
 /// [`RESOURCE_ID_MAX_BYTES`] (256) UTF-8 bytes, holding a control character, or resembling a credential
@@ -31,7 +45,9 @@ pub fn sanitize_resource_id(raw: Option<&str>) -> Option<String> {
 /// as `scheme://host[:port]/path`: userinfo, query and fragment are dropped, a default port is dropped by
 /// the parser, a non-default one is kept. `None` (withheld) when absent, empty, over [`URL_MAX_BYTES`]
 /// (2048) bytes before or after, unparsable, of another scheme (`javascript:`, `ftp:`, …), or when the
-/// kept host or path resembles a credential (a webhook or share link carries its secret in the path).
+/// kept host or path resembles a credential (a webhook or share link carries its secret in the path; a
+/// path parameter naming a session or secret, `;jsessionid=…`, `;sid=…`, `;token=…`, is one too). Any other
+/// `;` stays in the path as the WHATWG parser keeps it (`https://h.example/a;v=1/b`).
 pub fn sanitize_url(raw: Option<&str>) -> Option<String> {
     let s = raw?;
     if s.is_empty() || s.len() > URL_MAX_BYTES {

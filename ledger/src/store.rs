@@ -44,6 +44,9 @@ pub struct LedgerOptions {
     pub clock: Arc<dyn Clock>,
     /// Read connections in the pool (writes use one connection of their own).
     pub read_connections: u32,
+    /// How long a write may wait for the write lock (this process's writers, then SQLite's lock, which
+    /// another process may hold) before it is refused with [`LedgerError::Busy`]. Default 10 s.
+    pub write_wait: Duration,
 }
 
 impl Default for LedgerOptions {
@@ -53,6 +56,7 @@ impl Default for LedgerOptions {
             adapter: Arc::new(NoAdapter),
             clock: Arc::new(SystemClock),
             read_connections: 4,
+            write_wait: Duration::from_secs(10),
         }
     }
 }
@@ -65,9 +69,26 @@ pub(crate) struct Inner {
     pub(crate) adapter: Arc<dyn Adapter>,
     pub(crate) clock: Arc<dyn Clock>,
     pub(crate) ttl_ms: i64,
+    pub(crate) write_wait: Duration,
 }
 
 impl Inner {
+    /// This process's write lock, waited for at most `write_wait`; [`LedgerError::Busy`] past it.
+    pub(crate) async fn writer(&self) -> Result<tokio::sync::MutexGuard<'_, ()>, LedgerError> {
+        tokio::time::timeout(self.write_wait, self.write_lock.lock())
+            .await
+            .map_err(|_| LedgerError::Busy)
+    }
+
+    /// A write transaction that holds SQLite's write lock from its first statement (`BEGIN IMMEDIATE`),
+    /// so a writer never reads, then fails to upgrade with `SQLITE_BUSY`; SQLite waits up to the write
+    /// connection's busy timeout (`write_wait`) for another process to let go.
+    pub(crate) async fn begin_write(
+        &self,
+    ) -> Result<sqlx::Transaction<'static, sqlx::Sqlite>, LedgerError> {
+        Ok(self.write.begin_with("BEGIN IMMEDIATE").await?)
+    }
+
     /// The earliest `last_write_at` of a session that has not expired at `now`.
     pub(crate) fn live_since(&self, now: i64) -> i64 {
         now.saturating_sub(self.ttl_ms)
@@ -84,7 +105,9 @@ impl Ledger {
     /// Opens (creating when missing) the SQLite ledger at `database`: a file path, or a `sqlite:` URL.
     /// Runs the numbered migrations. WAL journal with `synchronous=FULL`: a commit is on disk before the
     /// call returns, so a settlement that was answered survives a power cut (NORMAL in WAL mode can lose the
-    /// last commits). Every pooled connection gets a 5 s busy timeout and foreign keys.
+    /// last commits). Read connections get a 5 s busy timeout, the write connection `write_wait`; all get
+    /// foreign keys. A database file is created mode 0600 and an existing one (with its `-wal` and `-shm`)
+    /// is set to 0600: it holds what hosts recorded (docs/ledger.md "Files").
     pub async fn open(database: &str, options: LedgerOptions) -> Result<Ledger, LedgerError> {
         let connect = if database.starts_with("sqlite:") {
             SqliteConnectOptions::from_str(database)?
@@ -102,10 +125,14 @@ impl Ledger {
         .synchronous(SqliteSynchronous::Full)
         .foreign_keys(true)
         .busy_timeout(Duration::from_secs(5));
+        if let Some(file) = database_file(database) {
+            restrict_files(&file).map_err(|e| LedgerError::Store(sqlx::Error::Io(e)))?;
+        }
 
         let write = SqlitePoolOptions::new()
             .max_connections(1)
-            .connect_with(connect.clone())
+            .acquire_timeout(options.write_wait.max(Duration::from_secs(1)) * 3)
+            .connect_with(connect.clone().busy_timeout(options.write_wait))
             .await?;
         sqlx::migrate!("./migrations").run(&write).await?;
         let read = SqlitePoolOptions::new()
@@ -120,6 +147,7 @@ impl Ledger {
                 adapter: options.adapter,
                 clock: options.clock,
                 ttl_ms: i64::try_from(options.session_ttl.as_millis()).unwrap_or(i64::MAX),
+                write_wait: options.write_wait,
             }),
         })
     }
@@ -148,4 +176,59 @@ pub fn format_time(ms: i64) -> String {
         .ok()
         .and_then(|t| t.format(&Rfc3339).ok())
         .unwrap_or_default()
+}
+
+/// The file a `database` argument (a path or a `sqlite:` URL, as [`Ledger::open`] takes it) names, or
+/// `None` for an in-memory database or an argument that is not a SQLite location.
+pub fn database_file(database: &str) -> Option<std::path::PathBuf> {
+    let options = if database.starts_with("sqlite:") {
+        SqliteConnectOptions::from_str(database).ok()?
+    } else {
+        SqliteConnectOptions::new().filename(database)
+    };
+    let file = options.get_filename();
+    // sqlx names an in-memory database `file:sqlx-in-memory-N` (no such file is ever made).
+    if file.as_os_str().is_empty()
+        || database.contains(":memory:")
+        || database.contains("mode=memory")
+        || file.to_string_lossy().starts_with("file:sqlx-in-memory-")
+    {
+        None
+    } else {
+        Some(file.to_path_buf())
+    }
+}
+
+/// Creates the database file mode 0600 when missing, and sets it and its `-wal`/`-shm` files to 0600 when
+/// present (SQLite creates the `-wal` and `-shm` files with the database file's mode).
+fn restrict_files(path: &Path) -> std::io::Result<()> {
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::{OpenOptionsExt, PermissionsExt};
+        if !path.exists() {
+            std::fs::OpenOptions::new()
+                .write(true)
+                .create(true)
+                .truncate(false)
+                .mode(0o600)
+                .open(path)?;
+        }
+        let mut names = vec![path.to_path_buf()];
+        for suffix in ["-wal", "-shm"] {
+            let mut p = path.as_os_str().to_owned();
+            p.push(suffix);
+            names.push(p.into());
+        }
+        for p in names {
+            match std::fs::metadata(&p) {
+                Ok(m) if m.permissions().mode() & 0o077 != 0 => {
+                    std::fs::set_permissions(&p, std::fs::Permissions::from_mode(0o600))?
+                }
+                _ => {}
+            }
+        }
+    }
+    #[cfg(not(unix))]
+    let _ = path;
+    Ok(())
 }

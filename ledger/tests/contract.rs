@@ -196,6 +196,89 @@ fn record_schema_rejects_records_outside_the_contract() {
     }
 }
 
+/// Every `pattern` of `node`, with where it is.
+fn patterns(node: &Value, at: String, out: &mut Vec<(String, String)>) {
+    match node {
+        Value::Object(map) => {
+            for (key, value) in map {
+                match (key.as_str(), value) {
+                    ("pattern", Value::String(p)) => out.push((at.clone(), p.clone())),
+                    _ => patterns(value, format!("{at}/{key}"), out),
+                }
+            }
+        }
+        Value::Array(items) => {
+            for (i, value) in items.iter().enumerate() {
+                patterns(value, format!("{at}/{i}"), out);
+            }
+        }
+        _ => {}
+    }
+}
+
+#[test]
+fn record_schema_patterns_use_only_the_portable_regex_subset() {
+    // JSON Schema 2020-12 recommends characters, [..] and [^..] classes with ranges, quantifiers, ^ and $,
+    // groups and |; no \p{..}, \s, \d, \w or lookarounds, which validators read differently (Python's
+    // `re` has no \p at all). Escapes allowed here: \uXXXX and escaped metacharacters. The same check runs
+    // under Python's jsonschema in e2e/contract/test_contract_schema.py.
+    let mut found = Vec::new();
+    patterns(
+        &CONTRACT["record_schema"],
+        "record_schema".into(),
+        &mut found,
+    );
+    assert_eq!(found.len(), 5, "{found:?}");
+    let escape = regex::Regex::new(r"\\(?:u[0-9A-Fa-f]{4}|[\\/.^$|?*+()\[\]{}-])").unwrap();
+    for (at, pattern) in found {
+        let rest = escape.replace_all(&pattern, "");
+        assert!(!rest.contains('\\'), "{at}: {pattern}");
+        assert!(!rest.contains("(?"), "{at}: {pattern}");
+    }
+}
+
+#[test]
+fn record_schema_rejects_a_control_character_anywhere_in_any_string_field() {
+    let good: Value = serde_json::json!({
+        "schema": "mutation_outcome/v1", "logical_turn_id": "t", "mutation_id": "m",
+        "tool": "x", "status": "completed", "resource_id": "r", "url": "https://h.example/a",
+        "title": "t"
+    });
+    assert!(schema_errors(&good).is_empty());
+    for field in [
+        "logical_turn_id",
+        "mutation_id",
+        "tool",
+        "resource_id",
+        "title",
+    ] {
+        for bad in [
+            "a\u{0}", "\u{7}a", "a\nb", "ab\n", "a\u{7f}", "a\u{85}b", "a\u{9f}",
+        ] {
+            let mut record = good.clone();
+            record[field] = bad.into();
+            assert!(!schema_errors(&record).is_empty(), "{field} = {bad:?}");
+        }
+    }
+    for bad in [
+        "https://h.example/a\n",
+        "https://h.example/a\u{85}",
+        "https://h.example/a b",
+        "https://h.example/a\u{a0}b",
+        "https://h.example/a\u{3000}b",
+        "https://h.exa\u{feff}mple/a",
+    ] {
+        let mut record = good.clone();
+        record["url"] = bad.into();
+        assert!(!schema_errors(&record).is_empty(), "url = {bad:?}");
+    }
+    // Format characters, other scripts and a kept path parameter are not controls.
+    let mut record = good.clone();
+    record["title"] = "Überblick \u{200b}\u{202e} 😀 \u{a0}".into();
+    record["url"] = "https://xn--bcher-kva.example:8443/a;v=1/%20b".into();
+    assert!(schema_errors(&record).is_empty(), "{record}");
+}
+
 // Property tests over arbitrary host metadata (seed 000: "A serialized record never exceeds 16 KiB").
 
 /// Pieces that exercise every rule: controls, credentials, JSON shapes, multi-byte characters and
@@ -294,8 +377,8 @@ fn short_text() -> impl Strategy<Value = String> {
     ]
 }
 
-/// Text of any size: short, or a short piece repeated up to about 200 KB (past every limit, including
-/// the 64 KiB raw metadata limit, which the projection does not rely on).
+/// Text of any size: short, or a short piece repeated up to about 200 KB (past every limit; a host may
+/// attach metadata of any size up to the request body limit).
 fn text() -> impl Strategy<Value = String> {
     prop_oneof![
         4 => short_text(),

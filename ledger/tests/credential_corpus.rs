@@ -302,6 +302,50 @@ fn url_userinfo_is_a_credential_and_only_the_userinfo_is_redacted() {
 }
 
 #[test]
+fn a_path_parameter_naming_a_session_or_secret_is_a_credential_and_its_name_stays() {
+    let cases = [
+        (
+            "open https://h.example/app;jsessionid=1A2B3C4D5E6F/view now",
+            "open https://h.example/app;jsessionid=[redacted]/view now",
+        ),
+        (
+            "/shop;JSESSIONID=0123456789abcdef.node1?x=1",
+            "/shop;JSESSIONID=[redacted]?x=1",
+        ),
+        (
+            "/index.php;PHPSESSID=el4ukv0kqbvoirg7nkp4dncpk3",
+            "/index.php;PHPSESSID=[redacted]",
+        ),
+        ("/a;sid=42/b", "/a;sid=[redacted]/b"),
+        ("/a;Session=s-1#top", "/a;Session=[redacted]#top"),
+        ("/a;sessionid=s1", "/a;sessionid=[redacted]"),
+        ("/a;session-id=s1", "/a;session-id=[redacted]"),
+        ("/a;auth=opaque", "/a;auth=[redacted]"),
+        ("/a;aspsessionid=QWERTY", "/a;aspsessionid=[redacted]"),
+    ];
+    for (text, want) in cases {
+        assert!(resembles_credential(text), "{text}");
+        assert_eq!(redact_credentials(text), want, "{text}");
+    }
+    assert_eq!(redact_credentials("/a;TOKEN=abc"), "/a;TOKEN=[redacted]");
+    // Other path parameters, names that only start like a session word, and names without a value.
+    for s in [
+        "/a;v=1/b",
+        "/a;v=1;lang=en",
+        "/layout;sidebar=left",
+        "/cart;session_type=guest",
+        "/a;authors=ann",
+        "/a;sid",
+        "/a;sid=/b",
+        "/a;jsessionid=",
+        "a; sid=1",
+    ] {
+        assert!(!resembles_credential(s), "{s}");
+        assert_eq!(redact_credentials(s), s);
+    }
+}
+
+#[test]
 fn ordinary_identifiers_and_words_are_not_credentials() {
     let near_misses = [
         // Seed 002's operation id: a SHA-256 hex digest.
@@ -463,6 +507,9 @@ mod properties {
         "/",
         "hooks.slack.com/services/",
         "T0ABC1234/B0DEF5678/",
+        ";jsessionid=",
+        ";SID=",
+        ";v=",
         "[redacted]",
         "[",
         "]",

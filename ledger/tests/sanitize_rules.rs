@@ -224,6 +224,65 @@ fn url_is_withheld_when_its_host_or_path_resembles_a_credential() {
     );
 }
 
+#[test]
+fn url_is_withheld_when_a_path_parameter_names_a_session_or_secret() {
+    // DESIGN "Decisions where the sources are silent" (docs/design.md): `;jsessionid=…` and its kin carry a
+    // session in the kept path, any case, anywhere in the path.
+    for s in [
+        "https://h.example/p;jsessionid=0123456789ABCDEF0123456789ABCDEF",
+        "https://h.example/shop/cart;JSESSIONID=1a2b3c4d.node7/checkout",
+        "https://h.example/p;jsessionid=x",
+        "https://h.example/index.php;PHPSESSID=el4ukv0kqbvoirg7nkp4dncpk3",
+        "https://h.example/a;sid=42/b",
+        "https://h.example/a;SID=abc",
+        "https://h.example/a;token=abc",
+        "https://h.example/a;Token=abc",
+        "https://h.example/a;session=s-1",
+        "https://h.example/a;Session=s-1",
+        "https://h.example/a;auth=opaque",
+        "https://h.example/a;AUTH=opaque",
+        "https://h.example/a;sessionid=s1",
+        "https://h.example/a;session_id=s1",
+        "https://h.example/a;v=1;jsessionid=abc/b",
+        "https://h.example/a;jsessionid=abc?view=1#top",
+    ] {
+        assert_eq!(url(s), None, "{s}");
+    }
+}
+
+#[test]
+fn url_keeps_any_other_path_parameter() {
+    for (s, kept) in [
+        ("https://h.example/a;v=1/b", "https://h.example/a;v=1/b"),
+        (
+            "https://h.example/a;v=1;lang=en/b",
+            "https://h.example/a;v=1;lang=en/b",
+        ),
+        (
+            "https://h.example/layout;sidebar=left",
+            "https://h.example/layout;sidebar=left",
+        ),
+        (
+            "https://h.example/cart;session_type=guest",
+            "https://h.example/cart;session_type=guest",
+        ),
+        (
+            "https://h.example/a;authors=ann",
+            "https://h.example/a;authors=ann",
+        ),
+        // A name without a value carries nothing.
+        ("https://h.example/a;sid", "https://h.example/a;sid"),
+        ("https://h.example/a;sid=/b", "https://h.example/a;sid=/b"),
+        // A session in the dropped query does not withhold the URL.
+        (
+            "https://h.example/a;v=1?jsessionid=abc",
+            "https://h.example/a;v=1",
+        ),
+    ] {
+        assert_eq!(url(s).as_deref(), Some(kept), "{s}");
+    }
+}
+
 // title: "drops control characters, redacts credential patterns, is truncated to 512 UTF-8 bytes, and is
 // withheld if it is (or truncates to) structured JSON".
 

@@ -1,6 +1,6 @@
 //! The host token that guards the host write API (DESIGN "Host write API"). Taken from `--host-token` /
 //! `OUTCOMES_HOST_TOKEN`, else read from `<data dir>/host-token`, else generated there on first start with
-//! mode 0600. The token itself is never logged.
+//! mode 0600. A token file its group or others may read is refused. The token itself is never logged.
 
 use std::io::Write;
 use std::path::Path;
@@ -23,8 +23,8 @@ pub enum TokenSource {
     Generated,
 }
 
-/// Resolves the host token: the configured one, else the file's, else a new random one written to the file
-/// (64 hex characters, mode 0600).
+/// Resolves the host token: the configured one, else the file's (refused when its mode lets group or others
+/// in), else a new random one written to the file (64 hex characters, mode 0600).
 pub fn resolve_host_token(
     configured: Option<&str>,
     data_dir: &Path,
@@ -36,6 +36,7 @@ pub fn resolve_host_token(
     if let Ok(existing) = std::fs::read_to_string(&path) {
         let t = existing.trim();
         if !t.is_empty() {
+            refuse_if_shared(&path)?;
             return Ok((t.to_owned(), TokenSource::File));
         }
     }
@@ -51,9 +52,47 @@ pub fn resolve_host_token(
         options.mode(0o600);
     }
     let mut file = options.open(&path)?;
+    // `mode` applies only to a file it creates: an empty file left with other bits is narrowed too.
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        file.set_permissions(std::fs::Permissions::from_mode(0o600))?;
+    }
     file.write_all(token.as_bytes())?;
     file.write_all(b"\n")?;
     Ok((token, TokenSource::Generated))
+}
+
+/// Refuses a token file that its group or others may read, write or execute (mode & 0o077 != 0): the token
+/// grants every host write, so it is the owner's alone. The error names the path and the fix.
+fn refuse_if_shared(path: &Path) -> std::io::Result<()> {
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        let mode = std::fs::metadata(path)?.permissions().mode() & 0o777;
+        if mode & 0o077 != 0 {
+            return Err(std::io::Error::new(
+                std::io::ErrorKind::PermissionDenied,
+                format!(
+                    "the host token file {p} has mode {mode:04o}: group or others have access to it; \
+                     make it the owner's alone with `chmod 600 {p}` (or pass --host-token / \
+                     OUTCOMES_HOST_TOKEN), then start again",
+                    p = path.display()
+                ),
+            ));
+        }
+    }
+    #[cfg(not(unix))]
+    let _ = path;
+    Ok(())
+}
+
+/// The token of an `Authorization: Bearer <token>` value. The scheme is matched case-insensitively
+/// (RFC 9110, 11.1: `bearer`, `BEARER` are the same scheme), then one or more spaces, then the token.
+fn bearer_token(value: &str) -> Option<&str> {
+    let (scheme, token) = value.trim_start().split_once(' ')?;
+    let token = token.trim();
+    (scheme.eq_ignore_ascii_case("bearer") && !token.is_empty()).then_some(token)
 }
 
 /// Middleware: 401 unless `Authorization: Bearer <host token>` matches (compared in constant time).
@@ -66,12 +105,110 @@ pub async fn require_host_token(
         .headers()
         .get(AUTHORIZATION)
         .and_then(|v| v.to_str().ok())
-        .and_then(|v| v.strip_prefix("Bearer "))
-        .map(str::trim);
+        .and_then(bearer_token);
     match presented {
         Some(t) if bool::from(t.as_bytes().ct_eq(state.host_token.as_bytes())) => {
             next.run(request).await
         }
         _ => ApiError::unauthorized().into_response(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_bearer_scheme_is_case_insensitive() {
+        for v in [
+            "Bearer T",
+            "bearer T",
+            "BEARER T",
+            "bEaReR T",
+            "Bearer   T ",
+            " Bearer T",
+        ] {
+            assert_eq!(bearer_token(v), Some("T"), "{v:?}");
+        }
+        for v in ["Basic T", "BearerT", "Bearer", "Bearer ", "Bearers T", "T"] {
+            assert_eq!(bearer_token(v), None, "{v:?}");
+        }
+    }
+
+    #[cfg(unix)]
+    fn mode(path: &Path) -> u32 {
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::metadata(path).unwrap().permissions().mode() & 0o777
+    }
+
+    #[cfg(unix)]
+    fn set_mode(path: &Path, mode: u32) {
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::set_permissions(path, std::fs::Permissions::from_mode(mode)).unwrap();
+    }
+
+    #[cfg(unix)]
+    #[test]
+    fn a_generated_token_file_is_0600_and_read_back() {
+        let dir = tempfile::tempdir().unwrap();
+        let (token, source) = resolve_host_token(None, dir.path()).unwrap();
+        assert_eq!(source, TokenSource::Generated);
+        assert_eq!(token.len(), 64);
+        let path = dir.path().join("host-token");
+        assert_eq!(mode(&path), 0o600);
+        assert_eq!(
+            resolve_host_token(None, dir.path()).unwrap(),
+            (token, TokenSource::File)
+        );
+    }
+
+    #[cfg(unix)]
+    #[test]
+    fn a_token_file_others_may_read_is_refused_with_the_path_and_the_fix() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("host-token");
+        std::fs::write(&path, "secret-token\n").unwrap();
+        for m in [0o644, 0o640, 0o604, 0o620, 0o601, 0o660] {
+            set_mode(&path, m);
+            let err = resolve_host_token(None, dir.path()).unwrap_err();
+            assert_eq!(err.kind(), std::io::ErrorKind::PermissionDenied);
+            let p = path.display();
+            assert_eq!(
+                err.to_string(),
+                format!(
+                    "the host token file {p} has mode {m:04o}: group or others have access to it; \
+                     make it the owner's alone with `chmod 600 {p}` (or pass --host-token / \
+                     OUTCOMES_HOST_TOKEN), then start again"
+                ),
+            );
+            assert!(!err.to_string().contains("secret-token"));
+            // Nothing was rewritten.
+            assert_eq!(std::fs::read_to_string(&path).unwrap(), "secret-token\n");
+        }
+        for m in [0o600, 0o400] {
+            set_mode(&path, m);
+            assert_eq!(
+                resolve_host_token(None, dir.path()).unwrap(),
+                ("secret-token".to_owned(), TokenSource::File)
+            );
+        }
+        // A configured token does not look at the file.
+        set_mode(&path, 0o644);
+        assert_eq!(
+            resolve_host_token(Some("given"), dir.path()).unwrap(),
+            ("given".to_owned(), TokenSource::Configured)
+        );
+    }
+
+    #[cfg(unix)]
+    #[test]
+    fn an_empty_token_file_is_replaced_by_a_0600_one() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("host-token");
+        std::fs::write(&path, "").unwrap();
+        set_mode(&path, 0o644);
+        let (_, source) = resolve_host_token(None, dir.path()).unwrap();
+        assert_eq!(source, TokenSource::Generated);
+        assert_eq!(mode(&path), 0o600);
     }
 }

@@ -53,6 +53,23 @@ pub struct ServeArgs {
     /// Play the demo against this server when the ledger is empty.
     #[arg(long, env = "OUTCOMES_DEMO_WHEN_EMPTY")]
     pub demo_when_empty: bool,
+    /// How long a write waits for the ledger's write lock, in milliseconds; past it: 503 `busy`.
+    #[arg(long, env = "OUTCOMES_WRITE_WAIT_MS", default_value_t = 10_000)]
+    pub write_wait_ms: u64,
+    /// A client must send a whole request header within this many seconds of connecting or of its
+    /// previous response; an idle keep-alive connection is closed after the same time.
+    #[arg(long, env = "OUTCOMES_HEADER_TIMEOUT_SECS", default_value_t = 10, value_parser = clap::value_parser!(u64).range(1..=3600))]
+    pub header_timeout_secs: u64,
+    /// Open connections at most (also kept below the process's file limit). At the limit, the connection
+    /// idle longest (no request in progress) is closed to make room; with none idle, 503.
+    #[arg(long, env = "OUTCOMES_MAX_CONNECTIONS", default_value_t = 4096, value_parser = clap::value_parser!(u64).range(8..=1_000_000))]
+    pub max_connections: u64,
+    /// Live streams (`/api/run-events`) at most in total; past it: 503 `too_many_streams`.
+    #[arg(long, env = "OUTCOMES_MAX_LIVE_STREAMS", default_value_t = 1024)]
+    pub max_live_streams: usize,
+    /// Live streams at most per session; past it: 503 `too_many_streams`.
+    #[arg(long, env = "OUTCOMES_MAX_LIVE_STREAMS_PER_SESSION", default_value_t = 64)]
+    pub max_live_streams_per_session: usize,
 }
 
 impl ServeArgs {
@@ -68,6 +85,10 @@ impl ServeArgs {
 
     pub fn session_ttl(&self) -> Duration {
         Duration::from_secs(self.session_ttl_secs)
+    }
+
+    pub fn write_wait(&self) -> Duration {
+        Duration::from_millis(self.write_wait_ms)
     }
 }
 

@@ -83,6 +83,12 @@ impl ApiError {
         Self::new(StatusCode::NOT_FOUND, "not_found", "no such endpoint", None)
     }
 
+    /// 503 with `Retry-After` (seconds, [`RETRY_AFTER_SECS`]): the server is at a limit or the ledger is
+    /// busy; nothing was changed and the same request may be sent again.
+    pub fn unavailable(code: &str, message: impl Into<String>) -> Self {
+        Self::new(StatusCode::SERVICE_UNAVAILABLE, code, message, None)
+    }
+
     /// 500, with nothing of the cause in the body.
     pub fn internal() -> Self {
         Self::new(
@@ -137,6 +143,13 @@ impl From<LedgerError> for ApiError {
                 format!("cursor {cursor} is past the turn's latest revision {latest}"),
                 Some("after"),
             ),
+            LedgerError::Busy => {
+                tracing::warn!("ledger busy: write lock not free within the configured wait");
+                ApiError::unavailable(
+                    "busy",
+                    "the ledger is busy (another writer holds its write lock); nothing was changed, retry later",
+                )
+            }
             other => {
                 tracing::error!(error = %other, "ledger failure");
                 ApiError::internal()
@@ -145,14 +158,24 @@ impl From<LedgerError> for ApiError {
     }
 }
 
+/// `Retry-After` of every 503 answer, in seconds.
+pub const RETRY_AFTER_SECS: u64 = 1;
+
 impl IntoResponse for ApiError {
     fn into_response(self) -> Response {
-        (
+        let mut response = (
             self.status,
             Json(ErrorBody {
                 error: *self.detail,
             }),
         )
-            .into_response()
+            .into_response();
+        if self.status == StatusCode::SERVICE_UNAVAILABLE {
+            response.headers_mut().insert(
+                axum::http::header::RETRY_AFTER,
+                axum::http::HeaderValue::from(RETRY_AFTER_SECS),
+            );
+        }
+        response
     }
 }

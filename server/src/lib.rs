@@ -3,6 +3,7 @@
 
 pub mod auth;
 pub mod cli;
+pub mod conn;
 pub mod demo;
 pub mod error;
 pub mod http;

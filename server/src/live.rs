@@ -1,13 +1,20 @@
-//! Live run events (DESIGN "Read APIs", live): the ledger's [`Adapter`] fans settled changes out to the
-//! subscribers of each session through bounded queues. A slow client never delays settlement or other
-//! clients: when its queue is full it stops receiving and is told to `resync` the turns it missed.
+//! Live run events (docs/api.md, "Live run events"): the ledger's [`Adapter`] fans settled changes out to
+//! the subscribers of each session through bounded queues.
+//!
+//! - A slow client never delays settlement or other clients: when its queue is full it stops receiving
+//!   and is told to `resync` the turns it missed.
+//! - A subscription is removed the moment its [`Subscription`] is dropped (the client went away and the
+//!   server dropped its response stream), not on the next event of its session.
+//! - Subscriptions are capped in total and per session ([`StreamLimits`]); past a cap `subscribe` refuses.
+//! - When a session is deleted or expires, each of its subscribers receives [`LiveMessage::Ended`] after
+//!   what was already queued, and then its stream ends.
 
 use std::collections::{BTreeSet, HashMap};
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, Weak};
 
 use ledger::ids::SessionKey;
 use ledger::wire::{MutationOutcome, RunEvent};
-use ledger::{Adapter, AdapterError};
+use ledger::{Adapter, AdapterError, SessionEnd};
 use tokio::sync::{mpsc, Notify};
 
 /// Queue length per subscriber.
@@ -19,23 +26,48 @@ pub enum LiveMessage {
     Outcome(RunEvent),
     /// The subscriber missed events of these turns and must catch up through the replay endpoint.
     Resync(Vec<String>),
+    /// The session was deleted or expired; nothing follows.
+    Ended(SessionEnd),
 }
 
-struct Subscriber {
-    id: u64,
-    tx: mpsc::Sender<RunEvent>,
-    lag: Arc<Lag>,
+/// Caps on live subscriptions.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct StreamLimits {
+    /// Subscriptions at most, over all sessions.
+    pub total: usize,
+    /// Subscriptions at most for one session.
+    pub per_session: usize,
 }
 
-/// Turns a lagging subscriber missed; while non-empty, nothing more is queued for it (so it can never see
-/// a later revision of a turn before the resync that covers an earlier one).
+impl Default for StreamLimits {
+    fn default() -> Self {
+        StreamLimits {
+            total: 1024,
+            per_session: 64,
+        }
+    }
+}
+
+/// `subscribe` refused: a cap of [`StreamLimits`] is reached.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+pub enum LimitReached {
+    #[error("the server has as many live streams open as it allows ({0})")]
+    Total(usize),
+    #[error("this session has as many live streams open as the server allows ({0})")]
+    PerSession(usize),
+}
+
+/// What a subscriber and the hub share: the turns it missed while lagging, and how its session ended.
 #[derive(Default)]
-pub struct Lag {
+struct Shared {
     missed: Mutex<BTreeSet<String>>,
+    ended: Mutex<Option<SessionEnd>>,
     notify: Notify,
 }
 
-impl Lag {
+impl Shared {
+    /// Lagging: while it missed anything, nothing more is queued for it (so it can never see a later
+    /// revision of a turn before the resync that covers an earlier one).
     fn is_lagging(&self) -> bool {
         self.missed.lock().map(|m| !m.is_empty()).unwrap_or(true)
     }
@@ -53,102 +85,207 @@ impl Lag {
             .map(|mut m| std::mem::take(&mut *m).into_iter().collect())
             .unwrap_or_default()
     }
+
+    fn end(&self, reason: SessionEnd) {
+        if let Ok(mut e) = self.ended.lock() {
+            *e = Some(reason);
+        }
+        self.notify.notify_one();
+    }
+
+    fn take_end(&self) -> Option<SessionEnd> {
+        self.ended.lock().ok().and_then(|mut e| e.take())
+    }
 }
 
-/// The receiving end of one subscription. Dropping it unsubscribes (the hub prunes it on next publish).
+struct Subscriber {
+    id: u64,
+    tx: mpsc::Sender<RunEvent>,
+    shared: Arc<Shared>,
+}
+
+#[derive(Default)]
+struct Registry {
+    sessions: HashMap<String, Vec<Subscriber>>,
+    total: usize,
+}
+
+impl Registry {
+    fn remove(&mut self, session_key: &str, id: u64) -> Option<Subscriber> {
+        let subs = self.sessions.get_mut(session_key)?;
+        let at = subs.iter().position(|s| s.id == id)?;
+        let sub = subs.swap_remove(at);
+        if subs.is_empty() {
+            self.sessions.remove(session_key);
+        }
+        self.total -= 1;
+        Some(sub)
+    }
+}
+
+/// The receiving end of one subscription. Dropping it unsubscribes at once.
 pub struct Subscription {
     rx: mpsc::Receiver<RunEvent>,
-    lag: Arc<Lag>,
+    shared: Arc<Shared>,
+    hub: Weak<Hub>,
+    session_key: String,
+    id: u64,
+    done: bool,
 }
 
 impl Subscription {
-    /// The next message: queued events first, then a resync once the queue has drained. `None` when the
-    /// hub is gone.
+    /// The next message: queued events first, then a resync once the queue has drained, then (when the
+    /// session ended) [`LiveMessage::Ended`] once. `None` afterwards, or when the hub is gone.
     pub async fn next(&mut self) -> Option<LiveMessage> {
         loop {
+            if self.done {
+                return None;
+            }
             match self.rx.try_recv() {
                 Ok(ev) => return Some(LiveMessage::Outcome(ev)),
-                Err(mpsc::error::TryRecvError::Disconnected) => return None,
+                Err(mpsc::error::TryRecvError::Disconnected) => {
+                    self.done = true;
+                    return self.shared.take_end().map(LiveMessage::Ended);
+                }
                 Err(mpsc::error::TryRecvError::Empty) => {}
             }
-            let missed = self.lag.take();
+            let missed = self.shared.take();
             if !missed.is_empty() {
                 return Some(LiveMessage::Resync(missed));
             }
             tokio::select! {
-                ev = self.rx.recv() => return ev.map(LiveMessage::Outcome),
-                _ = self.lag.notify.notified() => {}
+                ev = self.rx.recv() => match ev {
+                    Some(ev) => return Some(LiveMessage::Outcome(ev)),
+                    None => {
+                        self.done = true;
+                        return self.shared.take_end().map(LiveMessage::Ended);
+                    }
+                },
+                _ = self.shared.notify.notified() => {}
+            }
+        }
+    }
+}
+
+impl Drop for Subscription {
+    fn drop(&mut self) {
+        if let Some(hub) = self.hub.upgrade() {
+            if let Ok(mut r) = hub.registry.lock() {
+                r.remove(&self.session_key, self.id);
             }
         }
     }
 }
 
 /// Fans out settled changes to live subscribers, per session.
-#[derive(Default)]
 pub struct Hub {
-    sessions: Mutex<HashMap<String, Vec<Subscriber>>>,
+    registry: Mutex<Registry>,
     next_id: std::sync::atomic::AtomicU64,
+    limits: StreamLimits,
+    me: Weak<Hub>,
 }
 
 impl Hub {
+    /// A hub with the default [`StreamLimits`].
     pub fn new() -> Arc<Hub> {
-        Arc::new(Hub::default())
+        Hub::with_limits(StreamLimits::default())
     }
 
-    /// Subscribes to a session's live events.
-    pub fn subscribe(&self, session_key: &SessionKey) -> Subscription {
+    pub fn with_limits(limits: StreamLimits) -> Arc<Hub> {
+        Arc::new_cyclic(|me| Hub {
+            registry: Mutex::new(Registry::default()),
+            next_id: std::sync::atomic::AtomicU64::new(0),
+            limits,
+            me: me.clone(),
+        })
+    }
+
+    /// Subscribes to a session's live events, unless a cap is reached.
+    pub fn subscribe(&self, session_key: &SessionKey) -> Result<Subscription, LimitReached> {
         let (tx, rx) = mpsc::channel(SUBSCRIBER_QUEUE);
-        let lag = Arc::new(Lag::default());
+        let shared = Arc::new(Shared::default());
         let id = self
             .next_id
             .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-        if let Ok(mut s) = self.sessions.lock() {
-            s.entry(session_key.to_string())
-                .or_default()
-                .push(Subscriber {
-                    id,
-                    tx,
-                    lag: lag.clone(),
-                });
+        let mut r = self
+            .registry
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        if r.total >= self.limits.total {
+            return Err(LimitReached::Total(self.limits.total));
         }
-        Subscription { rx, lag }
+        let subs = r.sessions.entry(session_key.to_string()).or_default();
+        if subs.len() >= self.limits.per_session {
+            if subs.is_empty() {
+                r.sessions.remove(session_key.as_str());
+            }
+            return Err(LimitReached::PerSession(self.limits.per_session));
+        }
+        subs.push(Subscriber {
+            id,
+            tx,
+            shared: shared.clone(),
+        });
+        r.total += 1;
+        Ok(Subscription {
+            rx,
+            shared,
+            hub: self.me.clone(),
+            session_key: session_key.to_string(),
+            id,
+            done: false,
+        })
     }
 
-    /// Live subscribers of a session (for tests and metrics).
+    /// Open subscriptions of a session.
     pub fn subscriber_count(&self, session_key: &str) -> usize {
-        self.sessions
+        self.registry
             .lock()
-            .map(|s| {
-                s.get(session_key)
-                    .map_or(0, |v| v.iter().filter(|x| !x.tx.is_closed()).count())
-            })
+            .map(|r| r.sessions.get(session_key).map_or(0, Vec::len))
             .unwrap_or(0)
     }
 
+    /// Open subscriptions over all sessions.
+    pub fn total_subscribers(&self) -> usize {
+        self.registry.lock().map(|r| r.total).unwrap_or(0)
+    }
+
     fn publish(&self, session_key: &SessionKey, event: RunEvent) {
-        let Ok(mut sessions) = self.sessions.lock() else {
+        let Ok(r) = self.registry.lock() else {
             return;
         };
-        let Some(subs) = sessions.get_mut(session_key.as_str()) else {
+        let Some(subs) = r.sessions.get(session_key.as_str()) else {
             return;
         };
-        let mut closed = Vec::new();
-        for sub in subs.iter() {
-            if sub.lag.is_lagging() {
-                sub.lag.add(&event.outcome.logical_turn_id);
+        for sub in subs {
+            if sub.shared.is_lagging() {
+                sub.shared.add(&event.outcome.logical_turn_id);
                 continue;
             }
             match sub.tx.try_send(event.clone()) {
                 Ok(()) => {}
                 Err(mpsc::error::TrySendError::Full(ev)) => {
-                    sub.lag.add(&ev.outcome.logical_turn_id)
+                    sub.shared.add(&ev.outcome.logical_turn_id)
                 }
-                Err(mpsc::error::TrySendError::Closed(_)) => closed.push(sub.id),
+                // Its Subscription is being dropped and removes itself.
+                Err(mpsc::error::TrySendError::Closed(_)) => {}
             }
         }
-        subs.retain(|s| !closed.contains(&s.id));
-        if subs.is_empty() {
-            sessions.remove(session_key.as_str());
+    }
+
+    /// Ends every subscription of the session: each receives what was queued, then `Ended(reason)`.
+    pub fn end_session(&self, session_key: &SessionKey, reason: SessionEnd) {
+        let removed = match self.registry.lock() {
+            Ok(mut r) => {
+                let subs = r.sessions.remove(session_key.as_str()).unwrap_or_default();
+                r.total -= subs.len();
+                subs
+            }
+            Err(_) => return,
+        };
+        for sub in removed {
+            sub.shared.end(reason);
+            // Dropping the sender lets the subscription drain its queue, then see the end.
         }
     }
 }
@@ -168,6 +305,10 @@ impl Adapter for Hub {
             },
         );
         Ok(())
+    }
+
+    fn on_session_ended(&self, session_key: &SessionKey, reason: SessionEnd) {
+        self.end_session(session_key, reason);
     }
 }
 
@@ -201,8 +342,8 @@ mod tests {
     async fn a_stuck_subscriber_is_told_to_resync_and_never_delays_the_others() {
         let hub = Hub::new();
         let key = SessionKey::parse("s").unwrap();
-        let mut stuck = hub.subscribe(&key);
-        let mut reader = hub.subscribe(&key);
+        let mut stuck = hub.subscribe(&key).unwrap();
+        let mut reader = hub.subscribe(&key).unwrap();
         let total = SUBSCRIBER_QUEUE as i64 + 44;
         for rev in 1..=total {
             let turn = if rev % 2 == 0 { "t-even" } else { "t-odd" };
@@ -225,14 +366,65 @@ mod tests {
     }
 
     #[tokio::test]
-    async fn a_subscriber_that_went_away_is_pruned() {
+    async fn a_subscriber_that_went_away_is_removed_at_once_without_any_event() {
+        let hub = Hub::with_limits(StreamLimits {
+            total: 10_000,
+            per_session: 10_000,
+        });
+        let key = SessionKey::parse("s").unwrap();
+        let subs: Vec<_> = (0..1000).map(|_| hub.subscribe(&key).unwrap()).collect();
+        let other = hub.subscribe(&SessionKey::parse("o").unwrap()).unwrap();
+        assert_eq!(hub.subscriber_count("s"), 1000);
+        assert_eq!(hub.total_subscribers(), 1001);
+        drop(subs);
+        assert_eq!(hub.subscriber_count("s"), 0);
+        assert_eq!(hub.total_subscribers(), 1);
+        drop(other);
+        assert_eq!(hub.total_subscribers(), 0);
+        assert!(hub.registry.lock().unwrap().sessions.is_empty());
+    }
+
+    #[tokio::test]
+    async fn caps_refuse_past_the_total_and_per_session_limits_and_free_on_drop() {
+        let hub = Hub::with_limits(StreamLimits {
+            total: 3,
+            per_session: 2,
+        });
+        let a = SessionKey::parse("a").unwrap();
+        let b = SessionKey::parse("b").unwrap();
+        let a1 = hub.subscribe(&a).unwrap();
+        let _a2 = hub.subscribe(&a).unwrap();
+        assert_eq!(hub.subscribe(&a).err(), Some(LimitReached::PerSession(2)));
+        let _b1 = hub.subscribe(&b).unwrap();
+        assert_eq!(hub.subscribe(&b).err(), Some(LimitReached::Total(3)));
+        drop(a1);
+        let _b2 = hub.subscribe(&b).unwrap();
+        assert_eq!(hub.total_subscribers(), 3);
+    }
+
+    #[tokio::test]
+    async fn an_ended_session_delivers_what_was_queued_then_the_end_then_nothing() {
         let hub = Hub::new();
         let key = SessionKey::parse("s").unwrap();
-        let sub = hub.subscribe(&key);
-        assert_eq!(hub.subscriber_count("s"), 1);
-        drop(sub);
-        hub.on_mutation_outcome(&key, &outcome("t", "m"), 1)
-            .unwrap();
+        let mut sub = hub.subscribe(&key).unwrap();
+        hub.on_mutation_outcome(&key, &outcome("t", "m1"), 1).unwrap();
+        hub.on_session_ended(&key, SessionEnd::Deleted);
         assert_eq!(hub.subscriber_count("s"), 0);
+        assert_eq!(revision(sub.next().await), 1);
+        assert_eq!(sub.next().await, Some(LiveMessage::Ended(SessionEnd::Deleted)));
+        assert_eq!(sub.next().await, None);
+        // A waiting subscriber is woken by the end.
+        let mut waiting = hub.subscribe(&key).unwrap();
+        let hub2 = hub.clone();
+        let k2 = key.clone();
+        tokio::spawn(async move {
+            tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+            hub2.on_session_ended(&k2, SessionEnd::Expired);
+        });
+        assert_eq!(
+            waiting.next().await,
+            Some(LiveMessage::Ended(SessionEnd::Expired))
+        );
+        assert_eq!(hub.total_subscribers(), 0);
     }
 }

@@ -15,7 +15,8 @@ use tracing::Span;
 
 use crate::auth::{resolve_host_token, TokenSource};
 use crate::cli::{DemoArgs, ServeArgs};
-use crate::live::Hub;
+use crate::conn::ConnLimits;
+use crate::live::{Hub, StreamLimits};
 use crate::AppState;
 
 /// Structured logs: `RUST_LOG` filter (default `info`), JSON when `OUTCOMES_LOG_JSON=1`.
@@ -44,12 +45,16 @@ pub async fn build(
     args: &ServeArgs,
     host_token: String,
 ) -> Result<Built, Box<dyn std::error::Error>> {
-    let hub = Hub::new();
+    let hub = Hub::with_limits(StreamLimits {
+        total: args.max_live_streams,
+        per_session: args.max_live_streams_per_session,
+    });
     let ledger = Ledger::open(
         &args.database(),
         LedgerOptions {
             session_ttl: args.session_ttl(),
             adapter: hub.clone(),
+            write_wait: args.write_wait(),
             ..LedgerOptions::default()
         },
     )
@@ -112,6 +117,7 @@ pub async fn serve(args: ServeArgs) -> Result<(), Box<dyn std::error::Error>> {
         )
         .into());
     }
+    let _database_lock = lock_database(&args.database())?;
     let (token, source) = resolve_host_token(args.host_token.as_deref(), &args.data_dir)?;
     match source {
         TokenSource::Configured => {
@@ -149,20 +155,73 @@ pub async fn serve(args: ServeArgs) -> Result<(), Box<dyn std::error::Error>> {
         built.state.engine.clone(),
         shutdown.clone(),
     ));
-    axum::serve(listener, built.router)
-        .with_graceful_shutdown(async move {
-            shutdown_signal().await;
-            tracing::info!("shutting down");
-            shutdown.cancel();
-        })
-        .await?;
+    let limits = ConnLimits {
+        header_timeout: Duration::from_secs(args.header_timeout_secs),
+        max_connections: crate::conn::fit_to_file_limit(
+            usize::try_from(args.max_connections).unwrap_or(usize::MAX),
+        ),
+        ..ConnLimits::default()
+    };
+    tracing::info!(
+        max_connections = limits.max_connections,
+        header_timeout_secs = args.header_timeout_secs,
+        max_live_streams = args.max_live_streams,
+        "connection limits"
+    );
+    crate::conn::serve(listener, built.router, limits, async move {
+        shutdown_signal().await;
+        tracing::info!("shutting down");
+        shutdown.cancel();
+    })
+    .await;
     built.ledger.close().await;
     tracing::info!("ledger closed");
     Ok(())
 }
 
+/// How often expired sessions are deleted (and their live streams ended with `session_ended`).
+pub const PURGE_INTERVAL: Duration = Duration::from_secs(60);
+
+/// Takes the advisory lock `<database>.lock` (created mode 0600) that keeps a second `serve` off the same
+/// SQLite file; held until the returned file is dropped. Other tools (`sqlite3`, backups) do not take it
+/// and still open the database. `None` for an in-memory database.
+pub fn lock_database(database: &str) -> Result<Option<std::fs::File>, Box<dyn std::error::Error>> {
+    let Some(file) = ledger::store::database_file(database) else {
+        return Ok(None);
+    };
+    let mut path = file.as_os_str().to_owned();
+    path.push(".lock");
+    let path = std::path::PathBuf::from(path);
+    if let Some(parent) = path.parent().filter(|p| !p.as_os_str().is_empty()) {
+        std::fs::create_dir_all(parent)?;
+    }
+    let mut options = std::fs::OpenOptions::new();
+    options.read(true).write(true).create(true).truncate(false);
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::OpenOptionsExt;
+        options.mode(0o600);
+    }
+    let lock = options
+        .open(&path)
+        .map_err(|e| format!("cannot open the lock file {}: {e}", path.display()))?;
+    match lock.try_lock() {
+        Ok(()) => Ok(Some(lock)),
+        Err(std::fs::TryLockError::WouldBlock) => Err(format!(
+            "another `outcomes serve` is already serving the ledger {} (it holds {}); stop it, or give \
+             this server its own --database / --data-dir",
+            file.display(),
+            path.display()
+        )
+        .into()),
+        Err(std::fs::TryLockError::Error(e)) => {
+            Err(format!("cannot lock {}: {e}", path.display()).into())
+        }
+    }
+}
+
 async fn purge_expired_periodically(engine: ledger::Engine, shutdown: CancellationToken) {
-    let mut tick = tokio::time::interval(Duration::from_secs(3600));
+    let mut tick = tokio::time::interval(PURGE_INTERVAL);
     loop {
         tokio::select! {
             _ = tick.tick() => {}

@@ -28,6 +28,44 @@ fn serve_refuses_a_non_loopback_address_without_an_explicit_host_token() {
     );
 }
 
+#[cfg(unix)]
+#[test]
+fn serve_refuses_a_host_token_file_others_may_read_naming_the_file_and_the_fix() {
+    use std::os::unix::fs::PermissionsExt;
+    let dir = tempfile::tempdir().unwrap();
+    let token_path = dir.path().join("host-token");
+    std::fs::write(&token_path, "a-secret-host-token\n").unwrap();
+    std::fs::set_permissions(&token_path, std::fs::Permissions::from_mode(0o644)).unwrap();
+    let out = Command::new(BIN)
+        .args(["serve", "--addr", "127.0.0.1:0", "--data-dir"])
+        .arg(dir.path())
+        .env_remove("OUTCOMES_HOST_TOKEN")
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(!stdout.contains("serving on"), "{stdout}");
+    let p = token_path.display();
+    assert!(
+        stderr.contains(&format!(
+            "the host token file {p} has mode 0644: group or others have access to it; make it the owner's alone with `chmod 600 {p}`"
+        )),
+        "{stderr}"
+    );
+    assert!(!stderr.contains("a-secret-host-token"), "{stderr}");
+    assert!(!stdout.contains("a-secret-host-token"), "{stdout}");
+    // Nothing was changed: the operator's file is as it was.
+    assert_eq!(
+        std::fs::metadata(&token_path).unwrap().permissions().mode() & 0o777,
+        0o644
+    );
+    assert_eq!(
+        std::fs::read_to_string(&token_path).unwrap(),
+        "a-secret-host-token\n"
+    );
+}
+
 #[test]
 fn the_generated_host_token_is_mode_0600_and_never_logged() {
     let dir = tempfile::tempdir().unwrap();

@@ -53,12 +53,10 @@ pub fn set_page_status(status: u16) {
     let _ = status;
 }
 
-/// An error panel for a failed API read; a 404 from the API makes the page a 404 too.
+/// An error panel for a failed API read; the page's status follows [`crate::api::ApiError::page_status`]
+/// (a 404 from the API makes the page a 404 too; 5xx only for a real fault).
 #[component]
 pub fn ApiErrorPanel(error: crate::api::ApiError) -> impl IntoView {
-    set_page_status(match &error {
-        crate::api::ApiError::NotFound { .. } => 404,
-        _ => 502,
-    });
+    set_page_status(error.page_status());
     view! { <ErrorPanel message=error.describe()/> }
 }

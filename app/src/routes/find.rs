@@ -95,7 +95,7 @@ pub fn FindPage() -> impl IntoView {
         },
     );
     view! {
-        <Title text=move || format!("Find {} · Outcome ledger", q.get())/>
+        <Title text=crate::routes::page_title(move || format!("Find {} · Outcome ledger", q.get()))/>
         <h1 class="mb-4 text-2xl font-semibold">"Find"</h1>
         <SearchForm value=q.get_untracked()/>
         <Suspense fallback=|| view! { <p>"Looking up…"</p> }>

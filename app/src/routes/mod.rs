@@ -16,6 +16,25 @@ pub fn param(name: &'static str) -> Memo<String> {
     Memo::new(move |_| params.read().get(name).unwrap_or_default())
 }
 
+/// The text of a page's `<Title>`, from `text`.
+///
+/// On the server the text is computed once, now, while the page renders inside its request's reactive
+/// owner, and handed to the title as a plain string. The server integration reads the title after the
+/// page rendered, outside that owner: a closure reading a route parameter (an arena-allocated memo) there
+/// reads whichever request's arena happens to be current on that thread, and under concurrent requests
+/// that panics with "reactive value … already disposed" and drops the response. In the browser the title
+/// stays reactive, so it follows client-side navigation.
+pub fn page_title(text: impl Fn() -> String + Send + Sync + 'static) -> leptos::text_prop::TextProp {
+    #[cfg(feature = "ssr")]
+    {
+        leptos::text_prop::TextProp::from(text())
+    }
+    #[cfg(not(feature = "ssr"))]
+    {
+        leptos::text_prop::TextProp::from(text)
+    }
+}
+
 /// The page path of a session.
 pub fn session_href(key: &str) -> String {
     format!("/sessions/{}", crate::api::enc(key))

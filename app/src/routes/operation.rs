@@ -13,7 +13,7 @@ pub fn OperationPage() -> impl IntoView {
     let id = param("mutation_id");
     let found = Resource::new(move || id.get(), |id| api::operation(&id));
     view! {
-        <Title text=move || format!("Operation {} · Outcome ledger", id.get())/>
+        <Title text=crate::routes::page_title(move || format!("Operation {} · Outcome ledger", id.get()))/>
         <h1 class="mb-4 break-all text-2xl font-semibold">"Operation " <bdi class="font-mono">{move || id.get()}</bdi></h1>
         <Suspense fallback=|| view! { <p>"Looking up…"</p> }>
             {move || Suspend::new(async move {

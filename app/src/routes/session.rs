@@ -12,7 +12,7 @@ pub fn SessionPage() -> impl IntoView {
     let key = param("session_id");
     let turns = Resource::new(move || key.get(), |k| api::session_turns(&k));
     view! {
-        <Title text=move || format!("Session {} · Outcome ledger", key.get())/>
+        <Title text=crate::routes::page_title(move || format!("Session {} · Outcome ledger", key.get()))/>
         <h1 class="mb-1 text-2xl font-semibold">"Session " <bdi class="font-mono">{move || key.get()}</bdi></h1>
         <Suspense fallback=|| view! { <p>"Loading turns…"</p> }>
             {move || Suspend::new(async move {

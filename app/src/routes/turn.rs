@@ -20,7 +20,7 @@ pub fn TurnPage() -> impl IntoView {
         |(k, t)| api::turn_entries(&k, &t),
     );
     view! {
-        <Title text=move || format!("Turn {} · Outcome ledger", turn.get())/>
+        <Title text=crate::routes::page_title(move || format!("Turn {} · Outcome ledger", turn.get()))/>
         <p class="mb-1 text-sm">
             <a class="underline-offset-2 hover:underline" href=move || session_href(&key.get())>
                 "← Session " <bdi class="font-mono">{move || key.get()}</bdi>

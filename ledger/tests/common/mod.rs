@@ -126,6 +126,7 @@ pub async fn reopen(path: &str, adapter: Arc<dyn Adapter>, clock: Arc<ManualCloc
             adapter,
             clock,
             read_connections: 2,
+            ..LedgerOptions::default()
         },
     )
     .await

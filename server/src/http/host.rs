@@ -415,7 +415,9 @@ pub async fn reconcile(
 }
 
 /// `PUT …/{mutation_id}/metadata` `{"id", "url", "title"}` → 200. All three are set at once; a missing or
-/// empty one becomes `null`. An attach identical to the current metadata changes nothing.
+/// empty one becomes `null`. A field of any size up to the 2 MiB body limit is accepted; only its sanitised
+/// form is stored (truncated or withheld, credentials redacted: `docs/api.md`). An attach identical to the
+/// current metadata once sanitised changes nothing.
 #[utoipa::path(
     put,
     path = "/api/host/sessions/{session_key}/mutations/{mutation_id}/metadata",

@@ -1,8 +1,11 @@
 //! `GET /api/run-events?session_id=<key>`: the long-lived live stream of a session (DESIGN "Read APIs").
 //! Each event is `event: mutation_outcome` with `data: {"mutation_revision": n, "outcome": <record>}` (no
 //! `id:`: revisions are per turn), in revision order per turn; `event: resync` with
-//! `data: {"logical_turn_ids": [...]}` when the client fell behind; a `: heartbeat` comment every 15 s.
-//! Errors: 400 (missing parameter) → 404 (unknown or expired session).
+//! `data: {"logical_turn_ids": [...]}` when the client fell behind; `event: heartbeat` with
+//! `data: {"at": "<RFC 3339>"}` every 15 s; `event: session_ended` with `data: {"reason": "deleted" |
+//! "expired"}` before the stream of a deleted or expired session closes.
+//! Errors: 400 (missing parameter) → 404 (unknown or expired session) → 503 `too_many_streams` with
+//! `Retry-After` (a cap on live streams in total or per session is reached).
 
 use std::convert::Infallible;
 use std::time::Duration;
@@ -11,7 +14,7 @@ use axum::extract::rejection::QueryRejection;
 use axum::extract::{Query, State};
 use axum::http::header::CACHE_CONTROL;
 use axum::http::HeaderValue;
-use axum::response::sse::{Event, KeepAlive, Sse};
+use axum::response::sse::{Event, Sse};
 use axum::response::{IntoResponse, Response};
 use ledger::ids::SessionKey;
 use ledger::wire::Resync;
@@ -22,7 +25,7 @@ use crate::error::ApiError;
 use crate::live::LiveMessage;
 use crate::AppState;
 
-/// Interval of the heartbeat comments.
+/// Interval of the `heartbeat` events.
 pub const HEARTBEAT: Duration = Duration::from_secs(15);
 
 /// The live stream. Subscribes before answering, so a client that then replays misses nothing. The stream
@@ -33,9 +36,10 @@ pub const HEARTBEAT: Duration = Duration::from_secs(15);
     tag = "live",
     params(("session_id" = String, Query, description = "session key")),
     responses(
-        (status = 200, description = "long-lived stream: `mutation_outcome` events with data `{\"mutation_revision\", \"outcome\"}`, `resync` events, heartbeat comments", content_type = "text/event-stream", body = String),
+        (status = 200, description = "long-lived stream: `mutation_outcome` events with data `{\"mutation_revision\", \"outcome\"}`, `resync` events, `heartbeat` events every 15 s, a `session_ended` event before the stream of a deleted or expired session closes", content_type = "text/event-stream", body = String),
         (status = 400, description = "missing parameter", body = ledger::wire::ErrorBody),
         (status = 404, description = "unknown or expired session", body = ledger::wire::ErrorBody),
+        (status = 503, description = "too many live streams (in total or for this session); retry after `Retry-After` seconds", body = ledger::wire::ErrorBody),
     ),
 )]
 pub async fn run_events(
@@ -43,14 +47,24 @@ pub async fn run_events(
     q: Result<Query<SessionParam>, QueryRejection>,
 ) -> Result<Response, ApiError> {
     let key = read_param(query(q)?.session_id_opt(), "session_id", SessionKey::parse)?;
-    let mut subscription = state.hub.subscribe(&key);
+    let subscription = state.hub.subscribe(&key);
     // Checked after subscribing: a change committed in between is both queued and replayed, never lost.
     state.sessions.turns(&key).await?;
+    let mut subscription = subscription.map_err(|limit| {
+        tracing::warn!(%limit, "live stream refused");
+        ApiError::unavailable("too_many_streams", limit.to_string())
+    })?;
     let shutdown = state.shutdown.clone();
     let stream = async_stream::stream! {
+        let mut heartbeat = tokio::time::interval_at(tokio::time::Instant::now() + HEARTBEAT, HEARTBEAT);
         loop {
             let message = tokio::select! {
                 m = subscription.next() => m,
+                _ = heartbeat.tick() => {
+                    let at = ledger::store::format_time(now_ms());
+                    yield Ok::<_, Infallible>(Event::default().event("heartbeat").data(format!("{{\"at\":\"{at}\"}}")));
+                    continue;
+                }
                 _ = shutdown.cancelled() => None,
             };
             let Some(message) = message else { break };
@@ -59,6 +73,9 @@ pub async fn run_events(
                 LiveMessage::Resync(turns) => {
                     Event::default().event("resync").json_data(Resync { logical_turn_ids: turns })
                 }
+                LiveMessage::Ended(reason) => Ok(Event::default()
+                    .event("session_ended")
+                    .data(format!("{{\"reason\":\"{}\"}}", reason.as_str()))),
             };
             match event {
                 Ok(e) => yield Ok::<_, Infallible>(e),
@@ -66,11 +83,16 @@ pub async fn run_events(
             }
         }
     };
-    let mut response = Sse::new(stream)
-        .keep_alive(KeepAlive::new().interval(HEARTBEAT).text("heartbeat"))
-        .into_response();
+    let mut response = Sse::new(stream).into_response();
     response
         .headers_mut()
         .insert(CACHE_CONTROL, HeaderValue::from_static("no-store"));
     Ok(response)
+}
+
+fn now_ms() -> i64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_millis() as i64)
+        .unwrap_or(0)
 }

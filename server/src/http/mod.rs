@@ -2,6 +2,7 @@
 
 pub mod host;
 pub mod live;
+pub mod malformed;
 pub mod openapi;
 pub mod query;
 pub mod read;

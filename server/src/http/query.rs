@@ -1,8 +1,10 @@
 //! Extracting and validating request parts into the ledger's newtypes, with errors that name the field.
 
+use axum::extract::path::ErrorKind;
 use axum::extract::rejection::{PathRejection, QueryRejection};
 use axum::extract::{Path, Query};
 use ledger::ids::{check_identifier, IdError};
+use ledger::LedgerError;
 use serde::de::DeserializeOwned;
 
 use crate::error::ApiError;
@@ -13,16 +15,44 @@ pub fn query<T: DeserializeOwned>(q: Result<Query<T>, QueryRejection>) -> Result
         .map_err(|e| ApiError::bad_request("invalid_query", e.body_text(), None))
 }
 
-/// A required read parameter: 400 when missing or not a valid identifier.
+/// A required read identifier: 400 when missing or empty; `Ok(None)` when it breaks the identifier rule
+/// (over 256 bytes, control characters), so could never have been stored: the caller answers it as the
+/// unknown thing it names (404), after checking what comes first.
+pub fn read_id<T>(
+    value: Option<String>,
+    field: &str,
+    parse: impl FnOnce(String) -> Result<T, IdError>,
+) -> Result<Option<T>, ApiError> {
+    let v = value.ok_or_else(|| ApiError::missing_parameter(field))?;
+    match parse(v) {
+        Ok(t) => Ok(Some(t)),
+        Err(e @ IdError::Empty) => Err(ApiError::bad_request(
+            "invalid_parameter",
+            format!("{field}: {e}"),
+            Some(field),
+        )),
+        Err(IdError::TooLong(_) | IdError::ControlCharacter) => Ok(None),
+    }
+}
+
+/// The 404 for a read identifier that names nothing stored: `session_not_found`, `turn_not_found` or
+/// `mutation_not_found`, exactly as for a well-formed unknown one.
+pub fn unknown(field: &str) -> ApiError {
+    ApiError::from(match field {
+        "logical_turn_id" => LedgerError::TurnNotFound,
+        "mutation_id" => LedgerError::MutationNotFound,
+        _ => LedgerError::SessionNotFound,
+    })
+}
+
+/// A required read parameter: 400 when missing or empty; 404 (see [`unknown`]) when it could never have
+/// been stored.
 pub fn read_param<T>(
     value: Option<String>,
     field: &str,
     parse: impl FnOnce(String) -> Result<T, IdError>,
 ) -> Result<T, ApiError> {
-    let v = value.ok_or_else(|| ApiError::missing_parameter(field))?;
-    parse(v).map_err(|e| {
-        ApiError::bad_request("invalid_parameter", format!("{field}: {e}"), Some(field))
-    })
+    read_id(value, field, parse)?.ok_or_else(|| unknown(field))
 }
 
 /// A write identifier (path or body): 422 naming the field when it breaks the identifier rule.
@@ -35,6 +65,46 @@ pub fn write_id<T>(
         return Err(ApiError::invalid_field(field, format!("{field} {e}")));
     }
     parse(value).map_err(|e| ApiError::invalid_field(field, format!("{field} {e}")))
+}
+
+/// Read path parameters as `T` (percent-decoded once by the router). `Ok(Err(key))` when the parameter
+/// `key` is not UTF-8 once percent-decoded: like an identifier over 256 bytes, it could never have been
+/// stored, so the caller answers it as unknown (404). Any other malformed path: 400 `invalid_path`.
+pub fn read_path<T>(p: Result<Path<T>, PathRejection>) -> Result<Result<T, String>, ApiError> {
+    match p {
+        Ok(Path(t)) => Ok(Ok(t)),
+        Err(PathRejection::FailedToDeserializePathParams(e)) => match e.kind() {
+            ErrorKind::InvalidUtf8InPathParam { key } => Ok(Err(key.clone())),
+            _ => Err(ApiError::bad_request("invalid_path", e.body_text(), None)),
+        },
+        Err(e) => Err(ApiError::bad_request("invalid_path", e.body_text(), None)),
+    }
+}
+
+/// Segment `index` of a URI path (`/api/sessions/{key}/...`: the key is 3), percent-decoded, with bytes
+/// that are not UTF-8 replaced by U+FFFD.
+pub fn lossy_segment(path: &str, index: usize) -> String {
+    let raw = path.split('/').nth(index).unwrap_or_default().as_bytes();
+    let mut bytes = Vec::with_capacity(raw.len());
+    let mut i = 0;
+    while i < raw.len() {
+        let hex = |b: u8| (b as char).to_digit(16);
+        match (
+            raw[i],
+            raw.get(i + 1).copied().and_then(hex),
+            raw.get(i + 2).copied().and_then(hex),
+        ) {
+            (b'%', Some(h), Some(l)) => {
+                bytes.push((h * 16 + l) as u8);
+                i += 3;
+            }
+            (b, _, _) => {
+                bytes.push(b);
+                i += 1;
+            }
+        }
+    }
+    String::from_utf8_lossy(&bytes).into_owned()
 }
 
 /// The path parameters as `T` (percent-decoded once by the router), or 400 `invalid_path`.

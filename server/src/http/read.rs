@@ -1,14 +1,16 @@
 //! History (seed 000, "Session history") and the dashboard's own reads (DESIGN "Read APIs"). Errors: 400
-//! (missing or invalid parameter) → 404 (unknown or expired session, unknown turn).
+//! (missing or empty parameter, invalid query) → 404 (unknown or expired session, unknown turn). An
+//! identifier that could never have been stored (over 256 bytes, control characters) is simply unknown.
 
 use axum::extract::rejection::{PathRejection, QueryRejection};
 use axum::extract::{Path, Query, State};
+use axum::http::Uri;
 use axum::Json;
 use ledger::ids::{LogicalTurnId, MutationId, SessionKey};
 use ledger::wire::{MutationOutcomes, OperationMatches, SessionList, SessionTurns, TurnEntries};
 use serde::Deserialize;
 
-use super::query::{path, query, read_param};
+use super::query::{lossy_segment, query, read_id, read_param, read_path, unknown};
 use crate::error::ApiError;
 use crate::AppState;
 
@@ -38,7 +40,7 @@ impl SessionParam {
     params(("session_id" = String, Query, description = "session key")),
     responses(
         (status = 200, description = "every retained outcome, oldest logical turn first", body = ledger::wire::MutationOutcomes),
-        (status = 400, description = "missing or invalid parameter", body = ledger::wire::ErrorBody),
+        (status = 400, description = "missing or empty parameter, or a malformed query or path", body = ledger::wire::ErrorBody),
         (status = 404, description = "unknown or expired session, or unknown turn", body = ledger::wire::ErrorBody),
     ),
 )]
@@ -72,7 +74,7 @@ pub async fn sessions(State(state): State<AppState>) -> Result<Json<SessionList>
     params(("session_key" = String, Path, description = "session key, percent-encoded")),
     responses(
         (status = 200, description = "the session's turns, oldest first", body = ledger::wire::SessionTurns),
-        (status = 400, description = "missing or invalid parameter", body = ledger::wire::ErrorBody),
+        (status = 400, description = "missing or empty parameter, or a malformed query or path", body = ledger::wire::ErrorBody),
         (status = 404, description = "unknown or expired session, or unknown turn", body = ledger::wire::ErrorBody),
     ),
 )]
@@ -80,7 +82,8 @@ pub async fn turns(
     State(state): State<AppState>,
     p: Result<Path<String>, PathRejection>,
 ) -> Result<Json<SessionTurns>, ApiError> {
-    let key = read_param(Some(path(p)?), "session_id", SessionKey::parse)?;
+    let key = read_path(p)?.map_err(|_| unknown("session_id"))?;
+    let key = read_param(Some(key), "session_id", SessionKey::parse)?;
     Ok(Json(state.sessions.turns(&key).await?))
 }
 
@@ -92,17 +95,31 @@ pub async fn turns(
     params(("session_key" = String, Path, description = "session key, percent-encoded"), ("logical_turn_id" = String, Path, description = "logical turn, percent-encoded")),
     responses(
         (status = 200, description = "the turn's published entries in recorded order, and its latest revision", body = ledger::wire::TurnEntries),
-        (status = 400, description = "missing or invalid parameter", body = ledger::wire::ErrorBody),
+        (status = 400, description = "missing or empty parameter, or a malformed query or path", body = ledger::wire::ErrorBody),
         (status = 404, description = "unknown or expired session, or unknown turn", body = ledger::wire::ErrorBody),
     ),
 )]
 pub async fn turn_entries(
     State(state): State<AppState>,
+    uri: Uri,
     p: Result<Path<(String, String)>, PathRejection>,
 ) -> Result<Json<TurnEntries>, ApiError> {
-    let (k, t) = path(p)?;
+    let (k, t) = match read_path(p)? {
+        Ok(kt) => (kt.0, Some(kt.1)),
+        Err(bad) if bad == "session_key" => return Err(unknown("session_id")),
+        // The turn is not UTF-8; the key (`/api/sessions/{key}/...`) is.
+        Err(_) => (lossy_segment(uri.path(), 3), None),
+    };
     let key = read_param(Some(k), "session_id", SessionKey::parse)?;
-    let turn = read_param(Some(t), "logical_turn_id", LogicalTurnId::parse)?;
+    let turn = match t {
+        Some(t) => read_id(Some(t), "logical_turn_id", LogicalTurnId::parse)?,
+        None => None,
+    };
+    let Some(turn) = turn else {
+        // The session's own 404 (unknown, expired) comes first, as for a well-formed unknown turn.
+        state.sessions.turns(&key).await?;
+        return Err(unknown("logical_turn_id"));
+    };
     Ok(Json(state.sessions.turn_entries(&key, &turn).await?))
 }
 
@@ -113,18 +130,24 @@ pub async fn turn_entries(
     tag = "read",
     params(("mutation_id" = String, Path, description = "operation id, percent-encoded")),
     responses(
-        (status = 200, description = "every published outcome with this operation id", body = ledger::wire::OperationMatches),
-        (status = 400, description = "missing or invalid parameter", body = ledger::wire::ErrorBody),
+        (status = 200, description = "every published outcome with this operation id (none for an unknown id)", body = ledger::wire::OperationMatches),
+        (status = 400, description = "malformed path", body = ledger::wire::ErrorBody),
     ),
 )]
 pub async fn operation(
     State(state): State<AppState>,
     p: Result<Path<String>, PathRejection>,
 ) -> Result<Json<OperationMatches>, ApiError> {
-    let id = read_param(Some(path(p)?), "mutation_id", MutationId::parse)?;
-    Ok(Json(OperationMatches {
-        matches: state.sessions.find_operation(&id).await?,
-    }))
+    // An id that could never have been stored matches nothing, like any other unknown id.
+    let id = match read_path(p)? {
+        Ok(id) => read_id(Some(id), "mutation_id", MutationId::parse)?,
+        Err(_) => None,
+    };
+    let matches = match id {
+        Some(id) => state.sessions.find_operation(&id).await?,
+        None => Vec::new(),
+    };
+    Ok(Json(OperationMatches { matches }))
 }
 
 #[derive(Deserialize)]
@@ -141,7 +164,7 @@ pub struct LimitParam {
     params(("limit" = Option<u32>, Query, description = "1 to 1000, default 200")),
     responses(
         (status = 200, description = "open unknown outcomes across sessions, oldest first", body = ledger::wire::OperationMatches),
-        (status = 400, description = "missing or invalid parameter", body = ledger::wire::ErrorBody),
+        (status = 400, description = "invalid limit or malformed query", body = ledger::wire::ErrorBody),
     ),
 )]
 pub async fn unknowns(

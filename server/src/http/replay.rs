@@ -9,7 +9,8 @@
 //! ```
 //!
 //! Errors, in order: 400 (missing parameter, invalid cursor) → 404 (unknown or expired session, unknown
-//! turn) → 409 (cursor past the turn's latest revision). `after` wins over `Last-Event-ID`.
+//! turn; an identifier that could never have been stored is unknown) → 409 (cursor past the turn's latest
+//! revision; `field` names where the cursor came from). `after` wins over `Last-Event-ID`.
 
 use std::convert::Infallible;
 use std::time::Duration;
@@ -24,7 +25,7 @@ use ledger::ids::{Cursor, LogicalTurnId, SessionKey};
 use ledger::Replay;
 use serde::Deserialize;
 
-use super::query::{query, read_param};
+use super::query::{query, read_id, unknown};
 use crate::error::ApiError;
 use crate::AppState;
 
@@ -38,7 +39,17 @@ pub struct ReplayParams {
     after: Option<String>,
 }
 
-fn cursor(params_after: Option<String>, headers: &HeaderMap) -> Result<Option<Cursor>, ApiError> {
+/// Where the cursor came from: the parameter an error about it names.
+const AFTER: &str = "after";
+const LAST_EVENT_ID: &str = "Last-Event-ID";
+
+/// The cursor and the field it came from (`after` wins over `Last-Event-ID`); 400 `invalid_cursor` naming
+/// that field when it is not one or more ASCII digits up to 2^63-1 (a header value that is not visible
+/// ASCII included).
+fn cursor(
+    params_after: Option<String>,
+    headers: &HeaderMap,
+) -> Result<Option<(Cursor, &'static str)>, ApiError> {
     let invalid = |field: &str| {
         ApiError::bad_request(
             "invalid_cursor",
@@ -47,15 +58,17 @@ fn cursor(params_after: Option<String>, headers: &HeaderMap) -> Result<Option<Cu
         )
     };
     if let Some(a) = params_after {
-        return Cursor::parse(&a).map(Some).map_err(|_| invalid("after"));
+        return Cursor::parse(&a)
+            .map(|c| Some((c, AFTER)))
+            .map_err(|_| invalid(AFTER));
     }
     match headers.get("last-event-id") {
         None => Ok(None),
         Some(v) => {
-            let s = v.to_str().map_err(|_| invalid("Last-Event-ID"))?;
+            let s = v.to_str().map_err(|_| invalid(LAST_EVENT_ID))?;
             Cursor::parse(s)
-                .map(Some)
-                .map_err(|_| invalid("Last-Event-ID"))
+                .map(|c| Some((c, LAST_EVENT_ID)))
+                .map_err(|_| invalid(LAST_EVENT_ID))
         }
     }
 }
@@ -104,14 +117,30 @@ pub async fn mutation_events(
     q: Result<Query<ReplayParams>, QueryRejection>,
 ) -> Result<Response, ApiError> {
     let params = query(q)?;
-    let key = read_param(params.session_id, "session_id", SessionKey::parse)?;
-    let turn = read_param(
+    // An identifier that could never have been stored is an unknown one: 404 in its turn, after the 400s.
+    let key = read_id(params.session_id, "session_id", SessionKey::parse)?;
+    let turn = read_id(
         params.logical_turn_id,
         "logical_turn_id",
         LogicalTurnId::parse,
     )?;
     let cursor = cursor(params.after, &headers)?;
-    let replay = state.sessions.replay(&key, &turn, cursor).await?;
+    let key = key.ok_or_else(|| unknown("session_id"))?;
+    let Some(turn) = turn else {
+        state.sessions.turns(&key).await?;
+        return Err(unknown("logical_turn_id"));
+    };
+    let replay = state
+        .sessions
+        .replay(&key, &turn, cursor.map(|(c, _)| c))
+        .await
+        .map_err(|e| {
+            let mut error = ApiError::from(e);
+            if let Some((_, field)) = cursor.filter(|_| error.detail.code == "cursor_ahead") {
+                error.detail.field = Some(field.to_owned());
+            }
+            error
+        })?;
     let stream = futures::stream::iter(
         snapshot_events(&replay)
             .into_iter()

@@ -23,6 +23,11 @@ pub fn args(dir: &std::path::Path, ttl_secs: u64) -> ServeArgs {
         site_root: dir.join("site").to_string_lossy().into_owned(),
         session_ttl_secs: ttl_secs,
         demo_when_empty: false,
+        write_wait_ms: 10_000,
+        header_timeout_secs: 10,
+        max_connections: 4096,
+        max_live_streams: 1024,
+        max_live_streams_per_session: 64,
     }
 }
 
@@ -40,9 +45,12 @@ pub async fn spawn_with_ttl(ttl_secs: u64) -> TestApp {
         .expect("bind");
     let addr = listener.local_addr().expect("addr");
     let router = built.router;
-    tokio::spawn(async move {
-        axum::serve(listener, router).await.expect("serve");
-    });
+    tokio::spawn(server::conn::serve(
+        listener,
+        router,
+        server::conn::ConnLimits::default(),
+        std::future::pending::<()>(),
+    ));
     TestApp {
         base: format!("http://{addr}"),
         client: reqwest::Client::new(),

@@ -104,3 +104,141 @@ async fn dashboard_reads_give_turns_entries_and_the_unknowns_queue() {
         (StatusCode::OK, json!({"status": "ok"}))
     );
 }
+
+/// Identifiers no write could have stored (the identifier rule: at most 256 bytes, no control
+/// characters, UTF-8), percent-encoded for a path or a query: NUL, another C0 control, line feed, DEL, NEL
+/// (a C1 control), bytes that are not UTF-8, 257 bytes.
+pub fn never_stored() -> Vec<String> {
+    let mut ids: Vec<String> = [
+        "a%00b", "a%01b", "a%0Ab", "a%7Fb", "a%C2%85b", "%FF", "a%C0%80b",
+    ]
+    .map(String::from)
+    .into();
+    ids.push("x".repeat(257));
+    ids
+}
+
+#[tokio::test]
+async fn reads_naming_an_identifier_that_could_never_be_stored_answer_404() {
+    let app = spawn().await;
+    app.settled("s", "t", "m", "completed").await;
+    let session_not_found = json!({"error": {"code": "session_not_found", "message": "unknown session", "field": "session_id"}});
+    let turn_not_found =
+        json!({"error": {"code": "turn_not_found", "message": "unknown logical turn"}});
+    for bad in never_stored() {
+        for path in [
+            format!("/api/mutation-outcomes?session_id={bad}"),
+            format!("/api/sessions/{bad}/turns"),
+            format!("/api/sessions/{bad}/turns/t/entries"),
+            format!("/api/sessions/{bad}/turns/{bad}/entries"),
+            format!("/api/mutation-events?session_id={bad}&logical_turn_id=t"),
+            format!("/api/mutation-events?session_id={bad}&logical_turn_id={bad}&after=1"),
+            format!("/api/run-events?session_id={bad}"),
+        ] {
+            assert_eq!(
+                app.get_json(&path).await,
+                (StatusCode::NOT_FOUND, session_not_found.clone()),
+                "{path}"
+            );
+        }
+        for path in [
+            format!("/api/sessions/s/turns/{bad}/entries"),
+            format!("/api/mutation-events?session_id=s&logical_turn_id={bad}"),
+            format!("/api/mutation-events?session_id=s&logical_turn_id={bad}&after=99"),
+        ] {
+            assert_eq!(
+                app.get_json(&path).await,
+                (StatusCode::NOT_FOUND, turn_not_found.clone()),
+                "{path}"
+            );
+        }
+        // An unknown session's 404 comes before the turn's, as for well-formed ids.
+        assert_eq!(
+            app.get_json(&format!("/api/sessions/nobody/turns/{bad}/entries"))
+                .await,
+            (StatusCode::NOT_FOUND, session_not_found.clone())
+        );
+        // The support look-up: an unknown operation id matches nothing.
+        assert_eq!(
+            app.get_json(&format!("/api/operations/{bad}")).await,
+            (StatusCode::OK, json!({"matches": []})),
+            "{bad}"
+        );
+    }
+    // 256 bytes is a valid identifier: simply unknown, the same answers.
+    let longest = "y".repeat(256);
+    assert_eq!(
+        app.get_json(&format!("/api/sessions/{longest}/turns"))
+            .await,
+        (StatusCode::NOT_FOUND, session_not_found.clone())
+    );
+    // The 400s still come first: an invalid cursor before any 404.
+    assert_eq!(
+        app.get_json("/api/mutation-events?session_id=a%00b&logical_turn_id=a%00b&after=x")
+            .await,
+        (
+            StatusCode::BAD_REQUEST,
+            json!({"error": {"code": "invalid_cursor", "message": "a cursor is one or more ASCII digits with value at most 9223372036854775807", "field": "after"}})
+        )
+    );
+}
+
+#[tokio::test]
+async fn an_identifier_that_could_never_be_stored_in_an_expired_session_is_session_expired() {
+    let app = spawn_with_ttl(1).await;
+    app.settled("s", "t", "m", "completed").await;
+    tokio::time::sleep(std::time::Duration::from_millis(1100)).await;
+    let expired = json!({"error": {"code": "session_expired", "message": "the session has expired; its history is no longer available"}});
+    for path in [
+        "/api/sessions/s/turns/a%00b/entries",
+        "/api/sessions/s/turns/%FF/entries",
+        "/api/mutation-events?session_id=s&logical_turn_id=a%00b",
+    ] {
+        assert_eq!(
+            app.get_json(path).await,
+            (StatusCode::NOT_FOUND, expired.clone()),
+            "{path}"
+        );
+    }
+}
+
+#[tokio::test]
+async fn missing_and_empty_read_parameters_stay_400() {
+    let app = spawn().await;
+    for (path, field) in [
+        ("/api/mutation-outcomes", "session_id"),
+        ("/api/run-events", "session_id"),
+        ("/api/mutation-events?logical_turn_id=t", "session_id"),
+        ("/api/mutation-events?session_id=a%00b", "logical_turn_id"),
+    ] {
+        assert_eq!(
+            app.get_json(path).await,
+            (
+                StatusCode::BAD_REQUEST,
+                json!({"error": {"code": "missing_parameter", "message": format!("the {field} parameter is required"), "field": field}})
+            ),
+            "{path}"
+        );
+    }
+    for (path, field) in [
+        ("/api/mutation-outcomes?session_id=", "session_id"),
+        ("/api/run-events?session_id=", "session_id"),
+        (
+            "/api/mutation-events?session_id=&logical_turn_id=t",
+            "session_id",
+        ),
+        (
+            "/api/mutation-events?session_id=s&logical_turn_id=",
+            "logical_turn_id",
+        ),
+    ] {
+        assert_eq!(
+            app.get_json(path).await,
+            (
+                StatusCode::BAD_REQUEST,
+                json!({"error": {"code": "invalid_parameter", "message": format!("{field}: must not be empty"), "field": field}})
+            ),
+            "{path}"
+        );
+    }
+}

@@ -283,6 +283,46 @@ async fn an_identical_metadata_attach_changes_nothing() {
 }
 
 #[tokio::test]
+async fn large_metadata_below_the_body_limit_is_accepted_and_sanitised() {
+    // Seed 000: over-long values are truncated (title) or withheld (resource_id, url), never refused.
+    let app = spawn().await;
+    app.settled("s", "t", "m", "completed").await;
+    let meta = json!({
+        "id": "i".repeat(100 * 1024),
+        "url": format!("https://app.example.com/{}", "p".repeat(100 * 1024)),
+        "title": "é".repeat(100 * 1024),
+    });
+    let (s, v) = app.step("s", "m", "metadata", meta).await;
+    assert_eq!(
+        (s, v["revision"].clone()),
+        (StatusCode::OK, json!(3)),
+        "{v}"
+    );
+    let (_, history) = app.get_json("/api/mutation-outcomes?session_id=s").await;
+    let record = &history["mutation_outcomes"][0];
+    assert_eq!(record["resource_id"], Value::Null);
+    assert_eq!(record["url"], Value::Null);
+    // 200 KiB of two-byte characters, published as the first 512 bytes.
+    assert_eq!(record["title"], json!("é".repeat(256)));
+
+    // A single field of almost the whole 2 MiB body limit is accepted too.
+    let title = format!("Service overview {}", "x".repeat(2 * 1024 * 1024 - 1024));
+    let (s, v) = app
+        .step("s", "m", "metadata", json!({"title": title}))
+        .await;
+    assert_eq!(
+        (s, v["revision"].clone()),
+        (StatusCode::OK, json!(4)),
+        "{v}"
+    );
+    let (_, history) = app.get_json("/api/mutation-outcomes?session_id=s").await;
+    assert_eq!(
+        history["mutation_outcomes"][0]["title"],
+        json!(&title[..512])
+    );
+}
+
+#[tokio::test]
 async fn batch_applies_in_order_with_one_result_each() {
     let app = spawn().await;
     let ops = json!({"operations": [
@@ -387,4 +427,50 @@ async fn evidence_needs_an_rfc3339_observation_time() {
     );
     let (_, history) = app.get_json("/api/mutation-outcomes?session_id=s").await;
     assert_eq!(history["mutation_outcomes"][0]["status"], "outcome_unknown");
+}
+
+#[tokio::test]
+async fn the_bearer_scheme_is_matched_case_insensitively() {
+    let app = spawn().await;
+    let url = format!("{}/api/host/sessions/s/mutations", app.base);
+    for (i, scheme) in ["Bearer", "bearer", "BEARER", "bEaReR"]
+        .into_iter()
+        .enumerate()
+    {
+        let r = app
+            .client
+            .post(&url)
+            .header("Authorization", format!("{scheme} {TOKEN}"))
+            .json(&json!({"logical_turn_id": "t", "mutation_id": format!("m{i}"), "tool": "x"}))
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(r.status(), StatusCode::CREATED, "{scheme}");
+    }
+    for value in [
+        format!("Basic {TOKEN}"),
+        format!("Bearer{TOKEN}"),
+        format!("Bearers {TOKEN}"),
+        format!("bearer {TOKEN}x"),
+        TOKEN.to_owned(),
+    ] {
+        let r = app
+            .client
+            .post(&url)
+            .header("Authorization", &value)
+            .json(&json!({"logical_turn_id": "t", "mutation_id": "refused", "tool": "x"}))
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(r.status(), StatusCode::UNAUTHORIZED, "{value}");
+        assert_eq!(
+            r.json::<Value>().await.unwrap(),
+            json!({"error": {"code": "unauthorized", "message": "a valid host token is required: Authorization: Bearer <host token>"}})
+        );
+    }
+    // Nothing refused was recorded: approving it now is a first approval.
+    assert_eq!(
+        app.approve("s", "t", "refused").await.0,
+        StatusCode::CREATED
+    );
 }

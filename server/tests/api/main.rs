@@ -2,6 +2,7 @@
 
 mod helpers;
 
+mod hardening;
 mod history;
 mod host;
 mod import;

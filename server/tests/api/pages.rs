@@ -51,3 +51,58 @@ async fn pages_for_missing_things_answer_404() {
     );
     assert_eq!(app.get("/operations/m").await.status(), StatusCode::OK);
 }
+
+/// The page, its status and its HTML.
+async fn page(app: &crate::helpers::TestApp, path: &str) -> (StatusCode, String) {
+    let r = app.get(path).await;
+    (r.status(), r.text().await.unwrap())
+}
+
+#[tokio::test]
+async fn pages_for_ids_that_could_never_be_stored_answer_the_404_page() {
+    let app = spawn().await;
+    app.settled("s", "t", "m", "completed").await;
+    let no_session = "No session with this id.";
+    let no_turn = "This session has no logical turn with this id.";
+    let no_operation = "No published outcome has this operation id.";
+    for bad in crate::history::never_stored() {
+        for (path, says) in [
+            (format!("/sessions/{bad}"), no_session),
+            (format!("/sessions/{bad}/turns/t"), no_session),
+            (format!("/sessions/{bad}/turns/{bad}"), no_session),
+            (format!("/sessions/s/turns/{bad}"), no_turn),
+            (format!("/operations/{bad}"), no_operation),
+        ] {
+            let (status, html) = page(&app, &path).await;
+            assert_eq!(status, StatusCode::NOT_FOUND, "{path}");
+            assert!(html.contains(says), "{path}: {html}");
+            assert!(!html.contains("The server answered"), "{path}: {html}");
+        }
+        // Find: the same page as for an id that matches nothing.
+        let (status, html) = page(&app, &format!("/find?q={bad}")).await;
+        assert_eq!(status, StatusCode::OK, "find {bad}");
+        assert!(
+            html.contains("No session and no published operation has the id"),
+            "{html}"
+        );
+        assert!(!html.contains("error-panel"), "{html}");
+    }
+    // Ordinary missing ids: the same 404 pages.
+    for (path, says) in [
+        ("/sessions/nobody", no_session),
+        ("/sessions/nobody/turns/t", no_session),
+        ("/sessions/s/turns/nope", no_turn),
+        ("/operations/nope", no_operation),
+    ] {
+        let (status, html) = page(&app, path).await;
+        assert_eq!(status, StatusCode::NOT_FOUND, "{path}");
+        assert!(html.contains(says), "{path}: {html}");
+    }
+    let (status, html) = page(&app, "/find?q=nobody").await;
+    assert_eq!(status, StatusCode::OK);
+    assert!(html.contains("No session and no published operation has the id"));
+    // And the ones that exist still render.
+    for path in ["/sessions/s", "/sessions/s/turns/t", "/operations/m"] {
+        assert_eq!(page(&app, path).await.0, StatusCode::OK, "{path}");
+    }
+}

@@ -220,3 +220,93 @@ async fn percent_encoded_ids_round_trip_through_the_router() {
     assert_eq!(status, StatusCode::OK);
     assert_eq!(v["matches"][0]["session_key"], session);
 }
+
+#[tokio::test]
+async fn cursor_ahead_names_the_field_the_cursor_came_from() {
+    let app = spawn().await;
+    app.settled("s", "t", "m", "completed").await; // latest revision 2
+    let ahead = |field: &str| json!({"error": {"code": "cursor_ahead", "message": "cursor 3 is past the turn's latest revision 2", "field": field}});
+    let (s, _, body) = app
+        .replay("session_id=s&logical_turn_id=t&after=3", None)
+        .await;
+    assert_eq!(
+        (s, serde_json::from_str::<serde_json::Value>(&body).unwrap()),
+        (StatusCode::CONFLICT, ahead("after"))
+    );
+    let (s, _, body) = app
+        .replay("session_id=s&logical_turn_id=t", Some("3"))
+        .await;
+    assert_eq!(
+        (s, serde_json::from_str::<serde_json::Value>(&body).unwrap()),
+        (StatusCode::CONFLICT, ahead("Last-Event-ID"))
+    );
+    // `after` wins over the header, and the error names the one used.
+    let (s, _, body) = app
+        .replay("session_id=s&logical_turn_id=t&after=3", Some("1"))
+        .await;
+    assert_eq!(
+        (s, serde_json::from_str::<serde_json::Value>(&body).unwrap()),
+        (StatusCode::CONFLICT, ahead("after"))
+    );
+}
+
+/// Sends `head` (a whole request head, `\r\n\r\n` included) over a raw TCP connection and returns the
+/// status, the lower-cased header block and the body (`Connection: close` is expected in `head`).
+async fn raw(app: &crate::helpers::TestApp, head: &[u8]) -> (u16, String, String) {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let addr = app.base.trim_start_matches("http://");
+    let mut stream = tokio::net::TcpStream::connect(addr).await.unwrap();
+    stream.write_all(head).await.unwrap();
+    let mut answer = Vec::new();
+    tokio::time::timeout(
+        std::time::Duration::from_secs(10),
+        stream.read_to_end(&mut answer),
+    )
+    .await
+    .expect("the server answers and closes")
+    .unwrap();
+    let answer = String::from_utf8_lossy(&answer).into_owned();
+    let (head, body) = answer.split_once("\r\n\r\n").expect("a response head");
+    let status = head[9..12].parse().unwrap();
+    (status, head.to_ascii_lowercase(), body.to_owned())
+}
+
+#[tokio::test]
+async fn a_last_event_id_with_a_control_or_non_ascii_byte_is_a_json_400_naming_it() {
+    let app = spawn().await;
+    app.settled("s", "t", "m", "completed").await;
+    let invalid = json!({"error": {"code": "invalid_cursor", "message": "a cursor is one or more ASCII digits with value at most 9223372036854775807", "field": "Last-Event-ID"}});
+    for value in [
+        &b"1\x002"[..],
+        b"\x00",
+        b"1\x01",
+        b"1\x1f",
+        b"1\x7f",
+        b"1\x80",
+        b"\xc3\xa9",
+        b"\xff",
+    ] {
+        let mut head = b"GET /api/mutation-events?session_id=s&logical_turn_id=t HTTP/1.1\r\nHost: x\r\nLast-Event-ID: ".to_vec();
+        head.extend_from_slice(value);
+        head.extend_from_slice(b"\r\nConnection: close\r\n\r\n");
+        let (status, headers, body) = raw(&app, &head).await;
+        assert_eq!(status, 400, "{value:?}: {headers}\n{body}");
+        assert!(
+            headers.contains("content-type: application/json"),
+            "{value:?}: {headers}"
+        );
+        assert_eq!(
+            serde_json::from_str::<serde_json::Value>(&body).unwrap(),
+            invalid,
+            "{value:?}"
+        );
+    }
+    // The same connection path serves a good cursor.
+    let (status, _, body) = raw(
+        &app,
+        b"GET /api/mutation-events?session_id=s&logical_turn_id=t HTTP/1.1\r\nHost: x\r\nLast-Event-ID: 1\r\nConnection: close\r\n\r\n",
+    )
+    .await;
+    assert_eq!(status, 200);
+    assert!(body.contains("id: 2"), "{body}");
+}

@@ -1,0 +1,337 @@
+//! Accepting and serving HTTP/1.1 connections with bounds (docs/api.md, "Limits"):
+//!
+//! - A client must send a whole request header within `header_timeout` of connecting or of its previous
+//!   response; otherwise its connection is closed (hyper's header read timeout, which also bounds how long
+//!   an idle keep-alive connection stays open).
+//! - At most `max_connections` connections are open (kept below the process's file limit). When a new
+//!   connection arrives at the cap, the open connection that has been idle longest — no request in
+//!   progress, so nothing served is cut — is closed to make room: a flood of slow or idle connections can
+//!   never starve `/healthz` or other clients. When every open connection is serving a request, the new one
+//!   is answered `503` JSON `too_many_connections` with `Retry-After` and closed.
+//! - On shutdown the listener stops, idle connections close, and requests in progress finish (bounded).
+
+use std::collections::HashMap;
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+use std::task::{Context, Poll};
+use std::time::{Duration, Instant};
+
+use axum::body::Body;
+use axum::Router;
+use http_body::Frame;
+use hyper::body::Incoming;
+use hyper_util::rt::{TokioIo, TokioTimer};
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::{TcpListener, TcpStream};
+use tokio::sync::{Notify, Semaphore};
+use tokio_util::sync::CancellationToken;
+use tokio_util::task::TaskTracker;
+use tower::ServiceExt;
+
+/// Bounds on connections.
+#[derive(Debug, Clone, Copy)]
+pub struct ConnLimits {
+    /// Time allowed for a whole request header, counted from the connection's start or its previous
+    /// response.
+    pub header_timeout: Duration,
+    /// Open connections at most.
+    pub max_connections: usize,
+    /// How long requests in progress may take to finish after shutdown starts.
+    pub drain: Duration,
+}
+
+impl Default for ConnLimits {
+    fn default() -> Self {
+        ConnLimits {
+            header_timeout: Duration::from_secs(10),
+            max_connections: 4096,
+            drain: Duration::from_secs(10),
+        }
+    }
+}
+
+/// File descriptors kept free for the database, its WAL, logs and the 503 answers.
+const FD_RESERVE: u64 = 64;
+
+/// Raises this process's open-file limit to its hard limit and returns the connection cap that fits in it:
+/// `min(wanted, limit - 64)`, at least 8.
+pub fn fit_to_file_limit(wanted: usize) -> usize {
+    let limit = rlimit::increase_nofile_limit(u64::MAX).unwrap_or(1024);
+    let fits = limit.saturating_sub(FD_RESERVE).max(8);
+    wanted.min(usize::try_from(fits).unwrap_or(usize::MAX))
+}
+
+/// One open connection, as the accept loop sees it.
+struct Conn {
+    /// Requests whose response has not been sent completely (a live stream counts until it ends).
+    in_flight: AtomicUsize,
+    /// When the connection last became idle, in ms since the tracker's start.
+    idle_since: AtomicU64,
+    /// Requests started on it so far.
+    requests: AtomicU64,
+    /// Closes the connection at once (eviction).
+    evict: Notify,
+}
+
+/// Open connections.
+struct Registry {
+    start: Instant,
+    next_id: AtomicU64,
+    conns: Mutex<HashMap<u64, Arc<Conn>>>,
+}
+
+impl Registry {
+    fn now(&self) -> u64 {
+        u64::try_from(self.start.elapsed().as_millis()).unwrap_or(u64::MAX)
+    }
+
+    fn len(&self) -> usize {
+        self.conns.lock().map(|c| c.len()).unwrap_or(0)
+    }
+
+    /// Takes an idle connection (no request in progress) out of the registry and tells it to close: one
+    /// that never completed a request header first (slow or silent clients), else the one idle longest.
+    /// False when every connection is serving a request.
+    fn evict_idlest(&self) -> bool {
+        let Ok(mut conns) = self.conns.lock() else {
+            return false;
+        };
+        let victim = conns
+            .iter()
+            .filter(|(_, c)| c.in_flight.load(Ordering::Acquire) == 0)
+            .min_by_key(|(_, c)| {
+                (
+                    c.requests.load(Ordering::Acquire) > 0,
+                    c.idle_since.load(Ordering::Acquire),
+                )
+            })
+            .map(|(id, _)| *id);
+        match victim.and_then(|id| conns.remove(&id)) {
+            Some(conn) => {
+                conn.evict.notify_one();
+                true
+            }
+            None => false,
+        }
+    }
+}
+
+/// Counts a request as in progress until its response body is dropped (sent completely, or the client
+/// went away).
+struct InFlight {
+    conn: Arc<Conn>,
+    registry: Arc<Registry>,
+}
+
+impl InFlight {
+    fn start(conn: Arc<Conn>, registry: Arc<Registry>) -> Self {
+        conn.in_flight.fetch_add(1, Ordering::AcqRel);
+        conn.requests.fetch_add(1, Ordering::AcqRel);
+        InFlight { conn, registry }
+    }
+}
+
+impl Drop for InFlight {
+    fn drop(&mut self) {
+        self.conn
+            .idle_since
+            .store(self.registry.now(), Ordering::Release);
+        self.conn.in_flight.fetch_sub(1, Ordering::AcqRel);
+    }
+}
+
+/// A response body that holds its request's [`InFlight`] until it is dropped.
+struct Tracked {
+    inner: Body,
+    _in_flight: InFlight,
+}
+
+impl http_body::Body for Tracked {
+    type Data = bytes::Bytes;
+    type Error = axum::Error;
+
+    fn poll_frame(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+    ) -> Poll<Option<Result<Frame<Self::Data>, Self::Error>>> {
+        Pin::new(&mut self.inner).poll_frame(cx)
+    }
+
+    fn is_end_stream(&self) -> bool {
+        self.inner.is_end_stream()
+    }
+
+    fn size_hint(&self) -> http_body::SizeHint {
+        self.inner.size_hint()
+    }
+}
+
+/// At most this many connections at once are being answered 503 at the cap; past it they are closed.
+const REFUSALS_AT_ONCE: usize = 64;
+
+/// Serves `router` on `listener` within `limits` until `shutdown` completes; then drains (see module doc).
+pub async fn serve(
+    listener: TcpListener,
+    router: Router,
+    limits: ConnLimits,
+    shutdown: impl Future<Output = ()>,
+) {
+    let registry = Arc::new(Registry {
+        start: Instant::now(),
+        next_id: AtomicU64::new(0),
+        conns: Mutex::new(HashMap::new()),
+    });
+    let closing = CancellationToken::new();
+    let tasks = TaskTracker::new();
+    let refusals = Arc::new(Semaphore::new(REFUSALS_AT_ONCE));
+    let mut shutdown = std::pin::pin!(shutdown);
+    loop {
+        let accepted = tokio::select! {
+            a = listener.accept() => a,
+            _ = &mut shutdown => break,
+        };
+        let stream = match accepted {
+            Ok((stream, _peer)) => stream,
+            Err(e) => {
+                // Out of file descriptors or a connection reset before it was accepted: wait a moment
+                // instead of spinning; the cap normally keeps us from getting here.
+                tracing::warn!(error = %e, "accept failed");
+                tokio::time::sleep(Duration::from_millis(50)).await;
+                continue;
+            }
+        };
+        let _ = stream.set_nodelay(true);
+        if registry.len() >= limits.max_connections && !registry.evict_idlest() {
+            match refusals.clone().try_acquire_owned() {
+                Ok(permit) => {
+                    tasks.spawn(async move {
+                        refuse(stream).await;
+                        drop(permit);
+                    });
+                }
+                Err(_) => drop(stream),
+            }
+            continue;
+        }
+        let id = registry.next_id.fetch_add(1, Ordering::Relaxed);
+        let conn = Arc::new(Conn {
+            in_flight: AtomicUsize::new(0),
+            idle_since: AtomicU64::new(registry.now()),
+            requests: AtomicU64::new(0),
+            evict: Notify::new(),
+        });
+        if let Ok(mut conns) = registry.conns.lock() {
+            conns.insert(id, conn.clone());
+        }
+        tasks.spawn(serve_connection(
+            stream,
+            router.clone(),
+            limits,
+            conn,
+            id,
+            registry.clone(),
+            closing.clone(),
+        ));
+    }
+    drop(listener);
+    closing.cancel();
+    tasks.close();
+    if tokio::time::timeout(limits.drain, tasks.wait()).await.is_err() {
+        tracing::warn!(
+            open = registry.len(),
+            "requests still in progress after the drain time; closing"
+        );
+    }
+}
+
+async fn serve_connection(
+    stream: TcpStream,
+    router: Router,
+    limits: ConnLimits,
+    conn: Arc<Conn>,
+    id: u64,
+    registry: Arc<Registry>,
+    closing: CancellationToken,
+) {
+    let service = {
+        let conn = conn.clone();
+        let registry = registry.clone();
+        hyper::service::service_fn(move |request: hyper::Request<Incoming>| {
+            let in_flight = InFlight::start(conn.clone(), registry.clone());
+            let router = router.clone();
+            async move {
+                let response = router
+                    .oneshot(request.map(Body::new))
+                    .await
+                    .unwrap_or_else(|never| match never {});
+                Ok::<_, std::convert::Infallible>(response.map(|inner| Tracked {
+                    inner,
+                    _in_flight: in_flight,
+                }))
+            }
+        })
+    };
+    let mut builder = hyper::server::conn::http1::Builder::new();
+    builder
+        .timer(TokioTimer::new())
+        .header_read_timeout(limits.header_timeout)
+        .keep_alive(true);
+    // hyper's own bodiless answers to requests it cannot parse become JSON (http::malformed).
+    let io = TokioIo::new(crate::http::malformed::JsonParseErrors::new(stream));
+    let connection = builder.serve_connection(io, service);
+    let mut connection = std::pin::pin!(connection);
+    let mut draining = false;
+    loop {
+        tokio::select! {
+            result = connection.as_mut() => {
+                if let Err(e) = result {
+                    tracing::debug!(error = %e, "connection ended with an error");
+                }
+                break;
+            }
+            _ = conn.evict.notified() => {
+                tracing::debug!("idle connection closed to make room for a new one");
+                break;
+            }
+            _ = closing.cancelled(), if !draining => {
+                draining = true;
+                connection.as_mut().graceful_shutdown();
+            }
+        }
+    }
+    if let Ok(mut conns) = registry.conns.lock() {
+        conns.remove(&id);
+    }
+}
+
+/// Answers a connection over the cap: reads what it sent of its request (briefly), writes a 503 JSON with
+/// `Retry-After`, and closes.
+async fn refuse(mut stream: TcpStream) {
+    let mut buf = [0u8; 4096];
+    let _ = tokio::time::timeout(Duration::from_millis(200), async {
+        let mut seen = Vec::new();
+        while let Ok(n) = stream.read(&mut buf).await {
+            if n == 0 {
+                break;
+            }
+            seen.extend_from_slice(&buf[..n]);
+            if seen.windows(4).any(|w| w == b"\r\n\r\n") || seen.len() > 16 * 1024 {
+                break;
+            }
+        }
+    })
+    .await;
+    let body = r#"{"error":{"code":"too_many_connections","message":"the server has as many connections open as it allows, all of them busy; retry later"}}"#;
+    let response = format!(
+        "HTTP/1.1 503 Service Unavailable\r\ncontent-type: application/json\r\nretry-after: {}\r\ncache-control: no-store\r\nconnection: close\r\ncontent-length: {}\r\n\r\n{body}",
+        crate::error::RETRY_AFTER_SECS,
+        body.len()
+    );
+    let _ = tokio::time::timeout(Duration::from_secs(1), async {
+        let _ = stream.write_all(response.as_bytes()).await;
+        let _ = stream.shutdown().await;
+    })
+    .await;
+}

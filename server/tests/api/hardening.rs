@@ -1,0 +1,428 @@
+//! Concurrent, vanishing and greedy clients, and a ledger another process holds (docs/api.md, "Limits").
+
+use std::time::Duration;
+
+use reqwest::StatusCode;
+use serde_json::json;
+use server::cli::ServeArgs;
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+
+use crate::helpers::{args, TestApp, TOKEN};
+
+/// A server like `spawn()`, with `edit` applied to its arguments first.
+async fn spawn_with(edit: impl FnOnce(&mut ServeArgs)) -> TestApp {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let mut a = args(dir.path(), 3600);
+    edit(&mut a);
+    let built = server::serve::build(&a, TOKEN.into())
+        .await
+        .expect("server builds");
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+        .await
+        .expect("bind");
+    let addr = listener.local_addr().expect("addr");
+    tokio::spawn(server::conn::serve(
+        listener,
+        built.router,
+        server::conn::ConnLimits::default(),
+        std::future::pending::<()>(),
+    ));
+    TestApp {
+        base: format!("http://{addr}"),
+        client: reqwest::Client::new(),
+        state: built.state,
+        _dir: dir,
+    }
+}
+
+/// Every page kind, rendered for 8 concurrent clients, 2,000 requests in all: every one answers its
+/// status with a complete document. (Before the fix about 5% of the session, turn, operation and find
+/// pages got no response: the title was read outside the request's reactive owner.)
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn every_page_kind_renders_for_8_concurrent_clients_without_a_failure() {
+    let app = spawn_with(|_| {}).await;
+    app.settled("s 1", "t/1", "op-1", "completed").await;
+    app.settled("s 1", "t/1", "op-2", "outcome_unknown").await;
+    app.settled("s 1", "t-2", "op-3", "failed").await;
+    let pages: &[(&str, StatusCode, &str)] = &[
+        ("/", StatusCode::OK, "Sessions"),
+        ("/sessions/s%201", StatusCode::OK, "Session s 1"),
+        ("/sessions/s%201/turns/t%2F1", StatusCode::OK, "op-2"),
+        ("/operations/op-2", StatusCode::OK, "Operation op-2"),
+        ("/find?q=op-3", StatusCode::OK, ""),
+        ("/unknowns", StatusCode::OK, "op-2"),
+        ("/sessions/nobody", StatusCode::NOT_FOUND, "No session with this id."),
+    ];
+    let clients = 8;
+    let per_client = 250;
+    let mut tasks = Vec::new();
+    for c in 0..clients {
+        let client = reqwest::Client::new();
+        let base = app.base.clone();
+        let pages = pages.to_vec();
+        tasks.push(tokio::spawn(async move {
+            let mut failures = Vec::new();
+            for i in 0..per_client {
+                let (path, status, says) = pages[(c + i) % pages.len()];
+                match client.get(format!("{base}{path}")).send().await {
+                    Ok(r) => {
+                        let got = r.status();
+                        let body = r.text().await.unwrap_or_default();
+                        if got != status || !body.contains(says) || !body.contains("</html>")
+                        {
+                            let tail = &body[body.len().saturating_sub(60)..];
+                            failures.push(format!(
+                                "{path}: {got}, {} bytes, says {says:?}: {}, ends {tail:?}",
+                                body.len(),
+                                body.contains(says)
+                            ));
+                        }
+                    }
+                    Err(e) => failures.push(format!("{path}: no response: {e}")),
+                }
+            }
+            failures
+        }));
+    }
+    let mut failures = Vec::new();
+    for t in tasks {
+        failures.extend(t.await.expect("client task"));
+    }
+    assert_eq!(
+        failures.len(),
+        0,
+        "{} of {} requests failed: {:?}",
+        failures.len(),
+        clients * per_client,
+        &failures[..failures.len().min(10)]
+    );
+}
+
+/// Reads a streaming response until `needle` has arrived (or 5 s passed); returns what arrived.
+async fn read_until(r: &mut reqwest::Response, needle: &str) -> String {
+    let mut got = String::new();
+    let _ = tokio::time::timeout(Duration::from_secs(5), async {
+        while let Ok(Some(chunk)) = r.chunk().await {
+            got.push_str(&String::from_utf8_lossy(&chunk));
+            if got.contains(needle) {
+                break;
+            }
+        }
+    })
+    .await;
+    got
+}
+
+#[tokio::test]
+async fn deleting_a_session_sends_session_ended_and_ends_its_live_streams() {
+    let app = spawn_with(|_| {}).await;
+    app.settled("s", "t", "m1", "completed").await;
+    let mut stream = app.get("/api/run-events?session_id=s").await;
+    assert_eq!(stream.status(), StatusCode::OK);
+    assert_eq!(app.state.hub.subscriber_count("s"), 1);
+    app.settled("s", "t", "m2", "failed").await;
+    let first = read_until(&mut stream, "\"m2\"").await;
+    assert!(first.starts_with("event: mutation_outcome\ndata: {\"mutation_revision\":4,"), "{first}");
+    let r = app
+        .client
+        .delete(format!("{}/api/host/sessions/s", app.base))
+        .bearer_auth(TOKEN)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), StatusCode::NO_CONTENT);
+    // The rest of the stream: the end event, then the body ends.
+    let rest = tokio::time::timeout(Duration::from_secs(5), stream.text())
+        .await
+        .expect("the stream ends")
+        .unwrap();
+    assert_eq!(rest, "event: session_ended\ndata: {\"reason\":\"deleted\"}\n\n");
+    assert_eq!(app.state.hub.subscriber_count("s"), 0);
+}
+
+#[tokio::test]
+async fn an_expired_session_gets_session_ended_when_the_retention_sweep_deletes_it() {
+    let app = spawn_with(|a| a.session_ttl_secs = 1).await;
+    app.settled("s", "t", "m1", "completed").await;
+    let stream = app.get("/api/run-events?session_id=s").await;
+    assert_eq!(stream.status(), StatusCode::OK);
+    tokio::time::sleep(Duration::from_millis(1100)).await;
+    assert_eq!(app.state.engine.purge_expired().await.unwrap(), 1);
+    let rest = tokio::time::timeout(Duration::from_secs(5), stream.text())
+        .await
+        .expect("the stream ends")
+        .unwrap();
+    assert_eq!(rest, "event: session_ended\ndata: {\"reason\":\"expired\"}\n\n");
+}
+
+#[tokio::test]
+async fn live_streams_past_the_caps_answer_503_json_with_retry_after() {
+    let app = spawn_with(|a| {
+        a.max_live_streams = 3;
+        a.max_live_streams_per_session = 2;
+    })
+    .await;
+    for s in ["a", "b"] {
+        app.settled(s, "t", "m", "completed").await;
+    }
+    let a1 = app.get("/api/run-events?session_id=a").await;
+    let _a2 = app.get("/api/run-events?session_id=a").await;
+    let refused = app.get("/api/run-events?session_id=a").await;
+    assert_eq!(refused.status(), StatusCode::SERVICE_UNAVAILABLE);
+    assert_eq!(refused.headers()["retry-after"], "1");
+    let body: serde_json::Value = refused.json().await.unwrap();
+    assert_eq!(
+        body,
+        json!({"error": {"code": "too_many_streams", "message": "this session has as many live streams open as the server allows (2)"}})
+    );
+    let _b1 = app.get("/api/run-events?session_id=b").await;
+    let refused = app.get("/api/run-events?session_id=b").await;
+    assert_eq!(refused.status(), StatusCode::SERVICE_UNAVAILABLE);
+    let body: serde_json::Value = refused.json().await.unwrap();
+    assert_eq!(body["error"]["message"], "the server has as many live streams open as it allows (3)");
+    // An unknown session is still a 404 first.
+    assert_eq!(
+        app.get("/api/run-events?session_id=nobody").await.status(),
+        StatusCode::NOT_FOUND
+    );
+    // A client that leaves frees its place at once.
+    drop(a1);
+    let mut ok = false;
+    for _ in 0..50 {
+        let r = app.get("/api/run-events?session_id=b").await;
+        if r.status() == StatusCode::OK {
+            ok = true;
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    assert!(ok, "a freed place is taken again");
+}
+
+/// Thousands of live streams on a quiet session, each reset by its client right after its headers:
+/// every subscription is freed without any event being published, and a new stream still opens and
+/// receives events afterwards.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn streams_reset_by_their_clients_are_freed_without_any_event() {
+    let app = spawn_with(|a| a.max_live_streams = 100_000).await;
+    app.settled("quiet", "t", "m1", "completed").await;
+    let addr = app.base.trim_start_matches("http://").to_owned();
+    let request = "GET /api/run-events?session_id=quiet HTTP/1.1\r\nhost: x\r\n\r\n";
+    let rounds = 3_000;
+    for _ in 0..rounds {
+        let mut s = tokio::net::TcpStream::connect(&addr).await.unwrap();
+        s.write_all(request.as_bytes()).await.unwrap();
+        let mut head = [0u8; 12];
+        s.read_exact(&mut head).await.unwrap();
+        assert_eq!(&head, b"HTTP/1.1 200");
+        // Linger 0: close sends RST at once (it never blocks, which is why tokio deprecates linger).
+        #[allow(deprecated)]
+        s.set_linger(Some(Duration::ZERO)).unwrap();
+        drop(s); // RST
+    }
+    let mut left = usize::MAX;
+    for _ in 0..100 {
+        left = app.state.hub.total_subscribers();
+        if left == 0 {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    assert_eq!(left, 0, "subscriptions left after {rounds} resets");
+    let mut stream = app.get("/api/run-events?session_id=quiet").await;
+    assert_eq!(stream.status(), StatusCode::OK);
+    app.settled("quiet", "t", "m2", "completed").await;
+    let got = read_until(&mut stream, "\"m2\"").await;
+    assert!(got.contains("\"mutation_id\":\"m2\""), "{got}");
+}
+
+/// A write while another connection holds SQLite's write lock waits up to `--write-wait-ms`, then answers
+/// 503 `busy` with `Retry-After` and changes nothing; once the lock is free the same request succeeds.
+#[tokio::test]
+async fn a_write_behind_another_process_lock_answers_503_busy_after_the_wait() {
+    let app = spawn_with(|a| a.write_wait_ms = 300).await;
+    app.settled("s", "t", "m1", "completed").await;
+    // Another process: a plain SQLite connection to the same file, holding the write lock.
+    let db = app._dir.path().join("ledger.sqlite");
+    let blocker = hold_write_lock(&db).await;
+    let started = std::time::Instant::now();
+    let (status, body) = app.approve("s", "t", "m2").await;
+    assert_eq!(status, StatusCode::SERVICE_UNAVAILABLE, "{body}");
+    assert_eq!(body["error"]["code"], "busy");
+    assert!(started.elapsed() >= Duration::from_millis(250), "it waited");
+    drop(blocker);
+    tokio::time::sleep(Duration::from_millis(50)).await;
+    let (status, body) = app.approve("s", "t", "m2").await;
+    assert_eq!(status, StatusCode::CREATED, "{body}");
+}
+
+/// Holds `BEGIN IMMEDIATE` on the database through a connection of its own (as `sqlite3` or a backup tool in
+/// another process would), on a thread of its own, until the returned sender is dropped.
+async fn hold_write_lock(db: &std::path::Path) -> tokio::sync::oneshot::Sender<()> {
+    let (release, released) = tokio::sync::oneshot::channel::<()>();
+    let (held_tx, held) = tokio::sync::oneshot::channel::<()>();
+    let url = format!("sqlite://{}", db.display());
+    std::thread::spawn(move || {
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .expect("runtime");
+        rt.block_on(async move {
+            use sqlx::Connection;
+            let mut c = sqlx::SqliteConnection::connect(&url).await.expect("connect");
+            sqlx::query("BEGIN IMMEDIATE")
+                .execute(&mut c)
+                .await
+                .expect("lock");
+            let _ = held_tx.send(());
+            let _ = released.await;
+            let _ = sqlx::query("ROLLBACK").execute(&mut c).await;
+            let _ = c.close().await;
+        });
+    });
+    held.await.expect("lock held");
+    release
+}
+
+/// A server with the given connection limits (and otherwise the defaults).
+async fn spawn_with_limits(limits: server::conn::ConnLimits) -> TestApp {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let built = server::serve::build(&args(dir.path(), 3600), TOKEN.into())
+        .await
+        .expect("server builds");
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+        .await
+        .expect("bind");
+    let addr = listener.local_addr().expect("addr");
+    tokio::spawn(server::conn::serve(
+        listener,
+        built.router,
+        limits,
+        std::future::pending::<()>(),
+    ));
+    TestApp {
+        base: format!("http://{addr}"),
+        client: reqwest::Client::new(),
+        state: built.state,
+        _dir: dir,
+    }
+}
+
+/// Four times as many slow-header connections as the server allows in all: `/healthz` and ordinary clients
+/// are answered at once, every time, while they stay open; the slow ones are closed by the header timeout.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn slow_header_clients_never_starve_healthz_or_other_clients() {
+    let app = spawn_with_limits(server::conn::ConnLimits {
+        header_timeout: Duration::from_secs(2),
+        max_connections: 50,
+        ..Default::default()
+    })
+    .await;
+    let addr = app.base.trim_start_matches("http://").to_owned();
+    let mut slow = Vec::new();
+    for _ in 0..200 {
+        let mut s = tokio::net::TcpStream::connect(&addr).await.unwrap();
+        s.write_all(b"GET /healthz HTTP/1.1\r\nhost: x\r\nx-slow: ")
+            .await
+            .unwrap();
+        slow.push(s);
+    }
+    let client = reqwest::Client::builder()
+        .pool_max_idle_per_host(0)
+        .timeout(Duration::from_secs(1))
+        .build()
+        .unwrap();
+    for i in 0..40 {
+        let r = client
+            .get(format!("{}/healthz", app.base))
+            .send()
+            .await
+            .unwrap_or_else(|e| panic!("healthz {i} got no answer: {e}"));
+        assert_eq!(r.status(), StatusCode::OK, "healthz {i}");
+    }
+    // The header timeout closes what is left of the slow ones (evicted ones are closed already).
+    let started = std::time::Instant::now();
+    for mut s in slow {
+        let mut buf = [0u8; 64];
+        let n = tokio::time::timeout(Duration::from_secs(5), s.read(&mut buf))
+            .await
+            .expect("closed by the server within the header timeout");
+        // Closed without an answer (EOF), or reset: never a response to a request that never finished.
+        match n {
+            Ok(0) | Err(_) => {}
+            Ok(n) => panic!("a half-sent request got {:?}", String::from_utf8_lossy(&buf[..n])),
+        }
+    }
+    assert!(started.elapsed() < Duration::from_secs(5));
+}
+
+/// When every open connection is serving a request (here: live streams), a new connection is answered
+/// 503 JSON `too_many_connections` with `Retry-After`, and the streams already served keep going.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn at_the_connection_cap_with_every_connection_busy_a_new_one_gets_503() {
+    let app = spawn_with_limits(server::conn::ConnLimits {
+        max_connections: 8,
+        ..Default::default()
+    })
+    .await;
+    app.settled("s", "t", "m1", "completed").await;
+    let mut streams = Vec::new();
+    for _ in 0..8 {
+        // A client of its own per stream: a connection of its own.
+        let client = reqwest::Client::new();
+        let r = client
+            .get(format!("{}/api/run-events?session_id=s", app.base))
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(r.status(), StatusCode::OK);
+        streams.push(r);
+    }
+    let addr = app.base.trim_start_matches("http://").to_owned();
+    let mut s = tokio::net::TcpStream::connect(&addr).await.unwrap();
+    s.write_all(b"GET /healthz HTTP/1.1\r\nhost: x\r\n\r\n")
+        .await
+        .unwrap();
+    let mut answer = String::new();
+    tokio::time::timeout(Duration::from_secs(5), s.read_to_string(&mut answer))
+        .await
+        .expect("answered")
+        .unwrap();
+    assert!(answer.starts_with("HTTP/1.1 503 Service Unavailable\r\n"), "{answer}");
+    assert!(answer.contains("\r\nretry-after: 1\r\n"), "{answer}");
+    assert!(
+        answer.ends_with("{\"error\":{\"code\":\"too_many_connections\",\"message\":\"the server has as many connections open as it allows, all of them busy; retry later\"}}"),
+        "{answer}"
+    );
+    assert_eq!(app.state.hub.subscriber_count("s"), 8);
+    // A stream served before the cap still receives events (written through the engine: every
+    // connection is busy).
+    use ledger::ids::{AttemptId, LogicalTurnId, MutationId, SessionKey, ToolName};
+    let key = SessionKey::parse("s").unwrap();
+    let m2 = MutationId::parse("m2").unwrap();
+    let a1 = AttemptId::parse("a1").unwrap();
+    for op in [
+        ledger::Operation::Approve {
+            session_key: key.clone(),
+            logical_turn_id: LogicalTurnId::parse("t").unwrap(),
+            mutation_id: m2.clone(),
+            tool: ToolName::parse("tool").unwrap(),
+        },
+        ledger::Operation::RecordIntent {
+            session_key: key.clone(),
+            mutation_id: m2.clone(),
+            attempt_id: a1.clone(),
+        },
+        ledger::Operation::Settle {
+            session_key: key.clone(),
+            mutation_id: m2.clone(),
+            attempt_id: a1.clone(),
+            settlement: ledger::Settlement::Completed,
+            reason: None,
+        },
+    ] {
+        app.state.engine.apply(op).await.unwrap();
+    }
+    let got = read_until(&mut streams[0], "\"m2\"").await;
+    assert!(got.contains("\"mutation_id\":\"m2\""), "{got}");
+}
