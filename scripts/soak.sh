@@ -6,6 +6,10 @@
 #   session), SIGKILL at a random moment during the writes, restart on the same data directory; after each
 #   restart every settlement answered before any kill is checked (status and revision), revisions per turn
 #   are unique and never go backwards, and the full SSE replay of each turn equals its history.
+#   one serve per SQLite file: 50 simultaneous double starts on one data directory.
+#   subscription leak: 30,000 live streams opened and reset on a quiet session; RSS before and after.
+#   slow headers: 5,000 half-sent request heads against a server limited to 1,024 open files.
+#   concurrent render: 8 clients, 20,000 page requests over every page kind.
 #
 # Each test prints one summary line starting with `figures: ` (rounds, answered settlements checked,
 # failures, seconds); this script repeats those lines at the end. Extra arguments go to the test binary (e.g. a test name filter).

@@ -268,11 +268,12 @@ impl Engine {
         let _writer = self.inner.writer().await?;
         let since = self.inner.live_since(self.inner.clock.now_ms());
         let mut tx = self.inner.begin_write().await?;
-        let keys: Vec<String> =
-            sqlx::query_scalar("DELETE FROM sessions WHERE last_write_at < ? RETURNING session_key")
-                .bind(since)
-                .fetch_all(&mut *tx)
-                .await?;
+        let keys: Vec<String> = sqlx::query_scalar(
+            "DELETE FROM sessions WHERE last_write_at < ? RETURNING session_key",
+        )
+        .bind(since)
+        .fetch_all(&mut *tx)
+        .await?;
         tx.commit().await?;
         for key in &keys {
             if let Ok(key) = SessionKey::parse(key.clone()) {

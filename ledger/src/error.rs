@@ -83,7 +83,9 @@ pub enum LedgerError {
     /// The write lock could not be had within the configured wait (`LedgerOptions::write_wait`): another
     /// writer (this process or another one on the same database) held it. Nothing was changed; the caller
     /// may retry (docs/ledger.md "Contention").
-    #[error("the ledger is busy: another writer held the write lock longer than the configured wait")]
+    #[error(
+        "the ledger is busy: another writer held the write lock longer than the configured wait"
+    )]
     Busy,
     /// Any other store failure. SQLite's `SQLITE_BUSY`/`SQLITE_LOCKED` never end up here: the `From`
     /// conversion turns them into [`LedgerError::Busy`].

@@ -68,7 +68,11 @@ pub struct ServeArgs {
     #[arg(long, env = "OUTCOMES_MAX_LIVE_STREAMS", default_value_t = 1024)]
     pub max_live_streams: usize,
     /// Live streams at most per session; past it: 503 `too_many_streams`.
-    #[arg(long, env = "OUTCOMES_MAX_LIVE_STREAMS_PER_SESSION", default_value_t = 64)]
+    #[arg(
+        long,
+        env = "OUTCOMES_MAX_LIVE_STREAMS_PER_SESSION",
+        default_value_t = 64
+    )]
     pub max_live_streams_per_session: usize,
 }
 

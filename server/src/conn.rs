@@ -52,11 +52,12 @@ impl Default for ConnLimits {
     }
 }
 
-/// File descriptors kept free for the database, its WAL, logs and the 503 answers.
-const FD_RESERVE: u64 = 64;
+/// File descriptors kept free for the database and its WAL, logs, the connection being accepted and the
+/// 503 answers ([`REFUSALS_AT_ONCE`]).
+const FD_RESERVE: u64 = 128;
 
 /// Raises this process's open-file limit to its hard limit and returns the connection cap that fits in it:
-/// `min(wanted, limit - 64)`, at least 8.
+/// `min(wanted, limit - 128)`, at least 8.
 pub fn fit_to_file_limit(wanted: usize) -> usize {
     let limit = rlimit::increase_nofile_limit(u64::MAX).unwrap_or(1024);
     let fits = limit.saturating_sub(FD_RESERVE).max(8);
@@ -186,6 +187,7 @@ pub async fn serve(
     let closing = CancellationToken::new();
     let tasks = TaskTracker::new();
     let refusals = Arc::new(Semaphore::new(REFUSALS_AT_ONCE));
+    let slots = Arc::new(Semaphore::new(limits.max_connections));
     let mut shutdown = std::pin::pin!(shutdown);
     loop {
         let accepted = tokio::select! {
@@ -203,7 +205,20 @@ pub async fn serve(
             }
         };
         let _ = stream.set_nodelay(true);
-        if registry.len() >= limits.max_connections && !registry.evict_idlest() {
+        // A slot is a socket: it is given back only once the connection's socket is closed, so open
+        // sockets never exceed the cap, however fast connections arrive.
+        let slot = match slots.clone().try_acquire_owned() {
+            Ok(slot) => Some(slot),
+            Err(_) if registry.evict_idlest() => {
+                // The evicted connection closes its socket as soon as its task runs.
+                tokio::time::timeout(Duration::from_secs(1), slots.clone().acquire_owned())
+                    .await
+                    .ok()
+                    .and_then(Result::ok)
+            }
+            Err(_) => None,
+        };
+        let Some(slot) = slot else {
             match refusals.clone().try_acquire_owned() {
                 Ok(permit) => {
                     tasks.spawn(async move {
@@ -214,7 +229,7 @@ pub async fn serve(
                 Err(_) => drop(stream),
             }
             continue;
-        }
+        };
         let id = registry.next_id.fetch_add(1, Ordering::Relaxed);
         let conn = Arc::new(Conn {
             in_flight: AtomicUsize::new(0),
@@ -227,6 +242,7 @@ pub async fn serve(
         }
         tasks.spawn(serve_connection(
             stream,
+            slot,
             router.clone(),
             limits,
             conn,
@@ -238,7 +254,10 @@ pub async fn serve(
     drop(listener);
     closing.cancel();
     tasks.close();
-    if tokio::time::timeout(limits.drain, tasks.wait()).await.is_err() {
+    if tokio::time::timeout(limits.drain, tasks.wait())
+        .await
+        .is_err()
+    {
         tracing::warn!(
             open = registry.len(),
             "requests still in progress after the drain time; closing"
@@ -246,8 +265,11 @@ pub async fn serve(
     }
 }
 
+/// Serves one connection; `_slot` (a parameter, so dropped after the connection and its socket) is given
+/// back when the function returns.
 async fn serve_connection(
     stream: TcpStream,
+    _slot: tokio::sync::OwnedSemaphorePermit,
     router: Router,
     limits: ConnLimits,
     conn: Arc<Conn>,
@@ -291,9 +313,14 @@ async fn serve_connection(
                 }
                 break;
             }
-            _ = conn.evict.notified() => {
-                tracing::debug!("idle connection closed to make room for a new one");
-                break;
+            _ = conn.evict.notified(), if !draining => {
+                if conn.in_flight.load(Ordering::Acquire) == 0 {
+                    tracing::debug!("idle connection closed to make room for a new one");
+                    break;
+                }
+                // A request started just as it was chosen: let it finish, then close.
+                draining = true;
+                connection.as_mut().graceful_shutdown();
             }
             _ = closing.cancelled(), if !draining => {
                 draining = true;

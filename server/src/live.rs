@@ -407,11 +407,15 @@ mod tests {
         let hub = Hub::new();
         let key = SessionKey::parse("s").unwrap();
         let mut sub = hub.subscribe(&key).unwrap();
-        hub.on_mutation_outcome(&key, &outcome("t", "m1"), 1).unwrap();
+        hub.on_mutation_outcome(&key, &outcome("t", "m1"), 1)
+            .unwrap();
         hub.on_session_ended(&key, SessionEnd::Deleted);
         assert_eq!(hub.subscriber_count("s"), 0);
         assert_eq!(revision(sub.next().await), 1);
-        assert_eq!(sub.next().await, Some(LiveMessage::Ended(SessionEnd::Deleted)));
+        assert_eq!(
+            sub.next().await,
+            Some(LiveMessage::Ended(SessionEnd::Deleted))
+        );
         assert_eq!(sub.next().await, None);
         // A waiting subscriber is woken by the end.
         let mut waiting = hub.subscribe(&key).unwrap();

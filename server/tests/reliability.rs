@@ -9,8 +9,9 @@
 //! | [`a_second_serve_on_the_same_sqlite_file_is_refused_at_start_and_the_first_keeps_serving`] | two `serve` started at once on one SQLite file: one serves and takes writes, the other exits naming the lock |
 //! | [`dead_live_subscriptions_on_a_quiet_session_give_their_memory_back`] | thousands of live streams reset by their clients on a quiet session: RSS returns to its baseline; a new stream still gets events |
 //! | [`slow_header_connections_past_the_file_limit_never_starve_healthz`] | 1,100 half-sent request heads against a 1,024-file server: `/healthz` answers every time within 1 s |
+//! | [`every_page_kind_renders_for_8_concurrent_clients_without_a_failure`] | 2,000 page requests over every page kind from 8 concurrent clients: every one answered, complete, no panic logged |
 //!
-//! The concurrent-render, lock-contention, stream-cap and `session_ended` tests run in process, in
+//! The lock-contention, stream-cap, reset-stream and `session_ended` tests run in process, in
 //! `server/tests/api/hardening.rs`.
 //!
 //! The `support` module at the top is shared by every test in this file: start the binary on a loopback
@@ -67,9 +68,7 @@ mod support {
                 use std::os::unix::process::CommandExt;
                 // SAFETY: setrlimit is async-signal-safe; nothing else runs between fork and exec.
                 unsafe {
-                    cmd.pre_exec(move || {
-                        rlimit::setrlimit(rlimit::Resource::NOFILE, files, files)
-                    });
+                    cmd.pre_exec(move || rlimit::setrlimit(rlimit::Resource::NOFILE, files, files));
                 }
             }
             cmd.args(["serve", "--addr", "127.0.0.1:0", "--host-token", TOKEN])
@@ -806,14 +805,26 @@ async fn a_second_serve_on_the_same_sqlite_file_is_refused_at_start_and_the_firs
             assert!(Instant::now() < deadline, "round {round}: neither exited");
             std::thread::sleep(Duration::from_millis(20));
         };
-        assert!(!loser.1.success(), "round {round}: the refused one exits non-zero");
+        assert!(
+            !loser.1.success(),
+            "round {round}: the refused one exits non-zero"
+        );
         let mut stderr = String::new();
-        loser.0.stderr.take().unwrap().read_to_string(&mut stderr).unwrap();
+        loser
+            .0
+            .stderr
+            .take()
+            .unwrap()
+            .read_to_string(&mut stderr)
+            .unwrap();
         assert!(
             stderr.contains("another `outcomes serve` is already serving the ledger"),
             "round {round}: {stderr}"
         );
-        assert!(stderr.contains("ledger.sqlite.lock"), "round {round}: {stderr}");
+        assert!(
+            stderr.contains("ledger.sqlite.lock"),
+            "round {round}: {stderr}"
+        );
         let mut line = String::new();
         std::io::BufReader::new(serving.stdout.take().unwrap())
             .read_line(&mut line)
@@ -861,7 +872,11 @@ fn rss_kib(pid: u32) -> u64 {
 fn open_and_reset(addr: std::net::SocketAddr, session: &str) {
     use std::io::{Read, Write};
     let mut s = std::net::TcpStream::connect(addr).expect("connect");
-    write!(s, "GET /api/run-events?session_id={session} HTTP/1.1\r\nHost: x\r\n\r\n").unwrap();
+    write!(
+        s,
+        "GET /api/run-events?session_id={session} HTTP/1.1\r\nHost: x\r\n\r\n"
+    )
+    .unwrap();
     let mut head = [0u8; 12];
     s.read_exact(&mut head).expect("response head");
     assert_eq!(&head, b"HTTP/1.1 200");
@@ -882,17 +897,23 @@ async fn dead_live_subscriptions_on_a_quiet_session_give_their_memory_back() {
     let client = support::client();
     let host = |path: &str, body: Value| {
         client
-            .post(format!("{}/api/host/sessions/quiet/mutations{path}", server.base))
+            .post(format!(
+                "{}/api/host/sessions/quiet/mutations{path}",
+                server.base
+            ))
             .bearer_auth(TOKEN)
             .json(&body)
             .send()
     };
     assert_eq!(
-        host("", json!({"logical_turn_id": "t", "mutation_id": "m1", "tool": "tool"}))
-            .await
-            .unwrap()
-            .status()
-            .as_u16(),
+        host(
+            "",
+            json!({"logical_turn_id": "t", "mutation_id": "m1", "tool": "tool"})
+        )
+        .await
+        .unwrap()
+        .status()
+        .as_u16(),
         201
     );
     let addr = server.addr;
@@ -923,9 +944,16 @@ async fn dead_live_subscriptions_on_a_quiet_session_give_their_memory_back() {
     assert_eq!(stream.status().as_u16(), 200);
     for (path, body) in [
         ("/m1/intent", json!({"attempt_id": "a1"})),
-        ("/m1/settlement", json!({"attempt_id": "a1", "status": "completed"})),
+        (
+            "/m1/settlement",
+            json!({"attempt_id": "a1", "status": "completed"}),
+        ),
     ] {
-        assert_eq!(host(path, body).await.unwrap().status().as_u16(), 200, "{path}");
+        assert_eq!(
+            host(path, body).await.unwrap().status().as_u16(),
+            200,
+            "{path}"
+        );
     }
     let mut got = String::new();
     let _ = tokio::time::timeout(Duration::from_secs(10), async {
@@ -937,7 +965,10 @@ async fn dead_live_subscriptions_on_a_quiet_session_give_their_memory_back() {
         }
     })
     .await;
-    assert!(got.contains("event: mutation_outcome\ndata: {\"mutation_revision\":2,"), "{got}");
+    assert!(
+        got.contains("event: mutation_outcome\ndata: {\"mutation_revision\":2,"),
+        "{got}"
+    );
     println!(
         "figures: subscription-leak: {n} streams opened and reset on a quiet session; RSS {baseline} KiB before, {after} KiB after ({:+} KiB); a new stream received its event; {:.1} s",
         after as i64 - baseline as i64,
@@ -981,14 +1012,122 @@ async fn slow_header_connections_past_the_file_limit_never_starve_healthz() {
         let t = Instant::now();
         match support::raw_get(addr, "/healthz", Duration::from_secs(1)) {
             Some((200, _)) => answered += 1,
-            other => panic!("healthz try {i}: {other:?} after {:?}\n{}", t.elapsed(), server.log()),
+            other => panic!(
+                "healthz try {i}: {other:?} after {:?}\n{}",
+                t.elapsed(),
+                server.log()
+            ),
         }
     }
     assert_eq!(answered, tries);
-    assert!(!server.log().contains("Too many open files"), "{}", server.log());
+    assert!(
+        !server.log().contains("Too many open files"),
+        "{}",
+        server.log()
+    );
     drop(slow);
     println!(
         "figures: slow-header: {slow_count} half-sent request heads against a 1,024-file server; /healthz answered {answered} of {tries} tries, each within 1 s; {:.1} s",
         started.elapsed().as_secs_f64()
     );
+}
+
+// ---------------------------------------------------------------------------------------------------------
+// Concurrent server rendering
+// ---------------------------------------------------------------------------------------------------------
+
+/// Every page kind, rendered by the real server for 8 concurrent clients, 2,000 requests (20,000 in the
+/// soak run): every one answers its status with a complete document. (Before the fix about 5% of the
+/// session, turn, operation and find pages got no response: their title was read outside the request's
+/// reactive owner, "reactive value … already disposed".)
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn every_page_kind_renders_for_8_concurrent_clients_without_a_failure() {
+    let dir = tempfile::tempdir().unwrap();
+    let server = Server::start(dir.path(), &[]);
+    let client = support::client();
+    let host = |path: String, body: Value| {
+        client
+            .post(format!("{}/api/host/sessions/{path}", server.base))
+            .bearer_auth(TOKEN)
+            .json(&body)
+            .send()
+    };
+    for (turn, m, status) in [
+        ("t/1", "op-1", "completed"),
+        ("t/1", "op-2", "outcome_unknown"),
+        ("t-2", "op-3", "failed"),
+    ] {
+        let r = host(
+            "s%201/mutations".into(),
+            json!({"logical_turn_id": turn, "mutation_id": m, "tool": "mcp__dashboards__create"}),
+        )
+        .await
+        .unwrap();
+        assert_eq!(r.status().as_u16(), 201);
+        for (step, body) in [
+            ("intent", json!({"attempt_id": "a1"})),
+            ("settlement", json!({"attempt_id": "a1", "status": status})),
+        ] {
+            let r = host(format!("s%201/mutations/{m}/{step}"), body)
+                .await
+                .unwrap();
+            assert_eq!(r.status().as_u16(), 200, "{m} {step}");
+        }
+    }
+    let pages: &[(&str, u16, &str)] = &[
+        ("/", 200, "Sessions"),
+        ("/sessions/s%201", 200, "Session s 1"),
+        ("/sessions/s%201/turns/t%2F1", 200, "op-2"),
+        ("/operations/op-2", 200, "Operation op-2"),
+        ("/find?q=op-3", 200, "op-3"),
+        ("/unknowns", 200, "op-2"),
+        ("/sessions/nobody", 404, "No session with this id."),
+    ];
+    let clients = 8;
+    let per_client = if support::soak() { 2_500 } else { 250 };
+    let started = Instant::now();
+    let mut tasks = Vec::new();
+    for c in 0..clients {
+        // A client of its own (its own connection); bounded, so a request never answered is a failure.
+        let client = support::client();
+        let base = server.base.clone();
+        let pages = pages.to_vec();
+        tasks.push(tokio::spawn(async move {
+            let mut failures = Vec::new();
+            for i in 0..per_client {
+                let (path, status, says) = pages[(c + i) % pages.len()];
+                match client.get(format!("{base}{path}")).send().await {
+                    Ok(r) => {
+                        let got = r.status().as_u16();
+                        let body = r.text().await.unwrap_or_default();
+                        if got != status || !body.contains(says) || !body.contains("</html>") {
+                            failures.push(format!("{path}: {got}, {} bytes", body.len()));
+                        }
+                    }
+                    Err(e) => failures.push(format!("{path}: no response: {e:?}")),
+                }
+            }
+            failures
+        }));
+    }
+    let mut failures = Vec::new();
+    for t in tasks {
+        failures.extend(t.await.expect("client task"));
+    }
+    let log = server.log();
+    println!(
+        "figures: concurrent render: {clients} clients, {} requests over {} page kinds, {} failures, {:.1} s",
+        clients * per_client,
+        pages.len(),
+        failures.len(),
+        started.elapsed().as_secs_f64()
+    );
+    assert!(
+        failures.is_empty(),
+        "{} failed: {:?}",
+        failures.len(),
+        &failures[..failures.len().min(10)]
+    );
+    assert!(!log.contains("panicked"), "{log}");
+    assert!(!log.contains("ERROR"), "{log}");
 }

@@ -24,7 +24,9 @@ pub fn param(name: &'static str) -> Memo<String> {
 /// reads whichever request's arena happens to be current on that thread, and under concurrent requests
 /// that panics with "reactive value … already disposed" and drops the response. In the browser the title
 /// stays reactive, so it follows client-side navigation.
-pub fn page_title(text: impl Fn() -> String + Send + Sync + 'static) -> leptos::text_prop::TextProp {
+pub fn page_title(
+    text: impl Fn() -> String + Send + Sync + 'static,
+) -> leptos::text_prop::TextProp {
     #[cfg(feature = "ssr")]
     {
         leptos::text_prop::TextProp::from(text())
