@@ -124,6 +124,8 @@ impl Ledger {
         .journal_mode(SqliteJournalMode::Wal)
         .synchronous(SqliteSynchronous::Full)
         .foreign_keys(true)
+        // What is deleted or overwritten (a session, replaced metadata) is zeroed in the file too.
+        .pragma("secure_delete", "ON")
         .busy_timeout(Duration::from_secs(5));
         if let Some(file) = database_file(database) {
             restrict_files(&file).map_err(|e| LedgerError::Store(sqlx::Error::Io(e)))?;
@@ -135,6 +137,7 @@ impl Ledger {
             .connect_with(connect.clone().busy_timeout(options.write_wait))
             .await?;
         sqlx::migrate!("./migrations").run(&write).await?;
+        scrub_metadata_at_rest(&write, options.clock.now_ms()).await?;
         let read = SqlitePoolOptions::new()
             .max_connections(options.read_connections.max(1))
             .connect_with(connect.read_only(true))
@@ -176,6 +179,63 @@ pub fn format_time(ms: i64) -> String {
         .ok()
         .and_then(|t| t.format(&Rfc3339).ok())
         .unwrap_or_default()
+}
+
+/// Once per database (task `metadata_at_rest` in the `maintenance` table): host metadata stored before it
+/// was sanitised on write is sanitised in place, then the WAL is checkpointed and truncated, so a secret a
+/// host sent by mistake leaves the files. No revision and no event: what is published does not change (the
+/// projection's sanitisers are idempotent). Returns how many entries changed.
+async fn scrub_metadata_at_rest(write: &SqlitePool, now_ms: i64) -> Result<u64, LedgerError> {
+    use sqlx::Row;
+    const TASK: &str = "metadata_at_rest";
+    let done: Option<i64> = sqlx::query_scalar("SELECT done_at FROM maintenance WHERE task = ?")
+        .bind(TASK)
+        .fetch_optional(write)
+        .await?;
+    if done.is_some() {
+        return Ok(0);
+    }
+    let mut tx = write.begin_with("BEGIN IMMEDIATE").await?;
+    let rows = sqlx::query(
+        "SELECT seq, meta_id, meta_url, meta_title FROM entries WHERE meta_attached = 1 \
+         AND (meta_id IS NOT NULL OR meta_url IS NOT NULL OR meta_title IS NOT NULL)",
+    )
+    .fetch_all(&mut *tx)
+    .await?;
+    let mut changed = 0;
+    for row in rows {
+        let stored = crate::projection::HostMetadata {
+            id: row.try_get("meta_id")?,
+            url: row.try_get("meta_url")?,
+            title: row.try_get("meta_title")?,
+        };
+        let clean = crate::sanitize::sanitize_metadata(&stored);
+        if clean != stored {
+            sqlx::query(
+                "UPDATE entries SET meta_id = ?, meta_url = ?, meta_title = ? WHERE seq = ?",
+            )
+            .bind(&clean.id)
+            .bind(&clean.url)
+            .bind(&clean.title)
+            .bind(row.try_get::<i64, _>("seq")?)
+            .execute(&mut *tx)
+            .await?;
+            changed += 1;
+        }
+    }
+    sqlx::query("INSERT INTO maintenance (task, done_at) VALUES (?, ?)")
+        .bind(TASK)
+        .bind(now_ms)
+        .execute(&mut *tx)
+        .await?;
+    tx.commit().await?;
+    if changed > 0 {
+        sqlx::query("PRAGMA wal_checkpoint(TRUNCATE)")
+            .execute(write)
+            .await?;
+        tracing::info!(entries = changed, "stored host metadata sanitised at rest");
+    }
+    Ok(changed)
 }
 
 /// The file a `database` argument (a path or a `sqlite:` URL, as [`Ledger::open`] takes it) names, or

@@ -212,3 +212,57 @@ async fn imported_legacy_metadata_is_stored_sanitised_too() {
         assert!(!contains(&bytes, secret), "{secret} is in the database");
     }
 }
+
+/// A database written before metadata was sanitised on write (simulated by writing the raw values into the
+/// row, as the old engine stored them): the next open sanitises them in place, once, and checkpoints the
+/// WAL, so the secrets leave the files; what is published and the turn's revision do not change.
+#[tokio::test]
+async fn metadata_stored_by_an_older_version_is_sanitised_at_the_next_open() {
+    let h = open().await;
+    h.in_flight("m-1", "a-1").await;
+    h.ok(settle("m-1", "a-1", Settlement::Completed, None))
+        .await;
+    h.ok(attach("m-1", leaky())).await;
+    let published = h.sessions.mutation_outcomes(&sk(SESSION)).await.unwrap();
+    let path = h.path.clone();
+    h.ledger.close().await;
+    // What the old engine stored: the raw attach.
+    {
+        let mut conn = SqliteConnectOptions::new()
+            .filename(&path)
+            .connect()
+            .await
+            .unwrap();
+        let raw = leaky();
+        sqlx::query("UPDATE entries SET meta_id = ?, meta_url = ?, meta_title = ? WHERE mutation_id = 'm-1'")
+            .bind(&raw.id)
+            .bind(&raw.url)
+            .bind(&raw.title)
+            .execute(&mut conn)
+            .await
+            .unwrap();
+        sqlx::query("DELETE FROM maintenance")
+            .execute(&mut conn)
+            .await
+            .unwrap();
+        conn.close().await.unwrap();
+    }
+    assert!(contains(&database_bytes(&path), GHP));
+
+    let recorder = std::sync::Arc::new(Recorder::default());
+    let ledger = reopen(&path, recorder.clone(), h.clock.clone()).await;
+    let bytes = database_bytes(&path);
+    for secret in [GHP, URL_PASSWORD, URL_TOKEN, TITLE_PASSWORD] {
+        assert!(!contains(&bytes, secret), "{secret} is still in the files");
+    }
+    assert_eq!(
+        ledger
+            .sessions()
+            .mutation_outcomes(&sk(SESSION))
+            .await
+            .unwrap(),
+        published
+    );
+    assert!(recorder.deliveries().is_empty(), "no event for a scrub");
+    ledger.close().await;
+}
