@@ -7,32 +7,18 @@ use serde_json::json;
 use server::cli::ServeArgs;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
-use crate::helpers::{args, TestApp, TOKEN};
+use server::conn::ConnLimits;
+
+use crate::helpers::{spawn_configured, TestApp, TOKEN};
 
 /// A server like `spawn()`, with `edit` applied to its arguments first.
 async fn spawn_with(edit: impl FnOnce(&mut ServeArgs)) -> TestApp {
-    let dir = tempfile::tempdir().expect("tempdir");
-    let mut a = args(dir.path(), 3600);
-    edit(&mut a);
-    let built = server::serve::build(&a, TOKEN.into())
-        .await
-        .expect("server builds");
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
-        .await
-        .expect("bind");
-    let addr = listener.local_addr().expect("addr");
-    tokio::spawn(server::conn::serve(
-        listener,
-        built.router,
-        server::conn::ConnLimits::default(),
-        std::future::pending::<()>(),
-    ));
-    TestApp {
-        base: format!("http://{addr}"),
-        client: reqwest::Client::new(),
-        state: built.state,
-        _dir: dir,
-    }
+    spawn_configured(edit, ConnLimits::default()).await
+}
+
+/// A server with the given connection limits (and otherwise the defaults).
+async fn spawn_with_limits(limits: ConnLimits) -> TestApp {
+    spawn_configured(|_| {}, limits).await
 }
 
 /// Reads a streaming response until `needle` has arrived (or 5 s passed); returns what arrived.
@@ -235,35 +221,11 @@ async fn hold_write_lock(db: &std::path::Path) -> tokio::sync::oneshot::Sender<(
     release
 }
 
-/// A server with the given connection limits (and otherwise the defaults).
-async fn spawn_with_limits(limits: server::conn::ConnLimits) -> TestApp {
-    let dir = tempfile::tempdir().expect("tempdir");
-    let built = server::serve::build(&args(dir.path(), 3600), TOKEN.into())
-        .await
-        .expect("server builds");
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
-        .await
-        .expect("bind");
-    let addr = listener.local_addr().expect("addr");
-    tokio::spawn(server::conn::serve(
-        listener,
-        built.router,
-        limits,
-        std::future::pending::<()>(),
-    ));
-    TestApp {
-        base: format!("http://{addr}"),
-        client: reqwest::Client::new(),
-        state: built.state,
-        _dir: dir,
-    }
-}
-
 /// Four times as many slow-header connections as the server allows in all: `/healthz` and ordinary clients
 /// are answered at once, every time, while they stay open; the slow ones are closed by the header timeout.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn slow_header_clients_never_starve_healthz_or_other_clients() {
-    let app = spawn_with_limits(server::conn::ConnLimits {
+    let app = spawn_with_limits(ConnLimits {
         header_timeout: Duration::from_secs(2),
         max_connections: 50,
         ..Default::default()
@@ -314,7 +276,7 @@ async fn slow_header_clients_never_starve_healthz_or_other_clients() {
 /// 503 JSON `too_many_connections` with `Retry-After`, and the streams already served keep going.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn at_the_connection_cap_with_every_connection_busy_a_new_one_gets_503() {
-    let app = spawn_with_limits(server::conn::ConnLimits {
+    let app = spawn_with_limits(ConnLimits {
         max_connections: 8,
         ..Default::default()
     })

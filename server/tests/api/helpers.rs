@@ -3,6 +3,7 @@
 use reqwest::{Method, StatusCode};
 use serde_json::{json, Value};
 use server::cli::ServeArgs;
+use server::conn::ConnLimits;
 use server::AppState;
 
 pub const TOKEN: &str = "test-host-token";
@@ -36,19 +37,25 @@ pub async fn spawn() -> TestApp {
 }
 
 pub async fn spawn_with_ttl(ttl_secs: u64) -> TestApp {
+    spawn_configured(|a| a.session_ttl_secs = ttl_secs, ConnLimits::default()).await
+}
+
+/// A server whose arguments are the defaults above with `edit` applied, serving with `limits`.
+pub async fn spawn_configured(edit: impl FnOnce(&mut ServeArgs), limits: ConnLimits) -> TestApp {
     let dir = tempfile::tempdir().expect("tempdir");
-    let built = server::serve::build(&args(dir.path(), ttl_secs), TOKEN.into())
+    let mut a = args(dir.path(), 3600);
+    edit(&mut a);
+    let built = server::serve::build(&a, TOKEN.into())
         .await
         .expect("server builds");
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
         .await
         .expect("bind");
     let addr = listener.local_addr().expect("addr");
-    let router = built.router;
     tokio::spawn(server::conn::serve(
         listener,
-        router,
-        server::conn::ConnLimits::default(),
+        built.router,
+        limits,
         std::future::pending::<()>(),
     ));
     TestApp {
