@@ -52,7 +52,7 @@ pub fn App() -> impl IntoView {
                 </nav>
             </header>
             <main class="mx-auto max-w-5xl px-4 py-6">
-                <Routes fallback=|| view! { <p>"Page not found."</p> }>
+                <Routes fallback=NotFoundPage>
                     <Route path=path!("/") view=routes::home::HomePage ssr=SsrMode::Async/>
                     <Route path=path!("/find") view=routes::find::FindPage ssr=SsrMode::Async/>
                     <Route path=path!("/sessions/:session_id") view=routes::session::SessionPage ssr=SsrMode::Async/>
@@ -62,6 +62,17 @@ pub fn App() -> impl IntoView {
                 </Routes>
             </main>
         </Router>
+    }
+}
+
+/// Any path that names no page: a readable page with status 404.
+#[component]
+fn NotFoundPage() -> impl IntoView {
+    components::set_page_status(404);
+    view! {
+        <Title text="Page not found · Outcome ledger"/>
+        <h1 class="mb-2 text-2xl font-semibold">"Page not found."</h1>
+        <p>"No page has this address. " <A href="/" attr:class="underline underline-offset-2">"All sessions"</A></p>
     }
 }
 

@@ -109,9 +109,14 @@ impl LedgerError {
 
 #[cfg(feature = "store")]
 impl From<sqlx::Error> for LedgerError {
-    /// `SQLITE_BUSY` (5) and `SQLITE_LOCKED` (6), with any extended code, become [`LedgerError::Busy`]
-    /// (the database's own busy timeout already waited); everything else is [`LedgerError::Store`].
+    /// `SQLITE_BUSY` (5) and `SQLITE_LOCKED` (6), with any extended code, and a pool that had no free
+    /// connection within its acquire timeout become [`LedgerError::Busy`] (the waiting is already done);
+    /// everything else is [`LedgerError::Store`].
     fn from(e: sqlx::Error) -> Self {
+        // Every pooled connection stayed busy for the pool's whole acquire timeout: load, not a fault.
+        if matches!(e, sqlx::Error::PoolTimedOut) {
+            return LedgerError::Busy;
+        }
         if let sqlx::Error::Database(db) = &e {
             let primary = db
                 .code()

@@ -140,6 +140,7 @@ impl Ledger {
         scrub_metadata_at_rest(&write, options.clock.now_ms()).await?;
         let read = SqlitePoolOptions::new()
             .max_connections(options.read_connections.max(1))
+            .acquire_timeout(options.write_wait.max(Duration::from_secs(1)))
             .connect_with(connect.read_only(true))
             .await?;
         Ok(Ledger {

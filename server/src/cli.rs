@@ -60,6 +60,13 @@ pub struct ServeArgs {
     /// previous response; an idle keep-alive connection is closed after the same time.
     #[arg(long, env = "OUTCOMES_HEADER_TIMEOUT_SECS", default_value_t = 10, value_parser = clap::value_parser!(u64).range(1..=3600))]
     pub header_timeout_secs: u64,
+    /// A response its client does not read (nothing can be sent for this many seconds) closes the
+    /// connection.
+    #[arg(long, env = "OUTCOMES_SEND_TIMEOUT_SECS", default_value_t = 30, value_parser = clap::value_parser!(u64).range(1..=3600))]
+    pub send_timeout_secs: u64,
+    /// A request body must arrive whole within this many seconds; past it the request is refused.
+    #[arg(long, env = "OUTCOMES_BODY_TIMEOUT_SECS", default_value_t = 30, value_parser = clap::value_parser!(u64).range(1..=3600))]
+    pub body_timeout_secs: u64,
     /// Open connections at most (also kept below the process's file limit). At the limit, the connection
     /// idle longest (no request in progress) is closed to make room; with none idle, 503.
     #[arg(long, env = "OUTCOMES_MAX_CONNECTIONS", default_value_t = 4096, value_parser = clap::value_parser!(u64).range(8..=1_000_000))]

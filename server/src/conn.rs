@@ -8,6 +8,9 @@
 //!   progress, so nothing served is cut — is closed to make room: a flood of slow or idle connections can
 //!   never starve `/healthz` or other clients. When every open connection is serving a request, the new one
 //!   is answered `503` JSON `too_many_connections` with `Retry-After` and closed.
+//! - A response the client does not read (nothing can be sent for `send_timeout`) closes its connection,
+//!   so clients that never read cannot hold connections or buffered responses for ever.
+//! - A panic in a handler cannot leave a connection counted: its entry is removed however the task ends.
 //! - On shutdown the listener stops, idle connections close, and requests in progress finish (bounded).
 
 use std::collections::HashMap;
@@ -38,6 +41,9 @@ pub struct ConnLimits {
     pub header_timeout: Duration,
     /// Open connections at most.
     pub max_connections: usize,
+    /// How long a response may stay unable to send anything (the client does not read) before its
+    /// connection is closed.
+    pub send_timeout: Duration,
     /// How long requests in progress may take to finish after shutdown starts.
     pub drain: Duration,
 }
@@ -47,6 +53,7 @@ impl Default for ConnLimits {
         ConnLimits {
             header_timeout: Duration::from_secs(10),
             max_connections: 4096,
+            send_timeout: Duration::from_secs(30),
             drain: Duration::from_secs(10),
         }
     }
@@ -243,11 +250,13 @@ pub async fn serve(
         tasks.spawn(serve_connection(
             stream,
             slot,
-            router.clone(),
-            limits,
-            conn,
-            id,
-            registry.clone(),
+            Accepted {
+                router: router.clone(),
+                limits,
+                conn,
+                id,
+                registry: registry.clone(),
+            },
             closing.clone(),
         ));
     }
@@ -270,13 +279,16 @@ pub async fn serve(
 async fn serve_connection(
     stream: TcpStream,
     _slot: tokio::sync::OwnedSemaphorePermit,
-    router: Router,
-    limits: ConnLimits,
-    conn: Arc<Conn>,
-    id: u64,
-    registry: Arc<Registry>,
+    accepted: Accepted,
     closing: CancellationToken,
 ) {
+    let Accepted {
+        router,
+        limits,
+        conn,
+        id,
+        registry,
+    } = accepted;
     let service = {
         let conn = conn.clone();
         let registry = registry.clone();
@@ -295,13 +307,22 @@ async fn serve_connection(
             }
         })
     };
+    // Leaves the registry however this task ends (a panic included).
+    let _registered = Registered { registry, id };
     let mut builder = hyper::server::conn::http1::Builder::new();
     builder
         .timer(TokioTimer::new())
         .header_read_timeout(limits.header_timeout)
         .keep_alive(true);
     // hyper's own bodiless answers to requests it cannot parse become JSON (http::malformed).
-    let io = TokioIo::new(crate::http::malformed::JsonParseErrors::new(stream));
+    let send_blocked = Arc::new(AtomicU64::new(0));
+    let io = TokioIo::new(crate::http::malformed::JsonParseErrors::new(SendWatch {
+        inner: stream,
+        blocked_since: send_blocked.clone(),
+        start: Instant::now(),
+    }));
+    let started = Instant::now();
+    let mut stall_check = tokio::time::interval(Duration::from_secs(1));
     let connection = builder.serve_connection(io, service);
     let mut connection = std::pin::pin!(connection);
     let mut draining = false;
@@ -326,10 +347,112 @@ async fn serve_connection(
                 draining = true;
                 connection.as_mut().graceful_shutdown();
             }
+            _ = stall_check.tick() => {
+                let since = send_blocked.load(Ordering::Acquire);
+                let now = u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX);
+                if since != 0 && now.saturating_sub(since) > limits.send_timeout.as_millis() as u64 {
+                    tracing::info!(
+                        send_timeout_secs = limits.send_timeout.as_secs(),
+                        "connection closed: its client has read nothing of the response"
+                    );
+                    break;
+                }
+            }
         }
     }
-    if let Ok(mut conns) = registry.conns.lock() {
-        conns.remove(&id);
+}
+
+/// What the accept loop hands a new connection's task.
+struct Accepted {
+    router: Router,
+    limits: ConnLimits,
+    /// Its entry in the registry, under `id`.
+    conn: Arc<Conn>,
+    id: u64,
+    registry: Arc<Registry>,
+}
+
+/// Removes a connection from the [`Registry`] when dropped.
+struct Registered {
+    registry: Arc<Registry>,
+    id: u64,
+}
+
+impl Drop for Registered {
+    fn drop(&mut self) {
+        if let Ok(mut conns) = self.registry.conns.lock() {
+            conns.remove(&self.id);
+        }
+    }
+}
+
+/// The socket, noting since when a write has been waiting for the client to read (ms since `start`, plus
+/// one so that 0 means "not waiting"): set when a write cannot proceed, cleared when one does.
+struct SendWatch {
+    inner: TcpStream,
+    blocked_since: Arc<AtomicU64>,
+    start: Instant,
+}
+
+impl SendWatch {
+    fn note<T>(&self, poll: &Poll<T>) {
+        match poll {
+            Poll::Pending => {
+                let now = u64::try_from(self.start.elapsed().as_millis()).unwrap_or(u64::MAX);
+                let _ = self.blocked_since.compare_exchange(
+                    0,
+                    now.saturating_add(1),
+                    Ordering::AcqRel,
+                    Ordering::Acquire,
+                );
+            }
+            Poll::Ready(_) => self.blocked_since.store(0, Ordering::Release),
+        }
+    }
+}
+
+impl tokio::io::AsyncRead for SendWatch {
+    fn poll_read(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &mut tokio::io::ReadBuf<'_>,
+    ) -> Poll<std::io::Result<()>> {
+        Pin::new(&mut self.inner).poll_read(cx, buf)
+    }
+}
+
+impl tokio::io::AsyncWrite for SendWatch {
+    fn poll_write(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &[u8],
+    ) -> Poll<std::io::Result<usize>> {
+        let poll = Pin::new(&mut self.inner).poll_write(cx, buf);
+        self.note(&poll);
+        poll
+    }
+
+    fn poll_write_vectored(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        bufs: &[std::io::IoSlice<'_>],
+    ) -> Poll<std::io::Result<usize>> {
+        let poll = Pin::new(&mut self.inner).poll_write_vectored(cx, bufs);
+        self.note(&poll);
+        poll
+    }
+
+    fn is_write_vectored(&self) -> bool {
+        self.inner.is_write_vectored()
+    }
+
+    fn poll_flush(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<std::io::Result<()>> {
+        // A socket's flush is always ready: it says nothing about whether the client reads.
+        Pin::new(&mut self.inner).poll_flush(cx)
+    }
+
+    fn poll_shutdown(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<std::io::Result<()>> {
+        Pin::new(&mut self.inner).poll_shutdown(cx)
     }
 }
 

@@ -144,10 +144,10 @@ impl From<LedgerError> for ApiError {
                 Some("after"),
             ),
             LedgerError::Busy => {
-                tracing::warn!("ledger busy: write lock not free within the configured wait");
+                tracing::warn!("ledger busy: no lock or connection free within the configured wait");
                 ApiError::unavailable(
                     "busy",
-                    "the ledger is busy (another writer holds its write lock); nothing was changed, retry later",
+                    "the ledger is busy (another writer holds its write lock, or every connection is in use); nothing was changed, retry later",
                 )
             }
             other => {

@@ -7,9 +7,12 @@ use axum::http::{HeaderName, Request};
 use axum::Router;
 use ledger::{Ledger, LedgerOptions};
 use tokio_util::sync::CancellationToken;
+use tower_http::catch_panic::CatchPanicLayer;
+use tower_http::classify::ServerErrorsFailureClass;
 use tower_http::compression::predicate::{NotForContentType, Predicate, SizeAbove};
 use tower_http::compression::CompressionLayer;
 use tower_http::request_id::{MakeRequestUuid, PropagateRequestIdLayer, SetRequestIdLayer};
+use tower_http::timeout::RequestBodyTimeoutLayer;
 use tower_http::trace::TraceLayer;
 use tracing::Span;
 
@@ -25,6 +28,7 @@ pub fn init_tracing() {
         .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info,sqlx=warn"));
     let builder = tracing_subscriber::fmt()
         .with_env_filter(filter)
+        .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
         .with_writer(std::io::stderr);
     let _ = if std::env::var("OUTCOMES_LOG_JSON").as_deref() == Ok("1") {
         builder.json().try_init()
@@ -75,6 +79,12 @@ pub async fn build(
     let request_id = HeaderName::from_static("x-request-id");
     let router = api
         .merge(pages)
+        // A handler that panics answers 500 JSON (and is logged); its connection stays usable.
+        .layer(CatchPanicLayer::custom(panic_response))
+        .layer(RequestBodyTimeoutLayer::new(Duration::from_secs(
+            args.body_timeout_secs,
+        )))
+        .layer(axum::middleware::from_fn(refuse_unroutable))
         .layer(
             // SSE must not be compressed: a compressed stream is buffered until it ends.
             CompressionLayer::new().compress_when(SizeAbove::default().and(NotForContentType::new("text/event-stream"))),
@@ -92,6 +102,13 @@ pub async fn build(
                 })
                 .on_response(|res: &axum::http::Response<_>, latency: Duration, _span: &Span| {
                     tracing::info!(status = res.status().as_u16(), latency_ms = latency.as_millis() as u64, "response");
+                })
+                // A 5xx status is already in the `response` line (and a real fault was logged where it
+                // happened); only a failure without a response is logged here.
+                .on_failure(|class: ServerErrorsFailureClass, latency: Duration, _span: &Span| {
+                    if let ServerErrorsFailureClass::Error(error) = class {
+                        tracing::error!(%error, latency_ms = latency.as_millis() as u64, "response failed");
+                    }
                 }),
         )
         .layer(SetRequestIdLayer::new(request_id, MakeRequestUuid));
@@ -100,6 +117,31 @@ pub async fn build(
         ledger,
         router,
     })
+}
+
+/// The answer to a handler that panicked: 500 JSON `internal`, the panic message logged, never sent.
+fn panic_response(panic: Box<dyn std::any::Any + Send + 'static>) -> axum::response::Response {
+    let message = panic
+        .downcast_ref::<String>()
+        .map(String::as_str)
+        .or_else(|| panic.downcast_ref::<&str>().copied())
+        .unwrap_or("(no message)");
+    tracing::error!(panic = message, "a request handler panicked");
+    axum::response::IntoResponse::into_response(crate::error::ApiError::internal())
+}
+
+/// `CONNECT` (an authority-form target, no path) and any request without a path: 405 JSON before any
+/// route or the page fallback sees it. We are not a proxy.
+async fn refuse_unroutable(
+    request: axum::extract::Request,
+    next: axum::middleware::Next,
+) -> axum::response::Response {
+    if request.method() == axum::http::Method::CONNECT || !request.uri().path().starts_with('/') {
+        return axum::response::IntoResponse::into_response(
+            crate::error::ApiError::method_not_allowed(),
+        );
+    }
+    next.run(request).await
 }
 
 /// Serves until SIGTERM or SIGINT: stops accepting, ends live streams, lets requests finish, closes the
@@ -157,6 +199,7 @@ pub async fn serve(args: ServeArgs) -> Result<(), Box<dyn std::error::Error>> {
     ));
     let limits = ConnLimits {
         header_timeout: Duration::from_secs(args.header_timeout_secs),
+        send_timeout: Duration::from_secs(args.send_timeout_secs),
         max_connections: crate::conn::fit_to_file_limit(
             usize::try_from(args.max_connections).unwrap_or(usize::MAX),
         ),
@@ -182,17 +225,22 @@ pub async fn serve(args: ServeArgs) -> Result<(), Box<dyn std::error::Error>> {
 /// How often expired sessions are deleted (and their live streams ended with `session_ended`).
 pub const PURGE_INTERVAL: Duration = Duration::from_secs(60);
 
+/// Held while `serve` runs: the advisory locks that keep a second `serve` off the same SQLite file.
+pub struct DatabaseLock {
+    _lock_file: std::fs::File,
+    _database: std::fs::File,
+}
+
 /// Takes the advisory lock `<database>.lock` (created mode 0600) that keeps a second `serve` off the same
-/// SQLite file; held until the returned file is dropped. Other tools (`sqlite3`, backups) do not take it
-/// and still open the database. `None` for an in-memory database.
-pub fn lock_database(database: &str) -> Result<Option<std::fs::File>, Box<dyn std::error::Error>> {
+/// SQLite file, with the path resolved first (a symlink names the file it points to), and the same lock on
+/// the database file itself (a hard link is the same file). Both are `flock` locks, which SQLite's own
+/// `fcntl` locks do not see: other tools (`sqlite3`, backups) still open and use the database. `None` for
+/// an in-memory database. Keep the returned value until the ledger is closed.
+pub fn lock_database(database: &str) -> Result<Option<DatabaseLock>, Box<dyn std::error::Error>> {
     let Some(file) = ledger::store::database_file(database) else {
         return Ok(None);
     };
-    let mut path = file.as_os_str().to_owned();
-    path.push(".lock");
-    let path = std::path::PathBuf::from(path);
-    if let Some(parent) = path.parent().filter(|p| !p.as_os_str().is_empty()) {
+    if let Some(parent) = file.parent().filter(|p| !p.as_os_str().is_empty()) {
         std::fs::create_dir_all(parent)?;
     }
     let mut options = std::fs::OpenOptions::new();
@@ -202,22 +250,38 @@ pub fn lock_database(database: &str) -> Result<Option<std::fs::File>, Box<dyn st
         use std::os::unix::fs::OpenOptionsExt;
         options.mode(0o600);
     }
+    let db = options
+        .open(&file)
+        .map_err(|e| format!("cannot open the ledger {}: {e}", file.display()))?;
+    let file = std::fs::canonicalize(&file)?;
+    let mut path = file.as_os_str().to_owned();
+    path.push(".lock");
+    let path = std::path::PathBuf::from(path);
     let lock = options
         .open(&path)
         .map_err(|e| format!("cannot open the lock file {}: {e}", path.display()))?;
-    match lock.try_lock() {
-        Ok(()) => Ok(Some(lock)),
-        Err(std::fs::TryLockError::WouldBlock) => Err(format!(
+    let refused = || -> Box<dyn std::error::Error> {
+        format!(
             "another `outcomes serve` is already serving the ledger {} (it holds {}); stop it, or give \
              this server its own --database / --data-dir",
             file.display(),
             path.display()
         )
-        .into()),
-        Err(std::fs::TryLockError::Error(e)) => {
-            Err(format!("cannot lock {}: {e}", path.display()).into())
+        .into()
+    };
+    for f in [&lock, &db] {
+        match f.try_lock() {
+            Ok(()) => {}
+            Err(std::fs::TryLockError::WouldBlock) => return Err(refused()),
+            Err(std::fs::TryLockError::Error(e)) => {
+                return Err(format!("cannot lock {}: {e}", path.display()).into())
+            }
         }
     }
+    Ok(Some(DatabaseLock {
+        _lock_file: lock,
+        _database: db,
+    }))
 }
 
 async fn purge_expired_periodically(engine: ledger::Engine, shutdown: CancellationToken) {

@@ -9,6 +9,7 @@
 //! | [`a_second_serve_on_the_same_sqlite_file_is_refused_at_start_and_the_first_keeps_serving`] | two `serve` started at once on one SQLite file: one serves and takes writes, the other exits naming the lock |
 //! | [`dead_live_subscriptions_on_a_quiet_session_give_their_memory_back`] | thousands of live streams reset by their clients on a quiet session: RSS returns to its baseline; a new stream still gets events |
 //! | [`slow_header_connections_past_the_file_limit_never_starve_healthz`] | 1,100 half-sent request heads against a 1,024-file server: `/healthz` answers every time within 1 s |
+//! | [`a_second_serve_through_a_symlink_or_a_hard_link_is_refused`] | the same file under another name is the same ledger: refused too |
 //! | [`every_page_kind_renders_for_8_concurrent_clients_without_a_failure`] | 2,000 page requests over every page kind from 8 concurrent clients: every one answered, complete, no panic logged |
 //!
 //! The lock-contention, stream-cap, reset-stream and `session_ended` tests run in process, in
@@ -1130,4 +1131,46 @@ async fn every_page_kind_renders_for_8_concurrent_clients_without_a_failure() {
     );
     assert!(!log.contains("panicked"), "{log}");
     assert!(!log.contains("ERROR"), "{log}");
+}
+
+/// The same SQLite file reached through a symlink or a hard link is the same ledger: a second `serve`
+/// on it is refused too (both locks follow the file, not the name). Before, a symlinked path started a
+/// second server whose writes never reached the first one's live streams.
+#[test]
+fn a_second_serve_through_a_symlink_or_a_hard_link_is_refused() {
+    use std::io::Read;
+    let dir = tempfile::tempdir().unwrap();
+    let _first = Server::start(dir.path(), &[]);
+    let db = dir.path().join("ledger.sqlite");
+    let other = tempfile::tempdir().unwrap();
+    let symlink = other.path().join("via-symlink.sqlite");
+    std::os::unix::fs::symlink(&db, &symlink).unwrap();
+    let hard = dir.path().join("via-hard-link.sqlite");
+    std::fs::hard_link(&db, &hard).unwrap();
+    for path in [&symlink, &hard] {
+        let mut cmd = std::process::Command::new(support::BIN);
+        cmd.args(["serve", "--addr", "127.0.0.1:0", "--host-token", TOKEN])
+            .arg("--database")
+            .arg(path)
+            .arg("--data-dir")
+            .arg(other.path())
+            .stdin(std::process::Stdio::null())
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::piped());
+        let mut child = cmd.spawn().unwrap();
+        let status = child.wait().unwrap();
+        let mut stderr = String::new();
+        child
+            .stderr
+            .take()
+            .unwrap()
+            .read_to_string(&mut stderr)
+            .unwrap();
+        assert!(!status.success(), "{}: {stderr}", path.display());
+        assert!(
+            stderr.contains("another `outcomes serve` is already serving the ledger"),
+            "{}: {stderr}",
+            path.display()
+        );
+    }
 }

@@ -345,3 +345,121 @@ async fn at_the_connection_cap_with_every_connection_busy_a_new_one_gets_503() {
     let got = read_until(&mut streams[0], "\"m2\"").await;
     assert!(got.contains("\"mutation_id\":\"m2\""), "{got}");
 }
+
+#[tokio::test]
+async fn a_path_that_names_no_page_is_a_readable_404_page() {
+    let app = spawn_with(|_| {}).await;
+    for path in ["/sessions//turns/x", "/no/such/page", "/sessions/a/b/c/d"] {
+        let r = app.get(path).await;
+        assert_eq!(r.status(), StatusCode::NOT_FOUND, "{path}");
+        let html = r.text().await.unwrap();
+        assert!(html.contains("Page not found."), "{path}: {html}");
+    }
+}
+
+/// `CONNECT` (no path) is refused with 405 JSON before any route or the page fallback sees it; before, the
+/// page fallback panicked on it and the client got no answer.
+#[tokio::test]
+async fn connect_is_refused_with_405_json_and_the_connection_keeps_serving() {
+    let app = spawn_with(|_| {}).await;
+    let addr = app.base.trim_start_matches("http://").to_owned();
+    let mut s = tokio::net::TcpStream::connect(&addr).await.unwrap();
+    s.write_all(b"CONNECT a:1 HTTP/1.1\r\nhost: a:1\r\n\r\n")
+        .await
+        .unwrap();
+    let mut buf = vec![0u8; 4096];
+    let n = tokio::time::timeout(Duration::from_secs(5), s.read(&mut buf))
+        .await
+        .expect("answered")
+        .unwrap();
+    let answer = String::from_utf8_lossy(&buf[..n]);
+    assert!(
+        answer.starts_with("HTTP/1.1 405 Method Not Allowed\r\n"),
+        "{answer}"
+    );
+    assert!(answer.ends_with("{\"error\":{\"code\":\"method_not_allowed\",\"message\":\"this endpoint does not answer this method\"}}"), "{answer}");
+    // The same connection still serves.
+    s.write_all(b"GET /healthz HTTP/1.1\r\nhost: x\r\n\r\n")
+        .await
+        .unwrap();
+    let n = tokio::time::timeout(Duration::from_secs(5), s.read(&mut buf))
+        .await
+        .expect("answered")
+        .unwrap();
+    assert!(String::from_utf8_lossy(&buf[..n]).starts_with("HTTP/1.1 200 OK\r\n"));
+}
+
+/// A client that sends requests and never reads the answers: once nothing could be sent for
+/// `send_timeout`, its connection is closed, so it cannot hold a connection (and a buffered page) for
+/// ever.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_client_that_never_reads_is_closed_after_the_send_timeout() {
+    let app = spawn_with_limits(ConnLimits {
+        send_timeout: Duration::from_secs(1),
+        ..Default::default()
+    })
+    .await;
+    // A page large enough to fill the socket buffers.
+    let title = "x".repeat(400);
+    for i in 0..300 {
+        app.settled("big", "t", &format!("m{i}"), "completed").await;
+        app.step("big", &format!("m{i}"), "metadata", json!({"title": title}))
+            .await;
+    }
+    let page = app.get("/sessions/big/turns/t").await.text().await.unwrap();
+    assert!(page.len() > 300_000, "{} bytes", page.len());
+    let addr = app.base.trim_start_matches("http://").to_owned();
+    // A small receive buffer from the handshake on, so the window stays small.
+    let socket = tokio::net::TcpSocket::new_v4().unwrap();
+    socket.set_recv_buffer_size(4096).unwrap();
+    let mut s = socket.connect(addr.parse().unwrap()).await.unwrap();
+    // 30 pages (over 9 MB) asked for, none read: the socket buffers (4 MiB at most here) fill and sending
+    // stalls.
+    let requests = "GET /sessions/big/turns/t HTTP/1.1\r\nhost: x\r\n\r\n".repeat(30);
+    let _ = s.write_all(requests.as_bytes()).await;
+    tokio::time::sleep(Duration::from_secs(10)).await;
+    // Closed by the server: reading what is buffered ends in EOF or a reset instead of waiting.
+    let mut sink = vec![0u8; 1 << 16];
+    let closed = tokio::time::timeout(Duration::from_secs(10), async {
+        loop {
+            match s.read(&mut sink).await {
+                Ok(0) | Err(_) => return true,
+                Ok(_) => {}
+            }
+        }
+    })
+    .await
+    .unwrap_or(false);
+    assert!(
+        closed,
+        "the connection of a client that never reads was closed"
+    );
+}
+
+/// A host that announces a body and stalls: past the body timeout the request is refused with a JSON 4xx
+/// and the connection is freed, instead of holding it for ever.
+#[tokio::test]
+async fn a_stalled_request_body_is_refused_after_the_body_timeout() {
+    let app = spawn_with(|a| a.body_timeout_secs = 1).await;
+    let addr = app.base.trim_start_matches("http://").to_owned();
+    let mut s = tokio::net::TcpStream::connect(&addr).await.unwrap();
+    let head = format!(
+        "POST /api/host/batch HTTP/1.1\r\nhost: x\r\nauthorization: Bearer {TOKEN}\r\ncontent-type: application/json\r\ncontent-length: 100000\r\n\r\n{{\"operat"
+    );
+    s.write_all(head.as_bytes()).await.unwrap();
+    let started = std::time::Instant::now();
+    let mut answer = String::new();
+    tokio::time::timeout(Duration::from_secs(10), s.read_to_string(&mut answer))
+        .await
+        .expect("answered and closed")
+        .unwrap();
+    assert!(started.elapsed() >= Duration::from_millis(900));
+    assert!(
+        answer.starts_with("HTTP/1.1 400 Bad Request\r\n"),
+        "{answer}"
+    );
+    assert!(
+        answer.ends_with("{\"error\":{\"code\":\"invalid_body\",\"message\":\"Failed to buffer the request body: data was not received within the designated timeout\"}}"),
+        "{answer}"
+    );
+}

@@ -26,6 +26,8 @@ pub fn args(dir: &std::path::Path, ttl_secs: u64) -> ServeArgs {
         demo_when_empty: false,
         write_wait_ms: 10_000,
         header_timeout_secs: 10,
+        send_timeout_secs: 30,
+        body_timeout_secs: 30,
         max_connections: 4096,
         max_live_streams: 1024,
         max_live_streams_per_session: 64,
