@@ -5,7 +5,11 @@
 use std::io::Write;
 use std::path::Path;
 
-use axum::extract::{Request, State};
+use std::net::{IpAddr, SocketAddr};
+use std::num::NonZeroU32;
+use std::time::Duration;
+
+use axum::extract::{ConnectInfo, Request, State};
 use axum::http::header::AUTHORIZATION;
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
@@ -95,7 +99,58 @@ fn bearer_token(value: &str) -> Option<&str> {
     (scheme.eq_ignore_ascii_case("bearer") && !token.is_empty()).then_some(token)
 }
 
-/// Middleware: 401 unless `Authorization: Bearer <host token>` matches (compared in constant time).
+/// Failed credentials per client address: at most [`Failures::BURST`] (10) in a row, then one more each
+/// [`Failures::PERIOD`] (60 s); past that a failure answers 429 with `Retry-After` instead of 401
+/// (docs/api.md, "Limits"). Loopback is not exempt. A valid credential is never refused here.
+pub struct Failures {
+    limiter: governor::DefaultKeyedRateLimiter<IpAddr>,
+}
+
+impl Failures {
+    pub const BURST: u32 = 10;
+    pub const PERIOD: Duration = Duration::from_secs(60);
+
+    pub fn new() -> Self {
+        let quota = governor::Quota::with_period(Self::PERIOD)
+            .expect("a non-zero period")
+            .allow_burst(NonZeroU32::new(Self::BURST).expect("non-zero"));
+        Failures {
+            limiter: governor::RateLimiter::keyed(quota),
+        }
+    }
+
+    /// Counts one failure of `client`: `Ok` while within the limit, else how long until the next failure
+    /// is allowed.
+    pub fn fail(&self, client: IpAddr) -> Result<(), Duration> {
+        use governor::clock::Clock;
+        self.limiter.check_key(&client).map_err(|not_until| {
+            not_until.wait_time_from(governor::clock::DefaultClock::default().now())
+        })
+    }
+
+    /// Forgets clients whose failures have all expired (called by the periodic sweep).
+    pub fn forget_old(&self) {
+        self.limiter.retain_recent();
+    }
+}
+
+impl Default for Failures {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+/// The client's address (`ConnectInfo`), or `0.0.0.0` for a request that came in process.
+fn client_ip(request: &Request) -> IpAddr {
+    request
+        .extensions()
+        .get::<ConnectInfo<SocketAddr>>()
+        .map_or(IpAddr::from([0, 0, 0, 0]), |c| c.0.ip())
+}
+
+/// Middleware: 401 unless `Authorization: Bearer <host token>` matches (compared in constant time); a
+/// client past its failure limit gets 429 with `Retry-After` instead ([`Failures`]). A failure is logged
+/// with the client's address, never with what it presented.
 pub async fn require_host_token(
     State(state): State<AppState>,
     request: Request,
@@ -110,7 +165,19 @@ pub async fn require_host_token(
         Some(t) if bool::from(t.as_bytes().ct_eq(state.host_token.as_bytes())) => {
             next.run(request).await
         }
-        _ => ApiError::unauthorized().into_response(),
+        _ => {
+            let client = client_ip(&request);
+            match state.failures.fail(client) {
+                Ok(()) => {
+                    tracing::warn!(%client, "host token refused");
+                    ApiError::unauthorized().into_response()
+                }
+                Err(wait) => {
+                    tracing::warn!(%client, "host token refused: too many failures");
+                    ApiError::too_many_failures(wait).into_response()
+                }
+            }
+        }
     }
 }
 

@@ -10,6 +10,7 @@
 //!   is answered `503` JSON `too_many_connections` with `Retry-After` and closed.
 //! - A response the client does not read (nothing can be sent for `send_timeout`) closes its connection,
 //!   so clients that never read cannot hold connections or buffered responses for ever.
+//! - Every request carries its client's address as `axum::extract::ConnectInfo<SocketAddr>`.
 //! - A panic in a handler cannot leave a connection counted: its entry is removed however the task ends.
 //! - On shutdown the listener stops, idle connections close, and requests in progress finish (bounded).
 
@@ -282,6 +283,7 @@ async fn serve_connection(
     accepted: Accepted,
     closing: CancellationToken,
 ) {
+    let peer = stream.peer_addr().ok();
     let Accepted {
         router,
         limits,
@@ -295,9 +297,15 @@ async fn serve_connection(
         hyper::service::service_fn(move |request: hyper::Request<Incoming>| {
             let in_flight = InFlight::start(conn.clone(), registry.clone());
             let router = router.clone();
+            let mut request = request.map(Body::new);
+            if let Some(peer) = peer {
+                request
+                    .extensions_mut()
+                    .insert(axum::extract::ConnectInfo(peer));
+            }
             async move {
                 let response = router
-                    .oneshot(request.map(Body::new))
+                    .oneshot(request)
                     .await
                     .unwrap_or_else(|never| match never {});
                 Ok::<_, std::convert::Infallible>(response.map(|inner| Tracked {

@@ -13,6 +13,8 @@ pub struct ApiError {
     pub status: StatusCode,
     /// Boxed: a 409 carries the entry's state, and errors travel through every handler's `Result`.
     pub detail: Box<ErrorDetail>,
+    /// `Retry-After` in seconds; every 503 has [`RETRY_AFTER_SECS`] when this is `None`.
+    pub retry_after_secs: Option<u64>,
 }
 
 impl ApiError {
@@ -30,6 +32,7 @@ impl ApiError {
                 field: field.map(str::to_owned),
                 current: None,
             }),
+            retry_after_secs: None,
         }
     }
 
@@ -66,6 +69,18 @@ impl ApiError {
             "a valid host token is required: Authorization: Bearer <host token>",
             None,
         )
+    }
+
+    /// 429: too many failed credentials from this client; `Retry-After` says when the next try counts.
+    pub fn too_many_failures(wait: std::time::Duration) -> Self {
+        let mut e = Self::new(
+            StatusCode::TOO_MANY_REQUESTS,
+            "too_many_failures",
+            "too many failed credentials from this address; wait, then try again with a valid one",
+            None,
+        );
+        e.retry_after_secs = Some(wait.as_secs() + u64::from(wait.subsec_nanos() > 0));
+        e
     }
 
     /// 405 for a method the path does not answer.
@@ -136,6 +151,7 @@ impl From<LedgerError> for ApiError {
                     field: None,
                     current: Some(*current),
                 }),
+                retry_after_secs: None,
             },
             LedgerError::CursorAhead { cursor, latest } => Self::new(
                 StatusCode::CONFLICT,
@@ -144,7 +160,9 @@ impl From<LedgerError> for ApiError {
                 Some("after"),
             ),
             LedgerError::Busy => {
-                tracing::warn!("ledger busy: no lock or connection free within the configured wait");
+                tracing::warn!(
+                    "ledger busy: no lock or connection free within the configured wait"
+                );
                 ApiError::unavailable(
                     "busy",
                     "the ledger is busy (another writer holds its write lock, or every connection is in use); nothing was changed, retry later",
@@ -170,10 +188,13 @@ impl IntoResponse for ApiError {
             }),
         )
             .into_response();
-        if self.status == StatusCode::SERVICE_UNAVAILABLE {
+        let retry_after = self
+            .retry_after_secs
+            .or((self.status == StatusCode::SERVICE_UNAVAILABLE).then_some(RETRY_AFTER_SECS));
+        if let Some(secs) = retry_after {
             response.headers_mut().insert(
                 axum::http::header::RETRY_AFTER,
-                axum::http::HeaderValue::from(RETRY_AFTER_SECS),
+                axum::http::HeaderValue::from(secs.max(1)),
             );
         }
         response

@@ -27,4 +27,6 @@ pub struct AppState {
     pub host_token: Arc<str>,
     /// Cancelled on shutdown: live streams end cleanly.
     pub shutdown: CancellationToken,
+    /// Failed credentials per client address (`auth::Failures`).
+    pub failures: Arc<auth::Failures>,
 }

@@ -69,6 +69,7 @@ pub async fn build(
         hub,
         host_token: Arc::from(host_token),
         shutdown: CancellationToken::new(),
+        failures: Arc::new(crate::auth::Failures::new()),
     };
     let api = crate::http::api_router(state.clone()).with_state(state.clone());
     let transport = crate::ssr::in_process_transport(api.clone());
@@ -194,7 +195,7 @@ pub async fn serve(args: ServeArgs) -> Result<(), Box<dyn std::error::Error>> {
 
     let shutdown = built.state.shutdown.clone();
     tokio::spawn(purge_expired_periodically(
-        built.state.engine.clone(),
+        built.state.clone(),
         shutdown.clone(),
     ));
     let limits = ConnLimits {
@@ -284,14 +285,17 @@ pub fn lock_database(database: &str) -> Result<Option<DatabaseLock>, Box<dyn std
     }))
 }
 
-async fn purge_expired_periodically(engine: ledger::Engine, shutdown: CancellationToken) {
+/// Every [`PURGE_INTERVAL`]: deletes expired sessions (ending their live streams) and forgets clients
+/// whose failed credentials have expired.
+async fn purge_expired_periodically(state: AppState, shutdown: CancellationToken) {
     let mut tick = tokio::time::interval(PURGE_INTERVAL);
     loop {
         tokio::select! {
             _ = tick.tick() => {}
             _ = shutdown.cancelled() => return,
         }
-        match engine.purge_expired().await {
+        state.failures.forget_old();
+        match state.engine.purge_expired().await {
             Ok(0) => {}
             Ok(n) => tracing::info!(sessions = n, "expired sessions deleted"),
             Err(e) => tracing::warn!(error = %e, "retention sweep failed"),

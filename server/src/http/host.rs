@@ -41,6 +41,7 @@ fn raw(bytes: Result<Bytes, BytesRejection>) -> Result<Bytes, ApiError> {
                 field: None,
                 current: None,
             }),
+            retry_after_secs: None,
         }
     })
 }
@@ -296,6 +297,12 @@ pub enum HostErrors {
     /// Refused transition; `current` is the unchanged entry.
     #[response(status = 409)]
     Conflict(ledger::wire::ErrorBody),
+    /// Too many failed tokens from this address; retry after `Retry-After` seconds.
+    #[response(status = 429)]
+    TooManyFailures(ledger::wire::ErrorBody),
+    /// The ledger is busy; nothing changed; retry after `Retry-After` seconds.
+    #[response(status = 503)]
+    Busy(ledger::wire::ErrorBody),
 }
 
 /// `POST /api/host/sessions/{session_key}/mutations` `{"logical_turn_id", "mutation_id", "tool"}` → 201.
@@ -569,6 +576,8 @@ fn batch_op(value: serde_json::Value) -> Result<(Operation, StatusCode), ApiErro
         (status = 400, description = "malformed JSON", body = ledger::wire::ErrorBody),
         (status = 401, description = "missing or wrong host token", body = ledger::wire::ErrorBody),
         (status = 422, description = "`operations` missing or too long", body = ledger::wire::ErrorBody),
+        (status = 429, description = "too many failed tokens from this address; retry after `Retry-After` seconds", body = ledger::wire::ErrorBody),
+        (status = 503, description = "the ledger is busy; nothing changed; retry after `Retry-After` seconds", body = ledger::wire::ErrorBody),
     ),
     security(("host_token" = []))
 )]

@@ -463,3 +463,48 @@ async fn a_stalled_request_body_is_refused_after_the_body_timeout() {
         "{answer}"
     );
 }
+
+/// Failed host tokens are limited per client address (loopback included): ten wrong tokens answer 401,
+/// the eleventh within the minute 429 JSON with `Retry-After`; the right token is never refused.
+#[tokio::test]
+async fn the_eleventh_failed_token_within_a_minute_answers_429_and_the_right_token_still_works() {
+    let app = spawn_with(|_| {}).await;
+    let url = format!("{}/api/host/sessions/s/mutations", app.base);
+    let body = json!({"logical_turn_id": "t", "mutation_id": "m", "tool": "tool"});
+    for i in 0..10 {
+        let r = app
+            .client
+            .post(&url)
+            .bearer_auth(format!("wrong-{i}"))
+            .json(&body)
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(r.status(), StatusCode::UNAUTHORIZED, "failure {}", i + 1);
+    }
+    let r = app
+        .client
+        .post(&url)
+        .header("authorization", "bearer wrong-11")
+        .json(&body)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), StatusCode::TOO_MANY_REQUESTS);
+    let retry: u64 = r.headers()["retry-after"]
+        .to_str()
+        .unwrap()
+        .parse()
+        .unwrap();
+    assert!((50..=60).contains(&retry), "Retry-After {retry}");
+    assert_eq!(
+        r.json::<serde_json::Value>().await.unwrap(),
+        json!({"error": {"code": "too_many_failures", "message": "too many failed credentials from this address; wait, then try again with a valid one"}})
+    );
+    // No token at all is a failure too.
+    let r = app.client.post(&url).json(&body).send().await.unwrap();
+    assert_eq!(r.status(), StatusCode::TOO_MANY_REQUESTS);
+    // The host with the right token is not locked out.
+    let (status, body) = app.approve("s", "t", "m").await;
+    assert_eq!(status, StatusCode::CREATED, "{body}");
+}
