@@ -28,5 +28,5 @@ set -e
 
 echo
 echo "== soak figures ($(($(date +%s) - started)) s including the build)"
-grep '^figures: ' "$log" || echo "(no figures lines: see above)"
+grep -o 'figures: .*' "$log" || echo "(no figures lines: see above)"
 exit "$rc"
