@@ -107,13 +107,14 @@ pub struct Failures {
 }
 
 impl Failures {
-    pub const BURST: u32 = 10;
+    /// Failures allowed in a row.
+    pub const BURST: NonZeroU32 = NonZeroU32::MIN.saturating_add(9);
+    /// Then one more failure each period.
     pub const PERIOD: Duration = Duration::from_secs(60);
 
     pub fn new() -> Self {
-        let quota = governor::Quota::with_period(Self::PERIOD)
-            .expect("a non-zero period")
-            .allow_burst(NonZeroU32::new(Self::BURST).expect("non-zero"));
+        // One cell each minute (PERIOD), up to BURST at once.
+        let quota = governor::Quota::per_minute(NonZeroU32::MIN).allow_burst(Self::BURST);
         Failures {
             limiter: governor::RateLimiter::keyed(quota),
         }

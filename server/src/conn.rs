@@ -202,8 +202,8 @@ pub async fn serve(
             a = listener.accept() => a,
             _ = &mut shutdown => break,
         };
-        let stream = match accepted {
-            Ok((stream, _peer)) => stream,
+        let (stream, peer) = match accepted {
+            Ok(accepted) => accepted,
             Err(e) => {
                 // Out of file descriptors or a connection reset before it was accepted: wait a moment
                 // instead of spinning; the cap normally keeps us from getting here.
@@ -252,6 +252,7 @@ pub async fn serve(
             stream,
             slot,
             Accepted {
+                peer,
                 router: router.clone(),
                 limits,
                 conn,
@@ -283,8 +284,8 @@ async fn serve_connection(
     accepted: Accepted,
     closing: CancellationToken,
 ) {
-    let peer = stream.peer_addr().ok();
     let Accepted {
+        peer,
         router,
         limits,
         conn,
@@ -298,11 +299,9 @@ async fn serve_connection(
             let in_flight = InFlight::start(conn.clone(), registry.clone());
             let router = router.clone();
             let mut request = request.map(Body::new);
-            if let Some(peer) = peer {
-                request
-                    .extensions_mut()
-                    .insert(axum::extract::ConnectInfo(peer));
-            }
+            request
+                .extensions_mut()
+                .insert(axum::extract::ConnectInfo(peer));
             async move {
                 let response = router
                     .oneshot(request)
@@ -316,6 +315,8 @@ async fn serve_connection(
         })
     };
     // Leaves the registry however this task ends (a panic included).
+    // One clock for the send watch and its check.
+    let start = registry.start;
     let _registered = Registered { registry, id };
     let mut builder = hyper::server::conn::http1::Builder::new();
     builder
@@ -327,9 +328,8 @@ async fn serve_connection(
     let io = TokioIo::new(crate::http::malformed::JsonParseErrors::new(SendWatch {
         inner: stream,
         blocked_since: send_blocked.clone(),
-        start: Instant::now(),
+        start,
     }));
-    let started = Instant::now();
     let mut stall_check = tokio::time::interval(Duration::from_secs(1));
     let connection = builder.serve_connection(io, service);
     let mut connection = std::pin::pin!(connection);
@@ -357,7 +357,7 @@ async fn serve_connection(
             }
             _ = stall_check.tick() => {
                 let since = send_blocked.load(Ordering::Acquire);
-                let now = u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX);
+                let now = u64::try_from(start.elapsed().as_millis()).unwrap_or(u64::MAX);
                 if since != 0 && now.saturating_sub(since) > limits.send_timeout.as_millis() as u64 {
                     tracing::info!(
                         send_timeout_secs = limits.send_timeout.as_secs(),
@@ -372,6 +372,8 @@ async fn serve_connection(
 
 /// What the accept loop hands a new connection's task.
 struct Accepted {
+    /// The client's address.
+    peer: std::net::SocketAddr,
     router: Router,
     limits: ConnLimits,
     /// Its entry in the registry, under `id`.

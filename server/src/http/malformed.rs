@@ -17,7 +17,9 @@ use std::task::{ready, Context, Poll};
 use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 
 /// Bytes read last that are kept to explain a refused request head (at least; at most twice as many).
-const KEEP: usize = 32 * 1024;
+/// Small, since every open connection keeps them: a refused header further back than this is answered
+/// `malformed_request` without naming it.
+const KEEP: usize = 8 * 1024;
 
 /// A connection's I/O, with hyper's bodiless parse-error answers replaced by JSON ones (module doc).
 pub struct JsonParseErrors<IO> {

@@ -84,27 +84,10 @@ pub fn read_path<T>(p: Result<Path<T>, PathRejection>) -> Result<Result<T, Strin
 /// Segment `index` of a URI path (`/api/sessions/{key}/...`: the key is 3), percent-decoded, with bytes
 /// that are not UTF-8 replaced by U+FFFD.
 pub fn lossy_segment(path: &str, index: usize) -> String {
-    let raw = path.split('/').nth(index).unwrap_or_default().as_bytes();
-    let mut bytes = Vec::with_capacity(raw.len());
-    let mut i = 0;
-    while i < raw.len() {
-        let hex = |b: u8| (b as char).to_digit(16);
-        match (
-            raw[i],
-            raw.get(i + 1).copied().and_then(hex),
-            raw.get(i + 2).copied().and_then(hex),
-        ) {
-            (b'%', Some(h), Some(l)) => {
-                bytes.push((h * 16 + l) as u8);
-                i += 3;
-            }
-            (b, _, _) => {
-                bytes.push(b);
-                i += 1;
-            }
-        }
-    }
-    String::from_utf8_lossy(&bytes).into_owned()
+    let raw = path.split('/').nth(index).unwrap_or_default();
+    percent_encoding::percent_decode_str(raw)
+        .decode_utf8_lossy()
+        .into_owned()
 }
 
 /// The path parameters as `T` (percent-decoded once by the router), or 400 `invalid_path`.

@@ -36,6 +36,14 @@ async fn read_until(r: &mut reqwest::Response, needle: &str) -> String {
     got
 }
 
+/// Whatever a stream still sends until it ends (within 5 s).
+async fn rest_of_stream(stream: reqwest::Response) -> String {
+    tokio::time::timeout(Duration::from_secs(5), stream.text())
+        .await
+        .expect("the stream ends")
+        .unwrap()
+}
+
 #[tokio::test]
 async fn deleting_a_session_sends_session_ended_and_ends_its_live_streams() {
     let app = spawn_with(|_| {}).await;
@@ -58,10 +66,7 @@ async fn deleting_a_session_sends_session_ended_and_ends_its_live_streams() {
         .unwrap();
     assert_eq!(r.status(), StatusCode::NO_CONTENT);
     // The rest of the stream: the end event, then the body ends.
-    let rest = tokio::time::timeout(Duration::from_secs(5), stream.text())
-        .await
-        .expect("the stream ends")
-        .unwrap();
+    let rest = rest_of_stream(stream).await;
     assert_eq!(
         rest,
         "event: session_ended\ndata: {\"reason\":\"deleted\"}\n\n"
@@ -77,10 +82,7 @@ async fn an_expired_session_gets_session_ended_when_the_retention_sweep_deletes_
     assert_eq!(stream.status(), StatusCode::OK);
     tokio::time::sleep(Duration::from_millis(1100)).await;
     assert_eq!(app.state.engine.purge_expired().await.unwrap(), 1);
-    let rest = tokio::time::timeout(Duration::from_secs(5), stream.text())
-        .await
-        .expect("the stream ends")
-        .unwrap();
+    let rest = rest_of_stream(stream).await;
     assert_eq!(
         rest,
         "event: session_ended\ndata: {\"reason\":\"expired\"}\n\n"
