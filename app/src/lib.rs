@@ -7,6 +7,8 @@ pub mod components;
 #[cfg(feature = "hydrate")]
 pub mod live;
 pub mod routes;
+#[cfg(feature = "ssr")]
+pub mod standalone;
 pub mod timeline;
 
 use leptos::prelude::*;

@@ -12,6 +12,8 @@ pub mod limits;
 pub mod wire;
 
 #[cfg(feature = "store")]
+pub mod access;
+#[cfg(feature = "store")]
 pub mod adapter;
 #[cfg(feature = "store")]
 pub mod credential;

@@ -161,6 +161,11 @@ impl Ledger {
         Engine::new(self.inner.clone())
     }
 
+    /// Staff accounts, tokens, sign-ins and viewer links (docs/access.md).
+    pub fn access(&self) -> crate::access::Access {
+        crate::access::Access::new(self.inner.clone())
+    }
+
     /// The read side.
     pub fn sessions(&self) -> SessionManager {
         SessionManager::new(self.inner.clone())

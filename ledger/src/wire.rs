@@ -300,3 +300,19 @@ pub struct EntryState {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub reason: Option<Reason>,
 }
+
+/// `GET /api/me`: who the caller is, as the page header shows it (docs/access.md).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+pub struct Caller {
+    /// `open` (no credential, reads are open), `host`, `staff` or `viewer`.
+    pub access: String,
+    /// The staff name (staff only).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub name: Option<String>,
+    /// Whether signing out ends this access (a sign-in or viewer cookie; not a token or an SSO proxy).
+    pub can_sign_out: bool,
+    /// The one session a viewer may read (viewer only).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub session_key: Option<String>,
+}

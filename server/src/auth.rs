@@ -5,19 +5,11 @@
 use std::io::Write;
 use std::path::Path;
 
-use std::net::{IpAddr, SocketAddr};
+use std::net::IpAddr;
 use std::num::NonZeroU32;
 use std::time::Duration;
 
-use axum::extract::{ConnectInfo, Request, State};
-use axum::http::header::AUTHORIZATION;
-use axum::middleware::Next;
-use axum::response::{IntoResponse, Response};
 use rand::RngCore;
-use subtle::ConstantTimeEq;
-
-use crate::error::ApiError;
-use crate::AppState;
 
 /// Where the host token came from (logged instead of the token).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -91,19 +83,13 @@ fn refuse_if_shared(path: &Path) -> std::io::Result<()> {
     Ok(())
 }
 
-/// The token of an `Authorization: Bearer <token>` value. The scheme is matched case-insensitively
-/// (RFC 9110, 11.1: `bearer`, `BEARER` are the same scheme), then one or more spaces, then the token.
-fn bearer_token(value: &str) -> Option<&str> {
-    let (scheme, token) = value.trim_start().split_once(' ')?;
-    let token = token.trim();
-    (scheme.eq_ignore_ascii_case("bearer") && !token.is_empty()).then_some(token)
-}
-
 /// Failed credentials per client address: at most [`Failures::BURST`] (10) in a row, then one more each
 /// [`Failures::PERIOD`] (60 s); past that a failure answers 429 with `Retry-After` instead of 401
 /// (docs/api.md, "Limits"). Loopback is not exempt. A valid credential is never refused here.
 pub struct Failures {
     limiter: governor::DefaultKeyedRateLimiter<IpAddr>,
+    /// Clients past the limit, until when: a costly check (a password) is not even tried for them.
+    blocked: std::sync::Mutex<std::collections::HashMap<IpAddr, std::time::Instant>>,
 }
 
 impl Failures {
@@ -117,6 +103,7 @@ impl Failures {
         let quota = governor::Quota::per_minute(NonZeroU32::MIN).allow_burst(Self::BURST);
         Failures {
             limiter: governor::RateLimiter::keyed(quota),
+            blocked: std::sync::Mutex::new(std::collections::HashMap::new()),
         }
     }
 
@@ -125,13 +112,31 @@ impl Failures {
     pub fn fail(&self, client: IpAddr) -> Result<(), Duration> {
         use governor::clock::Clock;
         self.limiter.check_key(&client).map_err(|not_until| {
-            not_until.wait_time_from(governor::clock::DefaultClock::default().now())
+            let wait = not_until.wait_time_from(governor::clock::DefaultClock::default().now());
+            if let Ok(mut blocked) = self.blocked.lock() {
+                blocked.insert(client, std::time::Instant::now() + wait);
+            }
+            wait
         })
+    }
+
+    /// How long `client` must still wait when its last failure was refused for being past the limit;
+    /// `None` when it may try. Counts nothing.
+    pub fn blocked_for(&self, client: IpAddr) -> Option<Duration> {
+        let blocked = self.blocked.lock().ok()?;
+        let until = *blocked.get(&client)?;
+        until
+            .checked_duration_since(std::time::Instant::now())
+            .filter(|d| !d.is_zero())
     }
 
     /// Forgets clients whose failures have all expired (called by the periodic sweep).
     pub fn forget_old(&self) {
         self.limiter.retain_recent();
+        if let Ok(mut blocked) = self.blocked.lock() {
+            let now = std::time::Instant::now();
+            blocked.retain(|_, until| *until > now);
+        }
     }
 }
 
@@ -141,67 +146,9 @@ impl Default for Failures {
     }
 }
 
-/// The client's address (`ConnectInfo`), or `0.0.0.0` for a request that came in process.
-fn client_ip(request: &Request) -> IpAddr {
-    request
-        .extensions()
-        .get::<ConnectInfo<SocketAddr>>()
-        .map_or(IpAddr::from([0, 0, 0, 0]), |c| c.0.ip())
-}
-
-/// Middleware: 401 unless `Authorization: Bearer <host token>` matches (compared in constant time); a
-/// client past its failure limit gets 429 with `Retry-After` instead ([`Failures`]). A failure is logged
-/// with the client's address, never with what it presented.
-pub async fn require_host_token(
-    State(state): State<AppState>,
-    request: Request,
-    next: Next,
-) -> Response {
-    let presented = request
-        .headers()
-        .get(AUTHORIZATION)
-        .and_then(|v| v.to_str().ok())
-        .and_then(bearer_token);
-    match presented {
-        Some(t) if bool::from(t.as_bytes().ct_eq(state.host_token.as_bytes())) => {
-            next.run(request).await
-        }
-        _ => {
-            let client = client_ip(&request);
-            match state.failures.fail(client) {
-                Ok(()) => {
-                    tracing::warn!(%client, "host token refused");
-                    ApiError::unauthorized().into_response()
-                }
-                Err(wait) => {
-                    tracing::warn!(%client, "host token refused: too many failures");
-                    ApiError::too_many_failures(wait).into_response()
-                }
-            }
-        }
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn the_bearer_scheme_is_case_insensitive() {
-        for v in [
-            "Bearer T",
-            "bearer T",
-            "BEARER T",
-            "bEaReR T",
-            "Bearer   T ",
-            " Bearer T",
-        ] {
-            assert_eq!(bearer_token(v), Some("T"), "{v:?}");
-        }
-        for v in ["Basic T", "BearerT", "Bearer", "Bearer ", "Bearers T", "T"] {
-            assert_eq!(bearer_token(v), None, "{v:?}");
-        }
-    }
 
     #[cfg(unix)]
     fn mode(path: &Path) -> u32 {

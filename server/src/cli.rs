@@ -24,6 +24,8 @@ pub enum Command {
     Demo(DemoArgs),
     /// Import agent transcripts (OpenAI chat format) into a running server through the host API's batch.
     Import(ImportArgs),
+    /// Manage staff accounts (investigators, support) in the ledger database: add, remove, list, token.
+    Staff(StaffArgs),
     /// Read ledger entries (contract example format), one JSON object per line on stdin, and print each
     /// published record (or `null`) as one line of JSON.
     Project,
@@ -81,9 +83,62 @@ pub struct ServeArgs {
         default_value_t = 64
     )]
     pub max_live_streams_per_session: usize,
+    /// Who may read (docs/access.md): `auto` opens reads on a loopback address and closes them on any
+    /// other; `signed-in` closes them everywhere; `open` opens them (refused on a non-loopback address).
+    #[arg(long, env = "OUTCOMES_ACCESS", value_enum, default_value_t = AccessArg::Auto)]
+    pub access: AccessArg,
+    /// A staff sign-in unused this many seconds is over.
+    #[arg(long, env = "OUTCOMES_SIGN_IN_IDLE_SECS", default_value_t = 12 * 3600, value_parser = clap::value_parser!(u64).range(60..=31_536_000))]
+    pub sign_in_idle_secs: u64,
+    /// Behind an SSO proxy: the request header that names the signed-in user (e.g. `X-Forwarded-User`).
+    /// Counted only from an address in --trusted-proxy.
+    #[arg(long, env = "OUTCOMES_TRUSTED_USER_HEADER", requires = "trusted_proxy")]
+    pub trusted_user_header: Option<axum::http::HeaderName>,
+    /// Addresses of the SSO proxy (CIDR, e.g. `10.0.0.5/32`; repeat or separate with commas).
+    #[arg(
+        long,
+        env = "OUTCOMES_TRUSTED_PROXY",
+        value_delimiter = ',',
+        requires = "trusted_user_header"
+    )]
+    pub trusted_proxy: Vec<ipnet::IpNet>,
+}
+
+/// `--access`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum AccessArg {
+    Auto,
+    SignedIn,
+    Open,
 }
 
 impl ServeArgs {
+    /// The access mode this server runs in, or why it refuses to start.
+    pub fn access_mode(&self) -> Result<crate::access::AccessMode, String> {
+        use crate::access::AccessMode;
+        let loopback = self.addr.ip().is_loopback();
+        match self.access {
+            AccessArg::SignedIn => Ok(AccessMode::SignedIn),
+            AccessArg::Auto if loopback => Ok(AccessMode::Open),
+            AccessArg::Auto => Ok(AccessMode::SignedIn),
+            AccessArg::Open if loopback => Ok(AccessMode::Open),
+            AccessArg::Open => Err(format!(
+                "refusing --access open on non-loopback address {}: anyone who reaches it would read \
+                 every session; use --access signed-in (the default there)",
+                self.addr
+            )),
+        }
+    }
+
+    /// The trusted SSO proxy, when both flags are given.
+    pub fn trusted_proxy(&self) -> Option<crate::access::TrustedProxy> {
+        let header = self.trusted_user_header.clone()?;
+        (!self.trusted_proxy.is_empty()).then(|| crate::access::TrustedProxy {
+            header,
+            proxies: self.trusted_proxy.clone(),
+        })
+    }
+
     /// The database to open.
     pub fn database(&self) -> String {
         self.database.clone().unwrap_or_else(|| {
@@ -101,6 +156,44 @@ impl ServeArgs {
     pub fn write_wait(&self) -> Duration {
         Duration::from_millis(self.write_wait_ms)
     }
+}
+
+/// `outcomes staff`.
+#[derive(Debug, Clone, Args)]
+pub struct StaffArgs {
+    #[command(subcommand)]
+    pub command: StaffCommand,
+    /// The ledger: a SQLite file path or `sqlite:` URL. Default: `<data dir>/ledger.sqlite`.
+    #[arg(long, env = "OUTCOMES_DATABASE", global = true)]
+    pub database: Option<String>,
+    /// Directory of the default database.
+    #[arg(long, env = "OUTCOMES_DATA_DIR", default_value = "data", global = true)]
+    pub data_dir: PathBuf,
+}
+
+impl StaffArgs {
+    /// The database to open (as `serve` would).
+    pub fn database(&self) -> String {
+        self.database.clone().unwrap_or_else(|| {
+            self.data_dir
+                .join("ledger.sqlite")
+                .to_string_lossy()
+                .into_owned()
+        })
+    }
+}
+
+/// `outcomes staff …`.
+#[derive(Debug, Clone, Subcommand)]
+pub enum StaffCommand {
+    /// Add a staff account; prints its generated password alone on the last line.
+    Add { name: String },
+    /// Remove a staff account with its API tokens and sign-ins.
+    Remove { name: String },
+    /// List staff accounts.
+    List,
+    /// Make an API token for a staff account (any number may exist); prints it alone on the last line.
+    Token { name: String },
 }
 
 /// `outcomes demo`.
@@ -152,6 +245,7 @@ pub async fn run(cli: Cli) -> ExitCode {
         Command::Serve(args) => crate::serve::serve(args).await,
         Command::Demo(args) => crate::demo::run(args).await,
         Command::Import(args) => crate::import::run(args).await,
+        Command::Staff(args) => crate::staff::run(args).await,
         Command::Project => project_stdin(),
     };
     match result {

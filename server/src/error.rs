@@ -61,14 +61,29 @@ impl ApiError {
         )
     }
 
-    /// 401: no valid host token.
-    pub fn unauthorized() -> Self {
+    /// 401 on the host write API: no valid host token.
+    pub fn host_token_required() -> Self {
         Self::new(
             StatusCode::UNAUTHORIZED,
             "unauthorized",
             "a valid host token is required: Authorization: Bearer <host token>",
             None,
         )
+    }
+
+    /// 401 on a read API: no valid credential (docs/access.md).
+    pub fn credential_required() -> Self {
+        Self::new(
+            StatusCode::UNAUTHORIZED,
+            "unauthorized",
+            "a credential is required: Authorization: Bearer <host or staff token>, a staff sign-in, or a viewer link",
+            None,
+        )
+    }
+
+    /// 403: the caller is known but this is not theirs to do (`code` says why).
+    pub fn forbidden(code: &str, message: impl Into<String>) -> Self {
+        Self::new(StatusCode::FORBIDDEN, code, message, None)
     }
 
     /// 429: too many failed credentials from this client; `Retry-After` says when the next try counts.

@@ -1,6 +1,7 @@
 //! The outcomes server: the host write API, history, replay snapshots and live run events over HTTP, and
 //! the server-side rendering of the dashboard (`app`). `main.rs` only parses the command line.
 
+pub mod access;
 pub mod auth;
 pub mod cli;
 pub mod conn;
@@ -11,6 +12,7 @@ pub mod import;
 pub mod live;
 pub mod serve;
 pub mod ssr;
+pub mod staff;
 
 use std::sync::Arc;
 
@@ -29,4 +31,8 @@ pub struct AppState {
     pub shutdown: CancellationToken,
     /// Failed credentials per client address (`auth::Failures`).
     pub failures: Arc<auth::Failures>,
+    /// Who may see what: the access mode, the store of staff and viewer links, the trusted proxy.
+    pub access: Arc<access::AccessConfig>,
+    /// Password checks running at once (Argon2id is CPU- and memory-heavy).
+    pub password_checks: Arc<tokio::sync::Semaphore>,
 }

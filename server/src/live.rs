@@ -183,6 +183,8 @@ pub struct Hub {
     next_id: std::sync::atomic::AtomicU64,
     limits: StreamLimits,
     me: Weak<Hub>,
+    /// Sessions whose viewer links were revoked: their viewers' streams close (docs/access.md).
+    revoked: tokio::sync::broadcast::Sender<SessionKey>,
 }
 
 impl Hub {
@@ -197,7 +199,20 @@ impl Hub {
             next_id: std::sync::atomic::AtomicU64::new(0),
             limits,
             me: me.clone(),
+            revoked: tokio::sync::broadcast::channel(64).0,
         })
+    }
+
+    /// Closes the live streams viewers hold on `session_key` (its viewer links were revoked). Staff and
+    /// host streams go on.
+    pub fn end_viewers(&self, session_key: &SessionKey) {
+        let _ = self.revoked.send(session_key.clone());
+    }
+
+    /// Announcements of [`Hub::end_viewers`]; a viewer's stream listens and closes on its session. A
+    /// receiver that lagged behind closes too (it may have missed its session).
+    pub fn viewer_revocations(&self) -> tokio::sync::broadcast::Receiver<SessionKey> {
+        self.revoked.subscribe()
     }
 
     /// Subscribes to a session's live events, unless a cap is reached.

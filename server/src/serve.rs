@@ -63,6 +63,12 @@ pub async fn build(
         },
     )
     .await?;
+    let access = crate::access::AccessConfig {
+        mode: args.access_mode()?,
+        store: ledger.access(),
+        sign_in_idle: Duration::from_secs(args.sign_in_idle_secs),
+        trusted: args.trusted_proxy(),
+    };
     let state = AppState {
         engine: ledger.engine(),
         sessions: ledger.sessions(),
@@ -70,18 +76,27 @@ pub async fn build(
         host_token: Arc::from(host_token),
         shutdown: CancellationToken::new(),
         failures: Arc::new(crate::auth::Failures::new()),
+        access: Arc::new(access),
+        password_checks: crate::http::sign_in::password_checks(),
     };
-    let api = crate::http::api_router(state.clone()).with_state(state.clone());
-    let transport = crate::ssr::in_process_transport(api.clone());
+    let api = crate::http::api_router().with_state(state.clone());
     let pages = crate::ssr::pages(
         crate::ssr::leptos_options(&args.site_root, args.addr),
-        transport,
+        api.clone(),
     );
     let request_id = HeaderName::from_static("x-request-id");
     let router = api
         .merge(pages)
         // A handler that panics answers 500 JSON (and is logged); its connection stays usable.
         .layer(CatchPanicLayer::custom(panic_response))
+        // Who is calling, and may they (docs/access.md); before any handler or page rendering.
+        .layer(axum::middleware::from_fn_with_state(
+            state.clone(),
+            crate::access::authenticate,
+        ))
+        .layer(axum::middleware::from_fn(
+            crate::http::security::security_headers,
+        ))
         .layer(RequestBodyTimeoutLayer::new(Duration::from_secs(
             args.body_timeout_secs,
         )))
@@ -160,6 +175,7 @@ pub async fn serve(args: ServeArgs) -> Result<(), Box<dyn std::error::Error>> {
         )
         .into());
     }
+    let mode = args.access_mode()?;
     let _database_lock = lock_database(&args.database())?;
     let (token, source) = resolve_host_token(args.host_token.as_deref(), &args.data_dir)?;
     match source {
@@ -178,6 +194,14 @@ pub async fn serve(args: ServeArgs) -> Result<(), Box<dyn std::error::Error>> {
     let local = listener.local_addr()?;
     tracing::info!(database = %args.database(), "ledger open");
     println!("outcomes: serving on http://{local}/");
+    match mode {
+        crate::access::AccessMode::Open => tracing::info!(
+            "access: open reads (loopback); pages say \"open access\"; --access signed-in closes them"
+        ),
+        crate::access::AccessMode::SignedIn => tracing::info!(
+            "access: every read needs a credential (staff sign-in or token, viewer link, host token)"
+        ),
+    }
 
     if args.demo_when_empty && built.state.sessions.sessions().await?.sessions.is_empty() {
         let demo = DemoArgs {
@@ -295,6 +319,14 @@ async fn purge_expired_periodically(state: AppState, shutdown: CancellationToken
             _ = shutdown.cancelled() => return,
         }
         state.failures.forget_old();
+        if let Err(e) = state
+            .access
+            .store
+            .purge_expired(state.access.sign_in_idle_ms())
+            .await
+        {
+            tracing::warn!(error = %e, "sweep of expired viewer links and sign-ins failed");
+        }
         match state.engine.purge_expired().await {
             Ok(0) => {}
             Ok(n) => tracing::info!(sessions = n, "expired sessions deleted"),

@@ -8,9 +8,12 @@ use axum::body::Body;
 use axum::http::Request;
 use axum::Router;
 use leptos::config::{Env, LeptosOptions};
-use leptos::prelude::provide_context;
+use leptos::prelude::{provide_context, use_context};
 use leptos_axum::{generate_route_list, LeptosRoutes};
 use tower::ServiceExt;
+
+use crate::access::Principal;
+use crate::http::security::CspNonce;
 
 /// Name of the browser bundle: `pkg/outcomes.js`, `pkg/outcomes_bg.wasm`, `pkg/outcomes.css`.
 pub const OUTPUT_NAME: &str = "outcomes";
@@ -26,14 +29,20 @@ pub fn leptos_options(site_root: &str, addr: std::net::SocketAddr) -> LeptosOpti
         .build()
 }
 
-/// A transport that answers the app's GET requests with `api` in process.
-pub fn in_process_transport(api: Router) -> ApiTransport {
+/// A transport that answers the app's GET requests with `api` in process, as `principal` (the caller of
+/// the page being rendered: a viewer's page reads only what that viewer may read). Without a principal
+/// the API refuses every read (401).
+pub fn in_process_transport(api: Router, principal: Option<Principal>) -> ApiTransport {
     ApiTransport(Arc::new(move |path: String| {
         let api = api.clone();
+        let principal = principal.clone();
         Box::pin(async move {
-            let request = Request::get(&path)
+            let mut request = Request::get(&path)
                 .body(Body::empty())
                 .map_err(|e| e.to_string())?;
+            if let Some(p) = principal {
+                request.extensions_mut().insert(p);
+            }
             let response = api.oneshot(request).await.map_err(|e| e.to_string())?;
             let status = response.status().as_u16();
             let bytes = axum::body::to_bytes(response.into_body(), 16 * 1024 * 1024)
@@ -47,10 +56,21 @@ pub fn in_process_transport(api: Router) -> ApiTransport {
     }))
 }
 
-/// The dashboard's pages, rendered with `transport` in context, and static files under the site root.
-pub fn pages(options: LeptosOptions, transport: ApiTransport) -> Router {
+/// The dashboard's pages and static files under the site root. Each page renders with, in context, a
+/// transport that reads `api` in process as the page's caller, and the request's CSP nonce (so the
+/// hydration scripts carry it).
+pub fn pages(options: LeptosOptions, api: Router) -> Router {
     let routes = generate_route_list(app::App);
-    let context = move || provide_context(transport.clone());
+    let context = move || {
+        let parts = use_context::<axum::http::request::Parts>();
+        let principal = parts
+            .as_ref()
+            .and_then(|p| p.extensions.get::<Principal>().cloned());
+        if let Some(nonce) = parts.as_ref().and_then(|p| p.extensions.get::<CspNonce>()) {
+            provide_context(leptos::nonce::Nonce::from_value(nonce.0.clone()));
+        }
+        provide_context(in_process_transport(api.clone(), principal));
+    };
     Router::new()
         .leptos_routes_with_context(&options, routes, context.clone(), {
             let options = options.clone();

@@ -25,7 +25,7 @@ use crate::AppState;
 pub const MAX_BATCH_OPERATIONS: usize = 1000;
 
 /// The raw body, or the extractor's status (413 over the body limit, 2 MiB) as a JSON error.
-fn raw(bytes: Result<Bytes, BytesRejection>) -> Result<Bytes, ApiError> {
+pub(crate) fn raw(bytes: Result<Bytes, BytesRejection>) -> Result<Bytes, ApiError> {
     bytes.map_err(|e| {
         let status = e.status();
         let code = if status == StatusCode::PAYLOAD_TOO_LARGE {
@@ -48,7 +48,9 @@ fn raw(bytes: Result<Bytes, BytesRejection>) -> Result<Bytes, ApiError> {
 
 /// Parses a JSON object body: 400 when it is not JSON or not an object, 422 naming the field whose type
 /// is wrong.
-fn body<T: DeserializeOwned>(bytes: Result<Bytes, BytesRejection>) -> Result<T, ApiError> {
+pub(crate) fn body<T: DeserializeOwned>(
+    bytes: Result<Bytes, BytesRejection>,
+) -> Result<T, ApiError> {
     let bytes = raw(bytes)?;
     let value: serde_json::Value = serde_json::from_slice(&bytes).map_err(|e| {
         ApiError::bad_request(
@@ -78,7 +80,7 @@ fn required<T>(value: Option<T>, field: &str) -> Result<T, ApiError> {
     value.ok_or_else(|| ApiError::invalid_field(field, format!("{field} is required")))
 }
 
-fn session(s: String) -> Result<SessionKey, ApiError> {
+pub(crate) fn session(s: String) -> Result<SessionKey, ApiError> {
     write_id(s, "session_key", SessionKey::parse)
 }
 

@@ -21,6 +21,7 @@ use ledger::wire::Resync;
 
 use super::query::{query, read_param};
 use super::read::SessionParam;
+use crate::access::Principal;
 use crate::error::ApiError;
 use crate::live::LiveMessage;
 use crate::AppState;
@@ -44,9 +45,17 @@ pub const HEARTBEAT: Duration = Duration::from_secs(15);
 )]
 pub async fn run_events(
     State(state): State<AppState>,
+    principal: Principal,
     q: Result<Query<SessionParam>, QueryRejection>,
 ) -> Result<Response, ApiError> {
     let key = read_param(query(q)?.session_id_opt(), "session_id", SessionKey::parse)?;
+    principal.may_read(&key)?;
+    // A viewer's stream closes when the link expires or its session's links are revoked.
+    let viewer_until = match &principal {
+        Principal::Viewer { expires_at, .. } => Some(*expires_at),
+        _ => None,
+    };
+    let mut revocations = state.hub.viewer_revocations();
     let subscription = state.hub.subscribe(&key);
     // Checked after subscribing: a change committed in between is both queued and replayed, never lost.
     state.sessions.turns(&key).await?;
@@ -60,7 +69,15 @@ pub async fn run_events(
         loop {
             let message = tokio::select! {
                 m = subscription.next() => m,
+                revoked = revocations.recv(), if viewer_until.is_some() => match revoked {
+                    Ok(k) if k != key => continue,
+                    // Its own session, or lagged (it may have missed its session): close.
+                    _ => None,
+                },
                 _ = heartbeat.tick() => {
+                    if viewer_until.is_some_and(|until| now_ms() >= until) {
+                        break;
+                    }
                     let at = ledger::store::format_time(now_ms());
                     yield Ok::<_, Infallible>(Event::default().event("heartbeat").data(format!("{{\"at\":\"{at}\"}}")));
                     continue;

@@ -7,6 +7,9 @@ pub mod openapi;
 pub mod query;
 pub mod read;
 pub mod replay;
+pub mod security;
+pub mod sign_in;
+pub mod viewer_links;
 
 use axum::middleware;
 use axum::routing::{any, delete, get, post, put};
@@ -14,8 +17,10 @@ use axum::Router;
 
 use crate::AppState;
 
-/// Every `/api` route and `/healthz`, with the host token guarding `/api/host`.
-pub fn api_router(state: AppState) -> Router<AppState> {
+/// Every `/api` route, `/healthz`, and the access routes (`/sign-in`, `/sign-out`, `/v/{token}`). Who
+/// may call what is decided before routing by [`crate::access::authenticate`]; `/api/host` checks again
+/// that the caller is the host.
+pub fn api_router() -> Router<AppState> {
     let host = Router::new()
         .route("/sessions/{session_key}/mutations", post(host::approve))
         .route(
@@ -43,11 +48,12 @@ pub fn api_router(state: AppState) -> Router<AppState> {
             post(host::fresh_attempt),
         )
         .route("/sessions/{session_key}", delete(host::delete_session))
+        .route(
+            "/sessions/{session_key}/viewer-links",
+            post(viewer_links::create).delete(viewer_links::revoke),
+        )
         .route("/batch", post(host::batch))
-        .route_layer(middleware::from_fn_with_state(
-            state,
-            crate::auth::require_host_token,
-        ));
+        .route_layer(middleware::from_fn(crate::access::require_host));
 
     Router::new()
         .nest("/api/host", host)
@@ -62,9 +68,16 @@ pub fn api_router(state: AppState) -> Router<AppState> {
         )
         .route("/api/operations/{mutation_id}", get(read::operation))
         .route("/api/unknowns", get(read::unknowns))
+        .route("/api/me", get(sign_in::me))
         .route("/api/openapi.json", get(openapi::openapi_json))
         .route("/api/{*rest}", any(no_route))
         .route("/healthz", get(read::healthz))
+        .route(
+            "/sign-in",
+            get(sign_in::sign_in_form).post(sign_in::sign_in),
+        )
+        .route("/sign-out", post(sign_in::sign_out))
+        .route("/v/{token}", get(sign_in::open_viewer_link))
         .method_not_allowed_fallback(method_not_allowed)
 }
 

@@ -11,6 +11,7 @@ use ledger::wire::{MutationOutcomes, OperationMatches, SessionList, SessionTurns
 use serde::Deserialize;
 
 use super::query::{lossy_segment, query, read_id, read_param, read_path, unknown};
+use crate::access::Principal;
 use crate::error::ApiError;
 use crate::AppState;
 
@@ -46,9 +47,11 @@ impl SessionParam {
 )]
 pub async fn mutation_outcomes(
     State(state): State<AppState>,
+    principal: Principal,
     q: Result<Query<SessionParam>, QueryRejection>,
 ) -> Result<Json<MutationOutcomes>, ApiError> {
     let key = read_param(query(q)?.session_id, "session_id", SessionKey::parse)?;
+    principal.may_read(&key)?;
     let mutation_outcomes = state.sessions.mutation_outcomes(&key).await?;
     Ok(Json(MutationOutcomes { mutation_outcomes }))
 }
@@ -62,7 +65,11 @@ pub async fn mutation_outcomes(
         (status = 200, description = "sessions that have not expired, most recently active first", body = ledger::wire::SessionList),
     ),
 )]
-pub async fn sessions(State(state): State<AppState>) -> Result<Json<SessionList>, ApiError> {
+pub async fn sessions(
+    State(state): State<AppState>,
+    principal: Principal,
+) -> Result<Json<SessionList>, ApiError> {
+    principal.may_read_all()?;
     Ok(Json(state.sessions.sessions().await?))
 }
 
@@ -80,10 +87,12 @@ pub async fn sessions(State(state): State<AppState>) -> Result<Json<SessionList>
 )]
 pub async fn turns(
     State(state): State<AppState>,
+    principal: Principal,
     p: Result<Path<String>, PathRejection>,
 ) -> Result<Json<SessionTurns>, ApiError> {
     let key = read_path(p)?.map_err(|_| unknown("session_id"))?;
     let key = read_param(Some(key), "session_id", SessionKey::parse)?;
+    principal.may_read(&key)?;
     Ok(Json(state.sessions.turns(&key).await?))
 }
 
@@ -101,6 +110,7 @@ pub async fn turns(
 )]
 pub async fn turn_entries(
     State(state): State<AppState>,
+    principal: Principal,
     uri: Uri,
     p: Result<Path<(String, String)>, PathRejection>,
 ) -> Result<Json<TurnEntries>, ApiError> {
@@ -111,6 +121,7 @@ pub async fn turn_entries(
         Err(_) => (lossy_segment(uri.path(), 3), None),
     };
     let key = read_param(Some(k), "session_id", SessionKey::parse)?;
+    principal.may_read(&key)?;
     let turn = match t {
         Some(t) => read_id(Some(t), "logical_turn_id", LogicalTurnId::parse)?,
         None => None,
@@ -136,6 +147,7 @@ pub async fn turn_entries(
 )]
 pub async fn operation(
     State(state): State<AppState>,
+    principal: Principal,
     p: Result<Path<String>, PathRejection>,
 ) -> Result<Json<OperationMatches>, ApiError> {
     // An id that could never have been stored matches nothing, like any other unknown id.
@@ -143,10 +155,14 @@ pub async fn operation(
         Ok(id) => read_id(Some(id), "mutation_id", MutationId::parse)?,
         Err(_) => None,
     };
-    let matches = match id {
+    let mut matches = match id {
         Some(id) => state.sessions.find_operation(&id).await?,
         None => Vec::new(),
     };
+    // A viewer sees only matches in their own session.
+    if let Some(own) = principal.viewer_session() {
+        matches.retain(|m| m.session_key == own.as_str());
+    }
     Ok(Json(OperationMatches { matches }))
 }
 
@@ -169,8 +185,10 @@ pub struct LimitParam {
 )]
 pub async fn unknowns(
     State(state): State<AppState>,
+    principal: Principal,
     q: Result<Query<LimitParam>, QueryRejection>,
 ) -> Result<Json<OperationMatches>, ApiError> {
+    principal.may_read_all()?;
     let limit = match query(q)?.limit {
         None => UNKNOWNS_DEFAULT_LIMIT,
         Some(l) => l

@@ -26,6 +26,7 @@ use ledger::Replay;
 use serde::Deserialize;
 
 use super::query::{query, read_id, unknown};
+use crate::access::Principal;
 use crate::error::ApiError;
 use crate::AppState;
 
@@ -113,6 +114,7 @@ pub fn snapshot_events(replay: &Replay) -> Vec<Event> {
 )]
 pub async fn mutation_events(
     State(state): State<AppState>,
+    principal: Principal,
     headers: HeaderMap,
     q: Result<Query<ReplayParams>, QueryRejection>,
 ) -> Result<Response, ApiError> {
@@ -126,6 +128,7 @@ pub async fn mutation_events(
     )?;
     let cursor = cursor(params.after, &headers)?;
     let key = key.ok_or_else(|| unknown("session_id"))?;
+    principal.may_read(&key)?;
     let Some(turn) = turn else {
         state.sessions.turns(&key).await?;
         return Err(unknown("logical_turn_id"));

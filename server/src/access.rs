@@ -1,0 +1,683 @@
+//! Who may see what (docs/access.md). Every request is classified by its path, its caller is resolved
+//! from the credential it carries, and the request is let through, refused (401 JSON for an API, 303 to
+//! `/sign-in?next=…` for a page, before any rendering) or scoped (a viewer reads one session).
+//!
+//! Credentials, in the order they are looked at:
+//! 1. `Authorization: Bearer <token>`: the host token, else a staff API token. Any other token is a
+//!    failure, counted per client address ([`crate::auth::Failures`]): 401, then 429 with `Retry-After`.
+//! 2. The trusted user header (`--trusted-user-header`), only from an address in `--trusted-proxy`.
+//! 3. The sign-in cookie ([`SIGN_IN_COOKIE`]): a server-kept sign-in that is not idle.
+//! 4. The viewer cookie ([`VIEWER_COOKIE`]): a stored viewer link that has not expired or been revoked.
+//!
+//! A cookie that names nothing live is cleared in the response (signed out). Without a credential, reads
+//! are open in [`AccessMode::Open`] (loopback by default) and refused otherwise.
+
+use std::net::{IpAddr, SocketAddr};
+use std::sync::Arc;
+use std::time::Duration;
+
+use axum::extract::{ConnectInfo, FromRequestParts, Request, State};
+use axum::http::header::{AUTHORIZATION, COOKIE, HOST, LOCATION, ORIGIN, SET_COOKIE};
+use axum::http::request::Parts;
+use axum::http::{HeaderMap, HeaderName, HeaderValue, Method, StatusCode};
+use axum::middleware::Next;
+use axum::response::{IntoResponse, Response};
+use cookie::Cookie;
+use ipnet::IpNet;
+use ledger::access::Access;
+use ledger::ids::SessionKey;
+use subtle::ConstantTimeEq;
+
+use crate::error::ApiError;
+use crate::AppState;
+
+/// The cookie that holds a staff sign-in's random id.
+pub const SIGN_IN_COOKIE: &str = "outcomes_sign_in";
+/// The cookie that holds a viewer link's token.
+pub const VIEWER_COOKIE: &str = "outcomes_viewer";
+
+/// Whether reads need a credential.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum AccessMode {
+    /// Reads need no credential (the default on a loopback address); the page header says "open access".
+    Open,
+    /// Every read needs a credential (any other address, or `--access signed-in`).
+    SignedIn,
+}
+
+/// Requests from these addresses carrying `header` are staff requests named by the header's value.
+#[derive(Debug, Clone)]
+pub struct TrustedProxy {
+    pub header: HeaderName,
+    pub proxies: Vec<IpNet>,
+}
+
+impl TrustedProxy {
+    /// The staff name a request from `client` carries, when `client` is a trusted proxy and the header
+    /// holds a plain name (1 to 256 bytes of visible ASCII, trimmed). Any other request: `None`.
+    fn user(&self, client: IpAddr, headers: &HeaderMap) -> Option<String> {
+        let client = canonical(client);
+        if !self.proxies.iter().any(|net| net.contains(&client)) {
+            return None;
+        }
+        let name = headers.get(&self.header)?.to_str().ok()?.trim();
+        (!name.is_empty() && name.len() <= 256 && name.bytes().all(|b| b.is_ascii_graphic()))
+            .then(|| name.to_owned())
+    }
+}
+
+/// An IPv4 address that came in as IPv4-mapped IPv6 (`::ffff:a.b.c.d`) is the IPv4 address.
+fn canonical(ip: IpAddr) -> IpAddr {
+    match ip {
+        IpAddr::V6(v6) => v6.to_ipv4_mapped().map_or(ip, IpAddr::V4),
+        v4 => v4,
+    }
+}
+
+/// The access settings of a running server.
+#[derive(Clone)]
+pub struct AccessConfig {
+    pub mode: AccessMode,
+    pub store: Access,
+    /// A sign-in unused this long is over (`--sign-in-idle-secs`).
+    pub sign_in_idle: Duration,
+    pub trusted: Option<TrustedProxy>,
+}
+
+impl AccessConfig {
+    pub fn sign_in_idle_ms(&self) -> i64 {
+        i64::try_from(self.sign_in_idle.as_millis()).unwrap_or(i64::MAX)
+    }
+}
+
+/// How a staff caller proved who they are.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum StaffVia {
+    /// A sign-in cookie.
+    SignIn,
+    /// A staff API token as a bearer.
+    Token,
+    /// The trusted proxy's user header.
+    Proxy,
+}
+
+/// Who is calling. Put into every request's extensions by [`authenticate`] (absent when the caller has
+/// no credential and reads are closed); handlers take it as an extractor.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Principal {
+    /// The host program (host token).
+    Host,
+    /// Staff: investigators and support.
+    Staff { name: String, via: StaffVia },
+    /// An end user with a viewer link: one session only, until `expires_at` (ms since the epoch).
+    Viewer {
+        session_key: SessionKey,
+        expires_at: i64,
+    },
+    /// No credential, in open access mode: reads everything, changes nothing.
+    Open,
+}
+
+impl Principal {
+    /// The one session a viewer may read; `None` for every other caller.
+    pub fn viewer_session(&self) -> Option<&SessionKey> {
+        match self {
+            Principal::Viewer { session_key, .. } => Some(session_key),
+            _ => None,
+        }
+    }
+
+    /// `Ok` when the caller may read `session_key`; a viewer of another session gets exactly the 404 of
+    /// an unknown session (existence is not revealed).
+    pub fn may_read(&self, session_key: &SessionKey) -> Result<(), ApiError> {
+        match self.viewer_session() {
+            Some(own) if own != session_key => {
+                Err(ApiError::from(ledger::LedgerError::SessionNotFound))
+            }
+            _ => Ok(()),
+        }
+    }
+
+    /// `Ok` when the caller may read across sessions (the sessions list, the unknowns queue); a viewer
+    /// gets the 404 of a path that names no endpoint.
+    pub fn may_read_all(&self) -> Result<(), ApiError> {
+        match self {
+            Principal::Viewer { .. } => Err(ApiError::no_route()),
+            _ => Ok(()),
+        }
+    }
+
+    /// Whether the credential came in a cookie (a change then needs a matching `Origin`).
+    fn by_cookie(&self) -> bool {
+        matches!(
+            self,
+            Principal::Viewer { .. }
+                | Principal::Staff {
+                    via: StaffVia::SignIn,
+                    ..
+                }
+        )
+    }
+}
+
+impl<S: Send + Sync> FromRequestParts<S> for Principal {
+    type Rejection = ApiError;
+
+    /// The caller [`authenticate`] resolved; 401 when there is none (the middleware refuses such requests
+    /// before they reach a handler that reads data, so this only guards a route wired without it).
+    async fn from_request_parts(parts: &mut Parts, _: &S) -> Result<Self, Self::Rejection> {
+        parts
+            .extensions
+            .get::<Principal>()
+            .cloned()
+            .ok_or_else(ApiError::credential_required)
+    }
+}
+
+/// What a path is, for access.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum PathClass {
+    /// Open in every mode: `/healthz`, `/sign-in`, `/sign-out`, `/v/{token}`, static assets,
+    /// `/api/openapi.json`.
+    Open,
+    /// The host write API: the host token only.
+    Host,
+    /// Any other `/api` path: a read API.
+    Api,
+    /// A dashboard page.
+    Page,
+}
+
+/// Classifies a request path.
+pub fn classify(path: &str) -> PathClass {
+    const OPEN_EXACT: [&str; 6] = [
+        "/healthz",
+        "/sign-in",
+        "/sign-out",
+        "/api/openapi.json",
+        "/favicon.ico",
+        "/manifest.webmanifest",
+    ];
+    if OPEN_EXACT.contains(&path) || path.starts_with("/v/") || path.starts_with("/pkg/") {
+        PathClass::Open
+    } else if path == "/api/host" || path.starts_with("/api/host/") {
+        PathClass::Host
+    } else if path == "/api" || path.starts_with("/api/") {
+        PathClass::Api
+    } else {
+        PathClass::Page
+    }
+}
+
+/// The client's address (`ConnectInfo`), or `0.0.0.0` for a request that came in process.
+pub fn client_ip(parts_extensions: &axum::http::Extensions) -> IpAddr {
+    parts_extensions
+        .get::<ConnectInfo<SocketAddr>>()
+        .map_or(IpAddr::from([0, 0, 0, 0]), |c| canonical(c.0.ip()))
+}
+
+/// The value of a named cookie of the request (the first one, when sent twice).
+pub fn cookie_value(headers: &HeaderMap, name: &str) -> Option<String> {
+    headers
+        .get_all(COOKIE)
+        .iter()
+        .filter_map(|v| v.to_str().ok())
+        .flat_map(Cookie::split_parse)
+        .filter_map(Result::ok)
+        .find(|c| c.name() == name)
+        .map(|c| c.value().to_owned())
+        .filter(|v| !v.is_empty())
+}
+
+/// Whether the request came over https, as far as this server can tell: through a trusted proxy that
+/// says so in `X-Forwarded-Proto`.
+pub fn is_https(
+    state: &AppState,
+    extensions: &axum::http::Extensions,
+    headers: &HeaderMap,
+) -> bool {
+    let from_proxy = state.access.trusted.as_ref().is_some_and(|t| {
+        let ip = client_ip(extensions);
+        t.proxies.iter().any(|n| n.contains(&ip))
+    });
+    from_proxy
+        && headers
+            .get("x-forwarded-proto")
+            .and_then(|v| v.to_str().ok())
+            .is_some_and(|v| v.trim().eq_ignore_ascii_case("https"))
+}
+
+/// How long a cookie lives in the browser.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum CookieLife {
+    /// Until the browser is closed (the server's idle expiry ends it sooner).
+    Browser,
+    /// This long.
+    For(Duration),
+    /// Cleared now.
+    Clear,
+}
+
+/// A `Set-Cookie` value: HttpOnly, SameSite=Lax, path `/`, Secure over https.
+pub fn set_cookie(name: &str, value: &str, life: CookieLife, secure: bool) -> HeaderValue {
+    let c = Cookie::build((name, value))
+        .path("/")
+        .http_only(true)
+        .same_site(cookie::SameSite::Lax)
+        .secure(secure);
+    let c = match life {
+        CookieLife::Browser => c,
+        CookieLife::For(age) => c.max_age(cookie::time::Duration::seconds(
+            i64::try_from(age.as_secs()).unwrap_or(i64::MAX / 1000),
+        )),
+        CookieLife::Clear => c.max_age(cookie::time::Duration::ZERO),
+    };
+    HeaderValue::from_str(&c.build().to_string()).unwrap_or(HeaderValue::from_static(""))
+}
+
+/// Whether a change's `Origin` names this server: its host and port equal the request's `Host`. A
+/// missing or opaque (`null`) origin does not match.
+pub fn origin_matches(headers: &HeaderMap) -> bool {
+    let Some(origin) = headers.get(ORIGIN).and_then(|v| v.to_str().ok()) else {
+        return false;
+    };
+    let Some(host) = headers.get(HOST).and_then(|v| v.to_str().ok()) else {
+        return false;
+    };
+    let Ok(origin) = url::Url::parse(origin) else {
+        return false;
+    };
+    let Ok(this) = url::Url::parse(&format!("{}://{host}/", origin.scheme())) else {
+        return false;
+    };
+    matches!(origin.scheme(), "http" | "https")
+        && origin.host() == this.host()
+        && origin.port_or_known_default() == this.port_or_known_default()
+}
+
+/// The 403 of a cookie-authenticated change without a matching `Origin`.
+pub fn origin_refused() -> Response {
+    ApiError::forbidden(
+        "origin_mismatch",
+        "a change made with a browser sign-in or viewer cookie must carry an Origin header naming this server",
+    )
+    .into_response()
+}
+
+/// The bearer token of an `Authorization` value (scheme matched case-insensitively, RFC 9110 11.1).
+pub fn bearer_token(value: &str) -> Option<&str> {
+    let (scheme, token) = value.trim_start().split_once(' ')?;
+    let token = token.trim();
+    (scheme.eq_ignore_ascii_case("bearer") && !token.is_empty()).then_some(token)
+}
+
+/// What resolving a request's credentials found.
+struct Resolved {
+    principal: Option<Principal>,
+    /// Cookies that named nothing live: cleared in the response.
+    clear: Vec<&'static str>,
+}
+
+/// Counts one failed credential of `client`: 401 `message` while within the limit, else 429.
+pub fn failure(state: &AppState, client: IpAddr, what: &str, refused: ApiError) -> Response {
+    match state.failures.fail(client) {
+        Ok(()) => {
+            tracing::warn!(%client, "{what} refused");
+            refused.into_response()
+        }
+        Err(wait) => {
+            tracing::warn!(%client, "{what} refused: too many failures");
+            ApiError::too_many_failures(wait).into_response()
+        }
+    }
+}
+
+/// Resolves the caller. `Err` is the answer to send instead (a refused bearer token, a store failure).
+async fn resolve(
+    state: &AppState,
+    headers: &HeaderMap,
+    client: IpAddr,
+    class: PathClass,
+) -> Result<Resolved, Response> {
+    if let Some(value) = headers.get(AUTHORIZATION) {
+        let token = value.to_str().ok().and_then(bearer_token);
+        if let Some(t) = token {
+            if bool::from(t.as_bytes().ct_eq(state.host_token.as_bytes())) {
+                return Ok(Resolved {
+                    principal: Some(Principal::Host),
+                    clear: Vec::new(),
+                });
+            }
+            if class != PathClass::Host {
+                match state.access.store.staff_by_token(t).await {
+                    Ok(Some(name)) => {
+                        return Ok(Resolved {
+                            principal: Some(Principal::Staff {
+                                name,
+                                via: StaffVia::Token,
+                            }),
+                            clear: Vec::new(),
+                        })
+                    }
+                    Ok(None) => {}
+                    Err(e) => return Err(ApiError::from(e).into_response()),
+                }
+            } else if state
+                .access
+                .store
+                .staff_by_token(t)
+                .await
+                .ok()
+                .flatten()
+                .is_some()
+            {
+                // A valid staff token on the host API: the wrong credential, not a guess.
+                return Err(ApiError::host_token_required().into_response());
+            }
+        }
+        let refused = match class {
+            PathClass::Host => ApiError::host_token_required(),
+            _ => ApiError::credential_required(),
+        };
+        return Err(failure(state, client, "bearer token", refused));
+    }
+    if let Some(name) = state
+        .access
+        .trusted
+        .as_ref()
+        .and_then(|t| t.user(client, headers))
+    {
+        return Ok(Resolved {
+            principal: Some(Principal::Staff {
+                name,
+                via: StaffVia::Proxy,
+            }),
+            clear: Vec::new(),
+        });
+    }
+    let mut clear = Vec::new();
+    if let Some(id) = cookie_value(headers, SIGN_IN_COOKIE) {
+        match state
+            .access
+            .store
+            .sign_in(&id, state.access.sign_in_idle_ms())
+            .await
+        {
+            Ok(Some(name)) => {
+                return Ok(Resolved {
+                    principal: Some(Principal::Staff {
+                        name,
+                        via: StaffVia::SignIn,
+                    }),
+                    clear,
+                })
+            }
+            Ok(None) => clear.push(SIGN_IN_COOKIE),
+            Err(e) => return Err(ApiError::from(e).into_response()),
+        }
+    }
+    if let Some(token) = cookie_value(headers, VIEWER_COOKIE) {
+        match state.access.store.viewer_link(&token).await {
+            Ok(Some(link)) => {
+                return Ok(Resolved {
+                    principal: Some(Principal::Viewer {
+                        session_key: link.session_key,
+                        expires_at: link.expires_at,
+                    }),
+                    clear,
+                })
+            }
+            Ok(None) => clear.push(VIEWER_COOKIE),
+            Err(e) => return Err(ApiError::from(e).into_response()),
+        }
+    }
+    Ok(Resolved {
+        principal: (state.access.mode == AccessMode::Open).then_some(Principal::Open),
+        clear,
+    })
+}
+
+/// Middleware on every request: resolves the caller ([`Principal`], put into the request's extensions),
+/// then lets the request through or refuses it by the path's [`PathClass`]:
+/// - open paths: always through (with the caller when one was resolved);
+/// - the host API: the host token only, else 401 JSON;
+/// - read APIs: any caller, else 401 JSON;
+/// - pages: any caller, else 303 `Location: /sign-in?next=<path and query>` (whatever `Accept` says).
+///
+/// A change (any method but GET, HEAD, OPTIONS) made with a cookie needs a matching `Origin` (403 else).
+pub async fn authenticate(
+    State(state): State<AppState>,
+    mut request: Request,
+    next: Next,
+) -> Response {
+    let class = classify(request.uri().path());
+    if request.uri().path().starts_with("/pkg/") {
+        // Static assets: nobody's data, no credential looked up.
+        return next.run(request).await;
+    }
+    let client = client_ip(request.extensions());
+    let resolved = match resolve(&state, request.headers(), client, class).await {
+        Ok(r) => r,
+        // A bad bearer token is refused even on an open path: the caller meant to use it.
+        Err(response) => return response,
+    };
+    let secure = is_https(&state, request.extensions(), request.headers());
+    let refused = match (&resolved.principal, class) {
+        (_, PathClass::Open) => None,
+        (Some(Principal::Host), PathClass::Host) => None,
+        // No token (or a cookie) on the host API counts as a failed token.
+        (_, PathClass::Host) => Some(failure(
+            &state,
+            client,
+            "host token",
+            ApiError::host_token_required(),
+        )),
+        (Some(_), PathClass::Api | PathClass::Page) => None,
+        (None, PathClass::Api) => Some(ApiError::credential_required().into_response()),
+        (None, PathClass::Page) => Some(to_sign_in(request.uri())),
+    };
+    let unsafe_method = !matches!(
+        *request.method(),
+        Method::GET | Method::HEAD | Method::OPTIONS
+    );
+    let mut response = match refused {
+        Some(r) => r,
+        None if unsafe_method
+            && resolved
+                .principal
+                .as_ref()
+                .is_some_and(Principal::by_cookie)
+            && class != PathClass::Open
+            && !origin_matches(request.headers()) =>
+        {
+            origin_refused()
+        }
+        None => {
+            if let Some(p) = resolved.principal {
+                request.extensions_mut().insert(p);
+            }
+            next.run(request).await
+        }
+    };
+    for name in resolved.clear {
+        response
+            .headers_mut()
+            .append(SET_COOKIE, set_cookie(name, "", CookieLife::Clear, secure));
+    }
+    response
+}
+
+/// Route layer of the host write API: the caller [`authenticate`] resolved must be the host (401 else).
+/// The middleware already refuses anyone else; this keeps the host API closed if it is ever wired
+/// without it.
+pub async fn require_host(request: Request, next: Next) -> Response {
+    match request.extensions().get::<Principal>() {
+        Some(Principal::Host) => next.run(request).await,
+        _ => ApiError::host_token_required().into_response(),
+    }
+}
+
+/// 303 to the sign-in page, which comes back to this page (path and query) once signed in.
+fn to_sign_in(uri: &axum::http::Uri) -> Response {
+    let here = uri.path_and_query().map_or("/", |p| p.as_str());
+    let mut target = url::form_urlencoded::Serializer::new(String::from("/sign-in?"));
+    target.append_pair("next", here);
+    let location =
+        HeaderValue::from_str(&target.finish()).unwrap_or(HeaderValue::from_static("/sign-in"));
+    (StatusCode::SEE_OTHER, [(LOCATION, location)]).into_response()
+}
+
+/// Where to go after signing in: `next` when it is a path on this server (starts with one `/`, no
+/// backslash or control characters), else `/`.
+pub fn local_next(next: Option<&str>) -> String {
+    match next {
+        Some(n)
+            if n.starts_with('/')
+                && !n.starts_with("//")
+                && !n.contains('\\')
+                && !n.chars().any(char::is_control)
+                && !n.starts_with("/sign-in")
+                && !n.starts_with("/sign-out") =>
+        {
+            n.to_owned()
+        }
+        _ => "/".to_owned(),
+    }
+}
+
+/// Shared access state, built at start.
+pub type SharedAccess = Arc<AccessConfig>;
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn paths_are_classified() {
+        for (path, class) in [
+            ("/healthz", PathClass::Open),
+            ("/sign-in", PathClass::Open),
+            ("/sign-out", PathClass::Open),
+            ("/v/abc", PathClass::Open),
+            ("/pkg/outcomes.wasm", PathClass::Open),
+            ("/api/openapi.json", PathClass::Open),
+            ("/api/host/batch", PathClass::Host),
+            ("/api/host", PathClass::Host),
+            ("/api/hostile", PathClass::Api),
+            ("/api/sessions", PathClass::Api),
+            ("/api", PathClass::Api),
+            ("/", PathClass::Page),
+            ("/sign-in/x", PathClass::Page),
+            ("/find", PathClass::Page),
+            ("/healthz/x", PathClass::Page),
+        ] {
+            assert_eq!(classify(path), class, "{path}");
+        }
+    }
+
+    #[test]
+    fn the_bearer_scheme_is_case_insensitive() {
+        for v in [
+            "Bearer T",
+            "bearer T",
+            "BEARER T",
+            "bEaReR T",
+            "Bearer   T ",
+            " Bearer T",
+        ] {
+            assert_eq!(bearer_token(v), Some("T"), "{v:?}");
+        }
+        for v in ["Basic T", "BearerT", "Bearer", "Bearer ", "Bearers T", "T"] {
+            assert_eq!(bearer_token(v), None, "{v:?}");
+        }
+    }
+
+    #[test]
+    fn next_stays_on_this_server() {
+        assert_eq!(local_next(Some("/sessions/a?x=1")), "/sessions/a?x=1");
+        for bad in [
+            "https://evil.example/",
+            "//evil.example/",
+            "/\\evil.example",
+            "evil",
+            "/sign-in?next=/",
+            "/a\nb",
+            "",
+        ] {
+            assert_eq!(local_next(Some(bad)), "/", "{bad:?}");
+        }
+        assert_eq!(local_next(None), "/");
+    }
+
+    fn headers(pairs: &[(&'static str, &str)]) -> HeaderMap {
+        let mut h = HeaderMap::new();
+        for (k, v) in pairs {
+            h.append(*k, HeaderValue::from_str(v).unwrap());
+        }
+        h
+    }
+
+    #[test]
+    fn origin_must_name_this_server() {
+        assert!(origin_matches(&headers(&[
+            ("host", "127.0.0.1:3000"),
+            ("origin", "http://127.0.0.1:3000")
+        ])));
+        assert!(origin_matches(&headers(&[
+            ("host", "ledger.example"),
+            ("origin", "https://ledger.example")
+        ])));
+        assert!(origin_matches(&headers(&[
+            ("host", "ledger.example:443"),
+            ("origin", "https://ledger.example")
+        ])));
+        for (host, origin) in [
+            ("127.0.0.1:3000", "http://127.0.0.1:3001"),
+            ("127.0.0.1:3000", "http://evil.example"),
+            ("127.0.0.1:3000", "null"),
+            ("127.0.0.1:3000", "file://"),
+            ("ledger.example", "https://ledger.example.evil"),
+        ] {
+            assert!(
+                !origin_matches(&headers(&[("host", host), ("origin", origin)])),
+                "{origin}"
+            );
+        }
+        assert!(!origin_matches(&headers(&[("host", "127.0.0.1:3000")])));
+    }
+
+    #[test]
+    fn the_proxy_header_counts_only_from_a_trusted_address() {
+        let t = TrustedProxy {
+            header: HeaderName::from_static("x-forwarded-user"),
+            proxies: vec!["10.0.0.0/8".parse().unwrap(), "::1/128".parse().unwrap()],
+        };
+        let h = headers(&[("x-forwarded-user", " ada ")]);
+        assert_eq!(t.user("10.1.2.3".parse().unwrap(), &h), Some("ada".into()));
+        assert_eq!(
+            t.user("::ffff:10.1.2.3".parse().unwrap(), &h),
+            Some("ada".into())
+        );
+        assert_eq!(t.user("::1".parse().unwrap(), &h), Some("ada".into()));
+        assert_eq!(t.user("192.168.1.1".parse().unwrap(), &h), None);
+        assert_eq!(t.user("10.1.2.3".parse().unwrap(), &headers(&[])), None);
+        assert_eq!(
+            t.user(
+                "10.1.2.3".parse().unwrap(),
+                &headers(&[("x-forwarded-user", "a b")])
+            ),
+            None
+        );
+    }
+
+    #[test]
+    fn cookies_are_read_by_name() {
+        let h = headers(&[
+            ("cookie", "a=1; outcomes_viewer=tok; b=2"),
+            ("cookie", "outcomes_sign_in=s"),
+        ]);
+        assert_eq!(cookie_value(&h, VIEWER_COOKIE), Some("tok".into()));
+        assert_eq!(cookie_value(&h, SIGN_IN_COOKIE), Some("s".into()));
+        assert_eq!(cookie_value(&h, "c"), None);
+    }
+}

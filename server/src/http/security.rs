@@ -1,0 +1,80 @@
+//! Security headers on every response (docs/access.md "Page headers").
+//!
+//! - HTML: `Content-Security-Policy` with this response's nonce: `default-src 'self'; script-src 'self'
+//!   'wasm-unsafe-eval' 'nonce-<n>'; style-src 'self'; img-src 'self' data:; connect-src 'self';
+//!   object-src 'none'; frame-ancestors 'none'; base-uri 'none'; form-action 'self'`. The server renders
+//!   the same nonce into the page's scripts ([`CspNonce`] in the request, read by the SSR context).
+//! - Anything else: `default-src 'none'; frame-ancestors 'none'; base-uri 'none'; form-action 'none'`.
+//! - Always: `X-Content-Type-Options: nosniff`, `Referrer-Policy: no-referrer` (a viewer link must never
+//!   leak through `Referer`), `X-Frame-Options: DENY`.
+//! - `Cache-Control: no-store` on everything but the static assets under `/pkg/`.
+
+use std::sync::Arc;
+
+use axum::extract::Request;
+use axum::http::header::{
+    CACHE_CONTROL, CONTENT_SECURITY_POLICY, CONTENT_TYPE, REFERRER_POLICY, X_CONTENT_TYPE_OPTIONS,
+    X_FRAME_OPTIONS,
+};
+use axum::http::HeaderValue;
+use axum::middleware::Next;
+use axum::response::Response;
+use base64::Engine as _;
+use rand::RngCore;
+
+/// The nonce of this request's page scripts: 16 random bytes, base64url.
+#[derive(Debug, Clone)]
+pub struct CspNonce(pub Arc<str>);
+
+impl CspNonce {
+    fn new() -> Self {
+        let mut bytes = [0u8; 16];
+        rand::rng().fill_bytes(&mut bytes);
+        CspNonce(
+            base64::engine::general_purpose::URL_SAFE_NO_PAD
+                .encode(bytes)
+                .into(),
+        )
+    }
+}
+
+/// The policy of an HTML page with `nonce`.
+pub fn page_policy(nonce: &str) -> String {
+    format!(
+        "default-src 'self'; script-src 'self' 'wasm-unsafe-eval' 'nonce-{nonce}'; style-src 'self'; \
+         img-src 'self' data:; connect-src 'self'; object-src 'none'; frame-ancestors 'none'; \
+         base-uri 'none'; form-action 'self'"
+    )
+}
+
+/// The policy of anything that is not HTML.
+pub const OTHER_POLICY: &str =
+    "default-src 'none'; frame-ancestors 'none'; base-uri 'none'; form-action 'none'";
+
+/// Middleware: puts a fresh [`CspNonce`] into the request, then sets the headers above on the response.
+pub async fn security_headers(mut request: Request, next: Next) -> Response {
+    let nonce = CspNonce::new();
+    request.extensions_mut().insert(nonce.clone());
+    let is_static = request.uri().path().starts_with("/pkg/");
+    let mut response = next.run(request).await;
+    let is_html = response
+        .headers()
+        .get(CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .is_some_and(|v| v.starts_with("text/html"));
+    let h = response.headers_mut();
+    let policy = if is_html {
+        HeaderValue::from_str(&page_policy(&nonce.0))
+            .unwrap_or(HeaderValue::from_static(OTHER_POLICY))
+    } else {
+        HeaderValue::from_static(OTHER_POLICY)
+    };
+    h.insert(CONTENT_SECURITY_POLICY, policy);
+    h.insert(X_CONTENT_TYPE_OPTIONS, HeaderValue::from_static("nosniff"));
+    h.insert(REFERRER_POLICY, HeaderValue::from_static("no-referrer"));
+    h.insert(X_FRAME_OPTIONS, HeaderValue::from_static("DENY"));
+    if !is_static {
+        h.insert(CACHE_CONTROL, HeaderValue::from_static("no-store"));
+    }
+    response
+}

@@ -1,0 +1,315 @@
+//! Signing in and out, opening a viewer link, and who the caller is (docs/access.md).
+//!
+//! - `GET /sign-in?next=<path>`: the sign-in form (plain HTML, works without JavaScript).
+//! - `POST /sign-in` (form: `name`, `password`, `next`): 303 to `next` with the sign-in cookie; 401 with
+//!   the form again on a wrong name or password; 429 past the failure limit; 403 without a matching
+//!   `Origin`.
+//! - `POST /sign-out`: ends the sign-in, clears the cookies, 303 to `/sign-in`.
+//! - `GET /v/{token}`: a valid link sets the viewer cookie and 303s to its session's page; any other
+//!   token answers 404 with a page that says the link is not valid.
+//! - `GET /api/me`: `{"access", "name"?, "session_key"?}`, what the page header shows.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use axum::extract::rejection::FormRejection;
+use axum::extract::{Path, Query, Request, State};
+use axum::http::header::{CACHE_CONTROL, CONTENT_TYPE, LOCATION, SET_COOKIE};
+use axum::http::{HeaderMap, HeaderValue, StatusCode};
+use axum::response::{IntoResponse, Response};
+use axum::{Form, Json};
+use ledger::wire::Caller;
+use serde::Deserialize;
+
+use crate::access::{
+    self, client_ip, cookie_value, is_https, local_next, origin_matches, set_cookie, CookieLife,
+    Principal, StaffVia, SIGN_IN_COOKIE, VIEWER_COOKIE,
+};
+use crate::error::ApiError;
+use crate::AppState;
+use app::standalone::{link_not_valid_page, sign_in_page, SignInProblem};
+
+/// Longest name and password a sign-in form may carry, in bytes.
+const MAX_FIELD: usize = 1024;
+
+/// Password checks running at once (each takes tens of ms of CPU and 19 MiB).
+pub fn password_checks() -> Arc<tokio::sync::Semaphore> {
+    Arc::new(tokio::sync::Semaphore::new(
+        std::thread::available_parallelism().map_or(2, |n| n.get()),
+    ))
+}
+
+fn html(status: StatusCode, body: String) -> Response {
+    (
+        status,
+        [
+            (
+                CONTENT_TYPE,
+                HeaderValue::from_static("text/html; charset=utf-8"),
+            ),
+            (CACHE_CONTROL, HeaderValue::from_static("no-store")),
+        ],
+        body,
+    )
+        .into_response()
+}
+
+fn see_other(location: &str) -> Response {
+    let location = HeaderValue::from_str(location).unwrap_or(HeaderValue::from_static("/"));
+    (StatusCode::SEE_OTHER, [(LOCATION, location)]).into_response()
+}
+
+#[derive(Deserialize)]
+pub struct NextParam {
+    next: Option<String>,
+}
+
+/// `GET /sign-in?next=<path>`: the form; a caller already signed in as staff goes straight to `next`.
+pub async fn sign_in_form(request: Request) -> Response {
+    let next = Query::<NextParam>::try_from_uri(request.uri())
+        .ok()
+        .and_then(|q| q.0.next);
+    let next = local_next(next.as_deref());
+    if matches!(
+        request.extensions().get::<Principal>(),
+        Some(Principal::Staff { .. })
+    ) {
+        return see_other(&next);
+    }
+    html(StatusCode::OK, sign_in_page(&next, None))
+}
+
+#[derive(Deserialize)]
+pub struct SignInForm {
+    name: Option<String>,
+    password: Option<String>,
+    next: Option<String>,
+}
+
+/// `POST /sign-in`.
+pub async fn sign_in(
+    State(state): State<AppState>,
+    headers: HeaderMap,
+    request_extensions: axum::http::Extensions,
+    form: Result<Form<SignInForm>, FormRejection>,
+) -> Response {
+    if !origin_matches(&headers) {
+        return access::origin_refused();
+    }
+    let form = match form {
+        Ok(Form(f)) => f,
+        Err(e) => {
+            return ApiError::bad_request("invalid_form", e.body_text(), None).into_response()
+        }
+    };
+    let next = local_next(form.next.as_deref());
+    let client = client_ip(&request_extensions);
+    if let Some(wait) = state.failures.blocked_for(client) {
+        tracing::warn!(%client, "sign-in refused: too many failures");
+        return too_many(&next, wait);
+    }
+    let name = form.name.unwrap_or_default().trim().to_owned();
+    let password = form.password.unwrap_or_default();
+    let fits = !name.is_empty()
+        && name.len() <= MAX_FIELD
+        && !password.is_empty()
+        && password.len() <= MAX_FIELD;
+    let checked = if fits {
+        check_password(&state, &name, password).await
+    } else {
+        Ok(false)
+    };
+    match checked {
+        Ok(true) => {}
+        Ok(false) => {
+            return match state.failures.fail(client) {
+                Ok(()) => {
+                    tracing::warn!(%client, "sign-in refused: wrong name or password");
+                    html(
+                        StatusCode::UNAUTHORIZED,
+                        sign_in_page(&next, Some(SignInProblem::Invalid)),
+                    )
+                }
+                Err(wait) => {
+                    tracing::warn!(%client, "sign-in refused: too many failures");
+                    too_many(&next, wait)
+                }
+            }
+        }
+        Err(e) => return unavailable(&next, e),
+    }
+    let id = crate::staff::new_sign_in_id();
+    match state.access.store.start_sign_in(&name, &id).await {
+        Ok(true) => {}
+        // Removed between the check and now.
+        Ok(false) => {
+            return html(
+                StatusCode::UNAUTHORIZED,
+                sign_in_page(&next, Some(SignInProblem::Invalid)),
+            )
+        }
+        Err(e) => return unavailable(&next, ApiError::from(e)),
+    }
+    tracing::info!(staff = %name, %client, "signed in");
+    let secure = is_https(&state, &request_extensions, &headers);
+    let mut response = see_other(&next);
+    let h = response.headers_mut();
+    h.append(
+        SET_COOKIE,
+        set_cookie(SIGN_IN_COOKIE, &id, CookieLife::Browser, secure),
+    );
+    response
+}
+
+/// Checks a password off the async threads, a few at a time; `Err` when the ledger is busy or no check
+/// could start within 10 s.
+async fn check_password(state: &AppState, name: &str, password: String) -> Result<bool, ApiError> {
+    let stored = state.access.store.password_hash(name).await?;
+    let permit = tokio::time::timeout(
+        Duration::from_secs(10),
+        state.password_checks.clone().acquire_owned(),
+    )
+    .await
+    .map_err(|_| ApiError::unavailable("busy", "too many sign-ins at once; try again"))?
+    .map_err(|_| ApiError::internal())?;
+    tokio::task::spawn_blocking(move || {
+        let _permit = permit;
+        crate::staff::verify_password(&password, stored.as_deref())
+    })
+    .await
+    .map_err(|_| ApiError::internal())
+}
+
+fn too_many(next: &str, wait: Duration) -> Response {
+    let secs = wait.as_secs() + u64::from(wait.subsec_nanos() > 0);
+    let mut r = html(
+        StatusCode::TOO_MANY_REQUESTS,
+        sign_in_page(
+            next,
+            Some(SignInProblem::TooMany {
+                retry_after_secs: secs.max(1),
+            }),
+        ),
+    );
+    r.headers_mut().insert(
+        axum::http::header::RETRY_AFTER,
+        HeaderValue::from(secs.max(1)),
+    );
+    r
+}
+
+fn unavailable(next: &str, e: ApiError) -> Response {
+    let status = e.status;
+    let mut r = html(status, sign_in_page(next, Some(SignInProblem::Unavailable)));
+    if status == StatusCode::SERVICE_UNAVAILABLE {
+        r.headers_mut().insert(
+            axum::http::header::RETRY_AFTER,
+            HeaderValue::from(crate::error::RETRY_AFTER_SECS),
+        );
+    }
+    r
+}
+
+/// `POST /sign-out`: ends the sign-in (if any), clears both cookies, 303 to `/sign-in`.
+pub async fn sign_out(
+    State(state): State<AppState>,
+    headers: HeaderMap,
+    request_extensions: axum::http::Extensions,
+) -> Response {
+    if !origin_matches(&headers) {
+        return access::origin_refused();
+    }
+    if let Some(id) = cookie_value(&headers, SIGN_IN_COOKIE) {
+        if let Err(e) = state.access.store.end_sign_in(&id).await {
+            return ApiError::from(e).into_response();
+        }
+    }
+    let secure = is_https(&state, &request_extensions, &headers);
+    let mut response = see_other("/sign-in");
+    for name in [SIGN_IN_COOKIE, VIEWER_COOKIE] {
+        response
+            .headers_mut()
+            .append(SET_COOKIE, set_cookie(name, "", CookieLife::Clear, secure));
+    }
+    response
+}
+
+/// `GET /v/{token}`.
+pub async fn open_viewer_link(
+    State(state): State<AppState>,
+    headers: HeaderMap,
+    request_extensions: axum::http::Extensions,
+    token: Result<Path<String>, axum::extract::rejection::PathRejection>,
+) -> Response {
+    let client = client_ip(&request_extensions);
+    let token = token.map(|Path(t)| t).unwrap_or_default();
+    let link = if token.is_empty() || token.len() > 128 {
+        Ok(None)
+    } else {
+        state.access.store.viewer_link(&token).await
+    };
+    match link {
+        Ok(Some(link)) => {
+            let now = state.access.store.now_ms();
+            let left = Duration::from_millis(u64::try_from(link.expires_at - now).unwrap_or(0));
+            let secure = is_https(&state, &request_extensions, &headers);
+            let mut response = see_other(&app::routes::session_href(link.session_key.as_str()));
+            response.headers_mut().append(
+                SET_COOKIE,
+                set_cookie(VIEWER_COOKIE, &token, CookieLife::For(left), secure),
+            );
+            response
+        }
+        Ok(None) => match state.failures.fail(client) {
+            Ok(()) => {
+                tracing::warn!(%client, "viewer link refused: not valid");
+                html(StatusCode::NOT_FOUND, link_not_valid_page())
+            }
+            Err(wait) => {
+                tracing::warn!(%client, "viewer link refused: too many failures");
+                ApiError::too_many_failures(wait).into_response()
+            }
+        },
+        Err(e) => ApiError::from(e).into_response(),
+    }
+}
+
+/// `GET /api/me` → [`Caller`].
+#[utoipa::path(
+    get,
+    path = "/api/me",
+    tag = "access",
+    responses(
+        (status = 200, description = "who the caller is", body = ledger::wire::Caller),
+        (status = 401, description = "no credential, and reads are closed", body = ledger::wire::ErrorBody),
+    ),
+    security((), ("host_token" = []), ("staff_token" = []), ("sign_in" = []), ("viewer" = []))
+)]
+pub async fn me(principal: Principal) -> Json<Caller> {
+    Json(match principal {
+        Principal::Open => Caller {
+            access: "open".into(),
+            name: None,
+            can_sign_out: false,
+            session_key: None,
+        },
+        Principal::Host => Caller {
+            access: "host".into(),
+            name: None,
+            can_sign_out: false,
+            session_key: None,
+        },
+        Principal::Staff { name, via } => Caller {
+            access: "staff".into(),
+            name: Some(name),
+            can_sign_out: via == StaffVia::SignIn,
+            session_key: None,
+        },
+        Principal::Viewer { session_key, .. } => Caller {
+            access: "viewer".into(),
+            name: None,
+            can_sign_out: true,
+            session_key: Some(session_key.as_str().to_owned()),
+        },
+    })
+}

@@ -1,0 +1,146 @@
+//! Staff accounts (docs/access.md "Staff accounts"): password hashing with Argon2id, random secrets, and
+//! the `outcomes staff add|remove|list|token` commands, which open the ledger database directly (a running
+//! server sees what they change at once: nothing is cached).
+
+use std::sync::OnceLock;
+
+use argon2::password_hash::rand_core::OsRng;
+use argon2::password_hash::{PasswordHash, PasswordHasher, PasswordVerifier, SaltString};
+use argon2::Argon2;
+use base64::Engine as _;
+use ledger::{Ledger, LedgerOptions};
+use rand::RngCore;
+
+use crate::cli::{StaffArgs, StaffCommand};
+
+/// The Argon2id PHC string of `password` (argon2 crate defaults: m = 19 MiB, t = 2, p = 1; random salt).
+pub fn hash_password(password: &str) -> Result<String, argon2::password_hash::Error> {
+    let salt = SaltString::generate(&mut OsRng);
+    Ok(Argon2::default()
+        .hash_password(password.as_bytes(), &salt)?
+        .to_string())
+}
+
+/// Whether `password` matches the stored PHC string `hash`. With `hash` `None` (no such account) a dummy
+/// hash is checked, so an unknown name costs the same time as a wrong password. CPU-heavy (tens of ms):
+/// call it from a blocking task.
+pub fn verify_password(password: &str, hash: Option<&str>) -> bool {
+    static DUMMY: OnceLock<String> = OnceLock::new();
+    let dummy = DUMMY.get_or_init(|| hash_password("not a password").unwrap_or_default());
+    let stored = hash.unwrap_or(dummy);
+    let Ok(parsed) = PasswordHash::new(stored) else {
+        return false;
+    };
+    let ok = Argon2::default()
+        .verify_password(password.as_bytes(), &parsed)
+        .is_ok();
+    ok && hash.is_some()
+}
+
+/// `n` random bytes, base64url without padding.
+fn random_b64(n: usize) -> String {
+    let mut bytes = vec![0u8; n];
+    rand::rng().fill_bytes(&mut bytes);
+    base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(bytes)
+}
+
+/// A generated password: 18 random bytes as 24 base64url characters.
+pub fn new_password() -> String {
+    random_b64(18)
+}
+
+/// A staff API token: `ost_` then 32 random bytes as 43 base64url characters.
+pub fn new_staff_token() -> String {
+    format!("ost_{}", random_b64(32))
+}
+
+/// A sign-in id (the sign-in cookie's value): 32 random bytes, base64url.
+pub fn new_sign_in_id() -> String {
+    random_b64(32)
+}
+
+/// Runs `outcomes staff …`. The secret a command makes is printed alone on the last line of stdout;
+/// errors go to stderr (by the caller) with nothing on stdout.
+pub async fn run(args: StaffArgs) -> Result<(), Box<dyn std::error::Error>> {
+    let ledger = Ledger::open(&args.database(), LedgerOptions::default()).await?;
+    let access = ledger.access();
+    let result = match &args.command {
+        StaffCommand::Add { name } => {
+            ledger::access::check_staff_name(name)?;
+            let password = new_password();
+            let hash = hash_password(&password).map_err(|e| format!("cannot hash: {e}"))?;
+            if !access.add_staff(name, &hash).await? {
+                Err(format!("a staff account named {name} already exists").into())
+            } else {
+                println!("staff account {name} added; its password (shown this once):");
+                println!("{password}");
+                Ok(())
+            }
+        }
+        StaffCommand::Remove { name } => {
+            if access.remove_staff(name).await? {
+                println!("staff account {name} removed, with its API tokens and sign-ins");
+                Ok(())
+            } else {
+                Err(format!("no staff account named {name}").into())
+            }
+        }
+        StaffCommand::List => {
+            let accounts = access.list_staff().await?;
+            if accounts.is_empty() {
+                println!("no staff accounts; add one with `outcomes staff add NAME`");
+            }
+            for a in accounts {
+                println!(
+                    "{}\tadded {}\t{} API token(s)\t{} sign-in(s)",
+                    a.name,
+                    ledger::store::format_time(a.created_at),
+                    a.tokens,
+                    a.sign_ins
+                );
+            }
+            Ok(())
+        }
+        StaffCommand::Token { name } => {
+            let token = new_staff_token();
+            if access.add_staff_token(name, &token).await? {
+                println!(
+                    "API token for {name} (shown this once; use it as Authorization: Bearer):"
+                );
+                println!("{token}");
+                Ok(())
+            } else {
+                Err(format!("no staff account named {name}").into())
+            }
+        }
+    };
+    ledger.close().await;
+    result
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn passwords_are_stored_as_argon2id_and_verified() {
+        let hash = hash_password("correct horse").unwrap();
+        assert!(
+            hash.starts_with("$argon2id$v=19$m=19456,t=2,p=1$"),
+            "{hash}"
+        );
+        assert!(verify_password("correct horse", Some(&hash)));
+        assert!(!verify_password("Correct horse", Some(&hash)));
+        assert!(!verify_password("correct horse", None));
+        assert!(!verify_password("x", Some("not a phc string")));
+    }
+
+    #[test]
+    fn secrets_have_their_documented_shapes() {
+        let p = new_password();
+        assert_eq!(p.len(), 24);
+        let t = new_staff_token();
+        assert!(t.starts_with("ost_") && t.len() == 47, "{t}");
+        assert_ne!(new_sign_in_id(), new_sign_in_id());
+    }
+}
