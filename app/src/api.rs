@@ -5,7 +5,7 @@ use std::future::Future;
 use std::pin::Pin;
 use std::sync::Arc;
 
-use ledger::wire::{ErrorBody, OperationMatches, SessionList, SessionTurns, TurnEntries};
+use ledger::wire::{Caller, ErrorBody, OperationMatches, SessionList, SessionTurns, TurnEntries};
 use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
 
@@ -133,6 +133,11 @@ fn fetch_text(
     _path: String,
 ) -> impl Future<Output = Result<TransportResponse, ApiError>> + Send + 'static {
     async { Err(ApiError::Network("built without ssr or hydrate".into())) }
+}
+
+/// `GET /api/me`: who the caller is (docs/access.md).
+pub fn me() -> impl Future<Output = Result<Caller, ApiError>> + Send + 'static {
+    get_json("/api/me".to_owned())
 }
 
 /// `GET /api/sessions`.

@@ -43,14 +43,21 @@ pub fn shell(options: LeptosOptions) -> impl IntoView {
 #[component]
 pub fn App() -> impl IntoView {
     provide_meta_context();
+    // Who is looking (docs/access.md): the header and the viewer's notice follow it.
+    let caller = Resource::new(|| (), |_| api::me());
+    provide_context(CallerResource(caller));
     view! {
         <Stylesheet id="leptos" href="/pkg/outcomes.css"/>
         <Title text="Outcome ledger"/>
         <Router>
             <header class="border-b border-slate-200 dark:border-slate-800">
                 <nav class="mx-auto flex max-w-5xl flex-wrap items-center gap-4 px-4 py-3" aria-label="Main">
-                    <A href="/" attr:class="font-semibold">"Outcome ledger"</A>
-                    <A href="/unknowns" attr:class="text-sm underline-offset-2 hover:underline">"Open unknowns"</A>
+                    <Transition fallback=|| view! { <span class="font-semibold">"Outcome ledger"</span> }>
+                        {move || Suspend::new(async move {
+                            let caller = caller.await.ok();
+                            view! { <HeaderLinks caller/> }
+                        })}
+                    </Transition>
                 </nav>
             </header>
             <main class="mx-auto max-w-5xl px-4 py-6">
@@ -65,6 +72,64 @@ pub fn App() -> impl IntoView {
             </main>
         </Router>
     }
+}
+
+/// The caller as the app read it from `GET /api/me`, in context for every page.
+#[derive(Clone, Copy)]
+pub struct CallerResource(pub Resource<Result<ledger::wire::Caller, api::ApiError>>);
+
+/// The header's links and the caller's access: a viewer sees no links to other sessions, only what they
+/// are looking at and how to leave; staff see their name and a sign-out button; open access says so.
+#[component]
+fn HeaderLinks(caller: Option<ledger::wire::Caller>) -> impl IntoView {
+    let access = caller
+        .as_ref()
+        .map_or("open", |c| c.access.as_str())
+        .to_owned();
+    let sign_out = |label: &'static str| {
+        view! {
+            <form method="post" action="/sign-out" class="inline">
+                <button type="submit" class="sign-out rounded border border-slate-300 px-2 py-1 text-sm hover:bg-slate-100 dark:border-slate-700 dark:hover:bg-slate-800">{label}</button>
+            </form>
+        }
+    };
+    let can_sign_out = caller.as_ref().is_some_and(|c| c.can_sign_out);
+    if access == "viewer" {
+        return view! {
+            <span class="font-semibold">"Outcome ledger"</span>
+            <span class="access ml-auto flex items-center gap-3 text-sm" data-access="viewer">
+                <span>"Shared with you: one session"</span>
+                {can_sign_out.then(|| sign_out("Leave"))}
+            </span>
+        }
+        .into_any();
+    }
+    let who = match access.as_str() {
+        "staff" => view! {
+            <span data-access="staff">
+                "Signed in as " <bdi class="font-medium">{caller.as_ref().and_then(|c| c.name.clone()).unwrap_or_default()}</bdi>
+            </span>
+        }
+        .into_any(),
+        "host" => view! { <span data-access="host">"Host token"</span> }.into_any(),
+        _ => view! {
+            <span data-access="open" class="rounded bg-amber-100 px-2 py-0.5 text-amber-900 dark:bg-amber-900 dark:text-amber-100"
+                title="Anyone who can reach this address reads every session: it listens on loopback. Start it with --access signed-in to require a sign-in.">
+                "open access"
+            </span>
+            <a href="/sign-in" rel="external" class="underline-offset-2 hover:underline">"Sign in"</a>
+        }
+        .into_any(),
+    };
+    view! {
+        <A href="/" attr:class="font-semibold">"Outcome ledger"</A>
+        <A href="/unknowns" attr:class="text-sm underline-offset-2 hover:underline">"Open unknowns"</A>
+        <span class="access ml-auto flex items-center gap-3 text-sm">
+            {who}
+            {can_sign_out.then(|| sign_out("Sign out"))}
+        </span>
+    }
+    .into_any()
 }
 
 /// Any path that names no page: a readable page with status 404.

@@ -520,10 +520,11 @@ pub async fn require_host(request: Request, next: Next) -> Response {
 /// 303 to the sign-in page, which comes back to this page (path and query) once signed in.
 fn to_sign_in(uri: &axum::http::Uri) -> Response {
     let here = uri.path_and_query().map_or("/", |p| p.as_str());
-    let mut target = url::form_urlencoded::Serializer::new(String::from("/sign-in?"));
-    target.append_pair("next", here);
-    let location =
-        HeaderValue::from_str(&target.finish()).unwrap_or(HeaderValue::from_static("/sign-in"));
+    let query = url::form_urlencoded::Serializer::new(String::new())
+        .append_pair("next", here)
+        .finish();
+    let location = HeaderValue::from_str(&format!("/sign-in?{query}"))
+        .unwrap_or(HeaderValue::from_static("/sign-in"));
     (StatusCode::SEE_OTHER, [(LOCATION, location)]).into_response()
 }
 

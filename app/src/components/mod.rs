@@ -60,3 +60,30 @@ pub fn ApiErrorPanel(error: crate::api::ApiError) -> impl IntoView {
     set_page_status(error.page_status());
     view! { <ErrorPanel message=error.describe()/> }
 }
+
+/// For a viewer (an end user who opened a viewer link): what this page is and what to do with an unknown
+/// outcome. Nothing for anyone else.
+#[component]
+pub fn ViewerNotice() -> impl IntoView {
+    let caller = use_context::<crate::CallerResource>();
+    view! {
+        <Transition fallback=|| ()>
+            {move || Suspend::new(async move {
+                let viewer = match caller {
+                    Some(c) => c.0.await.is_ok_and(|c| c.access == "viewer"),
+                    None => false,
+                };
+                viewer.then(|| view! {
+                    <aside class="viewer-notice mb-4 rounded-md border-l-4 border-sky-600 bg-sky-50 p-3 text-sky-950 dark:bg-sky-950 dark:text-sky-50" aria-label="About this page">
+                        <p class="mb-1 font-medium">"This is one session of your agent, shared with you."</p>
+                        <p class="mb-1">"Each row is a write your agent asked to make: whether it was done, failed, or not done at all."</p>
+                        <p>
+                            "An outcome marked " <strong>"unknown"</strong> " was not established: nobody can say yet whether it happened. "
+                            "Do not repeat it on your own. Quote its operation id to support; they can check it with the provider."
+                        </p>
+                    </aside>
+                })
+            })}
+        </Transition>
+    }
+}

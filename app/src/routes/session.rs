@@ -4,7 +4,7 @@ use leptos::prelude::*;
 use leptos_meta::Title;
 
 use crate::api;
-use crate::components::{ApiErrorPanel, Counts};
+use crate::components::{ApiErrorPanel, Counts, ViewerNotice};
 use crate::routes::{param, turn_href};
 
 #[component]
@@ -14,6 +14,7 @@ pub fn SessionPage() -> impl IntoView {
     view! {
         <Title text=crate::routes::page_title(move || format!("Session {} · Outcome ledger", key.get()))/>
         <h1 class="mb-1 text-2xl font-semibold">"Session " <bdi class="font-mono">{move || key.get()}</bdi></h1>
+        <ViewerNotice/>
         <Suspense fallback=|| view! { <p>"Loading turns…"</p> }>
             {move || Suspend::new(async move {
                 match turns.await {

@@ -27,6 +27,7 @@ pub fn TurnPage() -> impl IntoView {
             </a>
         </p>
         <h1 class="mb-4 text-2xl font-semibold">"Turn " <bdi class="font-mono">{move || turn.get()}</bdi></h1>
+        <crate::components::ViewerNotice/>
         <Suspense fallback=|| view! { <p>"Loading the timeline…"</p> }>
             {move || Suspend::new(async move {
                 match entries.await {

@@ -5,7 +5,7 @@ use axum::Json;
 use utoipa::openapi::security::{HttpAuthScheme, HttpBuilder, SecurityScheme};
 use utoipa::{Modify, OpenApi};
 
-use super::{host, live, read, replay};
+use super::{host, live, read, replay, sign_in, viewer_links};
 
 /// The document.
 #[derive(OpenApi)]
@@ -24,6 +24,8 @@ use super::{host, live, read, replay};
         host::fresh_attempt,
         host::delete_session,
         host::batch,
+        viewer_links::create,
+        viewer_links::revoke,
         read::mutation_outcomes,
         replay::mutation_events,
         live::run_events,
@@ -33,21 +35,97 @@ use super::{host, live, read, replay};
         read::operation,
         read::unknowns,
         read::healthz,
+        sign_in::me,
         openapi_json,
     ),
-    modifiers(&HostToken)
+    modifiers(&Security)
 )]
 pub struct ApiDoc;
 
-struct HostToken;
+/// The security schemes (docs/access.md) and which operations need which: the host API the host token;
+/// every read API any of host token, staff token, sign-in cookie or viewer cookie (none in open access
+/// mode); `/healthz` and this document nothing. Read APIs also document their 401.
+struct Security;
 
-impl Modify for HostToken {
+/// Paths open in every access mode.
+const OPEN_PATHS: [&str; 2] = ["/healthz", "/api/openapi.json"];
+
+impl Modify for Security {
     fn modify(&self, openapi: &mut utoipa::openapi::OpenApi) {
+        use utoipa::openapi::security::{ApiKey, ApiKeyValue, SecurityRequirement};
         let components = openapi.components.get_or_insert_with(Default::default);
         components.add_security_scheme(
             "host_token",
-            SecurityScheme::Http(HttpBuilder::new().scheme(HttpAuthScheme::Bearer).build()),
+            SecurityScheme::Http(
+                HttpBuilder::new()
+                    .scheme(HttpAuthScheme::Bearer)
+                    .description(Some(
+                        "The host token (--host-token, OUTCOMES_HOST_TOKEN, or <data dir>/host-token): every host write and every read.",
+                    ))
+                    .build(),
+            ),
         );
+        components.add_security_scheme(
+            "staff_token",
+            SecurityScheme::Http(
+                HttpBuilder::new()
+                    .scheme(HttpAuthScheme::Bearer)
+                    .description(Some(
+                        "A staff API token (`outcomes staff token NAME`): every read API.",
+                    ))
+                    .build(),
+            ),
+        );
+        components.add_security_scheme(
+            "sign_in",
+            SecurityScheme::ApiKey(ApiKey::Cookie(ApiKeyValue::with_description(
+                crate::access::SIGN_IN_COOKIE,
+                "A staff sign-in (POST /sign-in): every read API. A change made with it needs a matching Origin.",
+            ))),
+        );
+        components.add_security_scheme(
+            "viewer",
+            SecurityScheme::ApiKey(ApiKey::Cookie(ApiKeyValue::with_description(
+                crate::access::VIEWER_COOKIE,
+                "A viewer link (GET /v/{token}): the read APIs of that one session; others answer 404.",
+            ))),
+        );
+        let none: [&str; 0] = [];
+        let host = vec![SecurityRequirement::new("host_token", none)];
+        let readers: Vec<SecurityRequirement> = ["host_token", "staff_token", "sign_in", "viewer"]
+            .into_iter()
+            .map(|s| SecurityRequirement::new(s, none))
+            .collect();
+        let unauthorized = utoipa::openapi::ResponseBuilder::new()
+            .description("no credential (reads are closed: any address but loopback, or --access signed-in), or a wrong token")
+            .content(
+                "application/json",
+                utoipa::openapi::ContentBuilder::new()
+                    .schema(Some(utoipa::openapi::Ref::from_schema_name("ErrorBody")))
+                    .build(),
+            )
+            .build();
+        for (path, item) in openapi.paths.paths.iter_mut() {
+            let ops = [
+                &mut item.get,
+                &mut item.post,
+                &mut item.put,
+                &mut item.delete,
+            ];
+            for op in ops.into_iter().flatten() {
+                if OPEN_PATHS.contains(&path.as_str()) {
+                    op.security = Some(vec![SecurityRequirement::default()]);
+                } else if path.starts_with("/api/host/") {
+                    op.security = Some(host.clone());
+                } else {
+                    op.security = Some(readers.clone());
+                    op.responses
+                        .responses
+                        .entry("401".to_owned())
+                        .or_insert_with(|| unauthorized.clone().into());
+                }
+            }
+        }
     }
 }
 

@@ -33,6 +33,9 @@ const ROUTES: &[(&str, &str)] = &[
     ),
     ("delete", "/api/host/sessions/{session_key}"),
     ("post", "/api/host/batch"),
+    ("post", "/api/host/sessions/{session_key}/viewer-links"),
+    ("delete", "/api/host/sessions/{session_key}/viewer-links"),
+    ("get", "/api/me"),
     ("get", "/api/mutation-outcomes"),
     ("get", "/api/mutation-events"),
     ("get", "/api/run-events"),
@@ -111,4 +114,42 @@ async fn the_openapi_document_lists_exactly_the_served_routes() {
         (status, body["error"]["code"].as_str()),
         (StatusCode::NOT_FOUND, Some("not_found"))
     );
+}
+
+/// The document names the security schemes and which endpoints need which (docs/access.md): the host API
+/// the host token only; every read API the host token, a staff token, a sign-in or a viewer cookie (and
+/// documents its 401); `/healthz` and the document itself nothing.
+#[tokio::test]
+async fn every_endpoint_names_the_credentials_it_takes() {
+    let app = spawn().await;
+    let (_, doc) = app.get_json("/api/openapi.json").await;
+    let schemes = &doc["components"]["securitySchemes"];
+    assert_eq!(schemes["host_token"]["type"], "http");
+    assert_eq!(schemes["host_token"]["scheme"], "bearer");
+    assert_eq!(schemes["staff_token"]["scheme"], "bearer");
+    assert_eq!(
+        (schemes["sign_in"]["type"].as_str(), schemes["sign_in"]["in"].as_str(), schemes["sign_in"]["name"].as_str()),
+        (Some("apiKey"), Some("cookie"), Some("outcomes_sign_in"))
+    );
+    assert_eq!(
+        (schemes["viewer"]["in"].as_str(), schemes["viewer"]["name"].as_str()),
+        (Some("cookie"), Some("outcomes_viewer"))
+    );
+    let readers = serde_json::json!([{"host_token": []}, {"staff_token": []}, {"sign_in": []}, {"viewer": []}]);
+    for (method, path) in ROUTES {
+        let op = &doc["paths"][path][method];
+        let expected = if path.starts_with("/api/host/") {
+            serde_json::json!([{"host_token": []}])
+        } else if *path == "/healthz" || *path == "/api/openapi.json" {
+            serde_json::json!([{}])
+        } else {
+            assert_eq!(
+                op["responses"]["401"]["content"]["application/json"]["schema"]["$ref"],
+                "#/components/schemas/ErrorBody",
+                "{method} {path} documents its 401"
+            );
+            readers.clone()
+        };
+        assert_eq!(op["security"], expected, "{method} {path}");
+    }
 }

@@ -1,0 +1,262 @@
+//! `outcomes staff …` as an operator runs it (docs/access.md "Staff accounts"), and what it adds working on
+//! a running `serve --access signed-in` at once, across a restart of the server.
+
+use std::io::{BufRead, BufReader};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+const BIN: &str = env!("CARGO_BIN_EXE_outcomes");
+
+struct Out {
+    ok: bool,
+    stdout: String,
+    stderr: String,
+}
+
+fn staff(dir: &std::path::Path, args: &[&str]) -> Out {
+    let out = Command::new(BIN)
+        .arg("staff")
+        .args(args)
+        .arg("--data-dir")
+        .arg(dir)
+        .env_remove("OUTCOMES_DATABASE")
+        .output()
+        .unwrap();
+    Out {
+        ok: out.status.success(),
+        stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
+        stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
+    }
+}
+
+fn last_line(s: &str) -> &str {
+    s.lines().last().unwrap_or("")
+}
+
+/// Starts `serve` on a free loopback port; returns the child and its base URL.
+fn serve(dir: &std::path::Path, extra: &[&str]) -> (Child, String) {
+    let mut child = Command::new(BIN)
+        .args([
+            "serve",
+            "--addr",
+            "127.0.0.1:0",
+            "--host-token",
+            "cli-test-token",
+            "--data-dir",
+        ])
+        .arg(dir)
+        .args(extra)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
+    let deadline = Instant::now() + Duration::from_secs(30);
+    loop {
+        assert!(Instant::now() < deadline, "serve did not start");
+        let line = lines.next().expect("serve printed its address").unwrap();
+        if let Some(rest) = line.strip_prefix("outcomes: serving on ") {
+            return (child, rest.trim_end_matches('/').to_owned());
+        }
+    }
+}
+
+fn stop(mut child: Child) {
+    let _ = child.kill();
+    let _ = child.wait();
+}
+
+#[test]
+fn staff_commands_print_the_secret_alone_on_the_last_line_and_errors_on_stderr_only() {
+    let dir = tempfile::tempdir().unwrap();
+    let added = staff(dir.path(), &["add", "ada@example.org"]);
+    assert!(added.ok, "{}", added.stderr);
+    let password = last_line(&added.stdout).to_owned();
+    assert_eq!(password.len(), 24, "{:?}", added.stdout);
+    assert!(password
+        .bytes()
+        .all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_'));
+
+    let again = staff(dir.path(), &["add", "ada@example.org"]);
+    assert!(!again.ok);
+    assert_eq!(again.stdout, "");
+    assert!(
+        again
+            .stderr
+            .contains("a staff account named ada@example.org already exists"),
+        "{}",
+        again.stderr
+    );
+
+    let bad = staff(dir.path(), &["add", "not a name"]);
+    assert!(!bad.ok);
+    assert_eq!(bad.stdout, "");
+    assert!(
+        bad.stderr.contains("a staff name has only ASCII letters"),
+        "{}",
+        bad.stderr
+    );
+
+    let token = staff(dir.path(), &["token", "ada@example.org"]);
+    assert!(token.ok, "{}", token.stderr);
+    let token = last_line(&token.stdout).to_owned();
+    assert!(token.starts_with("ost_") && token.len() == 47, "{token}");
+
+    let nobody = staff(dir.path(), &["token", "nobody"]);
+    assert!(!nobody.ok);
+    assert_eq!(nobody.stdout, "");
+    assert!(nobody.stderr.contains("no staff account named nobody"));
+
+    let list = staff(dir.path(), &["list"]);
+    assert!(list.ok);
+    assert!(
+        list.stdout.starts_with("ada@example.org\tadded 20"),
+        "{}",
+        list.stdout
+    );
+    assert!(
+        list.stdout.contains("\t1 API token(s)\t0 sign-in(s)"),
+        "{}",
+        list.stdout
+    );
+
+    // Neither secret is anywhere in the database files.
+    for entry in std::fs::read_dir(dir.path()).unwrap() {
+        let bytes = std::fs::read(entry.unwrap().path()).unwrap();
+        let text = String::from_utf8_lossy(&bytes);
+        assert!(!text.contains(&password));
+        assert!(!text.contains(&token));
+    }
+
+    let removed = staff(dir.path(), &["remove", "ada@example.org"]);
+    assert!(removed.ok, "{}", removed.stderr);
+    let again = staff(dir.path(), &["remove", "ada@example.org"]);
+    assert!(!again.ok);
+    assert_eq!(again.stdout, "");
+    assert!(again
+        .stderr
+        .contains("no staff account named ada@example.org"));
+    let list = staff(dir.path(), &["list"]);
+    assert!(list.stdout.contains("no staff accounts"), "{}", list.stdout);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_account_added_while_serving_signs_in_at_once_and_its_sign_in_survives_a_restart() {
+    let dir = tempfile::tempdir().unwrap();
+    let (server, base) = serve(dir.path(), &["--access", "signed-in"]);
+    let client = reqwest::Client::builder()
+        .redirect(reqwest::redirect::Policy::none())
+        .build()
+        .unwrap();
+    // Closed reads: a page redirects to sign-in, an API answers 401.
+    let r = client
+        .get(format!("{base}/sessions/x?y=1"))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 303);
+    assert_eq!(
+        r.headers()["location"],
+        "/sign-in?next=%2Fsessions%2Fx%3Fy%3D1"
+    );
+    let r = client
+        .get(format!("{base}/api/sessions"))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 401);
+
+    // Added while the server runs: works at once (nothing is cached at start).
+    let added = staff(dir.path(), &["add", "grace"]);
+    assert!(added.ok, "{}", added.stderr);
+    let password = last_line(&added.stdout).to_owned();
+    let token = last_line(&staff(dir.path(), &["token", "grace"]).stdout).to_owned();
+    let r = client
+        .get(format!("{base}/api/me"))
+        .bearer_auth(&token)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 200);
+    assert_eq!(
+        r.json::<serde_json::Value>().await.unwrap(),
+        serde_json::json!({"access": "staff", "name": "grace", "can_sign_out": false})
+    );
+    let r = client
+        .post(format!("{base}/sign-in"))
+        .header("origin", &base)
+        .form(&[
+            ("name", "grace"),
+            ("password", &password),
+            ("next", "/unknowns"),
+        ])
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 303);
+    assert_eq!(r.headers()["location"], "/unknowns");
+    let cookie = r.headers()["set-cookie"].to_str().unwrap().to_owned();
+    assert!(
+        cookie.contains("HttpOnly") && cookie.contains("SameSite=Lax"),
+        "{cookie}"
+    );
+    let pair = cookie.split(';').next().unwrap().to_owned();
+
+    // The server restarts: the sign-in is kept in the ledger, so the cookie still works.
+    stop(server);
+    let (server, base) = serve(dir.path(), &["--access", "signed-in"]);
+    let r = client
+        .get(format!("{base}/api/me"))
+        .header("cookie", &pair)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 200);
+    assert_eq!(
+        r.json::<serde_json::Value>().await.unwrap()["name"],
+        "grace"
+    );
+
+    // Removing the account ends its sign-ins and tokens at once.
+    assert!(staff(dir.path(), &["remove", "grace"]).ok);
+    let r = client
+        .get(format!("{base}/api/me"))
+        .header("cookie", &pair)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 401);
+    let r = client
+        .get(format!("{base}/api/me"))
+        .bearer_auth(&token)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 401);
+    stop(server);
+}
+
+#[test]
+fn open_access_is_refused_on_a_non_loopback_address() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = Command::new(BIN)
+        .args([
+            "serve",
+            "--addr",
+            "0.0.0.0:0",
+            "--host-token",
+            "t",
+            "--access",
+            "open",
+            "--data-dir",
+        ])
+        .arg(dir.path())
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains("refusing --access open on non-loopback address 0.0.0.0:0"),
+        "{stderr}"
+    );
+}
