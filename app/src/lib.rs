@@ -82,10 +82,10 @@ pub struct CallerResource(pub Resource<Result<ledger::wire::Caller, api::ApiErro
 /// are looking at and how to leave; staff see their name and a sign-out button; open access says so.
 #[component]
 fn HeaderLinks(caller: Option<ledger::wire::Caller>) -> impl IntoView {
-    let access = caller
-        .as_ref()
-        .map_or("open", |c| c.access.as_str())
-        .to_owned();
+    let Some(access) = caller.as_ref().map(|c| c.access.clone()) else {
+        // Who is calling could not be read (a page outside the app's routes): the name only.
+        return view! { <span class="font-semibold">"Outcome ledger"</span> }.into_any();
+    };
     let sign_out = |label: &'static str| {
         view! {
             <form method="post" action="/sign-out" class="inline">
