@@ -108,6 +108,20 @@ pub fn link_not_valid_page() -> String {
     )
 }
 
+/// A page a viewer may not see, answered as if it did not exist (status 404): viewers see one session.
+pub fn viewer_not_found_page(own_session_href: &str) -> String {
+    let href = own_session_href.to_owned();
+    document(
+        "Page not found",
+        view! {
+            <section class="max-w-prose">
+                <h1 class="mb-2 text-2xl font-semibold">"Page not found."</h1>
+                <p>"No page has this address. " <a class="underline underline-offset-2" href=href>"Back to the session shared with you"</a></p>
+            </section>
+        },
+    )
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

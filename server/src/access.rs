@@ -480,6 +480,14 @@ pub async fn authenticate(
         *request.method(),
         Method::GET | Method::HEAD | Method::OPTIONS
     );
+    let refused = refused.or_else(|| match (&resolved.principal, class) {
+        (Some(Principal::Viewer { session_key, .. }), PathClass::Page)
+            if !viewer_may_open(request.uri().path(), session_key) =>
+        {
+            Some(viewer_not_found(session_key))
+        }
+        _ => None,
+    });
     let mut response = match refused {
         Some(r) => r,
         None if unsafe_method
@@ -515,6 +523,35 @@ pub async fn require_host(request: Request, next: Next) -> Response {
         Some(Principal::Host) => next.run(request).await,
         _ => ApiError::host_token_required().into_response(),
     }
+}
+
+/// Whether a viewer of `own` may open the page at `path`: its session's pages (`/sessions/<own>` and
+/// below) and operation pages (which list only matches in its session). The sessions list, the
+/// unknowns queue, find and other sessions are not there for a viewer.
+pub fn viewer_may_open(path: &str, own: &SessionKey) -> bool {
+    if path.starts_with("/operations/") {
+        return true;
+    }
+    let Some(rest) = path.strip_prefix("/sessions/") else {
+        return false;
+    };
+    let segment = rest.split('/').next().unwrap_or("");
+    percent_encoding::percent_decode_str(segment)
+        .decode_utf8()
+        .is_ok_and(|key| key == own.as_str())
+}
+
+/// The 404 page a viewer gets for a page it may not see (existence is not revealed).
+fn viewer_not_found(own: &SessionKey) -> Response {
+    (
+        StatusCode::NOT_FOUND,
+        [(
+            axum::http::header::CONTENT_TYPE,
+            HeaderValue::from_static("text/html; charset=utf-8"),
+        )],
+        app::standalone::viewer_not_found_page(&app::routes::session_href(own.as_str())),
+    )
+        .into_response()
 }
 
 /// 303 to the sign-in page, which comes back to this page (path and query) once signed in.
@@ -590,6 +627,29 @@ mod tests {
         }
         for v in ["Basic T", "BearerT", "Bearer", "Bearer ", "Bearers T", "T"] {
             assert_eq!(bearer_token(v), None, "{v:?}");
+        }
+    }
+
+    #[test]
+    fn a_viewer_opens_only_its_session_and_operation_pages() {
+        let own = SessionKey::parse("a/b c").unwrap();
+        for ok in [
+            "/sessions/a%2Fb%20c",
+            "/sessions/a%2Fb%20c/turns/t",
+            "/operations/x",
+        ] {
+            assert!(viewer_may_open(ok, &own), "{ok}");
+        }
+        for no in [
+            "/",
+            "/find",
+            "/unknowns",
+            "/sessions/other",
+            "/sessions/a",
+            "/sessions/",
+            "/sessionsx",
+        ] {
+            assert!(!viewer_may_open(no, &own), "{no}");
         }
     }
 
