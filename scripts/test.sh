@@ -33,7 +33,29 @@ for _ in $(seq 1 100); do curl -sf -o /dev/null "http://127.0.0.1:$fuzz_port/hea
 BASE_URL="http://127.0.0.1:$fuzz_port" scripts/schemathesis.sh
 kill $fuzz_server 2>/dev/null || true
 
+echo "== a second server for the browser tests: reads closed (--access signed-in), one staff account"
+signed_port=$((port + 2))
+signed_data=$(mktemp -d)
+target/release/outcomes serve --access signed-in --addr "127.0.0.1:$signed_port" --data-dir "$signed_data" \
+  > "$signed_data/server.log" 2>&1 &
+signed_server=$!
+trap 'kill $server $fuzz_server $signed_server 2>/dev/null || true; rm -rf "$data" "$fuzz_data" "$signed_data"' EXIT
+for _ in $(seq 1 100); do curl -sf -o /dev/null "http://127.0.0.1:$signed_port/healthz" && break; sleep 0.1; done
+if ! curl -sf -o /dev/null "http://127.0.0.1:$signed_port/healthz"; then
+  echo "the signed-in server did not start:" >&2
+  cat "$signed_data/server.log" >&2
+  exit 1
+fi
+staff_name=e2e-staff
+# `staff add` prints the generated password alone on its last line.
+staff_password=$(target/release/outcomes staff add "$staff_name" --data-dir "$signed_data" | tail -n 1)
+if [ -z "$staff_password" ]; then
+  echo "outcomes staff add printed no password" >&2
+  exit 1
+fi
+
 echo "== browser tests (Playwright, Debian Chromium)"
 cd e2e
 BASE_URL="http://127.0.0.1:$port" OUTCOMES_DATA_DIR="$data" OUTCOMES_PORT="$port" \
+  SIGNED_IN_URL="http://127.0.0.1:$signed_port" STAFF_NAME="$staff_name" STAFF_PASSWORD="$staff_password" \
   ../node_modules/.bin/playwright test "$@"

@@ -48,7 +48,7 @@ fn document(title: &str, body: impl IntoView + 'static) -> String {
 /// The sign-in page: a form that POSTs `name`, `password` and `next` to `/sign-in`. `next` is where the
 /// browser goes once signed in (a path on this server, checked again by the server); `problem` is shown
 /// above the form in a live region.
-pub fn sign_in_page(next: &str, problem: Option<SignInProblem>) -> String {
+pub fn sign_in_page(next: &str, name: &str, problem: Option<SignInProblem>) -> String {
     let message = problem.map(|p| match p {
         SignInProblem::Invalid => "The name or the password is wrong.".to_owned(),
         SignInProblem::TooMany { retry_after_secs } => format!(
@@ -59,6 +59,7 @@ pub fn sign_in_page(next: &str, problem: Option<SignInProblem>) -> String {
         }
     });
     let next = next.to_owned();
+    let name = name.to_owned();
     document(
         "Sign in",
         view! {
@@ -74,7 +75,7 @@ pub fn sign_in_page(next: &str, problem: Option<SignInProblem>) -> String {
                     <input type="hidden" name="next" value=next/>
                     <label class="block">
                         <span class="mb-1 block text-sm font-medium">"Name"</span>
-                        <input name="name" type="text" required autocomplete="username" autocapitalize="none" spellcheck="false"
+                        <input name="name" type="text" value=name required autocomplete="username" autocapitalize="none" spellcheck="false"
                             class="w-full rounded border border-slate-300 bg-white px-3 py-2 dark:border-slate-700 dark:bg-slate-900"/>
                     </label>
                     <label class="block">
@@ -128,10 +129,16 @@ mod tests {
 
     #[test]
     fn the_sign_in_page_escapes_next_and_posts_to_sign_in() {
-        let page = sign_in_page("/a\"><script>x</script>", Some(SignInProblem::Invalid));
+        let page = sign_in_page(
+            "/a\"><script>x</script>",
+            "ada\"><b>",
+            Some(SignInProblem::Invalid),
+        );
         assert!(page.starts_with("<!DOCTYPE html><html lang=\"en\">"));
         assert!(page.contains(r#"<form method="post" action="/sign-in""#));
         assert!(!page.contains("<script>x</script>"), "{page}");
+        assert!(!page.contains("ada\"><b>"), "{page}");
+        assert!(page.contains("value=\"ada&quot;&gt;&lt;b&gt;\""), "{page}");
         assert!(page.contains("The name or the password is wrong."));
         assert!(page.contains("<title>Sign in · Outcome ledger</title>"));
         assert!(!page.contains("<script"));

@@ -12,7 +12,7 @@ export function unique(prefix: string): string {
 export class Host {
   constructor(private request: APIRequestContext, private session: string) {}
 
-  private async call(method: 'post' | 'put', path: string, data: unknown, expected = [200, 201]) {
+  private async call(method: 'post' | 'put' | 'delete', path: string, data: unknown, expected = [200, 201]) {
     const r = await this.request[method](path, { data, headers: { Authorization: `Bearer ${token}` } });
     expect(expected, `${method} ${path}: ${r.status()} ${await r.text()}`).toContain(r.status());
     return r.json();
@@ -49,6 +49,21 @@ export class Host {
 
   turnPath(turn: string) {
     return `/sessions/${enc(this.session)}/turns/${enc(turn)}`;
+  }
+
+  sessionPath() {
+    return `/sessions/${enc(this.session)}`;
+  }
+
+  /** Mints a viewer link for this session: `{url: "/v/<token>", expires_at}` (201). */
+  viewerLink(expiresInSecs?: number): Promise<{ url: string; expires_at: string }> {
+    return this.call('post', `/api/host/sessions/${enc(this.session)}/viewer-links`,
+      expiresInSecs === undefined ? {} : { expires_in_secs: expiresInSecs }, [201]);
+  }
+
+  /** Revokes every viewer link of this session: `{revoked: n}`. */
+  revokeViewerLinks(): Promise<{ revoked: number }> {
+    return this.call('delete', `/api/host/sessions/${enc(this.session)}/viewer-links`, undefined, [200]);
   }
 }
 

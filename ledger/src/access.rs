@@ -181,7 +181,8 @@ impl Access {
     }
 
     /// The staff name of a live sign-in session: one seen within `idle_ms`. Its `last_seen_at` is moved
-    /// to now when it is older than [`TOUCH_EVERY_MS`]. `None` for an unknown, ended or idle one.
+    /// to now when it is older than [`TOUCH_EVERY_MS`] and no ledger write is under way (a read never
+    /// waits for writers). `None` for an unknown, ended or idle one.
     pub async fn sign_in(&self, id: &str, idle_ms: i64) -> Result<Option<String>, LedgerError> {
         let hash = secret_hash(id);
         let now = self.now_ms();
@@ -196,13 +197,16 @@ impl Access {
         if last_seen < now.saturating_sub(idle_ms) {
             return Ok(None);
         }
+        // Best effort: a read never waits for the ledger's writers; a touch skipped now is made by the
+        // next request.
         if last_seen < now.saturating_sub(TOUCH_EVERY_MS) {
-            let _writer = self.inner.writer().await?;
-            sqlx::query("UPDATE sign_ins SET last_seen_at = ? WHERE id_hash = ?")
-                .bind(now)
-                .bind(&hash)
-                .execute(&self.inner.write)
-                .await?;
+            if let Ok(_writer) = self.inner.write_lock.try_lock() {
+                sqlx::query("UPDATE sign_ins SET last_seen_at = ? WHERE id_hash = ?")
+                    .bind(now)
+                    .bind(&hash)
+                    .execute(&self.inner.write)
+                    .await?;
+            }
         }
         Ok(Some(name))
     }

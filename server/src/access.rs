@@ -275,12 +275,21 @@ pub fn set_cookie(name: &str, value: &str, life: CookieLife, secure: bool) -> He
     HeaderValue::from_str(&c.build().to_string()).unwrap_or(HeaderValue::from_static(""))
 }
 
-/// Whether a change's `Origin` names this server: its host and port equal the request's `Host`. A
-/// missing or opaque (`null`) origin does not match.
+/// Whether a change comes from this server's own pages: its `Origin` names this server (host and port
+/// equal the request's `Host`), or it is `null` and the browser says the request is `Sec-Fetch-Site:
+/// same-origin`. Browsers send `Origin: null` on a same-origin form POST from a page whose
+/// `Referrer-Policy` is `no-referrer` (ours is); `Sec-Fetch-Site` is set by the browser alone, so a page
+/// on another site (a sandboxed frame included) cannot claim it. A missing `Origin` never matches.
 pub fn origin_matches(headers: &HeaderMap) -> bool {
     let Some(origin) = headers.get(ORIGIN).and_then(|v| v.to_str().ok()) else {
         return false;
     };
+    if origin.trim() == "null" {
+        return headers
+            .get("sec-fetch-site")
+            .and_then(|v| v.to_str().ok())
+            .is_some_and(|v| v.trim().eq_ignore_ascii_case("same-origin"));
+    }
     let Some(host) = headers.get(HOST).and_then(|v| v.to_str().ok()) else {
         return false;
     };
@@ -705,6 +714,26 @@ mod tests {
             );
         }
         assert!(!origin_matches(&headers(&[("host", "127.0.0.1:3000")])));
+        // A same-origin form POST from a no-referrer page: Origin null, Sec-Fetch-Site same-origin.
+        let null_same = [
+            ("host", "127.0.0.1:3000"),
+            ("origin", "null"),
+            ("sec-fetch-site", "same-origin"),
+        ];
+        assert!(origin_matches(&headers(&null_same)));
+        for site in ["cross-site", "same-site", "none"] {
+            let h = headers(&[
+                ("host", "127.0.0.1:3000"),
+                ("origin", "null"),
+                ("sec-fetch-site", site),
+            ]);
+            assert!(!origin_matches(&h), "{site}");
+        }
+        // Sec-Fetch-Site never stands in for a missing Origin.
+        assert!(!origin_matches(&headers(&[
+            ("host", "127.0.0.1:3000"),
+            ("sec-fetch-site", "same-origin")
+        ])));
     }
 
     #[test]

@@ -76,7 +76,7 @@ pub async fn sign_in_form(request: Request) -> Response {
     ) {
         return see_other(&next);
     }
-    html(StatusCode::OK, sign_in_page(&next, None))
+    html(StatusCode::OK, sign_in_page(&next, "", None))
 }
 
 #[derive(Deserialize)]
@@ -106,7 +106,7 @@ pub async fn sign_in(
     let client = client_ip(&request_extensions);
     if let Some(wait) = state.failures.blocked_for(client) {
         tracing::warn!(%client, "sign-in refused: too many failures");
-        return too_many(&next, wait);
+        return too_many(&next, form.name.as_deref().unwrap_or(""), wait);
     }
     let name = form.name.unwrap_or_default().trim().to_owned();
     let password = form.password.unwrap_or_default();
@@ -127,16 +127,16 @@ pub async fn sign_in(
                     tracing::warn!(%client, "sign-in refused: wrong name or password");
                     html(
                         StatusCode::UNAUTHORIZED,
-                        sign_in_page(&next, Some(SignInProblem::Invalid)),
+                        sign_in_page(&next, &name, Some(SignInProblem::Invalid)),
                     )
                 }
                 Err(wait) => {
                     tracing::warn!(%client, "sign-in refused: too many failures");
-                    too_many(&next, wait)
+                    too_many(&next, &name, wait)
                 }
             }
         }
-        Err(e) => return unavailable(&next, e),
+        Err(e) => return unavailable(&next, &name, e),
     }
     let id = crate::staff::new_sign_in_id();
     match state.access.store.start_sign_in(&name, &id).await {
@@ -145,10 +145,10 @@ pub async fn sign_in(
         Ok(false) => {
             return html(
                 StatusCode::UNAUTHORIZED,
-                sign_in_page(&next, Some(SignInProblem::Invalid)),
+                sign_in_page(&next, &name, Some(SignInProblem::Invalid)),
             )
         }
-        Err(e) => return unavailable(&next, ApiError::from(e)),
+        Err(e) => return unavailable(&next, &name, ApiError::from(e)),
     }
     tracing::info!(staff = %name, %client, "signed in");
     let secure = is_https(&state, &request_extensions, &headers);
@@ -180,12 +180,13 @@ async fn check_password(state: &AppState, name: &str, password: String) -> Resul
     .map_err(|_| ApiError::internal())
 }
 
-fn too_many(next: &str, wait: Duration) -> Response {
+fn too_many(next: &str, name: &str, wait: Duration) -> Response {
     let secs = wait.as_secs() + u64::from(wait.subsec_nanos() > 0);
     let mut r = html(
         StatusCode::TOO_MANY_REQUESTS,
         sign_in_page(
             next,
+            name,
             Some(SignInProblem::TooMany {
                 retry_after_secs: secs.max(1),
             }),
@@ -198,9 +199,12 @@ fn too_many(next: &str, wait: Duration) -> Response {
     r
 }
 
-fn unavailable(next: &str, e: ApiError) -> Response {
+fn unavailable(next: &str, name: &str, e: ApiError) -> Response {
     let status = e.status;
-    let mut r = html(status, sign_in_page(next, Some(SignInProblem::Unavailable)));
+    let mut r = html(
+        status,
+        sign_in_page(next, name, Some(SignInProblem::Unavailable)),
+    );
     if status == StatusCode::SERVICE_UNAVAILABLE {
         r.headers_mut().insert(
             axum::http::header::RETRY_AFTER,
