@@ -274,14 +274,25 @@ impl Access {
         }))
     }
 
-    /// Revokes every viewer link of a session; returns how many there were. A session with no links (or
-    /// none at all) revokes 0.
+    /// Revokes every viewer link of a session; returns how many there were (0 for a session without
+    /// links). [`LedgerError::SessionNotFound`] for a session that is not stored; an expired one that is
+    /// not swept yet is revoked like any other.
     pub async fn revoke_viewer_links(&self, session_key: &SessionKey) -> Result<u64, LedgerError> {
         let _writer = self.inner.writer().await?;
+        let mut tx = self.inner.begin_write().await?;
+        let exists: Option<i64> =
+            sqlx::query_scalar("SELECT 1 FROM sessions WHERE session_key = ?")
+                .bind(session_key.as_str())
+                .fetch_optional(&mut *tx)
+                .await?;
+        if exists.is_none() {
+            return Err(LedgerError::SessionNotFound);
+        }
         let done = sqlx::query("DELETE FROM viewer_links WHERE session_key = ?")
             .bind(session_key.as_str())
-            .execute(&self.inner.write)
+            .execute(&mut *tx)
             .await?;
+        tx.commit().await?;
         Ok(done.rows_affected())
     }
 

@@ -323,6 +323,8 @@ pub fn bearer_token(value: &str) -> Option<&str> {
 /// What resolving a request's credentials found.
 struct Resolved {
     principal: Option<Principal>,
+    /// The credential it was resolved from, for callers that check it again later (live streams).
+    presented: Presented,
     /// Cookies that named nothing live: cleared in the response.
     clear: Vec<&'static str>,
 }
@@ -354,6 +356,7 @@ async fn resolve(
             if bool::from(t.as_bytes().ct_eq(state.host_token.as_bytes())) {
                 return Ok(Resolved {
                     principal: Some(Principal::Host),
+                    presented: Presented::Lasting,
                     clear: Vec::new(),
                 });
             }
@@ -365,6 +368,7 @@ async fn resolve(
                                 name,
                                 via: StaffVia::Token,
                             }),
+                            presented: Presented::StaffToken(t.into()),
                             clear: Vec::new(),
                         })
                     }
@@ -401,6 +405,7 @@ async fn resolve(
                 name,
                 via: StaffVia::Proxy,
             }),
+            presented: Presented::Lasting,
             clear: Vec::new(),
         });
     }
@@ -418,6 +423,7 @@ async fn resolve(
                         name,
                         via: StaffVia::SignIn,
                     }),
+                    presented: Presented::SignIn(id.as_str().into()),
                     clear,
                 })
             }
@@ -433,6 +439,7 @@ async fn resolve(
                         session_key: link.session_key,
                         expires_at: link.expires_at,
                     }),
+                    presented: Presented::Viewer(token.as_str().into()),
                     clear,
                 })
             }
@@ -440,10 +447,62 @@ async fn resolve(
             Err(e) => return Err(ApiError::from(e).into_response()),
         }
     }
+    // Open reads only for a request addressed to a loopback name: a page of another site whose name
+    // was rebound to 127.0.0.1 (DNS rebinding) sends its own name as Host and reads nothing.
+    let open = state.access.mode == AccessMode::Open && host_is_loopback(headers);
     Ok(Resolved {
-        principal: (state.access.mode == AccessMode::Open).then_some(Principal::Open),
+        principal: open.then_some(Principal::Open),
+        presented: Presented::Lasting,
         clear,
     })
+}
+
+/// Whether the `Host` header names this machine's loopback: `localhost`, a `*.localhost` name, or a
+/// loopback address (`127.0.0.0/8`, `[::1]`), with any port. A missing or other `Host` does not.
+pub fn host_is_loopback(headers: &HeaderMap) -> bool {
+    let Some(host) = headers.get(HOST).and_then(|v| v.to_str().ok()) else {
+        return false;
+    };
+    let Ok(url) = url::Url::parse(&format!("http://{host}/")) else {
+        return false;
+    };
+    match url.host() {
+        Some(url::Host::Domain(d)) => {
+            let d = d.trim_end_matches('.').to_ascii_lowercase();
+            d == "localhost" || d.ends_with(".localhost")
+        }
+        Some(url::Host::Ipv4(ip)) => ip.is_loopback(),
+        Some(url::Host::Ipv6(ip)) => ip.is_loopback(),
+        None => false,
+    }
+}
+
+/// The credential a request's caller was resolved from, kept in the request's extensions, so a
+/// long-lived answer (a live stream) can check that it still holds ([`still_valid`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Presented {
+    /// The host token, the proxy's header, or open access: nothing stored that could be revoked.
+    Lasting,
+    StaffToken(Arc<str>),
+    SignIn(Arc<str>),
+    Viewer(Arc<str>),
+}
+
+/// Whether a credential still holds: the staff token still exists, the sign-in is not ended or idle,
+/// the viewer link is not revoked or expired. A store failure counts as holding (a busy ledger does not
+/// end streams).
+pub async fn still_valid(state: &AppState, presented: &Presented) -> bool {
+    let store = &state.access.store;
+    let held = match presented {
+        Presented::Lasting => return true,
+        Presented::StaffToken(t) => store.staff_by_token(t).await.map(|n| n.is_some()),
+        Presented::SignIn(id) => store
+            .sign_in(id, state.access.sign_in_idle_ms())
+            .await
+            .map(|n| n.is_some()),
+        Presented::Viewer(t) => store.viewer_link(t).await.map(|l| l.is_some()),
+    };
+    held.unwrap_or(true)
 }
 
 /// Middleware on every request: resolves the caller ([`Principal`], put into the request's extensions),
@@ -512,6 +571,7 @@ pub async fn authenticate(
         None => {
             if let Some(p) = resolved.principal {
                 request.extensions_mut().insert(p);
+                request.extensions_mut().insert(resolved.presented);
             }
             next.run(request).await
         }
@@ -660,6 +720,32 @@ mod tests {
         ] {
             assert!(!viewer_may_open(no, &own), "{no}");
         }
+    }
+
+    #[test]
+    fn open_reads_need_a_host_that_names_loopback() {
+        for host in [
+            "127.0.0.1:3000",
+            "127.9.9.9",
+            "localhost:3000",
+            "LOCALHOST",
+            "app.localhost:80",
+            "[::1]:3000",
+            "localhost.",
+        ] {
+            assert!(host_is_loopback(&headers(&[("host", host)])), "{host}");
+        }
+        for host in [
+            "evil.example",
+            "evil.example:3000",
+            "10.0.0.1",
+            "[::2]",
+            "localhost.evil.example",
+            "",
+        ] {
+            assert!(!host_is_loopback(&headers(&[("host", host)])), "{host}");
+        }
+        assert!(!host_is_loopback(&HeaderMap::new()));
     }
 
     #[test]

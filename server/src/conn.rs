@@ -485,8 +485,9 @@ async fn refuse(mut stream: TcpStream) {
     .await;
     let body = r#"{"error":{"code":"too_many_connections","message":"the server has as many connections open as it allows, all of them busy; retry later"}}"#;
     let response = format!(
-        "HTTP/1.1 503 Service Unavailable\r\ncontent-type: application/json\r\nretry-after: {}\r\ncache-control: no-store\r\nconnection: close\r\ncontent-length: {}\r\n\r\n{body}",
+        "HTTP/1.1 503 Service Unavailable\r\ncontent-type: application/json\r\nretry-after: {}\r\n{}connection: close\r\ncontent-length: {}\r\n\r\n{body}",
         crate::error::RETRY_AFTER_SECS,
+        crate::http::security::RAW_HEADER_LINES,
         body.len()
     );
     let _ = tokio::time::timeout(Duration::from_secs(1), async {

@@ -94,9 +94,7 @@ pub async fn build(
             state.clone(),
             crate::access::authenticate,
         ))
-        .layer(axum::middleware::from_fn(
-            crate::http::security::security_headers,
-        ))
+
         .layer(RequestBodyTimeoutLayer::new(Duration::from_secs(
             args.body_timeout_secs,
         )))
@@ -114,7 +112,7 @@ pub async fn build(
                         .get("x-request-id")
                         .and_then(|v| v.to_str().ok())
                         .unwrap_or("-");
-                    tracing::info_span!("request", method = %req.method(), path = %req.uri().path(), request_id = %id)
+                    tracing::info_span!("request", method = %req.method(), path = %logged_path(req.uri().path()), request_id = %id)
                 })
                 .on_response(|res: &axum::http::Response<_>, latency: Duration, _span: &Span| {
                     tracing::info!(status = res.status().as_u16(), latency_ms = latency.as_millis() as u64, "response");
@@ -127,7 +125,13 @@ pub async fn build(
                     }
                 }),
         )
-        .layer(SetRequestIdLayer::new(request_id, MakeRequestUuid));
+        .layer(SetRequestIdLayer::new(request_id, MakeRequestUuid))
+        // A client's request id is kept only when it is a plain token (it goes into every log line).
+        .layer(axum::middleware::from_fn(plain_request_id))
+        // Outermost: every answer of the router, refusals included, carries the security headers.
+        .layer(axum::middleware::from_fn(
+            crate::http::security::security_headers,
+        ));
     Ok(Built {
         state,
         ledger,
@@ -147,7 +151,9 @@ fn panic_response(panic: Box<dyn std::any::Any + Send + 'static>) -> axum::respo
 }
 
 /// `CONNECT` (an authority-form target, no path) and any request without a path: 405 JSON before any
-/// route or the page fallback sees it. We are not a proxy.
+/// route or the page fallback sees it. We are not a proxy. A path with a `.` or `..` segment (also
+/// percent-encoded) is 400 `invalid_path`: browsers resolve those before sending, and access is decided
+/// on the path as sent, so one must never name a page other than the one it reads as.
 async fn refuse_unroutable(
     request: axum::extract::Request,
     next: axum::middleware::Next,
@@ -156,6 +162,52 @@ async fn refuse_unroutable(
         return axum::response::IntoResponse::into_response(
             crate::error::ApiError::method_not_allowed(),
         );
+    }
+    if has_dot_segment(request.uri().path()) {
+        return axum::response::IntoResponse::into_response(crate::error::ApiError::bad_request(
+            "invalid_path",
+            "a path may not have `.` or `..` segments",
+            None,
+        ));
+    }
+    next.run(request).await
+}
+
+/// Whether a path has a `.` or `..` segment, literally or percent-encoded (`%2e`).
+fn has_dot_segment(path: &str) -> bool {
+    path.split('/').any(|segment| {
+        let decoded = percent_encoding::percent_decode_str(segment).decode_utf8_lossy();
+        decoded == "." || decoded == ".."
+    })
+}
+
+/// The path as logged: a viewer link's token (`/v/<token>`) is a credential and is never logged.
+fn logged_path(path: &str) -> &str {
+    if path.starts_with("/v/") {
+        "/v/[token]"
+    } else {
+        path
+    }
+}
+
+/// Drops a client's `X-Request-Id` unless it is 1 to 128 ASCII letters, digits, `.`, `_`, `:` or `-`
+/// (one is then made): it is written into every log line of the request and must not forge log text.
+async fn plain_request_id(
+    mut request: axum::extract::Request,
+    next: axum::middleware::Next,
+) -> axum::response::Response {
+    let plain = |v: &axum::http::HeaderValue| {
+        let b = v.as_bytes();
+        !b.is_empty()
+            && b.len() <= 128
+            && b.iter()
+                .all(|c| c.is_ascii_alphanumeric() || matches!(c, b'.' | b'_' | b':' | b'-'))
+    };
+    let headers = request.headers_mut();
+    if headers.get_all("x-request-id").iter().count() > 1
+        || headers.get("x-request-id").is_some_and(|v| !plain(v))
+    {
+        headers.remove("x-request-id");
     }
     next.run(request).await
 }
@@ -353,5 +405,35 @@ async fn shutdown_signal() {
     tokio::select! {
         _ = ctrl_c => {}
         _ = term => {}
+    }
+}
+
+#[cfg(test)]
+mod path_tests {
+    use super::*;
+
+    #[test]
+    fn dot_segments_are_found_also_percent_encoded() {
+        for p in [
+            "/pkg/../sessions/x",
+            "/v/..",
+            "/a/./b",
+            "/%2e%2e/api",
+            "/pkg/%2E/x",
+            "/..",
+        ] {
+            assert!(has_dot_segment(p), "{p}");
+        }
+        for p in [
+            "/",
+            "/sessions/a.b",
+            "/pkg/outcomes.js",
+            "/sessions/...",
+            "/sessions/%2e%2e%2e",
+        ] {
+            assert!(!has_dot_segment(p), "{p}");
+        }
+        assert_eq!(logged_path("/v/secret"), "/v/[token]");
+        assert_eq!(logged_path("/sessions/x"), "/sessions/x");
     }
 }

@@ -56,11 +56,24 @@ pub fn in_process_transport(api: Router, principal: Option<Principal>) -> ApiTra
     }))
 }
 
+/// The app's routes, generated once per process.
+///
+/// Generating them renders the app with resource loading suppressed, and Leptos keeps that switch in one
+/// process-wide flag: a page rendering on another thread at the same moment would get resources that never
+/// load, and its response would never come. A server builds its pages before it serves, so only a
+/// process that builds several servers (the HTTP tests) could meet that; generating once makes it
+/// impossible.
+fn route_list() -> Vec<leptos_axum::AxumRouteListing> {
+    static ROUTES: std::sync::OnceLock<Vec<leptos_axum::AxumRouteListing>> =
+        std::sync::OnceLock::new();
+    ROUTES.get_or_init(|| generate_route_list(app::App)).clone()
+}
+
 /// The dashboard's pages and static files under the site root. Each page renders with, in context, a
 /// transport that reads `api` in process as the page's caller, and the request's CSP nonce (so the
 /// hydration scripts carry it).
 pub fn pages(options: LeptosOptions, api: Router) -> Router {
-    let routes = generate_route_list(app::App);
+    let routes = route_list();
     let context = move || {
         let parts = use_context::<axum::http::request::Parts>();
         let principal = parts

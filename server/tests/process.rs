@@ -145,7 +145,7 @@ fn sigterm_ends_live_streams_and_exits_cleanly() {
     let mut s = std::net::TcpStream::connect(&addr).unwrap();
     write!(
         s,
-        "POST /api/host/sessions/s/mutations HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer t\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{approve}",
+        "POST /api/host/sessions/s/mutations HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer t\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{approve}",
         approve.len()
     )
     .unwrap();
@@ -156,7 +156,7 @@ fn sigterm_ends_live_streams_and_exits_cleanly() {
     let mut live = std::net::TcpStream::connect(&addr).unwrap();
     write!(
         live,
-        "GET /api/run-events?session_id=s HTTP/1.1\r\nHost: x\r\n\r\n"
+        "GET /api/run-events?session_id=s HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n"
     )
     .unwrap();
     live.set_read_timeout(Some(Duration::from_secs(10)))

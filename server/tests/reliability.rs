@@ -875,7 +875,7 @@ fn open_and_reset(addr: std::net::SocketAddr, session: &str) {
     let mut s = std::net::TcpStream::connect(addr).expect("connect");
     write!(
         s,
-        "GET /api/run-events?session_id={session} HTTP/1.1\r\nHost: x\r\n\r\n"
+        "GET /api/run-events?session_id={session} HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n"
     )
     .unwrap();
     let mut head = [0u8; 12];
@@ -997,7 +997,7 @@ async fn slow_header_connections_past_the_file_limit_never_starve_healthz() {
         for _ in 0..slow_count {
             match std::net::TcpStream::connect(addr) {
                 Ok(mut s) => {
-                    let _ = s.write_all(b"GET /healthz HTTP/1.1\r\nHost: x\r\nX-Slow: ");
+                    let _ = s.write_all(b"GET /healthz HTTP/1.1\r\nHost: 127.0.0.1\r\nX-Slow: ");
                     slow.push(s);
                 }
                 Err(e) => panic!("connect: {e}"),

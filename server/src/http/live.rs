@@ -11,7 +11,7 @@ use std::convert::Infallible;
 use std::time::Duration;
 
 use axum::extract::rejection::QueryRejection;
-use axum::extract::{Query, State};
+use axum::extract::{Extension, Query, State};
 use axum::http::header::CACHE_CONTROL;
 use axum::http::HeaderValue;
 use axum::response::sse::{Event, Sse};
@@ -21,7 +21,7 @@ use ledger::wire::Resync;
 
 use super::query::{query, read_param};
 use super::read::SessionParam;
-use crate::access::Principal;
+use crate::access::{still_valid, Presented, Principal};
 use crate::error::ApiError;
 use crate::live::LiveMessage;
 use crate::AppState;
@@ -46,16 +46,29 @@ pub const HEARTBEAT: Duration = Duration::from_secs(15);
 pub async fn run_events(
     State(state): State<AppState>,
     principal: Principal,
+    presented: Option<Extension<Presented>>,
     q: Result<Query<SessionParam>, QueryRejection>,
 ) -> Result<Response, ApiError> {
     let key = read_param(query(q)?.session_id_opt(), "session_id", SessionKey::parse)?;
     principal.may_read(&key)?;
-    // A viewer's stream closes when the link expires or its session's links are revoked.
+    // A viewer's stream closes when the link expires or its session's links are revoked; any stream
+    // whose credential stops holding (a revoked link, a removed account or token, a sign-out) closes at
+    // the next heartbeat at the latest.
     let viewer_until = match &principal {
         Principal::Viewer { expires_at, .. } => Some(*expires_at),
         _ => None,
     };
+    let presented = presented.map_or(Presented::Lasting, |Extension(p)| p);
     let mut revocations = state.hub.viewer_revocations();
+    // Listening for revocations before checking again: a revocation between the middleware's check and
+    // now is seen here, one after it arrives as a message.
+    if !still_valid(&state, &presented).await {
+        return Err(ApiError::credential_required());
+    }
+    let expiry = viewer_until.map(|until| {
+        tokio::time::Instant::now()
+            + Duration::from_millis(u64::try_from(until - now_ms()).unwrap_or(0))
+    });
     let subscription = state.hub.subscribe(&key);
     // Checked after subscribing: a change committed in between is both queued and replayed, never lost.
     state.sessions.turns(&key).await?;
@@ -74,8 +87,9 @@ pub async fn run_events(
                     // Its own session, or lagged (it may have missed its session): close.
                     _ => None,
                 },
+                _ = async { tokio::time::sleep_until(expiry.unwrap_or_else(tokio::time::Instant::now)).await }, if expiry.is_some() => None,
                 _ = heartbeat.tick() => {
-                    if viewer_until.is_some_and(|until| now_ms() >= until) {
+                    if !still_valid(&state, &presented).await {
                         break;
                     }
                     let at = ledger::store::format_time(now_ms());

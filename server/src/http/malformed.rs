@@ -232,9 +232,10 @@ fn json_answer(status: &[u8], recent: &[u8]) -> Option<Vec<u8>> {
     let body = serde_json::json!({ "error": error }).to_string();
     Some(
         format!(
-            "HTTP/1.1 {} {reason}\r\ncontent-type: application/json\r\ncontent-length: {}\r\ncache-control: no-store\r\nconnection: close\r\n\r\n{body}",
+            "HTTP/1.1 {} {reason}\r\ncontent-type: application/json\r\ncontent-length: {}\r\n{}connection: close\r\n\r\n{body}",
             String::from_utf8_lossy(status),
-            body.len()
+            body.len(),
+            crate::http::security::RAW_HEADER_LINES,
         )
         .into_bytes(),
     )

@@ -51,6 +51,10 @@ pub fn page_policy(nonce: &str) -> String {
 pub const OTHER_POLICY: &str =
     "default-src 'none'; frame-ancestors 'none'; base-uri 'none'; form-action 'none'";
 
+/// The security headers of a response written without the router (a refused request head, a connection
+/// over the cap), as raw HTTP/1.1 header lines, each ending in CRLF.
+pub const RAW_HEADER_LINES: &str = "content-security-policy: default-src 'none'; frame-ancestors 'none'; base-uri 'none'; form-action 'none'\r\nx-content-type-options: nosniff\r\nreferrer-policy: no-referrer\r\nx-frame-options: DENY\r\ncache-control: no-store\r\n";
+
 /// Middleware: puts a fresh [`CspNonce`] into the request, then sets the headers above on the response.
 pub async fn security_headers(mut request: Request, next: Next) -> Response {
     let nonce = CspNonce::new();

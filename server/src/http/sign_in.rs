@@ -115,13 +115,17 @@ pub async fn sign_in(
         && !password.is_empty()
         && password.len() <= MAX_FIELD;
     let checked = if fits {
-        check_password(&state, &name, password).await
+        check_password(&state, client, &name, password).await
     } else {
-        Ok(false)
+        Ok(Checked::Wrong)
     };
     match checked {
-        Ok(true) => {}
-        Ok(false) => {
+        Ok(Checked::Right) => {}
+        Ok(Checked::Blocked(wait)) => {
+            tracing::warn!(%client, "sign-in refused: too many failures");
+            return too_many(&next, &name, wait);
+        }
+        Ok(Checked::Wrong) => {
             return match state.failures.fail(client) {
                 Ok(()) => {
                     tracing::warn!(%client, "sign-in refused: wrong name or password");
@@ -161,9 +165,23 @@ pub async fn sign_in(
     response
 }
 
+/// What checking a password found.
+enum Checked {
+    Right,
+    Wrong,
+    /// Not checked: the client went past the failure limit while this attempt waited its turn.
+    Blocked(Duration),
+}
+
 /// Checks a password off the async threads, a few at a time; `Err` when the ledger is busy or no check
-/// could start within 10 s.
-async fn check_password(state: &AppState, name: &str, password: String) -> Result<bool, ApiError> {
+/// could start within 10 s. The failure limit is looked at again once the check may start, so attempts
+/// sent all at once are not all checked: those still waiting when the limit is reached are refused.
+async fn check_password(
+    state: &AppState,
+    client: std::net::IpAddr,
+    name: &str,
+    password: String,
+) -> Result<Checked, ApiError> {
     let stored = state.access.store.password_hash(name).await?;
     let permit = tokio::time::timeout(
         Duration::from_secs(10),
@@ -172,12 +190,20 @@ async fn check_password(state: &AppState, name: &str, password: String) -> Resul
     .await
     .map_err(|_| ApiError::unavailable("busy", "too many sign-ins at once; try again"))?
     .map_err(|_| ApiError::internal())?;
-    tokio::task::spawn_blocking(move || {
+    if let Some(wait) = state.failures.blocked_for(client) {
+        return Ok(Checked::Blocked(wait));
+    }
+    let right = tokio::task::spawn_blocking(move || {
         let _permit = permit;
         crate::staff::verify_password(&password, stored.as_deref())
     })
     .await
-    .map_err(|_| ApiError::internal())
+    .map_err(|_| ApiError::internal())?;
+    Ok(if right {
+        Checked::Right
+    } else {
+        Checked::Wrong
+    })
 }
 
 fn too_many(next: &str, name: &str, wait: Duration) -> Response {

@@ -101,7 +101,8 @@ pub async fn create(
 }
 
 /// `DELETE /api/host/sessions/{session_key}/viewer-links` → 200 `{"revoked": n}`: every link of the
-/// session stops working at once (their open live streams are closed). A session without links revokes 0.
+/// session stops working at once (their open live streams are closed). A session without links revokes 0;
+/// an unknown session is 404.
 #[utoipa::path(
     delete,
     path = "/api/host/sessions/{session_key}/viewer-links",

@@ -144,7 +144,7 @@ async fn streams_reset_by_their_clients_are_freed_without_any_event() {
     let app = spawn_with(|a| a.max_live_streams = 100_000).await;
     app.settled("quiet", "t", "m1", "completed").await;
     let addr = app.base.trim_start_matches("http://").to_owned();
-    let request = "GET /api/run-events?session_id=quiet HTTP/1.1\r\nhost: x\r\n\r\n";
+    let request = "GET /api/run-events?session_id=quiet HTTP/1.1\r\nhost: 127.0.0.1\r\n\r\n";
     let rounds = 3_000;
     for _ in 0..rounds {
         let mut s = tokio::net::TcpStream::connect(&addr).await.unwrap();
@@ -237,7 +237,7 @@ async fn slow_header_clients_never_starve_healthz_or_other_clients() {
     let mut slow = Vec::new();
     for _ in 0..200 {
         let mut s = tokio::net::TcpStream::connect(&addr).await.unwrap();
-        s.write_all(b"GET /healthz HTTP/1.1\r\nhost: x\r\nx-slow: ")
+        s.write_all(b"GET /healthz HTTP/1.1\r\nhost: 127.0.0.1\r\nx-slow: ")
             .await
             .unwrap();
         slow.push(s);
@@ -298,7 +298,7 @@ async fn at_the_connection_cap_with_every_connection_busy_a_new_one_gets_503() {
     }
     let addr = app.base.trim_start_matches("http://").to_owned();
     let mut s = tokio::net::TcpStream::connect(&addr).await.unwrap();
-    s.write_all(b"GET /healthz HTTP/1.1\r\nhost: x\r\n\r\n")
+    s.write_all(b"GET /healthz HTTP/1.1\r\nhost: 127.0.0.1\r\n\r\n")
         .await
         .unwrap();
     let mut answer = String::new();
@@ -381,7 +381,7 @@ async fn connect_is_refused_with_405_json_and_the_connection_keeps_serving() {
     );
     assert!(answer.ends_with("{\"error\":{\"code\":\"method_not_allowed\",\"message\":\"this endpoint does not answer this method\"}}"), "{answer}");
     // The same connection still serves.
-    s.write_all(b"GET /healthz HTTP/1.1\r\nhost: x\r\n\r\n")
+    s.write_all(b"GET /healthz HTTP/1.1\r\nhost: 127.0.0.1\r\n\r\n")
         .await
         .unwrap();
     let n = tokio::time::timeout(Duration::from_secs(5), s.read(&mut buf))
@@ -425,7 +425,7 @@ async fn a_client_that_never_reads_is_closed_after_the_send_timeout() {
     // 40 histories (over 8 MB) asked for, none read: the socket buffers (4 MiB at most here) fill and
     // sending stalls.
     let requests =
-        "GET /api/mutation-outcomes?session_id=big HTTP/1.1\r\nhost: x\r\n\r\n".repeat(40);
+        "GET /api/mutation-outcomes?session_id=big HTTP/1.1\r\nhost: 127.0.0.1\r\n\r\n".repeat(40);
     let _ = s.write_all(requests.as_bytes()).await;
     tokio::time::sleep(Duration::from_secs(10)).await;
     // Closed by the server: reading what is buffered ends in EOF or a reset instead of waiting.
@@ -454,7 +454,7 @@ async fn a_stalled_request_body_is_refused_after_the_body_timeout() {
     let addr = app.base.trim_start_matches("http://").to_owned();
     let mut s = tokio::net::TcpStream::connect(&addr).await.unwrap();
     let head = format!(
-        "POST /api/host/batch HTTP/1.1\r\nhost: x\r\nauthorization: Bearer {TOKEN}\r\ncontent-type: application/json\r\ncontent-length: 100000\r\n\r\n{{\"operat"
+        "POST /api/host/batch HTTP/1.1\r\nhost: 127.0.0.1\r\nauthorization: Bearer {TOKEN}\r\ncontent-type: application/json\r\ncontent-length: 100000\r\n\r\n{{\"operat"
     );
     s.write_all(head.as_bytes()).await.unwrap();
     let started = std::time::Instant::now();

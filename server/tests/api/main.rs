@@ -2,6 +2,7 @@
 
 mod helpers;
 
+mod access;
 mod hardening;
 mod history;
 mod host;

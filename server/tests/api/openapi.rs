@@ -128,11 +128,18 @@ async fn every_endpoint_names_the_credentials_it_takes() {
     assert_eq!(schemes["host_token"]["scheme"], "bearer");
     assert_eq!(schemes["staff_token"]["scheme"], "bearer");
     assert_eq!(
-        (schemes["sign_in"]["type"].as_str(), schemes["sign_in"]["in"].as_str(), schemes["sign_in"]["name"].as_str()),
+        (
+            schemes["sign_in"]["type"].as_str(),
+            schemes["sign_in"]["in"].as_str(),
+            schemes["sign_in"]["name"].as_str()
+        ),
         (Some("apiKey"), Some("cookie"), Some("outcomes_sign_in"))
     );
     assert_eq!(
-        (schemes["viewer"]["in"].as_str(), schemes["viewer"]["name"].as_str()),
+        (
+            schemes["viewer"]["in"].as_str(),
+            schemes["viewer"]["name"].as_str()
+        ),
         (Some("cookie"), Some("outcomes_viewer"))
     );
     let readers = serde_json::json!([{"host_token": []}, {"staff_token": []}, {"sign_in": []}, {"viewer": []}]);

@@ -286,7 +286,7 @@ async fn a_last_event_id_with_a_control_or_non_ascii_byte_is_a_json_400_naming_i
         b"\xc3\xa9",
         b"\xff",
     ] {
-        let mut head = b"GET /api/mutation-events?session_id=s&logical_turn_id=t HTTP/1.1\r\nHost: x\r\nLast-Event-ID: ".to_vec();
+        let mut head = b"GET /api/mutation-events?session_id=s&logical_turn_id=t HTTP/1.1\r\nHost: 127.0.0.1\r\nLast-Event-ID: ".to_vec();
         head.extend_from_slice(value);
         head.extend_from_slice(b"\r\nConnection: close\r\n\r\n");
         let (status, headers, body) = raw(&app, &head).await;
@@ -304,7 +304,7 @@ async fn a_last_event_id_with_a_control_or_non_ascii_byte_is_a_json_400_naming_i
     // The same connection path serves a good cursor.
     let (status, _, body) = raw(
         &app,
-        b"GET /api/mutation-events?session_id=s&logical_turn_id=t HTTP/1.1\r\nHost: x\r\nLast-Event-ID: 1\r\nConnection: close\r\n\r\n",
+        b"GET /api/mutation-events?session_id=s&logical_turn_id=t HTTP/1.1\r\nHost: 127.0.0.1\r\nLast-Event-ID: 1\r\nConnection: close\r\n\r\n",
     )
     .await;
     assert_eq!(status, 200);
