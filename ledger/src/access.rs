@@ -233,16 +233,7 @@ impl Access {
         let _writer = self.inner.writer().await?;
         let mut tx = self.inner.begin_write().await?;
         let now = self.now_ms();
-        let last_write: Option<i64> =
-            sqlx::query_scalar("SELECT last_write_at FROM sessions WHERE session_key = ?")
-                .bind(session_key.as_str())
-                .fetch_optional(&mut *tx)
-                .await?;
-        match last_write {
-            None => return Err(LedgerError::SessionNotFound),
-            Some(w) if w < self.inner.live_since(now) => return Err(LedgerError::SessionExpired),
-            Some(_) => {}
-        }
+        crate::engine::check_session_live(&mut tx, session_key, self.inner.live_since(now)).await?;
         sqlx::query(
             "INSERT INTO viewer_links (token_hash, session_key, created_at, expires_at) \
              VALUES (?, ?, ?, ?)",

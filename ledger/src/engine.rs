@@ -765,6 +765,25 @@ async fn find_entry(
     .await?)
 }
 
+/// `Ok` when the session is stored and was written to at or after `live_since`;
+/// [`LedgerError::SessionNotFound`] / [`LedgerError::SessionExpired`] otherwise.
+pub(crate) async fn check_session_live(
+    tx: &mut SqliteConnection,
+    session_key: &SessionKey,
+    live_since: i64,
+) -> Result<(), LedgerError> {
+    let last_write: Option<i64> =
+        sqlx::query_scalar("SELECT last_write_at FROM sessions WHERE session_key = ?")
+            .bind(session_key.as_str())
+            .fetch_optional(&mut *tx)
+            .await?;
+    match last_write {
+        None => Err(LedgerError::SessionNotFound),
+        Some(t) if t < live_since => Err(LedgerError::SessionExpired),
+        Some(_) => Ok(()),
+    }
+}
+
 /// The entry a write targets: 404 for an unknown or expired session, or an unknown mutation.
 async fn load_for_write(
     tx: &mut SqliteConnection,
@@ -772,16 +791,7 @@ async fn load_for_write(
     mutation: &MutationId,
     live_since: i64,
 ) -> Result<EntryRow, LedgerError> {
-    let last_write: Option<i64> =
-        sqlx::query_scalar("SELECT last_write_at FROM sessions WHERE session_key = ?")
-            .bind(session_key.as_str())
-            .fetch_optional(&mut *tx)
-            .await?;
-    match last_write {
-        None => return Err(LedgerError::SessionNotFound),
-        Some(t) if t < live_since => return Err(LedgerError::SessionExpired),
-        Some(_) => {}
-    }
+    check_session_live(tx, session_key, live_since).await?;
     find_entry(tx, session_key, mutation)
         .await?
         .ok_or(LedgerError::MutationNotFound)

@@ -141,12 +141,7 @@ impl ServeArgs {
 
     /// The database to open.
     pub fn database(&self) -> String {
-        self.database.clone().unwrap_or_else(|| {
-            self.data_dir
-                .join("ledger.sqlite")
-                .to_string_lossy()
-                .into_owned()
-        })
+        database_or_default(self.database.as_deref(), &self.data_dir)
     }
 
     pub fn session_ttl(&self) -> Duration {
@@ -174,13 +169,21 @@ pub struct StaffArgs {
 impl StaffArgs {
     /// The database to open (as `serve` would).
     pub fn database(&self) -> String {
-        self.database.clone().unwrap_or_else(|| {
-            self.data_dir
+        database_or_default(self.database.as_deref(), &self.data_dir)
+    }
+}
+
+/// `database` when given, else `<data_dir>/ledger.sqlite`.
+fn database_or_default(database: Option<&str>, data_dir: &std::path::Path) -> String {
+    database.map_or_else(
+        || {
+            data_dir
                 .join("ledger.sqlite")
                 .to_string_lossy()
                 .into_owned()
-        })
-    }
+        },
+        str::to_owned,
+    )
 }
 
 /// `outcomes staff …`.
