@@ -61,6 +61,41 @@ fn serve(dir: &std::path::Path, extra: &[&str]) -> (Child, String) {
     }
 }
 
+/// Starts `serve` like [`serve`], with `RUST_LOG=info` (plain text logs) and its stderr written to
+/// `log`; returns the child and its base URL.
+fn serve_logging_to(
+    dir: &std::path::Path,
+    extra: &[&str],
+    log: &std::path::Path,
+) -> (Child, String) {
+    let mut child = Command::new(BIN)
+        .args([
+            "serve",
+            "--addr",
+            "127.0.0.1:0",
+            "--host-token",
+            "cli-test-token",
+            "--data-dir",
+        ])
+        .arg(dir)
+        .args(extra)
+        .env("RUST_LOG", "info")
+        .env_remove("OUTCOMES_LOG_JSON")
+        .stdout(Stdio::piped())
+        .stderr(std::fs::File::create(log).unwrap())
+        .spawn()
+        .unwrap();
+    let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
+    let deadline = Instant::now() + Duration::from_secs(30);
+    loop {
+        assert!(Instant::now() < deadline, "serve did not start");
+        let line = lines.next().expect("serve printed its address").unwrap();
+        if let Some(rest) = line.strip_prefix("outcomes: serving on ") {
+            return (child, rest.trim_end_matches('/').to_owned());
+        }
+    }
+}
+
 fn stop(mut child: Child) {
     let _ = child.kill();
     let _ = child.wait();
@@ -258,5 +293,71 @@ fn open_access_is_refused_on_a_non_loopback_address() {
     assert!(
         stderr.contains("refusing --access open on non-loopback address 0.0.0.0:0"),
         "{stderr}"
+    );
+}
+
+/// A viewer link's token is a credential: the request span logs `/v/[token]`, never the token, for a
+/// valid link (303) and a wrong one (404) alike. Before, the span logged `path=/v/<token>`.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn viewer_link_tokens_never_reach_the_log() {
+    let dir = tempfile::tempdir().unwrap();
+    let log = dir.path().join("serve.stderr");
+    let (server, base) = serve_logging_to(dir.path(), &["--access", "signed-in"], &log);
+    let client = reqwest::Client::builder()
+        .redirect(reqwest::redirect::Policy::none())
+        .build()
+        .unwrap();
+    let r = client
+        .post(format!("{base}/api/host/sessions/chat-42/mutations"))
+        .bearer_auth("cli-test-token")
+        .json(&serde_json::json!({"logical_turn_id": "t1", "mutation_id": "m1", "tool": "mcp__dashboards__create"}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 201, "{}", r.text().await.unwrap());
+    let r = client
+        .post(format!("{base}/api/host/sessions/chat-42/viewer-links"))
+        .bearer_auth("cli-test-token")
+        .json(&serde_json::json!({}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 201);
+    let url = r.json::<serde_json::Value>().await.unwrap()["url"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let token = url.strip_prefix("/v/").unwrap().to_owned();
+    assert_eq!(token.len(), 43, "{url}");
+
+    let r = client
+        .get(format!("{base}/v/{token}"))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 303);
+    assert_eq!(r.headers()["location"], "/sessions/chat-42");
+    let other = "NotAViewerLinkTokenButLooksLikeOne_01234567";
+    assert_eq!(other.len(), 43);
+    let r = client
+        .get(format!("{base}/v/{other}"))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 404);
+    stop(server);
+
+    let stderr = std::fs::read_to_string(&log).unwrap();
+    assert!(
+        !stderr.contains(&token),
+        "the valid link's token is in the log:\n{stderr}"
+    );
+    assert!(
+        !stderr.contains(other),
+        "the wrong link's token is in the log:\n{stderr}"
+    );
+    assert!(
+        stderr.matches("path=/v/[token]").count() >= 2,
+        "both requests are logged as /v/[token]:\n{stderr}"
     );
 }

@@ -52,8 +52,8 @@ pub async fn run_events(
     let key = read_param(query(q)?.session_id_opt(), "session_id", SessionKey::parse)?;
     principal.may_read(&key)?;
     // A viewer's stream closes when the link expires or its session's links are revoked; any stream
-    // whose credential stops holding (a revoked link, a removed account or token, a sign-out) closes at
-    // the next heartbeat at the latest.
+    // whose credential stops holding (a revoked link, a removed account or token, a sign-out) sends no
+    // further event and closes at its next event or heartbeat.
     let viewer_until = match &principal {
         Principal::Viewer { expires_at, .. } => Some(*expires_at),
         _ => None,
@@ -99,6 +99,11 @@ pub async fn run_events(
                 _ = shutdown.cancelled() => None,
             };
             let Some(message) = message else { break };
+            // Nothing is sent once the credential stopped holding (a sign-out, a removed account or
+            // token, even by another process): checked before each event, not only at heartbeats.
+            if presented != Presented::Lasting && !still_valid(&state, &presented).await {
+                break;
+            }
             let event = match message {
                 LiveMessage::Outcome(ev) => Event::default().event("mutation_outcome").json_data(&ev),
                 LiveMessage::Resync(turns) => {

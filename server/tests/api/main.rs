@@ -3,6 +3,7 @@
 mod helpers;
 
 mod access;
+mod access_attacks;
 mod hardening;
 mod history;
 mod host;
