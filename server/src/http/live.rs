@@ -26,6 +26,22 @@ use crate::error::ApiError;
 use crate::live::LiveMessage;
 use crate::AppState;
 
+/// One event of a `text/event-stream` answer, as the OpenAPI document describes each event of the stream
+/// (documentation only): its `event:` name, its `data:` (one line of JSON here), and `id:` / `retry:`
+/// where the stream sends them.
+#[derive(utoipa::ToSchema)]
+#[allow(dead_code)]
+pub struct ServerSentEvent {
+    /// `mutation_outcome`, `resync`, `heartbeat`, `session_ended`.
+    event: String,
+    /// JSON on one line.
+    data: String,
+    /// The revision (replay snapshots only).
+    id: Option<String>,
+    /// Reconnection delay in ms (replay snapshots only).
+    retry: Option<u64>,
+}
+
 /// Interval of the `heartbeat` events.
 pub const HEARTBEAT: Duration = Duration::from_secs(15);
 
@@ -37,7 +53,7 @@ pub const HEARTBEAT: Duration = Duration::from_secs(15);
     tag = "live",
     params(("session_id" = String, Query, description = "session key")),
     responses(
-        (status = 200, description = "long-lived stream: `mutation_outcome` events with data `{\"mutation_revision\", \"outcome\"}`, `resync` events, `heartbeat` events every 15 s, a `session_ended` event before the stream of a deleted or expired session closes", content_type = "text/event-stream", body = String),
+        (status = 200, description = "long-lived stream: `mutation_outcome` events with data `{\"mutation_revision\", \"outcome\"}`, `resync` events, `heartbeat` events every 15 s, a `session_ended` event before the stream of a deleted or expired session closes", content_type = "text/event-stream", body = ServerSentEvent),
         (status = 400, description = "missing parameter", body = ledger::wire::ErrorBody),
         (status = 404, description = "unknown or expired session", body = ledger::wire::ErrorBody),
         (status = 503, description = "too many live streams (in total or for this session); retry after `Retry-After` seconds", body = ledger::wire::ErrorBody),

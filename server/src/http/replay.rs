@@ -106,7 +106,7 @@ pub fn snapshot_events(replay: &Replay) -> Vec<Event> {
         ("Last-Event-ID" = Option<String>, Header, description = "cursor, when `after` is absent"),
     ),
     responses(
-        (status = 200, description = "finite snapshot: `retry:`, events `mutation_outcome` with `id: <revision>`, final `id:`", content_type = "text/event-stream", body = String),
+        (status = 200, description = "finite snapshot: `retry:`, events `mutation_outcome` with `id: <revision>`, final `id:`", content_type = "text/event-stream", body = super::live::ServerSentEvent),
         (status = 400, description = "missing parameter or invalid cursor", body = ledger::wire::ErrorBody),
         (status = 404, description = "unknown or expired session, or unknown turn", body = ledger::wire::ErrorBody),
         (status = 409, description = "cursor past the turn's latest revision", body = ledger::wire::ErrorBody),
