@@ -56,13 +56,20 @@ impl TrustedProxy {
     /// The staff name a request from `client` carries, when `client` is a trusted proxy and the header
     /// holds a plain name (1 to 256 bytes of visible ASCII, trimmed). Any other request: `None`.
     fn user(&self, client: IpAddr, headers: &HeaderMap) -> Option<String> {
-        let client = canonical(client);
-        if !self.proxies.iter().any(|net| net.contains(&client)) {
+        if !self.trusts(client) {
             return None;
         }
         let name = headers.get(&self.header)?.to_str().ok()?.trim();
         (!name.is_empty() && name.len() <= 256 && name.bytes().all(|b| b.is_ascii_graphic()))
             .then(|| name.to_owned())
+    }
+}
+
+impl TrustedProxy {
+    /// Whether `client` is one of the proxy's addresses.
+    fn trusts(&self, client: IpAddr) -> bool {
+        let client = canonical(client);
+        self.proxies.iter().any(|net| net.contains(&client))
     }
 }
 
@@ -236,10 +243,11 @@ pub fn is_https(
     extensions: &axum::http::Extensions,
     headers: &HeaderMap,
 ) -> bool {
-    let from_proxy = state.access.trusted.as_ref().is_some_and(|t| {
-        let ip = client_ip(extensions);
-        t.proxies.iter().any(|n| n.contains(&ip))
-    });
+    let from_proxy = state
+        .access
+        .trusted
+        .as_ref()
+        .is_some_and(|t| t.trusts(client_ip(extensions)));
     from_proxy
         && headers
             .get("x-forwarded-proto")
@@ -360,32 +368,23 @@ async fn resolve(
                     clear: Vec::new(),
                 });
             }
-            if class != PathClass::Host {
-                match state.access.store.staff_by_token(t).await {
-                    Ok(Some(name)) => {
-                        return Ok(Resolved {
-                            principal: Some(Principal::Staff {
-                                name,
-                                via: StaffVia::Token,
-                            }),
-                            presented: Presented::StaffToken(t.into()),
-                            clear: Vec::new(),
-                        })
-                    }
-                    Ok(None) => {}
-                    Err(e) => return Err(ApiError::from(e).into_response()),
-                }
-            } else if state
-                .access
-                .store
-                .staff_by_token(t)
-                .await
-                .ok()
-                .flatten()
-                .is_some()
-            {
+            match (class, state.access.store.staff_by_token(t).await) {
                 // A valid staff token on the host API: the wrong credential, not a guess.
-                return Err(ApiError::host_token_required().into_response());
+                (PathClass::Host, Ok(Some(_))) => {
+                    return Err(ApiError::host_token_required().into_response())
+                }
+                (PathClass::Host, _) | (_, Ok(None)) => {}
+                (_, Ok(Some(name))) => {
+                    return Ok(Resolved {
+                        principal: Some(Principal::Staff {
+                            name,
+                            via: StaffVia::Token,
+                        }),
+                        presented: Presented::StaffToken(t.into()),
+                        clear: Vec::new(),
+                    })
+                }
+                (_, Err(e)) => return Err(ApiError::from(e).into_response()),
             }
         }
         let refused = match class {
@@ -612,15 +611,10 @@ pub fn viewer_may_open(path: &str, own: &SessionKey) -> bool {
 
 /// The 404 page a viewer gets for a page it may not see (existence is not revealed).
 fn viewer_not_found(own: &SessionKey) -> Response {
-    (
+    crate::http::sign_in::html(
         StatusCode::NOT_FOUND,
-        [(
-            axum::http::header::CONTENT_TYPE,
-            HeaderValue::from_static("text/html; charset=utf-8"),
-        )],
         app::standalone::viewer_not_found_page(&app::routes::session_href(own.as_str())),
     )
-        .into_response()
 }
 
 /// 303 to the sign-in page, which comes back to this page (path and query) once signed in.
@@ -651,9 +645,6 @@ pub fn local_next(next: Option<&str>) -> String {
         _ => "/".to_owned(),
     }
 }
-
-/// Shared access state, built at start.
-pub type SharedAccess = Arc<AccessConfig>;
 
 #[cfg(test)]
 mod tests {

@@ -94,7 +94,7 @@ impl ApiError {
             "too many failed credentials from this address; wait, then try again with a valid one",
             None,
         );
-        e.retry_after_secs = Some(wait.as_secs() + u64::from(wait.subsec_nanos() > 0));
+        e.retry_after_secs = Some(whole_secs(wait));
         e
     }
 
@@ -189,6 +189,11 @@ impl From<LedgerError> for ApiError {
             }
         }
     }
+}
+
+/// `wait` in whole seconds, rounded up (a `Retry-After` must not send a client back too early).
+pub fn whole_secs(wait: std::time::Duration) -> u64 {
+    wait.as_secs() + u64::from(wait.subsec_nanos() > 0)
 }
 
 /// `Retry-After` of every 503 answer, in seconds.

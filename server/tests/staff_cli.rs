@@ -33,42 +33,39 @@ fn last_line(s: &str) -> &str {
     s.lines().last().unwrap_or("")
 }
 
-/// Starts `serve` on a free loopback port; returns the child and its base URL.
-fn serve(dir: &std::path::Path, extra: &[&str]) -> (Child, String) {
-    let mut child = Command::new(BIN)
-        .args([
-            "serve",
-            "--addr",
-            "127.0.0.1:0",
-            "--host-token",
-            "cli-test-token",
-            "--data-dir",
-        ])
-        .arg(dir)
-        .args(extra)
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
-    let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
-    let deadline = Instant::now() + Duration::from_secs(30);
-    loop {
-        assert!(Instant::now() < deadline, "serve did not start");
-        let line = lines.next().expect("serve printed its address").unwrap();
-        if let Some(rest) = line.strip_prefix("outcomes: serving on ") {
-            return (child, rest.trim_end_matches('/').to_owned());
-        }
+/// A running `serve`; killed when dropped, so a failing test leaves no server behind.
+struct Served(Child);
+
+impl Drop for Served {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
     }
 }
 
-/// Starts `serve` like [`serve`], with `RUST_LOG=info` (plain text logs) and its stderr written to
-/// `log`; returns the child and its base URL.
+/// `outcomes serve` on a free loopback port with the host token `cli-test-token`, `--data-dir dir` and
+/// `extra`; stderr discarded.
+fn serve(dir: &std::path::Path, extra: &[&str]) -> (Served, String) {
+    start(serve_command(dir, extra).stderr(Stdio::null()))
+}
+
+/// Like [`serve`], with `RUST_LOG=info` (plain text logs) and its stderr written to `log`.
 fn serve_logging_to(
     dir: &std::path::Path,
     extra: &[&str],
     log: &std::path::Path,
-) -> (Child, String) {
-    let mut child = Command::new(BIN)
+) -> (Served, String) {
+    start(
+        serve_command(dir, extra)
+            .env("RUST_LOG", "info")
+            .env_remove("OUTCOMES_LOG_JSON")
+            .stderr(std::fs::File::create(log).unwrap()),
+    )
+}
+
+fn serve_command(dir: &std::path::Path, extra: &[&str]) -> Command {
+    let mut command = Command::new(BIN);
+    command
         .args([
             "serve",
             "--addr",
@@ -79,26 +76,26 @@ fn serve_logging_to(
         ])
         .arg(dir)
         .args(extra)
-        .env("RUST_LOG", "info")
-        .env_remove("OUTCOMES_LOG_JSON")
-        .stdout(Stdio::piped())
-        .stderr(std::fs::File::create(log).unwrap())
-        .spawn()
-        .unwrap();
-    let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
+        .stdout(Stdio::piped());
+    command
+}
+
+/// Spawns `command` and waits for its `serving on` line; the server and its base URL.
+fn start(command: &mut Command) -> (Served, String) {
+    let mut served = Served(command.spawn().unwrap());
+    let mut lines = BufReader::new(served.0.stdout.take().unwrap()).lines();
     let deadline = Instant::now() + Duration::from_secs(30);
     loop {
         assert!(Instant::now() < deadline, "serve did not start");
         let line = lines.next().expect("serve printed its address").unwrap();
         if let Some(rest) = line.strip_prefix("outcomes: serving on ") {
-            return (child, rest.trim_end_matches('/').to_owned());
+            return (served, rest.trim_end_matches('/').to_owned());
         }
     }
 }
 
-fn stop(mut child: Child) {
-    let _ = child.kill();
-    let _ = child.wait();
+fn stop(server: Served) {
+    drop(server);
 }
 
 #[test]

@@ -14,7 +14,7 @@ use std::time::Duration;
 
 use axum::extract::rejection::FormRejection;
 use axum::extract::{Path, Query, Request, State};
-use axum::http::header::{CACHE_CONTROL, CONTENT_TYPE, LOCATION, SET_COOKIE};
+use axum::http::header::{CONTENT_TYPE, LOCATION, SET_COOKIE};
 use axum::http::{HeaderMap, HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::{Form, Json};
@@ -39,16 +39,15 @@ pub fn password_checks() -> Arc<tokio::sync::Semaphore> {
     ))
 }
 
-fn html(status: StatusCode, body: String) -> Response {
+/// A standalone HTML page (`app::standalone`) with `status`; the security headers, `no-store` among
+/// them, come from the outermost layer.
+pub(crate) fn html(status: StatusCode, body: String) -> Response {
     (
         status,
-        [
-            (
-                CONTENT_TYPE,
-                HeaderValue::from_static("text/html; charset=utf-8"),
-            ),
-            (CACHE_CONTROL, HeaderValue::from_static("no-store")),
-        ],
+        [(
+            CONTENT_TYPE,
+            HeaderValue::from_static("text/html; charset=utf-8"),
+        )],
         body,
     )
         .into_response()
@@ -207,7 +206,7 @@ async fn check_password(
 }
 
 fn too_many(next: &str, name: &str, wait: Duration) -> Response {
-    let secs = wait.as_secs() + u64::from(wait.subsec_nanos() > 0);
+    let secs = crate::error::whole_secs(wait);
     let mut r = html(
         StatusCode::TOO_MANY_REQUESTS,
         sign_in_page(

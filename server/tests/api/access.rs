@@ -5,7 +5,7 @@
 //! loopback address (127.0.0.0/8 is all loopback), and the wrong-bearer role from a new address each
 //! request: no row turns 401 into 429 because of the rows before it.
 
-use std::net::{IpAddr, Ipv4Addr};
+use std::net::Ipv4Addr;
 use std::sync::atomic::{AtomicU8, Ordering};
 use std::time::Duration;
 
@@ -13,25 +13,12 @@ use reqwest::header::HeaderMap;
 use reqwest::{Method, StatusCode};
 use serde_json::{json, Value};
 use server::cli::AccessArg;
-use server::conn::ConnLimits;
 
-use crate::helpers::{spawn_configured, TestApp, TOKEN};
-
-const STAFF: &str = "ada";
-const PASSWORD: &str = "correct horse battery staple";
+use crate::helpers::{client_at, form, read_until, with_staff, TestApp, PASSWORD, STAFF, TOKEN};
 
 // ---------------------------------------------------------------------------------------------------
 // Plumbing
 // ---------------------------------------------------------------------------------------------------
-
-/// A client that sends from `ip` (a loopback address) and does not follow redirects.
-fn client_at(ip: Ipv4Addr) -> reqwest::Client {
-    reqwest::Client::builder()
-        .redirect(reqwest::redirect::Policy::none())
-        .local_address(IpAddr::V4(ip))
-        .build()
-        .expect("client")
-}
 
 /// A client from 127.0.0.1 that does not follow redirects.
 fn plain() -> reqwest::Client {
@@ -150,14 +137,6 @@ fn location(g: &Got) -> String {
         .unwrap_or_default()
 }
 
-fn form(pairs: &[(&str, &str)]) -> String {
-    let mut s = url::form_urlencoded::Serializer::new(String::new());
-    for (k, v) in pairs {
-        s.append_pair(k, v);
-    }
-    s.finish()
-}
-
 /// `POST /sign-in` from `client`, with `Origin: origin` when given.
 async fn post_sign_in(
     app: &TestApp,
@@ -211,16 +190,7 @@ async fn server(access: AccessArg) -> TestApp {
 }
 
 async fn server_with(edit: impl FnOnce(&mut server::cli::ServeArgs)) -> TestApp {
-    let app = spawn_configured(edit, ConnLimits::default()).await;
-    let hash = server::staff::hash_password(PASSWORD).unwrap();
-    assert!(app
-        .state
-        .access
-        .store
-        .add_staff(STAFF, &hash)
-        .await
-        .unwrap());
-    app
+    with_staff(edit).await
 }
 
 /// A staff API token of `ada`.
@@ -582,21 +552,6 @@ async fn every_role_gets_exactly_its_answer_from_every_endpoint() {
 // ---------------------------------------------------------------------------------------------------
 // 2. One session's viewer never receives another session's data
 // ---------------------------------------------------------------------------------------------------
-
-/// Reads a live stream until `needle` arrived (5 s at most); what arrived.
-async fn read_until(r: &mut reqwest::Response, needle: &str) -> String {
-    let mut got = String::new();
-    let _ = tokio::time::timeout(Duration::from_secs(5), async {
-        while let Ok(Some(chunk)) = r.chunk().await {
-            got.push_str(&String::from_utf8_lossy(&chunk));
-            if got.contains(needle) {
-                break;
-            }
-        }
-    })
-    .await;
-    got
-}
 
 #[tokio::test]
 async fn one_sessions_viewer_never_receives_another_sessions_data() {

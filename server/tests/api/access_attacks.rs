@@ -19,48 +19,20 @@ use std::time::{Duration, Instant};
 use reqwest::{Method, StatusCode};
 use serde_json::{json, Value};
 use server::cli::AccessArg;
-use server::conn::ConnLimits;
 use server::http::live::HEARTBEAT;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
-use crate::helpers::{spawn, spawn_configured, TestApp, TOKEN};
-
-const STAFF: &str = "ada";
-const PASSWORD: &str = "correct horse battery staple";
+use crate::helpers::{
+    client_at, form, read_until, spawn, with_staff, TestApp, PASSWORD, STAFF, TOKEN,
+};
 
 // ---------------------------------------------------------------------------------------------------
 // Plumbing
 // ---------------------------------------------------------------------------------------------------
 
-/// A client that sends from `ip` (a loopback address) and does not follow redirects.
-fn client_at(ip: Ipv4Addr) -> reqwest::Client {
-    reqwest::Client::builder()
-        .redirect(reqwest::redirect::Policy::none())
-        .local_address(IpAddr::V4(ip))
-        .build()
-        .expect("client")
-}
-
 /// A server in `access` mode (otherwise the test defaults) with the staff account `ada`.
 async fn server(access: AccessArg) -> TestApp {
-    let app = spawn_configured(|a| a.access = access, ConnLimits::default()).await;
-    let hash = server::staff::hash_password(PASSWORD).unwrap();
-    assert!(app
-        .state
-        .access
-        .store
-        .add_staff(STAFF, &hash)
-        .await
-        .unwrap());
-    app
-}
-
-fn form(pairs: &[(&str, &str)]) -> String {
-    let mut s = url::form_urlencoded::Serializer::new(String::new());
-    for (k, v) in pairs {
-        s.append_pair(k, v);
-    }
-    s.finish()
+    with_staff(|a| a.access = access).await
 }
 
 /// `POST /sign-in` as `ada` with `Origin` = the server: status and the `Set-Cookie` values.
@@ -154,21 +126,6 @@ async fn open_stream(
         .unwrap();
     assert_eq!(r.status(), StatusCode::OK);
     r
-}
-
-/// Reads a live stream until `needle` arrived (5 s at most); what arrived.
-async fn read_until(r: &mut reqwest::Response, needle: &str) -> String {
-    let mut got = String::new();
-    let _ = tokio::time::timeout(Duration::from_secs(5), async {
-        while let Ok(Some(chunk)) = r.chunk().await {
-            got.push_str(&String::from_utf8_lossy(&chunk));
-            if got.contains(needle) {
-                break;
-            }
-        }
-    })
-    .await;
-    got
 }
 
 /// Reads a live stream to its end, for at most `within`: what arrived, and whether it ended.

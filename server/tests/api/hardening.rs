@@ -9,7 +9,7 @@ use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
 use server::conn::ConnLimits;
 
-use crate::helpers::{spawn_configured, TestApp, TOKEN};
+use crate::helpers::{read_until, spawn_configured, TestApp, TOKEN};
 
 /// A server like `spawn()`, with `edit` applied to its arguments first.
 async fn spawn_with(edit: impl FnOnce(&mut ServeArgs)) -> TestApp {
@@ -19,21 +19,6 @@ async fn spawn_with(edit: impl FnOnce(&mut ServeArgs)) -> TestApp {
 /// A server with the given connection limits (and otherwise the defaults).
 async fn spawn_with_limits(limits: ConnLimits) -> TestApp {
     spawn_configured(|_| {}, limits).await
-}
-
-/// Reads a streaming response until `needle` has arrived (or 5 s passed); returns what arrived.
-async fn read_until(r: &mut reqwest::Response, needle: &str) -> String {
-    let mut got = String::new();
-    let _ = tokio::time::timeout(Duration::from_secs(5), async {
-        while let Ok(Some(chunk)) = r.chunk().await {
-            got.push_str(&String::from_utf8_lossy(&chunk));
-            if got.contains(needle) {
-                break;
-            }
-        }
-    })
-    .await;
-    got
 }
 
 /// Whatever a stream still sends until it ends (within 5 s).

@@ -194,3 +194,55 @@ pub fn record(turn: &str, mutation: &str, status: &str) -> String {
         r#"{{"schema":"mutation_outcome/v1","logical_turn_id":"{turn}","mutation_id":"{mutation}","tool":"mcp__dashboards__create","status":"{status}","resource_id":null,"url":null,"title":null}}"#
     )
 }
+
+/// The staff account [`with_staff`] adds, and its password.
+pub const STAFF: &str = "ada";
+pub const PASSWORD: &str = "correct horse battery staple";
+
+/// A server with the test defaults, `edit` applied, and the staff account [`STAFF`].
+pub async fn with_staff(edit: impl FnOnce(&mut ServeArgs)) -> TestApp {
+    let app = spawn_configured(edit, ConnLimits::default()).await;
+    let hash = server::staff::hash_password(PASSWORD).expect("hash");
+    assert!(app
+        .state
+        .access
+        .store
+        .add_staff(STAFF, &hash)
+        .await
+        .expect("staff added"));
+    app
+}
+
+/// A client that sends from `ip` (a loopback address) and does not follow redirects: each role or
+/// attacker of a test gets its own address, so the per-address failure limit counts only its own.
+pub fn client_at(ip: std::net::Ipv4Addr) -> reqwest::Client {
+    reqwest::Client::builder()
+        .redirect(reqwest::redirect::Policy::none())
+        .local_address(std::net::IpAddr::V4(ip))
+        .build()
+        .expect("client")
+}
+
+/// A form body (`application/x-www-form-urlencoded`).
+pub fn form(pairs: &[(&str, &str)]) -> String {
+    let mut s = url::form_urlencoded::Serializer::new(String::new());
+    for (k, v) in pairs {
+        s.append_pair(k, v);
+    }
+    s.finish()
+}
+
+/// Reads a streaming response until `needle` has arrived (or 5 s passed); returns what arrived.
+pub async fn read_until(r: &mut reqwest::Response, needle: &str) -> String {
+    let mut got = String::new();
+    let _ = tokio::time::timeout(std::time::Duration::from_secs(5), async {
+        while let Ok(Some(chunk)) = r.chunk().await {
+            got.push_str(&String::from_utf8_lossy(&chunk));
+            if got.contains(needle) {
+                break;
+            }
+        }
+    })
+    .await;
+    got
+}
