@@ -4,7 +4,8 @@
 //! - every (re)open of the live stream replays from the cursor: what was missed while disconnected arrives;
 //! - a replay's URL is built from the cursor each time; it ends normally (the browser would reconnect: we
 //!   close it), or fails: 409 starts over with a full replay, 404 says the session or turn is gone;
-//! - a live stream that fails for good is reopened by us after a pause; the indicator says stale since when.
+//! - a live stream that fails for good is reopened by us after a pause; the indicator says stale since when;
+//! - a 401 (the caller's sign-in or viewer link stopped holding) stops everything and says access ended.
 
 use std::cell::{Cell, RefCell};
 use std::rc::Rc;
@@ -127,14 +128,20 @@ fn open_live(ctx: Rc<Ctx>) {
         let es2 = es.clone();
         on_error(&es, move |_| {
             if es2.ready_state() == EventSource::CLOSED {
-                // The browser gave up (a non-200 answer or a refused connection): reopen ourselves.
+                // The browser gave up (a non-200 answer or a refused connection): reopen ourselves,
+                // unless the answer was that the caller's access ended (asking again cannot help).
                 ctx.live.borrow_mut().take();
                 ctx.connection.set(Connection::Stale { since: now_text() });
                 let ctx = ctx.clone();
-                set_timeout(
-                    move || open_live(ctx),
-                    std::time::Duration::from_millis(REOPEN_MS as u64),
-                );
+                leptos::task::spawn_local(async move {
+                    if access_ended(&ctx).await {
+                        return;
+                    }
+                    set_timeout(
+                        move || open_live(ctx),
+                        std::time::Duration::from_millis(REOPEN_MS as u64),
+                    );
+                });
             } else if !matches!(ctx.connection.get_untracked(), Connection::Stale { .. }) {
                 ctx.connection.set(Connection::Reconnecting);
             }
@@ -208,24 +215,47 @@ async fn handle_failed_replay(ctx: &Rc<Ctx>, url: &str) {
             ctx.replaying.set(false);
             replay(ctx.clone(), true);
         }
+        Ok(401) => stop(ctx, Connection::AccessEnded),
         Ok(404) => {
             let message = match api::turn_entries(&ctx.session, &ctx.turn).await {
                 Err(e) => e.describe(),
                 Ok(_) => "The session or turn is gone.".to_owned(),
             };
-            ctx.stopped.set(true);
-            if let Some(es) = ctx.live.borrow_mut().take() {
-                es.close();
-            }
-            ctx.connection.set(Connection::Gone { message });
+            stop(ctx, Connection::Gone { message });
         }
         _ => ctx.connection.set(Connection::Stale { since: now_text() }),
     }
 }
 
+/// Nothing more will come: close the live stream, reopen nothing, and say why.
+fn stop(ctx: &Rc<Ctx>, why: Connection) {
+    ctx.stopped.set(true);
+    if let Some(es) = ctx.live.borrow_mut().take() {
+        es.close();
+    }
+    ctx.connection.set(why);
+}
+
+/// After the live stream failed for good: whether it was because the caller's access ended (the read API
+/// answers 401), in which case the connection stops and says so.
+async fn access_ended(ctx: &Rc<Ctx>) -> bool {
+    if ctx.stopped.get() {
+        return true;
+    }
+    match api::turn_entries(&ctx.session, &ctx.turn).await {
+        Err(api::ApiError::Status { status: 401, .. }) => {
+            stop(ctx, Connection::AccessEnded);
+            true
+        }
+        _ => false,
+    }
+}
+
 /// Records do not say whether an unknown outcome is still in flight; the entries API does.
 async fn refresh_statuses(ctx: &Rc<Ctx>) {
-    if let Ok(entries) = api::turn_entries(&ctx.session, &ctx.turn).await {
-        ctx.timeline.update(|t| t.refresh_ledger_status(&entries));
+    match api::turn_entries(&ctx.session, &ctx.turn).await {
+        Ok(entries) => ctx.timeline.update(|t| t.refresh_ledger_status(&entries)),
+        Err(api::ApiError::Status { status: 401, .. }) => stop(ctx, Connection::AccessEnded),
+        Err(_) => {}
     }
 }

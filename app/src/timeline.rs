@@ -199,6 +199,9 @@ pub enum Connection {
     Gone {
         message: String,
     },
+    /// The caller's credential stopped holding (401: a sign-out or idle expiry, a revoked or expired
+    /// viewer link): nothing more will come until the page is loaded again, which asks for a sign-in.
+    AccessEnded,
 }
 
 impl Connection {
@@ -213,6 +216,9 @@ impl Connection {
             Connection::Reconnecting => "Reconnecting…".into(),
             Connection::Stale { since } => format!("Stale since {since}; retrying"),
             Connection::Gone { message } => message.clone(),
+            Connection::AccessEnded => {
+                "Not live: your access ended (signed out, or the shared link was revoked or expired). Reload to sign in.".into()
+            }
         }
     }
 
@@ -225,6 +231,7 @@ impl Connection {
             Connection::Reconnecting => "reconnecting",
             Connection::Stale { .. } => "stale",
             Connection::Gone { .. } => "gone",
+            Connection::AccessEnded => "access_ended",
         }
     }
 }

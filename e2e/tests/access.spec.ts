@@ -18,15 +18,20 @@ const needsSignedIn = () => test.skip(!signedInUrl, 'SIGNED_IN_URL (a server wit
 function watch(page: Page) {
   const csp: string[] = [];
   const errors: string[] = [];
+  // Set once the test ends the caller's access: the app's reads may then be refused (401) while it learns so.
+  const state = { accessEnded: false, denied: [] as string[] };
   page.on('console', m => {
     const text = m.text();
+    const url = m.location().url;
     if (/Content Security Policy|Refused to/i.test(text)) csp.push(`${page.url()}: ${text}`);
     // The 401/404 of a page that answers so on purpose is logged as a failed load of the document itself.
-    else if (m.type() === 'error' && !(text.startsWith('Failed to load resource') && m.location().url === page.url()))
-      errors.push(`${page.url()}: ${text} (${m.location().url})`);
+    else if (m.type() === 'error' && text.startsWith('Failed to load resource') && url === page.url()) return;
+    else if (m.type() === 'error' && state.accessEnded && text.includes('status of 401') && new URL(url).pathname.startsWith('/api/'))
+      state.denied.push(url);
+    else if (m.type() === 'error') errors.push(`${page.url()}: ${text} (${url})`);
   });
   page.on('pageerror', e => errors.push(`${page.url()}: uncaught ${e}`));
-  return { csp, errors };
+  return { csp, errors, state };
 }
 
 /** Every page also reports CSP violations it sees itself, as a console error the watcher catches. */
@@ -349,8 +354,16 @@ test.describe('on the signed-in server', () => {
       // The host revokes: the open page stops being live, and a reload asks for a sign-in.
       await page.goto(hostA.turnPath('turn-1'));
       await expect(page.locator('.connection')).toHaveAttribute('data-state', 'live', { timeout: 15_000 });
+      seen.state.accessEnded = true;
       expect(await hostA.revokeViewerLinks()).toEqual({ revoked: 1 });
-      await expect(page.locator('.connection')).not.toHaveAttribute('data-state', 'live', { timeout: 15_000 });
+      // The page says so and stops: no reconnecting with a credential that no longer holds.
+      await expect(page.locator('.connection')).toHaveAttribute('data-state', 'access_ended', { timeout: 15_000 });
+      await expect(page.locator('.connection')).toContainText('your access ended');
+      await page.waitForTimeout(4_000);
+      await expect(page.locator('.connection')).toHaveAttribute('data-state', 'access_ended');
+      // Only reads of its own session were refused while it learnt so: one or two, not a retry loop.
+      expect(seen.state.denied.length).toBeLessThanOrEqual(3);
+      for (const url of seen.state.denied) expect(url).toContain(enc(a));
       await page.reload();
       expectSignInPage(page, hostA.turnPath('turn-1'));
       expect((await context.cookies()).map(c => c.name)).not.toContain('outcomes_viewer');
