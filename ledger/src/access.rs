@@ -233,7 +233,7 @@ impl Access {
         let _writer = self.inner.writer().await?;
         let mut tx = self.inner.begin_write().await?;
         let now = self.now_ms();
-        crate::engine::check_session_live(&mut tx, session_key, self.inner.live_since(now)).await?;
+        crate::rows::check_session_live(&mut tx, session_key, self.inner.live_since(now)).await?;
         sqlx::query(
             "INSERT INTO viewer_links (token_hash, session_key, created_at, expires_at) \
              VALUES (?, ?, ?, ?)",

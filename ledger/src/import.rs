@@ -1,5 +1,5 @@
 //! Import of agent transcripts in the OpenAI chat format: the pure mapping from a conversation to ledger
-//! [`Operation`]s, shared by `outcomes import` (which sends them to the host API's batch) and by a host that
+//! [`Command`]s, shared by `outcomes import` (which sends them to the host API's batch) and by a host that
 //! embeds the [`Engine`] ([`Engine::import`]).
 //!
 //! Shapes read:
@@ -40,7 +40,8 @@ use serde::Deserialize;
 use serde_json::Value;
 use sha2::{Digest, Sha256};
 
-use crate::engine::{Engine, Operation, Settlement};
+use crate::command::{Action, Command, Settlement};
+use crate::engine::Engine;
 use crate::error::LedgerError;
 use crate::ids::{AttemptId, IdError, LogicalTurnId, MutationId, SessionKey, ToolName};
 use crate::projection::HostMetadata;
@@ -49,7 +50,7 @@ use crate::wire::{EntryState, Reason};
 /// The attempt id of every imported mutation (a transcript shows one attempt per call).
 pub const IMPORT_ATTEMPT_ID: &str = "import-1";
 
-/// Operations [`Engine::import`] applies per transaction (the host API's batch limit too).
+/// Commands [`Engine::import`] applies per transaction (the host API's batch limit too).
 pub const IMPORT_BATCH_OPERATIONS: usize = 1000;
 
 /// Default timeout patterns: the result only says the call timed out (anchored at the start, after an
@@ -220,34 +221,28 @@ pub struct ConversationPlan {
 
 impl ConversationPlan {
     /// approve, intent, settle (and metadata when there is some) of each mutation, in order.
-    pub fn operations(&self) -> Vec<Operation> {
+    pub fn operations(&self) -> Vec<Command> {
         let attempt = || AttemptId::parse(IMPORT_ATTEMPT_ID).expect("a valid constant");
         let mut ops = Vec::with_capacity(self.mutations.len() * 4);
         for m in &self.mutations {
-            ops.push(Operation::Approve {
-                session_key: self.session_key.clone(),
+            let command =
+                |action| Command::new(self.session_key.clone(), m.mutation_id.clone(), action);
+            ops.push(command(Action::Approve {
                 logical_turn_id: m.logical_turn_id.clone(),
-                mutation_id: m.mutation_id.clone(),
                 tool: m.tool.clone(),
-            });
-            ops.push(Operation::RecordIntent {
-                session_key: self.session_key.clone(),
-                mutation_id: m.mutation_id.clone(),
+            }));
+            ops.push(command(Action::RecordIntent {
                 attempt_id: attempt(),
-            });
-            ops.push(Operation::Settle {
-                session_key: self.session_key.clone(),
-                mutation_id: m.mutation_id.clone(),
+            }));
+            ops.push(command(Action::Settle {
                 attempt_id: attempt(),
                 settlement: m.classification.settlement,
                 reason: m.classification.reason,
-            });
+            }));
             if let Some(metadata) = &m.metadata {
-                ops.push(Operation::AttachMetadata {
-                    session_key: self.session_key.clone(),
-                    mutation_id: m.mutation_id.clone(),
+                ops.push(command(Action::AttachMetadata {
                     metadata: metadata.clone(),
-                });
+                }));
             }
         }
         ops
@@ -702,11 +697,11 @@ impl From<Result<EntryState, LedgerError>> for OpResult {
 /// leaves the revision as it was.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct ImportTally {
-    /// Operations that changed the ledger.
+    /// Commands that changed the ledger.
     pub created: u64,
-    /// Operations the ledger already held (refused transitions, no-op attaches).
+    /// Commands the ledger already held (refused transitions, no-op attaches).
     pub already_present: u64,
-    /// Operations that failed, each with `session mutation: error`.
+    /// Commands that failed, each with `session mutation: error`.
     pub failed: Vec<String>,
     /// Revision last seen per (session, mutation), to tell a no-op attach from a change.
     revisions: HashMap<(String, String), Option<i64>>,
@@ -714,13 +709,13 @@ pub struct ImportTally {
 
 impl ImportTally {
     /// Counts one operation's result.
-    pub fn record(&mut self, op: &Operation, result: OpResult) {
-        let (session, mutation) = op_keys(op);
+    pub fn record(&mut self, op: &Command, result: OpResult) {
+        let (session, mutation) = (op.key.session_key.as_str(), op.key.mutation_id.as_str());
         let key = (session.to_owned(), mutation.to_owned());
         match result {
             OpResult::Applied(state) => {
                 let before = self.revisions.insert(key, state.revision);
-                let no_op = matches!(op, Operation::AttachMetadata { .. })
+                let no_op = matches!(op.action, Action::AttachMetadata { .. })
                     && before == Some(state.revision);
                 if no_op {
                     self.already_present += 1;
@@ -737,52 +732,12 @@ impl ImportTally {
     }
 }
 
-fn op_keys(op: &Operation) -> (&str, &str) {
-    match op {
-        Operation::Approve {
-            session_key,
-            mutation_id,
-            ..
-        }
-        | Operation::RecordIntent {
-            session_key,
-            mutation_id,
-            ..
-        }
-        | Operation::Settle {
-            session_key,
-            mutation_id,
-            ..
-        }
-        | Operation::Cancel {
-            session_key,
-            mutation_id,
-            ..
-        }
-        | Operation::Reconcile {
-            session_key,
-            mutation_id,
-            ..
-        }
-        | Operation::AttachMetadata {
-            session_key,
-            mutation_id,
-            ..
-        }
-        | Operation::FreshAttempt {
-            session_key,
-            mutation_id,
-            ..
-        } => (session_key.as_str(), mutation_id.as_str()),
-    }
-}
-
 impl Engine {
     /// Records the plans' operations ([`ConversationPlan::operations`]) in transactions of at most
     /// [`IMPORT_BATCH_OPERATIONS`], and counts what each did. Re-importing the same plans changes nothing.
     /// The error is a store failure; batches committed before it stay.
     pub async fn import(&self, plans: &[ConversationPlan]) -> Result<ImportTally, LedgerError> {
-        let ops: Vec<Operation> = plans.iter().flat_map(|p| p.operations()).collect();
+        let ops: Vec<Command> = plans.iter().flat_map(|p| p.operations()).collect();
         let mut tally = ImportTally::default();
         for chunk in ops.chunks(IMPORT_BATCH_OPERATIONS) {
             let results = self.apply_batch(chunk.to_vec()).await?;
@@ -1069,7 +1024,7 @@ mod tests {
         assert_eq!(plan.mutations[1].metadata, None);
         let ops = plan.operations();
         assert_eq!(ops.len(), 7);
-        assert!(matches!(ops[3], Operation::AttachMetadata { .. }));
+        assert!(matches!(ops[3].action, Action::AttachMetadata { .. }));
     }
 
     #[test]

@@ -6,6 +6,7 @@
 //!   [`credential`] detector, the [`Engine`] (writes), the [`SessionManager`] (reads), the [`Adapter`] for
 //!   live delivery, the SQLite store behind sqlx, and [`import`] of agent transcripts (OpenAI chat format).
 
+pub mod command;
 pub mod error;
 pub mod ids;
 pub mod limits;
@@ -22,7 +23,11 @@ pub mod engine;
 #[cfg(feature = "store")]
 pub mod import;
 #[cfg(feature = "store")]
+pub mod machine;
+#[cfg(feature = "store")]
 pub mod projection;
+#[cfg(feature = "store")]
+mod rows;
 #[cfg(feature = "store")]
 pub mod sanitize;
 #[cfg(feature = "store")]
@@ -33,9 +38,63 @@ pub mod store;
 #[cfg(feature = "store")]
 pub use adapter::{Adapter, AdapterError, SessionEnd};
 #[cfg(feature = "store")]
-pub use engine::{Engine, Evidence, Operation, Settlement};
+pub use command::{Action, Command, EntryKey, Evidence, Settlement};
+#[cfg(feature = "store")]
+pub use engine::Engine;
 pub use error::{LedgerError, Refusal};
 #[cfg(feature = "store")]
 pub use sessions::{Replay, ReplayEvent, SessionManager};
 #[cfg(feature = "store")]
-pub use store::{Clock, Ledger, LedgerOptions, SystemClock};
+pub use store::{Clock, LedgerOptions, SystemClock};
+
+#[cfg(feature = "store")]
+use std::sync::Arc;
+
+/// An open ledger: the front of the crate, handing out the write side ([`Engine`]), the read side
+/// ([`SessionManager`]) and the access records. Cheap to clone. Opening it starts the group-commit writer
+/// task on the current tokio runtime (docs/ledger.md "Writing"); the task ends with the last clone of the
+/// ledger and of its engines.
+#[cfg(feature = "store")]
+#[derive(Clone)]
+pub struct Ledger {
+    inner: Arc<store::Inner>,
+    engine: Engine,
+}
+
+#[cfg(feature = "store")]
+impl Ledger {
+    /// Opens (creating when missing) the SQLite ledger at `database`: a file path, or a `sqlite:` URL.
+    /// Runs the numbered migrations. WAL journal with `synchronous=FULL`: a commit is on disk before the
+    /// call returns, so a settlement that was answered survives a power cut (NORMAL in WAL mode can lose the
+    /// last commits). Read connections get a 5 s busy timeout, the write connection `write_wait`; all get
+    /// foreign keys. A database file is created mode 0600 and an existing one (with its `-wal` and `-shm`)
+    /// is set to 0600: it holds what hosts recorded (docs/ledger.md "Files").
+    pub async fn open(database: &str, options: LedgerOptions) -> Result<Ledger, LedgerError> {
+        let inner = Arc::new(store::Inner::open(database, options).await?);
+        Ok(Ledger {
+            engine: Engine::start(inner.clone()),
+            inner,
+        })
+    }
+
+    /// The write side.
+    pub fn engine(&self) -> Engine {
+        self.engine.clone()
+    }
+
+    /// Staff accounts, tokens, sign-ins and viewer links (docs/access.md).
+    pub fn access(&self) -> access::Access {
+        access::Access::new(self.inner.clone())
+    }
+
+    /// The read side.
+    pub fn sessions(&self) -> SessionManager {
+        SessionManager::new(self.inner.clone())
+    }
+
+    /// Closes both pools (graceful shutdown).
+    pub async fn close(&self) {
+        self.inner.write.close().await;
+        self.inner.read.close().await;
+    }
+}

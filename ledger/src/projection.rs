@@ -5,18 +5,8 @@ use serde::{Deserialize, Serialize};
 
 use crate::limits::RECORD_MAX_BYTES;
 use crate::sanitize::{sanitize_resource_id, sanitize_title, sanitize_url};
+pub use crate::wire::HostMetadata;
 use crate::wire::{LedgerStatus, MutationOutcome, PublishedStatus, Reason, SCHEMA};
-
-/// Host metadata as the host attached it (`Engine::attach_metadata`), before sanitising.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
-pub struct HostMetadata {
-    #[serde(default)]
-    pub id: Option<String>,
-    #[serde(default)]
-    pub url: Option<String>,
-    #[serde(default)]
-    pub title: Option<String>,
-}
 
 /// The part of a ledger entry the projection reads. This is also the `ledger_entry` shape of the contract
 /// examples in `docs/contracts/mutation_outcome_v1.json` and of `outcomes project` input.

@@ -4,10 +4,10 @@
 
 use std::sync::Arc;
 
-use crate::engine::{EntryRow, ENTRY_COLUMNS};
 use crate::error::LedgerError;
 use crate::ids::{Cursor, LogicalTurnId, MutationId, SessionKey};
 use crate::projection::project;
+use crate::rows::{EntryRow, ENTRY_COLUMNS};
 use crate::store::{format_time, Inner};
 use crate::wire::{
     LedgerStatus, MutationOutcome, OperationMatch, PublishedStatus, SessionList, SessionSummary,

@@ -1,5 +1,6 @@
-//! Opening the ledger: the sqlx SQLite store, its pragmas, migrations, the clock and retention settings.
-//! [`Ledger`] hands out the [`Engine`] (writes) and the [`SessionManager`] (reads).
+//! The store: opening the sqlx SQLite database (its pragmas, migrations, file modes), the clock and the
+//! retention settings, shared by the write side, the read side and the access records (docs/ledger.md
+//! "Layers"). The [`crate::Ledger`] front opens it and hands out the sides.
 
 use std::path::Path;
 use std::str::FromStr;
@@ -10,9 +11,7 @@ use sqlx::sqlite::{SqliteConnectOptions, SqliteJournalMode, SqlitePoolOptions, S
 use sqlx::SqlitePool;
 
 use crate::adapter::{Adapter, NoAdapter};
-use crate::engine::Engine;
 use crate::error::LedgerError;
-use crate::sessions::SessionManager;
 
 /// Milliseconds since the Unix epoch, from a clock the tests can drive.
 pub trait Clock: Send + Sync {
@@ -65,6 +64,8 @@ pub(crate) struct Inner {
     /// The one write connection: writers are serialised in this process, and the lock is taken up front.
     pub(crate) write: SqlitePool,
     pub(crate) read: SqlitePool,
+    /// Held by whoever writes: the group-commit writer for each group, and the other writers (deletes,
+    /// purges, access records) for their own transactions.
     pub(crate) write_lock: tokio::sync::Mutex<()>,
     pub(crate) adapter: Arc<dyn Adapter>,
     pub(crate) clock: Arc<dyn Clock>,
@@ -73,42 +74,13 @@ pub(crate) struct Inner {
 }
 
 impl Inner {
-    /// This process's write lock, waited for at most `write_wait`; [`LedgerError::Busy`] past it.
-    pub(crate) async fn writer(&self) -> Result<tokio::sync::MutexGuard<'_, ()>, LedgerError> {
-        tokio::time::timeout(self.write_wait, self.write_lock.lock())
-            .await
-            .map_err(|_| LedgerError::Busy)
-    }
-
-    /// A write transaction that holds SQLite's write lock from its first statement (`BEGIN IMMEDIATE`),
-    /// so a writer never reads, then fails to upgrade with `SQLITE_BUSY`; SQLite waits up to the write
-    /// connection's busy timeout (`write_wait`) for another process to let go.
-    pub(crate) async fn begin_write(
-        &self,
-    ) -> Result<sqlx::Transaction<'static, sqlx::Sqlite>, LedgerError> {
-        Ok(self.write.begin_with("BEGIN IMMEDIATE").await?)
-    }
-
-    /// The earliest `last_write_at` of a session that has not expired at `now`.
-    pub(crate) fn live_since(&self, now: i64) -> i64 {
-        now.saturating_sub(self.ttl_ms)
-    }
-}
-
-/// An open ledger. Cheap to clone.
-#[derive(Clone)]
-pub struct Ledger {
-    inner: Arc<Inner>,
-}
-
-impl Ledger {
     /// Opens (creating when missing) the SQLite ledger at `database`: a file path, or a `sqlite:` URL.
     /// Runs the numbered migrations. WAL journal with `synchronous=FULL`: a commit is on disk before the
     /// call returns, so a settlement that was answered survives a power cut (NORMAL in WAL mode can lose the
     /// last commits). Read connections get a 5 s busy timeout, the write connection `write_wait`; all get
     /// foreign keys. A database file is created mode 0600 and an existing one (with its `-wal` and `-shm`)
     /// is set to 0600: it holds what hosts recorded (docs/ledger.md "Files").
-    pub async fn open(database: &str, options: LedgerOptions) -> Result<Ledger, LedgerError> {
+    pub(crate) async fn open(database: &str, options: LedgerOptions) -> Result<Inner, LedgerError> {
         let connect = if database.starts_with("sqlite:") {
             SqliteConnectOptions::from_str(database)?
         } else {
@@ -143,38 +115,36 @@ impl Ledger {
             .acquire_timeout(options.write_wait.max(Duration::from_secs(1)))
             .connect_with(connect.read_only(true))
             .await?;
-        Ok(Ledger {
-            inner: Arc::new(Inner {
-                write,
-                read,
-                write_lock: tokio::sync::Mutex::new(()),
-                adapter: options.adapter,
-                clock: options.clock,
-                ttl_ms: i64::try_from(options.session_ttl.as_millis()).unwrap_or(i64::MAX),
-                write_wait: options.write_wait,
-            }),
+        Ok(Inner {
+            write,
+            read,
+            write_lock: tokio::sync::Mutex::new(()),
+            adapter: options.adapter,
+            clock: options.clock,
+            ttl_ms: i64::try_from(options.session_ttl.as_millis()).unwrap_or(i64::MAX),
+            write_wait: options.write_wait,
         })
     }
 
-    /// The write side.
-    pub fn engine(&self) -> Engine {
-        Engine::new(self.inner.clone())
+    /// This process's write lock, waited for at most `write_wait`; [`LedgerError::Busy`] past it.
+    pub(crate) async fn writer(&self) -> Result<tokio::sync::MutexGuard<'_, ()>, LedgerError> {
+        tokio::time::timeout(self.write_wait, self.write_lock.lock())
+            .await
+            .map_err(|_| LedgerError::Busy)
     }
 
-    /// Staff accounts, tokens, sign-ins and viewer links (docs/access.md).
-    pub fn access(&self) -> crate::access::Access {
-        crate::access::Access::new(self.inner.clone())
+    /// A write transaction that holds SQLite's write lock from its first statement (`BEGIN IMMEDIATE`),
+    /// so a writer never reads, then fails to upgrade with `SQLITE_BUSY`; SQLite waits up to the write
+    /// connection's busy timeout (`write_wait`) for another process to let go.
+    pub(crate) async fn begin_write(
+        &self,
+    ) -> Result<sqlx::Transaction<'static, sqlx::Sqlite>, LedgerError> {
+        Ok(self.write.begin_with("BEGIN IMMEDIATE").await?)
     }
 
-    /// The read side.
-    pub fn sessions(&self) -> SessionManager {
-        SessionManager::new(self.inner.clone())
-    }
-
-    /// Closes both pools (graceful shutdown).
-    pub async fn close(&self) {
-        self.inner.write.close().await;
-        self.inner.read.close().await;
+    /// The earliest `last_write_at` of a session that has not expired at `now`.
+    pub(crate) fn live_since(&self, now: i64) -> i64 {
+        now.saturating_sub(self.ttl_ms)
     }
 }
 

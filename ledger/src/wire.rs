@@ -316,3 +316,15 @@ pub struct Caller {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub session_key: Option<String>,
 }
+
+/// Host metadata (id, url, title) as a host attaches it, before sanitising (docs/ledger.md "Entries and
+/// their states"); the published record carries it sanitised. Each field absent or `null` is `None`.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct HostMetadata {
+    #[serde(default)]
+    pub id: Option<String>,
+    #[serde(default)]
+    pub url: Option<String>,
+    #[serde(default)]
+    pub title: Option<String>,
+}

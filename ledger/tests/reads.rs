@@ -6,7 +6,7 @@ mod common;
 use std::time::Duration;
 
 use common::*;
-use ledger::engine::{Operation, Settlement};
+use ledger::command::{Action, Command, Settlement};
 use ledger::ids::Cursor;
 use ledger::projection::LedgerEntry;
 use ledger::wire::{LedgerStatus as L, PublishedStatus as P, StatusCounts};
@@ -274,11 +274,13 @@ async fn dashboard() -> Harness {
     h.ok(settle("m-5", "a-5", Settlement::Failed, None)).await;
     h.clock.advance(Duration::from_millis(59_500));
     h.ok(approve_in("s-2", TURN, "m-1")).await;
-    h.ok(Operation::RecordIntent {
-        session_key: sk("s-2"),
-        mutation_id: mid("m-1"),
-        attempt_id: att("b-1"),
-    })
+    h.ok(Command::new(
+        sk("s-2"),
+        mid("m-1"),
+        Action::RecordIntent {
+            attempt_id: att("b-1"),
+        },
+    ))
     .await;
     h
 }

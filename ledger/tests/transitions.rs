@@ -4,7 +4,7 @@
 mod common;
 
 use common::*;
-use ledger::engine::{Operation, Settlement};
+use ledger::command::{Action, Settlement};
 use ledger::wire::{LedgerStatus as L, PublishedStatus as P, Reason};
 use ledger::Refusal;
 
@@ -416,13 +416,14 @@ async fn empty_evidence_is_not_evidence() {
         "evidence.reference",
         "evidence.observed_at",
     ] {
-        let op = Operation::Reconcile {
-            session_key: sk(SESSION),
-            mutation_id: mid("m-1"),
-            attempt_id: att("a-1"),
-            completed: true,
-            evidence: blank(field),
-        };
+        let op = on(
+            "m-1",
+            Action::Reconcile {
+                attempt_id: att("a-1"),
+                completed: true,
+                evidence: blank(field),
+            },
+        );
         h.invalid(op, field).await;
     }
 }

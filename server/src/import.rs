@@ -18,9 +18,8 @@ use ledger::import::{
     parse_transcripts, ConversationPlan, ImportConfig, ImportTally, Importer, OpResult, Position,
 };
 use ledger::wire::{EntryState, ErrorDetail};
-use ledger::{Operation, Settlement};
 use serde::Deserialize;
-use serde_json::{json, Value};
+use serde_json::json;
 
 use crate::cli::ImportArgs;
 use crate::http::host::MAX_BATCH_OPERATIONS;
@@ -44,81 +43,6 @@ fn host_token(given: Option<&str>, data_dir: &Path) -> Result<String, String> {
                 data_dir.display()
             )
         })
-}
-
-/// One operation as an item of the host API's batch body (`{"op", "session_key", "mutation_id", ...}`).
-pub fn batch_json(op: &Operation) -> Value {
-    match op {
-        Operation::Approve {
-            session_key,
-            logical_turn_id,
-            mutation_id,
-            tool,
-        } => {
-            json!({"op": "approve", "session_key": session_key.as_str(), "mutation_id": mutation_id.as_str(),
-                    "logical_turn_id": logical_turn_id.as_str(), "tool": tool.as_str()})
-        }
-        Operation::RecordIntent {
-            session_key,
-            mutation_id,
-            attempt_id,
-        } => {
-            json!({"op": "intent", "session_key": session_key.as_str(), "mutation_id": mutation_id.as_str(),
-                    "attempt_id": attempt_id.as_str()})
-        }
-        Operation::Settle {
-            session_key,
-            mutation_id,
-            attempt_id,
-            settlement,
-            reason,
-        } => {
-            let status = match settlement {
-                Settlement::Completed => "completed",
-                Settlement::Failed => "failed",
-                Settlement::OutcomeUnknown => "outcome_unknown",
-            };
-            json!({"op": "settle", "session_key": session_key.as_str(), "mutation_id": mutation_id.as_str(),
-                   "attempt_id": attempt_id.as_str(), "status": status, "reason": reason.map(|r| r.as_str())})
-        }
-        Operation::Cancel {
-            session_key,
-            mutation_id,
-            attempt_id,
-            reason,
-        } => {
-            json!({"op": "cancel", "session_key": session_key.as_str(), "mutation_id": mutation_id.as_str(),
-                    "attempt_id": attempt_id.as_str(), "reason": reason.map(|r| r.as_str())})
-        }
-        Operation::Reconcile {
-            session_key,
-            mutation_id,
-            attempt_id,
-            completed,
-            evidence,
-        } => {
-            json!({"op": "reconcile", "session_key": session_key.as_str(), "mutation_id": mutation_id.as_str(),
-                    "attempt_id": attempt_id.as_str(), "completed": completed,
-                    "evidence": {"source": evidence.source, "reference": evidence.reference,
-                                 "observed_at": evidence.observed_at}})
-        }
-        Operation::AttachMetadata {
-            session_key,
-            mutation_id,
-            metadata,
-        } => {
-            json!({"op": "metadata", "session_key": session_key.as_str(), "mutation_id": mutation_id.as_str(),
-                    "id": metadata.id, "url": metadata.url, "title": metadata.title})
-        }
-        Operation::FreshAttempt {
-            session_key,
-            mutation_id,
-            attempt_id,
-        } => {
-            json!({"op": "attempt", "session_key": session_key.as_str(), "mutation_id": mutation_id.as_str(),
-                    "attempt_id": attempt_id.as_str()})
-        }
-    }
 }
 
 #[derive(Deserialize)]
@@ -222,7 +146,7 @@ pub async fn import(args: &ImportArgs) -> Result<ImportReport, Box<dyn std::erro
     let importer = Importer::new(&args.session_prefix, args.write_tools.clone(), config)?;
     let token = host_token(args.host_token.as_deref(), &args.data_dir)?;
     let (plans, skipped) = plan(&importer, &args.files);
-    let ops: Vec<Operation> = plans
+    let ops: Vec<ledger::Command> = plans
         .iter()
         .flat_map(ConversationPlan::operations)
         .collect();
@@ -232,7 +156,7 @@ pub async fn import(args: &ImportArgs) -> Result<ImportReport, Box<dyn std::erro
     let bar = progress(ops.len());
     let mut tally = ImportTally::default();
     for chunk in ops.chunks(MAX_BATCH_OPERATIONS) {
-        let body = json!({"operations": chunk.iter().map(batch_json).collect::<Vec<_>>()});
+        let body = json!({"operations": chunk});
         let response = http
             .post(endpoint.clone())
             .bearer_auth(&token)

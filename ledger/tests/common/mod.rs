@@ -6,7 +6,7 @@ use std::sync::atomic::{AtomicI64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use ledger::engine::{Evidence, Operation, Settlement};
+use ledger::command::{Action, Command, Evidence, Settlement};
 use ledger::ids::{AttemptId, LogicalTurnId, MutationId, SessionKey, ToolName};
 use ledger::projection::HostMetadata;
 use ledger::wire::{EntryState, MutationOutcome, Reason, SessionList, TurnEntries};
@@ -149,44 +149,49 @@ pub fn att(s: &str) -> AttemptId {
     AttemptId::parse(s).unwrap()
 }
 
-pub fn approve_in(session: &str, t: &str, m: &str) -> Operation {
-    Operation::Approve {
-        session_key: sk(session),
-        logical_turn_id: turn(t),
-        mutation_id: mid(m),
-        tool: ToolName::parse(TOOL).unwrap(),
-    }
+pub fn approve_in(session: &str, t: &str, m: &str) -> Command {
+    Command::new(
+        sk(session),
+        mid(m),
+        Action::Approve {
+            logical_turn_id: turn(t),
+            tool: ToolName::parse(TOOL).unwrap(),
+        },
+    )
 }
 
-pub fn approve(m: &str) -> Operation {
+pub fn approve(m: &str) -> Command {
     approve_in(SESSION, TURN, m)
 }
 
-pub fn intent(m: &str, a: &str) -> Operation {
-    Operation::RecordIntent {
-        session_key: sk(SESSION),
-        mutation_id: mid(m),
-        attempt_id: att(a),
-    }
+/// A command on entry `m` of the default session.
+pub fn on(m: &str, action: Action) -> Command {
+    Command::new(sk(SESSION), mid(m), action)
 }
 
-pub fn settle(m: &str, a: &str, settlement: Settlement, reason: Option<Reason>) -> Operation {
-    Operation::Settle {
-        session_key: sk(SESSION),
-        mutation_id: mid(m),
-        attempt_id: att(a),
-        settlement,
-        reason,
-    }
+pub fn intent(m: &str, a: &str) -> Command {
+    on(m, Action::RecordIntent { attempt_id: att(a) })
 }
 
-pub fn cancel(m: &str, a: &str, reason: Option<Reason>) -> Operation {
-    Operation::Cancel {
-        session_key: sk(SESSION),
-        mutation_id: mid(m),
-        attempt_id: att(a),
-        reason,
-    }
+pub fn settle(m: &str, a: &str, settlement: Settlement, reason: Option<Reason>) -> Command {
+    on(
+        m,
+        Action::Settle {
+            attempt_id: att(a),
+            settlement,
+            reason,
+        },
+    )
+}
+
+pub fn cancel(m: &str, a: &str, reason: Option<Reason>) -> Command {
+    on(
+        m,
+        Action::Cancel {
+            attempt_id: att(a),
+            reason,
+        },
+    )
 }
 
 pub fn evidence() -> Evidence {
@@ -197,14 +202,15 @@ pub fn evidence() -> Evidence {
     }
 }
 
-pub fn reconcile(m: &str, a: &str, completed: bool) -> Operation {
-    Operation::Reconcile {
-        session_key: sk(SESSION),
-        mutation_id: mid(m),
-        attempt_id: att(a),
-        completed,
-        evidence: evidence(),
-    }
+pub fn reconcile(m: &str, a: &str, completed: bool) -> Command {
+    on(
+        m,
+        Action::Reconcile {
+            attempt_id: att(a),
+            completed,
+            evidence: evidence(),
+        },
+    )
 }
 
 pub fn meta(id: &str, url: &str, title: &str) -> HostMetadata {
@@ -215,25 +221,17 @@ pub fn meta(id: &str, url: &str, title: &str) -> HostMetadata {
     }
 }
 
-pub fn attach(m: &str, metadata: HostMetadata) -> Operation {
-    Operation::AttachMetadata {
-        session_key: sk(SESSION),
-        mutation_id: mid(m),
-        metadata,
-    }
+pub fn attach(m: &str, metadata: HostMetadata) -> Command {
+    on(m, Action::AttachMetadata { metadata })
 }
 
-pub fn fresh(m: &str, a: &str) -> Operation {
-    Operation::FreshAttempt {
-        session_key: sk(SESSION),
-        mutation_id: mid(m),
-        attempt_id: att(a),
-    }
+pub fn fresh(m: &str, a: &str) -> Command {
+    on(m, Action::FreshAttempt { attempt_id: att(a) })
 }
 
 impl Harness {
     /// Applies `op`, which must succeed.
-    pub async fn ok(&self, op: Operation) -> EntryState {
+    pub async fn ok(&self, op: Command) -> EntryState {
         let what = format!("{op:?}");
         self.engine
             .apply(op)
@@ -267,7 +265,7 @@ impl Harness {
 
     /// Applies `op`, which must be refused with `expected`, report `current` as the unchanged state, and
     /// change nothing a reader or the adapter can see.
-    pub async fn refused(&self, op: Operation, expected: Refusal, current: &EntryState) {
+    pub async fn refused(&self, op: Command, expected: Refusal, current: &EntryState) {
         let before = self.snapshot().await;
         let what = format!("{op:?}");
         match self.engine.apply(op).await {
@@ -284,7 +282,7 @@ impl Harness {
     }
 
     /// Applies `op`, which must be `Invalid` on `field` and change nothing.
-    pub async fn invalid(&self, op: Operation, field: &str) {
+    pub async fn invalid(&self, op: Command, field: &str) {
         let before = self.snapshot().await;
         let what = format!("{op:?}");
         match self.engine.apply(op).await {

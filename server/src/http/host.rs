@@ -12,7 +12,7 @@ use bytes::Bytes;
 use ledger::ids::{AttemptId, LogicalTurnId, MutationId, SessionKey, ToolName};
 use ledger::projection::HostMetadata;
 use ledger::wire::{EntryState, ErrorDetail, Reason};
-use ledger::{Evidence, Operation, Settlement};
+use ledger::{Action, Command, Evidence, Settlement};
 use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
@@ -153,20 +153,25 @@ pub struct MetadataBody {
     title: Option<String>,
 }
 
-fn approve_op(key: SessionKey, b: ApproveBody) -> Result<Operation, ApiError> {
-    Ok(Operation::Approve {
-        session_key: key,
-        logical_turn_id: write_id(
-            required(b.logical_turn_id, "logical_turn_id")?,
-            "logical_turn_id",
-            LogicalTurnId::parse,
-        )?,
-        mutation_id: mutation(required(b.mutation_id, "mutation_id")?)?,
-        tool: write_id(required(b.tool, "tool")?, "tool", ToolName::parse)?,
-    })
+fn approve_op(key: SessionKey, b: ApproveBody) -> Result<Command, ApiError> {
+    let logical_turn_id = write_id(
+        required(b.logical_turn_id, "logical_turn_id")?,
+        "logical_turn_id",
+        LogicalTurnId::parse,
+    )?;
+    let mutation_id = mutation(required(b.mutation_id, "mutation_id")?)?;
+    let tool = write_id(required(b.tool, "tool")?, "tool", ToolName::parse)?;
+    Ok(Command::new(
+        key,
+        mutation_id,
+        Action::Approve {
+            logical_turn_id,
+            tool,
+        },
+    ))
 }
 
-fn settle_op(key: SessionKey, m: MutationId, b: SettleBody) -> Result<Operation, ApiError> {
+fn settle_op(key: SessionKey, m: MutationId, b: SettleBody) -> Result<Command, ApiError> {
     let attempt_id = attempt(b.attempt_id)?;
     let settlement = match required(b.status, "status")?.as_str() {
         "completed" => Settlement::Completed,
@@ -179,25 +184,25 @@ fn settle_op(key: SessionKey, m: MutationId, b: SettleBody) -> Result<Operation,
             ))
         }
     };
-    Ok(Operation::Settle {
-        session_key: key,
-        mutation_id: m,
-        attempt_id,
-        settlement,
-        reason: reason(b.reason)?,
-    })
+    let reason = reason(b.reason)?;
+    Ok(Command::new(
+        key,
+        m,
+        Action::Settle {
+            attempt_id,
+            settlement,
+            reason,
+        },
+    ))
 }
 
-fn cancel_op(key: SessionKey, m: MutationId, b: CancelBody) -> Result<Operation, ApiError> {
-    Ok(Operation::Cancel {
-        session_key: key,
-        mutation_id: m,
-        attempt_id: attempt(b.attempt_id)?,
-        reason: reason(b.reason)?,
-    })
+fn cancel_op(key: SessionKey, m: MutationId, b: CancelBody) -> Result<Command, ApiError> {
+    let attempt_id = attempt(b.attempt_id)?;
+    let reason = reason(b.reason)?;
+    Ok(Command::new(key, m, Action::Cancel { attempt_id, reason }))
 }
 
-fn reconcile_op(key: SessionKey, m: MutationId, b: ReconcileBody) -> Result<Operation, ApiError> {
+fn reconcile_op(key: SessionKey, m: MutationId, b: ReconcileBody) -> Result<Command, ApiError> {
     let attempt_id = attempt(b.attempt_id)?;
     let completed = required(b.completed, "completed")?;
     let e = required(b.evidence, "evidence")?;
@@ -218,35 +223,35 @@ fn reconcile_op(key: SessionKey, m: MutationId, b: ReconcileBody) -> Result<Oper
             ))
         }
     }
-    Ok(Operation::Reconcile {
-        session_key: key,
-        mutation_id: m,
-        attempt_id,
-        completed,
-        evidence: Evidence {
-            source: required(e.source, "evidence.source")?,
-            reference: required(e.reference, "evidence.reference")?,
-            observed_at: required(e.observed_at, "evidence.observed_at")?,
+    let evidence = Evidence {
+        source: required(e.source, "evidence.source")?,
+        reference: required(e.reference, "evidence.reference")?,
+        observed_at: required(e.observed_at, "evidence.observed_at")?,
+    };
+    Ok(Command::new(
+        key,
+        m,
+        Action::Reconcile {
+            attempt_id,
+            completed,
+            evidence,
         },
-    })
+    ))
 }
 
-fn metadata_op(key: SessionKey, m: MutationId, b: MetadataBody) -> Operation {
+fn metadata_op(key: SessionKey, m: MutationId, b: MetadataBody) -> Command {
     let non_empty = |v: Option<String>| v.filter(|s| !s.is_empty());
-    Operation::AttachMetadata {
-        session_key: key,
-        mutation_id: m,
-        metadata: HostMetadata {
-            id: non_empty(b.id),
-            url: non_empty(b.url),
-            title: non_empty(b.title),
-        },
-    }
+    let metadata = HostMetadata {
+        id: non_empty(b.id),
+        url: non_empty(b.url),
+        title: non_empty(b.title),
+    };
+    Command::new(key, m, Action::AttachMetadata { metadata })
 }
 
 async fn run(
     state: &AppState,
-    op: Operation,
+    op: Command,
     status: StatusCode,
 ) -> Result<(StatusCode, Json<EntryState>), ApiError> {
     let entry = state.engine.apply(op).await?;
@@ -272,7 +277,7 @@ async fn step<B: DeserializeOwned>(
     state: &AppState,
     p: Result<Path<(String, String)>, PathRejection>,
     bytes: Result<Bytes, BytesRejection>,
-    build: impl FnOnce(SessionKey, MutationId, B) -> Result<Operation, ApiError>,
+    build: impl FnOnce(SessionKey, MutationId, B) -> Result<Command, ApiError>,
 ) -> Reply {
     let (k, m) = path(p)?;
     let b: B = body(bytes)?;
@@ -350,11 +355,8 @@ pub async fn record_intent(
     bytes: Result<Bytes, BytesRejection>,
 ) -> Reply {
     step(&state, p, bytes, |k, m, b: AttemptBody| {
-        Ok(Operation::RecordIntent {
-            session_key: k,
-            mutation_id: m,
-            attempt_id: attempt(b.attempt_id)?,
-        })
+        let attempt_id = attempt(b.attempt_id)?;
+        Ok(Command::new(k, m, Action::RecordIntent { attempt_id }))
     })
     .await
 }
@@ -466,11 +468,8 @@ pub async fn fresh_attempt(
     bytes: Result<Bytes, BytesRejection>,
 ) -> Reply {
     step(&state, p, bytes, |k, m, b: AttemptBody| {
-        Ok(Operation::FreshAttempt {
-            session_key: k,
-            mutation_id: m,
-            attempt_id: attempt(b.attempt_id)?,
-        })
+        let attempt_id = attempt(b.attempt_id)?;
+        Ok(Command::new(k, m, Action::FreshAttempt { attempt_id }))
     })
     .await
 }
@@ -525,7 +524,7 @@ pub struct BatchResult {
     pub error: Option<ErrorDetail>,
 }
 
-fn batch_op(value: serde_json::Value) -> Result<(Operation, StatusCode), ApiError> {
+fn batch_op(value: serde_json::Value) -> Result<(Command, StatusCode), ApiError> {
     let head: BatchOp = from_value(value.clone())?;
     let key = session(required(head.session_key, "session_key")?)?;
     let op = required(head.op, "op")?;
@@ -536,11 +535,8 @@ fn batch_op(value: serde_json::Value) -> Result<(Operation, StatusCode), ApiErro
     let op = match op.as_str() {
         "intent" => {
             let b: AttemptBody = from_value(value)?;
-            Operation::RecordIntent {
-                session_key: key,
-                mutation_id: m,
-                attempt_id: attempt(b.attempt_id)?,
-            }
+            let attempt_id = attempt(b.attempt_id)?;
+            Command::new(key, m, Action::RecordIntent { attempt_id })
         }
         "settle" => settle_op(key, m, from_value(value)?)?,
         "cancel" => cancel_op(key, m, from_value(value)?)?,
@@ -548,11 +544,8 @@ fn batch_op(value: serde_json::Value) -> Result<(Operation, StatusCode), ApiErro
         "metadata" => metadata_op(key, m, from_value(value)?),
         "attempt" => {
             let b: AttemptBody = from_value(value)?;
-            Operation::FreshAttempt {
-                session_key: key,
-                mutation_id: m,
-                attempt_id: attempt(b.attempt_id)?,
-            }
+            let attempt_id = attempt(b.attempt_id)?;
+            Command::new(key, m, Action::FreshAttempt { attempt_id })
         }
         _ => {
             return Err(ApiError::invalid_field(
@@ -595,9 +588,9 @@ pub async fn batch(
             format!("at most {MAX_BATCH_OPERATIONS} operations per batch"),
         ));
     }
-    let parsed: Vec<Result<(Operation, StatusCode), ApiError>> =
+    let parsed: Vec<Result<(Command, StatusCode), ApiError>> =
         ops.into_iter().map(batch_op).collect();
-    let valid: Vec<Operation> = parsed
+    let valid: Vec<Command> = parsed
         .iter()
         .filter_map(|p| p.as_ref().ok().map(|(op, _)| op.clone()))
         .collect();

@@ -308,24 +308,30 @@ async fn at_the_connection_cap_with_every_connection_busy_a_new_one_gets_503() {
     let m2 = MutationId::parse("m2").unwrap();
     let a1 = AttemptId::parse("a1").unwrap();
     for op in [
-        ledger::Operation::Approve {
-            session_key: key.clone(),
-            logical_turn_id: LogicalTurnId::parse("t").unwrap(),
-            mutation_id: m2.clone(),
-            tool: ToolName::parse("tool").unwrap(),
-        },
-        ledger::Operation::RecordIntent {
-            session_key: key.clone(),
-            mutation_id: m2.clone(),
-            attempt_id: a1.clone(),
-        },
-        ledger::Operation::Settle {
-            session_key: key.clone(),
-            mutation_id: m2.clone(),
-            attempt_id: a1.clone(),
-            settlement: ledger::Settlement::Completed,
-            reason: None,
-        },
+        ledger::Command::new(
+            key.clone(),
+            m2.clone(),
+            ledger::Action::Approve {
+                logical_turn_id: LogicalTurnId::parse("t").unwrap(),
+                tool: ToolName::parse("tool").unwrap(),
+            },
+        ),
+        ledger::Command::new(
+            key.clone(),
+            m2.clone(),
+            ledger::Action::RecordIntent {
+                attempt_id: a1.clone(),
+            },
+        ),
+        ledger::Command::new(
+            key.clone(),
+            m2.clone(),
+            ledger::Action::Settle {
+                attempt_id: a1.clone(),
+                settlement: ledger::Settlement::Completed,
+                reason: None,
+            },
+        ),
     ] {
         app.state.engine.apply(op).await.unwrap();
     }

@@ -1,0 +1,246 @@
+//! The ledger's write command as data (docs/ledger.md "Commands"): which entry ([`EntryKey`]) and what to
+//! do to it ([`Action`]). The host API, its batch, the importer and the tests all build this one type; its
+//! serde form is exactly one item of `POST /api/host/batch` (docs/api.md): flat, tagged by `op`, e.g.
+//! `{"op": "settle", "session_key": "s-1", "mutation_id": "m-1", "attempt_id": "a-1", "status":
+//! "completed"}`. Compiled without the store, so the browser can use it too. Identifiers are checked while
+//! deserialising (docs/ledger.md "Entries and their states": non-empty, at most 256 bytes, no control
+//! character).
+
+use serde::{Deserialize, Serialize};
+
+use crate::ids::{AttemptId, LogicalTurnId, MutationId, SessionKey, ToolName};
+use crate::wire::{HostMetadata, LedgerStatus, Reason};
+
+/// The entry a command names: `(session_key, mutation_id)`.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub struct EntryKey {
+    pub session_key: SessionKey,
+    pub mutation_id: MutationId,
+}
+
+/// One write: an entry and what to do to it. Serialised flat (the key's fields beside the action's).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Command {
+    #[serde(flatten)]
+    pub key: EntryKey,
+    #[serde(flatten)]
+    pub action: Action,
+}
+
+impl Command {
+    /// A command on `(session_key, mutation_id)`.
+    pub fn new(session_key: SessionKey, mutation_id: MutationId, action: Action) -> Command {
+        Command {
+            key: EntryKey {
+                session_key,
+                mutation_id,
+            },
+            action,
+        }
+    }
+}
+
+/// How an in-flight attempt settled (`status` of a settle: `completed`, `failed`, `outcome_unknown`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Settlement {
+    /// The tool reported success: `completed`.
+    Completed,
+    /// The tool reported failure: `failed`.
+    Failed,
+    /// The result is not established (e.g. a timeout after the router was entered): `outcome_unknown`.
+    OutcomeUnknown,
+}
+
+impl Settlement {
+    /// The ledger status an entry settles to.
+    pub fn status(self) -> LedgerStatus {
+        match self {
+            Settlement::Completed => LedgerStatus::Completed,
+            Settlement::Failed => LedgerStatus::Failed,
+            Settlement::OutcomeUnknown => LedgerStatus::OutcomeUnknown,
+        }
+    }
+}
+
+/// Authoritative evidence about the ORIGINAL attempt (seed 002, "Authenticated status of the original
+/// attempt resolves the outcome"). An empty source or reference is not evidence.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Evidence {
+    /// The qualified status provider that answered.
+    pub source: String,
+    /// The provider's reference for the original operation (e.g. `issue #419`).
+    pub reference: String,
+    /// When the provider observed the status: an RFC 3339 time (anything else is refused).
+    pub observed_at: String,
+}
+
+/// What a host asks of one entry (the entry is named by the [`Command`]'s key). Tagged by `op`: `approve`,
+/// `intent`, `settle`, `cancel`, `reconcile`, `metadata`, `attempt`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "op", rename_all = "snake_case")]
+pub enum Action {
+    /// Records an approved mutation in `logical_turn_id` (the session and turn are created when new).
+    /// Not published, no revision.
+    Approve {
+        logical_turn_id: LogicalTurnId,
+        tool: ToolName,
+    },
+    /// Dispatch is about to enter the router: `approved` → `execution_started` under `attempt_id`.
+    #[serde(rename = "intent")]
+    RecordIntent { attempt_id: AttemptId },
+    /// The in-flight attempt settled; `reason` may only be `execution_timeout` with `OutcomeUnknown`.
+    Settle {
+        attempt_id: AttemptId,
+        #[serde(rename = "status")]
+        settlement: Settlement,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        reason: Option<Reason>,
+    },
+    /// The in-flight attempt never entered the router: back to `approved` after intent (`not_executed`);
+    /// `reason` may only be `pre_dispatch_deadline`.
+    Cancel {
+        attempt_id: AttemptId,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        reason: Option<Reason>,
+    },
+    /// Authoritative evidence about the original attempt settles an in-flight or unknown entry:
+    /// `completed`, or `not_executed` when `completed` is false.
+    Reconcile {
+        attempt_id: AttemptId,
+        completed: bool,
+        evidence: Evidence,
+    },
+    /// Sets the host metadata (`id`, `url`, `title`) of a published entry. The engine stores it sanitised,
+    /// of any raw size; metadata identical to the stored one once sanitised changes nothing.
+    #[serde(rename = "metadata")]
+    AttachMetadata {
+        #[serde(flatten)]
+        metadata: HostMetadata,
+    },
+    /// Starts a new attempt of a `not_executed` entry under an attempt id the entry never had.
+    #[serde(rename = "attempt")]
+    FreshAttempt { attempt_id: AttemptId },
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn key() -> (SessionKey, MutationId) {
+        (
+            SessionKey::parse("s-1").unwrap(),
+            MutationId::parse("m-1").unwrap(),
+        )
+    }
+
+    fn command(action: Action) -> Command {
+        let (s, m) = key();
+        Command::new(s, m, action)
+    }
+
+    fn attempt() -> AttemptId {
+        AttemptId::parse("a-1").unwrap()
+    }
+
+    /// Each action's serde form is exactly the batch item of docs/api.md, both ways.
+    #[test]
+    fn every_command_is_a_flat_batch_item_tagged_by_op() {
+        let cases = [
+            (
+                command(Action::Approve {
+                    logical_turn_id: LogicalTurnId::parse("turn-1").unwrap(),
+                    tool: ToolName::parse("github.create_issue").unwrap(),
+                }),
+                json!({"op": "approve", "session_key": "s-1", "mutation_id": "m-1",
+                       "logical_turn_id": "turn-1", "tool": "github.create_issue"}),
+            ),
+            (
+                command(Action::RecordIntent {
+                    attempt_id: attempt(),
+                }),
+                json!({"op": "intent", "session_key": "s-1", "mutation_id": "m-1", "attempt_id": "a-1"}),
+            ),
+            (
+                command(Action::Settle {
+                    attempt_id: attempt(),
+                    settlement: Settlement::OutcomeUnknown,
+                    reason: Some(Reason::ExecutionTimeout),
+                }),
+                json!({"op": "settle", "session_key": "s-1", "mutation_id": "m-1", "attempt_id": "a-1",
+                       "status": "outcome_unknown", "reason": "execution_timeout"}),
+            ),
+            (
+                command(Action::Settle {
+                    attempt_id: attempt(),
+                    settlement: Settlement::Completed,
+                    reason: None,
+                }),
+                json!({"op": "settle", "session_key": "s-1", "mutation_id": "m-1", "attempt_id": "a-1",
+                       "status": "completed"}),
+            ),
+            (
+                command(Action::Cancel {
+                    attempt_id: attempt(),
+                    reason: Some(Reason::PreDispatchDeadline),
+                }),
+                json!({"op": "cancel", "session_key": "s-1", "mutation_id": "m-1", "attempt_id": "a-1",
+                       "reason": "pre_dispatch_deadline"}),
+            ),
+            (
+                command(Action::Reconcile {
+                    attempt_id: attempt(),
+                    completed: false,
+                    evidence: Evidence {
+                        source: "github".into(),
+                        reference: "issue #419".into(),
+                        observed_at: "2026-11-29T10:00:00Z".into(),
+                    },
+                }),
+                json!({"op": "reconcile", "session_key": "s-1", "mutation_id": "m-1", "attempt_id": "a-1",
+                       "completed": false, "evidence": {"source": "github", "reference": "issue #419",
+                       "observed_at": "2026-11-29T10:00:00Z"}}),
+            ),
+            (
+                command(Action::AttachMetadata {
+                    metadata: HostMetadata {
+                        id: Some("419".into()),
+                        url: Some("https://github.com/o/r/issues/419".into()),
+                        title: None,
+                    },
+                }),
+                json!({"op": "metadata", "session_key": "s-1", "mutation_id": "m-1", "id": "419",
+                       "url": "https://github.com/o/r/issues/419", "title": null}),
+            ),
+            (
+                command(Action::FreshAttempt {
+                    attempt_id: attempt(),
+                }),
+                json!({"op": "attempt", "session_key": "s-1", "mutation_id": "m-1", "attempt_id": "a-1"}),
+            ),
+        ];
+        for (command, item) in cases {
+            assert_eq!(serde_json::to_value(&command).unwrap(), item);
+            assert_eq!(serde_json::from_value::<Command>(item).unwrap(), command);
+        }
+    }
+
+    #[test]
+    fn a_bad_identifier_op_or_status_does_not_deserialise() {
+        for item in [
+            json!({"op": "intent", "session_key": "", "mutation_id": "m-1", "attempt_id": "a-1"}),
+            json!({"op": "intent", "session_key": "s-1", "mutation_id": "m\u{7}", "attempt_id": "a-1"}),
+            json!({"op": "intent", "session_key": "s-1", "mutation_id": "m-1", "attempt_id": "a".repeat(257)}),
+            json!({"op": "resend", "session_key": "s-1", "mutation_id": "m-1"}),
+            json!({"op": "settle", "session_key": "s-1", "mutation_id": "m-1", "attempt_id": "a-1",
+                   "status": "done"}),
+            json!({"session_key": "s-1", "mutation_id": "m-1", "attempt_id": "a-1"}),
+        ] {
+            assert!(
+                serde_json::from_value::<Command>(item.clone()).is_err(),
+                "{item}"
+            );
+        }
+    }
+}

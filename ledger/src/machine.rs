@@ -1,0 +1,757 @@
+//! The entry state machine of docs/ledger.md "Entries and their states", as one pure function: given what
+//! the ledger holds about an entry and its session ([`Given`]) and what a host asks ([`Action`]),
+//! [`decide`] answers what to write ([`Decision`]) or why nothing may change ([`Rejection`]). No I/O, no
+//! clock, no store: the engine loads, decides, writes and announces (docs/ledger.md "Writing").
+//!
+//! Checks, in this order (the host API's order, docs/api.md "Errors"): a field that breaks a rule
+//! ([`Rejection::Invalid`], 422) → the session and the entry exist and the session is live (404) → the
+//! transition is allowed from the entry's state ([`Rejection::Refused`], 409).
+
+pub use crate::command::{Action, Evidence, Settlement};
+use crate::error::Refusal;
+use crate::ids::AttemptId;
+use crate::projection::{published_status, HostMetadata};
+use crate::wire::{LedgerStatus, PublishedStatus, Reason};
+
+/// The session an action names, as stored.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SessionState {
+    /// No such session.
+    Absent,
+    /// Stored and written to within its time to live.
+    Live,
+    /// Stored, but its time to live ran out (docs/ledger.md "Retention").
+    Expired,
+}
+
+/// What the machine needs to know of a stored entry.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Entry {
+    pub status: LedgerStatus,
+    /// Whether an intent was ever recorded (`approved` with intent is `not_executed`).
+    pub intent_recorded: bool,
+    /// The current attempt, `None` before the first intent.
+    pub attempt_id: Option<String>,
+    pub reason: Option<Reason>,
+    /// The stored host metadata, `None` when none was attached.
+    pub metadata: Option<HostMetadata>,
+}
+
+impl Entry {
+    fn published(&self) -> Option<PublishedStatus> {
+        published_status(self.status, self.intent_recorded)
+    }
+}
+
+/// Everything [`decide`] reads.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Given<'a> {
+    pub session: SessionState,
+    /// The entry the action names, `None` when it is not recorded.
+    pub entry: Option<&'a Entry>,
+    /// Whether the action's attempt id was ever an attempt of the entry (read for
+    /// [`Action::FreshAttempt`] only; `false` otherwise).
+    pub attempt_used: bool,
+}
+
+/// A visible change: the entry's new state, written under the turn's next revision.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Change {
+    pub status: LedgerStatus,
+    /// The attempt after the change (a new one for intent and fresh attempts, else the current one).
+    pub attempt_id: String,
+    /// The reason after the change: set by settle and cancel, cleared by everything else.
+    pub reason: Option<Reason>,
+    /// Whether the change settles the entry (its `settled_at` is set; cleared when a new attempt starts).
+    pub settled: bool,
+    /// Whether the change is emitted live (not in-flight intent, docs/ledger.md "Entries and their states").
+    pub live: bool,
+    /// Whether `attempt_id` is a new attempt to remember (so it is never reused).
+    pub new_attempt: bool,
+    /// Whether the action's evidence is recorded with the change (reconcile).
+    pub evidence: bool,
+}
+
+/// What to write.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Decision {
+    /// Record the entry, `approved` without intent; the session and turn are created when new. No
+    /// revision, not published.
+    Approve,
+    /// A state change under the turn's next revision.
+    Change(Change),
+    /// Store the action's metadata under the turn's next revision; emitted live when `live` (the entry is
+    /// settled, not in flight).
+    Attach { live: bool },
+    /// Nothing changes: no revision, no event (an attach identical to the stored metadata).
+    Unchanged,
+}
+
+/// Why nothing changes. The engine maps each to a [`crate::LedgerError`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Rejection {
+    /// A field breaks a rule (422).
+    Invalid {
+        field: &'static str,
+        message: &'static str,
+    },
+    SessionNotFound,
+    SessionExpired,
+    MutationNotFound,
+    /// A transition the entry's state does not allow (409).
+    Refused(Refusal),
+}
+
+/// Decides what `action` does to the entry described by `given`. Pure: the same input always gives the
+/// same answer, and a [`Rejection`] means nothing may be written.
+pub fn decide(given: &Given<'_>, action: &Action) -> Result<Decision, Rejection> {
+    check_fields(action)?;
+    if let Action::Approve { .. } = action {
+        return match (given.session, given.entry) {
+            (SessionState::Expired, _) => Err(Rejection::SessionExpired),
+            (_, Some(_)) => Err(Rejection::Refused(Refusal::AlreadyRecorded)),
+            (_, None) => Ok(Decision::Approve),
+        };
+    }
+    let entry = match (given.session, given.entry) {
+        (SessionState::Absent, _) => return Err(Rejection::SessionNotFound),
+        (SessionState::Expired, _) => return Err(Rejection::SessionExpired),
+        (SessionState::Live, None) => return Err(Rejection::MutationNotFound),
+        (SessionState::Live, Some(entry)) => entry,
+    };
+    let refuse = |r| Err(Rejection::Refused(r));
+    match action {
+        Action::Approve { .. } => unreachable!("answered above"),
+        Action::RecordIntent { attempt_id } => {
+            if entry.status != LedgerStatus::Approved || entry.intent_recorded {
+                return refuse(Refusal::AlreadyRecorded);
+            }
+            Ok(start(attempt_id))
+        }
+        Action::Settle {
+            attempt_id,
+            settlement,
+            reason,
+        } => {
+            in_flight(entry, attempt_id)?;
+            Ok(settle(entry, settlement.status(), *reason, false))
+        }
+        Action::Cancel { attempt_id, reason } => {
+            in_flight(entry, attempt_id)?;
+            Ok(settle(entry, LedgerStatus::Approved, *reason, false))
+        }
+        Action::Reconcile {
+            attempt_id,
+            completed,
+            ..
+        } => {
+            match entry.status {
+                LedgerStatus::ExecutionStarted | LedgerStatus::OutcomeUnknown => {
+                    same_attempt(entry, attempt_id)?
+                }
+                _ => return refuse(Refusal::AlreadySettled),
+            }
+            let status = if *completed {
+                LedgerStatus::Completed
+            } else {
+                LedgerStatus::Approved
+            };
+            Ok(settle(entry, status, None, true))
+        }
+        Action::AttachMetadata { metadata } => {
+            if entry.published().is_none() {
+                return refuse(Refusal::NotPublished);
+            }
+            if entry.metadata.as_ref() == Some(metadata) {
+                return Ok(Decision::Unchanged);
+            }
+            Ok(Decision::Attach {
+                live: entry.status != LedgerStatus::ExecutionStarted,
+            })
+        }
+        Action::FreshAttempt { attempt_id } => {
+            match entry.published() {
+                Some(PublishedStatus::NotExecuted) => {}
+                Some(PublishedStatus::OutcomeUnknown) => {
+                    return refuse(Refusal::UnknownNeedsReconciliation)
+                }
+                _ => return refuse(Refusal::NotNotExecuted),
+            }
+            if given.attempt_used || entry.attempt_id.as_deref() == Some(attempt_id.as_str()) {
+                return refuse(Refusal::AttemptReused);
+            }
+            Ok(start(attempt_id))
+        }
+    }
+}
+
+/// The rules on a request's own fields, checked before anything stored is looked at.
+fn check_fields(action: &Action) -> Result<(), Rejection> {
+    match action {
+        Action::Settle {
+            settlement, reason, ..
+        } => match reason {
+            Some(r)
+                if *r != Reason::ExecutionTimeout || *settlement != Settlement::OutcomeUnknown =>
+            {
+                Err(Rejection::Invalid {
+                    field: "reason",
+                    message:
+                        "a settlement reason is only execution_timeout, with status outcome_unknown",
+                })
+            }
+            _ => Ok(()),
+        },
+        Action::Cancel { reason, .. } => match reason {
+            Some(r) if *r != Reason::PreDispatchDeadline => Err(Rejection::Invalid {
+                field: "reason",
+                message: "a cancellation reason is only pre_dispatch_deadline",
+            }),
+            _ => Ok(()),
+        },
+        Action::Reconcile { evidence, .. } => {
+            for (field, value) in [
+                ("evidence.source", &evidence.source),
+                ("evidence.reference", &evidence.reference),
+                ("evidence.observed_at", &evidence.observed_at),
+            ] {
+                if value.trim().is_empty() {
+                    return Err(Rejection::Invalid {
+                        field,
+                        message: "empty: this is not evidence",
+                    });
+                }
+            }
+            if time::OffsetDateTime::parse(
+                &evidence.observed_at,
+                &time::format_description::well_known::Rfc3339,
+            )
+            .is_err()
+            {
+                return Err(Rejection::Invalid {
+                    field: "evidence.observed_at",
+                    message: "an RFC 3339 time, e.g. 2026-11-29T10:00:00Z",
+                });
+            }
+            Ok(())
+        }
+        _ => Ok(()),
+    }
+}
+
+/// Settle and cancel apply to an entry in flight under the named attempt; an unknown outcome changes only
+/// by reconciliation (seed 002).
+fn in_flight(entry: &Entry, attempt_id: &AttemptId) -> Result<(), Rejection> {
+    match entry.status {
+        LedgerStatus::ExecutionStarted => same_attempt(entry, attempt_id),
+        LedgerStatus::OutcomeUnknown => {
+            Err(Rejection::Refused(Refusal::UnknownNeedsReconciliation))
+        }
+        _ => Err(Rejection::Refused(Refusal::NotInFlight)),
+    }
+}
+
+fn same_attempt(entry: &Entry, attempt_id: &AttemptId) -> Result<(), Rejection> {
+    if entry.attempt_id.as_deref() == Some(attempt_id.as_str()) {
+        Ok(())
+    } else {
+        Err(Rejection::Refused(Refusal::AttemptMismatch))
+    }
+}
+
+/// `execution_started` under a new attempt; clears any reason; not emitted live.
+fn start(attempt_id: &AttemptId) -> Decision {
+    Decision::Change(Change {
+        status: LedgerStatus::ExecutionStarted,
+        attempt_id: attempt_id.as_str().to_owned(),
+        reason: None,
+        settled: false,
+        live: false,
+        new_attempt: true,
+        evidence: false,
+    })
+}
+
+/// A settled state of the current attempt, emitted live.
+fn settle(entry: &Entry, status: LedgerStatus, reason: Option<Reason>, evidence: bool) -> Decision {
+    Decision::Change(Change {
+        status,
+        attempt_id: entry.attempt_id.clone().unwrap_or_default(),
+        reason,
+        settled: true,
+        live: true,
+        new_attempt: false,
+        evidence,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    //! The transition table of docs/ledger.md "Entries and their states", given/when/then, without a
+    //! database.
+
+    use super::*;
+    use crate::ids::{LogicalTurnId, ToolName};
+    use LedgerStatus::*;
+
+    fn id(s: &str) -> AttemptId {
+        AttemptId::parse(s).unwrap()
+    }
+
+    /// An entry in `status` under attempt `a-1` (none while approved without intent).
+    fn entry(status: LedgerStatus, intent_recorded: bool) -> Entry {
+        Entry {
+            status,
+            intent_recorded,
+            attempt_id: intent_recorded.then(|| "a-1".to_owned()),
+            reason: None,
+            metadata: None,
+        }
+    }
+
+    fn given(e: &Entry) -> Given<'_> {
+        Given {
+            session: SessionState::Live,
+            entry: Some(e),
+            attempt_used: false,
+        }
+    }
+
+    fn approve() -> Action {
+        Action::Approve {
+            logical_turn_id: LogicalTurnId::parse("turn-1").unwrap(),
+            tool: ToolName::parse("github.create_issue").unwrap(),
+        }
+    }
+
+    fn intent(a: &str) -> Action {
+        Action::RecordIntent { attempt_id: id(a) }
+    }
+
+    fn settle_as(a: &str, settlement: Settlement, reason: Option<Reason>) -> Action {
+        Action::Settle {
+            attempt_id: id(a),
+            settlement,
+            reason,
+        }
+    }
+
+    fn cancel(a: &str, reason: Option<Reason>) -> Action {
+        Action::Cancel {
+            attempt_id: id(a),
+            reason,
+        }
+    }
+
+    fn evidence() -> Evidence {
+        Evidence {
+            source: "github".into(),
+            reference: "issue #419".into(),
+            observed_at: "2026-11-29T10:00:00Z".into(),
+        }
+    }
+
+    fn reconcile(a: &str, completed: bool) -> Action {
+        Action::Reconcile {
+            attempt_id: id(a),
+            completed,
+            evidence: evidence(),
+        }
+    }
+
+    fn attach(title: &str) -> Action {
+        Action::AttachMetadata {
+            metadata: HostMetadata {
+                id: None,
+                url: None,
+                title: Some(title.into()),
+            },
+        }
+    }
+
+    fn fresh(a: &str) -> Action {
+        Action::FreshAttempt { attempt_id: id(a) }
+    }
+
+    fn change(
+        status: LedgerStatus,
+        attempt: &str,
+        reason: Option<Reason>,
+        live: bool,
+        new_attempt: bool,
+    ) -> Decision {
+        Decision::Change(Change {
+            status,
+            attempt_id: attempt.into(),
+            reason,
+            settled: status != ExecutionStarted,
+            live,
+            new_attempt,
+            evidence: false,
+        })
+    }
+
+    fn refused(r: Refusal) -> Result<Decision, Rejection> {
+        Err(Rejection::Refused(r))
+    }
+
+    #[test]
+    fn approve_records_an_unpublished_entry_in_a_new_or_live_session() {
+        for session in [SessionState::Absent, SessionState::Live] {
+            let g = Given {
+                session,
+                entry: None,
+                attempt_used: false,
+            };
+            assert_eq!(decide(&g, &approve()), Ok(Decision::Approve));
+        }
+    }
+
+    #[test]
+    fn approve_is_refused_in_an_expired_session_and_for_a_recorded_mutation() {
+        let expired = Given {
+            session: SessionState::Expired,
+            entry: None,
+            attempt_used: false,
+        };
+        assert_eq!(decide(&expired, &approve()), Err(Rejection::SessionExpired));
+        for e in [entry(Approved, false), entry(Completed, true)] {
+            assert_eq!(
+                decide(&given(&e), &approve()),
+                refused(Refusal::AlreadyRecorded)
+            );
+        }
+    }
+
+    #[test]
+    fn intent_starts_execution_under_a_new_attempt_not_emitted_live() {
+        let e = entry(Approved, false);
+        assert_eq!(
+            decide(&given(&e), &intent("a-1")),
+            Ok(change(ExecutionStarted, "a-1", None, false, true))
+        );
+    }
+
+    #[test]
+    fn a_redelivered_intent_is_refused_whatever_the_state() {
+        for e in [
+            entry(ExecutionStarted, true),
+            entry(Completed, true),
+            entry(Failed, true),
+            entry(OutcomeUnknown, true),
+            entry(Approved, true),
+        ] {
+            assert_eq!(
+                decide(&given(&e), &intent("a-2")),
+                refused(Refusal::AlreadyRecorded),
+                "{e:?}"
+            );
+        }
+    }
+
+    #[test]
+    fn settle_of_the_attempt_in_flight_settles_live() {
+        let e = entry(ExecutionStarted, true);
+        for (settlement, status) in [
+            (Settlement::Completed, Completed),
+            (Settlement::Failed, Failed),
+            (Settlement::OutcomeUnknown, OutcomeUnknown),
+        ] {
+            assert_eq!(
+                decide(&given(&e), &settle_as("a-1", settlement, None)),
+                Ok(change(status, "a-1", None, true, false))
+            );
+        }
+        let timeout = Some(Reason::ExecutionTimeout);
+        assert_eq!(
+            decide(
+                &given(&e),
+                &settle_as("a-1", Settlement::OutcomeUnknown, timeout)
+            ),
+            Ok(change(OutcomeUnknown, "a-1", timeout, true, false))
+        );
+    }
+
+    #[test]
+    fn settle_is_refused_for_another_attempt_an_unknown_outcome_or_an_entry_not_in_flight() {
+        let running = entry(ExecutionStarted, true);
+        let completed = Settlement::Completed;
+        assert_eq!(
+            decide(&given(&running), &settle_as("a-2", completed, None)),
+            refused(Refusal::AttemptMismatch)
+        );
+        let unknown = entry(OutcomeUnknown, true);
+        assert_eq!(
+            decide(&given(&unknown), &settle_as("a-1", completed, None)),
+            refused(Refusal::UnknownNeedsReconciliation)
+        );
+        for e in [
+            entry(Approved, false),
+            entry(Approved, true),
+            entry(Completed, true),
+            entry(Failed, true),
+        ] {
+            assert_eq!(
+                decide(&given(&e), &settle_as("a-1", completed, None)),
+                refused(Refusal::NotInFlight),
+                "{e:?}"
+            );
+        }
+    }
+
+    #[test]
+    fn a_settlement_reason_is_only_execution_timeout_with_outcome_unknown() {
+        let e = entry(ExecutionStarted, true);
+        for (settlement, reason) in [
+            (Settlement::Completed, Reason::ExecutionTimeout),
+            (Settlement::Failed, Reason::ExecutionTimeout),
+            (Settlement::OutcomeUnknown, Reason::PreDispatchDeadline),
+        ] {
+            assert!(matches!(
+                decide(&given(&e), &settle_as("a-1", settlement, Some(reason))),
+                Err(Rejection::Invalid {
+                    field: "reason",
+                    ..
+                })
+            ));
+        }
+    }
+
+    #[test]
+    fn cancel_before_the_router_is_not_executed_live_with_its_deadline_reason() {
+        let e = entry(ExecutionStarted, true);
+        assert_eq!(
+            decide(&given(&e), &cancel("a-1", None)),
+            Ok(change(Approved, "a-1", None, true, false))
+        );
+        let deadline = Some(Reason::PreDispatchDeadline);
+        assert_eq!(
+            decide(&given(&e), &cancel("a-1", deadline)),
+            Ok(change(Approved, "a-1", deadline, true, false))
+        );
+        assert!(matches!(
+            decide(&given(&e), &cancel("a-1", Some(Reason::ExecutionTimeout))),
+            Err(Rejection::Invalid {
+                field: "reason",
+                ..
+            })
+        ));
+        assert_eq!(
+            decide(&given(&entry(OutcomeUnknown, true)), &cancel("a-1", None)),
+            refused(Refusal::UnknownNeedsReconciliation)
+        );
+        assert_eq!(
+            decide(&given(&entry(Completed, true)), &cancel("a-1", None)),
+            refused(Refusal::NotInFlight)
+        );
+        assert_eq!(
+            decide(&given(&e), &cancel("a-2", None)),
+            refused(Refusal::AttemptMismatch)
+        );
+    }
+
+    #[test]
+    fn reconcile_of_the_original_attempt_resolves_an_in_flight_or_unknown_entry_and_clears_the_reason(
+    ) {
+        for status in [ExecutionStarted, OutcomeUnknown] {
+            let mut e = entry(status, true);
+            e.reason = (status == OutcomeUnknown).then_some(Reason::ExecutionTimeout);
+            for (completed, to) in [(true, Completed), (false, Approved)] {
+                let Ok(Decision::Change(c)) = decide(&given(&e), &reconcile("a-1", completed))
+                else {
+                    panic!("{status:?} reconciled as {completed} was refused");
+                };
+                assert_eq!(
+                    c,
+                    Change {
+                        status: to,
+                        attempt_id: "a-1".into(),
+                        reason: None,
+                        settled: true,
+                        live: true,
+                        new_attempt: false,
+                        evidence: true,
+                    }
+                );
+            }
+            assert_eq!(
+                decide(&given(&e), &reconcile("a-2", true)),
+                refused(Refusal::AttemptMismatch)
+            );
+        }
+    }
+
+    #[test]
+    fn reconcile_of_a_settled_entry_or_without_evidence_changes_nothing() {
+        for e in [
+            entry(Completed, true),
+            entry(Failed, true),
+            entry(Approved, true),
+            entry(Approved, false),
+        ] {
+            assert_eq!(
+                decide(&given(&e), &reconcile("a-1", true)),
+                refused(Refusal::AlreadySettled),
+                "{e:?}"
+            );
+        }
+        let e = entry(OutcomeUnknown, true);
+        for (field, blank) in [
+            (
+                "evidence.source",
+                Evidence {
+                    source: " ".into(),
+                    ..evidence()
+                },
+            ),
+            (
+                "evidence.reference",
+                Evidence {
+                    reference: String::new(),
+                    ..evidence()
+                },
+            ),
+            (
+                "evidence.observed_at",
+                Evidence {
+                    observed_at: "yesterday".into(),
+                    ..evidence()
+                },
+            ),
+        ] {
+            let action = Action::Reconcile {
+                attempt_id: id("a-1"),
+                completed: true,
+                evidence: blank,
+            };
+            assert!(
+                matches!(decide(&given(&e), &action), Err(Rejection::Invalid { field: f, .. }) if f == field),
+                "{field}"
+            );
+        }
+    }
+
+    #[test]
+    fn metadata_attaches_to_a_published_entry_live_only_once_settled() {
+        assert_eq!(
+            decide(&given(&entry(ExecutionStarted, true)), &attach("Issue")),
+            Ok(Decision::Attach { live: false })
+        );
+        for e in [
+            entry(Completed, true),
+            entry(Failed, true),
+            entry(OutcomeUnknown, true),
+            entry(Approved, true),
+        ] {
+            assert_eq!(
+                decide(&given(&e), &attach("Issue")),
+                Ok(Decision::Attach { live: true }),
+                "{e:?}"
+            );
+        }
+        assert_eq!(
+            decide(&given(&entry(Approved, false)), &attach("Issue")),
+            refused(Refusal::NotPublished)
+        );
+    }
+
+    #[test]
+    fn an_attach_identical_to_the_stored_metadata_changes_nothing() {
+        let mut e = entry(Completed, true);
+        let Action::AttachMetadata { metadata } = attach("Issue") else {
+            unreachable!()
+        };
+        e.metadata = Some(metadata);
+        assert_eq!(
+            decide(&given(&e), &attach("Issue")),
+            Ok(Decision::Unchanged)
+        );
+        assert_eq!(
+            decide(&given(&e), &attach("Other")),
+            Ok(Decision::Attach { live: true })
+        );
+    }
+
+    #[test]
+    fn a_fresh_attempt_restarts_only_a_not_executed_entry_under_a_new_attempt_id() {
+        let mut e = entry(Approved, true);
+        e.reason = Some(Reason::PreDispatchDeadline);
+        assert_eq!(
+            decide(&given(&e), &fresh("a-2")),
+            Ok(change(ExecutionStarted, "a-2", None, false, true))
+        );
+        assert_eq!(
+            decide(&given(&e), &fresh("a-1")),
+            refused(Refusal::AttemptReused)
+        );
+        let used = Given {
+            attempt_used: true,
+            ..given(&e)
+        };
+        assert_eq!(
+            decide(&used, &fresh("a-0")),
+            refused(Refusal::AttemptReused)
+        );
+    }
+
+    #[test]
+    fn no_blind_resend_of_an_unknown_or_in_flight_outcome() {
+        for e in [entry(OutcomeUnknown, true), entry(ExecutionStarted, true)] {
+            assert_eq!(
+                decide(&given(&e), &fresh("a-2")),
+                refused(Refusal::UnknownNeedsReconciliation),
+                "{e:?}"
+            );
+        }
+        for e in [
+            entry(Completed, true),
+            entry(Failed, true),
+            entry(Approved, false),
+        ] {
+            assert_eq!(
+                decide(&given(&e), &fresh("a-2")),
+                refused(Refusal::NotNotExecuted),
+                "{e:?}"
+            );
+        }
+    }
+
+    #[test]
+    fn a_missing_or_expired_session_or_entry_is_not_found_before_any_refusal() {
+        let e = entry(Completed, true);
+        for (session, found, want) in [
+            (SessionState::Absent, None, Rejection::SessionNotFound),
+            (SessionState::Expired, Some(&e), Rejection::SessionExpired),
+            (SessionState::Live, None, Rejection::MutationNotFound),
+        ] {
+            let g = Given {
+                session,
+                entry: found,
+                attempt_used: false,
+            };
+            for action in [
+                intent("a-1"),
+                settle_as("a-1", Settlement::Completed, None),
+                cancel("a-1", None),
+                reconcile("a-1", true),
+                attach("x"),
+                fresh("a-2"),
+            ] {
+                assert_eq!(decide(&g, &action), Err(want), "{action:?}");
+            }
+        }
+    }
+
+    #[test]
+    fn a_field_that_breaks_a_rule_is_reported_before_the_session_is_looked_at() {
+        let g = Given {
+            session: SessionState::Absent,
+            entry: None,
+            attempt_used: false,
+        };
+        assert!(matches!(
+            decide(&g, &cancel("a-1", Some(Reason::ExecutionTimeout))),
+            Err(Rejection::Invalid { .. })
+        ));
+    }
+}

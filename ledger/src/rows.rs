@@ -1,0 +1,197 @@
+//! The store's rows: the `entries` row as read ([`EntryRow`]), its column list, and what the read and
+//! write sides derive from it (its published record, its answer shape, its state for the machine). Both
+//! sides import this layer; it imports neither (docs/ledger.md "Layers").
+
+use sqlx::sqlite::SqliteRow;
+use sqlx::{Row, SqliteConnection};
+
+use crate::error::LedgerError;
+use crate::ids::SessionKey;
+use crate::machine::{Entry, SessionState};
+use crate::projection::{HostMetadata, LedgerEntry};
+use crate::wire::{EntryState, LedgerStatus, Reason};
+
+/// One `entries` row. `status` and `reason` hold the wire spellings (CHECK constraints admit no other).
+#[derive(Debug, Clone, sqlx::FromRow)]
+pub(crate) struct EntryRow {
+    pub seq: i64,
+    pub session_key: String,
+    pub logical_turn_id: String,
+    pub mutation_id: String,
+    pub tool: String,
+    pub status: String,
+    pub intent_recorded: bool,
+    pub attempt_id: Option<String>,
+    pub reason: Option<String>,
+    pub meta_attached: bool,
+    pub meta_id: Option<String>,
+    pub meta_url: Option<String>,
+    pub meta_title: Option<String>,
+    pub revision: Option<i64>,
+    pub recorded_at: i64,
+    pub settled_at: Option<i64>,
+}
+
+/// The columns of [`EntryRow`], in a `SELECT` or a `RETURNING` clause.
+pub(crate) const ENTRY_COLUMNS: &str =
+    "seq, session_key, logical_turn_id, mutation_id, tool, status, \
+     intent_recorded, attempt_id, reason, meta_attached, meta_id, meta_url, meta_title, revision, \
+     recorded_at, settled_at";
+
+impl EntryRow {
+    pub(crate) fn ledger_status(&self) -> LedgerStatus {
+        // The CHECK constraint admits only the five spellings.
+        LedgerStatus::parse(&self.status).unwrap_or(LedgerStatus::OutcomeUnknown)
+    }
+
+    pub(crate) fn reason(&self) -> Option<Reason> {
+        self.reason.as_deref().and_then(Reason::parse)
+    }
+
+    pub(crate) fn metadata(&self) -> Option<HostMetadata> {
+        self.meta_attached.then(|| HostMetadata {
+            id: self.meta_id.clone(),
+            url: self.meta_url.clone(),
+            title: self.meta_title.clone(),
+        })
+    }
+
+    pub(crate) fn ledger_entry(&self) -> LedgerEntry {
+        LedgerEntry {
+            logical_turn_id: self.logical_turn_id.clone(),
+            mutation_id: self.mutation_id.clone(),
+            tool: self.tool.clone(),
+            status: self.ledger_status(),
+            intent_recorded: self.intent_recorded,
+            reason: self.reason(),
+            metadata: self.metadata(),
+        }
+    }
+
+    /// The answer shape of a write (and of a refusal's current state).
+    pub(crate) fn state(&self) -> EntryState {
+        EntryState {
+            session_key: self.session_key.clone(),
+            logical_turn_id: self.logical_turn_id.clone(),
+            mutation_id: self.mutation_id.clone(),
+            ledger_status: self.ledger_status(),
+            intent_recorded: self.intent_recorded,
+            attempt_id: self.attempt_id.clone(),
+            revision: self.revision,
+            reason: self.reason(),
+        }
+    }
+
+    /// What the state machine reads. The stored metadata is given sanitised when `sanitise_metadata`
+    /// (rows written before metadata was sanitised on write hold raw values; an attach compares with
+    /// what would be published).
+    pub(crate) fn machine_entry(&self, sanitise_metadata: bool) -> Entry {
+        let metadata = self.metadata().map(|m| {
+            if sanitise_metadata {
+                crate::sanitize::sanitize_metadata(&m)
+            } else {
+                m
+            }
+        });
+        Entry {
+            status: self.ledger_status(),
+            intent_recorded: self.intent_recorded,
+            attempt_id: self.attempt_id.clone(),
+            reason: self.reason(),
+            metadata,
+        }
+    }
+}
+
+/// What a write reads before deciding, in one statement: the session's state, the entry (when recorded)
+/// and whether `attempt_id` was ever one of its attempts.
+pub(crate) struct Loaded {
+    pub session: SessionState,
+    pub entry: Option<EntryRow>,
+    pub attempt_used: bool,
+}
+
+/// Loads what a write on `(session_key, mutation_id)` needs. `live_since` is the earliest last write of
+/// a live session; `attempt_id` the attempt whose earlier use matters (a fresh attempt), if any.
+pub(crate) async fn load_for_write(
+    tx: &mut SqliteConnection,
+    session_key: &str,
+    mutation_id: &str,
+    attempt_id: Option<&str>,
+    live_since: i64,
+) -> Result<Loaded, LedgerError> {
+    let row: Option<SqliteRow> = sqlx::query(
+        "SELECT s.last_write_at, e.seq, e.session_key, e.logical_turn_id, e.mutation_id, e.tool, e.status, \
+         e.intent_recorded, e.attempt_id, e.reason, e.meta_attached, e.meta_id, e.meta_url, e.meta_title, \
+         e.revision, e.recorded_at, e.settled_at, \
+         (?3 IS NOT NULL AND EXISTS (SELECT 1 FROM attempts a WHERE a.entry_seq = e.seq AND a.attempt_id = ?3)) \
+         AS attempt_used \
+         FROM sessions s LEFT JOIN entries e ON e.session_key = s.session_key AND e.mutation_id = ?2 \
+         WHERE s.session_key = ?1",
+    )
+    .bind(session_key)
+    .bind(mutation_id)
+    .bind(attempt_id)
+    .fetch_optional(&mut *tx)
+    .await?;
+    let Some(row) = row else {
+        return Ok(Loaded {
+            session: SessionState::Absent,
+            entry: None,
+            attempt_used: false,
+        });
+    };
+    let last_write: i64 = row.try_get("last_write_at")?;
+    let session = if last_write < live_since {
+        SessionState::Expired
+    } else {
+        SessionState::Live
+    };
+    let entry = match row.try_get::<Option<i64>, _>("seq")? {
+        None => None,
+        Some(seq) => Some(EntryRow {
+            seq,
+            session_key: row.try_get("session_key")?,
+            logical_turn_id: row.try_get("logical_turn_id")?,
+            mutation_id: row.try_get("mutation_id")?,
+            tool: row.try_get("tool")?,
+            status: row.try_get("status")?,
+            intent_recorded: row.try_get("intent_recorded")?,
+            attempt_id: row.try_get("attempt_id")?,
+            reason: row.try_get("reason")?,
+            meta_attached: row.try_get("meta_attached")?,
+            meta_id: row.try_get("meta_id")?,
+            meta_url: row.try_get("meta_url")?,
+            meta_title: row.try_get("meta_title")?,
+            revision: row.try_get("revision")?,
+            recorded_at: row.try_get("recorded_at")?,
+            settled_at: row.try_get("settled_at")?,
+        }),
+    };
+    Ok(Loaded {
+        session,
+        entry,
+        attempt_used: row
+            .try_get::<Option<bool>, _>("attempt_used")?
+            .unwrap_or(false),
+    })
+}
+
+/// `Ok` when the session is stored and was written to at or after `live_since`;
+/// [`LedgerError::SessionNotFound`] / [`LedgerError::SessionExpired`] otherwise.
+pub(crate) async fn check_session_live(
+    tx: &mut SqliteConnection,
+    session_key: &SessionKey,
+    live_since: i64,
+) -> Result<(), LedgerError> {
+    let last_write: Option<i64> =
+        sqlx::query_scalar("SELECT last_write_at FROM sessions WHERE session_key = ?")
+            .bind(session_key.as_str())
+            .fetch_optional(&mut *tx)
+            .await?;
+    match last_write {
+        None => Err(LedgerError::SessionNotFound),
+        Some(t) if t < live_since => Err(LedgerError::SessionExpired),
+        Some(_) => Ok(()),
+    }
+}

@@ -1,0 +1,178 @@
+//! Group commit (docs/ledger.md "Writing"): concurrent writers share commits, yet each is answered only
+//! after the commit that holds its change, with its own result; revisions stay gapless and in order; the
+//! live announcements leave in revision order; contention is answered `Busy` and changes nothing.
+
+mod common;
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use common::*;
+use ledger::command::Settlement;
+use ledger::wire::LedgerStatus as L;
+use ledger::{LedgerError, Refusal};
+
+/// Settles 64 in-flight entries from 64 concurrent tasks, plus 16 refused settles among them.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn concurrent_writers_are_each_answered_with_their_own_result_and_every_revision_is_taken_once(
+) {
+    let h = Arc::new(open().await);
+    let n = 64;
+    let mut prepare = Vec::new();
+    for i in 0..n {
+        prepare.push(approve(&format!("m-{i}")));
+        prepare.push(intent(&format!("m-{i}"), "a-1"));
+    }
+    for r in h.engine.apply_batch(prepare).await.unwrap() {
+        r.unwrap();
+    }
+    assert_eq!(h.latest_revision().await, n);
+
+    let mut tasks = Vec::new();
+    for i in 0..n {
+        let h1 = h.clone();
+        tasks.push(tokio::spawn(async move {
+            let h = h1;
+            let m = format!("m-{i}");
+            let settlement = [Settlement::Completed, Settlement::Failed][i as usize % 2];
+            h.engine.apply(settle(&m, "a-1", settlement, None)).await
+        }));
+        if i % 4 == 0 {
+            // A wrong attempt: refused with the entry's state, and nothing else in its group is harmed.
+            let h = h.clone();
+            tasks.push(tokio::spawn(async move {
+                h.engine
+                    .apply(settle(
+                        &format!("m-{i}"),
+                        "a-9",
+                        Settlement::Completed,
+                        None,
+                    ))
+                    .await
+            }));
+        }
+    }
+    let mut revisions = Vec::new();
+    let mut refused = 0;
+    for t in tasks {
+        match t.await.unwrap() {
+            Ok(state) => {
+                assert!(matches!(state.ledger_status, L::Completed | L::Failed));
+                revisions.push(state.revision.unwrap());
+            }
+            // Before the right settle it names the wrong attempt; after it, the entry is no longer in flight.
+            Err(LedgerError::Refused {
+                refusal: Refusal::AttemptMismatch | Refusal::NotInFlight,
+                current,
+            }) => {
+                assert_eq!(current.attempt_id.as_deref(), Some("a-1"));
+                refused += 1;
+            }
+            Err(e) => panic!("unexpected {e:?}"),
+        }
+    }
+    assert_eq!(refused, 16);
+    revisions.sort();
+    assert_eq!(revisions, ((n + 1)..=(2 * n)).collect::<Vec<_>>());
+    assert_eq!(h.latest_revision().await, 2 * n);
+
+    // Announced once each, in revision order.
+    let announced: Vec<i64> = h.recorder.deliveries().iter().map(|d| d.revision).collect();
+    assert_eq!(announced, ((n + 1)..=(2 * n)).collect::<Vec<_>>());
+
+    // Every answered change is in the history, also after reopening the file.
+    let history = h.sessions.mutation_outcomes(&sk(SESSION)).await.unwrap();
+    assert_eq!(history.len(), n as usize);
+    h.ledger.close().await;
+    let again = reopen(&h.path, h.recorder.clone(), h.clock.clone()).await;
+    let entries = again
+        .sessions()
+        .turn_entries(&sk(SESSION), &turn(TURN))
+        .await
+        .unwrap();
+    assert_eq!(entries.latest_revision, 2 * n);
+    assert!(entries
+        .entries
+        .iter()
+        .all(|e| e.ledger_status.as_str() == "completed" || e.ledger_status.as_str() == "failed"));
+}
+
+/// A batch keeps its order inside a group: an approve, its intent and its settlement in one batch take
+/// consecutive revisions, and a refused operation between them changes nothing.
+#[tokio::test]
+async fn a_batch_applies_in_order_and_a_refusal_inside_it_changes_nothing() {
+    let h = open().await;
+    let results = h
+        .engine
+        .apply_batch(vec![
+            approve("m-1"),
+            intent("m-1", "a-1"),
+            intent("m-1", "a-2"),
+            settle("m-1", "a-1", Settlement::OutcomeUnknown, None),
+            settle("m-1", "a-1", Settlement::Completed, None),
+        ])
+        .await
+        .unwrap();
+    assert_eq!(results[0].as_ref().unwrap().revision, None);
+    assert_eq!(results[1].as_ref().unwrap().revision, Some(1));
+    assert!(matches!(
+        results[2],
+        Err(LedgerError::Refused {
+            refusal: Refusal::AlreadyRecorded,
+            ..
+        })
+    ));
+    assert_eq!(results[3].as_ref().unwrap().revision, Some(2));
+    assert!(matches!(
+        results[4],
+        Err(LedgerError::Refused {
+            refusal: Refusal::UnknownNeedsReconciliation,
+            ..
+        })
+    ));
+    assert_eq!(h.latest_revision().await, 2);
+    assert_eq!(h.recorder.count(), 1);
+}
+
+/// Another process holds SQLite's write lock longer than the write wait: every queued writer is answered
+/// `Busy`, nothing changes, and once the lock is free the same writes succeed.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn writers_behind_another_process_lock_are_answered_busy_and_change_nothing() {
+    use sqlx::Connection;
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("ledger.db").to_string_lossy().into_owned();
+    let ledger = ledger::Ledger::open(
+        &path,
+        ledger::LedgerOptions {
+            write_wait: Duration::from_millis(300),
+            ..ledger::LedgerOptions::default()
+        },
+    )
+    .await
+    .unwrap();
+    let engine = ledger.engine();
+    engine.apply(approve("m-1")).await.unwrap();
+
+    let mut other = sqlx::SqliteConnection::connect(&format!("sqlite://{path}"))
+        .await
+        .unwrap();
+    sqlx::query("BEGIN IMMEDIATE")
+        .execute(&mut other)
+        .await
+        .unwrap();
+    let mut tasks = Vec::new();
+    for i in 0..8 {
+        let engine = engine.clone();
+        tasks.push(tokio::spawn(async move {
+            engine.apply(approve(&format!("m-busy-{i}"))).await
+        }));
+    }
+    for t in tasks {
+        assert!(matches!(t.await.unwrap(), Err(LedgerError::Busy)));
+    }
+    sqlx::query("ROLLBACK").execute(&mut other).await.unwrap();
+    // None of them was stored: approving them now is not a redelivery.
+    for i in 0..8 {
+        engine.apply(approve(&format!("m-busy-{i}"))).await.unwrap();
+    }
+}
