@@ -297,9 +297,9 @@ async fn apply(tx: &mut SqliteConnection, command: &Command, now: i64, live_sinc
                 "UPDATE entries SET status = ?, intent_recorded = 1, attempt_id = ?, reason = ?, \
                  revision = ?, settled_at = ?, updated_at = ? WHERE seq = ? RETURNING {ENTRY_COLUMNS}"
             ))
-            .bind(change.status.as_str())
+            .bind(change.status)
             .bind(&change.attempt_id)
-            .bind(change.reason.map(Reason::as_str))
+            .bind(change.reason)
             .bind(revision)
             .bind(change.settled.then_some(now))
             .bind(now)

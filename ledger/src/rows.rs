@@ -11,7 +11,8 @@ use crate::machine::{Entry, SessionState};
 use crate::projection::{HostMetadata, LedgerEntry};
 use crate::wire::{EntryState, LedgerStatus, Reason};
 
-/// One `entries` row. `status` and `reason` hold the wire spellings (CHECK constraints admit no other).
+/// One `entries` row. `status` and `reason` are decoded from their wire spellings (the CHECK constraints
+/// admit no other; anything else would be a decode error, never a silent fallback).
 #[derive(Debug, Clone, sqlx::FromRow)]
 pub(crate) struct EntryRow {
     pub seq: i64,
@@ -19,10 +20,10 @@ pub(crate) struct EntryRow {
     pub logical_turn_id: String,
     pub mutation_id: String,
     pub tool: String,
-    pub status: String,
+    pub status: LedgerStatus,
     pub intent_recorded: bool,
     pub attempt_id: Option<String>,
-    pub reason: Option<String>,
+    pub reason: Option<Reason>,
     pub meta_attached: bool,
     pub meta_id: Option<String>,
     pub meta_url: Option<String>,
@@ -40,12 +41,11 @@ pub(crate) const ENTRY_COLUMNS: &str =
 
 impl EntryRow {
     pub(crate) fn ledger_status(&self) -> LedgerStatus {
-        // The CHECK constraint admits only the five spellings.
-        LedgerStatus::parse(&self.status).unwrap_or(LedgerStatus::OutcomeUnknown)
+        self.status
     }
 
     pub(crate) fn reason(&self) -> Option<Reason> {
-        self.reason.as_deref().and_then(Reason::parse)
+        self.reason
     }
 
     pub(crate) fn metadata(&self) -> Option<HostMetadata> {
