@@ -1,17 +1,16 @@
-//! The write side of the ledger (docs/ledger.md "Writing"): every transition of "States and transitions"
-//! as load → decide ([`crate::machine::decide`], pure) → write → announce. Each visible change takes the
-//! turn's next revision in the same transaction; refusals change nothing and emit nothing.
+//! The write side of the ledger (docs/ledger.md "Writing"): every transition of "Entries and their
+//! states" as load → decide ([`crate::machine::decide`], pure) → write → announce, for whole groups of
+//! queued commands at once.
 //!
 //! Group commit: one writer task owns the write connection. [`Engine::apply`] and [`Engine::apply_batch`]
-//! queue their operations and wait; the writer takes everything queued (at most [`GROUP_OPERATIONS`]
-//! operations, whole jobs), opens ONE `BEGIN IMMEDIATE` transaction, applies each operation in order,
-//! commits once, then announces the changes in revision order and answers each caller. Nobody is
-//! answered, and nothing is announced, before the commit that holds the change returned. A refusal is
-//! decided before anything is written, so it needs no savepoint: it changes nothing by construction. A
-//! store failure aborts the group; when the group held several jobs, each is then applied alone, so one
-//! job's fault is answered to that job only.
+//! queue their commands and wait; the writer takes everything queued (at most [`GROUP_OPERATIONS`]
+//! commands, whole jobs), and in ONE `BEGIN IMMEDIATE` transaction loads what they name, decides each in
+//! order in memory, writes the final state in one multi-statement query (`crate::group`), commits once,
+//! then announces the changes in revision order and answers each caller. Nobody is answered, and nothing
+//! is announced, before the commit that holds the change returned. A store failure aborts the group; when
+//! the group held several jobs, each is then applied alone, so one job's fault is answered to that job
+//! only.
 
-use std::collections::BTreeSet;
 use std::panic::AssertUnwindSafe;
 use std::sync::Arc;
 
@@ -21,13 +20,14 @@ use tokio::time::Instant;
 
 use crate::adapter::{Adapter, SessionEnd};
 use crate::error::LedgerError;
+use crate::group::{refused, Announcement, Done, Group};
 use crate::ids::{LogicalTurnId, MutationId, SessionKey, ToolName};
-use crate::machine::{decide, Decision, Given, Rejection, SessionState};
-use crate::projection::{project, LedgerEntry};
+use crate::machine::SessionState;
+use crate::projection::LedgerEntry;
 use crate::rows::{load_for_write, EntryRow, ENTRY_COLUMNS};
 use crate::sanitize::sanitize_metadata;
 use crate::store::Inner;
-use crate::wire::{EntryState, LedgerStatus, MutationOutcome, Reason};
+use crate::wire::{EntryState, LedgerStatus, Reason};
 
 pub use crate::command::{Action, Command, EntryKey, Evidence, Settlement};
 
@@ -39,21 +39,7 @@ pub const GROUP_OPERATIONS: usize = 2_000;
 /// then is refused with [`LedgerError::Busy`].
 pub const QUEUED_JOBS: usize = 4_096;
 
-/// A change to announce to the adapter once committed.
-struct Announcement {
-    session_key: SessionKey,
-    outcome: MutationOutcome,
-    revision: i64,
-}
-
-/// What one operation did: the entry's state after it, its live announcement if any, and whether it
-/// wrote anything (an identical attach writes nothing and does not count as the session's activity).
-struct Done {
-    state: EntryState,
-    announcement: Option<Announcement>,
-    wrote: bool,
-}
-
+/// What one command gave.
 type Applied = Result<Done, LedgerError>;
 
 /// The answer to a job: one result per operation, or a store failure (nothing committed).
@@ -170,182 +156,22 @@ impl Writer {
         let now = self.store.clock.now_ms();
         let live_since = self.store.live_since(now);
         let mut tx = self.store.begin_write().await?;
-        let mut touched = BTreeSet::new();
+        let commands: Vec<&Command> = jobs.iter().flat_map(|j| j.ops.iter()).collect();
+        let mut group = Group::load(&mut tx, &commands, now, live_since).await?;
         let mut applied = Vec::with_capacity(jobs.len());
         for job in jobs {
             let mut results = Vec::with_capacity(job.ops.len());
-            for op in &job.ops {
-                match apply(&mut tx, op, now, live_since).await {
+            for command in &job.ops {
+                match group.apply(&mut tx, command).await {
                     Err(e @ (LedgerError::Store(_) | LedgerError::Busy)) => return Err(e),
-                    Ok(done) => {
-                        if done.wrote && !touched.contains(&done.state.session_key) {
-                            touched.insert(done.state.session_key.clone());
-                        }
-                        results.push(Ok(done));
-                    }
-                    Err(e) => results.push(Err(e)),
+                    result => results.push(result),
                 }
             }
             applied.push(results);
         }
-        // Retention counts from a session's last write: once per session per group.
-        for session_key in &touched {
-            sqlx::query("UPDATE sessions SET last_write_at = ? WHERE session_key = ?")
-                .bind(now)
-                .bind(session_key)
-                .execute(&mut *tx)
-                .await?;
-        }
+        group.write(&mut tx).await?;
         tx.commit().await?;
         Ok(applied)
-    }
-}
-
-/// Load → decide → write, for one operation inside the group's transaction.
-async fn apply(tx: &mut SqliteConnection, command: &Command, now: i64, live_since: i64) -> Applied {
-    let EntryKey {
-        session_key,
-        mutation_id,
-    } = &command.key;
-    // Secrets at rest (docs/ledger.md "Files"): only the sanitised metadata is stored, of any raw size (a
-    // withheld field stores NULL), so a credential sent by mistake never reaches the database.
-    let sanitised;
-    let action = match &command.action {
-        Action::AttachMetadata { metadata } => {
-            sanitised = Action::AttachMetadata {
-                metadata: sanitize_metadata(metadata),
-            };
-            &sanitised
-        }
-        other => other,
-    };
-    let attempt = match action {
-        Action::FreshAttempt { attempt_id } => Some(attempt_id.as_str()),
-        _ => None,
-    };
-    let loaded = load_for_write(
-        tx,
-        session_key.as_str(),
-        mutation_id.as_str(),
-        attempt,
-        live_since,
-    )
-    .await?;
-    let attach = matches!(action, Action::AttachMetadata { .. });
-    let entry = loaded.entry.as_ref().map(|row| row.machine_entry(attach));
-    let given = Given {
-        session: loaded.session,
-        entry: entry.as_ref(),
-        attempt_used: loaded.attempt_used,
-    };
-    let decision = decide(&given, action).map_err(|r| rejected(r, loaded.entry.as_ref()))?;
-    match (decision, loaded.entry) {
-        (Decision::Approve, _) => {
-            let Action::Approve {
-                logical_turn_id,
-                tool,
-            } = action
-            else {
-                unreachable!("only an approve is decided so")
-            };
-            let row = insert_entry(
-                tx,
-                loaded.session,
-                session_key,
-                logical_turn_id,
-                mutation_id,
-                tool,
-                now,
-            )
-            .await?;
-            Ok(Done {
-                state: row.state(),
-                announcement: None,
-                wrote: true,
-            })
-        }
-        (Decision::Unchanged, Some(row)) => Ok(Done {
-            state: row.state(),
-            announcement: None,
-            wrote: false,
-        }),
-        (Decision::Change(change), Some(row)) => {
-            if change.new_attempt {
-                sqlx::query("INSERT INTO attempts (entry_seq, attempt_id) VALUES (?, ?)")
-                    .bind(row.seq)
-                    .bind(&change.attempt_id)
-                    .execute(&mut *tx)
-                    .await?;
-            }
-            if let (true, Action::Reconcile { evidence, .. }) = (change.evidence, action) {
-                sqlx::query(
-                    "INSERT INTO reconciliations (entry_seq, attempt_id, completed, source, reference, \
-                     observed_at, recorded_at) VALUES (?, ?, ?, ?, ?, ?, ?)",
-                )
-                .bind(row.seq)
-                .bind(&change.attempt_id)
-                .bind(change.status == LedgerStatus::Completed)
-                .bind(&evidence.source)
-                .bind(&evidence.reference)
-                .bind(&evidence.observed_at)
-                .bind(now)
-                .execute(&mut *tx)
-                .await?;
-            }
-            let revision = next_revision(tx, &row).await?;
-            let updated: EntryRow = sqlx::query_as(&format!(
-                "UPDATE entries SET status = ?, intent_recorded = 1, attempt_id = ?, reason = ?, \
-                 revision = ?, settled_at = ?, updated_at = ? WHERE seq = ? RETURNING {ENTRY_COLUMNS}"
-            ))
-            .bind(change.status)
-            .bind(&change.attempt_id)
-            .bind(change.reason)
-            .bind(revision)
-            .bind(change.settled.then_some(now))
-            .bind(now)
-            .bind(row.seq)
-            .fetch_one(&mut *tx)
-            .await?;
-            Ok(announce_if(updated, revision, change.live))
-        }
-        (Decision::Attach { live }, Some(row)) => {
-            let Action::AttachMetadata { metadata } = action else {
-                unreachable!("only an attach is decided so")
-            };
-            let revision = next_revision(tx, &row).await?;
-            let updated: EntryRow = sqlx::query_as(&format!(
-                "UPDATE entries SET meta_attached = 1, meta_id = ?, meta_url = ?, meta_title = ?, \
-                 revision = ?, updated_at = ? WHERE seq = ? RETURNING {ENTRY_COLUMNS}"
-            ))
-            .bind(&metadata.id)
-            .bind(&metadata.url)
-            .bind(&metadata.title)
-            .bind(revision)
-            .bind(now)
-            .bind(row.seq)
-            .fetch_one(&mut *tx)
-            .await?;
-            Ok(announce_if(updated, revision, live))
-        }
-        // The machine decides a change only for a recorded entry.
-        (_, None) => Err(LedgerError::MutationNotFound),
-    }
-}
-
-/// The error a rejection answers; a refusal carries the entry's unchanged state.
-fn rejected(rejection: Rejection, row: Option<&EntryRow>) -> LedgerError {
-    match rejection {
-        Rejection::Invalid { field, message } => LedgerError::invalid(field, message),
-        Rejection::SessionNotFound => LedgerError::SessionNotFound,
-        Rejection::SessionExpired => LedgerError::SessionExpired,
-        Rejection::MutationNotFound => LedgerError::MutationNotFound,
-        Rejection::Refused(refusal) => match row {
-            Some(row) => LedgerError::Refused {
-                refusal,
-                current: Box::new(row.state()),
-            },
-            None => LedgerError::MutationNotFound,
-        },
     }
 }
 
@@ -513,17 +339,13 @@ impl Engine {
             &mut tx,
             session_key.as_str(),
             mutation.as_str(),
-            None,
             self.inner.live_since(now),
         )
         .await?;
         match (loaded.session, loaded.entry) {
             (SessionState::Expired, _) => return Err(LedgerError::SessionExpired),
             (_, Some(existing)) => {
-                return Err(rejected(
-                    Rejection::Refused(crate::error::Refusal::AlreadyRecorded),
-                    Some(&existing),
-                ))
+                return Err(refused(crate::error::Refusal::AlreadyRecorded, &existing))
             }
             (session, None) => {
                 insert_entry(&mut tx, session, session_key, &turn, &mutation, &tool, now).await?;
@@ -566,37 +388,4 @@ fn announce(adapter: &Arc<dyn Adapter>, a: Announcement) {
         Ok(Err(e)) => tracing::warn!(error = %e, revision = a.revision, "live delivery failed"),
         Err(_) => tracing::error!(revision = a.revision, "live delivery panicked"),
     }
-}
-
-/// What a visible change did: the new state, announced when `live` and published.
-fn announce_if(row: EntryRow, revision: i64, live: bool) -> Done {
-    let announcement = if live {
-        project(&row.ledger_entry()).and_then(|outcome| {
-            SessionKey::parse(row.session_key.clone())
-                .ok()
-                .map(|session_key| Announcement {
-                    session_key,
-                    outcome,
-                    revision,
-                })
-        })
-    } else {
-        None
-    };
-    Done {
-        state: row.state(),
-        announcement,
-        wrote: true,
-    }
-}
-
-async fn next_revision(tx: &mut SqliteConnection, row: &EntryRow) -> Result<i64, LedgerError> {
-    Ok(sqlx::query_scalar(
-        "UPDATE turns SET latest_revision = latest_revision + 1 \
-         WHERE session_key = ? AND logical_turn_id = ? RETURNING latest_revision",
-    )
-    .bind(&row.session_key)
-    .bind(&row.logical_turn_id)
-    .fetch_one(&mut *tx)
-    .await?)
 }

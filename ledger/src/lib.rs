@@ -21,6 +21,8 @@ pub mod credential;
 #[cfg(feature = "store")]
 pub mod engine;
 #[cfg(feature = "store")]
+mod group;
+#[cfg(feature = "store")]
 pub mod import;
 #[cfg(feature = "store")]
 pub mod machine;

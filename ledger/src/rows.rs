@@ -103,42 +103,35 @@ impl EntryRow {
     }
 }
 
-/// What a write reads before deciding, in one statement: the session's state, the entry (when recorded)
-/// and whether `attempt_id` was ever one of its attempts.
+/// The session's state and the entry (when recorded), read in one statement.
 pub(crate) struct Loaded {
     pub session: SessionState,
     pub entry: Option<EntryRow>,
-    pub attempt_used: bool,
 }
 
-/// Loads what a write on `(session_key, mutation_id)` needs. `live_since` is the earliest last write of
-/// a live session; `attempt_id` the attempt whose earlier use matters (a fresh attempt), if any.
+/// Loads the session and the entry `(session_key, mutation_id)` (a legacy import's write). `live_since`
+/// is the earliest last write of a live session.
 pub(crate) async fn load_for_write(
     tx: &mut SqliteConnection,
     session_key: &str,
     mutation_id: &str,
-    attempt_id: Option<&str>,
     live_since: i64,
 ) -> Result<Loaded, LedgerError> {
     let row: Option<SqliteRow> = sqlx::query(
         "SELECT s.last_write_at, e.seq, e.session_key, e.logical_turn_id, e.mutation_id, e.tool, e.status, \
          e.intent_recorded, e.attempt_id, e.reason, e.meta_attached, e.meta_id, e.meta_url, e.meta_title, \
-         e.revision, e.recorded_at, e.settled_at, \
-         (?3 IS NOT NULL AND EXISTS (SELECT 1 FROM attempts a WHERE a.entry_seq = e.seq AND a.attempt_id = ?3)) \
-         AS attempt_used \
+         e.revision, e.recorded_at, e.settled_at \
          FROM sessions s LEFT JOIN entries e ON e.session_key = s.session_key AND e.mutation_id = ?2 \
          WHERE s.session_key = ?1",
     )
     .bind(session_key)
     .bind(mutation_id)
-    .bind(attempt_id)
     .fetch_optional(&mut *tx)
     .await?;
     let Some(row) = row else {
         return Ok(Loaded {
             session: SessionState::Absent,
             entry: None,
-            attempt_used: false,
         });
     };
     let last_write: i64 = row.try_get("last_write_at")?;
@@ -168,13 +161,7 @@ pub(crate) async fn load_for_write(
             settled_at: row.try_get("settled_at")?,
         }),
     };
-    Ok(Loaded {
-        session,
-        entry,
-        attempt_used: row
-            .try_get::<Option<bool>, _>("attempt_used")?
-            .unwrap_or(false),
-    })
+    Ok(Loaded { session, entry })
 }
 
 /// `Ok` when the session is stored and was written to at or after `live_since`;

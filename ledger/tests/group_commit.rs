@@ -176,3 +176,87 @@ async fn writers_behind_another_process_lock_are_answered_busy_and_change_nothin
         engine.apply(approve(&format!("m-busy-{i}"))).await.unwrap();
     }
 }
+
+/// A new entry's whole life in one batch: the attempts it had in the batch count as used, its evidence is
+/// kept, and what is read back after the commit is exactly what the answers said.
+#[tokio::test]
+async fn a_new_entry_decided_several_times_in_one_group_is_stored_as_its_last_answer() {
+    let h = open().await;
+    let results = h
+        .engine
+        .apply_batch(vec![
+            approve("m-1"),
+            intent("m-1", "a-1"),
+            cancel(
+                "m-1",
+                "a-1",
+                Some(ledger::wire::Reason::PreDispatchDeadline),
+            ),
+            fresh("m-1", "a-1"),
+            fresh("m-1", "a-2"),
+            settle("m-1", "a-2", Settlement::OutcomeUnknown, None),
+            reconcile("m-1", "a-2", true),
+            attach("m-1", meta("419", "https://example.com/i/419", "Issue")),
+            approve("m-1"),
+        ])
+        .await
+        .unwrap();
+    assert!(matches!(
+        results[3],
+        Err(LedgerError::Refused {
+            refusal: Refusal::AttemptReused,
+            ..
+        })
+    ));
+    assert!(matches!(
+        results[8],
+        Err(LedgerError::Refused {
+            refusal: Refusal::AlreadyRecorded,
+            ..
+        })
+    ));
+    let last = results[7].as_ref().unwrap().clone();
+    assert_eq!(last.ledger_status, L::Completed);
+    assert_eq!(last.revision, Some(6));
+    assert_eq!(last.attempt_id.as_deref(), Some("a-2"));
+    // Read back through another connection: the same state, and the attempts of the batch stay used.
+    let entries = h
+        .sessions
+        .turn_entries(&sk(SESSION), &turn(TURN))
+        .await
+        .unwrap();
+    assert_eq!(entries.latest_revision, 6);
+    assert_eq!(entries.entries.len(), 1);
+    assert_eq!(entries.entries[0].mutation_revision, Some(6));
+    assert_eq!(entries.entries[0].outcome.title.as_deref(), Some("Issue"));
+    let announced: Vec<i64> = h.recorder.deliveries().iter().map(|d| d.revision).collect();
+    assert_eq!(announced, vec![2, 4, 5, 6]);
+    // The attempts and the evidence are stored with the entry's sequence number.
+    use sqlx::Connection;
+    let mut raw = sqlx::SqliteConnection::connect(&format!("sqlite://{}", h.path))
+        .await
+        .unwrap();
+    let attempts: Vec<(i64, String)> =
+        sqlx::query_as("SELECT entry_seq, attempt_id FROM attempts ORDER BY attempt_id")
+            .fetch_all(&mut raw)
+            .await
+            .unwrap();
+    assert_eq!(attempts, vec![(1, "a-1".to_owned()), (1, "a-2".to_owned())]);
+    let evidence: Vec<(i64, String, bool, String, String, i64)> = sqlx::query_as(
+        "SELECT entry_seq, attempt_id, completed, source, observed_at, recorded_at FROM reconciliations",
+    )
+    .fetch_all(&mut raw)
+    .await
+    .unwrap();
+    assert_eq!(
+        evidence,
+        vec![(
+            1,
+            "a-2".to_owned(),
+            true,
+            "github.issues".to_owned(),
+            "2027-01-15T08:05:00Z".to_owned(),
+            T0
+        )]
+    );
+}

@@ -1,0 +1,69 @@
+#!/usr/bin/env bash
+# Benchmark of the release server (issue 11): prints, in one run, each figure beside its limit measured in
+# the same run, as a ratio, with its target and PASS/MISS:
+#
+#   1. settles/s with 1, 8 and 64 concurrent single-operation writers and with batches of 100 (8 writers),
+#      on disk and on tmpfs (/dev/shm), each ÷ SQLite's own one-commit rate on the same filesystem, measured
+#      just before and after the phase (WAL, synchronous=FULL, one single-row INSERT per transaction).
+#      Targets: 64 writers on disk >= 0.8x tmpfs and >= 1.0x SQLite's one-commit rate.
+#   2. server CPU per settle (utime+stime of /proc/<pid>/stat around each timed phase ÷ settles).
+#      Targets: <= 100 µs with 64 single-op writers, <= 30 µs per operation in batches of 100.
+#   3. GET /api/mutation-outcomes of a 10,000-outcome session ÷ serde_json serialising the same body in
+#      memory (medians). Target <= 3x.
+#   4. replay of the last 100 revisions of a 10,000-outcome turn ÷ its full replay. Target <= 0.1x.
+#   5. settles/s of 8 writers with 1,000 live subscribers reading the session ÷ with none. Target >= 0.5x.
+#
+# and, to show the load generator is not the bottleneck, its CPU per request, the rate it reaches against
+# GET /healthz, and the CPU other processes took and the machine left idle during the timed phases.
+# Progress lines ([bench ...]) go to stderr, the table to stdout.
+#
+#   scripts/bench.sh            full run, about 3 minutes after the builds
+#   scripts/bench.sh --quick    every phase tiny (a smoke test, under 30 s after the builds)
+#
+# Extra arguments go to the load generator (scripts/bench/, `--help` lists them). Environment:
+#   OUTCOMES_BIN=/path        measure this binary instead of building target/release/outcomes
+#   CARGO_TARGET_DIR          where the load generator is built (default <repo>/target/bench; when set,
+#                             the server is built there too)
+#   BENCH_DISK_DIR            parent of the on-disk data directories (default <repo>/target/bench-data)
+#   BENCH_TMPFS_DIR           parent of the tmpfs data directories (default /dev/shm)
+# Exit status: 0 when every figure was measured without a failed request (a MISS is not a failure).
+set -euo pipefail
+repo="$(cd "$(dirname "$0")/.." && pwd)"
+cd "$repo"
+
+if [[ -z "${OUTCOMES_BIN:-}" ]]; then
+  echo "== building the release server (cargo build --release -p server --bin outcomes)" >&2
+  cargo build --release -p server --bin outcomes
+  OUTCOMES_BIN="${CARGO_TARGET_DIR:-$repo/target}/release/outcomes"
+fi
+[[ -x "$OUTCOMES_BIN" ]] || { echo "bench: $OUTCOMES_BIN is not an executable" >&2; exit 2; }
+
+export CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-$repo/target/bench}"
+echo "== building the load generator (scripts/bench, target dir $CARGO_TARGET_DIR)" >&2
+cargo build --release --quiet --manifest-path scripts/bench/Cargo.toml
+generator="$CARGO_TARGET_DIR/release/outcomes-bench"
+
+# 1,000 live streams take a descriptor each in the generator and in the server.
+ulimit -n "$(ulimit -Hn)" 2>/dev/null || true
+if (($(ulimit -n) < 4096)); then
+  echo "bench: the open-file limit is $(ulimit -n); 1,000 live subscribers need more (raise the hard limit)" >&2
+  exit 2
+fi
+
+disk_parent="${BENCH_DISK_DIR:-$repo/target/bench-data}"
+tmpfs_parent="${BENCH_TMPFS_DIR:-/dev/shm}"
+mkdir -p "$disk_parent"
+disk="$(mktemp -d "$disk_parent/run.XXXXXX")"
+tmpfs="$(mktemp -d "$tmpfs_parent/outcomes-bench.XXXXXX")"
+trap 'rm -rf "$disk" "$tmpfs"' EXIT
+echo "== disk: $disk ($(df --output=source,fstype "$disk" | tail -1 | tr -s ' '))" >&2
+echo "== tmpfs: $tmpfs ($(df --output=source,fstype "$tmpfs" | tail -1 | tr -s ' '))" >&2
+echo "== server: $OUTCOMES_BIN" >&2
+
+started=$(date +%s)
+set +e
+"$generator" --server-bin "$OUTCOMES_BIN" --disk-dir "$disk" --tmpfs-dir "$tmpfs" "$@"
+rc=$?
+set -e
+echo "== bench took $(($(date +%s) - started)) s (builds excluded)" >&2
+exit "$rc"
