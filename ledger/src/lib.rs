@@ -17,6 +17,8 @@ pub mod access;
 #[cfg(feature = "store")]
 pub mod adapter;
 #[cfg(feature = "store")]
+mod chunks;
+#[cfg(feature = "store")]
 pub mod credential;
 #[cfg(feature = "store")]
 pub mod engine;
@@ -45,7 +47,7 @@ pub use command::{Action, Command, EntryKey, Evidence, Settlement};
 pub use engine::Engine;
 pub use error::{LedgerError, Refusal};
 #[cfg(feature = "store")]
-pub use sessions::{Replay, ReplayEvent, SessionManager};
+pub use sessions::{HistoryChunks, Replay, ReplayChunks, ReplayEvent, SessionManager};
 #[cfg(feature = "store")]
 pub use store::{Clock, LedgerOptions, SystemClock};
 

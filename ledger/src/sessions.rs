@@ -4,24 +4,16 @@
 
 use std::sync::Arc;
 
+pub use crate::chunks::{HistoryChunks, ReplayChunks, ReplayEvent};
 use crate::error::LedgerError;
 use crate::ids::{Cursor, LogicalTurnId, MutationId, SessionKey};
 use crate::projection::project;
 use crate::rows::{EntryRow, ENTRY_COLUMNS};
 use crate::store::{format_time, Inner};
 use crate::wire::{
-    LedgerStatus, MutationOutcome, OperationMatch, PublishedStatus, SessionList, SessionSummary,
-    SessionTurns, StatusCounts, TurnEntries, TurnEntry, TurnSummary,
+    LedgerStatus, MutationOutcome, OperationMatch, SessionList, SessionSummary, SessionTurns,
+    StatusCounts, TurnEntries, TurnEntry, TurnSummary,
 };
-
-/// One event of a replay snapshot: `revision` is `None` for a legacy entry (framed without `id:`).
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct ReplayEvent {
-    /// The revision of the entry's latest change; `None` for a legacy entry.
-    pub revision: Option<i64>,
-    /// The entry's current projection.
-    pub outcome: MutationOutcome,
-}
 
 /// A replay snapshot of one logical turn (seed 000, `GET /api/mutation-events`).
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -87,24 +79,27 @@ impl SessionManager {
     }
 
     /// Every retained outcome of the session, oldest logical turn first, then in recorded order (seed 000,
-    /// "Session history"). 404 for an unknown or expired session.
+    /// "Session history"). 404 for an unknown or expired session. Collects [`Self::history`].
     pub async fn mutation_outcomes(
         &self,
         session_key: &SessionKey,
     ) -> Result<Vec<MutationOutcome>, LedgerError> {
+        let mut chunks = self.history(session_key).await?;
+        let mut outcomes = Vec::new();
+        while let Some(chunk) = chunks.next_chunk().await? {
+            outcomes.extend(chunk);
+        }
+        Ok(outcomes)
+    }
+
+    /// The session's history, streamed: [`HistoryChunks`] reads it a chunk at a time (docs/ledger.md
+    /// "Reading"). 404 for an unknown or expired session, checked before the first chunk.
+    pub async fn history(&self, session_key: &SessionKey) -> Result<HistoryChunks, LedgerError> {
         self.session(session_key).await?;
-        let rows: Vec<EntryRow> = sqlx::query_as(&format!(
-            "SELECT {} FROM entries e JOIN turns t USING (session_key, logical_turn_id) \
-             WHERE e.session_key = ? ORDER BY t.turn_seq, e.seq",
-            prefixed("e")
+        Ok(HistoryChunks::new(
+            self.inner.clone(),
+            session_key.to_string(),
         ))
-        .bind(session_key.as_str())
-        .fetch_all(&self.inner.read)
-        .await?;
-        Ok(rows
-            .iter()
-            .filter_map(|r| project(&r.ledger_entry()))
-            .collect())
     }
 
     /// The turn's latest revision, or 404 for an unknown/expired session or an unknown turn.
@@ -127,13 +122,34 @@ impl SessionManager {
     /// A replay snapshot (seed 000, `GET /api/mutation-events`). Without a cursor: a full replay, legacy
     /// entries first, then every revisioned entry, oldest revision first. With cursor `n`: entries whose
     /// latest change is after `n`, plus every revisioned entry still `outcome_unknown`, oldest revision
-    /// first. Errors in order: 404 (session, expired, turn) then 409 (`CursorAhead`).
+    /// first. Errors in order: 404 (session, expired, turn) then 409 (`CursorAhead`). Collects
+    /// [`Self::replay_chunks`].
     pub async fn replay(
         &self,
         session_key: &SessionKey,
         turn: &LogicalTurnId,
         cursor: Option<Cursor>,
     ) -> Result<Replay, LedgerError> {
+        let mut chunks = self.replay_chunks(session_key, turn, cursor).await?;
+        let mut events = Vec::new();
+        while let Some(chunk) = chunks.next_chunk().await? {
+            events.extend(chunk);
+        }
+        Ok(Replay {
+            events,
+            cursor: chunks.cursor(),
+            latest_revision: chunks.latest_revision(),
+        })
+    }
+
+    /// The replay snapshot, streamed: [`ReplayChunks`] reads it a chunk at a time, only the entries it
+    /// sends (docs/ledger.md "Reading"). The 404s and the 409 are decided before the first chunk.
+    pub async fn replay_chunks(
+        &self,
+        session_key: &SessionKey,
+        turn: &LogicalTurnId,
+        cursor: Option<Cursor>,
+    ) -> Result<ReplayChunks, LedgerError> {
         let latest_revision = self.turn_revision(session_key, turn).await?;
         let cursor = cursor.map(Cursor::revision);
         if let Some(c) = cursor {
@@ -144,34 +160,13 @@ impl SessionManager {
                 });
             }
         }
-        let rows = self.turn_rows(session_key, turn).await?;
-        let mut legacy = Vec::new();
-        let mut revisioned = Vec::new();
-        for row in &rows {
-            let Some(outcome) = project(&row.ledger_entry()) else {
-                continue;
-            };
-            match (row.revision, cursor) {
-                (None, None) => legacy.push(ReplayEvent {
-                    revision: None,
-                    outcome,
-                }),
-                (None, Some(_)) => {}
-                (Some(rev), Some(c))
-                    if rev <= c && outcome.status != PublishedStatus::OutcomeUnknown => {}
-                (Some(rev), _) => revisioned.push(ReplayEvent {
-                    revision: Some(rev),
-                    outcome,
-                }),
-            }
-        }
-        revisioned.sort_by_key(|e| e.revision);
-        legacy.extend(revisioned);
-        Ok(Replay {
-            events: legacy,
+        Ok(ReplayChunks::new(
+            self.inner.clone(),
+            session_key.to_string(),
+            turn.to_string(),
             cursor,
             latest_revision,
-        })
+        ))
     }
 
     async fn turn_rows(

@@ -1,29 +1,59 @@
 //! Live run events (docs/api.md, "Live run events"): the ledger's [`Adapter`] fans settled changes out to
-//! the subscribers of each session through bounded queues.
+//! the subscribers of each session.
 //!
-//! - A slow client never delays settlement or other clients: when its queue is full it stops receiving
-//!   and is told to `resync` the turns it missed.
+//! - Each change is framed once, as the exact SSE bytes every subscriber sends (`event: mutation_outcome`,
+//!   `data: {"mutation_revision", "outcome"}`), and published into its session's ring of the last
+//!   [`SUBSCRIBER_QUEUE`] frames (a `tokio::sync::broadcast` channel): publishing costs the writer the
+//!   same whether one client or a thousand listen, and nothing is copied per subscriber.
+//! - A slow client never delays settlement or other clients: when the ring has moved past it, it is told
+//!   to `resync` (every turn its session published live since it subscribed) and goes on from the oldest
+//!   frame still held.
 //! - A subscription is removed the moment its [`Subscription`] is dropped (the client went away and the
 //!   server dropped its response stream), not on the next event of its session.
 //! - Subscriptions are capped in total and per session ([`StreamLimits`]); past a cap `subscribe` refuses.
 //! - When a session is deleted or expires, each of its subscribers receives [`LiveMessage::Ended`] after
-//!   what was already queued, and then its stream ends.
+//!   what it had not read yet, and then its stream ends.
 
 use std::collections::{BTreeSet, HashMap};
 use std::sync::{Arc, Mutex, Weak};
 
+use bytes::Bytes;
 use ledger::ids::SessionKey;
 use ledger::wire::{MutationOutcome, RunEvent};
 use ledger::{Adapter, AdapterError, SessionEnd};
-use tokio::sync::{mpsc, Notify};
+use tokio::sync::broadcast;
 
-/// Queue length per subscriber.
+/// Frames a session's ring holds: a subscriber this far behind is told to resync.
 pub const SUBSCRIBER_QUEUE: usize = 256;
+
+/// One live change, framed once for every subscriber.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LiveFrame {
+    /// The change's revision (per turn).
+    pub revision: i64,
+    /// The turn it belongs to.
+    pub logical_turn_id: Arc<str>,
+    /// `event: mutation_outcome\ndata: {"mutation_revision":n,"outcome":{...}}\n\n`.
+    pub bytes: Bytes,
+}
+
+impl LiveFrame {
+    /// Frames `event` as its SSE bytes.
+    pub fn new(event: &RunEvent) -> Result<LiveFrame, serde_json::Error> {
+        let mut bytes = Vec::with_capacity(256);
+        crate::http::sse::frame(&mut bytes, "mutation_outcome", None, event)?;
+        Ok(LiveFrame {
+            revision: event.mutation_revision,
+            logical_turn_id: Arc::from(event.outcome.logical_turn_id.as_str()),
+            bytes: Bytes::from(bytes),
+        })
+    }
+}
 
 /// What a subscriber receives.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum LiveMessage {
-    Outcome(RunEvent),
+    Outcome(LiveFrame),
     /// The subscriber missed events of these turns and must catch up through the replay endpoint.
     Resync(Vec<String>),
     /// The session was deleted or expired; nothing follows.
@@ -57,121 +87,115 @@ pub enum LimitReached {
     PerSession(usize),
 }
 
-/// What a subscriber and the hub share: the turns it missed while lagging, and how its session ended.
+/// What a session's subscribers share with the hub: how the session ended, and the turns it published.
 #[derive(Default)]
 struct Shared {
-    missed: Mutex<BTreeSet<String>>,
     ended: Mutex<Option<SessionEnd>>,
-    notify: Notify,
+    /// Every turn published on this channel: a lagging subscriber resyncs them all (a superset of what it
+    /// missed, which is what it needs: a replay after its cursor sends only what it has not seen).
+    turns: Mutex<BTreeSet<Arc<str>>>,
 }
 
-impl Shared {
-    /// Lagging: while it missed anything, nothing more is queued for it (so it can never see a later
-    /// revision of a turn before the resync that covers an earlier one).
-    fn is_lagging(&self) -> bool {
-        self.missed.lock().map(|m| !m.is_empty()).unwrap_or(true)
-    }
-
-    fn add(&self, turn: &str) {
-        if let Ok(mut m) = self.missed.lock() {
-            m.insert(turn.to_owned());
-        }
-        self.notify.notify_one();
-    }
-
-    fn take(&self) -> Vec<String> {
-        self.missed
-            .lock()
-            .map(|mut m| std::mem::take(&mut *m).into_iter().collect())
-            .unwrap_or_default()
-    }
-
-    fn end(&self, reason: SessionEnd) {
-        if let Ok(mut e) = self.ended.lock() {
-            *e = Some(reason);
-        }
-        self.notify.notify_one();
-    }
-
-    fn take_end(&self) -> Option<SessionEnd> {
-        self.ended.lock().ok().and_then(|mut e| e.take())
-    }
-}
-
-struct Subscriber {
-    id: u64,
-    tx: mpsc::Sender<RunEvent>,
+/// One session's channel.
+struct Channel {
+    tx: broadcast::Sender<LiveFrame>,
     shared: Arc<Shared>,
+    subscribers: usize,
 }
 
 #[derive(Default)]
 struct Registry {
-    sessions: HashMap<String, Vec<Subscriber>>,
+    sessions: HashMap<String, Channel>,
     total: usize,
-}
-
-impl Registry {
-    fn remove(&mut self, session_key: &str, id: u64) -> Option<Subscriber> {
-        let subs = self.sessions.get_mut(session_key)?;
-        let at = subs.iter().position(|s| s.id == id)?;
-        let sub = subs.swap_remove(at);
-        if subs.is_empty() {
-            self.sessions.remove(session_key);
-        }
-        self.total -= 1;
-        Some(sub)
-    }
 }
 
 /// The receiving end of one subscription. Dropping it unsubscribes at once.
 pub struct Subscription {
-    rx: mpsc::Receiver<RunEvent>,
+    rx: broadcast::Receiver<LiveFrame>,
     shared: Arc<Shared>,
     hub: Weak<Hub>,
     session_key: String,
-    id: u64,
     done: bool,
 }
 
 impl Subscription {
-    /// The next message: queued events first, then a resync once the queue has drained, then (when the
-    /// session ended) [`LiveMessage::Ended`] once. `None` afterwards, or when the hub is gone.
+    /// The next message: frames in revision order, a resync when the ring moved past this subscriber,
+    /// then (when the session ended) [`LiveMessage::Ended`] once. `None` afterwards, or when the hub is
+    /// gone.
     pub async fn next(&mut self) -> Option<LiveMessage> {
-        loop {
-            if self.done {
-                return None;
-            }
-            match self.rx.try_recv() {
-                Ok(ev) => return Some(LiveMessage::Outcome(ev)),
-                Err(mpsc::error::TryRecvError::Disconnected) => {
-                    self.done = true;
-                    return self.shared.take_end().map(LiveMessage::Ended);
-                }
-                Err(mpsc::error::TryRecvError::Empty) => {}
-            }
-            let missed = self.shared.take();
-            if !missed.is_empty() {
-                return Some(LiveMessage::Resync(missed));
-            }
-            tokio::select! {
-                ev = self.rx.recv() => match ev {
-                    Some(ev) => return Some(LiveMessage::Outcome(ev)),
-                    None => {
-                        self.done = true;
-                        return self.shared.take_end().map(LiveMessage::Ended);
-                    }
-                },
-                _ = self.shared.notify.notified() => {}
-            }
+        if self.done {
+            return None;
         }
+        let received = self.rx.recv().await;
+        self.message(received)
+    }
+
+    /// The next message if one is ready now, without waiting (a stream sends what is ready in one write).
+    pub fn try_next(&mut self) -> Option<LiveMessage> {
+        if self.done {
+            return None;
+        }
+        match self.rx.try_recv() {
+            Err(broadcast::error::TryRecvError::Empty) => None,
+            Ok(frame) => Some(LiveMessage::Outcome(frame)),
+            Err(broadcast::error::TryRecvError::Lagged(_)) => Some(self.resync()),
+            Err(broadcast::error::TryRecvError::Closed) => self.closed(),
+        }
+    }
+
+    fn message(
+        &mut self,
+        received: Result<LiveFrame, broadcast::error::RecvError>,
+    ) -> Option<LiveMessage> {
+        match received {
+            Ok(frame) => Some(LiveMessage::Outcome(frame)),
+            Err(broadcast::error::RecvError::Lagged(_)) => Some(self.resync()),
+            Err(broadcast::error::RecvError::Closed) => self.closed(),
+        }
+    }
+
+    fn resync(&self) -> LiveMessage {
+        let turns = self
+            .shared
+            .turns
+            .lock()
+            .map(|t| t.iter().map(|t| t.to_string()).collect())
+            .unwrap_or_default();
+        LiveMessage::Resync(turns)
+    }
+
+    fn closed(&mut self) -> Option<LiveMessage> {
+        self.done = true;
+        self.shared
+            .ended
+            .lock()
+            .ok()
+            .and_then(|e| *e)
+            .map(LiveMessage::Ended)
     }
 }
 
 impl Drop for Subscription {
     fn drop(&mut self) {
-        if let Some(hub) = self.hub.upgrade() {
-            if let Ok(mut r) = hub.registry.lock() {
-                r.remove(&self.session_key, self.id);
+        let Some(hub) = self.hub.upgrade() else {
+            return;
+        };
+        let Ok(mut r) = hub.registry.lock() else {
+            return;
+        };
+        // An ended session's channel is gone already (and no longer counted).
+        let same = r
+            .sessions
+            .get(&self.session_key)
+            .is_some_and(|c| Arc::ptr_eq(&c.shared, &self.shared));
+        if same {
+            r.total -= 1;
+            let channel = r.sessions.get_mut(&self.session_key);
+            if let Some(c) = channel {
+                c.subscribers -= 1;
+                if c.subscribers == 0 {
+                    r.sessions.remove(&self.session_key);
+                }
             }
         }
     }
@@ -180,7 +204,6 @@ impl Drop for Subscription {
 /// Fans out settled changes to live subscribers, per session.
 pub struct Hub {
     registry: Mutex<Registry>,
-    next_id: std::sync::atomic::AtomicU64,
     limits: StreamLimits,
     me: Weak<Hub>,
     /// Sessions whose viewer links were revoked: their viewers' streams close (docs/access.md).
@@ -196,7 +219,6 @@ impl Hub {
     pub fn with_limits(limits: StreamLimits) -> Arc<Hub> {
         Arc::new_cyclic(|me| Hub {
             registry: Mutex::new(Registry::default()),
-            next_id: std::sync::atomic::AtomicU64::new(0),
             limits,
             me: me.clone(),
             revoked: tokio::sync::broadcast::channel(64).0,
@@ -217,11 +239,6 @@ impl Hub {
 
     /// Subscribes to a session's live events, unless a cap is reached.
     pub fn subscribe(&self, session_key: &SessionKey) -> Result<Subscription, LimitReached> {
-        let (tx, rx) = mpsc::channel(SUBSCRIBER_QUEUE);
-        let shared = Arc::new(Shared::default());
-        let id = self
-            .next_id
-            .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
         let mut r = self
             .registry
             .lock()
@@ -229,34 +246,37 @@ impl Hub {
         if r.total >= self.limits.total {
             return Err(LimitReached::Total(self.limits.total));
         }
-        let subs = r.sessions.entry(session_key.to_string()).or_default();
-        if subs.len() >= self.limits.per_session {
-            if subs.is_empty() {
+        let channel = r
+            .sessions
+            .entry(session_key.to_string())
+            .or_insert_with(|| Channel {
+                tx: broadcast::channel(SUBSCRIBER_QUEUE).0,
+                shared: Arc::default(),
+                subscribers: 0,
+            });
+        if channel.subscribers >= self.limits.per_session {
+            if channel.subscribers == 0 {
                 r.sessions.remove(session_key.as_str());
             }
             return Err(LimitReached::PerSession(self.limits.per_session));
         }
-        subs.push(Subscriber {
-            id,
-            tx,
-            shared: shared.clone(),
-        });
-        r.total += 1;
-        Ok(Subscription {
-            rx,
-            shared,
+        channel.subscribers += 1;
+        let subscription = Subscription {
+            rx: channel.tx.subscribe(),
+            shared: channel.shared.clone(),
             hub: self.me.clone(),
             session_key: session_key.to_string(),
-            id,
             done: false,
-        })
+        };
+        r.total += 1;
+        Ok(subscription)
     }
 
     /// Open subscriptions of a session.
     pub fn subscriber_count(&self, session_key: &str) -> usize {
         self.registry
             .lock()
-            .map(|r| r.sessions.get(session_key).map_or(0, Vec::len))
+            .map(|r| r.sessions.get(session_key).map_or(0, |c| c.subscribers))
             .unwrap_or(0)
     }
 
@@ -265,42 +285,40 @@ impl Hub {
         self.registry.lock().map(|r| r.total).unwrap_or(0)
     }
 
-    fn publish(&self, session_key: &SessionKey, event: RunEvent) {
+    /// Publishes one frame to the session's subscribers: one send into its ring, whatever their number.
+    fn publish(&self, session_key: &SessionKey, frame: LiveFrame) {
         let Ok(r) = self.registry.lock() else {
             return;
         };
-        let Some(subs) = r.sessions.get(session_key.as_str()) else {
+        let Some(channel) = r.sessions.get(session_key.as_str()) else {
             return;
         };
-        for sub in subs {
-            if sub.shared.is_lagging() {
-                sub.shared.add(&event.outcome.logical_turn_id);
-                continue;
-            }
-            match sub.tx.try_send(event.clone()) {
-                Ok(()) => {}
-                Err(mpsc::error::TrySendError::Full(ev)) => {
-                    sub.shared.add(&ev.outcome.logical_turn_id)
-                }
-                // Its Subscription is being dropped and removes itself.
-                Err(mpsc::error::TrySendError::Closed(_)) => {}
+        if let Ok(mut turns) = channel.shared.turns.lock() {
+            if !turns.contains(&frame.logical_turn_id) {
+                turns.insert(frame.logical_turn_id.clone());
             }
         }
+        // An error means nobody listens any more (every receiver was just dropped).
+        let _ = channel.tx.send(frame);
     }
 
-    /// Ends every subscription of the session: each receives what was queued, then `Ended(reason)`.
+    /// Ends every subscription of the session: each receives what it had not read, then `Ended(reason)`.
     pub fn end_session(&self, session_key: &SessionKey, reason: SessionEnd) {
         let removed = match self.registry.lock() {
             Ok(mut r) => {
-                let subs = r.sessions.remove(session_key.as_str()).unwrap_or_default();
-                r.total -= subs.len();
-                subs
+                let channel = r.sessions.remove(session_key.as_str());
+                if let Some(c) = &channel {
+                    r.total -= c.subscribers;
+                }
+                channel
             }
             Err(_) => return,
         };
-        for sub in removed {
-            sub.shared.end(reason);
-            // Dropping the sender lets the subscription drain its queue, then see the end.
+        if let Some(channel) = removed {
+            if let Ok(mut e) = channel.shared.ended.lock() {
+                *e = Some(reason);
+            }
+            // Dropping the sender lets each subscription drain what it had not read, then see the end.
         }
     }
 }
@@ -312,13 +330,16 @@ impl Adapter for Hub {
         outcome: &MutationOutcome,
         mutation_revision: i64,
     ) -> Result<(), AdapterError> {
-        self.publish(
-            session_key,
-            RunEvent {
-                mutation_revision,
-                outcome: outcome.clone(),
-            },
-        );
+        // Nobody listens: nothing to frame.
+        if self.subscriber_count(session_key.as_str()) == 0 {
+            return Ok(());
+        }
+        let event = RunEvent {
+            mutation_revision,
+            outcome: outcome.clone(),
+        };
+        let frame = LiveFrame::new(&event).map_err(|e| AdapterError(e.to_string()))?;
+        self.publish(session_key, frame);
         Ok(())
     }
 
@@ -348,7 +369,7 @@ mod tests {
 
     fn revision(m: Option<LiveMessage>) -> i64 {
         match m {
-            Some(LiveMessage::Outcome(ev)) => ev.mutation_revision,
+            Some(LiveMessage::Outcome(frame)) => frame.revision,
             other => panic!("expected an outcome, got {other:?}"),
         }
     }
@@ -367,17 +388,40 @@ mod tests {
                 .unwrap();
             assert_eq!(revision(reader.next().await), rev);
         }
-        for rev in 1..=SUBSCRIBER_QUEUE as i64 {
-            assert_eq!(revision(stuck.next().await), rev);
-        }
+        // The ring moved past the stuck one: first the resync naming the turns, then what is still held.
         assert_eq!(
             stuck.next().await,
             Some(LiveMessage::Resync(vec!["t-even".into(), "t-odd".into()]))
         );
+        for rev in 45..=total {
+            assert_eq!(revision(stuck.next().await), rev);
+        }
+        assert_eq!(stuck.try_next(), None);
         // After the resync it receives new events again.
         hub.on_mutation_outcome(&key, &outcome("t-odd", "late"), total + 1)
             .unwrap();
-        assert_eq!(revision(stuck.next().await), total + 1);
+        assert_eq!(revision(stuck.try_next()), total + 1);
+    }
+
+    #[tokio::test]
+    async fn each_change_is_framed_once_as_the_exact_sse_bytes() {
+        let hub = Hub::new();
+        let key = SessionKey::parse("s").unwrap();
+        let mut a = hub.subscribe(&key).unwrap();
+        let mut b = hub.subscribe(&key).unwrap();
+        hub.on_mutation_outcome(&key, &outcome("t", "m1"), 7)
+            .unwrap();
+        let (Some(LiveMessage::Outcome(fa)), Some(LiveMessage::Outcome(fb))) =
+            (a.next().await, b.next().await)
+        else {
+            panic!("both subscribers get the frame");
+        };
+        assert_eq!(
+            std::str::from_utf8(&fa.bytes).unwrap(),
+            "event: mutation_outcome\ndata: {\"mutation_revision\":7,\"outcome\":{\"schema\":\"mutation_outcome/v1\",\"logical_turn_id\":\"t\",\"mutation_id\":\"m1\",\"tool\":\"tool\",\"status\":\"completed\",\"resource_id\":null,\"url\":null,\"title\":null}}\n\n"
+        );
+        // One buffer shared by every subscriber, not a copy each.
+        assert_eq!(fa.bytes.as_ptr(), fb.bytes.as_ptr());
     }
 
     #[tokio::test]

@@ -7,20 +7,18 @@
 //! Errors: 400 (missing parameter) → 404 (unknown or expired session) → 503 `too_many_streams` with
 //! `Retry-After` (a cap on live streams in total or per session is reached).
 
-use std::convert::Infallible;
 use std::time::Duration;
 
 use axum::extract::rejection::QueryRejection;
 use axum::extract::{Extension, Query, State};
-use axum::http::header::CACHE_CONTROL;
-use axum::http::HeaderValue;
-use axum::response::sse::{Event, Sse};
-use axum::response::{IntoResponse, Response};
+use axum::response::Response;
+use bytes::Bytes;
 use ledger::ids::SessionKey;
 use ledger::wire::Resync;
 
 use super::query::{query, read_param};
 use super::read::SessionParam;
+use super::sse;
 use crate::access::{still_valid, Presented, Principal};
 use crate::error::ApiError;
 use crate::live::LiveMessage;
@@ -109,37 +107,90 @@ pub async fn run_events(
                         break;
                     }
                     let at = ledger::store::format_time(now_ms());
-                    yield Ok::<_, Infallible>(Event::default().event("heartbeat").data(format!("{{\"at\":\"{at}\"}}")));
+                    let mut buf = Vec::with_capacity(64);
+                    if sse::frame(&mut buf, "heartbeat", None, &Heartbeat { at }).is_ok() {
+                        yield Ok::<_, std::io::Error>(Bytes::from(buf));
+                    }
                     continue;
                 }
                 _ = shutdown.cancelled() => None,
             };
             let Some(message) = message else { break };
+            // Everything already waiting leaves in the same write (a busy session costs each stream one
+            // write per wake-up, not one per event).
+            let mut buf = Vec::new();
+            let mut ended = append(&mut buf, message);
+            while !ended && buf.len() < BATCH_BYTES {
+                match subscription.try_next() {
+                    Some(m) => ended = append(&mut buf, m),
+                    None => break,
+                }
+            }
             // Nothing is sent once the credential stopped holding (a sign-out, a removed account or
-            // token, even by another process): checked before each event, not only at heartbeats.
+            // token, even by another process): checked before each write, not only at heartbeats.
             if presented != Presented::Lasting && !still_valid(&state, &presented).await {
                 break;
             }
-            let event = match message {
-                LiveMessage::Outcome(ev) => Event::default().event("mutation_outcome").json_data(&ev),
-                LiveMessage::Resync(turns) => {
-                    Event::default().event("resync").json_data(Resync { logical_turn_ids: turns })
-                }
-                LiveMessage::Ended(reason) => Ok(Event::default()
-                    .event("session_ended")
-                    .data(format!("{{\"reason\":\"{}\"}}", reason.as_str()))),
-            };
-            match event {
-                Ok(e) => yield Ok::<_, Infallible>(e),
-                Err(err) => tracing::error!(error = %err, "live event did not serialise"),
+            if !buf.is_empty() {
+                yield Ok(Bytes::from(buf));
+            }
+            if ended {
+                break;
             }
         }
     };
-    let mut response = Sse::new(stream).into_response();
-    response
-        .headers_mut()
-        .insert(CACHE_CONTROL, HeaderValue::from_static("no-store"));
-    Ok(response)
+    Ok(sse::event_stream(stream))
+}
+
+/// A write of a live stream holds at most about this many bytes of events.
+const BATCH_BYTES: usize = 64 * 1024;
+
+/// `data` of a `heartbeat` event.
+#[derive(serde::Serialize)]
+struct Heartbeat {
+    at: String,
+}
+
+/// `data` of a `session_ended` event.
+#[derive(serde::Serialize)]
+struct Ended {
+    reason: &'static str,
+}
+
+/// Appends `message` as its SSE bytes; `true` when it ends the stream (`session_ended`).
+fn append(buf: &mut Vec<u8>, message: LiveMessage) -> bool {
+    let framed = match message {
+        LiveMessage::Outcome(frame) => {
+            buf.extend_from_slice(&frame.bytes);
+            return false;
+        }
+        LiveMessage::Resync(turns) => sse::frame(
+            buf,
+            "resync",
+            None,
+            &Resync {
+                logical_turn_ids: turns,
+            },
+        ),
+        LiveMessage::Ended(reason) => {
+            let framed = sse::frame(
+                buf,
+                "session_ended",
+                None,
+                &Ended {
+                    reason: reason.as_str(),
+                },
+            );
+            if let Err(err) = framed {
+                tracing::error!(error = %err, "live event did not serialise");
+            }
+            return true;
+        }
+    };
+    if let Err(err) = framed {
+        tracing::error!(error = %err, "live event did not serialise");
+    }
+    false
 }
 
 fn now_ms() -> i64 {

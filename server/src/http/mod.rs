@@ -9,6 +9,7 @@ pub mod read;
 pub mod replay;
 pub mod security;
 pub mod sign_in;
+pub mod sse;
 pub mod viewer_links;
 
 use axum::middleware;

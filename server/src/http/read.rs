@@ -5,12 +5,16 @@
 use axum::extract::rejection::{PathRejection, QueryRejection};
 use axum::extract::{Path, Query, State};
 use axum::http::Uri;
+use axum::response::Response;
 use axum::Json;
+use bytes::Bytes;
 use ledger::ids::{LogicalTurnId, MutationId, SessionKey};
-use ledger::wire::{MutationOutcomes, OperationMatches, SessionList, SessionTurns, TurnEntries};
+use ledger::wire::{OperationMatches, SessionList, SessionTurns, TurnEntries};
+use ledger::HistoryChunks;
 use serde::Deserialize;
 
 use super::query::{lossy_segment, query, read_id, read_param, read_path, unknown};
+use super::sse;
 use crate::access::Principal;
 use crate::error::ApiError;
 use crate::AppState;
@@ -49,11 +53,46 @@ pub async fn mutation_outcomes(
     State(state): State<AppState>,
     principal: Principal,
     q: Result<Query<SessionParam>, QueryRejection>,
-) -> Result<Json<MutationOutcomes>, ApiError> {
+) -> Result<Response, ApiError> {
     let key = read_param(query(q)?.session_id, "session_id", SessionKey::parse)?;
     principal.may_read(&key)?;
-    let mutation_outcomes = state.sessions.mutation_outcomes(&key).await?;
-    Ok(Json(MutationOutcomes { mutation_outcomes }))
+    let chunks = state.sessions.history(&key).await?;
+    Ok(sse::json_stream(history_body(chunks)))
+}
+
+/// `{"mutation_outcomes":[` record `,` record … `]}`, one write per chunk of the ledger's read.
+fn history_body(mut chunks: HistoryChunks) -> impl futures::Stream<Item = sse::Chunk> {
+    async_stream::stream! {
+        yield Ok(Bytes::from_static(b"{\"mutation_outcomes\":["));
+        let mut first = true;
+        loop {
+            let outcomes = match chunks.next_chunk().await {
+                Ok(Some(outcomes)) => outcomes,
+                Ok(None) => break,
+                Err(e) => {
+                    tracing::error!(error = %e, "history read failed");
+                    yield Err(sse::broken("the history read"));
+                    return;
+                }
+            };
+            let mut buf = Vec::with_capacity(outcomes.len() * 256);
+            for outcome in &outcomes {
+                if !first {
+                    buf.push(b',');
+                }
+                first = false;
+                if let Err(e) = serde_json::to_writer(&mut buf, outcome) {
+                    tracing::error!(error = %e, "record did not serialise");
+                    yield Err(sse::broken("a record"));
+                    return;
+                }
+            }
+            if !buf.is_empty() {
+                yield Ok(Bytes::from(buf));
+            }
+        }
+        yield Ok(Bytes::from_static(b"]}"));
+    }
 }
 
 /// `GET /api/sessions` → `{"sessions": [...]}`, most recently active first.

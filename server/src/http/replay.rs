@@ -12,20 +12,19 @@
 //! turn; an identifier that could never have been stored is unknown) → 409 (cursor past the turn's latest
 //! revision; `field` names where the cursor came from). `after` wins over `Last-Event-ID`.
 
-use std::convert::Infallible;
 use std::time::Duration;
 
 use axum::extract::rejection::QueryRejection;
 use axum::extract::{Query, State};
-use axum::http::header::CACHE_CONTROL;
-use axum::http::{HeaderMap, HeaderValue};
-use axum::response::sse::{Event, Sse};
-use axum::response::{IntoResponse, Response};
+use axum::http::HeaderMap;
+use axum::response::Response;
+use bytes::Bytes;
 use ledger::ids::{Cursor, LogicalTurnId, SessionKey};
-use ledger::Replay;
+use ledger::ReplayChunks;
 use serde::Deserialize;
 
 use super::query::{query, read_id, unknown};
+use super::sse;
 use crate::access::Principal;
 use crate::error::ApiError;
 use crate::AppState;
@@ -74,24 +73,40 @@ fn cursor(
     }
 }
 
-/// The snapshot's SSE events, exactly as framed on the wire.
-pub fn snapshot_events(replay: &Replay) -> Vec<Event> {
-    let mut events = vec![Event::default().retry(RETRY)];
-    for e in &replay.events {
-        let mut ev = Event::default().event("mutation_outcome");
-        if let Some(rev) = e.revision {
-            ev = ev.id(rev.to_string());
+/// The snapshot's body, exactly as framed on the wire, one write per chunk of the ledger's read: `retry:`
+/// first, then the events, then the final `id:` block when above 0.
+fn snapshot_body(mut chunks: ReplayChunks) -> impl futures::Stream<Item = sse::Chunk> {
+    async_stream::stream! {
+        let mut buf = Vec::with_capacity(64);
+        sse::frame_retry(&mut buf, RETRY.as_millis());
+        loop {
+            let events = match chunks.next_chunk().await {
+                Ok(Some(events)) => events,
+                Ok(None) => break,
+                Err(e) => {
+                    tracing::error!(error = %e, "replay read failed");
+                    yield Err(sse::broken("the replay read"));
+                    return;
+                }
+            };
+            for e in &events {
+                if let Err(err) = sse::frame(&mut buf, "mutation_outcome", e.revision, &e.outcome) {
+                    tracing::error!(error = %err, "record did not serialise");
+                    yield Err(sse::broken("a record"));
+                    return;
+                }
+            }
+            if !buf.is_empty() {
+                yield Ok(Bytes::from(std::mem::take(&mut buf)));
+            }
         }
-        // The record serialises to one line: serde_json escapes every control character.
-        match ev.json_data(&e.outcome) {
-            Ok(ev) => events.push(ev),
-            Err(err) => tracing::error!(error = %err, "record did not serialise"),
+        if let Some(id) = chunks.final_id() {
+            sse::frame_id(&mut buf, id);
+        }
+        if !buf.is_empty() {
+            yield Ok(Bytes::from(buf));
         }
     }
-    if let Some(id) = replay.final_id() {
-        events.push(Event::default().id(id.to_string()));
-    }
-    events
 }
 
 /// The replay endpoint.
@@ -133,9 +148,9 @@ pub async fn mutation_events(
         state.sessions.turns(&key).await?;
         return Err(unknown("logical_turn_id"));
     };
-    let replay = state
+    let chunks = state
         .sessions
-        .replay(&key, &turn, cursor.map(|(c, _)| c))
+        .replay_chunks(&key, &turn, cursor.map(|(c, _)| c))
         .await
         .map_err(|e| {
             let mut error = ApiError::from(e);
@@ -144,14 +159,5 @@ pub async fn mutation_events(
             }
             error
         })?;
-    let stream = futures::stream::iter(
-        snapshot_events(&replay)
-            .into_iter()
-            .map(Ok::<_, Infallible>),
-    );
-    let mut response = Sse::new(stream).into_response();
-    response
-        .headers_mut()
-        .insert(CACHE_CONTROL, HeaderValue::from_static("no-store"));
-    Ok(response)
+    Ok(sse::event_stream(snapshot_body(chunks)))
 }

@@ -1,0 +1,377 @@
+//! Streamed reads (docs/ledger.md "Reading"): history and replay snapshots are read [`READ_CHUNK`] entries
+//! per statement, each chunk an index range that starts where the previous one ended (keyset), so a read
+//! costs what it returns and holds at most one chunk, whatever the session's size.
+//!
+//! A chunk comes back from SQLite as ONE text value, a JSON array with one small array per entry
+//! (`json_array` / `group_concat`), instead of one driver row per entry: sqlx's SQLite driver copies every
+//! column of every row and hands each row across a channel to the caller, and that, not SQLite, was most of
+//! a large read's cost. Each entry is then projected (the one projection, [`crate::projection`]) with its
+//! strings moved, not copied.
+
+use std::sync::Arc;
+
+use serde::Deserialize;
+
+use crate::error::LedgerError;
+use crate::projection::{project_owned, HostMetadata, LedgerEntry};
+use crate::store::Inner;
+use crate::wire::{LedgerStatus, MutationOutcome, Reason};
+
+/// Entries read per statement.
+pub const READ_CHUNK: i64 = 1_000;
+
+/// One entry as a chunk's JSON holds it: the two keys of the read's order, then the entry's revision and
+/// the fields the projection reads.
+#[derive(Deserialize)]
+struct ChunkEntry(
+    i64,
+    i64,
+    Option<i64>,
+    String,
+    String,
+    String,
+    LedgerStatus,
+    u8,
+    Option<Reason>,
+    u8,
+    Option<String>,
+    Option<String>,
+    Option<String>,
+);
+
+/// The JSON of one entry of alias `e`, after its two keys.
+const ENTRY_JSON: &str = "e.revision, e.logical_turn_id, e.mutation_id, e.tool, e.status, \
+     e.intent_recorded, e.reason, e.meta_attached, e.meta_id, e.meta_url, e.meta_title";
+
+/// A projected entry with its place in the read's order.
+pub(crate) struct Projected {
+    /// The read's keys of this entry (history: turn, entry; replay: revision, entry).
+    pub keys: (i64, i64),
+    /// The revision of the entry's latest change; `None` for a legacy entry or one never published.
+    pub revision: Option<i64>,
+    /// `None` where nothing is published (approved, never started).
+    pub outcome: Option<MutationOutcome>,
+}
+
+/// Runs `select` (a statement whose rows are `k1, k2, j` in the read's order, `j` the entry's JSON built
+/// from `ENTRY_JSON`, at most [`READ_CHUNK`] of them) and projects what it returned. Binds `binds` in order.
+async fn chunk(
+    inner: &Arc<Inner>,
+    select: &str,
+    binds: Binds<'_>,
+) -> Result<Vec<Projected>, LedgerError> {
+    let sql = format!(
+        "SELECT count(*), coalesce('[' || group_concat(j, ',' ORDER BY k1, k2) || ']', '[]') \
+         FROM ({select})"
+    );
+    let mut query = sqlx::query_as::<_, (i64, String)>(&sql);
+    for b in binds.0 {
+        query = match b {
+            Bind::Text(t) => query.bind(*t),
+            Bind::Int(i) => query.bind(*i),
+        };
+    }
+    let (count, json) = query.fetch_one(&inner.read).await?;
+    let entries: Vec<ChunkEntry> = serde_json::from_str(&json)
+        .map_err(|e| LedgerError::Store(sqlx::Error::Decode(Box::new(e))))?;
+    debug_assert_eq!(entries.len() as i64, count);
+    Ok(entries
+        .into_iter()
+        .map(|c| {
+            let metadata = (c.9 != 0).then_some(HostMetadata {
+                id: c.10,
+                url: c.11,
+                title: c.12,
+            });
+            Projected {
+                keys: (c.0, c.1),
+                revision: c.2,
+                outcome: project_owned(LedgerEntry {
+                    logical_turn_id: c.3,
+                    mutation_id: c.4,
+                    tool: c.5,
+                    status: c.6,
+                    intent_recorded: c.7 != 0,
+                    reason: c.8,
+                    metadata,
+                }),
+            }
+        })
+        .collect())
+}
+
+enum Bind<'a> {
+    Text(&'a str),
+    Int(i64),
+}
+
+struct Binds<'a>(&'a [Bind<'a>]);
+
+/// The statement of a history chunk: turns in recorded order (`turns_by_session`), each turn's entries in
+/// recorded order (`entries_by_turn_seq`), starting after entry `?3` of turn `?2`: an index range, no
+/// sort. Binds: session key, turn_seq, seq, limit.
+fn history_select() -> String {
+    format!(
+        "SELECT t.turn_seq AS k1, e.seq AS k2, json_array(t.turn_seq, e.seq, {ENTRY_JSON}) AS j \
+         FROM turns t JOIN entries e ON e.session_key = t.session_key \
+         AND e.logical_turn_id = t.logical_turn_id \
+         AND e.seq > CASE WHEN t.turn_seq = ?2 THEN ?3 ELSE 0 END \
+         WHERE t.session_key = ?1 AND t.turn_seq >= ?2 ORDER BY t.turn_seq, e.seq LIMIT ?4"
+    )
+}
+
+/// The statement of a replay chunk in `phase`. Binds: session key, turn, the last key read (seq for
+/// legacy entries, revision otherwise), limit, and for [`Phase::UnknownAtOrBelowCursor`] the cursor.
+fn replay_select(phase: Phase) -> Option<String> {
+    Some(match phase {
+        Phase::Done => return None,
+        Phase::Legacy => format!(
+            "SELECT 0 AS k1, e.seq AS k2, json_array(0, e.seq, {ENTRY_JSON}) AS j FROM entries e \
+             WHERE e.session_key = ?1 AND e.logical_turn_id = ?2 AND e.revision IS NULL \
+             AND e.seq > ?3 ORDER BY e.seq LIMIT ?4"
+        ),
+        Phase::UnknownAtOrBelowCursor => format!(
+            "SELECT e.revision AS k1, e.seq AS k2, json_array(e.revision, e.seq, {ENTRY_JSON}) AS j \
+             FROM entries e WHERE e.session_key = ?1 AND e.logical_turn_id = ?2 \
+             AND e.status IN ('outcome_unknown', 'execution_started') \
+             AND e.revision > ?3 AND e.revision <= ?5 ORDER BY e.revision LIMIT ?4"
+        ),
+        Phase::AfterCursor => format!(
+            "SELECT e.revision AS k1, e.seq AS k2, json_array(e.revision, e.seq, {ENTRY_JSON}) AS j \
+             FROM entries e WHERE e.session_key = ?1 AND e.logical_turn_id = ?2 \
+             AND e.revision > ?3 ORDER BY e.revision LIMIT ?4"
+        ),
+    })
+}
+
+/// A session's history (seed 000 "Session history"): oldest logical turn first, then in recorded order,
+/// a chunk at a time. Each chunk is one statement, so a change committed while a long history is read
+/// shows in a later chunk or not at all; an entry is never sent twice.
+pub struct HistoryChunks {
+    inner: Arc<Inner>,
+    session_key: String,
+    /// (turn_seq, seq) of the last entry read.
+    after: (i64, i64),
+    done: bool,
+}
+
+impl HistoryChunks {
+    pub(crate) fn new(inner: Arc<Inner>, session_key: String) -> Self {
+        HistoryChunks {
+            inner,
+            session_key,
+            after: (0, 0),
+            done: false,
+        }
+    }
+
+    /// The next chunk's published outcomes (possibly empty when a chunk held only unpublished entries);
+    /// `None` once the history is complete.
+    pub async fn next_chunk(&mut self) -> Result<Option<Vec<MutationOutcome>>, LedgerError> {
+        if self.done {
+            return Ok(None);
+        }
+        let select = history_select();
+        let rows = chunk(
+            &self.inner,
+            &select,
+            Binds(&[
+                Bind::Text(&self.session_key),
+                Bind::Int(self.after.0),
+                Bind::Int(self.after.1),
+                Bind::Int(READ_CHUNK),
+            ]),
+        )
+        .await?;
+        self.done = (rows.len() as i64) < READ_CHUNK;
+        if let Some(last) = rows.last() {
+            self.after = last.keys;
+        }
+        Ok(Some(rows.into_iter().filter_map(|r| r.outcome).collect()))
+    }
+}
+
+/// One event of a replay snapshot: `revision` is `None` for a legacy entry (framed without `id:`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ReplayEvent {
+    /// The revision of the entry's latest change; `None` for a legacy entry.
+    pub revision: Option<i64>,
+    /// The entry's current projection.
+    pub outcome: MutationOutcome,
+}
+
+/// Where a replay stands: its phases in the order their events are framed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Phase {
+    /// Full replay only: entries from before revisions existed, in recorded order.
+    Legacy,
+    /// With a cursor: entries still published `outcome_unknown` whose latest change is at or below it.
+    UnknownAtOrBelowCursor,
+    /// Entries whose latest change is after the cursor (every revisioned entry without one).
+    AfterCursor,
+    Done,
+}
+
+/// A replay snapshot of one logical turn (seed 000, `GET /api/mutation-events`), a chunk at a time:
+/// legacy entries first (full replay only), then oldest revision first. With a cursor, the turn's open
+/// unknowns at or below it come from their own index and the rest from the revision index, so a replay
+/// after a recent cursor reads only what it sends.
+pub struct ReplayChunks {
+    inner: Arc<Inner>,
+    session_key: String,
+    logical_turn_id: String,
+    cursor: Option<i64>,
+    latest_revision: i64,
+    phase: Phase,
+    /// The last key read in the current phase (seq for legacy entries, revision otherwise).
+    after: i64,
+    highest_sent: i64,
+}
+
+impl ReplayChunks {
+    pub(crate) fn new(
+        inner: Arc<Inner>,
+        session_key: String,
+        logical_turn_id: String,
+        cursor: Option<i64>,
+        latest_revision: i64,
+    ) -> Self {
+        ReplayChunks {
+            inner,
+            session_key,
+            logical_turn_id,
+            cursor,
+            latest_revision,
+            phase: if cursor.is_some() {
+                Phase::UnknownAtOrBelowCursor
+            } else {
+                Phase::Legacy
+            },
+            after: 0,
+            highest_sent: 0,
+        }
+    }
+
+    /// The cursor the request came with, if any.
+    pub fn cursor(&self) -> Option<i64> {
+        self.cursor
+    }
+
+    /// The turn's latest revision when the replay began.
+    pub fn latest_revision(&self) -> i64 {
+        self.latest_revision
+    }
+
+    /// The id a client should hold after the events read so far: max(cursor, highest revision sent), or
+    /// `None` when that is 0 (no `id:` block is written then). Final once [`Self::next_chunk`] gave `None`.
+    pub fn final_id(&self) -> Option<i64> {
+        let id = self.highest_sent.max(self.cursor.unwrap_or(0));
+        (id > 0).then_some(id)
+    }
+
+    /// The next events (possibly none when a chunk held only unpublished entries); `None` once the
+    /// snapshot is complete.
+    pub async fn next_chunk(&mut self) -> Result<Option<Vec<ReplayEvent>>, LedgerError> {
+        let Some(select) = replay_select(self.phase) else {
+            return Ok(None);
+        };
+        let mut binds = vec![
+            Bind::Text(&self.session_key),
+            Bind::Text(&self.logical_turn_id),
+            Bind::Int(self.after),
+            Bind::Int(READ_CHUNK),
+        ];
+        if self.phase == Phase::UnknownAtOrBelowCursor {
+            binds.push(Bind::Int(self.cursor.unwrap_or(0)));
+        }
+        let rows = chunk(&self.inner, &select, Binds(&binds)).await?;
+        let phase_done = (rows.len() as i64) < READ_CHUNK;
+        let legacy = self.phase == Phase::Legacy;
+        if let Some(last) = rows.last() {
+            self.after = if legacy { last.keys.1 } else { last.keys.0 };
+        }
+        if phase_done {
+            self.phase = match self.phase {
+                Phase::Legacy | Phase::UnknownAtOrBelowCursor => Phase::AfterCursor,
+                Phase::AfterCursor | Phase::Done => Phase::Done,
+            };
+            self.after = if self.phase == Phase::AfterCursor {
+                self.cursor.unwrap_or(0)
+            } else {
+                self.after
+            };
+        }
+        let events: Vec<ReplayEvent> = rows
+            .into_iter()
+            .filter_map(|r| {
+                Some(ReplayEvent {
+                    revision: if legacy { None } else { r.revision },
+                    outcome: r.outcome?,
+                })
+            })
+            .collect();
+        if let Some(top) = events.iter().filter_map(|e| e.revision).max() {
+            self.highest_sent = self.highest_sent.max(top);
+        }
+        Ok(Some(events))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// `EXPLAIN QUERY PLAN` of `select` inside the chunk statement, one line per step.
+    async fn plan(inner: &Inner, select: &str, binds: usize) -> String {
+        let sql = format!(
+            "EXPLAIN QUERY PLAN SELECT count(*), group_concat(j, ',' ORDER BY k1, k2) FROM ({select})"
+        );
+        let mut q = sqlx::query_as::<_, (i64, i64, i64, String)>(&sql);
+        for _ in 0..binds {
+            q = q.bind(1_i64);
+        }
+        let rows = q.fetch_all(&inner.read).await.unwrap();
+        rows.into_iter()
+            .map(|r| r.3)
+            // The chunk's own ORDER BY (at most READ_CHUNK rows) is the only sort allowed.
+            .filter(|step| !step.contains("group_concat(ORDER BY)"))
+            .collect::<Vec<_>>()
+            .join("\n")
+    }
+
+    #[tokio::test]
+    async fn every_chunk_is_an_index_range_and_never_sorts_the_session_or_the_turn() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("plan.db");
+        let inner = Inner::open(path.to_str().unwrap(), Default::default())
+            .await
+            .unwrap();
+        let history = plan(&inner, &history_select(), 4).await;
+        assert!(
+            history.contains("USING INDEX turns_by_session"),
+            "{history}"
+        );
+        assert!(
+            history.contains("USING INDEX entries_by_turn_seq"),
+            "{history}"
+        );
+        let expected = [
+            (Phase::Legacy, "entries_by_turn ", 4),
+            (
+                Phase::UnknownAtOrBelowCursor,
+                "entries_open_unknown_by_turn",
+                5,
+            ),
+            (Phase::AfterCursor, "entries_by_turn ", 4),
+        ];
+        for (phase, index, binds) in expected {
+            let p = plan(&inner, &replay_select(phase).unwrap(), binds).await;
+            assert!(
+                p.contains(&format!("USING INDEX {index}")),
+                "{phase:?}: {p}"
+            );
+            assert_eq!(p.matches("TEMP B-TREE").count(), 0, "{phase:?}: {p}");
+        }
+        assert_eq!(history.matches("TEMP B-TREE").count(), 0, "{history}");
+    }
+}
