@@ -93,6 +93,7 @@ pub async fn run_events(
     let shutdown = state.shutdown.clone();
     let stream = async_stream::stream! {
         let mut heartbeat = tokio::time::interval_at(tokio::time::Instant::now() + HEARTBEAT, HEARTBEAT);
+        let mut last_write: Option<tokio::time::Instant> = None;
         loop {
             let message = tokio::select! {
                 m = subscription.next() => m,
@@ -116,8 +117,14 @@ pub async fn run_events(
                 _ = shutdown.cancelled() => None,
             };
             let Some(message) = message else { break };
-            // Everything already waiting leaves in the same write (a busy session costs each stream one
-            // write per wake-up, not one per event).
+            // A busy stream gathers what arrives within LINGER of its last write and sends it in one
+            // write: a thousand streams of a busy session then cost a write each per LINGER, not one per
+            // event. A quiet stream sends at once.
+            if let (Some(at), LiveMessage::Outcome(_)) = (last_write, &message) {
+                if at.elapsed() < LINGER {
+                    tokio::time::sleep_until(at + LINGER).await;
+                }
+            }
             let mut buf = Vec::new();
             let mut ended = append(&mut buf, message);
             while !ended && buf.len() < BATCH_BYTES {
@@ -132,6 +139,7 @@ pub async fn run_events(
                 break;
             }
             if !buf.is_empty() {
+                last_write = Some(tokio::time::Instant::now());
                 yield Ok(Bytes::from(buf));
             }
             if ended {
@@ -141,6 +149,9 @@ pub async fn run_events(
     };
     Ok(sse::event_stream(stream))
 }
+
+/// A busy live stream writes at most once per this interval (docs/api.md, "Live run events").
+pub const LINGER: Duration = Duration::from_millis(100);
 
 /// A write of a live stream holds at most about this many bytes of events.
 const BATCH_BYTES: usize = 64 * 1024;
