@@ -64,7 +64,7 @@ struct Raw {
 /// Runs `select` (a statement whose rows are `k1, k2, j` in the read's order, `j` the entry's JSON built
 /// from `ENTRY_JSON`, at most [`READ_CHUNK`] of them) with `binds` in order, as one value. The keys of the
 /// last entry come with it (the row holding the one `max()`, as SQLite's bare columns do).
-async fn fetch(inner: Arc<Inner>, select: String, binds: Vec<Bind>) -> Result<Raw, LedgerError> {
+async fn fetch(inner: &Inner, select: &str, binds: Vec<Bind>) -> Result<Raw, LedgerError> {
     let sql = format!(
         "SELECT count(*), coalesce('[' || group_concat(j, ',') || ']', '[]'), \
          max(printf('%020d %020d', k1, k2)), k1, k2 FROM ({select})"
@@ -189,26 +189,19 @@ impl HistoryChunks {
         }
     }
 
-    fn fetch_next(&self) -> impl std::future::Future<Output = Result<Raw, LedgerError>> {
-        fetch(
-            self.inner.clone(),
-            history_select(),
-            vec![
-                Bind::Text(self.session_key.clone()),
-                Bind::Int(self.after.0),
-                Bind::Int(self.after.1),
-                Bind::Int(READ_CHUNK),
-            ],
-        )
-    }
-
     /// The next chunk's published outcomes (possibly empty when a chunk held only unpublished entries);
     /// `None` once the history is complete.
     pub async fn next_chunk(&mut self) -> Result<Option<Vec<MutationOutcome>>, LedgerError> {
         if self.done {
             return Ok(None);
         }
-        let raw = self.fetch_next().await?;
+        let binds = vec![
+            Bind::Text(self.session_key.clone()),
+            Bind::Int(self.after.0),
+            Bind::Int(self.after.1),
+            Bind::Int(READ_CHUNK),
+        ];
+        let raw = fetch(&self.inner, &history_select(), binds).await?;
         self.done = raw.count < READ_CHUNK;
         if let Some(last) = raw.last {
             self.after = last;
@@ -311,7 +304,7 @@ impl ReplayChunks {
         if self.phase == Phase::UnknownAtOrBelowCursor {
             binds.push(Bind::Int(self.cursor.unwrap_or(0)));
         }
-        let rows = project_chunk(fetch(self.inner.clone(), select, binds).await?)?;
+        let rows = project_chunk(fetch(&self.inner, &select, binds).await?)?;
         let phase_done = (rows.len() as i64) < READ_CHUNK;
         let legacy = self.phase == Phase::Legacy;
         if let Some(last) = rows.last() {

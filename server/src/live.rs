@@ -285,21 +285,27 @@ impl Hub {
         self.registry.lock().map(|r| r.total).unwrap_or(0)
     }
 
-    /// Publishes one frame to the session's subscribers: one send into its ring, whatever their number.
-    fn publish(&self, session_key: &SessionKey, frame: LiveFrame) {
-        let Ok(r) = self.registry.lock() else {
-            return;
+    /// Publishes a change to the session's subscribers: framed once, outside the registry's lock, then one
+    /// send into its ring, whatever their number. Nothing is framed when nobody listens.
+    fn publish(&self, session_key: &SessionKey, event: &RunEvent) -> Result<(), serde_json::Error> {
+        let (tx, shared) = {
+            let Ok(r) = self.registry.lock() else {
+                return Ok(());
+            };
+            let Some(channel) = r.sessions.get(session_key.as_str()) else {
+                return Ok(());
+            };
+            (channel.tx.clone(), channel.shared.clone())
         };
-        let Some(channel) = r.sessions.get(session_key.as_str()) else {
-            return;
-        };
-        if let Ok(mut turns) = channel.shared.turns.lock() {
+        let frame = LiveFrame::new(event)?;
+        if let Ok(mut turns) = shared.turns.lock() {
             if !turns.contains(&frame.logical_turn_id) {
                 turns.insert(frame.logical_turn_id.clone());
             }
         }
         // An error means nobody listens any more (every receiver was just dropped).
-        let _ = channel.tx.send(frame);
+        let _ = tx.send(frame);
+        Ok(())
     }
 
     /// Ends every subscription of the session: each receives what it had not read, then `Ended(reason)`.
@@ -330,17 +336,12 @@ impl Adapter for Hub {
         outcome: &MutationOutcome,
         mutation_revision: i64,
     ) -> Result<(), AdapterError> {
-        // Nobody listens: nothing to frame.
-        if self.subscriber_count(session_key.as_str()) == 0 {
-            return Ok(());
-        }
         let event = RunEvent {
             mutation_revision,
             outcome: outcome.clone(),
         };
-        let frame = LiveFrame::new(&event).map_err(|e| AdapterError(e.to_string()))?;
-        self.publish(session_key, frame);
-        Ok(())
+        self.publish(session_key, &event)
+            .map_err(|e| AdapterError(e.to_string()))
     }
 
     fn on_session_ended(&self, session_key: &SessionKey, reason: SessionEnd) {

@@ -170,38 +170,28 @@ struct Ended {
 
 /// Appends `message` as its SSE bytes; `true` when it ends the stream (`session_ended`).
 fn append(buf: &mut Vec<u8>, message: LiveMessage) -> bool {
-    let framed = match message {
+    let (framed, ends) = match message {
         LiveMessage::Outcome(frame) => {
             buf.extend_from_slice(&frame.bytes);
-            return false;
+            (Ok(()), false)
         }
-        LiveMessage::Resync(turns) => sse::frame(
-            buf,
-            "resync",
-            None,
-            &Resync {
+        LiveMessage::Resync(turns) => {
+            let data = Resync {
                 logical_turn_ids: turns,
-            },
-        ),
+            };
+            (sse::frame(buf, "resync", None, &data), false)
+        }
         LiveMessage::Ended(reason) => {
-            let framed = sse::frame(
-                buf,
-                "session_ended",
-                None,
-                &Ended {
-                    reason: reason.as_str(),
-                },
-            );
-            if let Err(err) = framed {
-                tracing::error!(error = %err, "live event did not serialise");
-            }
-            return true;
+            let data = Ended {
+                reason: reason.as_str(),
+            };
+            (sse::frame(buf, "session_ended", None, &data), true)
         }
     };
     if let Err(err) = framed {
         tracing::error!(error = %err, "live event did not serialise");
     }
-    false
+    ends
 }
 
 fn now_ms() -> i64 {
