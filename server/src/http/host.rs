@@ -20,6 +20,21 @@ use utoipa::ToSchema;
 use super::query::{path, write_id};
 use crate::error::ApiError;
 use crate::AppState;
+use utoipa_axum::{router::OpenApiRouter, routes};
+
+/// The documented host write routes (the caller puts them behind the host check).
+pub fn router() -> OpenApiRouter<AppState> {
+    OpenApiRouter::new()
+        .routes(routes!(approve))
+        .routes(routes!(record_intent))
+        .routes(routes!(settle))
+        .routes(routes!(cancel))
+        .routes(routes!(reconcile))
+        .routes(routes!(attach_metadata))
+        .routes(routes!(fresh_attempt))
+        .routes(routes!(delete_session))
+        .routes(routes!(batch))
+}
 
 /// Most operations one batch may carry.
 pub const MAX_BATCH_OPERATIONS: usize = 1000;

@@ -23,6 +23,12 @@ use crate::access::{still_valid, Presented, Principal};
 use crate::error::ApiError;
 use crate::live::LiveMessage;
 use crate::AppState;
+use utoipa_axum::{router::OpenApiRouter, routes};
+
+/// `GET /api/run-events`, documented.
+pub fn router() -> OpenApiRouter<AppState> {
+    OpenApiRouter::new().routes(routes!(run_events))
+}
 
 /// One event of a `text/event-stream` answer, as the OpenAPI document describes each event of the stream
 /// (documentation only): its `event:` name, its `data:` (one line of JSON here), and `id:` / `retry:`

@@ -1,4 +1,6 @@
-//! HTTP routes. `router` builds the whole API; each concern has its own module.
+//! HTTP routes. Each concern's module exposes its own [`OpenApiRouter`] (routes and their OpenAPI
+//! documentation declared together, with `utoipa_axum::routes!`); [`documented`] merges them in this one
+//! place, [`api_router`] serves them and [`openapi::document`] publishes what they declare.
 
 pub mod host;
 pub mod live;
@@ -13,73 +15,36 @@ pub mod sse;
 pub mod viewer_links;
 
 use axum::middleware;
-use axum::routing::{any, delete, get, post, put};
+use axum::routing::any;
 use axum::Router;
+use utoipa_axum::router::OpenApiRouter;
 
 use crate::AppState;
 
-/// Every `/api` route, `/healthz`, and the access routes (`/sign-in`, `/sign-out`, `/v/{token}`). Who
-/// may call what is decided before routing by [`crate::access::authenticate`]; `/api/host` checks again
+/// Every route, with the documentation of those in the API document: the host write API (behind
+/// [`crate::access::require_host`]), the read APIs, the access routes and `/api/openapi.json`. Who may
+/// call what is decided before routing by [`crate::access::authenticate`]; the host routes check again
 /// that the caller is the host.
-pub fn api_router() -> Router<AppState> {
-    let host = Router::new()
-        .route("/sessions/{session_key}/mutations", post(host::approve))
-        .route(
-            "/sessions/{session_key}/mutations/{mutation_id}/intent",
-            post(host::record_intent),
-        )
-        .route(
-            "/sessions/{session_key}/mutations/{mutation_id}/settlement",
-            post(host::settle),
-        )
-        .route(
-            "/sessions/{session_key}/mutations/{mutation_id}/cancellation",
-            post(host::cancel),
-        )
-        .route(
-            "/sessions/{session_key}/mutations/{mutation_id}/reconciliation",
-            post(host::reconcile),
-        )
-        .route(
-            "/sessions/{session_key}/mutations/{mutation_id}/metadata",
-            put(host::attach_metadata),
-        )
-        .route(
-            "/sessions/{session_key}/mutations/{mutation_id}/attempts",
-            post(host::fresh_attempt),
-        )
-        .route("/sessions/{session_key}", delete(host::delete_session))
-        .route(
-            "/sessions/{session_key}/viewer-links",
-            post(viewer_links::create).delete(viewer_links::revoke),
-        )
-        .route("/batch", post(host::batch))
+pub fn documented() -> OpenApiRouter<AppState> {
+    let host = host::router()
+        .merge(viewer_links::router())
         .route_layer(middleware::from_fn(crate::access::require_host));
+    OpenApiRouter::with_openapi(openapi::info())
+        .merge(host)
+        .merge(read::router())
+        .merge(replay::router())
+        .merge(live::router())
+        .merge(sign_in::router())
+        .merge(openapi::router())
+}
 
-    Router::new()
-        .nest("/api/host", host)
-        .route("/api/mutation-outcomes", get(read::mutation_outcomes))
-        .route("/api/mutation-events", get(replay::mutation_events))
-        .route("/api/run-events", get(live::run_events))
-        .route("/api/sessions", get(read::sessions))
-        .route("/api/sessions/{session_key}/turns", get(read::turns))
-        .route(
-            "/api/sessions/{session_key}/turns/{logical_turn_id}/entries",
-            get(read::turn_entries),
-        )
-        .route("/api/operations/{mutation_id}", get(read::operation))
-        .route("/api/unknowns", get(read::unknowns))
-        .route("/api/me", get(sign_in::me))
-        .route("/api/openapi.json", get(openapi::openapi_json))
+/// The router the server runs: [`documented`], plus a JSON 404 for any other `/api` path and a JSON 405
+/// for a method a path does not answer.
+pub fn api_router() -> Router<AppState> {
+    let (router, _) = documented()
         .route("/api/{*rest}", any(no_route))
-        .route("/healthz", get(read::healthz))
-        .route(
-            "/sign-in",
-            get(sign_in::sign_in_form).post(sign_in::sign_in),
-        )
-        .route("/sign-out", post(sign_in::sign_out))
-        .route("/v/{token}", get(sign_in::open_viewer_link))
-        .method_not_allowed_fallback(method_not_allowed)
+        .split_for_parts();
+    router.method_not_allowed_fallback(method_not_allowed)
 }
 
 /// Any other `/api` path: a JSON 404 (not the dashboard's HTML page).

@@ -1,46 +1,44 @@
 //! The OpenAPI 3.1 document of every endpoint, generated from the handlers' `#[utoipa::path]`
 //! annotations and the wire types, served at `GET /api/openapi.json`.
 
+use std::sync::OnceLock;
+
 use axum::Json;
 use utoipa::openapi::security::{HttpAuthScheme, HttpBuilder, SecurityScheme};
 use utoipa::{Modify, OpenApi};
 
-use super::{host, live, read, replay, sign_in, viewer_links};
+use utoipa_axum::{router::OpenApiRouter, routes};
 
-/// The document.
+use crate::AppState;
+
+/// The document's information; the paths and schemas come from the routes ([`super::documented`]).
 #[derive(OpenApi)]
-#[openapi(
-    info(
-        title = "Outcome ledger",
-        description = "mutation_outcome/v1: what happened to each protected write of an agent. The host write API records ledger transitions; history, replay snapshots and live run events publish the projected records."
-    ),
-    paths(
-        host::approve,
-        host::record_intent,
-        host::settle,
-        host::cancel,
-        host::reconcile,
-        host::attach_metadata,
-        host::fresh_attempt,
-        host::delete_session,
-        host::batch,
-        viewer_links::create,
-        viewer_links::revoke,
-        read::mutation_outcomes,
-        replay::mutation_events,
-        live::run_events,
-        read::sessions,
-        read::turns,
-        read::turn_entries,
-        read::operation,
-        read::unknowns,
-        read::healthz,
-        sign_in::me,
-        openapi_json,
-    ),
-    modifiers(&Security)
-)]
-pub struct ApiDoc;
+#[openapi(info(
+    title = "Outcome ledger",
+    description = "mutation_outcome/v1: what happened to each protected write of an agent. The host write API records ledger transitions; history, replay snapshots and live run events publish the projected records."
+))]
+struct ApiDoc;
+
+/// The document's information, before any route is added.
+pub fn info() -> utoipa::openapi::OpenApi {
+    ApiDoc::openapi()
+}
+
+/// The whole document: what every route of [`super::documented`] declares, with the security schemes.
+/// Built once.
+pub fn document() -> &'static utoipa::openapi::OpenApi {
+    static DOCUMENT: OnceLock<utoipa::openapi::OpenApi> = OnceLock::new();
+    DOCUMENT.get_or_init(|| {
+        let mut doc = super::documented().into_openapi();
+        Security.modify(&mut doc);
+        doc
+    })
+}
+
+/// `GET /api/openapi.json`, documented.
+pub fn router() -> OpenApiRouter<AppState> {
+    OpenApiRouter::new().routes(routes!(openapi_json))
+}
 
 /// The security schemes (docs/access.md) and which operations need which: the host API the host token;
 /// every read API any of host token, staff token, sign-in cookie or viewer cookie (none in open access
@@ -136,6 +134,6 @@ impl Modify for Security {
     tag = "operations",
     responses((status = 200, description = "this document", content_type = "application/json"))
 )]
-pub async fn openapi_json() -> Json<utoipa::openapi::OpenApi> {
-    Json(ApiDoc::openapi())
+pub async fn openapi_json() -> Json<&'static utoipa::openapi::OpenApi> {
+    Json(document())
 }

@@ -18,6 +18,20 @@ use super::sse;
 use crate::access::Principal;
 use crate::error::ApiError;
 use crate::AppState;
+use utoipa_axum::{router::OpenApiRouter, routes};
+
+/// The documented read routes of this module (history, sessions, turns, operations, unknowns) and
+/// `/healthz`.
+pub fn router() -> OpenApiRouter<AppState> {
+    OpenApiRouter::new()
+        .routes(routes!(mutation_outcomes))
+        .routes(routes!(sessions))
+        .routes(routes!(turns))
+        .routes(routes!(turn_entries))
+        .routes(routes!(operation))
+        .routes(routes!(unknowns))
+        .routes(routes!(healthz))
+}
 
 /// Most items the support queue returns by default, and at most.
 pub const UNKNOWNS_DEFAULT_LIMIT: u32 = 200;

@@ -28,6 +28,12 @@ use super::sse;
 use crate::access::Principal;
 use crate::error::ApiError;
 use crate::AppState;
+use utoipa_axum::{router::OpenApiRouter, routes};
+
+/// `GET /api/mutation-events`, documented.
+pub fn router() -> OpenApiRouter<AppState> {
+    OpenApiRouter::new().routes(routes!(mutation_events))
+}
 
 /// The reconnection delay announced in every snapshot.
 pub const RETRY: Duration = Duration::from_millis(3000);

@@ -17,6 +17,7 @@ use axum::extract::{Path, Query, Request, State};
 use axum::http::header::{CONTENT_TYPE, LOCATION, SET_COOKIE};
 use axum::http::{HeaderMap, HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};
+use axum::routing::{get, post};
 use axum::{Form, Json};
 use ledger::wire::Caller;
 use serde::Deserialize;
@@ -27,6 +28,17 @@ use crate::access::{
 };
 use crate::error::ApiError;
 use crate::AppState;
+use utoipa_axum::{router::OpenApiRouter, routes};
+
+/// The access routes: `GET /api/me` (documented), and the pages `/sign-in` (form and `POST`),
+/// `POST /sign-out` and `GET /v/{token}` (HTML and redirects, not part of the API document).
+pub fn router() -> OpenApiRouter<AppState> {
+    OpenApiRouter::new()
+        .routes(routes!(me))
+        .route("/sign-in", get(sign_in_form).post(sign_in))
+        .route("/sign-out", post(sign_out))
+        .route("/v/{token}", get(open_viewer_link))
+}
 use app::standalone::{link_not_valid_page, sign_in_page, SignInProblem};
 
 /// Longest name and password a sign-in form may carry, in bytes.

@@ -17,6 +17,13 @@ use super::host::{body, session, HostErrors};
 use super::query::path;
 use crate::error::ApiError;
 use crate::AppState;
+use utoipa_axum::{router::OpenApiRouter, routes};
+
+/// `POST` and `DELETE /api/host/sessions/{session_key}/viewer-links`, documented (the caller puts them
+/// behind the host check).
+pub fn router() -> OpenApiRouter<AppState> {
+    OpenApiRouter::new().routes(routes!(create, revoke))
+}
 
 /// A link works this long unless the request says otherwise: 7 days.
 pub const DEFAULT_EXPIRES_IN_SECS: u64 = 7 * 24 * 3600;
