@@ -1,9 +1,12 @@
 #!/usr/bin/env bash
 # Fuzzes a running server against its own OpenAPI document with Schemathesis (PyPI; scripts/setup.sh
-# installs it), with the host token, for a bounded time. Fails on any 5xx (`not_a_server_error`) and on any
-# response that breaks the documented schema (`response_schema_conformance`). Only these two checks: the
-# request schemas are deliberately loose for now, so checks about rejected schema-valid requests
-# (`positive_data_acceptance`, `negative_data_rejection`, ...) are not enabled.
+# installs it), with the host token, for a bounded time. Fails on any 5xx (`not_a_server_error`), on any
+# response that breaks the documented schema (`response_schema_conformance`), and on a schema-valid request
+# answered with anything but 2xx, 401, 404, 409, 429 or 503 (`positive_data_acceptance`, configured in
+# scripts/schemathesis.toml): the request schemas state every rule they can (required fields, enums,
+# lengths, the batch item shapes). Strings are generated as ASCII (`--generation-codec ascii`): the
+# identifier rule is in bytes (at most 256), the schema's maxLength in characters, and for ASCII the two
+# are the same.
 #
 #   BASE_URL=http://127.0.0.1:3100 OUTCOMES_HOST_TOKEN=... scripts/schemathesis.sh [extra schemathesis args]
 #
@@ -14,6 +17,7 @@ set -euo pipefail
 : "${BASE_URL:?BASE_URL is the running server, e.g. http://127.0.0.1:3100}"
 : "${OUTCOMES_HOST_TOKEN:?OUTCOMES_HOST_TOKEN is the host token of the server}"
 base=${BASE_URL%/}
+config="$(cd "$(dirname "$0")" && pwd)/schemathesis.toml"
 
 # The CLI ships with the package; fall back to the module when its script is not on PATH.
 if command -v schemathesis >/dev/null 2>&1; then
@@ -27,10 +31,11 @@ fi
 scratch=$(mktemp -d)
 trap 'rm -rf "$scratch"' EXIT
 cd "$scratch"
-"${st[@]}" run "$base/api/openapi.json" \
+"${st[@]}" --config-file "$config" run "$base/api/openapi.json" \
   --url "$base" \
   --header "Authorization: Bearer $OUTCOMES_HOST_TOKEN" \
-  --checks not_a_server_error,response_schema_conformance \
+  --checks not_a_server_error,response_schema_conformance,positive_data_acceptance \
+  --generation-codec ascii \
   --max-time "${SCHEMATHESIS_MAX_TIME:-60}" \
   --max-examples "${SCHEMATHESIS_MAX_EXAMPLES:-100}" \
   --workers "${SCHEMATHESIS_WORKERS:-2}" \

@@ -55,7 +55,7 @@ pub const HEARTBEAT: Duration = Duration::from_secs(15);
     get,
     path = "/api/run-events",
     tag = "live",
-    params(("session_id" = String, Query, description = "session key")),
+    params(("session_id" = String, Query, min_length = 1, description = "session key")),
     responses(
         (status = 200, description = "long-lived stream: `mutation_outcome` events with data `{\"mutation_revision\", \"outcome\"}`, `resync` events, `heartbeat` events every 15 s, a `session_ended` event before the stream of a deleted or expired session closes", content_type = "text/event-stream", body = ServerSentEvent),
         (status = 400, description = "missing parameter", body = ledger::wire::ErrorBody),

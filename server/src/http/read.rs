@@ -56,7 +56,7 @@ impl SessionParam {
     get,
     path = "/api/mutation-outcomes",
     tag = "history",
-    params(("session_id" = String, Query, description = "session key")),
+    params(("session_id" = String, Query, min_length = 1, description = "session key")),
     responses(
         (status = 200, description = "every retained outcome, oldest logical turn first", body = ledger::wire::MutationOutcomes),
         (status = 400, description = "missing or empty parameter, or a malformed query or path", body = ledger::wire::ErrorBody),
@@ -230,7 +230,7 @@ pub struct LimitParam {
     get,
     path = "/api/unknowns",
     tag = "read",
-    params(("limit" = Option<u32>, Query, description = "1 to 1000, default 200")),
+    params(("limit" = Option<u32>, Query, minimum = 1, maximum = 1000, description = "1 to 1000, default 200")),
     responses(
         (status = 200, description = "open unknown outcomes across sessions, oldest first", body = ledger::wire::OperationMatches),
         (status = 400, description = "invalid limit or malformed query", body = ledger::wire::ErrorBody),

@@ -45,6 +45,16 @@ pub struct ReplayParams {
     after: Option<String>,
 }
 
+/// The `Last-Event-ID` header (documentation only: the handler reads it from the headers, after `after`).
+#[derive(utoipa::IntoParams)]
+#[into_params(parameter_in = Header)]
+#[allow(dead_code)]
+pub struct CursorHeader {
+    /// Cursor, when `after` is absent: a revision, ASCII digits, 0 to 2^63-1.
+    #[param(rename = "Last-Event-ID", value_type = i64, required = false, minimum = 0, maximum = 9_223_372_036_854_774_784_i64)]
+    last_event_id: Option<i64>,
+}
+
 /// Where the cursor came from: the parameter an error about it names.
 const AFTER: &str = "after";
 const LAST_EVENT_ID: &str = "Last-Event-ID";
@@ -121,10 +131,10 @@ fn snapshot_body(mut chunks: ReplayChunks) -> impl futures::Stream<Item = sse::C
     path = "/api/mutation-events",
     tag = "history",
     params(
-        ("session_id" = String, Query, description = "session key"),
-        ("logical_turn_id" = String, Query, description = "logical turn"),
-        ("after" = Option<String>, Query, description = "cursor: ASCII digits, at most 2^63-1; wins over Last-Event-ID"),
-        ("Last-Event-ID" = Option<String>, Header, description = "cursor, when `after` is absent"),
+        ("session_id" = String, Query, min_length = 1, description = "session key"),
+        ("logical_turn_id" = String, Query, min_length = 1, description = "logical turn"),
+        ("after" = Option<i64>, Query, minimum = 0, maximum = 9_223_372_036_854_774_784_i64, description = "cursor: a revision, ASCII digits, 0 to 2^63-1; wins over Last-Event-ID"),
+        CursorHeader,
     ),
     responses(
         (status = 200, description = "finite snapshot: `retry:`, events `mutation_outcome` with `id: <revision>`, final `id:`", content_type = "text/event-stream", body = super::live::ServerSentEvent),

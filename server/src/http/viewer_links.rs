@@ -34,6 +34,7 @@ pub const MAX_EXPIRES_IN_SECS: u64 = 366 * 24 * 3600;
 #[derive(Deserialize, Default, ToSchema)]
 pub struct ViewerLinkBody {
     /// Seconds until the link stops working: 1 to 31,622,400 (366 days); default 604,800 (7 days).
+    #[schema(minimum = 1, maximum = 31_622_400)]
     expires_in_secs: Option<u64>,
 }
 
@@ -66,8 +67,8 @@ pub fn new_token() -> String {
     post,
     path = "/api/host/sessions/{session_key}/viewer-links",
     tag = "host",
-    params(("session_key" = String, Path, description = "session key, percent-encoded")),
-    request_body(content = Option<ViewerLinkBody>, description = "optional; an empty body takes the default lifetime"),
+    params(("session_key" = inline(super::host::Identifier), Path, description = "session key, percent-encoded")),
+    request_body(content = Option<ViewerLinkBody>, description = "optional; an empty body or `null` takes the default lifetime"),
     responses(
         (status = 201, description = "the link: the token is shown this once, only its hash is stored", body = ViewerLinkCreated),
         HostErrors,
@@ -81,7 +82,9 @@ pub async fn create(
 ) -> Result<(StatusCode, Json<ViewerLinkCreated>), ApiError> {
     let key = path(p)?;
     let b: ViewerLinkBody = match &bytes {
-        Ok(b) if b.iter().all(u8::is_ascii_whitespace) => ViewerLinkBody::default(),
+        Ok(b) if b.iter().all(u8::is_ascii_whitespace) || b.trim_ascii() == b"null" => {
+            ViewerLinkBody::default()
+        }
         _ => body(bytes)?,
     };
     let key = session(key)?;
@@ -114,7 +117,7 @@ pub async fn create(
     delete,
     path = "/api/host/sessions/{session_key}/viewer-links",
     tag = "host",
-    params(("session_key" = String, Path, description = "session key, percent-encoded")),
+    params(("session_key" = inline(super::host::Identifier), Path, description = "session key, percent-encoded")),
     responses(
         (status = 200, description = "how many links were revoked", body = ViewerLinksRevoked),
         HostErrors,
