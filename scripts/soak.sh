@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Runs the long (soak) variants of the reliability suite, server/tests/reliability.rs, in release mode and
+# Runs the long (soak) variants of the reliability suite, server/tests/api/reliability.rs, in release mode and
 # prints their figures. The short variants of the same tests run in every `cargo test` (scripts/test.sh).
 #
 #   crash durability: 50 rounds of 32 concurrent writers (approve -> intent -> settle in four turns of one
@@ -13,6 +13,8 @@
 #
 # Each test prints one summary line starting with `figures: ` (rounds, answered settlements checked,
 # failures, seconds); this script repeats those lines at the end. Extra arguments go to the test binary (e.g. a test name filter).
+# The suite is the `reliability` module of the server's one test binary (`api`): without a name filter among
+# the arguments, the filter `reliability::` is added, so only its tests run.
 # OUTCOMES_CRASH_SEED=<n> fixes the crash test's kill delays.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -21,7 +23,11 @@ log=$(mktemp)
 trap 'rm -f "$log"' EXIT
 started=$(date +%s)
 set +e
-OUTCOMES_SOAK=1 cargo test --release -p server --test reliability -- --nocapture --test-threads=1 "$@" 2>&1 |
+suite=(reliability::)
+for arg in "$@"; do
+  case $arg in -*) ;; *) suite=() ;; esac
+done
+OUTCOMES_SOAK=1 cargo test --release -p server --test api -- --nocapture --test-threads=1 "${suite[@]}" "$@" 2>&1 |
   tee "$log"
 rc=${PIPESTATUS[0]}
 set -e

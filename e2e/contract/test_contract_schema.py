@@ -2,7 +2,7 @@
 
 docs/contracts/mutation_outcome_v1.json holds the JSON Schema of a mutation_outcome/v1 record
 (`record_schema`) and ledger-entry to record examples (seed 000: "Consumers should validate against it").
-The Rust tests (ledger/tests/contract.rs) validate the same examples with the Rust `jsonschema` crate; this
+The Rust tests (ledger/tests/ledger/contract.rs) validate the same examples with the Rust `jsonschema` crate; this
 file proves a Python consumer can do the same: the schema compiles, every example record validates, and
 records outside the contract are rejected. It also keeps every `pattern` inside the regular-expression
 subset the JSON Schema specification recommends for portability (no `\\p{..}`, `\\s`, lookarounds).

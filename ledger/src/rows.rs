@@ -1,15 +1,55 @@
 //! The store's rows: the `entries` row as read ([`EntryRow`]), its column list, and what the read and
 //! write sides derive from it (its published record, its answer shape, its state for the machine). Both
-//! sides import this layer; it imports neither (docs/ledger.md "Layers").
+//! sides import this layer; it imports neither (docs/ledger.md "Layers"). The column type of the states the
+//! machine reads ([`LedgerStatus`], [`Reason`]) is defined here too, so the machine and the wire types stay
+//! free of sqlx.
 
-use sqlx::sqlite::SqliteRow;
-use sqlx::{Row, SqliteConnection};
+use sqlx::encode::IsNull;
+use sqlx::error::BoxDynError;
+use sqlx::sqlite::{SqliteArgumentValue, SqliteRow, SqliteTypeInfo, SqliteValueRef};
+use sqlx::{Decode, Encode, Row, Sqlite, SqliteConnection, Type};
 
 use crate::error::LedgerError;
 use crate::ids::SessionKey;
 use crate::machine::{Entry, SessionState};
 use crate::projection::{HostMetadata, LedgerEntry};
 use crate::wire::{EntryState, LedgerStatus, Reason};
+
+/// A TEXT column holding a state by its stored spelling (`as_str`): encoded as that text, decoded by
+/// `parse`, and any other text is a decode error, never a silent fallback.
+macro_rules! stored_as_spelling {
+    ($($ty:ident),*) => {$(
+        impl Type<Sqlite> for $ty {
+            fn type_info() -> SqliteTypeInfo {
+                <str as Type<Sqlite>>::type_info()
+            }
+
+            fn compatible(ty: &SqliteTypeInfo) -> bool {
+                <&str as Type<Sqlite>>::compatible(ty)
+            }
+        }
+
+        impl<'q> Encode<'q, Sqlite> for $ty {
+            fn encode_by_ref(
+                &self,
+                buf: &mut Vec<SqliteArgumentValue<'q>>,
+            ) -> Result<IsNull, BoxDynError> {
+                <&str as Encode<'q, Sqlite>>::encode(self.as_str(), buf)
+            }
+        }
+
+        impl<'r> Decode<'r, Sqlite> for $ty {
+            fn decode(value: SqliteValueRef<'r>) -> Result<Self, BoxDynError> {
+                let s = <&str as Decode<'r, Sqlite>>::decode(value)?;
+                $ty::parse(s).ok_or_else(|| {
+                    format!("invalid value {s:?} for enum {}", stringify!($ty)).into()
+                })
+            }
+        }
+    )*};
+}
+
+stored_as_spelling!(LedgerStatus, Reason);
 
 /// One `entries` row. `status` and `reason` are decoded from their wire spellings (the CHECK constraints
 /// admit no other; anything else would be a decode error, never a silent fallback).
@@ -180,5 +220,62 @@ pub(crate) async fn check_session_live(
         None => Err(LedgerError::SessionNotFound),
         Some(t) if t < live_since => Err(LedgerError::SessionExpired),
         Some(_) => Ok(()),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use sqlx::{Connection, SqliteConnection};
+
+    use crate::wire::{LedgerStatus, Reason};
+
+    #[tokio::test]
+    async fn states_are_stored_by_their_spelling_and_any_other_spelling_is_a_decode_error() {
+        let mut db = SqliteConnection::connect("sqlite::memory:").await.unwrap();
+        for status in [
+            LedgerStatus::Approved,
+            LedgerStatus::ExecutionStarted,
+            LedgerStatus::Completed,
+            LedgerStatus::Failed,
+            LedgerStatus::OutcomeUnknown,
+        ] {
+            let (text, back): (String, LedgerStatus) = sqlx::query_as("SELECT ?1, ?1")
+                .bind(status)
+                .fetch_one(&mut db)
+                .await
+                .unwrap();
+            assert_eq!((text.as_str(), back), (status.as_str(), status));
+        }
+        for reason in [Reason::PreDispatchDeadline, Reason::ExecutionTimeout] {
+            let (text, back): (String, Reason) = sqlx::query_as("SELECT ?1, ?1")
+                .bind(reason)
+                .fetch_one(&mut db)
+                .await
+                .unwrap();
+            assert_eq!((text.as_str(), back), (reason.as_str(), reason));
+        }
+        let none: Option<Reason> = sqlx::query_scalar("SELECT NULL")
+            .fetch_one(&mut db)
+            .await
+            .unwrap();
+        assert_eq!(none, None);
+        for other in ["Completed", "outcome-unknown", "settled", ""] {
+            let status = sqlx::query_scalar::<_, LedgerStatus>("SELECT ?")
+                .bind(other)
+                .fetch_one(&mut db)
+                .await;
+            assert!(
+                matches!(status, Err(sqlx::Error::ColumnDecode { .. })),
+                "{other:?}: {status:?}"
+            );
+            let reason = sqlx::query_scalar::<_, Option<Reason>>("SELECT ?")
+                .bind(other)
+                .fetch_one(&mut db)
+                .await;
+            assert!(
+                matches!(reason, Err(sqlx::Error::ColumnDecode { .. })),
+                "{other:?}: {reason:?}"
+            );
+        }
     }
 }

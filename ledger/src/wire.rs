@@ -46,7 +46,6 @@ impl PublishedStatus {
 /// `not_executed`, `execution_timeout` only with `outcome_unknown`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
-#[cfg_attr(feature = "store", derive(sqlx::Type), sqlx(rename_all = "snake_case"))]
 #[serde(rename_all = "snake_case")]
 pub enum Reason {
     PreDispatchDeadline,
@@ -76,7 +75,6 @@ impl Reason {
 /// maps it, with the intent flag, to a [`PublishedStatus`].
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
-#[cfg_attr(feature = "store", derive(sqlx::Type), sqlx(rename_all = "snake_case"))]
 #[serde(rename_all = "snake_case")]
 pub enum LedgerStatus {
     Approved,

@@ -1,6 +1,6 @@
 //! Regression tests for what a security tester found in access (docs/access.md): each test fails on the
 //! behaviour the tester found and passes on the fixed one. (The viewer token kept out of the log is tested
-//! against the real binary, in `tests/staff_cli.rs`.)
+//! against the real binary, in `staff_cli.rs`.)
 //!
 //! - concurrent wrong passwords: an attempt that waited for a password-check slot looks at the failure
 //!   limit again, so a right password queued behind wrong ones is refused once the limit is reached;
@@ -132,12 +132,9 @@ async fn open_stream(
 async fn read_to_end(r: &mut reqwest::Response, within: Duration) -> (String, bool) {
     let mut got = String::new();
     let ended = tokio::time::timeout(within, async {
-        loop {
-            match r.chunk().await {
-                Ok(Some(chunk)) => got.push_str(&String::from_utf8_lossy(&chunk)),
-                // The end of the body, or the connection closed mid-body: the stream is over either way.
-                Ok(None) | Err(_) => break,
-            }
+        // Until the end of the body, or the connection closed mid-body: the stream is over either way.
+        while let Ok(Some(chunk)) = r.chunk().await {
+            got.push_str(&String::from_utf8_lossy(&chunk));
         }
     })
     .await

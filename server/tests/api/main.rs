@@ -1,4 +1,6 @@
-//! The server over real HTTP: one test binary, a module per feature.
+//! The server's tests, one test binary with a module per feature: the server in process over real HTTP
+//! (`helpers`), and the built `outcomes` binary as an operator runs it (`process`, `reliability`,
+//! `staff_cli`).
 
 mod helpers;
 
@@ -11,4 +13,7 @@ mod import;
 mod live;
 mod openapi;
 mod pages;
+mod process;
+mod reliability;
 mod replay;
+mod staff_cli;

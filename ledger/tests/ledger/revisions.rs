@@ -1,13 +1,11 @@
 //! Per-turn revisions: strictly increasing, one per visible change, an entry replayed under the revision of
 //! its latest change, and adapter delivery in revision order even under many concurrent writers.
 
-mod common;
-
 use std::collections::{BTreeMap, HashSet};
 use std::sync::Arc;
 use std::time::Duration;
 
-use common::*;
+use crate::common::*;
 use ledger::engine::Settlement;
 use ledger::ids::SessionKey;
 use ledger::wire::{MutationOutcome, PublishedStatus as P};

@@ -2,12 +2,10 @@
 //! after the commit that holds its change, with its own result; revisions stay gapless and in order; the
 //! live announcements leave in revision order; contention is answered `Busy` and changes nothing.
 
-mod common;
-
 use std::sync::Arc;
 use std::time::Duration;
 
-use common::*;
+use crate::common::*;
 use ledger::command::Settlement;
 use ledger::wire::LedgerStatus as L;
 use ledger::{LedgerError, Refusal};

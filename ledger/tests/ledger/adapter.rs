@@ -1,11 +1,9 @@
 //! Live delivery: the adapter is called only after the change is durable, only for changes a live consumer
 //! sees (never intent, a fresh attempt or a refusal), and its errors or panics never change settlement.
 
-mod common;
-
 use std::sync::{Arc, Mutex, OnceLock};
 
-use common::*;
+use crate::common::*;
 use ledger::engine::Settlement;
 use ledger::ids::SessionKey;
 use ledger::wire::{LedgerStatus as L, MutationOutcome, PublishedStatus as P};

@@ -1,6 +1,5 @@
 //! Shared helpers of the ledger's rule tests: a ledger on a temporary file with a manual clock and a
 //! recording adapter, builders for every operation, and snapshots that prove a refusal changed nothing.
-#![allow(dead_code)]
 
 use std::sync::atomic::{AtomicI64, Ordering};
 use std::sync::{Arc, Mutex};
@@ -85,7 +84,7 @@ impl Adapter for Recorder {
 /// An open ledger on a temporary file.
 pub struct Harness {
     /// Keeps the directory alive.
-    pub dir: tempfile::TempDir,
+    pub _dir: tempfile::TempDir,
     pub path: String,
     pub ledger: Ledger,
     pub engine: Engine,
@@ -107,7 +106,7 @@ pub async fn open_with(adapter: Arc<dyn Adapter>, recorder: Arc<Recorder>) -> Ha
     let clock = Arc::new(ManualClock::new(T0));
     let ledger = reopen(&path, adapter, clock.clone()).await;
     Harness {
-        dir,
+        _dir: dir,
         path,
         engine: ledger.engine(),
         sessions: ledger.sessions(),

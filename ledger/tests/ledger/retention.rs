@@ -2,11 +2,9 @@
 //! conversation's time to live has passed since its last write, refuses writes then, and is deleted with the
 //! session.
 
-mod common;
-
 use std::time::Duration;
 
-use common::*;
+use crate::common::*;
 use ledger::engine::Settlement;
 use ledger::ids::Cursor;
 use ledger::LedgerError;

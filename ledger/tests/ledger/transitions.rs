@@ -1,9 +1,7 @@
 //! Every transition and every refusal of the entry state machine (DESIGN "Ledger entry and its states").
 //! A refusal reports the unchanged state and changes nothing: same revision, same history, no adapter call.
 
-mod common;
-
-use common::*;
+use crate::common::*;
 use ledger::command::{Action, Settlement};
 use ledger::wire::{LedgerStatus as L, PublishedStatus as P, Reason};
 use ledger::Refusal;

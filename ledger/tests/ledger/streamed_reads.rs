@@ -2,9 +2,7 @@
 //! give exactly what the turn's entries say, across chunk boundaries, turns recorded out of order,
 //! unpublished and legacy entries, and open unknowns at or below a cursor.
 
-mod common;
-
-use common::*;
+use crate::common::*;
 use ledger::command::Settlement;
 use ledger::ids::Cursor;
 use ledger::projection::LedgerEntry;

@@ -4,9 +4,7 @@
 //! or its WAL. What is stored is what is published: a withheld field stores NULL, a title stores the
 //! sanitised title. Any raw size is accepted; the sanitisers truncate or withhold it.
 
-mod common;
-
-use common::*;
+use crate::common::*;
 use ledger::engine::Settlement;
 use ledger::limits::TITLE_MAX_BYTES;
 use ledger::projection::{HostMetadata, LedgerEntry};

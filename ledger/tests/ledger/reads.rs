@@ -1,11 +1,9 @@
 //! The read side: the replay rules of seed 000 (`GET /api/mutation-events`), legacy entries, and the
 //! dashboard's reads (sessions, turns, entries, find by mutation id, the open-unknowns queue).
 
-mod common;
-
 use std::time::Duration;
 
-use common::*;
+use crate::common::*;
 use ledger::command::{Action, Command, Settlement};
 use ledger::ids::Cursor;
 use ledger::projection::LedgerEntry;

@@ -1,0 +1,16 @@
+//! The ledger's rules (docs/ledger.md "Tests"): one test binary, a module per rule; `common` holds the
+//! shared harness.
+
+mod common;
+
+mod adapter;
+mod contract;
+mod credential_corpus;
+mod group_commit;
+mod metadata_at_rest;
+mod reads;
+mod retention;
+mod revisions;
+mod sanitize_rules;
+mod streamed_reads;
+mod transitions;
