@@ -6,11 +6,27 @@
 //!   unknown, with the operation id to quote; another write is cancelled by its pre-dispatch deadline;
 //! - a write still in flight, and one that times out into an unknown outcome.
 
+use std::path::PathBuf;
 use std::time::Duration;
 
+use clap::Args;
 use serde_json::{json, Value};
 
-use crate::cli::DemoArgs;
+/// `outcomes demo`.
+#[derive(Debug, Clone, Args)]
+pub struct DemoArgs {
+    /// The running server.
+    #[arg(long, env = "OUTCOMES_SERVER", default_value = "http://127.0.0.1:3000")]
+    pub server: url::Url,
+    /// Host token. Default: read from `<data dir>/host-token`.
+    #[arg(long, env = "OUTCOMES_HOST_TOKEN", hide_env_values = true)]
+    pub host_token: Option<String>,
+    #[arg(long, env = "OUTCOMES_DATA_DIR", default_value = "data")]
+    pub data_dir: PathBuf,
+    /// Multiplies every pause between steps (0 plays at once).
+    #[arg(long, env = "OUTCOMES_DEMO_PACE", default_value_t = 1.0)]
+    pub pace: f64,
+}
 
 /// The operation id of seed 002's broker exercise.
 pub const BROKER_OPERATION_ID: &str =

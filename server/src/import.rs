@@ -13,6 +13,7 @@ use std::io::IsTerminal;
 use std::path::{Path, PathBuf};
 use std::time::Instant;
 
+use clap::Args;
 use indicatif::{ProgressBar, ProgressStyle};
 use ledger::import::{
     parse_transcripts, ConversationPlan, ImportConfig, ImportTally, Importer, OpResult, Position,
@@ -21,8 +22,33 @@ use ledger::wire::{EntryState, ErrorDetail};
 use serde::Deserialize;
 use serde_json::json;
 
-use crate::cli::ImportArgs;
 use crate::http::host::MAX_BATCH_OPERATIONS;
+
+/// `outcomes import`. See the README section "Import agent transcripts" and `ledger::import` for the
+/// mapping, the config file and the classification of results.
+#[derive(Debug, Clone, Args)]
+pub struct ImportArgs {
+    /// The running server.
+    #[arg(long, env = "OUTCOMES_SERVER", default_value = "http://127.0.0.1:3000")]
+    pub server: url::Url,
+    /// Host token. Default: read from `<data dir>/host-token`.
+    #[arg(long, env = "OUTCOMES_HOST_TOKEN", hide_env_values = true)]
+    pub host_token: Option<String>,
+    #[arg(long, env = "OUTCOMES_DATA_DIR", default_value = "data")]
+    pub data_dir: PathBuf,
+    /// Put before each conversation's id to make its session key.
+    #[arg(long, default_value = "import-")]
+    pub session_prefix: String,
+    /// Names of the write tools, comma-separated (added to `write_tools` of the config).
+    #[arg(long, value_delimiter = ',')]
+    pub write_tools: Vec<String>,
+    /// Config file (TOML): write tools, classification patterns, metadata rules.
+    #[arg(long)]
+    pub config: Option<PathBuf>,
+    /// Transcript files: a JSON array or JSON Lines of conversations.
+    #[arg(required = true)]
+    pub files: Vec<PathBuf>,
+}
 
 /// Reads the import config: a TOML file in the shape of [`ImportConfig`] (unknown keys refused).
 pub fn read_config(path: &Path) -> Result<ImportConfig, String> {

@@ -10,9 +10,11 @@ pub mod error;
 pub mod http;
 pub mod import;
 pub mod live;
+pub mod project;
 pub mod serve;
 pub mod ssr;
 pub mod staff;
+pub mod telemetry;
 
 use std::sync::Arc;
 
