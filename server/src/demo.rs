@@ -12,6 +12,8 @@ use std::time::Duration;
 use clap::Args;
 use serde_json::{json, Value};
 
+use crate::host_client::HostClient;
+
 /// `outcomes demo`.
 #[derive(Debug, Clone, Args)]
 pub struct DemoArgs {
@@ -33,24 +35,23 @@ pub const BROKER_OPERATION_ID: &str =
     "b4e2e169b2264541026a9e029771066a34e26a40fed7bd68f0b4f65a01c0bb2b";
 
 struct Host {
-    http: reqwest::Client,
-    base: url::Url,
-    token: String,
+    client: HostClient,
     pace: f64,
 }
 
 impl Host {
+    /// Sends `body` to the host API path `segments`; an error names the path (`api/host/...`).
     async fn call(
         &self,
         method: reqwest::Method,
-        path: &str,
+        segments: &[&str],
         body: Value,
     ) -> Result<Value, String> {
-        let url = self.base.join(path).map_err(|e| e.to_string())?;
+        let path = segments.join("/");
+        let url = self.client.url(segments).map_err(|e| e.to_string())?;
         let response = self
-            .http
+            .client
             .request(method, url)
-            .bearer_auth(&self.token)
             .json(&body)
             .send()
             .await
@@ -63,10 +64,6 @@ impl Host {
         Ok(value)
     }
 
-    fn path(session: &str, rest: &str) -> String {
-        format!("api/host/sessions/{}/mutations{rest}", urlencoding(session))
-    }
-
     async fn approve(
         &self,
         session: &str,
@@ -76,7 +73,7 @@ impl Host {
     ) -> Result<(), String> {
         self.call(
             reqwest::Method::POST,
-            &Self::path(session, ""),
+            &["api", "host", "sessions", session, "mutations"],
             json!({"logical_turn_id": turn, "mutation_id": mutation, "tool": tool}),
         )
         .await
@@ -97,7 +94,15 @@ impl Host {
         };
         self.call(
             method,
-            &Self::path(session, &format!("/{}/{what}", urlencoding(mutation))),
+            &[
+                "api",
+                "host",
+                "sessions",
+                session,
+                "mutations",
+                mutation,
+                what,
+            ],
             body,
         )
         .await
@@ -110,38 +115,23 @@ impl Host {
         }
     }
 
+    /// The session's page on the dashboard (empty when the server URL cannot be a base).
     fn page(&self, session: &str) -> String {
-        self.base
-            .join(&format!("sessions/{}", urlencoding(session)))
+        self.client
+            .url(&["sessions", session])
             .map(|u| u.to_string())
             .unwrap_or_default()
     }
 }
 
-fn urlencoding(s: &str) -> String {
-    url::form_urlencoded::byte_serialize(s.as_bytes())
-        .collect::<String>()
-        .replace('+', "%20")
-}
-
 /// Plays the demo sessions. Each session's page URL is printed as it starts.
 pub async fn run(args: DemoArgs) -> Result<(), Box<dyn std::error::Error>> {
-    let token = match args.host_token.clone().filter(|t| !t.trim().is_empty()) {
-        Some(t) => t,
-        None => std::fs::read_to_string(args.data_dir.join("host-token"))
-            .map_err(|e| {
-                format!(
-                    "no host token given and none readable in {}: {e}",
-                    args.data_dir.display()
-                )
-            })?
-            .trim()
-            .to_owned(),
-    };
     let host = Host {
-        http: reqwest::Client::new(),
-        base: args.server.clone(),
-        token,
+        client: HostClient::new(
+            args.server.clone(),
+            args.host_token.as_deref(),
+            &args.data_dir,
+        )?,
         pace: args.pace,
     };
     let suffix = std::time::SystemTime::now()

@@ -22,6 +22,7 @@ use ledger::wire::{EntryState, ErrorDetail};
 use serde::Deserialize;
 use serde_json::json;
 
+use crate::host_client::HostClient;
 use crate::http::host::MAX_BATCH_OPERATIONS;
 
 /// `outcomes import`. See the README section "Import agent transcripts" and `ledger::import` for the
@@ -54,21 +55,6 @@ pub struct ImportArgs {
 pub fn read_config(path: &Path) -> Result<ImportConfig, String> {
     let text = std::fs::read_to_string(path).map_err(|e| format!("{}: {e}", path.display()))?;
     toml::from_str(&text).map_err(|e| format!("{}: {e}", path.display()))
-}
-
-/// The host token: the given one, else `<data dir>/host-token` (as `outcomes serve` writes it).
-fn host_token(given: Option<&str>, data_dir: &Path) -> Result<String, String> {
-    if let Some(t) = given.filter(|t| !t.trim().is_empty()) {
-        return Ok(t.to_owned());
-    }
-    std::fs::read_to_string(data_dir.join("host-token"))
-        .map(|t| t.trim().to_owned())
-        .map_err(|e| {
-            format!(
-                "no host token given and none readable in {}: {e}",
-                data_dir.display()
-            )
-        })
 }
 
 #[derive(Deserialize)]
@@ -170,22 +156,24 @@ pub async fn import(args: &ImportArgs) -> Result<ImportReport, Box<dyn std::erro
         None => ImportConfig::default(),
     };
     let importer = Importer::new(&args.session_prefix, args.write_tools.clone(), config)?;
-    let token = host_token(args.host_token.as_deref(), &args.data_dir)?;
+    let client = HostClient::new(
+        args.server.clone(),
+        args.host_token.as_deref(),
+        &args.data_dir,
+    )?;
     let (plans, skipped) = plan(&importer, &args.files);
     let ops: Vec<ledger::Command> = plans
         .iter()
         .flat_map(ConversationPlan::operations)
         .collect();
 
-    let endpoint = args.server.join("api/host/batch")?;
-    let http = reqwest::Client::new();
+    let endpoint = client.url(&["api", "host", "batch"])?;
     let bar = progress(ops.len());
     let mut tally = ImportTally::default();
     for chunk in ops.chunks(MAX_BATCH_OPERATIONS) {
         let body = json!({"operations": chunk});
-        let response = http
-            .post(endpoint.clone())
-            .bearer_auth(&token)
+        let response = client
+            .request(reqwest::Method::POST, endpoint.clone())
             .json(&body)
             .send()
             .await

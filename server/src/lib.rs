@@ -7,6 +7,7 @@ pub mod cli;
 pub mod conn;
 pub mod demo;
 pub mod error;
+pub mod host_client;
 pub mod http;
 pub mod import;
 pub mod live;
