@@ -1,5 +1,5 @@
 //! `outcomes import`: reads agent transcripts (OpenAI chat format, a JSON array or JSON Lines of
-//! conversations), maps each with [`ledger::import::Importer`] (the same code an embedding host uses) and
+//! conversations), maps each with [`importer::Importer`] (the same code an embedding host uses) and
 //! sends the operations to a running server through `POST /api/host/batch`, at most
 //! [`MAX_BATCH_OPERATIONS`] per request, in order.
 //!
@@ -14,10 +14,10 @@ use std::path::{Path, PathBuf};
 use std::time::Instant;
 
 use clap::Args;
-use indicatif::{ProgressBar, ProgressStyle};
-use ledger::import::{
+use importer::{
     parse_transcripts, ConversationPlan, ImportConfig, ImportTally, Importer, OpResult, Position,
 };
+use indicatif::{ProgressBar, ProgressStyle};
 use ledger::wire::{EntryState, ErrorDetail};
 use serde::Deserialize;
 use serde_json::json;
@@ -25,7 +25,7 @@ use serde_json::json;
 use crate::host_client::HostClient;
 use crate::http::host::MAX_BATCH_OPERATIONS;
 
-/// `outcomes import`. See the README section "Import agent transcripts" and `ledger::import` for the
+/// `outcomes import`. See the README section "Import agent transcripts" and the `importer` crate for the
 /// mapping, the config file and the classification of results.
 #[derive(Debug, Clone, Args)]
 pub struct ImportArgs {
