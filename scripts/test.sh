@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Runs every test: installs what is missing, builds, runs the Rust tests (ledger, server, app), then starts
+# Runs every test: installs what is missing, builds, runs the Rust tests (ledger, importer, server, app), then starts
 # the built server on a fresh data directory and runs the Playwright browser tests against it.
 set -euo pipefail
 cd "$(dirname "$0")/.."

@@ -4,7 +4,9 @@
 //! - [`wire`]: the published record and the dashboard's read shapes (always compiled; the browser uses them).
 //! - With the `store` feature (default): [`projection`] with its [`sanitize`]rs and the shared
 //!   [`credential`] detector, the [`Engine`] (writes), the [`SessionManager`] (reads), the [`Adapter`] for
-//!   live delivery, the SQLite store behind sqlx, and [`import`] of agent transcripts (OpenAI chat format).
+//!   live delivery, and the SQLite store behind sqlx.
+//!
+//! Import of agent transcripts is the `importer` crate, built on [`command`] (compiled without the store).
 
 pub mod command;
 pub mod error;
@@ -24,8 +26,6 @@ pub mod credential;
 pub mod engine;
 #[cfg(feature = "store")]
 mod group;
-#[cfg(feature = "store")]
-pub mod import;
 #[cfg(feature = "store")]
 pub mod machine;
 #[cfg(feature = "store")]

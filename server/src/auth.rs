@@ -19,9 +19,12 @@ pub enum TokenSource {
     Generated,
 }
 
-/// Resolves the host token: the configured one, else the file's (refused when its mode lets group or others
-/// in), else a new random one written to the file (64 hex characters, mode 0600).
-pub fn resolve_host_token(
+/// Reads the host token without making one: the configured one when it is not blank, else the contents of
+/// `<data dir>/host-token` when they are not blank, both trimmed. The one reading of a host token: `serve`
+/// (through [`resolve_host_token`]), `demo` and `import` (through `host_client::HostClient`). Errors: the
+/// file cannot be read (the `io::Error` of the read), or holds only whitespace (`InvalidData`, naming the
+/// file). The file's mode is not checked here: [`resolve_host_token`] refuses a shared file before serving.
+pub fn read_host_token(
     configured: Option<&str>,
     data_dir: &Path,
 ) -> std::io::Result<(String, TokenSource)> {
@@ -29,12 +32,32 @@ pub fn resolve_host_token(
         return Ok((t.trim().to_owned(), TokenSource::Configured));
     }
     let path = data_dir.join("host-token");
-    if let Ok(existing) = std::fs::read_to_string(&path) {
-        let t = existing.trim();
-        if !t.is_empty() {
+    let stored = std::fs::read_to_string(&path)?;
+    let t = stored.trim();
+    if t.is_empty() {
+        return Err(std::io::Error::new(
+            std::io::ErrorKind::InvalidData,
+            format!("{} is empty", path.display()),
+        ));
+    }
+    Ok((t.to_owned(), TokenSource::File))
+}
+
+/// Resolves the host token: the configured one, else the file's (refused when its mode lets group or others
+/// in), else a new random one written to the file (64 hex characters, mode 0600). Reading is
+/// [`read_host_token`]; a file that cannot be read or is blank is replaced by a generated token.
+pub fn resolve_host_token(
+    configured: Option<&str>,
+    data_dir: &Path,
+) -> std::io::Result<(String, TokenSource)> {
+    let path = data_dir.join("host-token");
+    match read_host_token(configured, data_dir) {
+        Ok((t, TokenSource::File)) => {
             refuse_if_shared(&path)?;
-            return Ok((t.to_owned(), TokenSource::File));
+            return Ok((t, TokenSource::File));
         }
+        Ok(found) => return Ok(found),
+        Err(_) => {}
     }
     std::fs::create_dir_all(data_dir)?;
     let mut bytes = [0u8; 32];
@@ -212,6 +235,27 @@ mod tests {
         assert_eq!(
             resolve_host_token(Some("given"), dir.path()).unwrap(),
             ("given".to_owned(), TokenSource::Configured)
+        );
+    }
+
+    #[test]
+    fn a_token_is_read_trimmed_given_or_from_the_file_and_a_blank_one_is_none() {
+        let dir = tempfile::tempdir().unwrap();
+        let e = read_host_token(None, dir.path()).unwrap_err();
+        assert_eq!(e.kind(), std::io::ErrorKind::NotFound);
+        assert_eq!(
+            read_host_token(Some(" given \n"), dir.path()).unwrap(),
+            ("given".to_owned(), TokenSource::Configured)
+        );
+        let path = dir.path().join("host-token");
+        std::fs::write(&path, " \n").unwrap();
+        let e = read_host_token(Some("  "), dir.path()).unwrap_err();
+        assert_eq!(e.kind(), std::io::ErrorKind::InvalidData);
+        assert_eq!(e.to_string(), format!("{} is empty", path.display()));
+        std::fs::write(&path, "stored\n").unwrap();
+        assert_eq!(
+            read_host_token(Some(""), dir.path()).unwrap(),
+            ("stored".to_owned(), TokenSource::File)
         );
     }
 

@@ -6,35 +6,52 @@
 //!   unknown, with the operation id to quote; another write is cancelled by its pre-dispatch deadline;
 //! - a write still in flight, and one that times out into an unknown outcome.
 
+use std::path::PathBuf;
 use std::time::Duration;
 
+use clap::Args;
 use serde_json::{json, Value};
 
-use crate::cli::DemoArgs;
+use crate::host_client::HostClient;
+
+/// `outcomes demo`.
+#[derive(Debug, Clone, Args)]
+pub struct DemoArgs {
+    /// The running server.
+    #[arg(long, env = "OUTCOMES_SERVER", default_value = "http://127.0.0.1:3000")]
+    pub server: url::Url,
+    /// Host token. Default: read from `<data dir>/host-token`.
+    #[arg(long, env = "OUTCOMES_HOST_TOKEN", hide_env_values = true)]
+    pub host_token: Option<String>,
+    #[arg(long, env = "OUTCOMES_DATA_DIR", default_value = "data")]
+    pub data_dir: PathBuf,
+    /// Multiplies every pause between steps (0 plays at once).
+    #[arg(long, env = "OUTCOMES_DEMO_PACE", default_value_t = 1.0)]
+    pub pace: f64,
+}
 
 /// The operation id of seed 002's broker exercise.
 pub const BROKER_OPERATION_ID: &str =
     "b4e2e169b2264541026a9e029771066a34e26a40fed7bd68f0b4f65a01c0bb2b";
 
 struct Host {
-    http: reqwest::Client,
-    base: url::Url,
-    token: String,
+    client: HostClient,
     pace: f64,
 }
 
 impl Host {
+    /// Sends `body` to the host API path `segments`; an error names the path (`api/host/...`).
     async fn call(
         &self,
         method: reqwest::Method,
-        path: &str,
+        segments: &[&str],
         body: Value,
     ) -> Result<Value, String> {
-        let url = self.base.join(path).map_err(|e| e.to_string())?;
+        let path = segments.join("/");
+        let url = self.client.url(segments).map_err(|e| e.to_string())?;
         let response = self
-            .http
+            .client
             .request(method, url)
-            .bearer_auth(&self.token)
             .json(&body)
             .send()
             .await
@@ -47,10 +64,6 @@ impl Host {
         Ok(value)
     }
 
-    fn path(session: &str, rest: &str) -> String {
-        format!("api/host/sessions/{}/mutations{rest}", urlencoding(session))
-    }
-
     async fn approve(
         &self,
         session: &str,
@@ -60,7 +73,7 @@ impl Host {
     ) -> Result<(), String> {
         self.call(
             reqwest::Method::POST,
-            &Self::path(session, ""),
+            &["api", "host", "sessions", session, "mutations"],
             json!({"logical_turn_id": turn, "mutation_id": mutation, "tool": tool}),
         )
         .await
@@ -81,7 +94,15 @@ impl Host {
         };
         self.call(
             method,
-            &Self::path(session, &format!("/{}/{what}", urlencoding(mutation))),
+            &[
+                "api",
+                "host",
+                "sessions",
+                session,
+                "mutations",
+                mutation,
+                what,
+            ],
             body,
         )
         .await
@@ -94,38 +115,23 @@ impl Host {
         }
     }
 
+    /// The session's page on the dashboard (empty when the server URL cannot be a base).
     fn page(&self, session: &str) -> String {
-        self.base
-            .join(&format!("sessions/{}", urlencoding(session)))
+        self.client
+            .url(&["sessions", session])
             .map(|u| u.to_string())
             .unwrap_or_default()
     }
 }
 
-fn urlencoding(s: &str) -> String {
-    url::form_urlencoded::byte_serialize(s.as_bytes())
-        .collect::<String>()
-        .replace('+', "%20")
-}
-
 /// Plays the demo sessions. Each session's page URL is printed as it starts.
 pub async fn run(args: DemoArgs) -> Result<(), Box<dyn std::error::Error>> {
-    let token = match args.host_token.clone().filter(|t| !t.trim().is_empty()) {
-        Some(t) => t,
-        None => std::fs::read_to_string(args.data_dir.join("host-token"))
-            .map_err(|e| {
-                format!(
-                    "no host token given and none readable in {}: {e}",
-                    args.data_dir.display()
-                )
-            })?
-            .trim()
-            .to_owned(),
-    };
     let host = Host {
-        http: reqwest::Client::new(),
-        base: args.server.clone(),
-        token,
+        client: HostClient::new(
+            args.server.clone(),
+            args.host_token.as_deref(),
+            &args.data_dir,
+        )?,
         pace: args.pace,
     };
     let suffix = std::time::SystemTime::now()

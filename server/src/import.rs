@@ -1,5 +1,5 @@
 //! `outcomes import`: reads agent transcripts (OpenAI chat format, a JSON array or JSON Lines of
-//! conversations), maps each with [`ledger::import::Importer`] (the same code an embedding host uses) and
+//! conversations), maps each with [`importer::Importer`] (the same code an embedding host uses) and
 //! sends the operations to a running server through `POST /api/host/batch`, at most
 //! [`MAX_BATCH_OPERATIONS`] per request, in order.
 //!
@@ -13,36 +13,48 @@ use std::io::IsTerminal;
 use std::path::{Path, PathBuf};
 use std::time::Instant;
 
-use indicatif::{ProgressBar, ProgressStyle};
-use ledger::import::{
+use clap::Args;
+use importer::{
     parse_transcripts, ConversationPlan, ImportConfig, ImportTally, Importer, OpResult, Position,
 };
+use indicatif::{ProgressBar, ProgressStyle};
 use ledger::wire::{EntryState, ErrorDetail};
 use serde::Deserialize;
 use serde_json::json;
 
-use crate::cli::ImportArgs;
+use crate::host_client::HostClient;
 use crate::http::host::MAX_BATCH_OPERATIONS;
+
+/// `outcomes import`. See the README section "Import agent transcripts" and the `importer` crate for the
+/// mapping, the config file and the classification of results.
+#[derive(Debug, Clone, Args)]
+pub struct ImportArgs {
+    /// The running server.
+    #[arg(long, env = "OUTCOMES_SERVER", default_value = "http://127.0.0.1:3000")]
+    pub server: url::Url,
+    /// Host token. Default: read from `<data dir>/host-token`.
+    #[arg(long, env = "OUTCOMES_HOST_TOKEN", hide_env_values = true)]
+    pub host_token: Option<String>,
+    #[arg(long, env = "OUTCOMES_DATA_DIR", default_value = "data")]
+    pub data_dir: PathBuf,
+    /// Put before each conversation's id to make its session key.
+    #[arg(long, default_value = "import-")]
+    pub session_prefix: String,
+    /// Names of the write tools, comma-separated (added to `write_tools` of the config).
+    #[arg(long, value_delimiter = ',')]
+    pub write_tools: Vec<String>,
+    /// Config file (TOML): write tools, classification patterns, metadata rules.
+    #[arg(long)]
+    pub config: Option<PathBuf>,
+    /// Transcript files: a JSON array or JSON Lines of conversations.
+    #[arg(required = true)]
+    pub files: Vec<PathBuf>,
+}
 
 /// Reads the import config: a TOML file in the shape of [`ImportConfig`] (unknown keys refused).
 pub fn read_config(path: &Path) -> Result<ImportConfig, String> {
     let text = std::fs::read_to_string(path).map_err(|e| format!("{}: {e}", path.display()))?;
     toml::from_str(&text).map_err(|e| format!("{}: {e}", path.display()))
-}
-
-/// The host token: the given one, else `<data dir>/host-token` (as `outcomes serve` writes it).
-fn host_token(given: Option<&str>, data_dir: &Path) -> Result<String, String> {
-    if let Some(t) = given.filter(|t| !t.trim().is_empty()) {
-        return Ok(t.to_owned());
-    }
-    std::fs::read_to_string(data_dir.join("host-token"))
-        .map(|t| t.trim().to_owned())
-        .map_err(|e| {
-            format!(
-                "no host token given and none readable in {}: {e}",
-                data_dir.display()
-            )
-        })
 }
 
 #[derive(Deserialize)]
@@ -144,22 +156,24 @@ pub async fn import(args: &ImportArgs) -> Result<ImportReport, Box<dyn std::erro
         None => ImportConfig::default(),
     };
     let importer = Importer::new(&args.session_prefix, args.write_tools.clone(), config)?;
-    let token = host_token(args.host_token.as_deref(), &args.data_dir)?;
+    let client = HostClient::new(
+        args.server.clone(),
+        args.host_token.as_deref(),
+        &args.data_dir,
+    )?;
     let (plans, skipped) = plan(&importer, &args.files);
     let ops: Vec<ledger::Command> = plans
         .iter()
         .flat_map(ConversationPlan::operations)
         .collect();
 
-    let endpoint = args.server.join("api/host/batch")?;
-    let http = reqwest::Client::new();
+    let endpoint = client.url(&["api", "host", "batch"])?;
     let bar = progress(ops.len());
     let mut tally = ImportTally::default();
     for chunk in ops.chunks(MAX_BATCH_OPERATIONS) {
         let body = json!({"operations": chunk});
-        let response = http
-            .post(endpoint.clone())
-            .bearer_auth(&token)
+        let response = client
+            .request(reqwest::Method::POST, endpoint.clone())
             .json(&body)
             .send()
             .await

@@ -7,12 +7,15 @@ pub mod cli;
 pub mod conn;
 pub mod demo;
 pub mod error;
+pub mod host_client;
 pub mod http;
 pub mod import;
 pub mod live;
+pub mod project;
 pub mod serve;
 pub mod ssr;
 pub mod staff;
+pub mod telemetry;
 
 use std::sync::Arc;
 

@@ -1,10 +1,13 @@
 //! `outcomes serve`: open the ledger, resolve the host token, build the router, serve until SIGTERM/SIGINT.
 
+use std::net::SocketAddr;
+use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
 use axum::http::{HeaderName, Request};
 use axum::Router;
+use clap::Args;
 use ledger::{Ledger, LedgerOptions};
 use tokio_util::sync::CancellationToken;
 use tower_http::catch_panic::CatchPanicLayer;
@@ -17,24 +20,144 @@ use tower_http::trace::TraceLayer;
 use tracing::Span;
 
 use crate::auth::{resolve_host_token, TokenSource};
-use crate::cli::{DemoArgs, ServeArgs};
 use crate::conn::ConnLimits;
+use crate::demo::DemoArgs;
 use crate::live::{Hub, StreamLimits};
 use crate::AppState;
 
-/// Structured logs: `RUST_LOG` filter (default `info`), JSON when `OUTCOMES_LOG_JSON=1`.
-pub fn init_tracing() {
-    let filter = tracing_subscriber::EnvFilter::try_from_default_env()
-        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info,sqlx=warn"));
-    let builder = tracing_subscriber::fmt()
-        .with_env_filter(filter)
-        .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
-        .with_writer(std::io::stderr);
-    let _ = if std::env::var("OUTCOMES_LOG_JSON").as_deref() == Ok("1") {
-        builder.json().try_init()
-    } else {
-        builder.try_init()
-    };
+/// `outcomes serve`.
+#[derive(Debug, Clone, Args)]
+pub struct ServeArgs {
+    /// Address to listen on. A non-loopback address requires an explicit host token.
+    #[arg(long, env = "OUTCOMES_ADDR", default_value = "127.0.0.1:3000")]
+    pub addr: SocketAddr,
+    /// The ledger: a SQLite file path or `sqlite:` URL. Default: `<data dir>/ledger.sqlite`.
+    #[arg(long, env = "OUTCOMES_DATABASE")]
+    pub database: Option<String>,
+    /// Directory for the default database and the generated host token.
+    #[arg(long, env = "OUTCOMES_DATA_DIR", default_value = "data")]
+    pub data_dir: PathBuf,
+    /// Bearer token of the host write API. Default: `<data dir>/host-token`, generated on first start.
+    #[arg(long, env = "OUTCOMES_HOST_TOKEN", hide_env_values = true)]
+    pub host_token: Option<String>,
+    /// Directory of the built browser assets (`pkg/` inside).
+    #[arg(long, env = "OUTCOMES_SITE_ROOT", default_value = "target/site")]
+    pub site_root: String,
+    /// A conversation expires this many seconds after its last write.
+    #[arg(long, env = "OUTCOMES_SESSION_TTL_SECS", default_value_t = 30 * 24 * 3600)]
+    pub session_ttl_secs: u64,
+    /// Play the demo against this server when the ledger is empty.
+    #[arg(long, env = "OUTCOMES_DEMO_WHEN_EMPTY")]
+    pub demo_when_empty: bool,
+    /// How long a write waits for the ledger's write lock, in milliseconds; past it: 503 `busy`.
+    #[arg(long, env = "OUTCOMES_WRITE_WAIT_MS", default_value_t = 10_000)]
+    pub write_wait_ms: u64,
+    /// A client must send a whole request header within this many seconds of connecting or of its
+    /// previous response; an idle keep-alive connection is closed after the same time.
+    #[arg(long, env = "OUTCOMES_HEADER_TIMEOUT_SECS", default_value_t = 10, value_parser = clap::value_parser!(u64).range(1..=3600))]
+    pub header_timeout_secs: u64,
+    /// A response its client does not read (nothing can be sent for this many seconds) closes the
+    /// connection.
+    #[arg(long, env = "OUTCOMES_SEND_TIMEOUT_SECS", default_value_t = 30, value_parser = clap::value_parser!(u64).range(1..=3600))]
+    pub send_timeout_secs: u64,
+    /// A request body must arrive whole within this many seconds; past it the request is refused.
+    #[arg(long, env = "OUTCOMES_BODY_TIMEOUT_SECS", default_value_t = 30, value_parser = clap::value_parser!(u64).range(1..=3600))]
+    pub body_timeout_secs: u64,
+    /// Open connections at most (also kept below the process's file limit). At the limit, the connection
+    /// idle longest (no request in progress) is closed to make room; with none idle, 503.
+    #[arg(long, env = "OUTCOMES_MAX_CONNECTIONS", default_value_t = 4096, value_parser = clap::value_parser!(u64).range(8..=1_000_000))]
+    pub max_connections: u64,
+    /// Live streams (`/api/run-events`) at most in total; past it: 503 `too_many_streams`.
+    #[arg(long, env = "OUTCOMES_MAX_LIVE_STREAMS", default_value_t = 1024)]
+    pub max_live_streams: usize,
+    /// Live streams at most per session; past it: 503 `too_many_streams`.
+    #[arg(
+        long,
+        env = "OUTCOMES_MAX_LIVE_STREAMS_PER_SESSION",
+        default_value_t = 64
+    )]
+    pub max_live_streams_per_session: usize,
+    /// Who may read (docs/access.md): `auto` opens reads on a loopback address and closes them on any
+    /// other; `signed-in` closes them everywhere; `open` opens them (refused on a non-loopback address).
+    #[arg(long, env = "OUTCOMES_ACCESS", value_enum, default_value_t = AccessArg::Auto)]
+    pub access: AccessArg,
+    /// A staff sign-in unused this many seconds is over.
+    #[arg(long, env = "OUTCOMES_SIGN_IN_IDLE_SECS", default_value_t = 12 * 3600, value_parser = clap::value_parser!(u64).range(60..=31_536_000))]
+    pub sign_in_idle_secs: u64,
+    /// Behind an SSO proxy: the request header that names the signed-in user (e.g. `X-Forwarded-User`).
+    /// Counted only from an address in --trusted-proxy.
+    #[arg(long, env = "OUTCOMES_TRUSTED_USER_HEADER", requires = "trusted_proxy")]
+    pub trusted_user_header: Option<axum::http::HeaderName>,
+    /// Addresses of the SSO proxy (CIDR, e.g. `10.0.0.5/32`; repeat or separate with commas).
+    #[arg(
+        long,
+        env = "OUTCOMES_TRUSTED_PROXY",
+        value_delimiter = ',',
+        requires = "trusted_user_header"
+    )]
+    pub trusted_proxy: Vec<ipnet::IpNet>,
+}
+
+/// `--access`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum AccessArg {
+    Auto,
+    SignedIn,
+    Open,
+}
+
+impl ServeArgs {
+    /// The access mode this server runs in, or why it refuses to start.
+    pub fn access_mode(&self) -> Result<crate::access::AccessMode, String> {
+        use crate::access::AccessMode;
+        let loopback = self.addr.ip().is_loopback();
+        match self.access {
+            AccessArg::SignedIn => Ok(AccessMode::SignedIn),
+            AccessArg::Auto if loopback => Ok(AccessMode::Open),
+            AccessArg::Auto => Ok(AccessMode::SignedIn),
+            AccessArg::Open if loopback => Ok(AccessMode::Open),
+            AccessArg::Open => Err(format!(
+                "refusing --access open on non-loopback address {}: anyone who reaches it would read \
+                 every session; use --access signed-in (the default there)",
+                self.addr
+            )),
+        }
+    }
+
+    /// The trusted SSO proxy, when both flags are given.
+    pub fn trusted_proxy(&self) -> Option<crate::access::TrustedProxy> {
+        let header = self.trusted_user_header.clone()?;
+        (!self.trusted_proxy.is_empty()).then(|| crate::access::TrustedProxy {
+            header,
+            proxies: self.trusted_proxy.clone(),
+        })
+    }
+
+    /// The database to open.
+    pub fn database(&self) -> String {
+        database_or_default(self.database.as_deref(), &self.data_dir)
+    }
+
+    pub fn session_ttl(&self) -> Duration {
+        Duration::from_secs(self.session_ttl_secs)
+    }
+
+    pub fn write_wait(&self) -> Duration {
+        Duration::from_millis(self.write_wait_ms)
+    }
+}
+
+/// `database` when given, else `<data_dir>/ledger.sqlite`.
+pub(crate) fn database_or_default(database: Option<&str>, data_dir: &std::path::Path) -> String {
+    database.map_or_else(
+        || {
+            data_dir
+                .join("ledger.sqlite")
+                .to_string_lossy()
+                .into_owned()
+        },
+        str::to_owned,
+    )
 }
 
 /// Everything a running server is made of; `router` is what tests drive in process.

@@ -2,16 +2,49 @@
 //! the `outcomes staff add|remove|list|token` commands, which open the ledger database directly (a running
 //! server sees what they change at once: nothing is cached).
 
+use std::path::PathBuf;
 use std::sync::OnceLock;
 
 use argon2::password_hash::rand_core::OsRng;
 use argon2::password_hash::{PasswordHash, PasswordHasher, PasswordVerifier, SaltString};
 use argon2::Argon2;
 use base64::Engine as _;
+use clap::{Args, Subcommand};
 use ledger::{Ledger, LedgerOptions};
 use rand::RngCore;
 
-use crate::cli::{StaffArgs, StaffCommand};
+/// `outcomes staff`.
+#[derive(Debug, Clone, Args)]
+pub struct StaffArgs {
+    #[command(subcommand)]
+    pub command: StaffCommand,
+    /// The ledger: a SQLite file path or `sqlite:` URL. Default: `<data dir>/ledger.sqlite`.
+    #[arg(long, env = "OUTCOMES_DATABASE", global = true)]
+    pub database: Option<String>,
+    /// Directory of the default database.
+    #[arg(long, env = "OUTCOMES_DATA_DIR", default_value = "data", global = true)]
+    pub data_dir: PathBuf,
+}
+
+impl StaffArgs {
+    /// The database to open (as `serve` would).
+    pub fn database(&self) -> String {
+        crate::serve::database_or_default(self.database.as_deref(), &self.data_dir)
+    }
+}
+
+/// `outcomes staff …`.
+#[derive(Debug, Clone, Subcommand)]
+pub enum StaffCommand {
+    /// Add a staff account; prints its generated password alone on the last line.
+    Add { name: String },
+    /// Remove a staff account with its API tokens and sign-ins.
+    Remove { name: String },
+    /// List staff accounts.
+    List,
+    /// Make an API token for a staff account (any number may exist); prints it alone on the last line.
+    Token { name: String },
+}
 
 /// The Argon2id PHC string of `password` (argon2 crate defaults: m = 19 MiB, t = 2, p = 1; random salt).
 pub fn hash_password(password: &str) -> Result<String, argon2::password_hash::Error> {

@@ -12,7 +12,7 @@ use std::time::Duration;
 use reqwest::header::HeaderMap;
 use reqwest::{Method, StatusCode};
 use serde_json::{json, Value};
-use server::cli::AccessArg;
+use server::serve::AccessArg;
 
 use crate::helpers::{client_at, form, read_until, with_staff, TestApp, PASSWORD, STAFF, TOKEN};
 
@@ -189,7 +189,7 @@ async fn server(access: AccessArg) -> TestApp {
     server_with(|a| a.access = access).await
 }
 
-async fn server_with(edit: impl FnOnce(&mut server::cli::ServeArgs)) -> TestApp {
+async fn server_with(edit: impl FnOnce(&mut server::serve::ServeArgs)) -> TestApp {
     with_staff(edit).await
 }
 

@@ -18,8 +18,8 @@ use std::time::{Duration, Instant};
 
 use reqwest::{Method, StatusCode};
 use serde_json::{json, Value};
-use server::cli::AccessArg;
 use server::http::live::HEARTBEAT;
+use server::serve::AccessArg;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
 use crate::helpers::{

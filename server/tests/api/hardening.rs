@@ -4,7 +4,7 @@ use std::time::Duration;
 
 use reqwest::StatusCode;
 use serde_json::json;
-use server::cli::ServeArgs;
+use server::serve::ServeArgs;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
 use server::conn::ConnLimits;

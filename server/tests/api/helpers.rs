@@ -2,8 +2,8 @@
 
 use reqwest::{Method, StatusCode};
 use serde_json::{json, Value};
-use server::cli::ServeArgs;
 use server::conn::ConnLimits;
+use server::serve::ServeArgs;
 use server::AppState;
 
 pub const TOKEN: &str = "test-host-token";
@@ -31,7 +31,7 @@ pub fn args(dir: &std::path::Path, ttl_secs: u64) -> ServeArgs {
         max_connections: 4096,
         max_live_streams: 1024,
         max_live_streams_per_session: 64,
-        access: server::cli::AccessArg::Auto,
+        access: server::serve::AccessArg::Auto,
         sign_in_idle_secs: 12 * 3600,
         trusted_user_header: None,
         trusted_proxy: Vec::new(),

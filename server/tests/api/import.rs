@@ -4,7 +4,7 @@
 use std::path::PathBuf;
 
 use serde_json::{json, Value};
-use server::cli::ImportArgs;
+use server::import::ImportArgs;
 use sha2::{Digest, Sha256};
 
 use crate::helpers::{spawn, TestApp, TOKEN};
