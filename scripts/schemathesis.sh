@@ -17,7 +17,10 @@ set -euo pipefail
 : "${BASE_URL:?BASE_URL is the running server, e.g. http://127.0.0.1:3100}"
 : "${OUTCOMES_HOST_TOKEN:?OUTCOMES_HOST_TOKEN is the host token of the server}"
 base=${BASE_URL%/}
-config="$(cd "$(dirname "$0")" && pwd)/schemathesis.toml"
+here="$(cd "$(dirname "$0")" && pwd)"
+config="$here/schemathesis.toml"
+# Drops generated path parameters that break the identifier pattern (see the file).
+export SCHEMATHESIS_HOOKS="$here/schemathesis_hooks.py"
 
 # The CLI ships with the package; fall back to the module when its script is not on PATH.
 if command -v schemathesis >/dev/null 2>&1; then
@@ -34,7 +37,6 @@ cd "$scratch"
 "${st[@]}" --config-file "$config" run "$base/api/openapi.json" \
   --url "$base" \
   --header "Authorization: Bearer $OUTCOMES_HOST_TOKEN" \
-  --checks not_a_server_error,response_schema_conformance,positive_data_acceptance \
   --generation-codec ascii \
   --max-time "${SCHEMATHESIS_MAX_TIME:-60}" \
   --max-examples "${SCHEMATHESIS_MAX_EXAMPLES:-100}" \

@@ -1,5 +1,5 @@
 //! The browser's live connection for one turn (hydrate only). It subscribes first (run events of the
-//! session), then replays from its own cursor, so nothing falls between the two (DESIGN "Read APIs"):
+//! session), then replays from its own cursor, so nothing falls between the two (docs/api.md "Live run events"):
 //! - live `mutation_outcome` events of this turn are upserted; `resync` naming this turn replays;
 //! - every (re)open of the live stream replays from the cursor: what was missed while disconnected arrives;
 //! - a replay's URL is built from the cursor each time; it ends normally (the browser would reconnect: we

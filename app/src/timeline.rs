@@ -1,4 +1,4 @@
-//! The turn timeline's model (DESIGN "What the person sees"): every event is an upsert by `mutation_id` that
+//! The turn timeline's model (docs/design.md "What the person sees"): every event is an upsert by `mutation_id` that
 //! keeps the higher revision, so replays, duplicates and out-of-order delivery never duplicate or regress a
 //! row. Rows keep the recorded order; a mutation first seen live is appended. Plain data, tested natively.
 

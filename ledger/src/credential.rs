@@ -1,5 +1,5 @@
-//! The one credential detector shared by every sanitiser (DESIGN "Projection": "resembles a credential";
-//! DESIGN "Decisions where the seeds are silent": credential-like words need a value).
+//! The one credential detector shared by every sanitiser (docs/design.md "Decisions where the sources are silent":
+//! "resembles a credential"; credential-like words need a value).
 //!
 //! A credential is recognised by its shape, never by its entropy alone, so ordinary identifiers (SHA-256 hex
 //! digests such as a seed 002 operation id, git SHAs, UUIDs, numeric ids, slugs, issue numbers) pass
@@ -16,7 +16,7 @@
 //! - URL userinfo with a password (`https://user:pass@host`) or a token-like user name;
 //! - a path parameter naming a session or a secret (`;jsessionid=…`, `;phpsessid=…`, `;sid=…`,
 //!   `;session=…`, `;token=…`, `;auth=…`, any case) with a non-empty value: servlet containers and PHP put
-//!   the session in the URL path this way (DESIGN "Decisions where the sources are silent" in
+//!   the session in the URL path this way (docs/design.md "Decisions where the sources are silent"; in
 //!   `docs/design.md`). Any other `;` parameter (`/a;v=1/b`) is text.
 //!
 //! No pattern looks past the end of the credential it matches, so a prefix of text without credentials has

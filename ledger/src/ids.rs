@@ -1,4 +1,4 @@
-//! Validated identifiers (DESIGN "Projection", identifiers rule): non-empty, at most
+//! Validated identifiers (docs/ledger.md "Entries and their states", the identifier rule): non-empty, at most
 //! [`IDENTIFIER_MAX_BYTES`](crate::limits::IDENTIFIER_MAX_BYTES) UTF-8 bytes, no control character
 //! (`char::is_control`: C0, DEL, C1; tab, CR and LF included). They can only be built valid.
 
@@ -101,7 +101,7 @@ identifier!(
     AttemptId
 );
 
-/// A replay cursor (DESIGN "Decisions"): one or more ASCII digits, value at most 2^63-1.
+/// A replay cursor (docs/api.md "Replay snapshot"): one or more ASCII digits, value at most 2^63-1.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
 pub struct Cursor(i64);
 

@@ -1,4 +1,4 @@
-//! Limits of `mutation_outcome/v1` (seed 000 and DESIGN "Projection"). `docs/contracts/mutation_outcome_v1.json`
+//! Limits of `mutation_outcome/v1` (seed 000 and docs/api.md "Limits"). `docs/contracts/mutation_outcome_v1.json`
 //! states the same numbers under `limits`; a test keeps the two equal.
 
 /// `resource_id` is withheld when longer than this many UTF-8 bytes.

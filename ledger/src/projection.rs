@@ -1,5 +1,5 @@
 //! The projection from a ledger entry to a `mutation_outcome/v1` record (seed 000, "Record" and its status
-//! table; DESIGN "Projection"). Derived on read, every time: there is no second store of records.
+//! table; docs/design.md "What is published"). Derived on read, every time: there is no second store of records.
 
 use serde::{Deserialize, Serialize};
 

@@ -1,5 +1,5 @@
-//! Sanitisers of host metadata (seed 000, "resource_id, url and title"; DESIGN "Projection" and
-//! "Decisions where the seeds are silent"). They apply to host metadata only, never to tool output.
+//! Sanitisers of host metadata (seed 000, "resource_id, url and title"; docs/design.md "What is published"
+//! and "Decisions where the sources are silent"). They apply to host metadata only, never to tool output.
 //!
 //! Each returns `None` when the value is withheld (published as `null`) and is idempotent: sanitising its
 //! own output returns that output unchanged. Control characters are those of `char::is_control` (Unicode

@@ -35,7 +35,7 @@ impl Clock for SystemClock {
 /// How the ledger is opened.
 #[derive(Clone)]
 pub struct LedgerOptions {
-    /// A conversation expires this long after its last write (retention, DESIGN "Retention").
+    /// A conversation expires this long after its last write (docs/ledger.md "Retention").
     pub session_ttl: Duration,
     /// Live delivery; called after each settled change is durable.
     pub adapter: Arc<dyn Adapter>,

@@ -71,7 +71,7 @@ impl Reason {
     }
 }
 
-/// Ledger status of an entry (DESIGN: "Ledger entry and its states"). Not published as such: the projection
+/// Ledger status of an entry (docs/ledger.md "Entries and their states"). Not published as such: the projection
 /// maps it, with the intent flag, to a [`PublishedStatus`].
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]

@@ -1,4 +1,4 @@
-//! The host token that guards the host write API (DESIGN "Host write API"). Taken from `--host-token` /
+//! The host token that guards the host write API (docs/api.md "Host write API"). Taken from `--host-token` /
 //! `OUTCOMES_HOST_TOKEN`, else read from `<data dir>/host-token`, else generated there on first start with
 //! mode 0600. A token file its group or others may read is refused. The token itself is never logged.
 

@@ -1,5 +1,5 @@
-//! The corpus of the shared credential detector (DESIGN "Projection": "one shared detector, tested on a
-//! corpus of positives and near misses"). Every secret here is SYNTHETIC: it has a provider's format and
+//! The corpus of the shared credential detector (docs/design.md "Decisions where the sources are silent": one
+//! shared detector, tested on a corpus of positives and near misses). Every secret here is SYNTHETIC: it has a provider's format and
 //! is built from repeated filler, never a real key.
 
 use ledger::credential::{redact_credentials, resembles_credential, REDACTION_MARKER};

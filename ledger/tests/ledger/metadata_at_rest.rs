@@ -1,4 +1,4 @@
-//! Secrets at rest (DESIGN "Decisions where the sources are silent" in `docs/design.md`): host metadata is
+//! Secrets at rest (docs/design.md "Decisions where the sources are silent"): host metadata is
 //! sanitised when written as well as on read, so a credential a host sent by mistake (a `ghp_…` token as
 //! id, `https://user:pass@host/p?token=…` as url, `password=…` in a title) never reaches the database file
 //! or its WAL. What is stored is what is published: a withheld field stores NULL, a title stores the

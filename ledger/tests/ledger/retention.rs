@@ -1,4 +1,4 @@
-//! Retention (DESIGN "Retention"): history survives a restart, is hidden from every read once the
+//! Retention (docs/ledger.md "Retention"): history survives a restart, is hidden from every read once the
 //! conversation's time to live has passed since its last write, refuses writes then, and is deleted with the
 //! session.
 

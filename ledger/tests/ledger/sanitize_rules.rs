@@ -1,5 +1,5 @@
-//! The sanitisers of host metadata, rule by rule (seed 000, "resource_id, url and title"; DESIGN
-//! "Projection" and "Decisions where the seeds are silent").
+//! The sanitisers of host metadata, rule by rule (seed 000, "resource_id, url and title"; docs/design.md
+//! "What is published" and "Decisions where the sources are silent").
 
 use ledger::credential::REDACTION_MARKER;
 use ledger::limits::{RESOURCE_ID_MAX_BYTES, TITLE_MAX_BYTES, URL_MAX_BYTES};
@@ -59,7 +59,7 @@ fn resource_id_is_withheld_with_any_control_character() {
     ] {
         assert_eq!(id(s), None, "{s:?}");
     }
-    // Format characters are not controls (DESIGN: the UI isolates them).
+    // Format characters are not controls (docs/design.md "Decisions where the sources are silent": the UI isolates them).
     assert!(id("a\u{200b}b").is_some());
     assert!(id("a\u{202e}b").is_some());
 }
@@ -226,7 +226,7 @@ fn url_is_withheld_when_its_host_or_path_resembles_a_credential() {
 
 #[test]
 fn url_is_withheld_when_a_path_parameter_names_a_session_or_secret() {
-    // DESIGN "Decisions where the sources are silent" (docs/design.md): `;jsessionid=…` and its kin carry a
+    // docs/design.md "Decisions where the sources are silent": `;jsessionid=…` and its kin carry a
     // session in the kept path, any case, anywhere in the path.
     for s in [
         "https://h.example/p;jsessionid=0123456789ABCDEF0123456789ABCDEF",

@@ -1,4 +1,4 @@
-//! Every transition and every refusal of the entry state machine (DESIGN "Ledger entry and its states").
+//! Every transition and every refusal of the entry state machine (docs/ledger.md "Entries and their states").
 //! A refusal reports the unchanged state and changes nothing: same revision, same history, no adapter call.
 
 use crate::common::*;

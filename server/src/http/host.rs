@@ -1,4 +1,4 @@
-//! The host write API (DESIGN "Host write API"), under `/api/host`, guarded by the host token.
+//! The host write API (docs/api.md "Host write API"), under `/api/host`, guarded by the host token.
 //! Errors are checked in order: 401 (token, by middleware) → 400 (malformed JSON or path) → 422 (a field
 //! breaks a rule; names the field) → 404 (unknown or expired session, unknown mutation) → 409 (a refused
 //! transition, with the entry's current state). Every error changes nothing.

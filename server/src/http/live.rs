@@ -1,4 +1,4 @@
-//! `GET /api/run-events?session_id=<key>`: the long-lived live stream of a session (DESIGN "Read APIs").
+//! `GET /api/run-events?session_id=<key>`: the long-lived live stream of a session (docs/api.md "Live run events").
 //! Each event is `event: mutation_outcome` with `data: {"mutation_revision": n, "outcome": <record>}` (no
 //! `id:`: revisions are per turn), in revision order per turn; `event: resync` with
 //! `data: {"logical_turn_ids": [...]}` when the client fell behind; `event: heartbeat` with

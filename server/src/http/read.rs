@@ -1,4 +1,4 @@
-//! History (seed 000, "Session history") and the dashboard's own reads (DESIGN "Read APIs"). Errors: 400
+//! History (seed 000, "Session history") and the dashboard's own reads (docs/api.md "History" and "Dashboard reads"). Errors: 400
 //! (missing or empty parameter, invalid query) → 404 (unknown or expired session, unknown turn). An
 //! identifier that could never have been stored (over 256 bytes, control characters) is simply unknown.
 

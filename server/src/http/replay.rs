@@ -1,5 +1,5 @@
 //! `GET /api/mutation-events?session_id=<key>&logical_turn_id=<id>[&after=<n>]` (seed 000, "Events";
-//! DESIGN "Read APIs"): a finite `text/event-stream` snapshot. Exact framing:
+//! docs/api.md "Replay snapshot"): a finite `text/event-stream` snapshot. Exact framing:
 //!
 //! ```text
 //! retry: <ms>\n\n

@@ -6,6 +6,7 @@ mod helpers;
 
 mod access;
 mod access_attacks;
+mod docs;
 mod hardening;
 mod history;
 mod host;
