@@ -13,6 +13,7 @@ pub mod security;
 pub mod sign_in;
 pub mod sse;
 pub mod viewer_links;
+pub mod write;
 
 use axum::middleware;
 use axum::routing::any;

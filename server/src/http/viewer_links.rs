@@ -13,8 +13,9 @@ use rand::RngCore;
 use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
 
-use super::host::{body, session, HostErrors};
+use super::host::{session, HostErrors};
 use super::query::path;
+use super::write::body;
 use crate::error::ApiError;
 use crate::AppState;
 use utoipa_axum::{router::OpenApiRouter, routes};

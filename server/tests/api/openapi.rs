@@ -1,7 +1,7 @@
 //! `/api/openapi.json` is generated from the handlers and matches the routes the server answers.
 
 use reqwest::{Method, StatusCode};
-use serde_json::Value;
+use serde_json::{json, Value};
 
 use crate::helpers::{spawn, TOKEN};
 
@@ -159,4 +159,87 @@ async fn every_endpoint_names_the_credentials_it_takes() {
         };
         assert_eq!(op["security"], expected, "{method} {path}");
     }
+}
+
+/// The request schemas state the rules the server checks (docs/api.md "Request schemas"): the identifier
+/// rule, the enums, the cross-field rules of settle and reconcile, the batch bound and the read bounds.
+#[tokio::test]
+async fn the_request_schemas_state_the_rules_the_server_checks() {
+    let app = spawn().await;
+    let (status, doc) = app.get_json("/api/openapi.json").await;
+    assert_eq!(status, StatusCode::OK);
+    let schemas = &doc["components"]["schemas"];
+    let id = &schemas["Identifier"];
+    assert_eq!(
+        (&id["type"], &id["minLength"], &id["maxLength"]),
+        (&json!("string"), &json!(1), &json!(256))
+    );
+    // The pattern agrees with the ledger's identifier rule on every character class it names.
+    let pattern = regex::Regex::new(id["pattern"].as_str().unwrap()).unwrap();
+    for s in [
+        "a",
+        "turn-1",
+        "é",
+        "\u{200B}x",
+        "a\tb",
+        "a\nb",
+        "\u{7}",
+        "x\u{7F}",
+        "\u{85}",
+        "\u{9F}z",
+        "\u{A0}",
+    ] {
+        assert_eq!(
+            pattern.is_match(s),
+            ledger::ids::check_identifier(s).is_ok(),
+            "{s:?}"
+        );
+    }
+    for body in ["ApproveBody", "AttemptBody", "CancelBody"] {
+        assert!(
+            schemas[body]["required"]
+                .as_array()
+                .is_some_and(|r| !r.is_empty()),
+            "{body}"
+        );
+    }
+    // settle: `reason` only `execution_timeout`, only with `outcome_unknown`.
+    let settle = schemas["SettleBody"]["oneOf"].as_array().unwrap();
+    assert_eq!(settle.len(), 2);
+    assert_eq!(
+        settle[0]["properties"]["status"]["enum"],
+        json!(["completed", "failed"])
+    );
+    assert_eq!(settle[0]["properties"]["reason"], json!({"type": "null"}));
+    assert_eq!(
+        settle[1]["properties"]["status"]["enum"],
+        json!(["outcome_unknown"])
+    );
+    // reconcile: a provider status agrees with `completed`.
+    let reconcile = schemas["ReconcileBody"]["oneOf"].as_array().unwrap();
+    for (branch, completed, provider) in [(0, true, "completed"), (1, false, "not_accepted")] {
+        let b = &reconcile[branch]["properties"];
+        assert_eq!(b["completed"]["enum"], json!([completed]));
+        let evidence = &b["evidence"];
+        assert_eq!(
+            evidence["properties"]["provider_status"]["oneOf"][0]["enum"],
+            json!([provider])
+        );
+        assert_eq!(evidence["properties"]["observed_at"]["format"], "date-time");
+        assert_eq!(
+            evidence["required"],
+            json!(["source", "reference", "observed_at"])
+        );
+    }
+    let operations = &schemas["BatchBody"]["properties"]["operations"];
+    assert_eq!(operations["maxItems"], 1000);
+    assert_eq!(
+        schemas["BatchItem"]["oneOf"].as_array().map(Vec::len),
+        Some(7)
+    );
+    let unknowns = &doc["paths"]["/api/unknowns"]["get"]["parameters"][0]["schema"];
+    assert_eq!(
+        (&unknowns["minimum"], &unknowns["maximum"]),
+        (&json!(1), &json!(1000))
+    );
 }
