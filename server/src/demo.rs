@@ -6,25 +6,19 @@
 //!   unknown, with the operation id to quote; another write is cancelled by its pre-dispatch deadline;
 //! - a write still in flight, and one that times out into an unknown outcome.
 
-use std::path::PathBuf;
 use std::time::Duration;
 
 use clap::Args;
 use serde_json::{json, Value};
 
-use crate::host_client::HostClient;
+use crate::host_client::{HostArgs, HostClient};
 
 /// `outcomes demo`.
 #[derive(Debug, Clone, Args)]
 pub struct DemoArgs {
-    /// The running server.
-    #[arg(long, env = "OUTCOMES_SERVER", default_value = "http://127.0.0.1:3000")]
-    pub server: url::Url,
-    /// Host token. Default: read from `<data dir>/host-token`.
-    #[arg(long, env = "OUTCOMES_HOST_TOKEN", hide_env_values = true)]
-    pub host_token: Option<String>,
-    #[arg(long, env = "OUTCOMES_DATA_DIR", default_value = "data")]
-    pub data_dir: PathBuf,
+    /// The server and the host token.
+    #[command(flatten)]
+    pub host: HostArgs,
     /// Multiplies every pause between steps (0 plays at once).
     #[arg(long, env = "OUTCOMES_DEMO_PACE", default_value_t = 1.0)]
     pub pace: f64,
@@ -128,9 +122,9 @@ impl Host {
 pub async fn run(args: DemoArgs) -> Result<(), Box<dyn std::error::Error>> {
     let host = Host {
         client: HostClient::new(
-            args.server.clone(),
-            args.host_token.as_deref(),
-            &args.data_dir,
+            args.host.server.clone(),
+            args.host.host_token.as_deref(),
+            &args.host.data_dir,
         )?,
         pace: args.pace,
     };

@@ -4,9 +4,24 @@
 //! and URLs built segment by segment with [`url::Url::path_segments_mut`] (each segment percent-encoded by
 //! `url`, never by hand).
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use url::Url;
+
+/// How `demo` and `import` reach the server as the host: its URL and the host token (given, or read from
+/// `<data dir>/host-token` like `serve` does: [`crate::auth::read_host_token`]).
+#[derive(Debug, Clone, clap::Args)]
+pub struct HostArgs {
+    /// The running server.
+    #[arg(long, env = "OUTCOMES_SERVER", default_value = "http://127.0.0.1:3000")]
+    pub server: url::Url,
+    /// Host token. Default: read from `<data dir>/host-token`.
+    #[arg(long, env = "OUTCOMES_HOST_TOKEN", hide_env_values = true)]
+    pub host_token: Option<String>,
+    /// The server's data directory, where the host token is read when none is given.
+    #[arg(long, env = "OUTCOMES_DATA_DIR", default_value = "data")]
+    pub data_dir: PathBuf,
+}
 
 /// A client of one running server's host API. Cheap to clone (the connection pool is shared).
 #[derive(Debug, Clone)]

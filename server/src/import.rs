@@ -22,21 +22,16 @@ use ledger::wire::{EntryState, ErrorDetail};
 use serde::Deserialize;
 use serde_json::json;
 
-use crate::host_client::HostClient;
+use crate::host_client::{HostArgs, HostClient};
 use crate::http::host::MAX_BATCH_OPERATIONS;
 
 /// `outcomes import`. See the README section "Import agent transcripts" and the `importer` crate for the
 /// mapping, the config file and the classification of results.
 #[derive(Debug, Clone, Args)]
 pub struct ImportArgs {
-    /// The running server.
-    #[arg(long, env = "OUTCOMES_SERVER", default_value = "http://127.0.0.1:3000")]
-    pub server: url::Url,
-    /// Host token. Default: read from `<data dir>/host-token`.
-    #[arg(long, env = "OUTCOMES_HOST_TOKEN", hide_env_values = true)]
-    pub host_token: Option<String>,
-    #[arg(long, env = "OUTCOMES_DATA_DIR", default_value = "data")]
-    pub data_dir: PathBuf,
+    /// The server and the host token.
+    #[command(flatten)]
+    pub host: HostArgs,
     /// Put before each conversation's id to make its session key.
     #[arg(long, default_value = "import-")]
     pub session_prefix: String,
@@ -157,9 +152,9 @@ pub async fn import(args: &ImportArgs) -> Result<ImportReport, Box<dyn std::erro
     };
     let importer = Importer::new(&args.session_prefix, args.write_tools.clone(), config)?;
     let client = HostClient::new(
-        args.server.clone(),
-        args.host_token.as_deref(),
-        &args.data_dir,
+        args.host.server.clone(),
+        args.host.host_token.as_deref(),
+        &args.host.data_dir,
     )?;
     let (plans, skipped) = plan(&importer, &args.files);
     let ops: Vec<ledger::Command> = plans

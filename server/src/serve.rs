@@ -380,9 +380,11 @@ pub async fn serve(args: ServeArgs) -> Result<(), Box<dyn std::error::Error>> {
 
     if args.demo_when_empty && built.state.sessions.sessions().await?.sessions.is_empty() {
         let demo = DemoArgs {
-            server: url::Url::parse(&format!("http://{local}/"))?,
-            host_token: Some(token),
-            data_dir: args.data_dir.clone(),
+            host: crate::host_client::HostArgs {
+                server: url::Url::parse(&format!("http://{local}/"))?,
+                host_token: Some(token),
+                data_dir: args.data_dir.clone(),
+            },
             pace: 1.0,
         };
         tokio::spawn(async move {

@@ -4,6 +4,7 @@
 use std::path::PathBuf;
 
 use serde_json::{json, Value};
+use server::host_client::HostArgs;
 use server::import::ImportArgs;
 use sha2::{Digest, Sha256};
 
@@ -17,9 +18,11 @@ fn fixture(name: &str) -> PathBuf {
 
 fn args(app: &TestApp) -> ImportArgs {
     ImportArgs {
-        server: app.base.parse().expect("url"),
-        host_token: Some(TOKEN.into()),
-        data_dir: PathBuf::from("unused"),
+        host: HostArgs {
+            server: app.base.parse().expect("url"),
+            host_token: Some(TOKEN.into()),
+            data_dir: PathBuf::from("unused"),
+        },
         session_prefix: "t-".into(),
         write_tools: vec!["create_issue".into(), "add_label".into()],
         config: Some(fixture("import.toml")),
@@ -157,7 +160,7 @@ async fn import_records_each_write_call_and_a_reimport_changes_nothing() {
 async fn import_with_a_wrong_token_fails_and_records_nothing() {
     let app = spawn().await;
     let mut a = args(&app);
-    a.host_token = Some("wrong".into());
+    a.host.host_token = Some("wrong".into());
     let e = server::import::import(&a).await.expect_err("401");
     assert!(e.to_string().contains("401 Unauthorized"), "{e}");
     assert_eq!(app.get_json("/api/sessions").await.1["sessions"], json!([]));
