@@ -75,16 +75,53 @@ pub struct Evidence {
     pub observed_at: String,
 }
 
+/// The most bytes of a staff note's text ([`Action::Note`]); the least is 1.
+pub const NOTE_MAX_BYTES: usize = 4096;
+
+/// Who asks for a change: carried beside the [`Command`] (commands stay data; `Engine::apply_as`) and
+/// recorded on the change's history row (docs/ledger.md "History"). Stored and served as `host` or
+/// `staff:<name>`.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Hash)]
+pub enum Actor {
+    /// The host API, its batch, the importer and legacy imports (`Engine::apply`).
+    #[default]
+    Host,
+    /// A staff member, by account name (docs/access.md).
+    Staff(String),
+}
+
+impl Actor {
+    /// The stored and served spelling: `host` or `staff:<name>`.
+    pub fn spelling(&self) -> String {
+        match self {
+            Actor::Host => "host".to_owned(),
+            Actor::Staff(name) => format!("staff:{name}"),
+        }
+    }
+}
+
+impl std::fmt::Display for Actor {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.spelling())
+    }
+}
+
 /// What a host asks of one entry (the entry is named by the [`Command`]'s key). Tagged by `op`: `approve`,
-/// `intent`, `settle`, `cancel`, `reconcile`, `metadata`, `attempt`.
+/// `intent`, `settle`, `cancel`, `reconcile`, `metadata`, `attempt`, and `note` (a staff note: an action
+/// of the ledger, not an op of the host API's batch, whose parser names its ops one by one).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(tag = "op", rename_all = "snake_case")]
 pub enum Action {
     /// Records an approved mutation in `logical_turn_id` (the session and turn are created when new).
-    /// Not published, no revision.
+    /// Not published, no revision. `commissioned_after`, when given, names another mutation of the same
+    /// session, already recorded, that this one was commissioned after (stored on the entry, read by
+    /// `SessionManager::operation_history` both ways); itself, or a mutation the session does not hold, is
+    /// `Invalid` on `commissioned_after`. Omitted from the serde form when `None`.
     Approve {
         logical_turn_id: LogicalTurnId,
         tool: ToolName,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        commissioned_after: Option<MutationId>,
     },
     /// Dispatch is about to enter the router: `approved` → `execution_started` under `attempt_id`.
     #[serde(rename = "intent")]
@@ -121,6 +158,11 @@ pub enum Action {
     /// Starts a new attempt of a `not_executed` entry under an attempt id the entry never had.
     #[serde(rename = "attempt")]
     FreshAttempt { attempt_id: AttemptId },
+    /// A staff note on an entry: `text` of 1 to [`NOTE_MAX_BYTES`] (4096) bytes, anything else `Invalid`
+    /// on `text`. Kept as one `note` history row with its actor; no revision, no live event, the entry's
+    /// state unchanged, and not session activity (the time to live still counts from the last change).
+    #[serde(rename = "note")]
+    Note { text: String },
 }
 
 #[cfg(test)]
@@ -152,9 +194,20 @@ mod tests {
                 command(Action::Approve {
                     logical_turn_id: LogicalTurnId::parse("turn-1").unwrap(),
                     tool: ToolName::parse("github.create_issue").unwrap(),
+                    commissioned_after: None,
                 }),
                 json!({"op": "approve", "session_key": "s-1", "mutation_id": "m-1",
                        "logical_turn_id": "turn-1", "tool": "github.create_issue"}),
+            ),
+            (
+                command(Action::Approve {
+                    logical_turn_id: LogicalTurnId::parse("turn-1").unwrap(),
+                    tool: ToolName::parse("github.create_issue").unwrap(),
+                    commissioned_after: Some(MutationId::parse("m-0").unwrap()),
+                }),
+                json!({"op": "approve", "session_key": "s-1", "mutation_id": "m-1",
+                       "logical_turn_id": "turn-1", "tool": "github.create_issue",
+                       "commissioned_after": "m-0"}),
             ),
             (
                 command(Action::RecordIntent {
@@ -219,11 +272,25 @@ mod tests {
                 }),
                 json!({"op": "attempt", "session_key": "s-1", "mutation_id": "m-1", "attempt_id": "a-1"}),
             ),
+            (
+                command(Action::Note {
+                    text: "called the customer".into(),
+                }),
+                json!({"op": "note", "session_key": "s-1", "mutation_id": "m-1",
+                       "text": "called the customer"}),
+            ),
         ];
         for (command, item) in cases {
             assert_eq!(serde_json::to_value(&command).unwrap(), item);
             assert_eq!(serde_json::from_value::<Command>(item).unwrap(), command);
         }
+    }
+
+    #[test]
+    fn an_actor_is_spelled_host_or_staff_and_name() {
+        assert_eq!(Actor::Host.spelling(), "host");
+        assert_eq!(Actor::default(), Actor::Host);
+        assert_eq!(Actor::Staff("ada".into()).to_string(), "staff:ada");
     }
 
     #[test]
@@ -236,6 +303,8 @@ mod tests {
             json!({"op": "settle", "session_key": "s-1", "mutation_id": "m-1", "attempt_id": "a-1",
                    "status": "done"}),
             json!({"session_key": "s-1", "mutation_id": "m-1", "attempt_id": "a-1"}),
+            json!({"op": "approve", "session_key": "s-1", "mutation_id": "m-1",
+                   "logical_turn_id": "turn-1", "tool": "t", "commissioned_after": ""}),
         ] {
             assert!(
                 serde_json::from_value::<Command>(item.clone()).is_err(),

@@ -27,9 +27,9 @@ use crate::projection::LedgerEntry;
 use crate::rows::{load_for_write, EntryRow, ENTRY_COLUMNS};
 use crate::sanitize::sanitize_metadata;
 use crate::store::Inner;
-use crate::wire::{EntryState, LedgerStatus, Reason};
+use crate::wire::{EntryState, HistoryKind, LedgerStatus, Reason};
 
-pub use crate::command::{Action, Command, EntryKey, Evidence, Settlement};
+pub use crate::command::{Action, Actor, Command, EntryKey, Evidence, Settlement};
 
 /// Operations at most in one group commit (whole jobs: a batch is never split; a group holds at least
 /// one job).
@@ -48,6 +48,8 @@ type JobAnswer = Result<Vec<Result<EntryState, LedgerError>>, LedgerError>;
 /// Operations queued for the writer, with the caller waiting on `answer`.
 struct Job {
     ops: Vec<Command>,
+    /// Who asked: recorded on each change's history row.
+    actor: Actor,
     /// Past this, a job not yet started is refused with [`LedgerError::Busy`] (the write wait).
     deadline: Instant,
     answer: oneshot::Sender<JobAnswer>,
@@ -162,7 +164,7 @@ impl Writer {
         for job in jobs {
             let mut results = Vec::with_capacity(job.ops.len());
             for command in &job.ops {
-                match group.apply(&mut tx, command).await {
+                match group.apply(&mut tx, command, &job.actor).await {
                     Err(e @ (LedgerError::Store(_) | LedgerError::Busy)) => return Err(e),
                     result => results.push(result),
                 }
@@ -239,18 +241,37 @@ impl Engine {
         Engine { inner, queue }
     }
 
-    /// Applies one operation (committed in the writer's next group). Returns the entry's state after it.
+    /// Applies one operation for the host (committed in the writer's next group): [`Self::apply_as`] with
+    /// [`Actor::Host`]. Returns the entry's state after it.
     pub async fn apply(&self, op: Command) -> Result<EntryState, LedgerError> {
-        let mut results = self.apply_batch(vec![op]).await?;
+        self.apply_as(Actor::Host, op).await
+    }
+
+    /// Applies one operation asked by `actor` (recorded on its history row, docs/ledger.md "History").
+    /// Returns the entry's state after it; errors as [`Self::apply_batch_as`], the operation's own error
+    /// (`Invalid`, the 404s, `Refused`) answered directly.
+    pub async fn apply_as(&self, actor: Actor, op: Command) -> Result<EntryState, LedgerError> {
+        let mut results = self.apply_batch_as(actor, vec![op]).await?;
         results.pop().unwrap_or(Err(LedgerError::MutationNotFound))
+    }
+
+    /// [`Self::apply_batch_as`] for the host ([`Actor::Host`]).
+    pub async fn apply_batch(
+        &self,
+        ops: Vec<Command>,
+    ) -> Result<Vec<Result<EntryState, LedgerError>>, LedgerError> {
+        self.apply_batch_as(Actor::Host, ops).await
     }
 
     /// Applies operations in order in ONE transaction, one result each: a refused or invalid operation
     /// changes nothing and the others still apply; all that applied are committed together (group
     /// commit, with whatever else was queued). The outer error is a store failure, in which case nothing
     /// was committed, or [`LedgerError::Busy`] when the writer could not start it within the write wait.
-    pub async fn apply_batch(
+    /// Every change is kept as one history row naming `actor`, in the same transaction (docs/ledger.md
+    /// "History").
+    pub async fn apply_batch_as(
         &self,
+        actor: Actor,
         ops: Vec<Command>,
     ) -> Result<Vec<Result<EntryState, LedgerError>>, LedgerError> {
         if ops.is_empty() {
@@ -259,6 +280,7 @@ impl Engine {
         let (answer, answered) = oneshot::channel();
         let job = Job {
             ops,
+            actor,
             deadline: Instant::now() + self.inner.write_wait,
             answer,
         };
@@ -272,7 +294,7 @@ impl Engine {
             .unwrap_or(Err(LedgerError::Store(sqlx::Error::PoolClosed)))
     }
 
-    /// Deletes a session with its turns, entries and evidence, then tells the adapter
+    /// Deletes a session with its turns, entries, evidence and history, then tells the adapter
     /// (`on_session_ended`, `Deleted`). `SessionNotFound` when there is none.
     pub async fn delete_session(&self, session_key: &SessionKey) -> Result<(), LedgerError> {
         let _writer = self.inner.writer().await?;
@@ -287,7 +309,7 @@ impl Engine {
         Ok(())
     }
 
-    /// Deletes every session whose time to live ran out, then tells the adapter of each
+    /// Deletes every session whose time to live ran out (with their history), then tells the adapter of each
     /// (`on_session_ended`, `Expired`). Returns how many were deleted.
     pub async fn purge_expired(&self) -> Result<u64, LedgerError> {
         let _writer = self.inner.writer().await?;
@@ -320,7 +342,8 @@ impl Engine {
     }
 
     /// Imports an entry recorded before revisions existed (legacy ledger rows): stored with no revision, so
-    /// it appears only in a full replay. Refused like an approve when the mutation is already recorded.
+    /// it appears only in a full replay, with one `imported` history row (actor `host`, no revision) in the
+    /// same transaction. Refused like an approve when the mutation is already recorded.
     pub async fn import_legacy(
         &self,
         session_key: &SessionKey,
@@ -369,6 +392,19 @@ impl Engine {
         .bind(meta.as_ref().and_then(|m| m.url.clone()))
         .bind(meta.as_ref().and_then(|m| m.title.clone()))
         .bind(settled.then_some(now))
+        .bind(session_key.as_str())
+        .bind(mutation.as_str())
+        .execute(&mut *tx)
+        .await?;
+        sqlx::query(
+            "INSERT INTO history (entry_seq, kind, at, revision, actor, attempt_id, ledger_status, \
+             intent_recorded, reason, meta_attached, meta_id, meta_url, meta_title) \
+             SELECT seq, ?, ?, NULL, ?, attempt_id, status, intent_recorded, reason, meta_attached, meta_id, \
+             meta_url, meta_title FROM entries WHERE session_key = ? AND mutation_id = ?",
+        )
+        .bind(HistoryKind::Imported.as_str())
+        .bind(now)
+        .bind(Actor::Host.spelling())
         .bind(session_key.as_str())
         .bind(mutation.as_str())
         .execute(&mut *tx)

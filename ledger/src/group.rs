@@ -11,14 +11,14 @@ use std::collections::{HashMap, HashSet};
 use serde_json::{json, Value};
 use sqlx::{Row, SqliteConnection};
 
-use crate::command::{Action, Command, EntryKey};
+use crate::command::{Action, Actor, Command, EntryKey, Evidence};
 use crate::error::{LedgerError, Refusal};
 use crate::ids::SessionKey;
 use crate::machine::{decide, Decision, Given, Rejection, SessionState};
 use crate::projection::project;
 use crate::rows::{EntryRow, ENTRY_COLUMNS};
 use crate::sanitize::sanitize_metadata;
-use crate::wire::{EntryState, LedgerStatus, MutationOutcome};
+use crate::wire::{EntryState, HistoryKind, LedgerStatus, MutationOutcome};
 
 /// A change to announce to the adapter once committed: the entry's record as of `revision`.
 pub(crate) struct Announcement {
@@ -68,7 +68,9 @@ pub(crate) struct Group {
     attempts: Vec<(Key, String)>,
     attempts_seen: HashSet<(Key, String)>,
     /// Evidence to record: entry, attempt, completed, source, reference, observed_at.
-    reconciliations: Vec<(Key, String, bool, crate::command::Evidence)>,
+    reconciliations: Vec<(Key, String, bool, Evidence)>,
+    /// History rows to write, in the order of the changes (docs/ledger.md "History").
+    history: Vec<Value>,
     next_order: usize,
 }
 
@@ -93,9 +95,17 @@ impl Group {
             .collect();
         session_keys.sort_unstable();
         session_keys.dedup();
+        // An approve's `commissioned_after` names an entry to look up too.
         let mut entry_keys: Vec<[&str; 2]> = commands
             .iter()
             .map(|c| [c.key.session_key.as_str(), c.key.mutation_id.as_str()])
+            .chain(commands.iter().filter_map(|c| match &c.action {
+                Action::Approve {
+                    commissioned_after: Some(after),
+                    ..
+                } => Some([c.key.session_key.as_str(), after.as_str()]),
+                _ => None,
+            }))
             .collect();
         entry_keys.sort_unstable();
         entry_keys.dedup();
@@ -188,15 +198,18 @@ impl Group {
             attempts: Vec::new(),
             attempts_seen: HashSet::new(),
             reconciliations: Vec::new(),
+            history: Vec::new(),
             next_order: 0,
         })
     }
 
-    /// Decides `command` against the group's state and applies the decision in memory.
+    /// Decides `command`, asked by `actor`, against the group's state and applies the decision in memory,
+    /// with its history row (none for a rejection or a change of nothing).
     pub(crate) async fn apply(
         &mut self,
         tx: &mut SqliteConnection,
         command: &Command,
+        actor: &Actor,
     ) -> Result<Done, LedgerError> {
         let key = key_of(&command.key);
         // Secrets at rest (docs/ledger.md "Files"): only the sanitised metadata is stored, of any raw size
@@ -227,10 +240,23 @@ impl Group {
             s.row
                 .machine_entry(matches!(action, Action::AttachMetadata { .. }))
         });
+        let commissioned_after_found = match action {
+            Action::Approve {
+                commissioned_after: Some(after),
+                ..
+            } => {
+                after.as_str() != key.1
+                    && self
+                        .entries
+                        .contains_key(&(key.0.clone(), after.as_str().to_owned()))
+            }
+            _ => false,
+        };
         let given = Given {
             session,
             entry: entry.as_ref(),
             attempt_used,
+            commissioned_after_found,
         };
         let decision = decide(&given, action).map_err(|r| rejected(r, slot.map(|s| &s.row)))?;
         let now = self.now;
@@ -239,6 +265,7 @@ impl Group {
                 let Action::Approve {
                     logical_turn_id,
                     tool,
+                    commissioned_after,
                 } = action
                 else {
                     unreachable!("only an approve is decided so")
@@ -283,8 +310,17 @@ impl Group {
                     revision: None,
                     recorded_at: now,
                     settled_at: None,
+                    commissioned_after: commissioned_after.as_ref().map(|m| m.as_str().to_owned()),
                 };
                 let state = row.state();
+                self.history.push(history_json(
+                    &row,
+                    HistoryKind::Approval,
+                    None,
+                    actor,
+                    None,
+                    None,
+                ));
                 self.next_order += 1;
                 self.entries.insert(
                     key.clone(),
@@ -334,6 +370,23 @@ impl Group {
                 row.revision = Some(revision);
                 row.settled_at = change.settled.then_some(now);
                 slot.changed = true;
+                let (kind, evidence) = match action {
+                    Action::RecordIntent { .. } => (HistoryKind::Intent, None),
+                    Action::Settle { .. } => (HistoryKind::Settlement, None),
+                    Action::Cancel { .. } => (HistoryKind::Cancellation, None),
+                    Action::Reconcile { evidence, .. } => {
+                        (HistoryKind::Reconciliation, Some(evidence))
+                    }
+                    _ => (HistoryKind::Attempt, None),
+                };
+                self.history.push(history_json(
+                    &slot.row,
+                    kind,
+                    Some(revision),
+                    actor,
+                    evidence,
+                    None,
+                ));
                 let done = announce_if(&slot.row, revision, change.live);
                 self.touch(&key.0);
                 Ok(done)
@@ -354,9 +407,40 @@ impl Group {
                 row.meta_title = metadata.title.clone();
                 row.revision = Some(revision);
                 slot.changed = true;
+                self.history.push(history_json(
+                    &slot.row,
+                    HistoryKind::Metadata,
+                    Some(revision),
+                    actor,
+                    None,
+                    None,
+                ));
                 let done = announce_if(&slot.row, revision, live);
                 self.touch(&key.0);
                 Ok(done)
+            }
+            Decision::Note => {
+                let Action::Note { text } = action else {
+                    unreachable!("only a note is decided so")
+                };
+                let slot = self
+                    .entries
+                    .get(&key)
+                    .ok_or(LedgerError::MutationNotFound)?;
+                // Not session activity: the time to live counts from the last change (docs/ledger.md
+                // "History").
+                self.history.push(history_json(
+                    &slot.row,
+                    HistoryKind::Note,
+                    None,
+                    actor,
+                    None,
+                    Some(text),
+                ));
+                Ok(Done {
+                    state: slot.row.state(),
+                    announcement: None,
+                })
             }
         }
     }
@@ -407,7 +491,7 @@ impl Group {
     }
 
     /// Writes the final state of everything the group changed in ONE round trip: one multi-statement
-    /// query (parents before children: sessions, turns, entries, then attempts and evidence), each
+    /// query (parents before children: sessions, turns, entries, then attempts, evidence and history rows), each
     /// statement reading its list from the one JSON payload `?2` (`json_each(?2, '$.<list>')`), with the
     /// group's time as `?1`. Every statement names both parameters (the driver binds `?NNN` by number
     /// only when no slot before it is unnamed).
@@ -460,6 +544,7 @@ impl Group {
             })
             .collect();
         let payload = json!({
+            "history": self.history,
             "new_sessions": new_sessions,
             "touched": touched,
             "new_turns": new_turns,
@@ -491,10 +576,12 @@ UPDATE turns SET latest_revision = j.latest \
         FROM json_each(?2, '$.changed_turns') WHERE ?1 IS NOT NULL) AS j \
   WHERE turns.session_key = j.s AND turns.logical_turn_id = j.t; \
 INSERT INTO entries (session_key, logical_turn_id, mutation_id, tool, status, intent_recorded, attempt_id, \
-  reason, meta_attached, meta_id, meta_url, meta_title, revision, settled_at, recorded_at, updated_at) \
+  reason, meta_attached, meta_id, meta_url, meta_title, revision, settled_at, recorded_at, updated_at, \
+  commissioned_after) \
   SELECT value ->> 's', value ->> 't', value ->> 'm', value ->> 'tool', value ->> 'status', \
     value ->> 'intent', value ->> 'attempt', value ->> 'reason', value ->> 'meta', value ->> 'id', \
-    value ->> 'url', value ->> 'title', value ->> 'revision', value ->> 'settled_at', ?1, ?1 \
+    value ->> 'url', value ->> 'title', value ->> 'revision', value ->> 'settled_at', ?1, ?1, \
+    value ->> 'after' \
   FROM json_each(?2, '$.new_entries') ORDER BY key; \
 UPDATE entries SET status = j.status, intent_recorded = j.intent, attempt_id = j.attempt, reason = j.reason, \
   meta_attached = j.meta, meta_id = j.id, meta_url = j.url, meta_title = j.title, revision = j.revision, \
@@ -513,6 +600,15 @@ INSERT INTO reconciliations (entry_seq, attempt_id, completed, source, reference
   SELECT e.seq, j.value ->> 2, j.value ->> 3, j.value ->> 4, j.value ->> 5, j.value ->> 6, ?1 \
   FROM json_each(?2, '$.reconciliations') AS j \
   JOIN entries AS e ON e.session_key = j.value ->> 0 AND e.mutation_id = j.value ->> 1 \
+  ORDER BY j.key; \
+INSERT INTO history (entry_seq, kind, at, revision, actor, attempt_id, ledger_status, intent_recorded, \
+  reason, meta_attached, meta_id, meta_url, meta_title, source, reference, observed_at, note) \
+  SELECT e.seq, j.value ->> 'kind', ?1, j.value ->> 'revision', j.value ->> 'actor', \
+    j.value ->> 'attempt', j.value ->> 'status', j.value ->> 'intent', j.value ->> 'reason', \
+    j.value ->> 'meta', j.value ->> 'id', j.value ->> 'url', j.value ->> 'title', j.value ->> 'source', \
+    j.value ->> 'reference', j.value ->> 'observed_at', j.value ->> 'note' \
+  FROM json_each(?2, '$.history') AS j \
+  JOIN entries AS e ON e.session_key = j.value ->> 's' AND e.mutation_id = j.value ->> 'm' \
   ORDER BY j.key;";
 
 /// An entry's columns as one JSON object of a set-based write.
@@ -533,6 +629,39 @@ fn entry_json(row: &EntryRow) -> Value {
         "title": row.meta_title,
         "revision": row.revision,
         "settled_at": row.settled_at,
+        "after": row.commissioned_after,
+    })
+}
+
+/// One history row of a set-based write (docs/ledger.md "History"): the entry's key and its state fields
+/// after the change (`row`), what the change was, the revision it took (`None` for approvals and notes),
+/// who asked, and the evidence (reconciliations) or text (notes) it carries. Its time is the group's.
+fn history_json(
+    row: &EntryRow,
+    kind: HistoryKind,
+    revision: Option<i64>,
+    actor: &Actor,
+    evidence: Option<&Evidence>,
+    note: Option<&String>,
+) -> Value {
+    json!({
+        "s": row.session_key,
+        "m": row.mutation_id,
+        "kind": kind.as_str(),
+        "revision": revision,
+        "actor": actor.spelling(),
+        "attempt": row.attempt_id,
+        "status": row.status.as_str(),
+        "intent": row.intent_recorded,
+        "reason": row.reason.map(|r| r.as_str()),
+        "meta": row.meta_attached,
+        "id": row.meta_id,
+        "url": row.meta_url,
+        "title": row.meta_title,
+        "source": evidence.map(|e| &e.source),
+        "reference": evidence.map(|e| &e.reference),
+        "observed_at": evidence.map(|e| &e.observed_at),
+        "note": note,
     })
 }
 

@@ -7,7 +7,7 @@
 //! ([`Rejection::Invalid`], 422) → the session and the entry exist and the session is live (404) → the
 //! transition is allowed from the entry's state ([`Rejection::Refused`], 409).
 
-pub use crate::command::{Action, Evidence, Settlement};
+pub use crate::command::{Action, Evidence, Settlement, NOTE_MAX_BYTES};
 use crate::error::Refusal;
 use crate::ids::AttemptId;
 use crate::projection::{published_status, HostMetadata};
@@ -52,6 +52,10 @@ pub struct Given<'a> {
     /// Whether the action's attempt id was ever an attempt of the entry (read for
     /// [`Action::FreshAttempt`] only; `false` otherwise).
     pub attempt_used: bool,
+    /// For an [`Action::Approve`] naming `commissioned_after`: whether that names ANOTHER mutation the
+    /// session holds (`false` for the approved mutation itself or one the session does not hold). Read
+    /// for such an approve only; `false` otherwise.
+    pub commissioned_after_found: bool,
 }
 
 /// A visible change: the entry's new state, written under the turn's next revision.
@@ -85,6 +89,8 @@ pub enum Decision {
     Attach { live: bool },
     /// Nothing changes: no revision, no event (an attach identical to the stored metadata).
     Unchanged,
+    /// Keep the action's note as a history row: no revision, no event, the entry's state unchanged.
+    Note,
 }
 
 /// Why nothing changes. The engine maps each to a [`crate::LedgerError`].
@@ -106,11 +112,22 @@ pub enum Rejection {
 /// same answer, and a [`Rejection`] means nothing may be written.
 pub fn decide(given: &Given<'_>, action: &Action) -> Result<Decision, Rejection> {
     check_fields(action)?;
-    if let Action::Approve { .. } = action {
-        return match (given.session, given.entry) {
-            (SessionState::Expired, _) => Err(Rejection::SessionExpired),
-            (_, Some(_)) => Err(Rejection::Refused(Refusal::AlreadyRecorded)),
-            (_, None) => Ok(Decision::Approve),
+    if let Action::Approve {
+        commissioned_after, ..
+    } = action
+    {
+        if given.session == SessionState::Expired {
+            return Err(Rejection::SessionExpired);
+        }
+        if commissioned_after.is_some() && !given.commissioned_after_found {
+            return Err(Rejection::Invalid {
+                field: "commissioned_after",
+                message: "names no other mutation recorded in this session",
+            });
+        }
+        return match given.entry {
+            Some(_) => Err(Rejection::Refused(Refusal::AlreadyRecorded)),
+            None => Ok(Decision::Approve),
         };
     }
     let entry = match (given.session, given.entry) {
@@ -182,6 +199,7 @@ pub fn decide(given: &Given<'_>, action: &Action) -> Result<Decision, Rejection>
             }
             Ok(start(attempt_id))
         }
+        Action::Note { .. } => Ok(Decision::Note),
     }
 }
 
@@ -234,6 +252,12 @@ fn check_fields(action: &Action) -> Result<(), Rejection> {
                 });
             }
             Ok(())
+        }
+        Action::Note { text } if text.is_empty() || text.len() > NOTE_MAX_BYTES => {
+            Err(Rejection::Invalid {
+                field: "text",
+                message: "a note is 1 to 4096 bytes of text",
+            })
         }
         _ => Ok(()),
     }
@@ -314,6 +338,7 @@ mod tests {
             session: SessionState::Live,
             entry: Some(e),
             attempt_used: false,
+            commissioned_after_found: false,
         }
     }
 
@@ -321,6 +346,7 @@ mod tests {
         Action::Approve {
             logical_turn_id: LogicalTurnId::parse("turn-1").unwrap(),
             tool: ToolName::parse("github.create_issue").unwrap(),
+            commissioned_after: None,
         }
     }
 
@@ -369,6 +395,18 @@ mod tests {
         }
     }
 
+    fn note(text: &str) -> Action {
+        Action::Note { text: text.into() }
+    }
+
+    fn approve_after(m: &str) -> Action {
+        Action::Approve {
+            logical_turn_id: LogicalTurnId::parse("turn-1").unwrap(),
+            tool: ToolName::parse("github.create_issue").unwrap(),
+            commissioned_after: Some(crate::ids::MutationId::parse(m).unwrap()),
+        }
+    }
+
     fn fresh(a: &str) -> Action {
         Action::FreshAttempt { attempt_id: id(a) }
     }
@@ -402,6 +440,7 @@ mod tests {
                 session,
                 entry: None,
                 attempt_used: false,
+                commissioned_after_found: false,
             };
             assert_eq!(decide(&g, &approve()), Ok(Decision::Approve));
         }
@@ -413,6 +452,7 @@ mod tests {
             session: SessionState::Expired,
             entry: None,
             attempt_used: false,
+            commissioned_after_found: false,
         };
         assert_eq!(decide(&expired, &approve()), Err(Rejection::SessionExpired));
         for e in [entry(Approved, false), entry(Completed, true)] {
@@ -728,6 +768,7 @@ mod tests {
                 session,
                 entry: found,
                 attempt_used: false,
+                commissioned_after_found: false,
             };
             for action in [
                 intent("a-1"),
@@ -736,6 +777,7 @@ mod tests {
                 reconcile("a-1", true),
                 attach("x"),
                 fresh("a-2"),
+                note("x"),
             ] {
                 assert_eq!(decide(&g, &action), Err(want), "{action:?}");
             }
@@ -748,10 +790,86 @@ mod tests {
             session: SessionState::Absent,
             entry: None,
             attempt_used: false,
+            commissioned_after_found: false,
         };
         assert!(matches!(
             decide(&g, &cancel("a-1", Some(Reason::ExecutionTimeout))),
             Err(Rejection::Invalid { .. })
         ));
+    }
+
+    #[test]
+    fn a_note_of_1_to_4096_bytes_is_kept_in_any_state_without_a_change() {
+        for e in [
+            entry(Approved, false),
+            entry(ExecutionStarted, true),
+            entry(OutcomeUnknown, true),
+            entry(Completed, true),
+        ] {
+            for text in ["x".to_owned(), "é".repeat(2048), "n".repeat(NOTE_MAX_BYTES)] {
+                assert_eq!(decide(&given(&e), &note(&text)), Ok(Decision::Note));
+            }
+        }
+    }
+
+    #[test]
+    fn an_empty_or_longer_note_is_invalid_on_text_before_the_session_is_looked_at() {
+        let g = Given {
+            session: SessionState::Absent,
+            entry: None,
+            attempt_used: false,
+            commissioned_after_found: false,
+        };
+        for text in [String::new(), "n".repeat(NOTE_MAX_BYTES + 1)] {
+            assert_eq!(
+                decide(&g, &note(&text)),
+                Err(Rejection::Invalid {
+                    field: "text",
+                    message: "a note is 1 to 4096 bytes of text",
+                })
+            );
+        }
+    }
+
+    #[test]
+    fn commissioned_after_must_name_another_recorded_mutation_of_the_session() {
+        let invalid = Err(Rejection::Invalid {
+            field: "commissioned_after",
+            message: "names no other mutation recorded in this session",
+        });
+        for session in [SessionState::Absent, SessionState::Live] {
+            let g = Given {
+                session,
+                entry: None,
+                attempt_used: false,
+                commissioned_after_found: false,
+            };
+            assert_eq!(decide(&g, &approve_after("m-0")), invalid);
+        }
+        let found = Given {
+            session: SessionState::Live,
+            entry: None,
+            attempt_used: false,
+            commissioned_after_found: true,
+        };
+        assert_eq!(decide(&found, &approve_after("m-0")), Ok(Decision::Approve));
+        // An expired session is 404 first; a redelivery with a valid reference is a redelivery.
+        let expired = Given {
+            session: SessionState::Expired,
+            ..found.clone()
+        };
+        assert_eq!(
+            decide(&expired, &approve_after("m-0")),
+            Err(Rejection::SessionExpired)
+        );
+        let e = entry(Approved, false);
+        let again = Given {
+            entry: Some(&e),
+            ..found
+        };
+        assert_eq!(
+            decide(&again, &approve_after("m-0")),
+            refused(Refusal::AlreadyRecorded)
+        );
     }
 }

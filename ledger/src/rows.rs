@@ -13,7 +13,7 @@ use crate::error::LedgerError;
 use crate::ids::SessionKey;
 use crate::machine::{Entry, SessionState};
 use crate::projection::{HostMetadata, LedgerEntry};
-use crate::wire::{EntryState, LedgerStatus, Reason};
+use crate::wire::{EntryState, HistoryKind, LedgerStatus, Reason};
 
 /// A TEXT column holding a state by its stored spelling (`as_str`): encoded as that text, decoded by
 /// `parse`, and any other text is a decode error, never a silent fallback.
@@ -49,7 +49,7 @@ macro_rules! stored_as_spelling {
     )*};
 }
 
-stored_as_spelling!(LedgerStatus, Reason);
+stored_as_spelling!(LedgerStatus, Reason, HistoryKind);
 
 /// One `entries` row. `status` and `reason` are decoded from their wire spellings (the CHECK constraints
 /// admit no other; anything else would be a decode error, never a silent fallback).
@@ -71,13 +71,15 @@ pub(crate) struct EntryRow {
     pub revision: Option<i64>,
     pub recorded_at: i64,
     pub settled_at: Option<i64>,
+    /// The mutation of the session this one was commissioned after (`NULL`: none).
+    pub commissioned_after: Option<String>,
 }
 
 /// The columns of [`EntryRow`], in a `SELECT` or a `RETURNING` clause.
 pub(crate) const ENTRY_COLUMNS: &str =
     "seq, session_key, logical_turn_id, mutation_id, tool, status, \
      intent_recorded, attempt_id, reason, meta_attached, meta_id, meta_url, meta_title, revision, \
-     recorded_at, settled_at";
+     recorded_at, settled_at, commissioned_after";
 
 impl EntryRow {
     pub(crate) fn ledger_status(&self) -> LedgerStatus {
@@ -160,7 +162,7 @@ pub(crate) async fn load_for_write(
     let row: Option<SqliteRow> = sqlx::query(
         "SELECT s.last_write_at, e.seq, e.session_key, e.logical_turn_id, e.mutation_id, e.tool, e.status, \
          e.intent_recorded, e.attempt_id, e.reason, e.meta_attached, e.meta_id, e.meta_url, e.meta_title, \
-         e.revision, e.recorded_at, e.settled_at \
+         e.revision, e.recorded_at, e.settled_at, e.commissioned_after \
          FROM sessions s LEFT JOIN entries e ON e.session_key = s.session_key AND e.mutation_id = ?2 \
          WHERE s.session_key = ?1",
     )
@@ -199,6 +201,7 @@ pub(crate) async fn load_for_write(
             revision: row.try_get("revision")?,
             recorded_at: row.try_get("recorded_at")?,
             settled_at: row.try_get("settled_at")?,
+            commissioned_after: row.try_get("commissioned_after")?,
         }),
     };
     Ok(Loaded { session, entry })

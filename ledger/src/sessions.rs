@@ -7,12 +7,13 @@ use std::sync::Arc;
 pub use crate::chunks::{HistoryChunks, ReplayChunks, ReplayEvent};
 use crate::error::LedgerError;
 use crate::ids::{Cursor, LogicalTurnId, MutationId, SessionKey};
-use crate::projection::project;
+use crate::projection::{project, project_owned, HostMetadata, LedgerEntry};
 use crate::rows::{EntryRow, ENTRY_COLUMNS};
 use crate::store::{format_time, Inner};
 use crate::wire::{
-    LedgerStatus, MutationOutcome, OperationMatch, SessionList, SessionSummary, SessionTurns,
-    StatusCounts, TurnEntries, TurnEntry, TurnSummary,
+    HistoryChange, HistoryEvidence, HistoryKind, LedgerStatus, MutationOutcome, OperationHistory,
+    OperationMatch, Reason, SessionList, SessionSummary, SessionTurns, StatusCounts, TurnEntries,
+    TurnEntry, TurnSummary,
 };
 
 /// A replay snapshot of one logical turn (seed 000, `GET /api/mutation-events`).
@@ -46,6 +47,43 @@ impl Replay {
 pub struct SessionManager {
     inner: Arc<Inner>,
 }
+
+/// An entry with what the support reads add to it: the time of its latest history row that set its
+/// status (`None` without history) and its count of notes.
+#[derive(sqlx::FromRow)]
+struct MatchRow {
+    #[sqlx(flatten)]
+    entry: EntryRow,
+    status_since: Option<i64>,
+    notes: i64,
+}
+
+/// One `history` row as read (docs/ledger.md "History").
+#[derive(sqlx::FromRow)]
+struct HistoryRow {
+    kind: HistoryKind,
+    at: i64,
+    revision: Option<i64>,
+    actor: String,
+    attempt_id: Option<String>,
+    ledger_status: LedgerStatus,
+    intent_recorded: bool,
+    reason: Option<Reason>,
+    meta_attached: bool,
+    meta_id: Option<String>,
+    meta_url: Option<String>,
+    meta_title: Option<String>,
+    source: Option<String>,
+    reference: Option<String>,
+    observed_at: Option<String>,
+    note: Option<String>,
+}
+
+/// The extra columns of a [`MatchRow`], after the entry's (`e`) columns.
+const MATCH_COLUMNS: &str = "\
+    (SELECT h.at FROM history h WHERE h.entry_seq = e.seq AND h.kind NOT IN ('metadata', 'note') \
+     ORDER BY h.id DESC LIMIT 1) AS status_since, \
+    (SELECT COUNT(*) FROM history h WHERE h.entry_seq = e.seq AND h.kind = 'note') AS notes";
 
 #[derive(sqlx::FromRow)]
 struct SessionRow {
@@ -289,32 +327,121 @@ impl SessionManager {
         &self,
         mutation_id: &MutationId,
     ) -> Result<Vec<OperationMatch>, LedgerError> {
-        let rows: Vec<EntryRow> = sqlx::query_as(&format!(
-            "SELECT {} FROM entries e JOIN sessions s USING (session_key) \
+        let now = self.inner.clock.now_ms();
+        let rows: Vec<MatchRow> = sqlx::query_as(&format!(
+            "SELECT {}, {MATCH_COLUMNS} FROM entries e JOIN sessions s USING (session_key) \
              WHERE e.mutation_id = ? AND s.last_write_at >= ? ORDER BY e.seq",
             prefixed("e")
         ))
         .bind(mutation_id.as_str())
-        .bind(self.live_since())
+        .bind(self.inner.live_since(now))
         .fetch_all(&self.inner.read)
         .await?;
-        Ok(matches(&rows))
+        Ok(matches(&rows, now))
     }
 
     /// The support queue: open unknown outcomes (settled unknown and in flight) across sessions that have
-    /// not expired, oldest recorded first, at most `limit`.
+    /// not expired, oldest recorded first, at most `limit`. Each carries `age_secs` (whole seconds since
+    /// it entered its open state, from its history) and its count of `notes`.
     pub async fn open_unknowns(&self, limit: u32) -> Result<Vec<OperationMatch>, LedgerError> {
-        let rows: Vec<EntryRow> = sqlx::query_as(&format!(
-            "SELECT {} FROM entries e JOIN sessions s USING (session_key) \
+        let now = self.inner.clock.now_ms();
+        let rows: Vec<MatchRow> = sqlx::query_as(&format!(
+            "SELECT {}, {MATCH_COLUMNS} FROM entries e JOIN sessions s USING (session_key) \
              WHERE e.status IN ('outcome_unknown', 'execution_started') AND s.last_write_at >= ? \
              ORDER BY e.recorded_at, e.seq LIMIT ?",
             prefixed("e")
         ))
-        .bind(self.live_since())
+        .bind(self.inner.live_since(now))
         .bind(i64::from(limit))
         .fetch_all(&self.inner.read)
         .await?;
-        Ok(matches(&rows))
+        Ok(matches(&rows, now))
+    }
+
+    /// One operation's history (docs/ledger.md "History"): the entry `(session_key, mutation_id)`, the
+    /// mutation it was commissioned after, the mutations of the session commissioned after it (approval
+    /// order), and every change it went through, oldest first, each with the `mutation_outcome/v1` record
+    /// as of that change projected on read (`null` while nothing is published). Errors:
+    /// `SessionNotFound` / `SessionExpired` (404, the session is checked first), then `MutationNotFound`.
+    /// Read in one read transaction (one snapshot); the whole history of the entry is returned.
+    pub async fn operation_history(
+        &self,
+        session_key: &SessionKey,
+        mutation_id: &MutationId,
+    ) -> Result<OperationHistory, LedgerError> {
+        self.session(session_key).await?;
+        let mut tx = self.inner.read.begin().await?;
+        let entry: EntryRow = sqlx::query_as(&format!(
+            "SELECT {ENTRY_COLUMNS} FROM entries WHERE session_key = ? AND mutation_id = ?"
+        ))
+        .bind(session_key.as_str())
+        .bind(mutation_id.as_str())
+        .fetch_optional(&mut *tx)
+        .await?
+        .ok_or(LedgerError::MutationNotFound)?;
+        let commissioned: Vec<String> = sqlx::query_scalar(
+            "SELECT mutation_id FROM entries WHERE session_key = ? AND commissioned_after = ? \
+             ORDER BY seq",
+        )
+        .bind(session_key.as_str())
+        .bind(mutation_id.as_str())
+        .fetch_all(&mut *tx)
+        .await?;
+        let rows: Vec<HistoryRow> = sqlx::query_as(
+            "SELECT kind, at, revision, actor, attempt_id, ledger_status, intent_recorded, reason, \
+             meta_attached, meta_id, meta_url, meta_title, source, reference, observed_at, note \
+             FROM history WHERE entry_seq = ? ORDER BY id",
+        )
+        .bind(entry.seq)
+        .fetch_all(&mut *tx)
+        .await?;
+        tx.commit().await?;
+        let changes = rows.into_iter().map(|r| change(&entry, r)).collect();
+        Ok(OperationHistory {
+            session_key: entry.session_key,
+            logical_turn_id: entry.logical_turn_id,
+            mutation_id: entry.mutation_id,
+            commissioned_after: entry.commissioned_after,
+            commissioned,
+            changes,
+        })
+    }
+}
+
+/// A history row as served: its record projected from the entry's state fields at that change.
+fn change(entry: &EntryRow, r: HistoryRow) -> HistoryChange {
+    let outcome = project_owned(LedgerEntry {
+        logical_turn_id: entry.logical_turn_id.clone(),
+        mutation_id: entry.mutation_id.clone(),
+        tool: entry.tool.clone(),
+        status: r.ledger_status,
+        intent_recorded: r.intent_recorded,
+        reason: r.reason,
+        metadata: r.meta_attached.then_some(HostMetadata {
+            id: r.meta_id,
+            url: r.meta_url,
+            title: r.meta_title,
+        }),
+    });
+    let evidence = match (r.source, r.reference, r.observed_at) {
+        (Some(source), Some(reference), Some(observed_at)) => Some(HistoryEvidence {
+            source,
+            reference,
+            observed_at,
+        }),
+        _ => None,
+    };
+    HistoryChange {
+        kind: r.kind,
+        at: format_time(r.at),
+        revision: r.revision,
+        actor: r.actor,
+        attempt_id: r.attempt_id,
+        ledger_status: r.ledger_status,
+        reason: r.reason,
+        evidence,
+        note: r.note,
+        outcome,
     }
 }
 
@@ -348,12 +475,22 @@ fn turn_entry(row: &EntryRow) -> Option<TurnEntry> {
     })
 }
 
-fn matches(rows: &[EntryRow]) -> Vec<OperationMatch> {
+/// The published matches of `rows` at `now` (ms): `age_secs` only for an open entry with history.
+fn matches(rows: &[MatchRow], now: i64) -> Vec<OperationMatch> {
     rows.iter()
         .filter_map(|r| {
+            let open = matches!(
+                r.entry.status,
+                LedgerStatus::OutcomeUnknown | LedgerStatus::ExecutionStarted
+            );
             Some(OperationMatch {
-                session_key: r.session_key.clone(),
-                entry: turn_entry(r)?,
+                session_key: r.entry.session_key.clone(),
+                entry: turn_entry(&r.entry)?,
+                age_secs: r
+                    .status_since
+                    .filter(|_| open)
+                    .map(|since| u64::try_from(now.saturating_sub(since) / 1000).unwrap_or(0)),
+                notes: u64::try_from(r.notes).unwrap_or(0),
             })
         })
         .collect()

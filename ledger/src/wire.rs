@@ -258,6 +258,14 @@ pub struct TurnEntries {
 pub struct OperationMatch {
     pub session_key: String,
     pub entry: TurnEntry,
+    /// Whole seconds since the entry entered its open state (`outcome_unknown`, or in flight as
+    /// `execution_started`): from the `at` of its latest history row that set its status. `null` when the
+    /// entry is not open, or has no history (recorded before history was kept).
+    #[serde(default)]
+    pub age_secs: Option<u64>,
+    /// How many staff notes the entry's history holds.
+    #[serde(default)]
+    pub notes: u64,
 }
 
 /// `GET /api/operations/{mutation_id}` and `GET /api/unknowns` body.
@@ -265,6 +273,104 @@ pub struct OperationMatch {
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct OperationMatches {
     pub matches: Vec<OperationMatch>,
+}
+
+/// What a change of an entry was (docs/ledger.md "History"): one per action, and `imported` for an entry
+/// imported from before revisions existed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+#[serde(rename_all = "snake_case")]
+pub enum HistoryKind {
+    Approval,
+    Intent,
+    Settlement,
+    Cancellation,
+    Reconciliation,
+    Metadata,
+    Attempt,
+    Note,
+    Imported,
+}
+
+impl HistoryKind {
+    /// Every kind, in the order of the table in docs/ledger.md "History".
+    pub const ALL: [HistoryKind; 9] = [
+        HistoryKind::Approval,
+        HistoryKind::Intent,
+        HistoryKind::Settlement,
+        HistoryKind::Cancellation,
+        HistoryKind::Reconciliation,
+        HistoryKind::Metadata,
+        HistoryKind::Attempt,
+        HistoryKind::Note,
+        HistoryKind::Imported,
+    ];
+
+    /// The stored and wire spelling (`"approval"`, …).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            HistoryKind::Approval => "approval",
+            HistoryKind::Intent => "intent",
+            HistoryKind::Settlement => "settlement",
+            HistoryKind::Cancellation => "cancellation",
+            HistoryKind::Reconciliation => "reconciliation",
+            HistoryKind::Metadata => "metadata",
+            HistoryKind::Attempt => "attempt",
+            HistoryKind::Note => "note",
+            HistoryKind::Imported => "imported",
+        }
+    }
+
+    /// Parses the spelling; `None` for anything else.
+    pub fn parse(s: &str) -> Option<Self> {
+        Self::ALL.into_iter().find(|k| k.as_str() == s)
+    }
+}
+
+/// The evidence a reconciliation recorded: the provider, its reference for the original operation, and
+/// when it observed the status (RFC 3339, as sent).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+pub struct HistoryEvidence {
+    pub source: String,
+    pub reference: String,
+    pub observed_at: String,
+}
+
+/// One change of an entry, as the history API lists it (oldest first; `SessionManager::operation_history`,
+/// docs/ledger.md "History"). Every field is present (`null` where it does not apply): `at` is RFC 3339 UTC; `revision` the
+/// revision the change took (`null` for `approval`, `note` and `imported`); `actor` is `host` or
+/// `staff:<name>`; `attempt_id`, `ledger_status` and `reason` are the entry's after the change; `evidence`
+/// is set on `reconciliation` only, `note` (1 to 4096 bytes) on `note` only; `outcome` is the published
+/// `mutation_outcome/v1` record as of the change, projected on read, `null` while nothing is published
+/// (approved, never started).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+pub struct HistoryChange {
+    pub kind: HistoryKind,
+    pub at: String,
+    pub revision: Option<i64>,
+    pub actor: String,
+    pub attempt_id: Option<String>,
+    pub ledger_status: LedgerStatus,
+    pub reason: Option<Reason>,
+    pub evidence: Option<HistoryEvidence>,
+    pub note: Option<String>,
+    pub outcome: Option<MutationOutcome>,
+}
+
+/// The history API's body (`SessionManager::operation_history`, docs/ledger.md "History"): the entry, the mutation it was
+/// commissioned after (`null`: none), the mutations of the session commissioned after it (approval
+/// order), and every change it went through, oldest first.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+pub struct OperationHistory {
+    pub session_key: String,
+    pub logical_turn_id: String,
+    pub mutation_id: String,
+    pub commissioned_after: Option<String>,
+    pub commissioned: Vec<String>,
+    pub changes: Vec<HistoryChange>,
 }
 
 /// Every error body of the HTTP API: `{"error": {"code", "message", "field"?, "current"?}}`.

@@ -155,6 +155,7 @@ pub fn approve_in(session: &str, t: &str, m: &str) -> Command {
         Action::Approve {
             logical_turn_id: turn(t),
             tool: ToolName::parse(TOOL).unwrap(),
+            commissioned_after: None,
         },
     )
 }

@@ -7,6 +7,7 @@ mod adapter;
 mod contract;
 mod credential_corpus;
 mod group_commit;
+mod history;
 mod metadata_at_rest;
 mod reads;
 mod retention;
