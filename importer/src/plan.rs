@@ -82,6 +82,7 @@ impl ConversationPlan {
             ops.push(command(Action::Approve {
                 logical_turn_id: m.logical_turn_id.clone(),
                 tool: m.tool.clone(),
+                commissioned_after: None,
             }));
             ops.push(command(Action::RecordIntent {
                 attempt_id: attempt(),

@@ -314,6 +314,7 @@ async fn at_the_connection_cap_with_every_connection_busy_a_new_one_gets_503() {
             ledger::Action::Approve {
                 logical_turn_id: LogicalTurnId::parse("t").unwrap(),
                 tool: ToolName::parse("tool").unwrap(),
+                commissioned_after: None,
             },
         ),
         ledger::Command::new(

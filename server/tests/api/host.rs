@@ -474,3 +474,59 @@ async fn the_bearer_scheme_is_matched_case_insensitively() {
         StatusCode::CREATED
     );
 }
+
+/// `commissioned_after` names another mutation of the same session (new work after an unknown outcome):
+/// itself, an unknown one or another session's is 422 naming it and records nothing; a valid one is
+/// accepted and the original is unchanged.
+#[tokio::test]
+async fn approve_commissioned_after_names_another_mutation_of_the_same_session() {
+    let app = spawn().await;
+    app.start("s1", "t1", "orig").await;
+    app.approve("other", "t1", "elsewhere").await;
+    let approve = |mutation: &str, after: &str| {
+        json!({"logical_turn_id": "t2", "mutation_id": mutation, "tool": "github.create_issue",
+               "commissioned_after": after})
+    };
+    for (mutation, after) in [
+        ("m2", "m2"),
+        ("m3", "no-such"),
+        ("m4", "elsewhere"),
+        ("m5", "\u{7}"),
+    ] {
+        let (status, body) = app
+            .host(
+                Method::POST,
+                "/api/host/sessions/s1/mutations",
+                approve(mutation, after),
+            )
+            .await;
+        assert_eq!(
+            (status, body["error"]["field"].as_str()),
+            (StatusCode::UNPROCESSABLE_ENTITY, Some("commissioned_after")),
+            "{mutation} after {after}: {body}"
+        );
+        let (status, _) = app
+            .host(
+                Method::POST,
+                &format!("/api/host/sessions/s1/mutations/{mutation}/intent"),
+                json!({"attempt_id": "a"}),
+            )
+            .await;
+        assert_eq!(status, StatusCode::NOT_FOUND, "{mutation} was recorded");
+    }
+    let (status, body) = app
+        .host(
+            Method::POST,
+            "/api/host/sessions/s1/mutations",
+            approve("next", "orig"),
+        )
+        .await;
+    assert_eq!(
+        (status, body["ledger_status"].as_str()),
+        (StatusCode::CREATED, Some("approved"))
+    );
+    let (_, turn) = app.get_json("/api/sessions/s1/turns/t1/entries").await;
+    assert_eq!(turn["entries"][0]["outcome"]["mutation_id"], "orig");
+    assert_eq!(turn["entries"][0]["ledger_status"], "execution_started");
+    assert_eq!(turn["entries"].as_array().map(Vec::len), Some(1));
+}

@@ -46,7 +46,7 @@ fn reason(s: Option<String>) -> Result<Option<Reason>, ApiError> {
     .transpose()
 }
 
-/// `{"logical_turn_id", "mutation_id", "tool"}`: all three identifiers.
+/// `{"logical_turn_id", "mutation_id", "tool", "commissioned_after"?}`: identifiers.
 #[derive(Deserialize, Default, ToSchema)]
 pub struct ApproveBody {
     #[schema(value_type = Identifier, required = true)]
@@ -55,6 +55,10 @@ pub struct ApproveBody {
     mutation_id: Option<String>,
     #[schema(value_type = Identifier, required = true)]
     tool: Option<String>,
+    /// The mutation of the same session this one was commissioned after (new work after an unknown
+    /// outcome, docs/api.md "Host write API"); the original stays as it is.
+    #[schema(value_type = Option<Identifier>)]
+    commissioned_after: Option<String>,
 }
 
 /// `{"attempt_id"}`.
@@ -236,12 +240,17 @@ impl TryFrom<Request<SessionPath, ApproveBody>> for Command {
         )?;
         let mutation_id = mutation(required(b.mutation_id, "mutation_id")?)?;
         let tool = write_id(required(b.tool, "tool")?, "tool", ToolName::parse)?;
+        let commissioned_after = b
+            .commissioned_after
+            .map(|m| write_id(m, "commissioned_after", MutationId::parse))
+            .transpose()?;
         Ok(Command::new(
             key,
             mutation_id,
             Action::Approve {
                 logical_turn_id,
                 tool,
+                commissioned_after,
             },
         ))
     }
