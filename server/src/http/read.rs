@@ -9,7 +9,7 @@ use axum::response::Response;
 use axum::Json;
 use bytes::Bytes;
 use ledger::ids::{LogicalTurnId, MutationId, SessionKey};
-use ledger::wire::{OperationMatches, SessionList, SessionTurns, TurnEntries};
+use ledger::wire::{OperationHistory, OperationMatches, SessionList, SessionTurns, TurnEntries};
 use ledger::HistoryChunks;
 use serde::Deserialize;
 
@@ -28,6 +28,7 @@ pub fn router() -> OpenApiRouter<AppState> {
         .routes(routes!(sessions))
         .routes(routes!(turns))
         .routes(routes!(turn_entries))
+        .routes(routes!(operation_history))
         .routes(routes!(operation))
         .routes(routes!(unknowns))
         .routes(routes!(healthz))
@@ -185,6 +186,49 @@ pub async fn turn_entries(
         return Err(unknown("logical_turn_id"));
     };
     Ok(Json(state.sessions.turn_entries(&key, &turn).await?))
+}
+
+/// `GET /api/sessions/{session_key}/mutations/{mutation_id}/history` → `{"session_key",
+/// "logical_turn_id", "mutation_id", "commissioned_after", "commissioned", "changes"}`: every change of the
+/// entry, oldest first (docs/ledger.md "History"). 404 for an unknown or expired session (first) or an
+/// unknown mutation, including identifiers that could never have been stored.
+#[utoipa::path(
+    get,
+    path = "/api/sessions/{session_key}/mutations/{mutation_id}/history",
+    tag = "read",
+    params(("session_key" = String, Path, description = "session key, percent-encoded"), ("mutation_id" = String, Path, description = "operation id, percent-encoded")),
+    responses(
+        (status = 200, description = "the entry's changes, oldest first, and what it was commissioned after and before", body = ledger::wire::OperationHistory),
+        (status = 400, description = "malformed path", body = ledger::wire::ErrorBody),
+        (status = 404, description = "unknown or expired session, or unknown mutation", body = ledger::wire::ErrorBody),
+    ),
+)]
+pub async fn operation_history(
+    State(state): State<AppState>,
+    principal: Principal,
+    uri: Uri,
+    p: Result<Path<(String, String)>, PathRejection>,
+) -> Result<Json<OperationHistory>, ApiError> {
+    let (k, m) = match read_path(p)? {
+        Ok(km) => (km.0, Some(km.1)),
+        Err(bad) if bad == "session_key" => return Err(unknown("session_id")),
+        // The mutation id is not UTF-8; the key (`/api/sessions/{key}/...`) is.
+        Err(_) => (lossy_segment(uri.path(), 3), None),
+    };
+    let key = read_param(Some(k), "session_id", SessionKey::parse)?;
+    principal.may_read(&key)?;
+    let mutation = match m {
+        Some(m) => read_id(Some(m), "mutation_id", MutationId::parse)?,
+        None => None,
+    };
+    let Some(mutation) = mutation else {
+        // The session's own 404 (unknown, expired) comes first, as for a well-formed unknown mutation.
+        state.sessions.turns(&key).await?;
+        return Err(unknown("mutation_id"));
+    };
+    Ok(Json(
+        state.sessions.operation_history(&key, &mutation).await?,
+    ))
 }
 
 /// `GET /api/operations/{mutation_id}` → `{"matches": [...]}`: every published outcome with this id.

@@ -461,6 +461,8 @@ async fn every_role_gets_exactly_its_answer_from_every_endpoint() {
         ("GET /api/sessions/bravo/turns", B),
         ("GET /api/sessions/alpha/turns/t1/entries", A),
         ("GET /api/sessions/bravo/turns/t1/entries", B),
+        ("GET /api/sessions/alpha/mutations/op-alpha/history", A),
+        ("GET /api/sessions/bravo/mutations/op-bravo/history", B),
         ("GET /api/mutation-outcomes?session_id=alpha", A),
         ("GET /api/mutation-outcomes?session_id=bravo", B),
         ("GET /api/mutation-events?session_id=alpha&logical_turn_id=t1", A),
@@ -593,6 +595,10 @@ async fn one_sessions_viewer_never_receives_another_sessions_data() {
         (
             "/api/run-events?session_id=bravo",
             "/api/run-events?session_id=nobody",
+        ),
+        (
+            "/api/sessions/bravo/mutations/op-bravo-secret/history",
+            "/api/sessions/nobody/mutations/op-bravo-secret/history",
         ),
     ] {
         let b = get(&app, of_bravo, &v).await;

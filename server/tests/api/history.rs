@@ -1,7 +1,7 @@
 //! `GET /api/mutation-outcomes` and the dashboard reads.
 
 use reqwest::StatusCode;
-use serde_json::json;
+use serde_json::{json, Value};
 
 use crate::helpers::{spawn, spawn_with_ttl};
 
@@ -238,6 +238,137 @@ async fn missing_and_empty_read_parameters_stay_400() {
                 StatusCode::BAD_REQUEST,
                 json!({"error": {"code": "invalid_parameter", "message": format!("{field}: must not be empty"), "field": field}})
             ),
+            "{path}"
+        );
+    }
+}
+
+/// `GET /api/sessions/{key}/mutations/{id}/history`: an unknown outcome reconciled shows every change with
+/// its kind, actor, revision, attempt, status after, evidence and the record as of that revision; the
+/// session's 404 comes first, then the mutation's.
+#[tokio::test]
+async fn the_history_of_an_operation_shows_it_was_unknown_and_how_it_was_reconciled() {
+    let app = spawn().await;
+    app.start("s", "t1", "pay").await;
+    let (status, _) = app
+        .step(
+            "s",
+            "pay",
+            "settlement",
+            json!({"attempt_id": "a1", "status": "outcome_unknown", "reason": "execution_timeout"}),
+        )
+        .await;
+    assert_eq!(status, StatusCode::OK);
+    // A refused change leaves no row.
+    let (status, _) = app
+        .step(
+            "s",
+            "pay",
+            "settlement",
+            json!({"attempt_id": "a1", "status": "completed"}),
+        )
+        .await;
+    assert_eq!(status, StatusCode::CONFLICT);
+    let evidence = json!({"source": "payments-api", "reference": "refund re_123", "observed_at": "2026-11-29T10:00:00Z"});
+    let (status, _) = app
+        .step(
+            "s",
+            "pay",
+            "reconciliation",
+            json!({"attempt_id": "a1", "completed": true, "evidence": evidence}),
+        )
+        .await;
+    assert_eq!(status, StatusCode::OK);
+
+    let (status, h) = app.get_json("/api/sessions/s/mutations/pay/history").await;
+    assert_eq!(status, StatusCode::OK, "{h}");
+    assert_eq!(
+        (
+            &h["session_key"],
+            &h["logical_turn_id"],
+            &h["mutation_id"],
+            &h["commissioned_after"],
+            &h["commissioned"]
+        ),
+        (
+            &json!("s"),
+            &json!("t1"),
+            &json!("pay"),
+            &json!(null),
+            &json!([])
+        )
+    );
+    let changes = h["changes"].as_array().unwrap();
+    let summary: Vec<(String, Value, String, String)> = changes
+        .iter()
+        .map(|c| {
+            (
+                c["kind"].as_str().unwrap().to_owned(),
+                c["revision"].clone(),
+                c["actor"].as_str().unwrap().to_owned(),
+                c["ledger_status"].as_str().unwrap().to_owned(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        summary,
+        [
+            (
+                "approval".into(),
+                json!(null),
+                "host".into(),
+                "approved".into()
+            ),
+            (
+                "intent".into(),
+                json!(1),
+                "host".into(),
+                "execution_started".into()
+            ),
+            (
+                "settlement".into(),
+                json!(2),
+                "host".into(),
+                "outcome_unknown".into()
+            ),
+            (
+                "reconciliation".into(),
+                json!(3),
+                "host".into(),
+                "completed".into()
+            ),
+        ]
+    );
+    assert_eq!(changes[0]["outcome"], json!(null));
+    assert_eq!(changes[1]["attempt_id"], "a1");
+    assert_eq!(changes[2]["reason"], "execution_timeout");
+    assert_eq!(changes[2]["outcome"]["status"], "outcome_unknown");
+    assert_eq!(changes[3]["evidence"], evidence);
+    assert_eq!(changes[3]["outcome"]["status"], "completed");
+    assert_eq!(changes[3]["outcome"]["mutation_id"], "pay");
+
+    for (path, code) in [
+        (
+            "/api/sessions/nobody/mutations/pay/history",
+            "session_not_found",
+        ),
+        (
+            "/api/sessions/s/mutations/nothing/history",
+            "mutation_not_found",
+        ),
+        (
+            "/api/sessions/s/mutations/%FF/history",
+            "mutation_not_found",
+        ),
+        (
+            "/api/sessions/%FF/mutations/pay/history",
+            "session_not_found",
+        ),
+    ] {
+        let (status, body) = app.get_json(path).await;
+        assert_eq!(
+            (status, body["error"]["code"].as_str()),
+            (StatusCode::NOT_FOUND, Some(code)),
             "{path}"
         );
     }

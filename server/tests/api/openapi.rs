@@ -46,6 +46,10 @@ const ROUTES: &[(&str, &str)] = &[
         "/api/sessions/{session_key}/turns/{logical_turn_id}/entries",
     ),
     ("get", "/api/operations/{mutation_id}"),
+    (
+        "get",
+        "/api/sessions/{session_key}/mutations/{mutation_id}/history",
+    ),
     ("get", "/api/unknowns"),
     ("get", "/api/openapi.json"),
     ("get", "/healthz"),
