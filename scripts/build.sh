@@ -20,6 +20,15 @@ mkdir -p "$PKG"
 )
 wasm-bindgen --target web --no-typescript --remove-name-section --remove-producers-section \
   --out-dir "$PKG" --out-name "$NAME" target/front/wasm32-unknown-unknown/wasm-release/app.wasm
-./node_modules/.bin/tailwindcss -i style/main.css -o "$PKG/$NAME.css" --minify 2>/dev/null
+# Tailwind prints its banner on stderr; keep it quiet, but say why when it fails (e.g. no `npm ci` yet).
+if [[ ! -x ./node_modules/.bin/tailwindcss ]]; then
+  echo "build: ./node_modules/.bin/tailwindcss is missing: run scripts/setup.sh (or npm ci) first" >&2
+  exit 1
+fi
+if ! tw_log=$(./node_modules/.bin/tailwindcss -i style/main.css -o "$PKG/$NAME.css" --minify 2>&1); then
+  echo "$tw_log" >&2
+  echo "build: tailwindcss failed" >&2
+  exit 1
+fi
 cp -r public/. target/site/
 cargo build -q --release -p server
