@@ -71,6 +71,10 @@ pub enum LedgerError {
     TurnNotFound,
     #[error("unknown mutation")]
     MutationNotFound,
+    /// An approve's `commissioned_after` names no other mutation recorded in its session (itself, an
+    /// unknown one, or another session's).
+    #[error("commissioned_after names no other mutation recorded in this session")]
+    CommissionedAfterNotFound,
     /// A refused transition; `current` is the entry's state, unchanged.
     #[error("{}", .refusal.message())]
     Refused {

@@ -693,6 +693,7 @@ pub(crate) fn rejected(rejection: Rejection, row: Option<&EntryRow>) -> LedgerEr
         Rejection::SessionNotFound => LedgerError::SessionNotFound,
         Rejection::SessionExpired => LedgerError::SessionExpired,
         Rejection::MutationNotFound => LedgerError::MutationNotFound,
+        Rejection::CommissionedAfterNotFound => LedgerError::CommissionedAfterNotFound,
         Rejection::Refused(refusal) => match row {
             Some(row) => LedgerError::Refused {
                 refusal,

@@ -104,6 +104,9 @@ pub enum Rejection {
     SessionNotFound,
     SessionExpired,
     MutationNotFound,
+    /// An approve's `commissioned_after` names no other mutation recorded in its session (404, naming the
+    /// field): the ledger alone knows what is recorded, so this is not a rule a request's shape can break.
+    CommissionedAfterNotFound,
     /// A transition the entry's state does not allow (409).
     Refused(Refusal),
 }
@@ -120,10 +123,7 @@ pub fn decide(given: &Given<'_>, action: &Action) -> Result<Decision, Rejection>
             return Err(Rejection::SessionExpired);
         }
         if commissioned_after.is_some() && !given.commissioned_after_found {
-            return Err(Rejection::Invalid {
-                field: "commissioned_after",
-                message: "names no other mutation recorded in this session",
-            });
+            return Err(Rejection::CommissionedAfterNotFound);
         }
         return match given.entry {
             Some(_) => Err(Rejection::Refused(Refusal::AlreadyRecorded)),
@@ -833,10 +833,7 @@ mod tests {
 
     #[test]
     fn commissioned_after_must_name_another_recorded_mutation_of_the_session() {
-        let invalid = Err(Rejection::Invalid {
-            field: "commissioned_after",
-            message: "names no other mutation recorded in this session",
-        });
+        let invalid = Err(Rejection::CommissionedAfterNotFound);
         for session in [SessionState::Absent, SessionState::Live] {
             let g = Given {
                 session,

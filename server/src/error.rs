@@ -158,6 +158,12 @@ impl From<LedgerError> for ApiError {
                 "unknown mutation",
                 None,
             ),
+            LedgerError::CommissionedAfterNotFound => Self::new(
+                StatusCode::NOT_FOUND,
+                "mutation_not_found",
+                "commissioned_after names no other mutation recorded in this session",
+                Some("commissioned_after"),
+            ),
             LedgerError::Refused { refusal, current } => ApiError {
                 status: StatusCode::CONFLICT,
                 detail: Box::new(ErrorDetail {

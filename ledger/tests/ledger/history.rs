@@ -423,16 +423,26 @@ async fn commissioned_after_names_another_recorded_mutation_of_the_session() {
     let h = open().await;
     h.ok(approve("m-1")).await;
     h.ok(approve_in("s-2", TURN, "m-x")).await;
-    h.invalid(approve_after(SESSION, "m-4", "m-4"), "commissioned_after")
-        .await;
-    h.invalid(approve_after(SESSION, "m-4", "m-9"), "commissioned_after")
-        .await;
-    h.invalid(approve_after(SESSION, "m-4", "m-x"), "commissioned_after")
-        .await;
+    for (mutation, after) in [("m-4", "m-4"), ("m-4", "m-9"), ("m-4", "m-x")] {
+        let before = h.snapshot().await;
+        let err = h
+            .engine
+            .apply(approve_after(SESSION, mutation, after))
+            .await;
+        assert!(
+            matches!(err, Err(LedgerError::CommissionedAfterNotFound)),
+            "{mutation} after {after}: {err:?}"
+        );
+        assert_eq!(
+            h.snapshot().await,
+            before,
+            "{mutation} after {after} changed something"
+        );
+    }
     // A new session cannot name anything yet; nothing is created.
     let err = h.engine.apply(approve_after("s-3", "m-1", "m-1")).await;
     assert!(
-        matches!(&err, Err(LedgerError::Invalid { field, .. }) if field == "commissioned_after"),
+        matches!(&err, Err(LedgerError::CommissionedAfterNotFound)),
         "{err:?}"
     );
     assert!(matches!(

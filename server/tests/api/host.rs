@@ -476,8 +476,8 @@ async fn the_bearer_scheme_is_matched_case_insensitively() {
 }
 
 /// `commissioned_after` names another mutation of the same session (new work after an unknown outcome):
-/// itself, an unknown one or another session's is 422 naming it and records nothing; a valid one is
-/// accepted and the original is unchanged.
+/// itself, an unknown one or another session's is 404 `mutation_not_found` naming it, one that breaks the
+/// identifier rule 422 naming it; either records nothing. A valid one is accepted, the original unchanged.
 #[tokio::test]
 async fn approve_commissioned_after_names_another_mutation_of_the_same_session() {
     let app = spawn().await;
@@ -487,11 +487,11 @@ async fn approve_commissioned_after_names_another_mutation_of_the_same_session()
         json!({"logical_turn_id": "t2", "mutation_id": mutation, "tool": "github.create_issue",
                "commissioned_after": after})
     };
-    for (mutation, after) in [
-        ("m2", "m2"),
-        ("m3", "no-such"),
-        ("m4", "elsewhere"),
-        ("m5", "\u{7}"),
+    for (mutation, after, expected) in [
+        ("m2", "m2", StatusCode::NOT_FOUND),
+        ("m3", "no-such", StatusCode::NOT_FOUND),
+        ("m4", "elsewhere", StatusCode::NOT_FOUND),
+        ("m5", "\u{7}", StatusCode::UNPROCESSABLE_ENTITY),
     ] {
         let (status, body) = app
             .host(
@@ -502,7 +502,7 @@ async fn approve_commissioned_after_names_another_mutation_of_the_same_session()
             .await;
         assert_eq!(
             (status, body["error"]["field"].as_str()),
-            (StatusCode::UNPROCESSABLE_ENTITY, Some("commissioned_after")),
+            (expected, Some("commissioned_after")),
             "{mutation} after {after}: {body}"
         );
         let (status, _) = app

@@ -230,6 +230,26 @@ async fn the_request_schemas_state_the_rules_the_server_checks() {
             json!([provider])
         );
         assert_eq!(evidence["properties"]["observed_at"]["format"], "date-time");
+        // "Not blank" is exactly what the server checks (`trim` removes Unicode White_Space).
+        let not_blank = regex::Regex::new(
+            evidence["properties"]["source"]["pattern"]
+                .as_str()
+                .unwrap(),
+        )
+        .unwrap();
+        for s in [
+            "a",
+            " ",
+            "\t\n",
+            "\u{85}",
+            "\u{A0}",
+            "\u{FEFF}",
+            "\u{3000}x",
+            "\u{200B}",
+            "\u{2028}",
+        ] {
+            assert_eq!(not_blank.is_match(s), !s.trim().is_empty(), "{s:?}");
+        }
         assert_eq!(
             evidence["required"],
             json!(["source", "reference", "observed_at"])

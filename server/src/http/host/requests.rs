@@ -143,13 +143,20 @@ pub struct EvidenceBody {
     provider_status: Option<String>,
 }
 
+/// A string with some character that is not Unicode `White_Space` (what `str::trim` removes), spelled out
+/// because `\\s` differs between regex dialects (JavaScript counts U+FEFF, not U+0085).
+const NOT_BLANK: &str =
+    "[^\\t\\n\\u000B\\f\\r \\u0085\\u00A0\\u1680\\u2000-\\u200A\\u2028\\u2029\\u202F\\u205F\\u3000]";
+
 /// The evidence schema for `completed` (`provider_status`, when given, says the same).
 fn evidence(provider_status: &str) -> ObjectBuilder {
     let text = || {
         ObjectBuilder::new()
             .schema_type(Type::String)
-            .pattern(Some("\\S"))
-            .description(Some("not empty or blank"))
+            .pattern(Some(NOT_BLANK))
+            .description(Some(
+                "not empty or blank (some character that is not Unicode White_Space)",
+            ))
             .into()
     };
     object(
