@@ -268,7 +268,7 @@ impl Group {
                     commissioned_after,
                 } = action
                 else {
-                    unreachable!("only an approve is decided so")
+                    return Err(mismatch("approve"))
                 };
                 if session == SessionState::Absent {
                     self.sessions.insert(
@@ -393,7 +393,7 @@ impl Group {
             }
             Decision::Attach { live } => {
                 let Action::AttachMetadata { metadata } = action else {
-                    unreachable!("only an attach is decided so")
+                    return Err(mismatch("attach"))
                 };
                 let revision = self.next_revision(&key)?;
                 let slot = self
@@ -421,7 +421,7 @@ impl Group {
             }
             Decision::Note => {
                 let Action::Note { text } = action else {
-                    unreachable!("only a note is decided so")
+                    return Err(mismatch("note"))
                 };
                 let slot = self
                     .entries
@@ -610,6 +610,15 @@ INSERT INTO history (entry_seq, kind, at, revision, actor, attempt_id, ledger_st
   FROM json_each(?2, '$.history') AS j \
   JOIN entries AS e ON e.session_key = j.value ->> 's' AND e.mutation_id = j.value ->> 'm' \
   ORDER BY j.key;";
+
+/// A decision that does not fit its action (the machine decides `Approve`, `Attach` and `Note` only for
+/// their own actions): a fault of this code, answered as a store error (500) for that command alone,
+/// never a panic of the writer task that serves every command.
+fn mismatch(decision: &str) -> LedgerError {
+    LedgerError::Store(sqlx::Error::Protocol(format!(
+        "the state machine decided {decision} for another action"
+    )))
+}
 
 /// An entry's columns as one JSON object of a set-based write.
 fn entry_json(row: &EntryRow) -> Value {
