@@ -268,7 +268,7 @@ impl Group {
                     commissioned_after,
                 } = action
                 else {
-                    return Err(mismatch("approve"))
+                    return Err(mismatch("approve"));
                 };
                 if session == SessionState::Absent {
                     self.sessions.insert(
@@ -393,7 +393,7 @@ impl Group {
             }
             Decision::Attach { live } => {
                 let Action::AttachMetadata { metadata } = action else {
-                    return Err(mismatch("attach"))
+                    return Err(mismatch("attach"));
                 };
                 let revision = self.next_revision(&key)?;
                 let slot = self
@@ -421,7 +421,7 @@ impl Group {
             }
             Decision::Note => {
                 let Action::Note { text } = action else {
-                    return Err(mismatch("note"))
+                    return Err(mismatch("note"));
                 };
                 let slot = self
                     .entries
