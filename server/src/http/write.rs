@@ -54,7 +54,12 @@ pub(crate) fn body<T: DeserializeOwned>(
     from_value(value)
 }
 
-pub(crate) fn from_value<T: DeserializeOwned>(value: serde_json::Value) -> Result<T, ApiError> {
+/// Deserializes a JSON object body into `T`: 400 when it is not an object, 422 naming the first field
+/// whose type is wrong. A number with a zero fractional part (`60.0`) counts as the integer it equals,
+/// as JSON Schema's `integer` does (docs/api.md "Errors"); `1.5` stays a number and an integer field
+/// refuses it.
+pub(crate) fn from_value<T: DeserializeOwned>(mut value: serde_json::Value) -> Result<T, ApiError> {
+    integral(&mut value);
     if !value.is_object() {
         return Err(ApiError::bad_request(
             "malformed_json",
@@ -66,6 +71,28 @@ pub(crate) fn from_value<T: DeserializeOwned>(value: serde_json::Value) -> Resul
         let field = e.path().to_string();
         ApiError::invalid_field(&field, format!("{field}: {}", e.inner()))
     })
+}
+
+/// Rewrites, in place and at any depth, each float whose fractional part is zero and which fits an
+/// `i64` or `u64` as that integer.
+fn integral(value: &mut serde_json::Value) {
+    match value {
+        serde_json::Value::Number(n) if n.is_f64() => {
+            let Some(f) = n.as_f64() else { return };
+            if f.fract() != 0.0 {
+                return;
+            }
+            // The bounds are exact powers of two, so the comparisons are exact.
+            if (-9_223_372_036_854_775_808.0..9_223_372_036_854_775_808.0).contains(&f) {
+                *value = serde_json::Value::from(f as i64);
+            } else if (0.0..18_446_744_073_709_551_616.0).contains(&f) {
+                *value = serde_json::Value::from(f as u64);
+            }
+        }
+        serde_json::Value::Array(items) => items.iter_mut().for_each(integral),
+        serde_json::Value::Object(fields) => fields.values_mut().for_each(integral),
+        _ => {}
+    }
 }
 
 pub(crate) fn required<T>(value: Option<T>, field: &str) -> Result<T, ApiError> {
@@ -170,4 +197,27 @@ pub(crate) fn identifier() -> RefOr<Schema> {
 
 pub(crate) fn null() -> RefOr<Schema> {
     ObjectBuilder::new().schema_type(Type::Null).into()
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::integral;
+
+    #[test]
+    fn integral_floats_become_integers_and_others_stay() {
+        let mut v = json!({"a": 60.0, "b": [1.0, -2.0, 1.5], "c": {"d": 0.0}, "e": 1e300, "f": "1.0", "g": 7});
+        integral(&mut v);
+        assert_eq!(
+            v,
+            json!({"a": 60, "b": [1, -2, 1.5], "c": {"d": 0}, "e": 1e300, "f": "1.0", "g": 7})
+        );
+        assert!(v["a"].is_u64());
+        assert!(v["b"][1].is_i64());
+        assert!(v["e"].is_f64());
+        let mut big = json!(1.8e19);
+        integral(&mut big);
+        assert_eq!(big.as_u64(), Some(18_000_000_000_000_000_000));
+    }
 }
