@@ -5,7 +5,9 @@ use std::future::Future;
 use std::pin::Pin;
 use std::sync::Arc;
 
-use ledger::wire::{Caller, ErrorBody, OperationMatches, SessionList, SessionTurns, TurnEntries};
+use ledger::wire::{
+    Caller, ErrorBody, OperationHistory, OperationMatches, SessionList, SessionTurns, TurnEntries,
+};
 use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
 
@@ -169,6 +171,28 @@ pub fn operation(
     id: &str,
 ) -> impl Future<Output = Result<OperationMatches, ApiError>> + Send + 'static {
     get_json(format!("/api/operations/{}", enc(id)))
+}
+
+/// `GET /api/sessions/{key}/mutations/{mutation_id}/history` (docs/api.md "Operation history").
+pub fn operation_history(
+    key: &str,
+    mutation_id: &str,
+) -> impl Future<Output = Result<OperationHistory, ApiError>> + Send + 'static {
+    get_json(format!(
+        "/api/sessions/{}/mutations/{}/history",
+        enc(key),
+        enc(mutation_id)
+    ))
+}
+
+/// The export of a session as JSON Lines (docs/api.md "Export"): the records, and with `history` one
+/// history answer per operation after them.
+pub fn export_url(key: &str, history: bool) -> String {
+    let mut u = format!("/api/sessions/{}/export", enc(key));
+    if history {
+        u.push_str("?history=true");
+    }
+    u
 }
 
 /// `GET /api/unknowns`.

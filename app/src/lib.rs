@@ -10,6 +10,8 @@ pub mod routes;
 #[cfg(feature = "ssr")]
 pub mod standalone;
 pub mod timeline;
+#[cfg(feature = "hydrate")]
+pub mod watch;
 
 use leptos::prelude::*;
 use leptos_meta::{provide_meta_context, MetaTags, Stylesheet, Title};
@@ -66,6 +68,7 @@ pub fn App() -> impl IntoView {
                     <Route path=path!("/find") view=routes::find::FindPage ssr=SsrMode::Async/>
                     <Route path=path!("/sessions/:session_id") view=routes::session::SessionPage ssr=SsrMode::Async/>
                     <Route path=path!("/sessions/:session_id/turns/:turn_id") view=routes::turn::TurnPage ssr=SsrMode::Async/>
+                    <Route path=path!("/sessions/:session_id/operations/:mutation_id") view=routes::history::HistoryPage ssr=SsrMode::Async/>
                     <Route path=path!("/operations/:mutation_id") view=routes::operation::OperationPage ssr=SsrMode::Async/>
                     <Route path=path!("/unknowns") view=routes::unknowns::UnknownsPage ssr=SsrMode::Async/>
                 </Routes>

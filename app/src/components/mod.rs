@@ -1,6 +1,7 @@
 //! Pieces shared by the pages.
 
 pub mod outcome;
+pub mod time;
 
 use ledger::wire::{PublishedStatus, StatusCounts};
 use leptos::prelude::*;
@@ -85,5 +86,19 @@ pub fn ViewerNotice() -> impl IntoView {
                 })
             })}
         </Transition>
+    }
+}
+
+/// Download links of a session's export (docs/api.md "Export"): its records as JSON Lines, and the same
+/// with every operation's history after them.
+#[component]
+pub fn ExportLinks(session_key: String) -> impl IntoView {
+    let link = "rounded border border-slate-300 px-2 py-0.5 underline-offset-2 hover:bg-slate-100 dark:border-slate-700 dark:hover:bg-slate-800";
+    view! {
+        <p class="export mb-4 flex flex-wrap items-center gap-2 text-sm">
+            <span class="opacity-80">"Download this session:"</span>
+            <a class=link href=crate::api::export_url(&session_key, false) download="" rel="external" data-export="records">"Records (NDJSON)"</a>
+            <a class=link href=crate::api::export_url(&session_key, true) download="" rel="external" data-export="history">"Records and history (NDJSON)"</a>
+        </p>
     }
 }

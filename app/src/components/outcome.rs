@@ -122,9 +122,10 @@ pub fn UnknownExplanation(mutation_id: String, #[prop(optional)] in_flight: bool
     }
 }
 
-/// Copies `text` to the clipboard; says so once done.
+/// Copies `text` to the clipboard; says so once done. `label` defaults to "Copy operation id".
 #[component]
-pub fn CopyButton(text: String) -> impl IntoView {
+pub fn CopyButton(text: String, #[prop(optional)] label: Option<&'static str>) -> impl IntoView {
+    let label = label.unwrap_or("Copy operation id");
     let copied = RwSignal::new(false);
     let on_click = move |_| {
         #[cfg(feature = "hydrate")]
@@ -143,7 +144,7 @@ pub fn CopyButton(text: String) -> impl IntoView {
             class="copy-operation-id rounded border border-current px-2 py-0.5 text-xs hover:bg-black/5 focus:outline-none focus-visible:ring-2 focus-visible:ring-offset-1 dark:hover:bg-white/10"
             on:click=on_click
         >
-            {move || if copied.get() { "Copied" } else { "Copy operation id" }}
+            {move || if copied.get() { "Copied" } else { label }}
         </button>
     }
 }

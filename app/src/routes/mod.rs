@@ -1,6 +1,7 @@
 //! One page per module.
 
 pub mod find;
+pub mod history;
 pub mod home;
 pub mod operation;
 pub mod session;
@@ -54,4 +55,13 @@ pub fn turn_href(key: &str, turn: &str) -> String {
 /// The page path of an operation.
 pub fn operation_href(id: &str) -> String {
     format!("/operations/{}", crate::api::enc(id))
+}
+
+/// The page path of one operation of a session: its history and the operator actions.
+pub fn history_href(key: &str, mutation_id: &str) -> String {
+    format!(
+        "/sessions/{}/operations/{}",
+        crate::api::enc(key),
+        crate::api::enc(mutation_id)
+    )
 }

@@ -5,8 +5,9 @@ use leptos_meta::Title;
 
 use crate::api;
 use crate::components::outcome::OutcomeCard;
+use crate::components::time::{open_for, Time};
 use crate::components::ApiErrorPanel;
-use crate::routes::{param, session_href, turn_href};
+use crate::routes::{history_href, param, session_href, turn_href};
 
 #[component]
 pub fn OperationPage() -> impl IntoView {
@@ -32,7 +33,8 @@ pub fn OperationPage() -> impl IntoView {
     }
 }
 
-/// A list of operations with their session and turn.
+/// A list of operations with their session and turn, each linking to its history page; for an open
+/// entry (unknown or in flight) how long it has been open, and how many staff notes it has.
 #[component]
 pub fn OperationList(matches: Vec<ledger::wire::OperationMatch>) -> impl IntoView {
     view! {
@@ -40,16 +42,33 @@ pub fn OperationList(matches: Vec<ledger::wire::OperationMatch>) -> impl IntoVie
             {matches.into_iter().map(|m| {
                 let turn = m.entry.outcome.logical_turn_id.clone();
                 let in_flight = m.entry.ledger_status == ledger::wire::LedgerStatus::ExecutionStarted;
+                let history = history_href(&m.session_key, &m.entry.outcome.mutation_id);
+                let mutation_id = m.entry.outcome.mutation_id.clone();
+                let open = m.age_secs.map(|a| {
+                    let what = if in_flight { "in flight" } else { "unknown" };
+                    format!("{what} {}", open_for(a))
+                });
+                let notes = match m.notes {
+                    0 => None,
+                    1 => Some("1 note".to_owned()),
+                    n => Some(format!("{n} notes")),
+                };
                 view! {
-                    <li class="operation">
+                    <li class="operation" data-mutation-id=mutation_id>
                         <p class="mb-1 text-sm">
                             "Session "
                             <a class="break-all font-mono underline underline-offset-2" href=session_href(&m.session_key)><bdi>{m.session_key.clone()}</bdi></a>
                             " · turn "
                             <a class="break-all font-mono underline underline-offset-2" href=turn_href(&m.session_key, &turn)><bdi>{turn.clone()}</bdi></a>
-                            {format!(" · recorded {}", m.entry.recorded_at)}
+                            " · recorded "
+                            <Time at=m.entry.recorded_at.clone()/>
                         </p>
                         <OutcomeCard outcome=m.entry.outcome in_flight revision=m.entry.mutation_revision/>
+                        <p class="mt-1 flex flex-wrap items-center gap-x-3 text-sm">
+                            {open.map(|o| view! { <span class="age font-medium" data-age-secs=m.age_secs.unwrap_or(0)>{o}</span> })}
+                            {notes.map(|n| view! { <span class="notes" data-notes=m.notes>{n}</span> })}
+                            <a class="history-link underline underline-offset-2" href=history>"History and actions →"</a>
+                        </p>
                     </li>
                 }
             }).collect_view()}

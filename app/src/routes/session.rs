@@ -4,7 +4,7 @@ use leptos::prelude::*;
 use leptos_meta::Title;
 
 use crate::api;
-use crate::components::{ApiErrorPanel, Counts, ViewerNotice};
+use crate::components::{ApiErrorPanel, Counts, ExportLinks, ViewerNotice};
 use crate::routes::{param, turn_href};
 
 #[component]
@@ -22,7 +22,8 @@ pub fn SessionPage() -> impl IntoView {
                     Ok(s) => {
                         let key = s.session_key.clone();
                         view! {
-                            <p class="mb-4 text-sm opacity-80">{format!("Last activity {}", s.last_activity)}</p>
+                            <p class="mb-2 text-sm opacity-80">"Last activity " <crate::components::time::Time at=s.last_activity.clone()/></p>
+                            <ExportLinks session_key=key.clone()/>
                             <ol class="turns space-y-2">
                                 {s.turns.into_iter().enumerate().map(|(i, t)| view! {
                                     <li class="turn flex flex-wrap items-center justify-between gap-2 rounded border border-slate-200 p-3 dark:border-slate-800">

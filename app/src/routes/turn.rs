@@ -32,7 +32,10 @@ pub fn TurnPage() -> impl IntoView {
             {move || Suspend::new(async move {
                 match entries.await {
                     Err(e) => view! { <ApiErrorPanel error=e/> }.into_any(),
-                    Ok(e) => view! { <LiveTimeline entries=e/> }.into_any(),
+                    Ok(e) => view! {
+                        <crate::components::ExportLinks session_key=e.session_key.clone()/>
+                        <LiveTimeline entries=e/>
+                    }.into_any(),
                 }
             })}
         </Suspense>
@@ -90,6 +93,7 @@ fn LiveTimeline(entries: TurnEntries) -> impl IntoView {
     let connection = RwSignal::new(Connection::Snapshot);
     let filter = RwSignal::new(None::<PublishedStatus>);
     let session_key = entries.session_key.clone();
+    let row_session = entries.session_key.clone();
     let turn_id = entries.logical_turn_id.clone();
     Effect::new(move |_| {
         #[cfg(feature = "hydrate")]
@@ -149,9 +153,10 @@ fn LiveTimeline(entries: TurnEntries) -> impl IntoView {
             <For
                 each=rows
                 key=|r| (r.outcome.mutation_id.clone(), r.revision, r.in_flight)
-                children=|r| { let label = row_label(&r); view! {
+                children=move |r| { let label = row_label(&r); let history = crate::routes::history_href(&row_session, &r.outcome.mutation_id); view! {
                     <li aria-label=label class="timeline-row rounded-md focus:outline-none focus-visible:ring-2 focus-visible:ring-sky-500" tabindex="0">
                         <OutcomeCard outcome=r.outcome in_flight=r.in_flight revision=r.revision/>
+                        <a class="history-link mt-1 inline-block text-sm underline underline-offset-2" href=history>"History →"</a>
                     </li>
                 }}
             />

@@ -13,7 +13,7 @@ pub fn UnknownsPage() -> impl IntoView {
     view! {
         <Title text="Open unknowns · Outcome ledger"/>
         <h1 class="mb-1 text-2xl font-semibold">"Open unknown outcomes"</h1>
-        <p class="mb-4 text-sm opacity-80">"Oldest first. Each stays unknown until evidence about its original attempt reconciles it."</p>
+        <p class="mb-4 text-sm opacity-80">"Oldest first, with how long each has been unknown and how many notes staff left. Each stays unknown until evidence about its original attempt reconciles it."</p>
         <Suspense fallback=|| view! { <p>"Loading…"</p> }>
             {move || Suspend::new(async move {
                 match queue.await {

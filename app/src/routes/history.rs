@@ -1,0 +1,402 @@
+//! One operation of a session (`/sessions/{key}/operations/{mutation_id}`): where it stands, every change
+//! it went through as a timeline (docs/ledger.md "History"), the published record as JSON, the links to
+//! what it was commissioned after and what was commissioned after it, and for staff the operator actions
+//! (a note; reconciling an unknown outcome with evidence, bound to the attempt shown). Kept live: a change
+//! of the entry reloads the history (notes have no live event: they show on the next load).
+
+use ledger::wire::{HistoryChange, HistoryKind, LedgerStatus, OperationHistory, PublishedStatus};
+use leptos::prelude::*;
+use leptos_meta::Title;
+
+use crate::api;
+use crate::components::outcome::{reason_text, CopyButton, OutcomeCard, StatusBadge};
+use crate::components::time::Time;
+use crate::components::ApiErrorPanel;
+use crate::routes::{history_href, param, session_href, turn_href};
+use crate::timeline::Connection;
+
+#[component]
+pub fn HistoryPage() -> impl IntoView {
+    let key = param("session_id");
+    let id = param("mutation_id");
+    let found = Resource::new(
+        move || (key.get(), id.get()),
+        |(k, m)| api::operation_history(&k, &m),
+    );
+    view! {
+        <Title text=crate::routes::page_title(move || format!("Operation {} · Outcome ledger", id.get()))/>
+        <Suspense fallback=|| view! { <p>"Loading the operation…"</p> }>
+            {move || Suspend::new(async move {
+                match found.await {
+                    Err(e) => view! {
+                        <h1 class="mb-4 break-all text-2xl font-semibold">"Operation " <bdi class="font-mono">{id.get_untracked()}</bdi></h1>
+                        <ApiErrorPanel error=e/>
+                    }.into_any(),
+                    Ok(h) => view! { <LiveHistory history=h/> }.into_any(),
+                }
+            })}
+        </Suspense>
+    }
+}
+
+/// The kind of a change in words.
+pub fn kind_words(change: &HistoryChange) -> String {
+    let attempt = change
+        .attempt_id
+        .as_deref()
+        .map(|a| format!(" (attempt {a})"))
+        .unwrap_or_default();
+    match change.kind {
+        HistoryKind::Approval => "Approved by the host".to_owned(),
+        HistoryKind::Intent => format!("Intent recorded: execution started{attempt}"),
+        HistoryKind::Settlement => format!("Settled{attempt}"),
+        HistoryKind::Cancellation => format!("Cancelled before dispatch{attempt}"),
+        HistoryKind::Reconciliation => format!("Reconciled with evidence{attempt}"),
+        HistoryKind::Metadata => "Host metadata attached".to_owned(),
+        HistoryKind::Attempt => format!("Fresh attempt{attempt}"),
+        HistoryKind::Note => "Note".to_owned(),
+        HistoryKind::Imported => "Imported (recorded before history was kept)".to_owned(),
+    }
+}
+
+/// Who made a change, in words: `host` → "the host", `staff:<name>` → "staff <name>".
+pub fn actor_words(actor: &str) -> String {
+    match actor.strip_prefix("staff:") {
+        Some(name) => format!("staff {name}"),
+        None if actor == "host" => "the host".to_owned(),
+        None => actor.to_owned(),
+    }
+}
+
+/// The published record the history ends with, and whether the entry is in flight (started, unsettled).
+fn current(
+    history: &OperationHistory,
+) -> (Option<ledger::wire::MutationOutcome>, bool, Option<i64>) {
+    let last = history
+        .changes
+        .iter()
+        .rev()
+        .find(|c| c.kind != HistoryKind::Note);
+    let outcome = history.changes.iter().rev().find_map(|c| c.outcome.clone());
+    let in_flight = last.is_some_and(|c| c.ledger_status == LedgerStatus::ExecutionStarted);
+    let revision = history.changes.iter().rev().find_map(|c| c.revision);
+    (outcome, in_flight, revision)
+}
+
+/// The attempt an operator reconciles: the entry's current one, when it is a settled unknown outcome.
+pub fn reconcilable_attempt(history: &OperationHistory) -> Option<String> {
+    let last = history
+        .changes
+        .iter()
+        .rev()
+        .find(|c| c.kind != HistoryKind::Note)?;
+    (last.ledger_status == LedgerStatus::OutcomeUnknown)
+        .then(|| last.attempt_id.clone())
+        .flatten()
+}
+
+#[component]
+fn LiveHistory(history: OperationHistory) -> impl IntoView {
+    let (key, turn, id) = (
+        history.session_key.clone(),
+        history.logical_turn_id.clone(),
+        history.mutation_id.clone(),
+    );
+    let history = RwSignal::new(history);
+    let connection = RwSignal::new(Connection::Snapshot);
+    {
+        let (key, id) = (key.clone(), id.clone());
+        Effect::new(move |_| {
+            #[cfg(feature = "hydrate")]
+            crate::watch::start(key.clone(), id.clone(), history, connection);
+            #[cfg(not(feature = "hydrate"))]
+            let _ = (&key, &id);
+        });
+    }
+    // The forms re-render only when what they are bound to changes, so typing survives live updates.
+    let attempt = Memo::new(move |_| history.with(reconcilable_attempt));
+    let base = history_href(&key, &id);
+    let caller = use_context::<crate::CallerResource>();
+    view! {
+        <p class="mb-1 flex flex-wrap gap-x-3 text-sm">
+            <a class="underline-offset-2 hover:underline" href=session_href(&key)>"← Session " <bdi class="break-all font-mono">{key.clone()}</bdi></a>
+            <a class="underline-offset-2 hover:underline" href=turn_href(&key, &turn)>"Turn " <bdi class="break-all font-mono">{turn.clone()}</bdi></a>
+        </p>
+        <div class="mb-4 flex flex-wrap items-center justify-between gap-3">
+            <h1 class="break-all text-2xl font-semibold">"Operation " <bdi class="font-mono">{id.clone()}</bdi></h1>
+            <CopyLinkButton/>
+        </div>
+        <p class="connection mb-3 text-sm" role="status" aria-live="polite" data-state=move || connection.with(|c| c.name())>
+            {move || connection.with(|c| c.label())}
+        </p>
+        <section class="current mb-6" aria-label="Where it stands">
+            {move || {
+                let (outcome, in_flight, revision) = history.with(current);
+                match outcome {
+                    Some(o) => view! { <OutcomeCard outcome=o in_flight revision/> }.into_any(),
+                    None => view! {
+                        <p class="rounded-md border-l-4 border-slate-400 bg-slate-50 p-3 dark:bg-slate-900">
+                            "Approved, not started: nothing is published for this operation yet."
+                        </p>
+                    }.into_any(),
+                }
+            }}
+        </section>
+        {move || view! { <Commissioned history=history.get()/> }}
+        <section class="mb-6" aria-labelledby="history-heading">
+            <h2 id="history-heading" class="mb-2 text-lg font-semibold">"History"</h2>
+            <p class="mb-3 text-sm opacity-80">"Every change of this operation, oldest first, with who made it."</p>
+            <ol class="history space-y-3 border-l-2 border-slate-300 pl-4 dark:border-slate-700">
+                {move || history.with(|h| h.changes.iter().map(|c| view! { <Change change=c.clone()/> }).collect_view())}
+            </ol>
+        </section>
+        {move || history.with(current).0.and_then(|o| serde_json::to_string_pretty(&o).ok()).map(|json| view! {
+            <details class="record mb-6 rounded-md border border-slate-200 p-3 dark:border-slate-800">
+                <summary class="cursor-pointer font-medium">"Published record (mutation_outcome/v1 JSON)"</summary>
+                <pre class="mt-2 overflow-x-auto whitespace-pre-wrap break-all rounded bg-slate-50 p-2 font-mono text-xs dark:bg-slate-900">{json.clone()}</pre>
+                <CopyButton text=json label="Copy JSON"/>
+            </details>
+        })}
+        <Transition fallback=|| ()>
+            {move || {
+                let base = base.clone();
+                Suspend::new(async move {
+                    let staff = match caller {
+                        Some(c) => c.0.await.is_ok_and(|c| c.access == "staff"),
+                        None => false,
+                    };
+                    staff.then(|| view! { <OperatorActions base attempt/> })
+                })
+            }}
+        </Transition>
+    }
+}
+
+/// The links between an operation and new work commissioned after it.
+#[component]
+fn Commissioned(history: OperationHistory) -> impl IntoView {
+    let key = history.session_key.clone();
+    let after = history.commissioned_after.clone().map(|a| {
+        let href = history_href(&key, &a);
+        view! {
+            <p class="commissioned-after mb-2 text-sm">
+                "Commissioned after operation "
+                <a class="break-all font-mono underline underline-offset-2" href=href><bdi>{a}</bdi></a>
+            </p>
+        }
+    });
+    let later = (!history.commissioned.is_empty()).then(|| {
+        view! {
+            <div class="commissioned mb-2 text-sm">
+                <p>"New work commissioned after this operation:"</p>
+                <ul class="ml-4 list-disc">
+                    {history.commissioned.iter().map(|m| view! {
+                        <li><a class="break-all font-mono underline underline-offset-2" href=history_href(&key, m)><bdi>{m.clone()}</bdi></a></li>
+                    }).collect_view()}
+                </ul>
+            </div>
+        }
+    });
+    view! { <div class="mb-4">{after}{later}</div> }
+}
+
+/// One change of the timeline.
+#[component]
+fn Change(change: HistoryChange) -> impl IntoView {
+    let status = change.outcome.as_ref().map(|o| o.status);
+    let in_flight = change.ledger_status == LedgerStatus::ExecutionStarted;
+    let badge = match (change.kind, status) {
+        (HistoryKind::Note, _) | (_, None) => None,
+        (_, Some(s)) => Some(
+            view! { <StatusBadge status=s in_flight=in_flight && s == PublishedStatus::OutcomeUnknown/> },
+        ),
+    };
+    let details = [
+        change.revision.map(|r| format!("revision {r}")),
+        Some(format!("by {}", actor_words(&change.actor))),
+    ]
+    .into_iter()
+    .flatten()
+    .collect::<Vec<_>>()
+    .join(" · ");
+    view! {
+        <li class="change relative" data-kind=change.kind.as_str() data-actor=change.actor.clone()>
+            <span aria-hidden="true" class="absolute -left-[1.4rem] top-1.5 h-2.5 w-2.5 rounded-full bg-slate-400 dark:bg-slate-500"></span>
+            <p class="flex flex-wrap items-center gap-2">
+                <span class="font-medium">{kind_words(&change)}</span>
+                {badge}
+            </p>
+            <p class="text-xs opacity-80">
+                <Time at=change.at.clone()/>
+                " · "
+                <bdi>{details}</bdi>
+            </p>
+            {change.reason.map(|r| view! { <p class="reason text-sm">{reason_text(r)}</p> })}
+            {change.evidence.map(|e| view! {
+                <dl class="evidence mt-1 grid grid-cols-[auto_1fr] gap-x-3 text-sm">
+                    <dt class="opacity-80">"Source"</dt><dd class="break-all font-mono">{e.source}</dd>
+                    <dt class="opacity-80">"Reference"</dt><dd class="break-all font-mono">{e.reference}</dd>
+                    <dt class="opacity-80">"Observed"</dt><dd><Time at=e.observed_at/></dd>
+                </dl>
+            })}
+            {change.note.map(|n| view! {
+                <p class="note mt-1 whitespace-pre-wrap break-words rounded bg-slate-50 p-2 text-sm dark:bg-slate-900">{n}</p>
+            })}
+        </li>
+    }
+}
+
+/// Copies the page's address.
+#[component]
+fn CopyLinkButton() -> impl IntoView {
+    let copied = RwSignal::new(false);
+    let on_click = move |_| {
+        #[cfg(feature = "hydrate")]
+        if let Some(window) = web_sys::window() {
+            if let Ok(href) = window.location().href() {
+                let _ = window.navigator().clipboard().write_text(&href);
+                copied.set(true);
+            }
+        }
+    };
+    view! {
+        <button type="button" class="copy-link rounded border border-current px-2 py-0.5 text-sm hover:bg-black/5 dark:hover:bg-white/10" on:click=on_click>
+            {move || if copied.get() { "Link copied" } else { "Copy link" }}
+        </button>
+    }
+}
+
+const INPUT: &str = "w-full rounded border border-slate-300 bg-white px-2 py-1 text-sm dark:border-slate-700 dark:bg-slate-900";
+const BUTTON: &str = "rounded bg-slate-900 px-3 py-1 text-sm font-medium text-white hover:bg-slate-700 dark:bg-slate-100 dark:text-slate-900 dark:hover:bg-slate-300";
+
+/// Staff only: add a note; reconcile an unknown outcome with evidence observed at the provider, bound to
+/// the attempt this page shows. Plain form posts (they work without JavaScript), answered by 303 back here.
+#[component]
+fn OperatorActions(base: String, attempt: Memo<Option<String>>) -> impl IntoView {
+    let notes_action = format!("{base}/notes");
+    let reconcile_action = format!("{base}/reconciliation");
+    let observed = RwSignal::new(String::new());
+    #[cfg(feature = "hydrate")]
+    Effect::new(move |_| {
+        let now: String = js_sys::Date::new_0().to_iso_string().into();
+        observed.set(now);
+    });
+    view! {
+        <section class="operator-actions mb-6 space-y-6 rounded-md border border-slate-200 p-4 dark:border-slate-800" aria-labelledby="actions-heading">
+            <h2 id="actions-heading" class="text-lg font-semibold">"Operator actions"</h2>
+            <p class="text-sm opacity-80">"Recorded in the history with your name. Nothing here resends the write."</p>
+            <form method="post" action=notes_action class="note-form space-y-2">
+                <label class="block text-sm font-medium" for="note-text">"Add a note"</label>
+                <textarea id="note-text" name="text" required maxlength="4096" rows="3" class=INPUT
+                    placeholder="What you found, whom you asked, what is next"></textarea>
+                <button type="submit" class=BUTTON>"Add note"</button>
+            </form>
+            {move || attempt.get().map(|attempt| view! {
+                <form method="post" action=reconcile_action.clone() class="reconcile-form space-y-2">
+                    <h3 class="font-medium">"Reconcile this unknown outcome"</h3>
+                    <p class="text-sm">
+                        "Only with evidence you observed at the provider about attempt "
+                        <code class="font-mono">{attempt.clone()}</code>
+                        ". If the entry moved on since this page loaded, the ledger refuses it."
+                    </p>
+                    <input type="hidden" name="attempt_id" value=attempt.clone()/>
+                    <fieldset class="space-y-1">
+                        <legend class="text-sm font-medium">"What the provider shows"</legend>
+                        <label class="mr-4 inline-flex items-center gap-1 text-sm"><input type="radio" name="completed" value="true" required/>"It took effect (completed)"</label>
+                        <label class="inline-flex items-center gap-1 text-sm"><input type="radio" name="completed" value="false"/>"It did not take effect (failed)"</label>
+                    </fieldset>
+                    <label class="block text-sm font-medium">"Evidence source" <input name="source" required maxlength="256" class=INPUT placeholder="payments-api"/></label>
+                    <label class="block text-sm font-medium">"Evidence reference" <input name="reference" required maxlength="256" class=INPUT placeholder="refund re_123"/></label>
+                    <label class="block text-sm font-medium">"Observed at (RFC 3339)" <input name="observed_at" required class=INPUT placeholder="2026-12-01T18:30:00Z" prop:value=move || observed.get()/></label>
+                    <button type="submit" class=BUTTON>"Reconcile"</button>
+                </form>
+            })}
+        </section>
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn change(kind: HistoryKind, status: LedgerStatus, attempt: Option<&str>) -> HistoryChange {
+        HistoryChange {
+            kind,
+            at: "2026-12-01T18:00:00.000Z".into(),
+            revision: None,
+            actor: "host".into(),
+            attempt_id: attempt.map(str::to_owned),
+            ledger_status: status,
+            reason: None,
+            evidence: None,
+            note: None,
+            outcome: None,
+        }
+    }
+
+    fn history(changes: Vec<HistoryChange>) -> OperationHistory {
+        OperationHistory {
+            session_key: "s".into(),
+            logical_turn_id: "t".into(),
+            mutation_id: "m".into(),
+            commissioned_after: None,
+            commissioned: vec![],
+            changes,
+        }
+    }
+
+    #[test]
+    fn only_a_settled_unknown_outcome_is_reconcilable_and_with_its_current_attempt() {
+        use HistoryKind::*;
+        use LedgerStatus::*;
+        let approved = change(Approval, Approved, None);
+        let started = change(Intent, ExecutionStarted, Some("att-1"));
+        let unknown = change(Settlement, OutcomeUnknown, Some("att-1"));
+        // A note after it keeps the status of the change before it.
+        let note = change(Note, OutcomeUnknown, Some("att-1"));
+        let done = change(Reconciliation, Completed, Some("att-1"));
+        assert_eq!(reconcilable_attempt(&history(vec![approved.clone()])), None);
+        assert_eq!(
+            reconcilable_attempt(&history(vec![approved.clone(), started.clone()])),
+            None
+        );
+        let open = vec![
+            approved.clone(),
+            started.clone(),
+            unknown.clone(),
+            note.clone(),
+        ];
+        assert_eq!(
+            reconcilable_attempt(&history(open.clone())),
+            Some("att-1".into())
+        );
+        let mut closed = open;
+        closed.push(done);
+        assert_eq!(reconcilable_attempt(&history(closed)), None);
+        // In flight: the last change that is not a note started an attempt.
+        let (_, in_flight, _) = current(&history(vec![approved, started, note]));
+        assert!(in_flight);
+    }
+
+    #[test]
+    fn changes_read_in_words_with_their_attempt() {
+        let c = change(
+            HistoryKind::Intent,
+            LedgerStatus::ExecutionStarted,
+            Some("att-2"),
+        );
+        assert_eq!(
+            kind_words(&c),
+            "Intent recorded: execution started (attempt att-2)"
+        );
+        let c = change(HistoryKind::Approval, LedgerStatus::Approved, None);
+        assert_eq!(kind_words(&c), "Approved by the host");
+    }
+
+    #[test]
+    fn actors_read_in_words() {
+        assert_eq!(actor_words("host"), "the host");
+        assert_eq!(actor_words("staff:alice"), "staff alice");
+        assert_eq!(actor_words("other"), "other");
+    }
+}

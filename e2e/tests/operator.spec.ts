@@ -1,0 +1,177 @@
+// Operator actions on an unknown outcome (docs/api.md "Operator actions"), on the signed-in server
+// (SIGNED_IN_URL, one staff account STAFF_NAME / STAFF_PASSWORD): staff walk an unknown outcome from the
+// queue to its operation page, add a note, reconcile it with evidence they observed, and a second open
+// page sees the history and the status change live. Screenshots of the operation page before and after
+// reconciliation, desktop and phone, light and dark, go to test-results/screenshots/.
+import { test, expect, request as pwRequest, APIRequestContext, Page, Browser } from '@playwright/test';
+import { Host, unique, enc } from './host';
+
+const signedInUrl = process.env.SIGNED_IN_URL ?? '';
+const staffName = process.env.STAFF_NAME ?? '';
+const staffPassword = process.env.STAFF_PASSWORD ?? '';
+
+test.skip(!signedInUrl, 'SIGNED_IN_URL (a server with --access signed-in) is not set');
+
+let api: APIRequestContext;
+test.beforeAll(async () => {
+  if (signedInUrl) api = await pwRequest.newContext({ baseURL: signedInUrl });
+});
+test.afterAll(async () => { await api?.dispose(); });
+
+async function signIn(page: Page) {
+  await page.goto('/sign-in');
+  await page.getByLabel('Name').fill(staffName);
+  await page.getByLabel('Password').fill(staffPassword);
+  await page.getByRole('button', { name: 'Sign in' }).click();
+  await expect(page.locator('header [data-access="staff"]')).toHaveText(`Signed in as ${staffName}`);
+}
+
+/** The kinds of the history rows, in order. */
+function kinds(page: Page) {
+  return page.locator('ol.history > li.change').evaluateAll(els => els.map(e => e.getAttribute('data-kind')));
+}
+
+async function shot(page: Page, name: string, device: string, scheme: string) {
+  const overflow = await page.evaluate(() => document.documentElement.scrollWidth - window.innerWidth);
+  expect(overflow, `${name} ${device} ${scheme} overflows`).toBeLessThanOrEqual(0);
+  await page.screenshot({ path: `test-results/screenshots/${name}-${device}-${scheme}.png`, fullPage: true });
+}
+
+const looks = [['desktop', 1280, 900, 'light'], ['desktop', 1280, 900, 'dark'], ['phone', 390, 844, 'light'], ['phone', 390, 844, 'dark']] as const;
+
+async function screenshots(browser: Browser, state: string, path: string, name: string) {
+  for (const [device, width, height, colorScheme] of looks) {
+    const context = await browser.newContext({ baseURL: signedInUrl, viewport: { width, height }, colorScheme, storageState: state });
+    try {
+      const page = await context.newPage();
+      await page.goto(path);
+      await expect(page.locator('.connection')).toHaveAttribute('data-state', 'live', { timeout: 15_000 });
+      await shot(page, name, device, colorScheme);
+    } finally {
+      await context.close();
+    }
+  }
+}
+
+test('staff walk an unknown outcome from the queue to its page, note it, reconcile it; a second page follows live', async ({ browser }, info) => {
+  test.setTimeout(180_000);
+  const session = unique('e2e-ops');
+  const id = `${session}-refund`;
+  const host = new Host(api, session);
+  await host.settled('turn-1', id, 'outcome_unknown', 'execution_timeout');
+  await host.settled('turn-1', `${session}-other`, 'completed');
+
+  const context = await browser.newContext({ baseURL: signedInUrl });
+  try {
+    const page = await context.newPage();
+    await signIn(page);
+
+    // The queue lists it with its age and no notes; its link opens the operation page.
+    await page.goto('/unknowns');
+    const row = page.locator(`li.operation[data-mutation-id="${id}"]`);
+    await expect(row).toBeVisible();
+    await expect(row.locator('.age')).toHaveText(/^unknown for \d+ (s|min)$/);
+    await expect(row.locator('.notes')).toHaveCount(0);
+    await row.getByRole('link', { name: 'History and actions →' }).click();
+    const opPath = `/sessions/${enc(session)}/operations/${enc(id)}`;
+    await expect(page).toHaveURL(`${signedInUrl}${opPath}`);
+    await expect(page.locator('main h1')).toHaveText(`Operation ${id}`);
+    await expect(page.locator('.current [data-status="outcome_unknown"]').first()).toBeVisible();
+    expect(await kinds(page)).toEqual(['approval', 'intent', 'settlement']);
+    await expect(page.locator('li.change[data-kind="settlement"]')).toContainText('revision');
+    await expect(page.locator('li.change[data-kind="settlement"] time')).toHaveAttribute('datetime', /^\d{4}-\d\d-\d\dT/);
+    await expect(page.locator('li.change[data-kind="settlement"] .reason')).toContainText('timed out');
+    await expect(page.locator('.connection')).toHaveAttribute('data-state', 'live', { timeout: 15_000 });
+
+    // Screenshots before reconciliation.
+    const state = info.outputPath('staff-state.json');
+    await context.storageState({ path: state });
+    await screenshots(browser, state, opPath, 'operation-unknown');
+
+    // A second open page of the same operation, live.
+    const second = await context.newPage();
+    await second.goto(opPath);
+    await expect(second.locator('.connection')).toHaveAttribute('data-state', 'live', { timeout: 15_000 });
+
+    // A note: posted as a form, answered 303 back to the page, kept in the history with the staff's name.
+    const note = 'Asked payments-api support: refund re_123 shows as succeeded.';
+    await page.getByLabel('Add a note').fill(note);
+    await page.getByRole('button', { name: 'Add note' }).click();
+    await expect(page).toHaveURL(`${signedInUrl}${opPath}`);
+    const noteRow = page.locator('li.change[data-kind="note"]');
+    await expect(noteRow).toHaveAttribute('data-actor', `staff:${staffName}`);
+    await expect(noteRow.locator('.note')).toHaveText(note);
+    // The status is unchanged by a note; the queue counts it.
+    await expect(page.locator('.current [data-status="outcome_unknown"]').first()).toBeVisible();
+    const queue = await api.get('/api/unknowns', { headers: { Authorization: `Bearer ${process.env.OUTCOMES_HOST_TOKEN ?? ''}` } });
+    const match = (await queue.json()).matches.find((m: any) => m.entry.outcome.mutation_id === id);
+    expect(match.notes).toBe(1);
+    expect(typeof match.age_secs).toBe('number');
+
+    // Reconcile with the evidence observed at the provider, bound to the attempt the page shows.
+    const form = page.locator('form.reconcile-form');
+    await expect(form.locator('input[name="attempt_id"]')).toHaveValue('att-1');
+    await expect(form.getByLabel('Observed at (RFC 3339)')).toHaveValue(/^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d/);
+    await form.getByLabel('It took effect (completed)').check();
+    await form.getByLabel('Evidence source').fill('payments-api');
+    await form.getByLabel('Evidence reference').fill('refund re_123');
+    await form.getByRole('button', { name: 'Reconcile' }).click();
+    await expect(page).toHaveURL(`${signedInUrl}${opPath}`);
+    await expect(page.locator('.current [data-status="completed"]').first()).toBeVisible();
+    const rec = page.locator('li.change[data-kind="reconciliation"]');
+    await expect(rec).toHaveAttribute('data-actor', `staff:${staffName}`);
+    await expect(rec.locator('.evidence')).toContainText('payments-api');
+    await expect(rec.locator('.evidence')).toContainText('refund re_123');
+    await expect(page.locator('form.reconcile-form')).toHaveCount(0);
+    expect(await kinds(page)).toEqual(['approval', 'intent', 'settlement', 'note', 'reconciliation']);
+
+    // The second page saw it live, without a reload: the status, the reconciliation and the note.
+    await expect(second.locator('.current [data-status="completed"]').first()).toBeVisible({ timeout: 15_000 });
+    await expect.poll(() => kinds(second)).toEqual(['approval', 'intent', 'settlement', 'note', 'reconciliation']);
+    await expect(second.locator('li.change[data-kind="reconciliation"] .evidence')).toContainText('refund re_123');
+
+    // It left the queue.
+    await page.goto('/unknowns');
+    await expect(page.locator(`li.operation[data-mutation-id="${id}"]`)).toHaveCount(0);
+
+    // Screenshots after reconciliation.
+    await screenshots(browser, state, opPath, 'operation-reconciled');
+  } finally {
+    await context.close();
+  }
+});
+
+test('the operation page offers no operator action to a viewer, and the session page offers the export', async ({ browser }) => {
+  const session = unique('e2e-ops-viewer');
+  const id = `${session}-unk`;
+  const host = new Host(api, session);
+  await host.settled('turn-1', id, 'outcome_unknown', 'execution_timeout');
+  const link = await host.viewerLink(3600);
+  const context = await browser.newContext({ baseURL: signedInUrl });
+  try {
+    const page = await context.newPage();
+    await page.goto(link.url);
+    await expect(page.locator('.export a[data-export="records"]')).toHaveAttribute('href', `/api/sessions/${enc(session)}/export`);
+    await expect(page.locator('.export a[data-export="history"]')).toHaveAttribute('href', `/api/sessions/${enc(session)}/export?history=true`);
+    const download = page.waitForEvent('download');
+    await page.locator('.export a[data-export="records"]').click();
+    const file = await (await download).path();
+    const fs = await import('node:fs');
+    const lines = fs.readFileSync(file!, 'utf8').trim().split('\n').map(l => JSON.parse(l));
+    expect(lines.map(l => l.mutation_id)).toEqual([id]);
+    expect(lines[0].status).toBe('outcome_unknown');
+    await page.goto(`/sessions/${enc(session)}/operations/${enc(id)}`);
+    await expect(page.locator('main h1')).toHaveText(`Operation ${id}`);
+    expect(await kinds(page)).toEqual(['approval', 'intent', 'settlement']);
+    await expect(page.locator('.operator-actions')).toHaveCount(0);
+    // A viewer's form post is refused and changes nothing.
+    const r = await page.request.post(`/sessions/${enc(session)}/operations/${enc(id)}/notes`, {
+      form: { text: 'not allowed' }, headers: { Origin: signedInUrl }, maxRedirects: 0,
+    });
+    expect(r.status()).toBe(403);
+    await page.reload();
+    expect(await kinds(page)).toEqual(['approval', 'intent', 'settlement']);
+  } finally {
+    await context.close();
+  }
+});
