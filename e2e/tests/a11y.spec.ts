@@ -23,15 +23,17 @@ test.beforeAll(async ({ request }) => {
     session: `/sessions/${enc(session)}`,
     turn: host.turnPath('turn-1'),
     operation: `/operations/${enc(session + '-unk')}`,
+    history: `/sessions/${enc(session)}/operations/${enc(session + '-unk')}`,
+    unknowns: '/unknowns',
   };
 });
 
 async function settle(page: Page, name: string) {
-  if (name === 'turn') await expect(page.locator('.connection')).toHaveAttribute('data-state', 'live', { timeout: 15_000 });
+  if (name === 'turn' || name === 'history') await expect(page.locator('.connection')).toHaveAttribute('data-state', 'live', { timeout: 15_000 });
   else await expect(page.locator('main h1')).toBeVisible();
 }
 
-for (const name of ['home', 'session', 'turn', 'operation']) {
+for (const name of ['home', 'session', 'turn', 'operation', 'history', 'unknowns']) {
   test(`axe: no serious or critical violations on the ${name} page, light and dark`, async ({ page }) => {
     for (const scheme of ['light', 'dark'] as const) {
       await page.emulateMedia({ colorScheme: scheme });
@@ -50,7 +52,7 @@ test('screenshots at desktop and phone width, light and dark', async ({ page }) 
     await page.setViewportSize({ width, height });
     for (const scheme of ['light', 'dark'] as const) {
       await page.emulateMedia({ colorScheme: scheme });
-      for (const name of ['home', 'turn', 'operation']) {
+      for (const name of ['home', 'turn', 'operation', 'history']) {
         await page.goto(paths[name]);
         await settle(page, name);
         // Nothing wider than the viewport at phone width.
