@@ -2,6 +2,7 @@
 //! documentation declared together, with `utoipa_axum::routes!`); [`documented`] merges them in this one
 //! place, [`api_router`] serves them and [`openapi::document`] publishes what they declare.
 
+pub mod export;
 pub mod host;
 pub mod live;
 pub mod malformed;
@@ -24,7 +25,7 @@ use utoipa_axum::router::OpenApiRouter;
 use crate::AppState;
 
 /// Every route, with the documentation of those in the API document: the host write API (behind
-/// [`crate::access::require_host`]), the read APIs, the operator actions (and their forms),
+/// [`crate::access::require_host`]), the read APIs, the export, the operator actions (and their forms),
 /// the access routes and `/api/openapi.json`. Who may
 /// call what is decided before routing by [`crate::access::authenticate`]; the host routes check again
 /// that the caller is the host.
@@ -35,6 +36,7 @@ pub fn documented() -> OpenApiRouter<AppState> {
     OpenApiRouter::with_openapi(openapi::info())
         .merge(host)
         .merge(read::router())
+        .merge(export::router())
         .merge(operator::router())
         .merge(replay::router())
         .merge(live::router())

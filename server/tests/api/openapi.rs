@@ -51,6 +51,7 @@ const ROUTES: &[(&str, &str)] = &[
         "/api/sessions/{session_key}/mutations/{mutation_id}/history",
     ),
     ("get", "/api/unknowns"),
+    ("get", "/api/sessions/{session_key}/export"),
     (
         "post",
         "/api/sessions/{session_key}/mutations/{mutation_id}/notes",
