@@ -81,7 +81,7 @@ pub enum OperatorErrors {
     #[response(status = 401)]
     Unauthorized(ledger::wire::ErrorBody),
     /// `staff_only`: the caller is the host, a viewer, or nobody in open access mode; or
-    /// `origin_mismatch`: a sign-in cookie without a matching `Origin`.
+    /// `origin_mismatch`: a sign-in cookie or the proxy's user header without a matching `Origin`.
     #[response(status = 403)]
     Forbidden(ledger::wire::ErrorBody),
     /// A field breaks a rule; `field` names it.

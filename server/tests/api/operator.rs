@@ -367,6 +367,70 @@ async fn only_staff_may_add_a_note() {
     assert_eq!(s, StatusCode::FORBIDDEN);
 }
 
+#[tokio::test]
+async fn behind_the_sso_proxy_a_staff_change_needs_a_matching_origin_too() {
+    // The proxy adds its header to whatever the browser sends, a page of another site's form post
+    // included: like a cookie, it needs the Origin check.
+    let app = with_staff(|a| {
+        a.access = AccessArg::SignedIn;
+        a.trusted_user_header = Some("x-forwarded-user".parse().unwrap());
+        a.trusted_proxy = vec!["127.0.0.1/32".parse().unwrap()];
+    })
+    .await;
+    app.settled("s", "t", "m", "outcome_unknown").await;
+    let before = snapshot(&app, "s", "t", "m").await;
+    let send = |origin: Option<&str>, path: &str, body: String, content_type: &str| {
+        let mut req = no_redirects()
+            .post(format!("{}{path}", app.base))
+            .header("x-forwarded-user", "grace")
+            .header("content-type", content_type)
+            .body(body);
+        if let Some(o) = origin {
+            req = req.header("origin", o);
+        }
+        req.send()
+    };
+    let json_note = json!({"text": "via the proxy"}).to_string();
+    for origin in [None, Some("http://evil.example")] {
+        let r = send(
+            origin,
+            &notes("s", "m"),
+            json_note.clone(),
+            "application/json",
+        )
+        .await
+        .unwrap();
+        assert_eq!(r.status(), StatusCode::FORBIDDEN);
+        let v: Value = r.json().await.unwrap();
+        assert_eq!(v["error"]["code"], "origin_mismatch");
+        let r = send(
+            origin,
+            "/sessions/s/operations/m/notes",
+            form(&[("text", "via the proxy")]),
+            "application/x-www-form-urlencoded",
+        )
+        .await
+        .unwrap();
+        assert_eq!(r.status(), StatusCode::FORBIDDEN);
+    }
+    assert_eq!(
+        snapshot(&app, "s", "t", "m").await,
+        before,
+        "nothing changed"
+    );
+    let r = send(
+        Some(&app.base),
+        &notes("s", "m"),
+        json_note,
+        "application/json",
+    )
+    .await
+    .unwrap();
+    assert_eq!(r.status(), StatusCode::CREATED);
+    let row: Value = r.json().await.unwrap();
+    assert_eq!(row["actor"], "staff:grace");
+}
+
 // ---------------------------------------------------------------------------------------------------
 // Reconciliation by staff
 // ---------------------------------------------------------------------------------------------------
