@@ -123,6 +123,36 @@ pub fn viewer_not_found_page(own_session_href: &str) -> String {
     )
 }
 
+/// The page path of an operation within its session, `/sessions/{session_key}/operations/{mutation_id}`,
+/// each segment percent-encoded as [`crate::routes::session_href`] does: where the no-JavaScript
+/// operator forms go back to.
+pub fn session_operation_href(session_key: &str, mutation_id: &str) -> String {
+    format!(
+        "/sessions/{}/operations/{}",
+        crate::api::enc(session_key),
+        crate::api::enc(mutation_id)
+    )
+}
+
+/// The answer to a no-JavaScript operator form (a note, a reconciliation) that was refused: what is
+/// wrong, in plain words, that nothing was changed, and a link back to the operation page (`back`).
+pub fn operator_refusal_page(heading: &str, message: &str, back: &str) -> String {
+    let heading = heading.to_owned();
+    let message = message.to_owned();
+    let back = back.to_owned();
+    document(
+        "Not saved",
+        view! {
+            <section class="max-w-prose">
+                <h1 class="mb-2 text-2xl font-semibold">{heading}</h1>
+                <p role="alert" class="operator-refusal mb-4 rounded-md border-l-4 border-red-600 bg-red-50 p-3 text-red-900 dark:bg-red-950 dark:text-red-100">{message}</p>
+                <p class="mb-4">"Nothing was changed."</p>
+                <p><a class="underline underline-offset-2" href=back>"Back to the operation"</a></p>
+            </section>
+        },
+    )
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -141,6 +171,20 @@ mod tests {
         assert!(page.contains("value=\"ada&quot;&gt;&lt;b&gt;\""), "{page}");
         assert!(page.contains("The name or the password is wrong."));
         assert!(page.contains("<title>Sign in · Outcome ledger</title>"));
+        assert!(!page.contains("<script"));
+    }
+
+    #[test]
+    fn the_refusal_page_escapes_and_links_back() {
+        let back = session_operation_href("a/b c", "op<1>");
+        assert_eq!(back, "/sessions/a%2Fb%20c/operations/op%3C1%3E");
+        let page = operator_refusal_page("Not saved.", "<b>x</b>", &back);
+        assert!(page.contains("&lt;b&gt;x&lt;/b&gt;"), "{page}");
+        assert!(
+            page.contains(r#"href="/sessions/a%2Fb%20c/operations/op%3C1%3E""#),
+            "{page}"
+        );
+        assert!(page.contains("Nothing was changed."));
         assert!(!page.contains("<script"));
     }
 

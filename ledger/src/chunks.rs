@@ -8,14 +8,17 @@
 //! a large read's cost. Each entry is then projected (the one projection, [`crate::projection`]) with its
 //! strings moved, not copied.
 
+use std::collections::HashMap;
 use std::sync::Arc;
 
 use serde::Deserialize;
 
 use crate::error::LedgerError;
 use crate::projection::{project_owned, HostMetadata, LedgerEntry};
+use crate::rows::EntryRow;
+use crate::sessions::{change, prefixed, HistoryRow, HISTORY_COLUMNS};
 use crate::store::Inner;
-use crate::wire::{LedgerStatus, MutationOutcome, Reason};
+use crate::wire::{LedgerStatus, MutationOutcome, OperationHistory, Reason};
 
 /// Entries read per statement.
 pub const READ_CHUNK: i64 = 1_000;
@@ -211,6 +214,141 @@ impl HistoryChunks {
     }
 }
 
+/// Entries per chunk of [`OperationHistoryChunks`]: each brings all its history rows, so fewer than
+/// [`READ_CHUNK`].
+pub const OPERATIONS_CHUNK: i64 = 100;
+
+/// An entry of a session with its turn's place, in the order of [`history_select`].
+#[derive(sqlx::FromRow)]
+struct TurnEntryRow {
+    turn_seq: i64,
+    #[sqlx(flatten)]
+    entry: EntryRow,
+}
+
+/// A history row with the entry it belongs to.
+#[derive(sqlx::FromRow)]
+struct EntryHistoryRow {
+    entry_seq: i64,
+    #[sqlx(flatten)]
+    row: HistoryRow,
+}
+
+/// The entries of a chunk of [`OperationHistoryChunks`]: the keyset of [`history_select`] (an index
+/// range, no sort), whole rows. Binds: session key, turn_seq, seq, limit.
+fn operations_select() -> String {
+    format!(
+        "SELECT t.turn_seq, {} FROM turns t JOIN entries e ON e.session_key = t.session_key \
+         AND e.logical_turn_id = t.logical_turn_id \
+         AND e.seq > CASE WHEN t.turn_seq = ?2 THEN ?3 ELSE 0 END \
+         WHERE t.session_key = ?1 AND t.turn_seq >= ?2 ORDER BY t.turn_seq, e.seq LIMIT ?4",
+        prefixed("e")
+    )
+}
+
+/// Every operation's history of a session (`SessionManager::operation_histories`): one
+/// [`OperationHistory`] per entry, published or not, in the order of [`HistoryChunks`] (oldest logical
+/// turn first, then in recorded order), [`OPERATIONS_CHUNK`] entries at a time. A chunk is three
+/// statements in one read transaction (its entries by keyset on `turns_by_session` and
+/// `entries_by_turn_seq`, what was commissioned after them from `entries_by_commissioner`, their history
+/// rows from `history_by_entry`), so each answer is one snapshot, and a change committed while a long
+/// export is read shows in a later chunk or not at all.
+pub struct OperationHistoryChunks {
+    inner: Arc<Inner>,
+    session_key: String,
+    /// (turn_seq, seq) of the last entry read.
+    after: (i64, i64),
+    done: bool,
+}
+
+impl OperationHistoryChunks {
+    pub(crate) fn new(inner: Arc<Inner>, session_key: String) -> Self {
+        OperationHistoryChunks {
+            inner,
+            session_key,
+            after: (0, 0),
+            done: false,
+        }
+    }
+
+    /// The next chunk's operation histories (at most [`OPERATIONS_CHUNK`]); `None` once every entry was
+    /// read.
+    pub async fn next_chunk(&mut self) -> Result<Option<Vec<OperationHistory>>, LedgerError> {
+        if self.done {
+            return Ok(None);
+        }
+        let mut tx = self.inner.read.begin().await?;
+        let entries: Vec<TurnEntryRow> = sqlx::query_as(&operations_select())
+            .bind(&self.session_key)
+            .bind(self.after.0)
+            .bind(self.after.1)
+            .bind(OPERATIONS_CHUNK)
+            .fetch_all(&mut *tx)
+            .await?;
+        self.done = (entries.len() as i64) < OPERATIONS_CHUNK;
+        let Some(last) = entries.last() else {
+            tx.commit().await?;
+            return Ok(None);
+        };
+        self.after = (last.turn_seq, last.entry.seq);
+        let seqs = serde_json::to_string(&entries.iter().map(|e| e.entry.seq).collect::<Vec<_>>())
+            .map_err(|e| LedgerError::Store(sqlx::Error::Encode(Box::new(e))))?;
+        let ids = serde_json::to_string(
+            &entries
+                .iter()
+                .map(|e| e.entry.mutation_id.as_str())
+                .collect::<Vec<_>>(),
+        )
+        .map_err(|e| LedgerError::Store(sqlx::Error::Encode(Box::new(e))))?;
+        let commissioned: Vec<(String, String)> = sqlx::query_as(
+            "SELECT commissioned_after, mutation_id FROM entries WHERE session_key = ?1 \
+             AND commissioned_after IN (SELECT value FROM json_each(?2)) ORDER BY seq",
+        )
+        .bind(&self.session_key)
+        .bind(ids)
+        .fetch_all(&mut *tx)
+        .await?;
+        let rows: Vec<EntryHistoryRow> = sqlx::query_as(&format!(
+            "SELECT entry_seq, {HISTORY_COLUMNS} FROM history \
+             WHERE entry_seq IN (SELECT value FROM json_each(?1)) ORDER BY entry_seq, id"
+        ))
+        .bind(seqs)
+        .fetch_all(&mut *tx)
+        .await?;
+        tx.commit().await?;
+        let mut by_after: HashMap<String, Vec<String>> = HashMap::new();
+        for (after, mutation) in commissioned {
+            by_after.entry(after).or_default().push(mutation);
+        }
+        let mut by_entry: HashMap<i64, Vec<HistoryRow>> = HashMap::new();
+        for r in rows {
+            by_entry.entry(r.entry_seq).or_default().push(r.row);
+        }
+        Ok(Some(
+            entries
+                .into_iter()
+                .map(|e| {
+                    let entry = e.entry;
+                    let changes = by_entry
+                        .remove(&entry.seq)
+                        .unwrap_or_default()
+                        .into_iter()
+                        .map(|r| change(&entry, r))
+                        .collect();
+                    OperationHistory {
+                        commissioned: by_after.remove(&entry.mutation_id).unwrap_or_default(),
+                        session_key: entry.session_key,
+                        logical_turn_id: entry.logical_turn_id,
+                        mutation_id: entry.mutation_id,
+                        commissioned_after: entry.commissioned_after,
+                        changes,
+                    }
+                })
+                .collect(),
+        ))
+    }
+}
+
 /// One event of a replay snapshot: `revision` is `None` for a legacy entry (framed without `id:`).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ReplayEvent {
@@ -387,6 +525,26 @@ mod tests {
             assert_eq!(p.matches("TEMP B-TREE").count(), 0, "{phase:?}: {p}");
         }
         assert_eq!(history.matches("TEMP B-TREE").count(), 0, "{history}");
+        let sql = format!("EXPLAIN QUERY PLAN {}", operations_select());
+        let mut q = sqlx::query_as::<_, (i64, i64, i64, String)>(&sql);
+        for _ in 0..4 {
+            q = q.bind(1_i64);
+        }
+        let operations: Vec<String> = q
+            .fetch_all(&inner.read)
+            .await
+            .unwrap()
+            .into_iter()
+            .map(|r| r.3)
+            .collect();
+        let operations = operations.join("\n");
+        for index in ["turns_by_session", "entries_by_turn_seq"] {
+            assert!(
+                operations.contains(&format!("USING INDEX {index}")),
+                "{operations}"
+            );
+        }
+        assert_eq!(operations.matches("TEMP B-TREE").count(), 0, "{operations}");
         let replay = plan(&inner, &replay_select(Phase::AfterCursor).unwrap(), 4).await;
         // A sort would show as a step of its own; none may appear.
         assert!(!replay.contains("ORDER BY"), "{replay}");

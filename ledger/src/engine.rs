@@ -27,7 +27,7 @@ use crate::projection::LedgerEntry;
 use crate::rows::{load_for_write, EntryRow, ENTRY_COLUMNS};
 use crate::sanitize::sanitize_metadata;
 use crate::store::Inner;
-use crate::wire::{EntryState, HistoryKind, LedgerStatus, Reason};
+use crate::wire::{EntryState, HistoryChange, HistoryKind, LedgerStatus, Reason};
 
 pub use crate::command::{Action, Actor, Command, EntryKey, Evidence, Settlement};
 
@@ -42,8 +42,15 @@ pub const QUEUED_JOBS: usize = 4_096;
 /// What one command gave.
 type Applied = Result<Done, LedgerError>;
 
+/// What a caller is answered for one applied operation: the entry's state after it, and for a note the
+/// history row it added.
+struct Answered {
+    state: EntryState,
+    note: Option<HistoryChange>,
+}
+
 /// The answer to a job: one result per operation, or a store failure (nothing committed).
-type JobAnswer = Result<Vec<Result<EntryState, LedgerError>>, LedgerError>;
+type JobAnswer = Result<Vec<Result<Answered, LedgerError>>, LedgerError>;
 
 /// Operations queued for the writer, with the caller waiting on `answer`.
 struct Job {
@@ -143,7 +150,10 @@ impl Writer {
                         if let Some(a) = done.announcement {
                             announce(&self.store.adapter, a);
                         }
-                        done.state
+                        Answered {
+                            state: done.state,
+                            note: done.note,
+                        }
                     })
                 })
                 .collect()
@@ -274,6 +284,32 @@ impl Engine {
         actor: Actor,
         ops: Vec<Command>,
     ) -> Result<Vec<Result<EntryState, LedgerError>>, LedgerError> {
+        let answered = self.submit(actor, ops).await?;
+        Ok(answered.into_iter().map(|r| r.map(|a| a.state)).collect())
+    }
+
+    /// Adds a note ([`Action::Note`]) asked by `actor` and answers the history row it added, exactly as
+    /// `SessionManager::operation_history` serves it (docs/ledger.md "History"): no revision, no live
+    /// event, the entry unchanged. Errors as [`Self::apply_as`]; a command that is not a note is
+    /// `Invalid` on `op`.
+    pub async fn note_as(&self, actor: Actor, op: Command) -> Result<HistoryChange, LedgerError> {
+        if !matches!(op.action, Action::Note { .. }) {
+            return Err(LedgerError::invalid("op", "not a note"));
+        }
+        let answered = self
+            .submit(actor, vec![op])
+            .await?
+            .pop()
+            .unwrap_or(Err(LedgerError::MutationNotFound))?;
+        answered.note.ok_or_else(|| {
+            LedgerError::Store(sqlx::Error::Protocol(
+                "a note was applied without its history row".into(),
+            ))
+        })
+    }
+
+    /// Queues `ops` as one job of `actor` and waits for the writer's answer.
+    async fn submit(&self, actor: Actor, ops: Vec<Command>) -> JobAnswer {
         if ops.is_empty() {
             return Ok(Vec::new());
         }

@@ -18,7 +18,8 @@ use crate::machine::{decide, Decision, Given, Rejection, SessionState};
 use crate::projection::project;
 use crate::rows::{EntryRow, ENTRY_COLUMNS};
 use crate::sanitize::sanitize_metadata;
-use crate::wire::{EntryState, HistoryKind, LedgerStatus, MutationOutcome};
+use crate::store::format_time;
+use crate::wire::{EntryState, HistoryChange, HistoryKind, LedgerStatus, MutationOutcome};
 
 /// A change to announce to the adapter once committed: the entry's record as of `revision`.
 pub(crate) struct Announcement {
@@ -27,10 +28,12 @@ pub(crate) struct Announcement {
     pub revision: i64,
 }
 
-/// What one command did: the entry's state after it and its live announcement, if any.
+/// What one command did: the entry's state after it, its live announcement, if any, and for a note the
+/// history row it adds, as the history API serves it (its time is the group's).
 pub(crate) struct Done {
     pub state: EntryState,
     pub announcement: Option<Announcement>,
+    pub note: Option<HistoryChange>,
 }
 
 type Key = (String, String);
@@ -335,6 +338,7 @@ impl Group {
                 Ok(Done {
                     state,
                     announcement: None,
+                    note: None,
                 })
             }
             Decision::Unchanged => Ok(Done {
@@ -342,6 +346,7 @@ impl Group {
                     .map(|s| s.row.state())
                     .ok_or(LedgerError::MutationNotFound)?,
                 announcement: None,
+                note: None,
             }),
             Decision::Change(change) => {
                 let revision = self.next_revision(&key)?;
@@ -437,9 +442,11 @@ impl Group {
                     None,
                     Some(text),
                 ));
+                let note = note_change(&slot.row, actor, text, self.now);
                 Ok(Done {
                     state: slot.row.state(),
                     announcement: None,
+                    note: Some(note),
                 })
             }
         }
@@ -692,6 +699,24 @@ fn announce_if(row: &EntryRow, revision: i64, live: bool) -> Done {
     Done {
         state: row.state(),
         announcement,
+        note: None,
+    }
+}
+
+/// The `note` history row [`history_json`] writes for a note on `row`, as the history API serves it
+/// (docs/ledger.md "History"): no revision, the entry's state fields unchanged, its record as of now.
+fn note_change(row: &EntryRow, actor: &Actor, text: &str, now: i64) -> HistoryChange {
+    HistoryChange {
+        kind: HistoryKind::Note,
+        at: format_time(now),
+        revision: None,
+        actor: actor.spelling(),
+        attempt_id: row.attempt_id.clone(),
+        ledger_status: row.status,
+        reason: row.reason,
+        evidence: None,
+        note: Some(text.to_owned()),
+        outcome: project(&row.ledger_entry()),
     }
 }
 

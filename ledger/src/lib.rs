@@ -47,7 +47,9 @@ pub use command::{Action, Command, EntryKey, Evidence, Settlement};
 pub use engine::Engine;
 pub use error::{LedgerError, Refusal};
 #[cfg(feature = "store")]
-pub use sessions::{HistoryChunks, Replay, ReplayChunks, ReplayEvent, SessionManager};
+pub use sessions::{
+    HistoryChunks, OperationHistoryChunks, Replay, ReplayChunks, ReplayEvent, SessionManager,
+};
 #[cfg(feature = "store")]
 pub use store::{Clock, LedgerOptions, SystemClock};
 

@@ -4,7 +4,7 @@
 
 use std::sync::Arc;
 
-pub use crate::chunks::{HistoryChunks, ReplayChunks, ReplayEvent};
+pub use crate::chunks::{HistoryChunks, OperationHistoryChunks, ReplayChunks, ReplayEvent};
 use crate::error::LedgerError;
 use crate::ids::{Cursor, LogicalTurnId, MutationId, SessionKey};
 use crate::projection::{project, project_owned, HostMetadata, LedgerEntry};
@@ -60,7 +60,7 @@ struct MatchRow {
 
 /// One `history` row as read (docs/ledger.md "History").
 #[derive(sqlx::FromRow)]
-struct HistoryRow {
+pub(crate) struct HistoryRow {
     kind: HistoryKind,
     at: i64,
     revision: Option<i64>,
@@ -135,6 +135,22 @@ impl SessionManager {
     pub async fn history(&self, session_key: &SessionKey) -> Result<HistoryChunks, LedgerError> {
         self.session(session_key).await?;
         Ok(HistoryChunks::new(
+            self.inner.clone(),
+            session_key.to_string(),
+        ))
+    }
+
+    /// Every operation's history of the session (the answer of [`Self::operation_history`] for each),
+    /// streamed: [`OperationHistoryChunks`] reads [`crate::chunks::OPERATIONS_CHUNK`] entries at a time
+    /// in the order of [`Self::history`] (oldest logical turn first, then in recorded order), published
+    /// or not (docs/ledger.md "Reading"). 404 for an unknown or expired session, checked before the
+    /// first chunk.
+    pub async fn operation_histories(
+        &self,
+        session_key: &SessionKey,
+    ) -> Result<OperationHistoryChunks, LedgerError> {
+        self.session(session_key).await?;
+        Ok(OperationHistoryChunks::new(
             self.inner.clone(),
             session_key.to_string(),
         ))
@@ -387,11 +403,9 @@ impl SessionManager {
         .bind(mutation_id.as_str())
         .fetch_all(&mut *tx)
         .await?;
-        let rows: Vec<HistoryRow> = sqlx::query_as(
-            "SELECT kind, at, revision, actor, attempt_id, ledger_status, intent_recorded, reason, \
-             meta_attached, meta_id, meta_url, meta_title, source, reference, observed_at, note \
-             FROM history WHERE entry_seq = ? ORDER BY id",
-        )
+        let rows: Vec<HistoryRow> = sqlx::query_as(&format!(
+            "SELECT {HISTORY_COLUMNS} FROM history WHERE entry_seq = ? ORDER BY id"
+        ))
         .bind(entry.seq)
         .fetch_all(&mut *tx)
         .await?;
@@ -408,8 +422,13 @@ impl SessionManager {
     }
 }
 
+/// The columns of a [`HistoryRow`].
+pub(crate) const HISTORY_COLUMNS: &str = "kind, at, revision, actor, attempt_id, ledger_status, \
+     intent_recorded, reason, meta_attached, meta_id, meta_url, meta_title, source, reference, \
+     observed_at, note";
+
 /// A history row as served: its record projected from the entry's state fields at that change.
-fn change(entry: &EntryRow, r: HistoryRow) -> HistoryChange {
+pub(crate) fn change(entry: &EntryRow, r: HistoryRow) -> HistoryChange {
     let outcome = project_owned(LedgerEntry {
         logical_turn_id: entry.logical_turn_id.clone(),
         mutation_id: entry.mutation_id.clone(),
@@ -445,7 +464,7 @@ fn change(entry: &EntryRow, r: HistoryRow) -> HistoryChange {
     }
 }
 
-fn prefixed(alias: &str) -> String {
+pub(crate) fn prefixed(alias: &str) -> String {
     ENTRY_COLUMNS
         .split(", ")
         .map(|c| format!("{alias}.{c}"))

@@ -154,13 +154,15 @@ impl Principal {
         }
     }
 
-    /// Whether the credential came in a cookie (a change then needs a matching `Origin`).
-    fn by_cookie(&self) -> bool {
+    /// Whether the browser sends the credential by itself: a cookie, or the SSO proxy's user header (the
+    /// proxy adds it to whatever the browser sends, a page of another site's form post included). A
+    /// change then needs a matching `Origin`.
+    fn by_browser(&self) -> bool {
         matches!(
             self,
             Principal::Viewer { .. }
                 | Principal::Staff {
-                    via: StaffVia::SignIn,
+                    via: StaffVia::SignIn | StaffVia::Proxy,
                     ..
                 }
         )
@@ -511,7 +513,8 @@ pub async fn still_valid(state: &AppState, presented: &Presented) -> bool {
 /// - read APIs: any caller, else 401 JSON;
 /// - pages: any caller, else 303 `Location: /sign-in?next=<path and query>` (whatever `Accept` says).
 ///
-/// A change (any method but GET, HEAD, OPTIONS) made with a cookie needs a matching `Origin` (403 else).
+/// A change (any method but GET, HEAD, OPTIONS) made with a cookie or the trusted proxy's user header
+/// needs a matching `Origin` (403 else).
 pub async fn authenticate(
     State(state): State<AppState>,
     mut request: Request,
@@ -561,7 +564,7 @@ pub async fn authenticate(
             && resolved
                 .principal
                 .as_ref()
-                .is_some_and(Principal::by_cookie)
+                .is_some_and(Principal::by_browser)
             && class != PathClass::Open
             && !origin_matches(request.headers()) =>
         {

@@ -86,6 +86,15 @@ impl ApiError {
         Self::new(StatusCode::FORBIDDEN, code, message, None)
     }
 
+    /// 403 `staff_only`: an operator action (a note, a reconciliation by staff) asked by a caller who is
+    /// not staff: the host, a viewer, or nobody in open access mode (docs/access.md "Operator actions").
+    pub fn staff_only() -> Self {
+        Self::forbidden(
+            "staff_only",
+            "only staff may do this: sign in, or send a staff API token (Authorization: Bearer <staff token>)",
+        )
+    }
+
     /// 429: too many failed credentials from this client; `Retry-After` says when the next try counts.
     pub fn too_many_failures(wait: std::time::Duration) -> Self {
         let mut e = Self::new(

@@ -705,3 +705,97 @@ async fn history_is_hidden_once_the_session_expired_and_deleted_with_it() {
     assert_eq!(h.engine.purge_expired().await.unwrap(), 1);
     assert_eq!(history_rows(&h.path).await, 0);
 }
+
+#[tokio::test]
+async fn note_as_answers_the_row_the_history_then_serves() {
+    let h = open().await;
+    h.in_flight("m-1", "a-1").await;
+    h.ok(settle("m-1", "a-1", Settlement::OutcomeUnknown, None))
+        .await;
+    let before = h.changes("m-1").await;
+    h.clock.advance(Duration::from_secs(3));
+    let row = h
+        .engine
+        .note_as(staff(), note("m-1", "asked the provider"))
+        .await
+        .unwrap();
+    let after = h.changes("m-1").await;
+    assert_eq!(after.len(), before.len() + 1);
+    assert_eq!(after.last(), Some(&row));
+    assert_eq!(
+        (
+            row.kind,
+            row.revision,
+            row.actor.as_str(),
+            row.note.as_deref()
+        ),
+        (
+            HistoryKind::Note,
+            None,
+            "staff:ada",
+            Some("asked the provider")
+        )
+    );
+    assert_eq!(row.at, format_time(T0 + 3_000));
+    // Refused as any note is, and only a note.
+    assert!(matches!(
+        h.engine.note_as(staff(), note("m-1", "")).await,
+        Err(LedgerError::Invalid { field, .. }) if field == "text"
+    ));
+    assert!(matches!(
+        h.engine.note_as(staff(), note("m-9", "x")).await,
+        Err(LedgerError::MutationNotFound)
+    ));
+    assert!(matches!(
+        h.engine.note_as(staff(), intent("m-1", "a-2")).await,
+        Err(LedgerError::Invalid { field, .. }) if field == "op"
+    ));
+    assert_eq!(h.changes("m-1").await, after);
+}
+
+#[tokio::test]
+async fn operation_histories_are_every_entrys_history_in_the_sessions_order_across_chunks() {
+    let h = open().await;
+    // 230 entries over three turns, recorded interleaved: more than two chunks of 100.
+    let mut ops = Vec::new();
+    for n in 0..230 {
+        let (t, m) = (format!("t{}", n % 3), format!("m{n:03}"));
+        ops.push(approve_in(SESSION, &t, &m));
+        if n % 5 != 0 {
+            ops.push(intent(&m, "a-1"));
+        }
+    }
+    ops.push(approve_after(SESSION, "m-after", "m001"));
+    for r in h.engine.apply_batch(ops).await.unwrap() {
+        r.unwrap();
+    }
+    h.staff_ok(note("m001", "a note")).await;
+    let mut chunks = h.sessions.operation_histories(&sk(SESSION)).await.unwrap();
+    let mut all = Vec::new();
+    let mut sizes = Vec::new();
+    while let Some(chunk) = chunks.next_chunk().await.unwrap() {
+        sizes.push(chunk.len());
+        all.extend(chunk);
+    }
+    assert!(sizes.iter().all(|&n| n <= 100), "{sizes:?}");
+    assert!(sizes.len() >= 3, "{sizes:?}");
+    // Turn by turn in recorded order, each entry in recorded order: the order of the records.
+    let mut expected: Vec<String> = (0..230).map(|n| format!("m{n:03}")).collect();
+    expected.push("m-after".into());
+    let turn_of = |m: &str| match m {
+        "m-after" => 3, // its turn `t-1` is recorded last
+        _ => m[1..].parse::<usize>().unwrap() % 3,
+    };
+    expected.sort_by_key(|m| turn_of(m));
+    let got: Vec<&str> = all.iter().map(|o| o.mutation_id.as_str()).collect();
+    assert_eq!(got, expected);
+    for o in &all {
+        assert_eq!(o, &h.history(&o.mutation_id).await, "{}", o.mutation_id);
+    }
+    let m001 = all.iter().find(|o| o.mutation_id == "m001").unwrap();
+    assert_eq!(m001.commissioned, ["m-after"]);
+    assert!(matches!(
+        h.sessions.operation_histories(&sk("nobody")).await,
+        Err(LedgerError::SessionNotFound)
+    ));
+}

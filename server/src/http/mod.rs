@@ -2,10 +2,12 @@
 //! documentation declared together, with `utoipa_axum::routes!`); [`documented`] merges them in this one
 //! place, [`api_router`] serves them and [`openapi::document`] publishes what they declare.
 
+pub mod export;
 pub mod host;
 pub mod live;
 pub mod malformed;
 pub mod openapi;
+pub mod operator;
 pub mod query;
 pub mod read;
 pub mod replay;
@@ -23,7 +25,8 @@ use utoipa_axum::router::OpenApiRouter;
 use crate::AppState;
 
 /// Every route, with the documentation of those in the API document: the host write API (behind
-/// [`crate::access::require_host`]), the read APIs, the access routes and `/api/openapi.json`. Who may
+/// [`crate::access::require_host`]), the read APIs, the export, the operator actions (and their forms),
+/// the access routes and `/api/openapi.json`. Who may
 /// call what is decided before routing by [`crate::access::authenticate`]; the host routes check again
 /// that the caller is the host.
 pub fn documented() -> OpenApiRouter<AppState> {
@@ -33,6 +36,8 @@ pub fn documented() -> OpenApiRouter<AppState> {
     OpenApiRouter::with_openapi(openapi::info())
         .merge(host)
         .merge(read::router())
+        .merge(export::router())
+        .merge(operator::router())
         .merge(replay::router())
         .merge(live::router())
         .merge(sign_in::router())

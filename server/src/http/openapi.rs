@@ -42,11 +42,18 @@ pub fn router() -> OpenApiRouter<AppState> {
 
 /// The security schemes (docs/access.md) and which operations need which: the host API the host token;
 /// every read API any of host token, staff token, sign-in cookie or viewer cookie (none in open access
-/// mode); `/healthz` and this document nothing. Read APIs also document their 401.
+/// mode); the operator actions a staff token or sign-in; `/healthz` and this document nothing. Read APIs
+/// and operator actions also document their 401.
 struct Security;
 
 /// Paths open in every access mode.
 const OPEN_PATHS: [&str; 2] = ["/healthz", "/api/openapi.json"];
+
+/// The operator actions: staff only (a staff token or a sign-in; docs/api.md "Operator actions").
+const OPERATOR_PATHS: [&str; 2] = [
+    "/api/sessions/{session_key}/mutations/{mutation_id}/notes",
+    "/api/sessions/{session_key}/mutations/{mutation_id}/reconciliation",
+];
 
 impl Modify for Security {
     fn modify(&self, openapi: &mut utoipa::openapi::OpenApi) {
@@ -69,7 +76,7 @@ impl Modify for Security {
                 HttpBuilder::new()
                     .scheme(HttpAuthScheme::Bearer)
                     .description(Some(
-                        "A staff API token (`outcomes staff token NAME`): every read API.",
+                        "A staff API token (`outcomes staff token NAME`): every read API and the operator actions.",
                     ))
                     .build(),
             ),
@@ -78,7 +85,7 @@ impl Modify for Security {
             "sign_in",
             SecurityScheme::ApiKey(ApiKey::Cookie(ApiKeyValue::with_description(
                 crate::access::SIGN_IN_COOKIE,
-                "A staff sign-in (POST /sign-in): every read API. A change made with it needs a matching Origin.",
+                "A staff sign-in (POST /sign-in): every read API and the operator actions. A change made with it needs a matching Origin.",
             ))),
         );
         components.add_security_scheme(
@@ -91,6 +98,10 @@ impl Modify for Security {
         let none: [&str; 0] = [];
         let host = vec![SecurityRequirement::new("host_token", none)];
         let readers: Vec<SecurityRequirement> = ["host_token", "staff_token", "sign_in", "viewer"]
+            .into_iter()
+            .map(|s| SecurityRequirement::new(s, none))
+            .collect();
+        let staff: Vec<SecurityRequirement> = ["staff_token", "sign_in"]
             .into_iter()
             .map(|s| SecurityRequirement::new(s, none))
             .collect();
@@ -116,7 +127,11 @@ impl Modify for Security {
                 } else if path.starts_with("/api/host/") {
                     op.security = Some(host.clone());
                 } else {
-                    op.security = Some(readers.clone());
+                    op.security = Some(if OPERATOR_PATHS.contains(&path.as_str()) {
+                        staff.clone()
+                    } else {
+                        readers.clone()
+                    });
                     op.responses
                         .responses
                         .entry("401".to_owned())

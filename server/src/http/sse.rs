@@ -67,6 +67,14 @@ where
     streamed("application/json", chunks)
 }
 
+/// An `application/x-ndjson` answer (JSON Lines) whose body is `chunks`.
+pub fn ndjson_stream<S>(chunks: S) -> Response
+where
+    S: Stream<Item = Chunk> + Send + 'static,
+{
+    streamed("application/x-ndjson", chunks)
+}
+
 fn streamed<S>(content_type: &'static str, chunks: S) -> Response
 where
     S: Stream<Item = Chunk> + Send + 'static,

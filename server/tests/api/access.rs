@@ -486,6 +486,15 @@ async fn every_role_gets_exactly_its_answer_from_every_endpoint() {
         ("GET /sign-in", ["200", "401", "200", "303 → /", "303 → /", "303 → /", "200", "200", "200"]),
         ("GET /api/openapi.json", OPEN),
         ("POST /api/host/sessions/alpha/viewer-links", ["401", "401", "201", "401", "401", "401", "401", "401", "401"]),
+        ("GET /api/sessions/alpha/export", A),
+        ("GET /api/sessions/bravo/export", B),
+        // Operator actions: staff only (403 `staff_only` for the host and a viewer; a cookie without
+        // Origin is 403 `origin_mismatch`); the table's `{}` body is then a 422 (`text`, `attempt_id`).
+        ("POST /api/sessions/alpha/mutations/op-alpha/notes", ["401", "401", "403", "422", "422", "403", "403", "401", "401"]),
+        ("POST /api/sessions/bravo/mutations/op-shared/reconciliation", ["401", "401", "403", "422", "422", "403", "403", "401", "401"]),
+        // Their forms are pages: no credential goes to sign-in; a JSON body is not a form (415).
+        ("POST /sessions/alpha/operations/op-alpha/notes", ["303 sign-in", "401", "403", "415", "415", "403", "403", "303 sign-in", "303 sign-in"]),
+        ("POST /sessions/bravo/operations/op-shared/reconciliation", ["303 sign-in", "401", "403", "415", "415", "403", "404", "303 sign-in", "303 sign-in"]),
     ];
     let mut mismatches = run_table(&app, "signed-in mode", &roles, table).await;
 
@@ -541,6 +550,10 @@ async fn every_role_gets_exactly_its_answer_from_every_endpoint() {
         ("GET /sessions/bravo", ["200", "401", "200", "404", "200"]),
         ("GET /healthz", ["200", "401", "200", "200", "200"]),
         ("POST /api/host/sessions/alpha/viewer-links", ["401", "401", "201", "401", "401"]),
+        ("GET /api/sessions/bravo/export", ["200", "401", "200", "404", "200"]),
+        // Open access reads, but changes nothing: an operator action still needs staff.
+        ("POST /api/sessions/alpha/mutations/op-alpha/notes", ["403", "401", "403", "403", "403"]),
+        ("POST /sessions/alpha/operations/op-alpha/notes", ["403", "401", "403", "403", "403"]),
     ];
     mismatches.extend(run_table(&app, "open mode", &roles, table).await);
     assert!(

@@ -13,6 +13,7 @@ mod host;
 mod import;
 mod live;
 mod openapi;
+mod operator;
 mod pages;
 mod process;
 mod reliability;

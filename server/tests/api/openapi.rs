@@ -51,6 +51,15 @@ const ROUTES: &[(&str, &str)] = &[
         "/api/sessions/{session_key}/mutations/{mutation_id}/history",
     ),
     ("get", "/api/unknowns"),
+    ("get", "/api/sessions/{session_key}/export"),
+    (
+        "post",
+        "/api/sessions/{session_key}/mutations/{mutation_id}/notes",
+    ),
+    (
+        "post",
+        "/api/sessions/{session_key}/mutations/{mutation_id}/reconciliation",
+    ),
     ("get", "/api/openapi.json"),
     ("get", "/healthz"),
 ];
@@ -122,7 +131,8 @@ async fn the_openapi_document_lists_exactly_the_served_routes() {
 
 /// The document names the security schemes and which endpoints need which (docs/access.md): the host API
 /// the host token only; every read API the host token, a staff token, a sign-in or a viewer cookie (and
-/// documents its 401); `/healthz` and the document itself nothing.
+/// documents its 401); the operator actions a staff token or a sign-in (and document their 401 and 403);
+/// `/healthz` and the document itself nothing.
 #[tokio::test]
 async fn every_endpoint_names_the_credentials_it_takes() {
     let app = spawn().await;
@@ -153,6 +163,16 @@ async fn every_endpoint_names_the_credentials_it_takes() {
             serde_json::json!([{"host_token": []}])
         } else if *path == "/healthz" || *path == "/api/openapi.json" {
             serde_json::json!([{}])
+        } else if path.ends_with("/notes") || path.ends_with("/reconciliation") {
+            for status in ["401", "403"] {
+                assert_eq!(
+                    op["responses"][status]["content"]["application/json"]["schema"]["$ref"],
+                    "#/components/schemas/ErrorBody",
+                    "{method} {path} documents its {status}"
+                );
+            }
+            assert_eq!(op["tags"], json!(["operator"]), "{method} {path}");
+            serde_json::json!([{"staff_token": []}, {"sign_in": []}])
         } else {
             assert_eq!(
                 op["responses"]["401"]["content"]["application/json"]["schema"]["$ref"],

@@ -226,6 +226,59 @@ impl ToSchema for ReconcileBody {
     }
 }
 
+impl ReconcileBody {
+    /// The body a no-JavaScript form sends as fields (`POST /sessions/{session_key}/operations/
+    /// {mutation_id}/reconciliation`, docs/api.md "Operator actions"): then checked exactly as the JSON
+    /// body is. An empty `provider_status` is absent.
+    pub(crate) fn from_fields(
+        attempt_id: Option<String>,
+        completed: Option<bool>,
+        source: Option<String>,
+        reference: Option<String>,
+        observed_at: Option<String>,
+        provider_status: Option<String>,
+    ) -> Self {
+        ReconcileBody {
+            attempt_id,
+            completed,
+            evidence: Some(EvidenceBody {
+                source,
+                reference,
+                observed_at,
+                provider_status: provider_status.filter(|p| !p.is_empty()),
+            }),
+        }
+    }
+}
+
+/// `{"text"}`: a staff note, 1 to 4096 bytes (docs/api.md "Operator actions").
+#[derive(Deserialize, Default, ToSchema)]
+pub struct NoteBody {
+    /// 1 to 4096 bytes of UTF-8 (maxLength counts characters: 4096 for ASCII); any other length is 422
+    /// naming `text`.
+    #[schema(value_type = String, required = true, min_length = 1, max_length = 4096)]
+    text: Option<String>,
+}
+
+impl NoteBody {
+    /// The body of a no-JavaScript form's `text` field.
+    pub(crate) fn from_field(text: Option<String>) -> Self {
+        NoteBody { text }
+    }
+}
+
+impl TryFrom<Request<EntryPath, NoteBody>> for Command {
+    type Error = ApiError;
+
+    /// The identifiers of the path, then `text` present (its length is the ledger's rule, 422 naming
+    /// `text` too).
+    fn try_from(r: Request<EntryPath, NoteBody>) -> Result<Command, ApiError> {
+        let (k, m) = entry(r.path)?;
+        let text = required(r.body.text, "text")?;
+        Ok(Command::new(k, m, Action::Note { text }))
+    }
+}
+
 /// `{"id", "url", "title"}`: each a string of any size up to the body limit, or null.
 #[derive(Deserialize, Default, ToSchema)]
 pub struct MetadataBody {
