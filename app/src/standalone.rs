@@ -123,17 +123,6 @@ pub fn viewer_not_found_page(own_session_href: &str) -> String {
     )
 }
 
-/// The page path of an operation within its session, `/sessions/{session_key}/operations/{mutation_id}`,
-/// each segment percent-encoded as [`crate::routes::session_href`] does: where the no-JavaScript
-/// operator forms go back to.
-pub fn session_operation_href(session_key: &str, mutation_id: &str) -> String {
-    format!(
-        "/sessions/{}/operations/{}",
-        crate::api::enc(session_key),
-        crate::api::enc(mutation_id)
-    )
-}
-
 /// The answer to a no-JavaScript operator form (a note, a reconciliation) that was refused: what is
 /// wrong, in plain words, that nothing was changed, and a link back to the operation page (`back`).
 pub fn operator_refusal_page(heading: &str, message: &str, back: &str) -> String {
@@ -176,7 +165,7 @@ mod tests {
 
     #[test]
     fn the_refusal_page_escapes_and_links_back() {
-        let back = session_operation_href("a/b c", "op<1>");
+        let back = crate::routes::history_href("a/b c", "op<1>");
         assert_eq!(back, "/sessions/a%2Fb%20c/operations/op%3C1%3E");
         let page = operator_refusal_page("Not saved.", "<b>x</b>", &back);
         assert!(page.contains("&lt;b&gt;x&lt;/b&gt;"), "{page}");

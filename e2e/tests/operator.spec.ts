@@ -101,6 +101,8 @@ test('staff walk an unknown outcome from the queue to its page, note it, reconci
     const noteRow = page.locator('li.change[data-kind="note"]');
     await expect(noteRow).toHaveAttribute('data-actor', `staff:${staffName}`);
     await expect(noteRow.locator('.note')).toHaveText(note);
+    // The entry's reason shows where it arose (the settlement), not again on the note.
+    await expect(noteRow.locator('.reason')).toHaveCount(0);
     // The status is unchanged by a note; the queue counts it.
     await expect(page.locator('.current [data-status="outcome_unknown"]').first()).toBeVisible();
     const queue = await api.get('/api/unknowns', { headers: { Authorization: `Bearer ${process.env.OUTCOMES_HOST_TOKEN ?? ''}` } });

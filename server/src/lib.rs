@@ -1,3 +1,4 @@
+#![recursion_limit = "256"]
 //! The outcomes server: the host write API, history, replay snapshots and live run events over HTTP, and
 //! the server-side rendering of the dashboard (`app`). `main.rs` only parses the command line.
 

@@ -59,6 +59,16 @@ pub fn kind_words(change: &HistoryChange) -> String {
     }
 }
 
+/// Whether a change of this kind is what gave the entry its reason (a settlement or cancellation; an
+/// imported entry's reason came with it). Every row carries the entry's reason after the change; the
+/// timeline shows it only where it arose.
+fn sets_reason(kind: HistoryKind) -> bool {
+    matches!(
+        kind,
+        HistoryKind::Settlement | HistoryKind::Cancellation | HistoryKind::Imported
+    )
+}
+
 /// Who made a change, in words: `host` → "the host", `staff:<name>` → "staff <name>".
 pub fn actor_words(actor: &str) -> String {
     match actor.strip_prefix("staff:") {
@@ -231,7 +241,7 @@ fn Change(change: HistoryChange) -> impl IntoView {
                 " · "
                 <bdi>{details}</bdi>
             </p>
-            {change.reason.map(|r| view! { <p class="reason text-sm">{reason_text(r)}</p> })}
+            {change.reason.filter(|_| sets_reason(change.kind)).map(|r| view! { <p class="reason text-sm">{reason_text(r)}</p> })}
             {change.evidence.map(|e| view! {
                 <dl class="evidence mt-1 grid grid-cols-[auto_1fr] gap-x-3 text-sm">
                     <dt class="opacity-80">"Source"</dt><dd class="break-all font-mono">{e.source}</dd>

@@ -250,7 +250,7 @@ async fn reconcile_form(
 /// The operation page the forms come from and go back to (`/` when the path could not be read).
 fn back_to(p: &Result<Path<EntryPath>, PathRejection>) -> String {
     match p {
-        Ok(Path((k, m))) => app::standalone::session_operation_href(k, m),
+        Ok(Path((k, m))) => app::routes::history_href(k, m),
         Err(_) => "/".to_owned(),
     }
 }
