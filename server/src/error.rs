@@ -128,6 +128,16 @@ impl ApiError {
         Self::new(StatusCode::SERVICE_UNAVAILABLE, code, message, None)
     }
 
+    /// 413 `body_too_large`: the body is over [`crate::http::write::BODY_LIMIT_BYTES`].
+    pub fn body_too_large() -> Self {
+        Self::new(
+            StatusCode::PAYLOAD_TOO_LARGE,
+            "body_too_large",
+            "the request body is over the 2 MiB limit",
+            None,
+        )
+    }
+
     /// 500, with nothing of the cause in the body.
     pub fn internal() -> Self {
         Self::new(

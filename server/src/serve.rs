@@ -274,7 +274,7 @@ fn panic_response(panic: Box<dyn std::any::Any + Send + 'static>) -> axum::respo
 }
 
 /// `CONNECT` (an authority-form target, no path) and any request without a path: 405 JSON before any
-/// route or the page fallback sees it. We are not a proxy. A path with a `.` or `..` segment (also
+/// route or the page fallback sees it. A declared body over the limit: 413 JSON at once. We are not a proxy. A path with a `.` or `..` segment (also
 /// percent-encoded) is 400 `invalid_path`: browsers resolve those before sending, and access is decided
 /// on the path as sent, so one must never name a page other than the one it reads as.
 async fn refuse_unroutable(
@@ -286,6 +286,11 @@ async fn refuse_unroutable(
             crate::error::ApiError::method_not_allowed(),
         );
     }
+    if declared_too_large(request.headers()) {
+        return axum::response::IntoResponse::into_response(
+            crate::error::ApiError::body_too_large(),
+        );
+    }
     if has_dot_segment(request.uri().path()) {
         return axum::response::IntoResponse::into_response(crate::error::ApiError::bad_request(
             "invalid_path",
@@ -294,6 +299,18 @@ async fn refuse_unroutable(
         ));
     }
     next.run(request).await
+}
+
+/// Whether the request declares a body over the limit (`Content-Length` above
+/// [`crate::http::write::BODY_LIMIT_BYTES`]): it is refused with 413 before any byte of it is read,
+/// instead of waiting for a body it would refuse anyway. (Hyper has already checked the header is one
+/// valid length; a chunked body is limited while it is read.)
+fn declared_too_large(headers: &axum::http::HeaderMap) -> bool {
+    headers
+        .get(axum::http::header::CONTENT_LENGTH)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.trim().parse::<u64>().ok())
+        .is_some_and(|n| n > crate::http::write::BODY_LIMIT_BYTES)
 }
 
 /// Whether a path has a `.` or `..` segment, literally or percent-encoded (`%2e`).

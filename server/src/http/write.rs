@@ -16,6 +16,10 @@ use utoipa::{PartialSchema, ToSchema};
 
 use crate::error::ApiError;
 
+/// Largest request body, in bytes (axum's default body limit, 2 MiB): a larger one is 413 `body_too_large`,
+/// at once when `Content-Length` declares it, else as soon as it grows past it.
+pub const BODY_LIMIT_BYTES: u64 = 2 * 1024 * 1024;
+
 /// The raw body, or the extractor's status (413 over the body limit, 2 MiB) as a JSON error.
 pub(crate) fn raw(bytes: Result<Bytes, BytesRejection>) -> Result<Bytes, ApiError> {
     bytes.map_err(|e| {

@@ -510,3 +510,39 @@ async fn the_eleventh_failed_token_within_a_minute_answers_429_and_the_right_tok
     let (status, body) = app.approve("s", "t", "m").await;
     assert_eq!(status, StatusCode::CREATED, "{body}");
 }
+
+/// A body declared over the 2 MiB limit is refused with 413 JSON at once, before any byte of it is sent
+/// (it used to wait for the body until the body timeout), and nothing is recorded.
+#[tokio::test]
+async fn a_body_declared_over_the_limit_is_refused_at_once() {
+    let app = crate::helpers::spawn().await;
+    let addr = app.base.trim_start_matches("http://").to_owned();
+    let request = format!(
+        "POST /api/host/sessions/s/mutations HTTP/1.1\r\nhost: 127.0.0.1\r\nauthorization: Bearer {}\r\ncontent-type: application/json\r\ncontent-length: {}\r\n\r\n",
+        TOKEN,
+        2 * 1024 * 1024 + 1
+    );
+    let mut s = tokio::net::TcpStream::connect(&addr).await.unwrap();
+    s.write_all(request.as_bytes()).await.unwrap();
+    let mut answer = Vec::new();
+    let mut buf = [0u8; 4096];
+    // The answer comes without the body being sent (well within the 30 s body timeout).
+    tokio::time::timeout(Duration::from_secs(5), async {
+        while !answer.windows(4).any(|w| w == b"\r\n\r\n") || !answer.ends_with(b"}") {
+            let n = s.read(&mut buf).await.unwrap();
+            if n == 0 {
+                break;
+            }
+            answer.extend_from_slice(&buf[..n]);
+        }
+    })
+    .await
+    .expect("answered without waiting for the body");
+    let text = String::from_utf8_lossy(&answer);
+    assert!(text.starts_with("HTTP/1.1 413"), "{text}");
+    assert!(text.contains(r#""code":"body_too_large""#), "{text}");
+    assert_eq!(
+        app.get("/api/sessions/s/turns").await.status(),
+        StatusCode::NOT_FOUND
+    );
+}
