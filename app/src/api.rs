@@ -173,7 +173,7 @@ pub fn operation(
     get_json(format!("/api/operations/{}", enc(id)))
 }
 
-/// `GET /api/sessions/{key}/mutations/{mutation_id}/history` (docs/api.md "Operation history").
+/// `GET /api/sessions/{key}/mutations/{mutation_id}/history` (docs/api.md "Dashboard reads", docs/ledger.md "History").
 pub fn operation_history(
     key: &str,
     mutation_id: &str,
