@@ -61,17 +61,20 @@ pub fn start(
     open_live(ctx);
 }
 
-fn now_text() -> String {
+/// The time now, for "stale since" (local, `HH:MM:SS`).
+pub(crate) fn now_text() -> String {
     js_sys::Date::new_0().to_locale_time_string("en-GB").into()
 }
 
-fn listen(es: &EventSource, name: &str, f: impl FnMut(MessageEvent) + 'static) {
+/// Adds a listener for the named event; it lives as long as the stream.
+pub(crate) fn listen(es: &EventSource, name: &str, f: impl FnMut(MessageEvent) + 'static) {
     let closure = Closure::<dyn FnMut(MessageEvent)>::new(f);
     let _ = es.add_event_listener_with_callback(name, closure.as_ref().unchecked_ref());
     closure.forget();
 }
 
-fn on_error(es: &EventSource, f: impl FnMut(web_sys::Event) + 'static) {
+/// Sets the stream's error handler; it lives as long as the stream.
+pub(crate) fn on_error(es: &EventSource, f: impl FnMut(web_sys::Event) + 'static) {
     let closure = Closure::<dyn FnMut(web_sys::Event)>::new(f);
     es.set_onerror(Some(closure.as_ref().unchecked_ref()));
     closure.forget();

@@ -11,9 +11,10 @@ use ledger::wire::{OperationHistory, Resync, RunEvent};
 use leptos::prelude::*;
 use wasm_bindgen::closure::Closure;
 use wasm_bindgen::JsCast;
-use web_sys::{EventSource, MessageEvent};
+use web_sys::EventSource;
 
 use crate::api;
+use crate::live::{listen, now_text, on_error};
 use crate::timeline::Connection;
 
 /// Pause before we reopen a live stream that failed for good.
@@ -55,16 +56,6 @@ pub fn start(
         }
     });
     open_live(ctx);
-}
-
-fn now_text() -> String {
-    js_sys::Date::new_0().to_locale_time_string("en-GB").into()
-}
-
-fn listen(es: &EventSource, name: &str, f: impl FnMut(MessageEvent) + 'static) {
-    let closure = Closure::<dyn FnMut(MessageEvent)>::new(f);
-    let _ = es.add_event_listener_with_callback(name, closure.as_ref().unchecked_ref());
-    closure.forget();
 }
 
 fn open_live(ctx: Rc<Ctx>) {
@@ -115,7 +106,7 @@ fn open_live(ctx: Rc<Ctx>) {
     {
         let ctx = ctx.clone();
         let es2 = es.clone();
-        let closure = Closure::<dyn FnMut(web_sys::Event)>::new(move |_| {
+        on_error(&es, move |_| {
             if es2.ready_state() == EventSource::CLOSED {
                 ctx.live.borrow_mut().take();
                 ctx.connection.set(Connection::Stale { since: now_text() });
@@ -134,8 +125,6 @@ fn open_live(ctx: Rc<Ctx>) {
                 ctx.connection.set(Connection::Reconnecting);
             }
         });
-        es.set_onerror(Some(closure.as_ref().unchecked_ref()));
-        closure.forget();
     }
     if let Some(old) = ctx.live.borrow_mut().replace(es) {
         old.close();
