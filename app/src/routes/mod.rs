@@ -17,7 +17,7 @@ pub fn param(name: &'static str) -> Memo<String> {
     Memo::new(move |_| params.read().get(name).unwrap_or_default())
 }
 
-/// The text of a page's `<Title>`, from `text`.
+/// The text of a page's `<Title>`, from `text`, HTML-escaped on the server.
 ///
 /// On the server the text is computed once, now, while the page renders inside its request's reactive
 /// owner, and handed to the title as a plain string. The server integration reads the title after the
@@ -30,7 +30,9 @@ pub fn page_title(
 ) -> leptos::text_prop::TextProp {
     #[cfg(feature = "ssr")]
     {
-        leptos::text_prop::TextProp::from(text())
+        // leptos_meta writes the server-side title into the document as it is, unescaped: a route
+        // parameter such as `x</title><meta http-equiv=refresh …>` would otherwise become markup.
+        leptos::text_prop::TextProp::from(html_escape::encode_text(&text()).into_owned())
     }
     #[cfg(not(feature = "ssr"))]
     {

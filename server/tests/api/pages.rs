@@ -41,6 +41,8 @@ async fn pages_for_missing_things_answer_404() {
         "/sessions/nobody",
         "/sessions/s/turns/nope",
         "/operations/nope",
+        "/sessions/s/operations/nope",
+        "/sessions/nobody/operations/m",
     ] {
         let r = app.get(path).await;
         assert_eq!(r.status(), StatusCode::NOT_FOUND, "{path}");
@@ -50,6 +52,37 @@ async fn pages_for_missing_things_answer_404() {
         StatusCode::OK
     );
     assert_eq!(app.get("/operations/m").await.status(), StatusCode::OK);
+    assert_eq!(
+        app.get("/sessions/s/operations/m").await.status(),
+        StatusCode::OK
+    );
+}
+
+/// A route parameter in the page's `<title>` is text, never markup (leptos_meta writes the server-side
+/// title unescaped; a tester's link redirected the browser with an injected `<meta http-equiv=refresh>`).
+#[tokio::test]
+async fn ids_in_the_title_are_escaped() {
+    let app = spawn().await;
+    let hostile = "x%3C%2Ftitle%3E%3Cmeta%20http-equiv%3Drefresh%20content%3D0%3E%26";
+    for path in [
+        format!("/sessions/s/operations/{hostile}"),
+        format!("/operations/{hostile}"),
+        format!("/sessions/{hostile}"),
+        format!("/sessions/s/turns/{hostile}"),
+        format!("/find?q={hostile}"),
+    ] {
+        let (_, html) = page(&app, &path).await;
+        let title = html
+            .split_once("<title>")
+            .and_then(|(_, rest)| rest.split_once("</title>"))
+            .map(|(t, _)| t.to_owned())
+            .unwrap_or_default();
+        assert!(
+            title.contains("x&lt;/title&gt;&lt;meta http-equiv=refresh content=0&gt;&amp;"),
+            "{path}: {title}"
+        );
+        assert!(!html.contains("<meta http-equiv"), "{path}");
+    }
 }
 
 /// The page, its status and its HTML.
