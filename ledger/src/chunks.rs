@@ -177,23 +177,48 @@ fn replay_select(phase: Phase) -> Option<String> {
 pub struct HistoryChunks {
     inner: Arc<Inner>,
     session_key: String,
+    /// When the session read was created (ms): the read is of that session, not of one recreated under
+    /// the same key.
+    created_at: i64,
     /// (turn_seq, seq) of the last entry read.
     after: (i64, i64),
     done: bool,
 }
 
+/// `Ok` when the session `session_key` created at `created_at` is still stored and not expired: checked
+/// when a chunked read ends, so a read cut short by the session's deletion or expiry fails (the HTTP
+/// body then ends early) instead of ending like a complete one. `SessionNotFound` when it was deleted
+/// (or deleted and created again), `SessionExpired` when it expired.
+async fn still_there(inner: &Inner, session_key: &str, created_at: i64) -> Result<(), LedgerError> {
+    let row: Option<(i64, i64)> =
+        sqlx::query_as("SELECT created_at, last_write_at FROM sessions WHERE session_key = ?")
+            .bind(session_key)
+            .fetch_optional(&inner.read)
+            .await?;
+    match row {
+        Some((c, _)) if c != created_at => Err(LedgerError::SessionNotFound),
+        None => Err(LedgerError::SessionNotFound),
+        Some((_, last)) if last < inner.live_since(inner.clock.now_ms()) => {
+            Err(LedgerError::SessionExpired)
+        }
+        Some(_) => Ok(()),
+    }
+}
+
 impl HistoryChunks {
-    pub(crate) fn new(inner: Arc<Inner>, session_key: String) -> Self {
+    pub(crate) fn new(inner: Arc<Inner>, session_key: String, created_at: i64) -> Self {
         HistoryChunks {
             inner,
             session_key,
+            created_at,
             after: (0, 0),
             done: false,
         }
     }
 
     /// The next chunk's published outcomes (possibly empty when a chunk held only unpublished entries);
-    /// `None` once the history is complete.
+    /// `None` once the history is complete. The last chunk is answered only once the session is known to
+    /// be still there ([`LedgerError::SessionNotFound`] / [`LedgerError::SessionExpired`] else).
     pub async fn next_chunk(&mut self) -> Result<Option<Vec<MutationOutcome>>, LedgerError> {
         if self.done {
             return Ok(None);
@@ -205,7 +230,11 @@ impl HistoryChunks {
             Bind::Int(READ_CHUNK),
         ];
         let raw = fetch(&self.inner, &history_select(), binds).await?;
-        self.done = raw.count < READ_CHUNK;
+        let done = raw.count < READ_CHUNK;
+        if done {
+            still_there(&self.inner, &self.session_key, self.created_at).await?;
+        }
+        self.done = done;
         if let Some(last) = raw.last {
             self.after = last;
         }
@@ -256,23 +285,27 @@ fn operations_select() -> String {
 pub struct OperationHistoryChunks {
     inner: Arc<Inner>,
     session_key: String,
+    /// As [`HistoryChunks`]'s.
+    created_at: i64,
     /// (turn_seq, seq) of the last entry read.
     after: (i64, i64),
     done: bool,
 }
 
 impl OperationHistoryChunks {
-    pub(crate) fn new(inner: Arc<Inner>, session_key: String) -> Self {
+    pub(crate) fn new(inner: Arc<Inner>, session_key: String, created_at: i64) -> Self {
         OperationHistoryChunks {
             inner,
             session_key,
+            created_at,
             after: (0, 0),
             done: false,
         }
     }
 
     /// The next chunk's operation histories (at most [`OPERATIONS_CHUNK`]); `None` once every entry was
-    /// read.
+    /// read. The last chunk is answered only once the session is known to be still there, as
+    /// [`HistoryChunks::next_chunk`].
     pub async fn next_chunk(&mut self) -> Result<Option<Vec<OperationHistory>>, LedgerError> {
         if self.done {
             return Ok(None);
@@ -285,7 +318,11 @@ impl OperationHistoryChunks {
             .bind(OPERATIONS_CHUNK)
             .fetch_all(&mut *tx)
             .await?;
-        self.done = (entries.len() as i64) < OPERATIONS_CHUNK;
+        let done = (entries.len() as i64) < OPERATIONS_CHUNK;
+        if done {
+            still_there(&self.inner, &self.session_key, self.created_at).await?;
+        }
+        self.done = done;
         let Some(last) = entries.last() else {
             tx.commit().await?;
             return Ok(None);

@@ -133,10 +133,11 @@ impl SessionManager {
     /// The session's history, streamed: [`HistoryChunks`] reads it a chunk at a time (docs/ledger.md
     /// "Reading"). 404 for an unknown or expired session, checked before the first chunk.
     pub async fn history(&self, session_key: &SessionKey) -> Result<HistoryChunks, LedgerError> {
-        self.session(session_key).await?;
+        let session = self.session(session_key).await?;
         Ok(HistoryChunks::new(
             self.inner.clone(),
             session_key.to_string(),
+            session.created_at,
         ))
     }
 
@@ -149,10 +150,11 @@ impl SessionManager {
         &self,
         session_key: &SessionKey,
     ) -> Result<OperationHistoryChunks, LedgerError> {
-        self.session(session_key).await?;
+        let session = self.session(session_key).await?;
         Ok(OperationHistoryChunks::new(
             self.inner.clone(),
             session_key.to_string(),
+            session.created_at,
         ))
     }
 

@@ -799,3 +799,50 @@ async fn operation_histories_are_every_entrys_history_in_the_sessions_order_acro
         Err(LedgerError::SessionNotFound)
     ));
 }
+
+/// A chunked read cut short by the session's deletion fails at its end (the HTTP body then ends early)
+/// instead of ending like a complete read; so does one of a session deleted and recorded again under the
+/// same key. Both the records' read and the operation histories' read.
+#[tokio::test]
+async fn a_chunked_read_cut_short_by_deleting_the_session_fails_instead_of_ending() {
+    let h = open().await;
+    let mut ops = Vec::new();
+    for n in 0..1_200 {
+        let m = format!("m{n:04}");
+        ops.push(approve_in(SESSION, "t", &m));
+        ops.push(intent(&m, "a-1"));
+    }
+    for r in h.engine.apply_batch(ops).await.unwrap() {
+        r.unwrap();
+    }
+    // Read to the end: complete.
+    let mut whole = h.sessions.history(&sk(SESSION)).await.unwrap();
+    let mut n = 0;
+    while let Some(chunk) = whole.next_chunk().await.unwrap() {
+        n += chunk.len();
+    }
+    assert_eq!(n, 1_200);
+
+    let mut records = h.sessions.history(&sk(SESSION)).await.unwrap();
+    let mut histories = h.sessions.operation_histories(&sk(SESSION)).await.unwrap();
+    assert_eq!(records.next_chunk().await.unwrap().unwrap().len(), 1_000);
+    assert_eq!(histories.next_chunk().await.unwrap().unwrap().len(), 100);
+    h.engine.delete_session(&sk(SESSION)).await.unwrap();
+    // The same key, recorded again (a moment later): not the session the reads began on.
+    h.clock.advance(std::time::Duration::from_millis(1));
+    h.engine
+        .apply(approve_in(SESSION, "t", "m-new"))
+        .await
+        .unwrap();
+    assert!(matches!(
+        records.next_chunk().await,
+        Err(LedgerError::SessionNotFound)
+    ));
+    let end = loop {
+        match histories.next_chunk().await {
+            Ok(Some(_)) => continue,
+            other => break other,
+        }
+    };
+    assert!(matches!(end, Err(LedgerError::SessionNotFound)), "{end:?}");
+}
