@@ -13,17 +13,19 @@
 //! Both build the same [`Command`] through the host API's request types and conversions, and apply it
 //! with [`Actor::Staff`], so the history records `staff:<name>`.
 
-use axum::extract::rejection::{FormRejection, PathRejection};
-use axum::extract::{FromRequestParts, Path, State};
-use axum::http::header::{LOCATION, RETRY_AFTER};
+use axum::extract::rejection::PathRejection;
+use axum::extract::{FromRequest, FromRequestParts, Path, State};
+use axum::http::header::{CONTENT_TYPE, LOCATION, RETRY_AFTER};
 use axum::http::request::Parts;
 use axum::http::{HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::routing::post;
-use axum::{Form, Json};
+use axum::Json;
+use bytes::Bytes;
 use ledger::command::Actor;
 use ledger::wire::{EntryState, HistoryChange};
 use ledger::Command;
+use serde::de::DeserializeOwned;
 use serde::Deserialize;
 use utoipa_axum::{router::OpenApiRouter, routes};
 
@@ -184,13 +186,13 @@ async fn note_form(
     State(state): State<AppState>,
     principal: Result<Principal, ApiError>,
     p: Result<Path<EntryPath>, PathRejection>,
-    form: Result<Form<NoteForm>, FormRejection>,
+    form: Result<StrictForm<NoteForm>, ApiError>,
 ) -> Response {
     let back = back_to(&p);
     let done = async {
         let Staff(name) = staff(principal.as_ref().ok())?;
         let path = path(p)?;
-        let Form(f) = form.map_err(unreadable)?;
+        let StrictForm(f) = form?;
         let command = Command::try_from(Request {
             path,
             body: NoteBody::from_field(f.text),
@@ -209,13 +211,13 @@ async fn reconcile_form(
     State(state): State<AppState>,
     principal: Result<Principal, ApiError>,
     p: Result<Path<EntryPath>, PathRejection>,
-    form: Result<Form<ReconcileForm>, FormRejection>,
+    form: Result<StrictForm<ReconcileForm>, ApiError>,
 ) -> Response {
     let back = back_to(&p);
     let done = async {
         let Staff(name) = staff(principal.as_ref().ok())?;
         let path = path(p)?;
-        let Form(f) = form.map_err(unreadable)?;
+        let StrictForm(f) = form?;
         let completed = match f.completed.as_deref() {
             None => None,
             Some("true") => Some(true),
@@ -255,12 +257,55 @@ fn back_to(p: &Result<Path<EntryPath>, PathRejection>) -> String {
     }
 }
 
-/// A form body that could not be read: 415 for another content type, else its extractor's status.
-fn unreadable(e: FormRejection) -> ApiError {
-    let status = e.status();
-    let mut error = ApiError::bad_request("invalid_body", e.body_text(), None);
-    error.status = status;
-    error
+/// A form body as the operation page sends it (`application/x-www-form-urlencoded`, its media type
+/// matched case-insensitively, RFC 9110 8.3.1), decoded strictly: every field must be UTF-8 once
+/// percent-decoded (a byte that is not is refused, never replaced by U+FFFD), a field given twice is
+/// refused. Errors: 415 `unsupported_media_type`, 413 `body_too_large`, 400 `invalid_body`.
+pub struct StrictForm<T>(pub T);
+
+impl<T: DeserializeOwned, S: Send + Sync> FromRequest<S> for StrictForm<T> {
+    type Rejection = ApiError;
+
+    async fn from_request(req: axum::extract::Request, state: &S) -> Result<Self, ApiError> {
+        let is_form = req
+            .headers()
+            .get(CONTENT_TYPE)
+            .and_then(|v| v.to_str().ok())
+            .and_then(|v| v.parse::<mime::Mime>().ok())
+            .is_some_and(|m| {
+                m.essence_str() == mime::APPLICATION_WWW_FORM_URLENCODED.essence_str()
+            });
+        if !is_form {
+            let mut e = ApiError::bad_request(
+                "unsupported_media_type",
+                "the form must be sent as application/x-www-form-urlencoded",
+                None,
+            );
+            e.status = StatusCode::UNSUPPORTED_MEDIA_TYPE;
+            return Err(e);
+        }
+        let bytes = crate::http::write::raw(Bytes::from_request(req, state).await)?;
+        // Separators are ASCII: the whole body decodes to UTF-8 exactly when every name and value does.
+        if percent_encoding::percent_decode(&bytes)
+            .decode_utf8()
+            .is_err()
+        {
+            return Err(ApiError::bad_request(
+                "invalid_body",
+                "the form's text is not UTF-8",
+                None,
+            ));
+        }
+        serde_urlencoded::from_bytes(&bytes)
+            .map(StrictForm)
+            .map_err(|e| {
+                ApiError::bad_request(
+                    "invalid_body",
+                    format!("the form could not be read: {e}"),
+                    None,
+                )
+            })
+    }
 }
 
 /// 303 back to the operation page, or the refusal page with the error's status.

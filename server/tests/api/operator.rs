@@ -637,10 +637,28 @@ async fn post_form(
     path: &str,
     fields: &[(&str, &str)],
 ) -> (StatusCode, String, String, String) {
+    post_page(
+        app,
+        who,
+        path,
+        "application/x-www-form-urlencoded",
+        form(fields),
+    )
+    .await
+}
+
+/// A POST of `body` as `content_type` to a page path with `who`: as [`post_form`].
+async fn post_page(
+    app: &TestApp,
+    who: Who<'_>,
+    path: &str,
+    content_type: &str,
+    body: String,
+) -> (StatusCode, String, String, String) {
     let req = no_redirects()
         .post(format!("{}{path}", app.base))
-        .header("content-type", "application/x-www-form-urlencoded")
-        .body(form(fields));
+        .header("content-type", content_type)
+        .body(body);
     let r = who.apply(app, req).send().await.unwrap();
     let header = |name: &str| {
         r.headers()
@@ -772,6 +790,56 @@ async fn the_operation_page_forms_post_notes_and_reconciliations_and_go_back() {
         assert!(body.contains(&format!("href=\"{back}\"")), "{body}");
         assert_eq!(snapshot(&app, session, "t", mutation).await, before);
     }
+    // A form is read strictly: a byte that is not UTF-8 once percent-decoded is refused (never replaced
+    // by U+FFFD), so is a field given twice, or another media type; the media type's case does not matter.
+    for (content_type, body, status, words) in [
+        (
+            "application/x-www-form-urlencoded",
+            "text=a%FF%FEb",
+            StatusCode::BAD_REQUEST,
+            "not UTF-8",
+        ),
+        (
+            "application/x-www-form-urlencoded",
+            "text=a&text=b",
+            StatusCode::BAD_REQUEST,
+            "could not be read",
+        ),
+        (
+            "text/plain",
+            "text=a",
+            StatusCode::UNSUPPORTED_MEDIA_TYPE,
+            "application/x-www-form-urlencoded",
+        ),
+    ] {
+        let (s, _, _, page_body) = post_page(
+            &app,
+            Who::Cookie(&signed),
+            &format!("{page}/notes"),
+            content_type,
+            body.to_owned(),
+        )
+        .await;
+        assert_eq!(s, status, "{body}: {page_body}");
+        assert!(page_body.contains(words), "{body}: {page_body}");
+        assert!(page_body.contains("Nothing was changed."));
+        assert_eq!(snapshot(&app, session, "t", mutation).await, before);
+    }
+    let (s, location, _, _) = post_page(
+        &app,
+        Who::Cookie(&signed),
+        &format!("{page}/notes"),
+        "Application/X-WWW-Form-Urlencoded; charset=UTF-8",
+        "text=caf%C3%A9".to_owned(),
+    )
+    .await;
+    assert_eq!((s, location.as_str()), (StatusCode::SEE_OTHER, back));
+    let (_, h) = get(&app, Who::Bearer(TOKEN), &history_path(session, mutation)).await;
+    assert_eq!(
+        h["changes"].as_array().unwrap().last().unwrap()["note"],
+        "café"
+    );
+    let before = snapshot(&app, session, "t", mutation).await;
     // Unknown operation: 404 page. Not staff: 403 page. No Origin: the middleware's 403.
     let (s, _, _, body) = post_form(
         &app,
