@@ -8,7 +8,8 @@
 
 use std::collections::{HashMap, HashSet};
 
-use serde_json::{json, Value};
+use serde::ser::{Serialize, SerializeTuple, Serializer};
+use serde_json::json;
 use sqlx::{Row, SqliteConnection};
 
 use crate::command::{Action, Actor, Command, EntryKey, Evidence};
@@ -19,7 +20,7 @@ use crate::projection::project;
 use crate::rows::{EntryRow, ENTRY_COLUMNS};
 use crate::sanitize::sanitize_metadata;
 use crate::store::format_time;
-use crate::wire::{EntryState, HistoryChange, HistoryKind, LedgerStatus, MutationOutcome};
+use crate::wire::{EntryState, HistoryChange, HistoryKind, LedgerStatus, MutationOutcome, Reason};
 
 /// A change to announce to the adapter once committed: the entry's record as of `revision`.
 pub(crate) struct Announcement {
@@ -37,6 +38,9 @@ pub(crate) struct Done {
 }
 
 type Key = (String, String);
+
+/// How a set-based write names an entry: `(seq, session_key, mutation_id)`, see [`Group::entry_ref`].
+type EntryRef<'a> = (Option<i64>, Option<&'a str>, Option<&'a str>);
 
 struct SessionSlot {
     state: SessionState,
@@ -73,7 +77,7 @@ pub(crate) struct Group {
     /// Evidence to record: entry, attempt, completed, source, reference, observed_at.
     reconciliations: Vec<(Key, String, bool, Evidence)>,
     /// History rows to write, in the order of the changes (docs/ledger.md "History").
-    history: Vec<Value>,
+    history: Vec<HistoryOut>,
     next_order: usize,
 }
 
@@ -316,7 +320,7 @@ impl Group {
                     commissioned_after: commissioned_after.as_ref().map(|m| m.as_str().to_owned()),
                 };
                 let state = row.state();
-                self.history.push(history_json(
+                self.history.push(history_row(
                     &row,
                     HistoryKind::Approval,
                     None,
@@ -384,7 +388,7 @@ impl Group {
                     }
                     _ => (HistoryKind::Attempt, None),
                 };
-                self.history.push(history_json(
+                self.history.push(history_row(
                     &slot.row,
                     kind,
                     Some(revision),
@@ -412,7 +416,7 @@ impl Group {
                 row.meta_title = metadata.title.clone();
                 row.revision = Some(revision);
                 slot.changed = true;
-                self.history.push(history_json(
+                self.history.push(history_row(
                     &slot.row,
                     HistoryKind::Metadata,
                     Some(revision),
@@ -434,7 +438,7 @@ impl Group {
                     .ok_or(LedgerError::MutationNotFound)?;
                 // Not session activity: the time to live counts from the last change (docs/ledger.md
                 // "History").
-                self.history.push(history_json(
+                self.history.push(history_row(
                     &slot.row,
                     HistoryKind::Note,
                     None,
@@ -498,125 +502,258 @@ impl Group {
     }
 
     /// Writes the final state of everything the group changed in ONE round trip: one multi-statement
-    /// query (parents before children: sessions, turns, entries, then attempts, evidence and history rows), each
-    /// statement reading its list from the one JSON payload `?2` (`json_each(?2, '$.<list>')`), with the
-    /// group's time as `?1`. Every statement names both parameters (the driver binds `?NNN` by number
-    /// only when no slot before it is unnamed).
+    /// query (parents before children: sessions, turns, entries, then attempts, evidence and history
+    /// rows) holding only the statements that have rows to write. Each statement reads its own list
+    /// from its own JSON parameter (`json_each(?)`, rows as positional arrays), so SQLite parses each
+    /// list once; the parameters are anonymous and bound in the order they appear in the query (the
+    /// driver binds the anonymous parameters of a multi-statement query in sequence across its
+    /// statements).
     pub(crate) async fn write(self, tx: &mut SqliteConnection) -> Result<(), LedgerError> {
-        let new_sessions: Vec<&String> = self
-            .sessions
-            .iter()
-            .filter(|(_, s)| s.new)
-            .map(|(k, _)| k)
-            .collect();
+        let mut w = GroupWrite::default();
         // Retention counts from a session's last write: once per session per group.
-        let touched: Vec<&String> = self
-            .sessions
-            .iter()
-            .filter(|(_, s)| s.touched && !s.new)
-            .map(|(k, _)| k)
-            .collect();
+        let mut new_sessions: Vec<&str> = Vec::new();
+        let mut touched: Vec<&str> = Vec::new();
+        for (k, s) in &self.sessions {
+            if s.new {
+                new_sessions.push(k);
+            } else if s.touched {
+                touched.push(k);
+            }
+        }
+        w.push(&NEW_SESSIONS, &new_sessions)?;
+        w.push(&TOUCHED_SESSIONS, &touched)?;
         let mut new_turns: Vec<(&Key, &TurnSlot)> =
             self.turns.iter().filter(|(_, t)| t.new).collect();
         new_turns.sort_by_key(|(_, t)| t.order);
-        let new_turns: Vec<Value> = new_turns
+        let new_turns: Vec<(&str, &str, i64)> = new_turns
             .iter()
-            .map(|(k, t)| json!([k.0, k.1, t.latest]))
+            .map(|(k, t)| (k.0.as_str(), k.1.as_str(), t.latest))
             .collect();
-        let changed_turns: Vec<Value> = self
+        w.push(&NEW_TURNS, &new_turns)?;
+        let changed_turns: Vec<(&str, &str, i64)> = self
             .turns
             .iter()
             .filter(|(_, t)| t.changed && !t.new)
-            .map(|(k, t)| json!([k.0, k.1, t.latest]))
+            .map(|(k, t)| (k.0.as_str(), k.1.as_str(), t.latest))
             .collect();
+        w.push(&CHANGED_TURNS, &changed_turns)?;
         let mut new_entries: Vec<&EntrySlot> = self.entries.values().filter(|e| e.new).collect();
         new_entries.sort_by_key(|e| e.order);
-        let new_entries: Vec<Value> = new_entries.iter().map(|e| entry_json(&e.row)).collect();
-        let changed_entries: Vec<Value> = self
+        let new_entries: Vec<NewEntry> = new_entries.iter().map(|e| NewEntry(&e.row)).collect();
+        w.push(&NEW_ENTRIES, &new_entries)?;
+        let changed_entries: Vec<ChangedEntry> = self
             .entries
             .values()
             .filter(|e| e.changed && !e.new)
-            .map(|e| entry_json(&e.row))
+            .map(|e| ChangedEntry(&e.row))
             .collect();
-        let attempts: Vec<Value> = self
+        w.push(&CHANGED_ENTRIES, &changed_entries)?;
+        let attempts: Vec<_> = self
             .attempts
             .iter()
-            .map(|((s, m), a)| json!([s, m, a]))
-            .collect();
-        let reconciliations: Vec<Value> = self
-            .reconciliations
-            .iter()
-            .map(|((s, m), a, completed, e)| {
-                json!([s, m, a, completed, e.source, e.reference, e.observed_at])
+            .map(|(k, a)| {
+                let (seq, s, m) = self.entry_ref(k);
+                (seq, s, m, a.as_str())
             })
             .collect();
-        let payload = json!({
-            "history": self.history,
-            "new_sessions": new_sessions,
-            "touched": touched,
-            "new_turns": new_turns,
-            "changed_turns": changed_turns,
-            "new_entries": new_entries,
-            "changed_entries": changed_entries,
-            "attempts": attempts,
-            "reconciliations": reconciliations,
-        });
-        sqlx::query(WRITE_GROUP)
-            .bind(self.now)
-            .bind(payload.to_string())
-            .execute(&mut *tx)
-            .await?;
+        w.push(&ATTEMPTS, &attempts)?;
+        let reconciliations: Vec<_> = self
+            .reconciliations
+            .iter()
+            .map(|(k, a, completed, e)| {
+                let (seq, s, m) = self.entry_ref(k);
+                (
+                    seq,
+                    s,
+                    m,
+                    a.as_str(),
+                    *completed,
+                    e.source.as_str(),
+                    e.reference.as_str(),
+                    e.observed_at.as_str(),
+                )
+            })
+            .collect();
+        w.push(&RECONCILIATIONS, &reconciliations)?;
+        w.push(&HISTORY, &self.history)?;
+        if w.sql.is_empty() {
+            return Ok(());
+        }
+        let mut query = sqlx::query(&w.sql);
+        for bind in w.binds {
+            query = match bind {
+                Bind::Now => query.bind(self.now),
+                Bind::List(list) => query.bind(list),
+            };
+        }
+        query.execute(&mut *tx).await?;
+        Ok(())
+    }
+
+    /// How a write names an entry: its `seq` when it was stored before this group, else (its `seq` is
+    /// not known before its insert) its session key and mutation id, looked up by the statement.
+    fn entry_ref<'a>(&self, key: &'a Key) -> EntryRef<'a> {
+        match self
+            .entries
+            .get(key)
+            .map(|e| e.row.seq)
+            .filter(|&seq| seq != 0)
+        {
+            Some(seq) => (Some(seq), None, None),
+            None => (None, Some(key.0.as_str()), Some(key.1.as_str())),
+        }
+    }
+}
+
+/// One parameter of the group's write: the group's time (ms) or a statement's list (JSON text).
+enum Bind {
+    Now,
+    List(String),
+}
+
+/// One statement of the group's write: its SQL, and what its anonymous parameters are, in the order
+/// they appear in it (exactly one of them the list).
+struct Statement {
+    sql: &'static str,
+    binds: &'static [Param],
+}
+
+#[derive(Clone, Copy)]
+enum Param {
+    Now,
+    List,
+}
+
+/// The group's write as it is assembled: the statements that have rows, and their parameters.
+#[derive(Default)]
+struct GroupWrite {
+    sql: String,
+    binds: Vec<Bind>,
+}
+
+impl GroupWrite {
+    /// Adds `statement` with `rows` as its list, unless there are none.
+    fn push<T: Serialize>(&mut self, statement: &Statement, rows: &[T]) -> Result<(), LedgerError> {
+        if rows.is_empty() {
+            return Ok(());
+        }
+        let list = serde_json::to_string(rows).map_err(|e| {
+            LedgerError::Store(sqlx::Error::Protocol(format!(
+                "the group's write could not be encoded: {e}"
+            )))
+        })?;
+        let mut list = Some(list);
+        for param in statement.binds {
+            self.binds.push(match param {
+                Param::Now => Bind::Now,
+                Param::List => Bind::List(list.take().unwrap_or_default()),
+            });
+        }
+        self.sql.push_str(statement.sql);
         Ok(())
     }
 }
 
-/// The group's write: see [`Group::write`]. `?1` is the time (ms), `?2` the JSON payload.
-const WRITE_GROUP: &str = "\
-INSERT INTO sessions (session_key, created_at, last_write_at) \
-  SELECT value, ?1, ?1 FROM json_each(?2, '$.new_sessions'); \
-UPDATE sessions SET last_write_at = ?1 \
-  WHERE session_key IN (SELECT value FROM json_each(?2, '$.touched')); \
-INSERT INTO turns (session_key, logical_turn_id, latest_revision, created_at) \
-  SELECT value ->> 0, value ->> 1, value ->> 2, ?1 FROM json_each(?2, '$.new_turns') ORDER BY key; \
-UPDATE turns SET latest_revision = j.latest \
-  FROM (SELECT value ->> 0 AS s, value ->> 1 AS t, value ->> 2 AS latest \
-        FROM json_each(?2, '$.changed_turns') WHERE ?1 IS NOT NULL) AS j \
-  WHERE turns.session_key = j.s AND turns.logical_turn_id = j.t; \
-INSERT INTO entries (session_key, logical_turn_id, mutation_id, tool, status, intent_recorded, attempt_id, \
-  reason, meta_attached, meta_id, meta_url, meta_title, revision, settled_at, recorded_at, updated_at, \
-  commissioned_after) \
-  SELECT value ->> 's', value ->> 't', value ->> 'm', value ->> 'tool', value ->> 'status', \
-    value ->> 'intent', value ->> 'attempt', value ->> 'reason', value ->> 'meta', value ->> 'id', \
-    value ->> 'url', value ->> 'title', value ->> 'revision', value ->> 'settled_at', ?1, ?1, \
-    value ->> 'after' \
-  FROM json_each(?2, '$.new_entries') ORDER BY key; \
-UPDATE entries SET status = j.status, intent_recorded = j.intent, attempt_id = j.attempt, reason = j.reason, \
-  meta_attached = j.meta, meta_id = j.id, meta_url = j.url, meta_title = j.title, revision = j.revision, \
-  settled_at = j.settled_at, updated_at = ?1 \
-  FROM (SELECT value ->> 'seq' AS seq, value ->> 'status' AS status, value ->> 'intent' AS intent, \
-        value ->> 'attempt' AS attempt, value ->> 'reason' AS reason, value ->> 'meta' AS meta, \
-        value ->> 'id' AS id, value ->> 'url' AS url, value ->> 'title' AS title, \
-        value ->> 'revision' AS revision, value ->> 'settled_at' AS settled_at \
-        FROM json_each(?2, '$.changed_entries')) AS j \
-  WHERE entries.seq = j.seq; \
-INSERT INTO attempts (entry_seq, attempt_id) \
-  SELECT e.seq, j.value ->> 2 FROM json_each(?2, '$.attempts') AS j \
-  JOIN entries AS e ON e.session_key = j.value ->> 0 AND e.mutation_id = j.value ->> 1 \
-  WHERE ?1 IS NOT NULL; \
-INSERT INTO reconciliations (entry_seq, attempt_id, completed, source, reference, observed_at, recorded_at) \
-  SELECT e.seq, j.value ->> 2, j.value ->> 3, j.value ->> 4, j.value ->> 5, j.value ->> 6, ?1 \
-  FROM json_each(?2, '$.reconciliations') AS j \
-  JOIN entries AS e ON e.session_key = j.value ->> 0 AND e.mutation_id = j.value ->> 1 \
-  ORDER BY j.key; \
-INSERT INTO history (entry_seq, kind, at, revision, actor, attempt_id, ledger_status, intent_recorded, \
-  reason, meta_attached, meta_id, meta_url, meta_title, source, reference, observed_at, note) \
-  SELECT e.seq, j.value ->> 'kind', ?1, j.value ->> 'revision', j.value ->> 'actor', \
-    j.value ->> 'attempt', j.value ->> 'status', j.value ->> 'intent', j.value ->> 'reason', \
-    j.value ->> 'meta', j.value ->> 'id', j.value ->> 'url', j.value ->> 'title', j.value ->> 'source', \
-    j.value ->> 'reference', j.value ->> 'observed_at', j.value ->> 'note' \
-  FROM json_each(?2, '$.history') AS j \
-  JOIN entries AS e ON e.session_key = j.value ->> 's' AND e.mutation_id = j.value ->> 'm' \
-  ORDER BY j.key;";
+use Param::{List as L, Now as N};
+
+/// New sessions: `[session_key, …]`.
+const NEW_SESSIONS: Statement = Statement {
+    sql: "INSERT INTO sessions (session_key, created_at, last_write_at) \
+          SELECT value, ?, ? FROM json_each(?);",
+    binds: &[N, N, L],
+};
+
+/// Sessions written to: `[session_key, …]`.
+const TOUCHED_SESSIONS: Statement = Statement {
+    sql: "UPDATE sessions SET last_write_at = ? \
+          WHERE session_key IN (SELECT value FROM json_each(?));",
+    binds: &[N, L],
+};
+
+/// New turns, in the order first seen: `[session_key, logical_turn_id, latest_revision]`.
+const NEW_TURNS: Statement = Statement {
+    sql: "INSERT INTO turns (session_key, logical_turn_id, latest_revision, created_at) \
+          SELECT value ->> 0, value ->> 1, value ->> 2, ? FROM json_each(?) ORDER BY key;",
+    binds: &[N, L],
+};
+
+/// Turns whose latest revision changed: `[session_key, logical_turn_id, latest_revision]`.
+const CHANGED_TURNS: Statement = Statement {
+    sql: "UPDATE turns SET latest_revision = j.latest \
+          FROM (SELECT value ->> 0 AS s, value ->> 1 AS t, value ->> 2 AS latest FROM json_each(?)) AS j \
+          WHERE turns.session_key = j.s AND turns.logical_turn_id = j.t;",
+    binds: &[L],
+};
+
+/// New entries in the order they were recorded ([`NewEntry`]).
+const NEW_ENTRIES: Statement = Statement {
+    sql: "INSERT INTO entries (session_key, logical_turn_id, mutation_id, tool, status, intent_recorded, \
+          attempt_id, reason, meta_attached, meta_id, meta_url, meta_title, revision, settled_at, \
+          commissioned_after, recorded_at, updated_at) \
+          SELECT value ->> 0, value ->> 1, value ->> 2, value ->> 3, value ->> 4, value ->> 5, value ->> 6, \
+          value ->> 7, value ->> 8, value ->> 9, value ->> 10, value ->> 11, value ->> 12, value ->> 13, \
+          value ->> 14, ?, ? FROM json_each(?) ORDER BY key;",
+    binds: &[N, N, L],
+};
+
+/// Entries stored before the group that it changed ([`ChangedEntry`]), by `seq`.
+const CHANGED_ENTRIES: Statement = Statement {
+    sql: "UPDATE entries SET status = j.status, intent_recorded = j.intent, attempt_id = j.attempt, \
+          reason = j.reason, meta_attached = j.meta, meta_id = j.id, meta_url = j.url, meta_title = j.title, \
+          revision = j.revision, settled_at = j.settled_at, updated_at = ? \
+          FROM (SELECT value ->> 0 AS seq, value ->> 1 AS status, value ->> 2 AS intent, \
+                value ->> 3 AS attempt, value ->> 4 AS reason, value ->> 5 AS meta, value ->> 6 AS id, \
+                value ->> 7 AS url, value ->> 8 AS title, value ->> 9 AS revision, \
+                value ->> 10 AS settled_at FROM json_each(?)) AS j \
+          WHERE entries.seq = j.seq;",
+    binds: &[N, L],
+};
+
+/// The entry's `seq` from the first three elements of a row (`seq`, or `NULL` and then the session key
+/// and mutation id of an entry inserted by this group); `j` is the row.
+macro_rules! entry_seq {
+    () => {
+        "COALESCE(j.value ->> 0, (SELECT e.seq FROM entries AS e \
+         WHERE e.session_key = j.value ->> 1 AND e.mutation_id = j.value ->> 2))"
+    };
+}
+
+/// New attempt ids: `[seq, session_key, mutation_id, attempt_id]` (see [`Group::entry_ref`]).
+const ATTEMPTS: Statement = Statement {
+    sql: concat!(
+        "INSERT INTO attempts (entry_seq, attempt_id) SELECT ",
+        entry_seq!(),
+        ", j.value ->> 3 FROM json_each(?) AS j;"
+    ),
+    binds: &[L],
+};
+
+/// Reconciliation evidence: `[seq, session_key, mutation_id, attempt_id, completed, source, reference,
+/// observed_at]`.
+const RECONCILIATIONS: Statement = Statement {
+    sql: concat!(
+        "INSERT INTO reconciliations (entry_seq, attempt_id, completed, source, reference, observed_at, \
+         recorded_at) SELECT ",
+        entry_seq!(),
+        ", j.value ->> 3, j.value ->> 4, j.value ->> 5, j.value ->> 6, j.value ->> 7, ? \
+         FROM json_each(?) AS j ORDER BY j.key;"
+    ),
+    binds: &[N, L],
+};
+
+/// History rows in the order of the changes ([`HistoryOut`]).
+const HISTORY: Statement = Statement {
+    sql: concat!(
+        "INSERT INTO history (entry_seq, kind, at, revision, actor, attempt_id, ledger_status, \
+         intent_recorded, reason, meta_attached, meta_id, meta_url, meta_title, source, reference, \
+         observed_at, note) SELECT ",
+        entry_seq!(),
+        ", j.value ->> 3, ?, j.value ->> 4, j.value ->> 5, j.value ->> 6, j.value ->> 7, j.value ->> 8, \
+         j.value ->> 9, j.value ->> 10, j.value ->> 11, j.value ->> 12, j.value ->> 13, j.value ->> 14, \
+         j.value ->> 15, j.value ->> 16, j.value ->> 17 FROM json_each(?) AS j ORDER BY j.key;"
+    ),
+    binds: &[N, L],
+};
 
 /// A decision that does not fit its action (the machine decides `Approve`, `Attach` and `Note` only for
 /// their own actions): a fault of this code, answered as a store error (500) for that command alone,
@@ -627,58 +764,142 @@ fn mismatch(decision: &str) -> LedgerError {
     )))
 }
 
-/// An entry's columns as one JSON object of a set-based write.
-fn entry_json(row: &EntryRow) -> Value {
-    json!({
-        "seq": row.seq,
-        "s": row.session_key,
-        "t": row.logical_turn_id,
-        "m": row.mutation_id,
-        "tool": row.tool,
-        "status": row.status.as_str(),
-        "intent": row.intent_recorded,
-        "attempt": row.attempt_id,
-        "reason": row.reason.map(|r| r.as_str()),
-        "meta": row.meta_attached,
-        "id": row.meta_id,
-        "url": row.meta_url,
-        "title": row.meta_title,
-        "revision": row.revision,
-        "settled_at": row.settled_at,
-        "after": row.commissioned_after,
-    })
+/// A new entry's columns as one positional array of [`NEW_ENTRIES`]: session key, turn, mutation, tool,
+/// status, intent, attempt, reason, metadata (attached, id, url, title), revision, settled_at and
+/// commissioned_after.
+struct NewEntry<'a>(&'a EntryRow);
+
+impl Serialize for NewEntry<'_> {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        let r = self.0;
+        let mut t = s.serialize_tuple(15)?;
+        t.serialize_element(&r.session_key)?;
+        t.serialize_element(&r.logical_turn_id)?;
+        t.serialize_element(&r.mutation_id)?;
+        t.serialize_element(&r.tool)?;
+        t.serialize_element(r.status.as_str())?;
+        t.serialize_element(&r.intent_recorded)?;
+        t.serialize_element(&r.attempt_id)?;
+        t.serialize_element(&r.reason.map(Reason::as_str))?;
+        t.serialize_element(&r.meta_attached)?;
+        t.serialize_element(&r.meta_id)?;
+        t.serialize_element(&r.meta_url)?;
+        t.serialize_element(&r.meta_title)?;
+        t.serialize_element(&r.revision)?;
+        t.serialize_element(&r.settled_at)?;
+        t.serialize_element(&r.commissioned_after)?;
+        t.end()
+    }
 }
 
-/// One history row of a set-based write (docs/ledger.md "History"): the entry's key and its state fields
-/// after the change (`row`), what the change was, the revision it took (`None` for approvals and notes),
-/// who asked, and the evidence (reconciliations) or text (notes) it carries. Its time is the group's.
-fn history_json(
+/// A changed entry's columns as one positional array of [`CHANGED_ENTRIES`]: seq, status, intent,
+/// attempt, reason, metadata (attached, id, url, title), revision and settled_at.
+struct ChangedEntry<'a>(&'a EntryRow);
+
+impl Serialize for ChangedEntry<'_> {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        let r = self.0;
+        let mut t = s.serialize_tuple(11)?;
+        t.serialize_element(&r.seq)?;
+        t.serialize_element(r.status.as_str())?;
+        t.serialize_element(&r.intent_recorded)?;
+        t.serialize_element(&r.attempt_id)?;
+        t.serialize_element(&r.reason.map(Reason::as_str))?;
+        t.serialize_element(&r.meta_attached)?;
+        t.serialize_element(&r.meta_id)?;
+        t.serialize_element(&r.meta_url)?;
+        t.serialize_element(&r.meta_title)?;
+        t.serialize_element(&r.revision)?;
+        t.serialize_element(&r.settled_at)?;
+        t.end()
+    }
+}
+
+/// One history row to write (docs/ledger.md "History"): the entry (its `seq`, or its key when this
+/// group inserts it), what the change was, the revision it took (`None` for approvals and notes), who
+/// asked, the entry's state fields after the change, and the evidence (reconciliations) or text (notes)
+/// it carries. Its time is the group's.
+struct HistoryOut {
+    seq: Option<i64>,
+    key: Option<Key>,
+    kind: HistoryKind,
+    revision: Option<i64>,
+    actor: String,
+    attempt_id: Option<String>,
+    status: LedgerStatus,
+    intent_recorded: bool,
+    reason: Option<Reason>,
+    meta_attached: bool,
+    meta_id: Option<String>,
+    meta_url: Option<String>,
+    meta_title: Option<String>,
+    evidence: Option<Evidence>,
+    note: Option<String>,
+}
+
+/// The history row of a change of `row` (its state after the change).
+fn history_row(
     row: &EntryRow,
     kind: HistoryKind,
     revision: Option<i64>,
     actor: &Actor,
     evidence: Option<&Evidence>,
     note: Option<&String>,
-) -> Value {
-    json!({
-        "s": row.session_key,
-        "m": row.mutation_id,
-        "kind": kind.as_str(),
-        "revision": revision,
-        "actor": actor.spelling(),
-        "attempt": row.attempt_id,
-        "status": row.status.as_str(),
-        "intent": row.intent_recorded,
-        "reason": row.reason.map(|r| r.as_str()),
-        "meta": row.meta_attached,
-        "id": row.meta_id,
-        "url": row.meta_url,
-        "title": row.meta_title,
-        "source": evidence.map(|e| &e.source),
-        "reference": evidence.map(|e| &e.reference),
-        "observed_at": evidence.map(|e| &e.observed_at),
-        "note": note,
-    })
+) -> HistoryOut {
+    let (seq, key) = if row.seq != 0 {
+        (Some(row.seq), None)
+    } else {
+        (
+            None,
+            Some((row.session_key.clone(), row.mutation_id.clone())),
+        )
+    };
+    HistoryOut {
+        seq,
+        key,
+        kind,
+        revision,
+        actor: actor.spelling(),
+        attempt_id: row.attempt_id.clone(),
+        status: row.status,
+        intent_recorded: row.intent_recorded,
+        reason: row.reason,
+        meta_attached: row.meta_attached,
+        meta_id: row.meta_id.clone(),
+        meta_url: row.meta_url.clone(),
+        meta_title: row.meta_title.clone(),
+        evidence: evidence.cloned(),
+        note: note.cloned(),
+    }
+}
+
+/// A history row as one positional array of [`HISTORY`]: seq, session key, mutation id (see
+/// [`Group::entry_ref`]), kind, revision, actor, attempt, status, intent, reason, metadata (attached, id,
+/// url, title), source, reference, observed_at and note.
+impl Serialize for HistoryOut {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        let mut t = s.serialize_tuple(18)?;
+        t.serialize_element(&self.seq)?;
+        t.serialize_element(&self.key.as_ref().map(|k| &k.0))?;
+        t.serialize_element(&self.key.as_ref().map(|k| &k.1))?;
+        t.serialize_element(self.kind.as_str())?;
+        t.serialize_element(&self.revision)?;
+        t.serialize_element(&self.actor)?;
+        t.serialize_element(&self.attempt_id)?;
+        t.serialize_element(self.status.as_str())?;
+        t.serialize_element(&self.intent_recorded)?;
+        t.serialize_element(&self.reason.map(Reason::as_str))?;
+        t.serialize_element(&self.meta_attached)?;
+        t.serialize_element(&self.meta_id)?;
+        t.serialize_element(&self.meta_url)?;
+        t.serialize_element(&self.meta_title)?;
+        let evidence = self.evidence.as_ref();
+        t.serialize_element(&evidence.map(|e| &e.source))?;
+        t.serialize_element(&evidence.map(|e| &e.reference))?;
+        t.serialize_element(&evidence.map(|e| &e.observed_at))?;
+        t.serialize_element(&self.note)?;
+        t.end()
+    }
 }
 
 /// What a visible change did: the new state, announced when `live` and published.
