@@ -411,7 +411,7 @@ impl TryFrom<Request<EntryPath, ReconcileBody>> for Command {
             Some(other) => {
                 return Err(ApiError::invalid_field(
                     "evidence.provider_status",
-                    format!("{other} is not conclusive: only completed or not_accepted reconcile; the outcome stays unknown"),
+                    format!("provider_status {other:?} is not conclusive: only completed or not_accepted reconcile; the outcome stays unknown"),
                 ))
             }
         }
