@@ -224,8 +224,20 @@ pub fn whole_secs(wait: std::time::Duration) -> u64 {
 /// `Retry-After` of every 503 answer, in seconds.
 pub const RETRY_AFTER_SECS: u64 = 1;
 
+impl ApiError {
+    /// The `Retry-After` this error's answer carries, in seconds (at least 1): its own wait, else
+    /// [`RETRY_AFTER_SECS`] on every 503; `None` for other errors. The JSON answer and the operator
+    /// forms' refusal page both send it.
+    pub fn retry_after(&self) -> Option<u64> {
+        self.retry_after_secs
+            .or((self.status == StatusCode::SERVICE_UNAVAILABLE).then_some(RETRY_AFTER_SECS))
+            .map(|secs| secs.max(1))
+    }
+}
+
 impl IntoResponse for ApiError {
     fn into_response(self) -> Response {
+        let retry_after = self.retry_after();
         let mut response = (
             self.status,
             Json(ErrorBody {
@@ -233,13 +245,10 @@ impl IntoResponse for ApiError {
             }),
         )
             .into_response();
-        let retry_after = self
-            .retry_after_secs
-            .or((self.status == StatusCode::SERVICE_UNAVAILABLE).then_some(RETRY_AFTER_SECS));
         if let Some(secs) = retry_after {
             response.headers_mut().insert(
                 axum::http::header::RETRY_AFTER,
-                axum::http::HeaderValue::from(secs.max(1)),
+                axum::http::HeaderValue::from(secs),
             );
         }
         response

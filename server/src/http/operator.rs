@@ -34,7 +34,7 @@ use super::query::path;
 use super::sign_in::html;
 use super::write::{EntryPath, Request, Valid};
 use crate::access::Principal;
-use crate::error::{ApiError, RETRY_AFTER_SECS};
+use crate::error::ApiError;
 use crate::AppState;
 
 /// The documented JSON routes, and the form routes of the operation page (undocumented).
@@ -322,10 +322,10 @@ fn answer(done: Result<(), ApiError>, action: FormAction, back: &str) -> Respons
             };
             let page = app::standalone::operator_refusal_page(heading, &plain_words(&e), back);
             let mut response = html(e.status, page);
-            if e.status == StatusCode::SERVICE_UNAVAILABLE {
+            if let Some(secs) = e.retry_after() {
                 response
                     .headers_mut()
-                    .insert(RETRY_AFTER, HeaderValue::from(RETRY_AFTER_SECS));
+                    .insert(RETRY_AFTER, HeaderValue::from(secs));
             }
             response
         }
