@@ -2,6 +2,7 @@
 //! What a person sees: the dashboard's pages, rendered on the server and hydrated in the browser. The app
 //! reads only through the server's public HTTP API ([`api`]).
 
+pub mod address;
 pub mod api;
 pub mod components;
 #[cfg(feature = "hydrate")]

@@ -4,8 +4,6 @@
 
 use leptos::prelude::*;
 use leptos_meta::Title;
-use leptos_router::components::Redirect;
-use leptos_router::hooks::use_query_map;
 use serde::{Deserialize, Serialize};
 
 use crate::api::{self, ApiError};
@@ -54,10 +52,35 @@ fn not_found(e: &ApiError) -> bool {
     matches!(e, ApiError::NotFound { .. })
 }
 
+/// Sends the browser to `href` (a page path built in [`crate::routes`]): on the server a 303 with
+/// `Location`, so the form works without JavaScript; in the browser a full navigation
+/// (`location.replace`), not the router's, which would decode the id again (docs/design.md "Ids
+/// round-trip"). Shows the link meanwhile.
+#[component]
+fn GoTo(href: String) -> impl IntoView {
+    #[cfg(feature = "ssr")]
+    if let (Some(response), Ok(location)) = (
+        use_context::<leptos_axum::ResponseOptions>(),
+        http::HeaderValue::from_str(&href),
+    ) {
+        response.set_status(http::StatusCode::SEE_OTHER);
+        response.insert_header(http::header::LOCATION, location);
+    }
+    #[cfg(all(feature = "hydrate", not(feature = "ssr")))]
+    if let Some(window) = web_sys::window() {
+        let _ = window.location().replace(&href);
+    }
+    view! { <p class="find-result"><a rel="external" class="underline underline-offset-2" href=href>"Continue"</a></p> }
+}
+
 #[component]
 pub fn FindPage() -> impl IntoView {
-    let query = use_query_map();
-    let q = Memo::new(move |_| query.read().get("q").unwrap_or_default().trim().to_owned());
+    // Decoded once from the address (crate::address): the router's query map decodes twice.
+    let asked = crate::address::query_value("q")
+        .unwrap_or_default()
+        .trim()
+        .to_owned();
+    let q = Memo::new(move |_| asked.clone());
     let found = Resource::new(
         move || q.get(),
         |q| {
@@ -106,10 +129,10 @@ pub fn FindPage() -> impl IntoView {
                     return view! { <p class="find-result">"Type a session id or an operation id."</p> }.into_any();
                 }
                 if f.error.is_none() && f.session && f.operations == 0 {
-                    return view! { <Redirect path=session_href(&q)/> }.into_any();
+                    return view! { <GoTo href=session_href(&q)/> }.into_any();
                 }
                 if f.error.is_none() && !f.session && f.operations > 0 {
-                    return view! { <Redirect path=operation_href(&q)/> }.into_any();
+                    return view! { <GoTo href=operation_href(&q)/> }.into_any();
                 }
                 view! {
                     <div class="find-result space-y-2">
@@ -120,10 +143,10 @@ pub fn FindPage() -> impl IntoView {
                         })}
                         <ul class="list-disc space-y-1 pl-6">
                             {f.session.then(|| view! {
-                                <li><a class="underline underline-offset-2" href=session_href(&q)>"Session "<bdi class="font-mono">{q.clone()}</bdi></a></li>
+                                <li><a rel="external" class="underline underline-offset-2" href=session_href(&q)>"Session "<bdi class="font-mono">{q.clone()}</bdi></a></li>
                             })}
                             {(f.operations > 0).then(|| view! {
-                                <li><a class="underline underline-offset-2" href=operation_href(&q)>
+                                <li><a rel="external" class="underline underline-offset-2" href=operation_href(&q)>
                                     "Operation "<bdi class="font-mono">{q.clone()}</bdi>{format!(" ({} match(es))", f.operations)}
                                 </a></li>
                             })}

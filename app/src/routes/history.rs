@@ -17,8 +17,8 @@ use crate::timeline::Connection;
 
 #[component]
 pub fn HistoryPage() -> impl IntoView {
-    let key = param("session_id");
-    let id = param("mutation_id");
+    let key = param(2);
+    let id = param(4);
     let found = Resource::new(
         move || (key.get(), id.get()),
         |(k, m)| api::operation_history(&k, &m),
@@ -129,8 +129,8 @@ fn LiveHistory(history: OperationHistory) -> impl IntoView {
     let caller = use_context::<crate::CallerResource>();
     view! {
         <p class="mb-1 flex flex-wrap gap-x-3 text-sm">
-            <a class="underline-offset-2 hover:underline" href=session_href(&key)>"← Session " <bdi class="break-all font-mono">{key.clone()}</bdi></a>
-            <a class="underline-offset-2 hover:underline" href=turn_href(&key, &turn)>"Turn " <bdi class="break-all font-mono">{turn.clone()}</bdi></a>
+            <a rel="external" class="underline-offset-2 hover:underline" href=session_href(&key)>"← Session " <bdi class="break-all font-mono">{key.clone()}</bdi></a>
+            <a rel="external" class="underline-offset-2 hover:underline" href=turn_href(&key, &turn)>"Turn " <bdi class="break-all font-mono">{turn.clone()}</bdi></a>
         </p>
         <div class="mb-4 flex flex-wrap items-center justify-between gap-3">
             <h1 class="break-all text-2xl font-semibold">"Operation " <bdi class="font-mono">{id.clone()}</bdi></h1>
@@ -191,7 +191,7 @@ fn Commissioned(history: OperationHistory) -> impl IntoView {
         view! {
             <p class="commissioned-after mb-2 text-sm">
                 "Commissioned after operation "
-                <a class="break-all font-mono underline underline-offset-2" href=href><bdi>{a}</bdi></a>
+                <a rel="external" class="break-all font-mono underline underline-offset-2" href=href><bdi>{a}</bdi></a>
             </p>
         }
     });
@@ -201,7 +201,7 @@ fn Commissioned(history: OperationHistory) -> impl IntoView {
                 <p>"New work commissioned after this operation:"</p>
                 <ul class="ml-4 list-disc">
                     {history.commissioned.iter().map(|m| view! {
-                        <li><a class="break-all font-mono underline underline-offset-2" href=history_href(&key, m)><bdi>{m.clone()}</bdi></a></li>
+                        <li><a rel="external" class="break-all font-mono underline underline-offset-2" href=history_href(&key, m)><bdi>{m.clone()}</bdi></a></li>
                     }).collect_view()}
                 </ul>
             </div>

@@ -26,7 +26,7 @@ pub fn HomePage() -> impl IntoView {
                             {list.sessions.into_iter().map(|s| view! {
                                 <li class="session flex flex-wrap items-center justify-between gap-2 py-3">
                                     <div>
-                                        <a class="break-all font-mono underline underline-offset-2" href=session_href(&s.session_key)>
+                                        <a rel="external" class="break-all font-mono underline underline-offset-2" href=session_href(&s.session_key)>
                                             <bdi>{s.session_key.clone()}</bdi>
                                         </a>
                                         <p class="text-xs opacity-80">

@@ -9,12 +9,13 @@ pub mod turn;
 pub mod unknowns;
 
 use leptos::prelude::*;
-use leptos_router::hooks::use_params_map;
 
-/// A route parameter as a reactive string ("" when absent).
-pub fn param(name: &'static str) -> Memo<String> {
-    let params = use_params_map();
-    Memo::new(move |_| params.read().get(name).unwrap_or_default())
+/// Segment `index` of the page's path (`/sessions/{key}/turns/{turn}`: the key is 2, the turn 4), decoded
+/// exactly once from the address the browser sent ([`crate::address`]; never the router's parameter map,
+/// which decodes twice). "" when absent.
+pub fn param(index: usize) -> Memo<String> {
+    let value = crate::address::segment(index);
+    Memo::new(move |_| value.clone())
 }
 
 /// The text of a page's `<Title>`, from `text`, HTML-escaped on the server.

@@ -11,7 +11,7 @@ use crate::routes::{history_href, param, session_href, turn_href};
 
 #[component]
 pub fn OperationPage() -> impl IntoView {
-    let id = param("mutation_id");
+    let id = param(2);
     let found = Resource::new(move || id.get(), |id| api::operation(&id));
     view! {
         <Title text=crate::routes::page_title(move || format!("Operation {} · Outcome ledger", id.get()))/>
@@ -57,9 +57,9 @@ pub fn OperationList(matches: Vec<ledger::wire::OperationMatch>) -> impl IntoVie
                     <li class="operation" data-mutation-id=mutation_id>
                         <p class="mb-1 text-sm">
                             "Session "
-                            <a class="break-all font-mono underline underline-offset-2" href=session_href(&m.session_key)><bdi>{m.session_key.clone()}</bdi></a>
+                            <a rel="external" class="break-all font-mono underline underline-offset-2" href=session_href(&m.session_key)><bdi>{m.session_key.clone()}</bdi></a>
                             " · turn "
-                            <a class="break-all font-mono underline underline-offset-2" href=turn_href(&m.session_key, &turn)><bdi>{turn.clone()}</bdi></a>
+                            <a rel="external" class="break-all font-mono underline underline-offset-2" href=turn_href(&m.session_key, &turn)><bdi>{turn.clone()}</bdi></a>
                             " · recorded "
                             <Time at=m.entry.recorded_at.clone()/>
                         </p>
@@ -67,7 +67,7 @@ pub fn OperationList(matches: Vec<ledger::wire::OperationMatch>) -> impl IntoVie
                         <p class="mt-1 flex flex-wrap items-center gap-x-3 text-sm">
                             {open.map(|o| view! { <span class="age font-medium" data-age-secs=m.age_secs.unwrap_or(0)>{o}</span> })}
                             {notes.map(|n| view! { <span class="notes" data-notes=m.notes>{n}</span> })}
-                            <a class="history-link underline underline-offset-2" href=history>"History and actions →"</a>
+                            <a rel="external" class="history-link underline underline-offset-2" href=history>"History and actions →"</a>
                         </p>
                     </li>
                 }

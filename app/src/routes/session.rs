@@ -9,7 +9,7 @@ use crate::routes::{param, turn_href};
 
 #[component]
 pub fn SessionPage() -> impl IntoView {
-    let key = param("session_id");
+    let key = param(2);
     let turns = Resource::new(move || key.get(), |k| api::session_turns(&k));
     view! {
         <Title text=crate::routes::page_title(move || format!("Session {} · Outcome ledger", key.get()))/>
@@ -27,7 +27,7 @@ pub fn SessionPage() -> impl IntoView {
                             <ol class="turns space-y-2">
                                 {s.turns.into_iter().enumerate().map(|(i, t)| view! {
                                     <li class="turn flex flex-wrap items-center justify-between gap-2 rounded border border-slate-200 p-3 dark:border-slate-800">
-                                        <a class="break-all underline underline-offset-2" href=turn_href(&key, &t.logical_turn_id)>
+                                        <a rel="external" class="break-all underline underline-offset-2" href=turn_href(&key, &t.logical_turn_id)>
                                             {format!("Turn {} · ", i + 1)}<bdi class="font-mono">{t.logical_turn_id.clone()}</bdi>
                                         </a>
                                         <Counts counts=t.counts/>

@@ -13,8 +13,8 @@ use crate::timeline::{Connection, Row, Timeline};
 
 #[component]
 pub fn TurnPage() -> impl IntoView {
-    let key = param("session_id");
-    let turn = param("turn_id");
+    let key = param(2);
+    let turn = param(4);
     let entries = Resource::new(
         move || (key.get(), turn.get()),
         |(k, t)| api::turn_entries(&k, &t),
@@ -22,7 +22,7 @@ pub fn TurnPage() -> impl IntoView {
     view! {
         <Title text=crate::routes::page_title(move || format!("Turn {} · Outcome ledger", turn.get()))/>
         <p class="mb-1 text-sm">
-            <a class="underline-offset-2 hover:underline" href=move || session_href(&key.get())>
+            <a rel="external" class="underline-offset-2 hover:underline" href=move || session_href(&key.get())>
                 "← Session " <bdi class="font-mono">{move || key.get()}</bdi>
             </a>
         </p>
@@ -156,7 +156,7 @@ fn LiveTimeline(entries: TurnEntries) -> impl IntoView {
                 children=move |r| { let label = row_label(&r); let history = crate::routes::history_href(&row_session, &r.outcome.mutation_id); view! {
                     <li aria-label=label class="timeline-row rounded-md focus:outline-none focus-visible:ring-2 focus-visible:ring-sky-500" tabindex="0">
                         <OutcomeCard outcome=r.outcome in_flight=r.in_flight revision=r.revision/>
-                        <a class="history-link mt-1 inline-block text-sm underline underline-offset-2" href=history>"History →"</a>
+                        <a rel="external" class="history-link mt-1 inline-block text-sm underline underline-offset-2" href=history>"History →"</a>
                     </li>
                 }}
             />
