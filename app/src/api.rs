@@ -101,6 +101,56 @@ pub fn get_json<T: DeserializeOwned + 'static>(
     }
 }
 
+/// Reads several API paths from one page's resource: made inside the reactive owner (where the server's
+/// transport is in context), then usable after any `.await` of the resource's future.
+#[derive(Clone)]
+pub struct Reader {
+    #[cfg(feature = "ssr")]
+    transport: Option<ApiTransport>,
+}
+
+/// A [`Reader`] for this page. Call it inside the reactive owner, like [`get_json`].
+pub fn reader() -> Reader {
+    Reader {
+        #[cfg(feature = "ssr")]
+        transport: leptos::prelude::use_context::<ApiTransport>(),
+    }
+}
+
+impl Reader {
+    /// GETs `path` and decodes the JSON body.
+    pub fn get_json<T: DeserializeOwned + 'static>(
+        &self,
+        path: String,
+    ) -> impl Future<Output = Result<T, ApiError>> + Send + 'static {
+        #[cfg(feature = "ssr")]
+        let fetched = {
+            let transport = self.transport.clone();
+            async move {
+                let t = transport
+                    .ok_or_else(|| ApiError::Network("no API transport in context".into()))?;
+                (t.0)(path).await.map_err(ApiError::Network)
+            }
+        };
+        #[cfg(not(feature = "ssr"))]
+        let fetched = fetch_text(path);
+        async move {
+            let r = fetched.await?;
+            decode(r.status, &r.body)
+        }
+    }
+}
+
+/// The path of a turn's entries (docs/api.md "Dashboard reads").
+pub fn turn_entries_path(key: &str, turn: &str) -> String {
+    format!("/api/sessions/{}/turns/{}/entries", enc(key), enc(turn))
+}
+
+/// The path of a session's turns.
+pub fn session_turns_path(key: &str) -> String {
+    format!("/api/sessions/{}/turns", enc(key))
+}
+
 #[cfg(feature = "ssr")]
 fn fetch_text(
     path: String,
@@ -151,7 +201,7 @@ pub fn sessions() -> impl Future<Output = Result<SessionList, ApiError>> + Send 
 pub fn session_turns(
     key: &str,
 ) -> impl Future<Output = Result<SessionTurns, ApiError>> + Send + 'static {
-    get_json(format!("/api/sessions/{}/turns", enc(key)))
+    get_json(session_turns_path(key))
 }
 
 /// `GET /api/sessions/{key}/turns/{turn}/entries`.
@@ -159,11 +209,22 @@ pub fn turn_entries(
     key: &str,
     turn: &str,
 ) -> impl Future<Output = Result<TurnEntries, ApiError>> + Send + 'static {
-    get_json(format!(
-        "/api/sessions/{}/turns/{}/entries",
-        enc(key),
-        enc(turn)
-    ))
+    get_json(turn_entries_path(key, turn))
+}
+
+/// `GET /api/sessions/{key}/turns/{turn}/entries[?after_revision=N]`: with `after_revision`, only the
+/// entries changed after that revision (docs/api.md "Dashboard reads"); 409 when it is past the turn's
+/// latest revision.
+pub fn turn_entries_since(
+    key: &str,
+    turn: &str,
+    after_revision: Option<i64>,
+) -> impl Future<Output = Result<TurnEntries, ApiError>> + Send + 'static {
+    let mut path = turn_entries_path(key, turn);
+    if let Some(a) = after_revision {
+        path.push_str(&format!("?after_revision={a}"));
+    }
+    get_json(path)
 }
 
 /// `GET /api/operations/{mutation_id}`.

@@ -1,264 +1,499 @@
-//! The browser's live connection for one turn (hydrate only). It subscribes first (run events of the
-//! session), then replays from its own cursor, so nothing falls between the two (docs/api.md "Live run events"):
-//! - live `mutation_outcome` events of this turn are upserted; `resync` naming this turn replays;
-//! - every (re)open of the live stream replays from the cursor: what was missed while disconnected arrives;
-//! - a replay's URL is built from the cursor each time; it ends normally (the browser would reconnect: we
-//!   close it), or fails: 409 starts over with a full replay, 404 says the session or turn is gone;
-//! - a live stream that fails for good is reopened by us after a pause; the indicator says stale since when;
-//! - a 401 (the caller's sign-in or viewer link stopped holding) stops everything and says access ended.
+//! The browser's live connection to one session's run events (hydrate only; docs/api.md "Live run events",
+//! docs/design.md "What the person sees"). One [`Live`] per page; what the page does with an event is its
+//! follower's business ([`TurnFeed`] for the turn and session pages, `watch` for the operation page):
+//! - the follower hears [`Event::Opened`] on every (re)open, so it catches up on what it missed, and every
+//!   `mutation_outcome`, `turn_changed` and `resync` as a [`Change`];
+//! - any event (a `heartbeat` included) counts as word from the server; a stream silent for twice the
+//!   heartbeat interval is stale: it is closed and opened again (a frozen server never errors it);
+//! - a dropped connection says "reconnecting since", and "stale since" when that lasts as long;
+//! - a stream the browser gave up on (a non-200 answer, a refused connection) is reopened after a pause,
+//!   unless a read of the session says the caller's access ended (401) or the session is gone (404);
+//! - `session_ended` says the session was deleted or expired, and nothing more is opened.
 
 use std::cell::{Cell, RefCell};
 use std::rc::Rc;
 
-use ledger::wire::{MutationOutcome, Resync, RunEvent};
+use ledger::wire::{Resync, RunEvent};
 use leptos::prelude::*;
+use serde::Deserialize;
 use wasm_bindgen::closure::Closure;
 use wasm_bindgen::JsCast;
 use web_sys::{EventSource, MessageEvent};
 
 use crate::api;
-use crate::timeline::{Connection, Timeline};
+use crate::timeline::{session_ended_message, Connection, Timeline};
 
-/// Pause before we reopen a live stream that failed for good.
-const REOPEN_MS: i32 = 3000;
+/// The server's heartbeat interval (docs/api.md: every 15 s), in ms.
+const HEARTBEAT_MS: f64 = 15_000.0;
+/// Silence after which the stream counts as stale: twice the heartbeat interval.
+const SILENT_MS: f64 = 2.0 * HEARTBEAT_MS;
+/// How often the watchdog looks.
+const WATCH_MS: u64 = 5_000;
+/// Pause before we reopen a stream the browser gave up on.
+const REOPEN_MS: u64 = 3_000;
 
-struct Ctx {
+/// A change the live stream reported.
+pub enum Change {
+    /// `mutation_outcome`: a settled change, with its record.
+    Outcome(RunEvent),
+    /// `turn_changed`: any visible change of a turn (in-flight intent included); read the entries.
+    TurnChanged {
+        logical_turn_id: String,
+        latest_revision: i64,
+    },
+    /// `resync`: this client fell behind on these turns; read them again.
+    Resync(Vec<String>),
+}
+
+impl Change {
+    /// Whether the change concerns `turn`.
+    pub fn touches(&self, turn: &str) -> bool {
+        match self {
+            Change::Outcome(e) => e.outcome.logical_turn_id == turn,
+            Change::TurnChanged {
+                logical_turn_id, ..
+            } => logical_turn_id == turn,
+            Change::Resync(turns) => turns.iter().any(|t| t == turn),
+        }
+    }
+
+    /// The turn named, for a single-turn change.
+    pub fn turn(&self) -> Option<&str> {
+        match self {
+            Change::Outcome(e) => Some(&e.outcome.logical_turn_id),
+            Change::TurnChanged {
+                logical_turn_id, ..
+            } => Some(logical_turn_id),
+            Change::Resync(_) => None,
+        }
+    }
+}
+
+/// What a follower hears.
+pub enum Event {
+    /// The stream (re)opened: catch up.
+    Opened,
+    Change(Change),
+}
+
+#[derive(Deserialize)]
+struct TurnChangedData {
+    logical_turn_id: String,
+    latest_revision: i64,
+}
+
+#[derive(Deserialize)]
+struct SessionEndedData {
+    reason: String,
+}
+
+type Follower = Rc<dyn Fn(&Rc<Live>, Event)>;
+
+/// One page's live connection to a session.
+pub struct Live {
     session: String,
-    turn: String,
-    timeline: RwSignal<Timeline>,
     connection: RwSignal<Connection>,
-    live: RefCell<Option<EventSource>>,
-    replaying: Cell<bool>,
-    replay_again: Cell<bool>,
-    /// Set when the page leaves: nothing reopens after that.
+    es: RefCell<Option<EventSource>>,
+    follower: RefCell<Option<Follower>>,
+    /// `Date.now()` when the server was last heard (open or any event).
+    last_heard: Cell<f64>,
+    /// When the current stream was created.
+    opened_at: Cell<f64>,
+    /// When the connection dropped (reconnecting or stale), if it is down.
+    down_since: Cell<Option<f64>>,
     stopped: Cell<bool>,
 }
 
-/// Starts the live connection of one turn; it stops when the reactive owner is cleaned up.
-pub fn start(
-    session: String,
-    turn: String,
-    timeline: RwSignal<Timeline>,
-    connection: RwSignal<Connection>,
-) {
-    let ctx = Rc::new(Ctx {
-        session,
-        turn,
-        timeline,
-        connection,
-        live: RefCell::new(None),
-        replaying: Cell::new(false),
-        replay_again: Cell::new(false),
-        stopped: Cell::new(false),
-    });
-    let cleanup = send_wrapper::SendWrapper::new(ctx.clone());
-    on_cleanup(move || {
-        cleanup.stopped.set(true);
-        if let Some(es) = cleanup.live.borrow_mut().take() {
-            es.close();
-        }
-    });
-    open_live(ctx);
-}
-
-/// The time now, for "stale since" (local, `HH:MM:SS`).
-pub(crate) fn now_text() -> String {
-    js_sys::Date::new_0().to_locale_time_string("en-GB").into()
+/// The local time of `ms` (`Date.now()` scale), `HH:MM:SS`.
+fn clock(ms: f64) -> String {
+    js_sys::Date::new(&wasm_bindgen::JsValue::from_f64(ms))
+        .to_locale_time_string("en-GB")
+        .into()
 }
 
 /// Adds a listener for the named event; it lives as long as the stream.
-pub(crate) fn listen(es: &EventSource, name: &str, f: impl FnMut(MessageEvent) + 'static) {
+fn listen(es: &EventSource, name: &str, f: impl FnMut(MessageEvent) + 'static) {
     let closure = Closure::<dyn FnMut(MessageEvent)>::new(f);
     let _ = es.add_event_listener_with_callback(name, closure.as_ref().unchecked_ref());
     closure.forget();
 }
 
-/// Sets the stream's error handler; it lives as long as the stream.
-pub(crate) fn on_error(es: &EventSource, f: impl FnMut(web_sys::Event) + 'static) {
-    let closure = Closure::<dyn FnMut(web_sys::Event)>::new(f);
-    es.set_onerror(Some(closure.as_ref().unchecked_ref()));
-    closure.forget();
+/// Connects to `session`'s run events; `follower` hears every (re)open and change. Everything stops when
+/// the reactive owner is cleaned up (the page is left).
+pub fn connect(
+    session: String,
+    connection: RwSignal<Connection>,
+    follower: impl Fn(&Rc<Live>, Event) + 'static,
+) -> Rc<Live> {
+    let live = Rc::new(Live {
+        session,
+        connection,
+        es: RefCell::new(None),
+        follower: RefCell::new(Some(Rc::new(follower))),
+        last_heard: Cell::new(js_sys::Date::now()),
+        opened_at: Cell::new(js_sys::Date::now()),
+        down_since: Cell::new(None),
+        stopped: Cell::new(false),
+    });
+    let watchdog = {
+        let live = live.clone();
+        set_interval_with_handle(
+            move || live.watch(),
+            std::time::Duration::from_millis(WATCH_MS),
+        )
+        .ok()
+    };
+    let cleanup = send_wrapper::SendWrapper::new(live.clone());
+    on_cleanup(move || {
+        if let Some(handle) = watchdog {
+            handle.clear();
+        }
+        cleanup.stopped.set(true);
+        cleanup.follower.borrow_mut().take();
+        if let Some(es) = cleanup.es.borrow_mut().take() {
+            es.close();
+        }
+    });
+    live.clone().open();
+    live
 }
 
-fn open_live(ctx: Rc<Ctx>) {
-    if ctx.stopped.get() {
-        return;
+impl Live {
+    /// The session this connection follows.
+    pub fn session(&self) -> &str {
+        &self.session
     }
-    ctx.connection.set(Connection::Connecting);
-    let Ok(es) = EventSource::new(&api::run_events_url(&ctx.session)) else {
-        ctx.connection.set(Connection::Stale { since: now_text() });
-        return;
-    };
-    {
-        let ctx = ctx.clone();
-        let closure = Closure::<dyn FnMut(web_sys::Event)>::new(move |_| {
-            ctx.connection.set(Connection::Live);
-            replay(ctx.clone(), false);
+
+    /// Nothing more will come: close the stream, reopen nothing, and say why.
+    pub fn stop(&self, why: Connection) {
+        self.stopped.set(true);
+        if let Some(es) = self.es.borrow_mut().take() {
+            es.close();
+        }
+        self.connection.set(why);
+    }
+
+    /// Whether [`Live::stop`] was called or the page left.
+    pub fn stopped(&self) -> bool {
+        self.stopped.get()
+    }
+
+    fn tell(self: &Rc<Self>, event: Event) {
+        let follower = self.follower.borrow().clone();
+        if let Some(f) = follower {
+            f(self, event);
+        }
+    }
+
+    fn heard(&self) {
+        self.last_heard.set(js_sys::Date::now());
+    }
+
+    /// The connection is down from now (or from when it went down already): `Reconnecting` or `Stale`.
+    fn down(&self, stale: bool) {
+        let since = self.down_since.get().unwrap_or_else(js_sys::Date::now);
+        self.down_since.set(Some(since));
+        let since = clock(since);
+        self.connection.set(if stale {
+            Connection::Stale { since }
+        } else {
+            Connection::Reconnecting { since }
         });
-        es.set_onopen(Some(closure.as_ref().unchecked_ref()));
-        closure.forget();
     }
-    {
-        let ctx = ctx.clone();
-        listen(&es, "mutation_outcome", move |e| {
-            let Some(data) = e.data().as_string() else {
-                return;
-            };
-            if let Ok(ev) = serde_json::from_str::<RunEvent>(&data) {
-                if ev.outcome.logical_turn_id == ctx.turn {
-                    ctx.timeline.update(|t| {
-                        t.upsert(Some(ev.mutation_revision), ev.outcome);
+
+    fn open(self: Rc<Self>) {
+        if self.stopped.get() {
+            return;
+        }
+        if self.connection.get_untracked() == Connection::Snapshot {
+            self.connection.set(Connection::Connecting);
+        }
+        self.opened_at.set(js_sys::Date::now());
+        let Ok(es) = EventSource::new(&api::run_events_url(&self.session)) else {
+            self.down(true);
+            return;
+        };
+        {
+            let live = self.clone();
+            let closure = Closure::<dyn FnMut(web_sys::Event)>::new(move |_| {
+                live.heard();
+                live.down_since.set(None);
+                live.connection.set(Connection::Live);
+                live.tell(Event::Opened);
+            });
+            es.set_onopen(Some(closure.as_ref().unchecked_ref()));
+            closure.forget();
+        }
+        {
+            let live = self.clone();
+            listen(&es, "heartbeat", move |_| live.heard());
+        }
+        {
+            let live = self.clone();
+            listen(&es, "mutation_outcome", move |e| {
+                live.heard();
+                if let Some(ev) = e
+                    .data()
+                    .as_string()
+                    .and_then(|d| serde_json::from_str::<RunEvent>(&d).ok())
+                {
+                    live.tell(Event::Change(Change::Outcome(ev)));
+                }
+            });
+        }
+        {
+            let live = self.clone();
+            listen(&es, "turn_changed", move |e| {
+                live.heard();
+                if let Some(t) = e
+                    .data()
+                    .as_string()
+                    .and_then(|d| serde_json::from_str::<TurnChangedData>(&d).ok())
+                {
+                    live.tell(Event::Change(Change::TurnChanged {
+                        logical_turn_id: t.logical_turn_id,
+                        latest_revision: t.latest_revision,
+                    }));
+                }
+            });
+        }
+        {
+            let live = self.clone();
+            listen(&es, "resync", move |e| {
+                live.heard();
+                if let Some(r) = e
+                    .data()
+                    .as_string()
+                    .and_then(|d| serde_json::from_str::<Resync>(&d).ok())
+                {
+                    live.tell(Event::Change(Change::Resync(r.logical_turn_ids)));
+                }
+            });
+        }
+        {
+            let live = self.clone();
+            listen(&es, "session_ended", move |e| {
+                let reason = e
+                    .data()
+                    .as_string()
+                    .and_then(|d| serde_json::from_str::<SessionEndedData>(&d).ok())
+                    .map(|d| d.reason)
+                    .unwrap_or_default();
+                live.stop(Connection::Gone {
+                    message: session_ended_message(&reason),
+                });
+            });
+        }
+        {
+            let live = self.clone();
+            let es2 = es.clone();
+            let closure = Closure::<dyn FnMut(web_sys::Event)>::new(move |_| {
+                if live.stopped.get() {
+                    return;
+                }
+                if es2.ready_state() == EventSource::CLOSED {
+                    // The browser gave up (a non-200 answer or a refused connection): learn why, and
+                    // reopen ourselves unless asking again cannot help.
+                    live.es.borrow_mut().take();
+                    live.down(true);
+                    let live = live.clone();
+                    leptos::task::spawn_local(async move {
+                        if live.clone().probe().await {
+                            return;
+                        }
+                        set_timeout(
+                            move || live.open(),
+                            std::time::Duration::from_millis(REOPEN_MS),
+                        );
+                    });
+                } else if !matches!(
+                    live.connection.get_untracked(),
+                    Connection::Stale { .. } | Connection::Reconnecting { .. }
+                ) {
+                    live.down(false);
+                }
+            });
+            es.set_onerror(Some(closure.as_ref().unchecked_ref()));
+            closure.forget();
+        }
+        if let Some(old) = self.es.borrow_mut().replace(es) {
+            old.close();
+        }
+    }
+
+    /// Every few seconds: a live stream silent for twice the heartbeat interval is stale, and so is a
+    /// reconnection that has lasted as long; a stream that has not opened in that time is replaced.
+    fn watch(self: &Rc<Self>) {
+        if self.stopped.get() {
+            return;
+        }
+        let now = js_sys::Date::now();
+        match self.connection.get_untracked() {
+            Connection::Live if now - self.last_heard.get() > SILENT_MS => {
+                self.down_since.set(Some(self.last_heard.get()));
+                self.down(true);
+                self.clone().open();
+            }
+            Connection::Reconnecting { .. }
+                if self.down_since.get().is_some_and(|t| now - t > SILENT_MS) =>
+            {
+                self.down(true);
+            }
+            Connection::Stale { .. } | Connection::Connecting
+                if now - self.opened_at.get() > SILENT_MS
+                    && self
+                        .es
+                        .borrow()
+                        .as_ref()
+                        .is_some_and(|es| es.ready_state() != EventSource::OPEN) =>
+            {
+                self.down(true);
+                self.clone().open();
+            }
+            _ => {}
+        }
+    }
+
+    /// After the browser gave up on the stream: whether the caller's access ended (401) or the session is
+    /// gone (404), in which case the connection stops and says so.
+    async fn probe(self: Rc<Self>) -> bool {
+        if self.stopped.get() {
+            return true;
+        }
+        match api::session_turns(&self.session).await {
+            Err(api::ApiError::Status { status: 401, .. }) => {
+                self.stop(Connection::AccessEnded);
+                true
+            }
+            Err(e @ api::ApiError::NotFound { .. }) => {
+                self.stop(Connection::Gone {
+                    message: e.describe(),
+                });
+                true
+            }
+            _ => false,
+        }
+    }
+
+    /// Stops for a read that answered 401 (access ended) or 404 (gone); `true` when it did.
+    pub fn stop_for(&self, error: &api::ApiError) -> bool {
+        match error {
+            api::ApiError::Status { status: 401, .. } => {
+                self.stop(Connection::AccessEnded);
+                true
+            }
+            api::ApiError::NotFound { .. } => {
+                self.stop(Connection::Gone {
+                    message: error.describe(),
+                });
+                true
+            }
+            _ => false,
+        }
+    }
+}
+
+/// Keeps one turn's [`Timeline`] current: a live record is upserted at once; a `turn_changed` above what
+/// was last read, a `resync` naming the turn and every (re)open read the entries changed since
+/// (`after_revision`), which brings in-flight rows, ledger status, recorded order and times. One read at a
+/// time; a request made while one runs is done right after it. A 409 (the turn's revisions restarted)
+/// reads the whole turn again.
+pub struct TurnFeed {
+    turn: String,
+    timeline: RwSignal<Timeline>,
+    /// The `latest_revision` of the last read: the entries API is asked for what changed after it.
+    read_through: Cell<i64>,
+    reading: Cell<bool>,
+    read_again: Cell<bool>,
+}
+
+impl TurnFeed {
+    /// A feed for `turn`, whose timeline was read through `read_through`.
+    pub fn new(turn: String, timeline: RwSignal<Timeline>, read_through: i64) -> Rc<TurnFeed> {
+        Rc::new(TurnFeed {
+            turn,
+            timeline,
+            read_through: Cell::new(read_through),
+            reading: Cell::new(false),
+            read_again: Cell::new(false),
+        })
+    }
+
+    /// The turn followed.
+    pub fn turn(&self) -> &str {
+        &self.turn
+    }
+
+    /// Handles an event of the session's stream.
+    pub fn hear(self: &Rc<Self>, live: &Rc<Live>, event: &Event) {
+        match event {
+            Event::Opened => self.read(live),
+            Event::Change(change) if change.touches(&self.turn) => match change {
+                Change::Outcome(ev) => {
+                    self.timeline.update(|t| {
+                        t.upsert(Some(ev.mutation_revision), ev.outcome.clone());
                     });
                 }
-            }
-        });
+                Change::TurnChanged {
+                    latest_revision, ..
+                } => {
+                    if *latest_revision > self.read_through.get() {
+                        self.read(live);
+                    }
+                }
+                Change::Resync(_) => self.read(live),
+            },
+            Event::Change(_) => {}
+        }
     }
-    {
-        let ctx = ctx.clone();
-        listen(&es, "resync", move |e| {
-            let Some(data) = e.data().as_string() else {
-                return;
-            };
-            if let Ok(r) = serde_json::from_str::<Resync>(&data) {
-                if r.logical_turn_ids.contains(&ctx.turn) {
-                    replay(ctx.clone(), false);
+
+    /// Reads what changed when the turn's latest revision (from the turns API) is past the last read.
+    pub fn read_if_behind(self: &Rc<Self>, live: &Rc<Live>, latest_revision: i64) {
+        if latest_revision > self.read_through.get() {
+            self.read(live);
+        }
+    }
+
+    /// Reads what changed after the last read (see the type's docs).
+    pub fn read(self: &Rc<Self>, live: &Rc<Live>) {
+        if live.stopped() {
+            return;
+        }
+        if self.reading.replace(true) {
+            self.read_again.set(true);
+            return;
+        }
+        let feed = self.clone();
+        let live = live.clone();
+        leptos::task::spawn_local(async move {
+            loop {
+                let after = feed.read_through.get();
+                let read = api::turn_entries_since(live.session(), &feed.turn, Some(after)).await;
+                let read = match read {
+                    Err(api::ApiError::Status { status: 409, .. }) => {
+                        feed.read_through.set(0);
+                        feed.timeline.update(|t| t.reset_cursor());
+                        api::turn_entries_since(live.session(), &feed.turn, None).await
+                    }
+                    other => other,
+                };
+                match read {
+                    Ok(entries) => {
+                        feed.read_through
+                            .set(feed.read_through.get().max(entries.latest_revision));
+                        feed.timeline.maybe_update(|t| t.merge(&entries));
+                    }
+                    Err(e) => {
+                        if live.stop_for(&e) {
+                            break;
+                        }
+                    }
+                }
+                if !feed.read_again.replace(false) || live.stopped() {
+                    break;
                 }
             }
+            feed.reading.set(false);
         });
-    }
-    {
-        let ctx = ctx.clone();
-        let es2 = es.clone();
-        on_error(&es, move |_| {
-            if es2.ready_state() == EventSource::CLOSED {
-                // The browser gave up (a non-200 answer or a refused connection): reopen ourselves,
-                // unless the answer was that the caller's access ended (asking again cannot help).
-                ctx.live.borrow_mut().take();
-                ctx.connection.set(Connection::Stale { since: now_text() });
-                let ctx = ctx.clone();
-                leptos::task::spawn_local(async move {
-                    if access_ended(&ctx).await {
-                        return;
-                    }
-                    set_timeout(
-                        move || open_live(ctx),
-                        std::time::Duration::from_millis(REOPEN_MS as u64),
-                    );
-                });
-            } else if !matches!(ctx.connection.get_untracked(), Connection::Stale { .. }) {
-                ctx.connection.set(Connection::Reconnecting);
-            }
-        });
-    }
-    if let Some(old) = ctx.live.borrow_mut().replace(es) {
-        old.close();
-    }
-}
-
-/// Replays the turn from the cursor (or fully, `full`). One replay at a time; a request made while one
-/// runs is done right after it.
-fn replay(ctx: Rc<Ctx>, full: bool) {
-    if ctx.stopped.get() {
-        return;
-    }
-    if ctx.replaying.replace(true) {
-        ctx.replay_again.set(true);
-        return;
-    }
-    let after = (!full).then(|| ctx.timeline.with_untracked(|t| t.cursor()));
-    let url = api::replay_url(&ctx.session, &ctx.turn, after);
-    let Ok(es) = EventSource::new(&url) else {
-        ctx.replaying.set(false);
-        return;
-    };
-    {
-        let ctx = ctx.clone();
-        listen(&es, "mutation_outcome", move |e| {
-            let Some(data) = e.data().as_string() else {
-                return;
-            };
-            let revision = e.last_event_id().parse::<i64>().ok();
-            if let Ok(outcome) = serde_json::from_str::<MutationOutcome>(&data) {
-                ctx.timeline.update(|t| {
-                    t.upsert(revision, outcome);
-                });
-            }
-        });
-    }
-    let es2 = es.clone();
-    on_error(&es, move |_| {
-        let failed = es2.ready_state() == EventSource::CLOSED;
-        es2.close();
-        let ctx = ctx.clone();
-        let url = url.clone();
-        leptos::task::spawn_local(async move {
-            if failed {
-                handle_failed_replay(&ctx, &url).await;
-            } else {
-                refresh_statuses(&ctx).await;
-            }
-            ctx.replaying.set(false);
-            if ctx.replay_again.replace(false) {
-                replay(ctx.clone(), false);
-            }
-        });
-    });
-}
-
-/// A replay that did not answer 200: ask again with fetch to learn the status.
-async fn handle_failed_replay(ctx: &Rc<Ctx>, url: &str) {
-    let status = gloo_net::http::Request::get(url)
-        .send()
-        .await
-        .map(|r| r.status());
-    match status {
-        Ok(409) => {
-            ctx.timeline.update(|t| t.reset_cursor());
-            ctx.replay_again.set(false);
-            ctx.replaying.set(false);
-            replay(ctx.clone(), true);
-        }
-        Ok(401) => stop(ctx, Connection::AccessEnded),
-        Ok(404) => {
-            let message = match api::turn_entries(&ctx.session, &ctx.turn).await {
-                Err(e) => e.describe(),
-                Ok(_) => "The session or turn is gone.".to_owned(),
-            };
-            stop(ctx, Connection::Gone { message });
-        }
-        _ => ctx.connection.set(Connection::Stale { since: now_text() }),
-    }
-}
-
-/// Nothing more will come: close the live stream, reopen nothing, and say why.
-fn stop(ctx: &Rc<Ctx>, why: Connection) {
-    ctx.stopped.set(true);
-    if let Some(es) = ctx.live.borrow_mut().take() {
-        es.close();
-    }
-    ctx.connection.set(why);
-}
-
-/// After the live stream failed for good: whether it was because the caller's access ended (the read API
-/// answers 401), in which case the connection stops and says so.
-async fn access_ended(ctx: &Rc<Ctx>) -> bool {
-    if ctx.stopped.get() {
-        return true;
-    }
-    match api::turn_entries(&ctx.session, &ctx.turn).await {
-        Err(api::ApiError::Status { status: 401, .. }) => {
-            stop(ctx, Connection::AccessEnded);
-            true
-        }
-        _ => false,
-    }
-}
-
-/// Records do not say whether an unknown outcome is still in flight; the entries API does.
-async fn refresh_statuses(ctx: &Rc<Ctx>) {
-    match api::turn_entries(&ctx.session, &ctx.turn).await {
-        Ok(entries) => ctx.timeline.update(|t| t.refresh_ledger_status(&entries)),
-        Err(api::ApiError::Status { status: 401, .. }) => stop(ctx, Connection::AccessEnded),
-        Err(_) => {}
     }
 }

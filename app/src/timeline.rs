@@ -1,8 +1,10 @@
 //! The turn timeline's model (docs/design.md "What the person sees"): every event is an upsert by `mutation_id` that
 //! keeps the higher revision, so replays, duplicates and out-of-order delivery never duplicate or regress a
-//! row. Rows keep the recorded order; a mutation first seen live is appended. Plain data, tested natively.
+//! row. Rows keep the recorded order: a row read from the entries API carries its recorded `sequence`, and
+//! a mutation first seen live (a live event has none) stays last only until the catch-up read that
+//! follows gives it its place. Plain data, tested natively.
 
-use ledger::wire::{LedgerStatus, MutationOutcome, PublishedStatus, TurnEntries};
+use ledger::wire::{LedgerStatus, MutationOutcome, PublishedStatus, TurnEntries, TurnEntry};
 
 /// One row: the latest projection seen for a mutation.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -11,8 +13,28 @@ pub struct Row {
     pub revision: Option<i64>,
     pub outcome: MutationOutcome,
     /// `execution_started` (in flight) at the last read of the entries API. Records do not carry the ledger
-    /// status, so an upsert clears it and [`Timeline::refresh_ledger_status`] sets it again.
+    /// status, so a live upsert clears it and the next read of the entries sets it again.
     pub in_flight: bool,
+    /// The entry's recorded position in its session (entries API `sequence`); `None` until a read of the
+    /// entries API placed a mutation first seen live.
+    pub sequence: Option<i64>,
+    /// When the entry was recorded (RFC 3339), once read from the entries API.
+    pub recorded_at: Option<String>,
+    /// When it last settled (RFC 3339); `None` while in flight or not read yet.
+    pub settled_at: Option<String>,
+}
+
+impl Row {
+    fn from_entry(e: &TurnEntry) -> Row {
+        Row {
+            revision: e.mutation_revision,
+            outcome: e.outcome.clone(),
+            in_flight: e.ledger_status == LedgerStatus::ExecutionStarted,
+            sequence: Some(e.sequence),
+            recorded_at: Some(e.recorded_at.clone()),
+            settled_at: e.settled_at.clone(),
+        }
+    }
 }
 
 /// The rows of one turn, in recorded order, and the cursor (highest revision seen).
@@ -25,18 +47,12 @@ pub struct Timeline {
 impl Timeline {
     /// A timeline from the server-rendered entries; the cursor is the turn's latest revision.
     pub fn from_entries(entries: &TurnEntries) -> Timeline {
-        Timeline {
-            rows: entries
-                .entries
-                .iter()
-                .map(|e| Row {
-                    revision: e.mutation_revision,
-                    outcome: e.outcome.clone(),
-                    in_flight: e.ledger_status == LedgerStatus::ExecutionStarted,
-                })
-                .collect(),
+        let mut t = Timeline {
+            rows: entries.entries.iter().map(Row::from_entry).collect(),
             cursor: entries.latest_revision,
-        }
+        };
+        t.sort();
+        t
     }
 
     pub fn rows(&self) -> &[Row] {
@@ -49,7 +65,7 @@ impl Timeline {
     }
 
     /// Starts over (after a 409: the cursor is past the turn's latest revision, so the revisions held are
-    /// not the server's any more): the full replay that follows replaces every row it sends.
+    /// not the server's any more): the full read that follows replaces every row it sends.
     pub fn reset_cursor(&mut self) {
         self.cursor = 0;
         for row in &mut self.rows {
@@ -57,8 +73,17 @@ impl Timeline {
         }
     }
 
-    /// Upserts one event. Returns whether anything changed. A row is replaced only by a higher revision
-    /// (a legacy row, without revision, by any revisioned event); an equal or lower one is ignored.
+    /// Whether `got` replaces a row at `have`: a higher revision does; a legacy row (no revision) is
+    /// replaced by any revisioned event; an equal or lower one never.
+    fn newer(have: Option<i64>, got: Option<i64>) -> bool {
+        match (have, got) {
+            (Some(have), Some(got)) => got > have,
+            (None, Some(_)) => true,
+            (_, None) => false,
+        }
+    }
+
+    /// Upserts one live event (a record, no ledger status or sequence). Returns whether anything changed.
     pub fn upsert(&mut self, revision: Option<i64>, outcome: MutationOutcome) -> bool {
         if let Some(r) = revision {
             self.cursor = self.cursor.max(r);
@@ -69,12 +94,7 @@ impl Timeline {
             .find(|r| r.outcome.mutation_id == outcome.mutation_id)
         {
             Some(row) => {
-                let newer = match (row.revision, revision) {
-                    (Some(have), Some(got)) => got > have,
-                    (None, Some(_)) => true,
-                    (_, None) => false,
-                };
-                if !newer {
+                if !Self::newer(row.revision, revision) {
                     return false;
                 }
                 row.in_flight = false;
@@ -87,21 +107,56 @@ impl Timeline {
                     revision,
                     outcome,
                     in_flight: false,
+                    sequence: None,
+                    recorded_at: None,
+                    settled_at: None,
                 });
                 true
             }
         }
     }
 
-    /// Marks rows in flight or settled from a fresh read of the entries (ledger status is not in the record).
-    pub fn refresh_ledger_status(&mut self, entries: &TurnEntries) {
+    /// Merges a read of the entries API (all of the turn's entries, or those changed after a revision):
+    /// each entry replaces its row when newer, or fills in what a live event could not tell (ledger status,
+    /// sequence, times) at the same revision; new mutations take their recorded place. The cursor becomes
+    /// at least the read's `latest_revision`. Returns whether anything changed.
+    pub fn merge(&mut self, entries: &TurnEntries) -> bool {
+        let mut changed = false;
         for e in &entries.entries {
-            if let Some(row) = self.rows.iter_mut().find(|r| {
-                r.outcome.mutation_id == e.outcome.mutation_id && r.revision == e.mutation_revision
-            }) {
-                row.in_flight = e.ledger_status == LedgerStatus::ExecutionStarted;
+            let fresh = Row::from_entry(e);
+            match self
+                .rows
+                .iter_mut()
+                .find(|r| r.outcome.mutation_id == e.outcome.mutation_id)
+            {
+                Some(row)
+                    if Self::newer(row.revision, e.mutation_revision)
+                        || row.revision == e.mutation_revision =>
+                {
+                    if *row != fresh {
+                        *row = fresh;
+                        changed = true;
+                    }
+                }
+                Some(_) => {}
+                None => {
+                    self.rows.push(fresh);
+                    changed = true;
+                }
             }
         }
+        if entries.latest_revision > self.cursor {
+            self.cursor = entries.latest_revision;
+            changed = true;
+        }
+        self.sort();
+        changed
+    }
+
+    /// Recorded order; rows not placed yet (first seen live) last, in the order they arrived.
+    fn sort(&mut self) {
+        self.rows
+            .sort_by_key(|r| (r.sequence.is_none(), r.sequence.unwrap_or(0)));
     }
 
     /// Counts by published status.
@@ -110,6 +165,18 @@ impl Timeline {
             .iter()
             .filter(|r| r.outcome.status == status)
             .count()
+    }
+
+    /// Rows whose outcome is unknown and settled (not in flight): what an end user quotes to support.
+    pub fn settled_unknowns(&self) -> impl Iterator<Item = &Row> {
+        self.rows
+            .iter()
+            .filter(|r| r.outcome.status == PublishedStatus::OutcomeUnknown && !r.in_flight)
+    }
+
+    /// Rows in flight.
+    pub fn in_flight(&self) -> usize {
+        self.rows.iter().filter(|r| r.in_flight).count()
     }
 }
 
@@ -130,6 +197,104 @@ mod tests {
             title: None,
             reason: None,
         }
+    }
+
+    fn entry(
+        seq: i64,
+        revision: i64,
+        id: &str,
+        status: PublishedStatus,
+        in_flight: bool,
+    ) -> TurnEntry {
+        TurnEntry {
+            sequence: seq,
+            mutation_revision: Some(revision),
+            outcome: outcome(id, status),
+            ledger_status: if in_flight {
+                LedgerStatus::ExecutionStarted
+            } else {
+                LedgerStatus::Completed
+            },
+            recorded_at: format!("2026-12-01T10:00:0{seq}.000Z"),
+            settled_at: (!in_flight).then(|| "2026-12-01T10:01:00.000Z".to_owned()),
+        }
+    }
+
+    /// A read of the entries API (built from JSON, so fields added later keep their defaults).
+    fn read(latest_revision: i64, entries: Vec<TurnEntry>) -> TurnEntries {
+        serde_json::from_value(serde_json::json!({
+            "session_key": "s",
+            "logical_turn_id": "t",
+            "latest_revision": latest_revision,
+            "entries": entries,
+        }))
+        .unwrap()
+    }
+
+    fn ids(t: &Timeline) -> Vec<&str> {
+        t.rows()
+            .iter()
+            .map(|r| r.outcome.mutation_id.as_str())
+            .collect()
+    }
+
+    /// The tester's case: o0 recorded, then oA and oB recorded, oB settled before oA. Live, oB arrived
+    /// first and was appended; the catch-up read places every row by its recorded sequence.
+    #[test]
+    fn rows_settled_out_of_order_take_their_recorded_place() {
+        let mut t = Timeline::from_entries(&read(
+            1,
+            vec![entry(1, 1, "o0", PublishedStatus::Completed, false)],
+        ));
+        t.upsert(Some(4), outcome("oB", PublishedStatus::Completed));
+        assert_eq!(ids(&t), ["o0", "oB"]);
+        assert!(t.merge(&read(
+            5,
+            vec![
+                entry(2, 5, "oA", PublishedStatus::OutcomeUnknown, true),
+                entry(3, 4, "oB", PublishedStatus::Completed, false),
+            ]
+        )));
+        assert_eq!(ids(&t), ["o0", "oA", "oB"]);
+        assert!(t.rows()[1].in_flight);
+        assert_eq!(t.rows()[2].sequence, Some(3));
+        assert_eq!(
+            t.rows()[2].recorded_at.as_deref(),
+            Some("2026-12-01T10:00:03.000Z")
+        );
+        assert_eq!(t.cursor(), 5);
+        assert_eq!(t.in_flight(), 1);
+        assert_eq!(t.settled_unknowns().count(), 0);
+    }
+
+    /// An in-flight row (intent, no live record) appears from the read; its settlement replaces it; a stale
+    /// read at a lower revision changes nothing.
+    #[test]
+    fn an_in_flight_row_appears_from_the_read_and_is_settled_in_place() {
+        let mut t = Timeline::default();
+        assert!(t.merge(&read(
+            1,
+            vec![entry(1, 1, "a", PublishedStatus::OutcomeUnknown, true)]
+        )));
+        assert!(t.rows()[0].in_flight);
+        assert!(t.upsert(Some(2), outcome("a", PublishedStatus::OutcomeUnknown)));
+        assert!(!t.rows()[0].in_flight);
+        assert_eq!(t.settled_unknowns().count(), 1);
+        assert!(!t.merge(&read(
+            1,
+            vec![entry(1, 1, "a", PublishedStatus::OutcomeUnknown, true)]
+        )));
+        assert!(!t.rows()[0].in_flight);
+        assert_eq!(t.rows()[0].revision, Some(2));
+        // The same revision read again fills in what the live event could not tell, once.
+        let mut settled = entry(1, 2, "a", PublishedStatus::OutcomeUnknown, false);
+        settled.ledger_status = LedgerStatus::OutcomeUnknown;
+        assert!(t.merge(&read(2, vec![settled.clone()])));
+        assert_eq!(
+            t.rows()[0].settled_at.as_deref(),
+            Some("2026-12-01T10:01:00.000Z")
+        );
+        assert!(!t.merge(&read(2, vec![settled])));
     }
 
     #[test]
@@ -182,20 +347,26 @@ mod tests {
     }
 }
 
-/// The live connection's state, as the indicator shows it.
+/// The live connection's state, as the indicator shows it (docs/design.md "What the person sees":
+/// live, reconnecting, stale since a time; a stream silent for twice the heartbeat interval is stale).
+/// Times are the reader's local clock, `HH:MM:SS`.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Connection {
     /// Server-rendered snapshot; the browser has not connected (yet, or at all without JavaScript).
     Snapshot,
     Connecting,
+    /// Open, and the server was heard within twice the heartbeat interval.
     Live,
-    /// The browser is reconnecting by itself.
-    Reconnecting,
-    /// Not connected since this local time; retrying.
+    /// The connection dropped at `since`; the browser is reconnecting.
+    Reconnecting {
+        since: String,
+    },
+    /// Nothing heard from the server since `since` (a silent stream, or reconnecting for longer than twice
+    /// the heartbeat interval); retrying.
     Stale {
         since: String,
     },
-    /// The session or turn is gone (404): nothing more will come.
+    /// The session or turn is gone (404, or `session_ended`): nothing more will come.
     Gone {
         message: String,
     },
@@ -213,8 +384,12 @@ impl Connection {
             }
             Connection::Connecting => "Connecting…".into(),
             Connection::Live => "Live".into(),
-            Connection::Reconnecting => "Reconnecting…".into(),
-            Connection::Stale { since } => format!("Stale since {since}; retrying"),
+            Connection::Reconnecting { since } => {
+                format!("Reconnecting since {since}…")
+            }
+            Connection::Stale { since } => {
+                format!("Stale since {since}: no word from the server; retrying")
+            }
             Connection::Gone { message } => message.clone(),
             Connection::AccessEnded => {
                 "Not live: your access ended (signed out, or the shared link was revoked or expired). Reload to sign in.".into()
@@ -228,10 +403,26 @@ impl Connection {
             Connection::Snapshot => "snapshot",
             Connection::Connecting => "connecting",
             Connection::Live => "live",
-            Connection::Reconnecting => "reconnecting",
+            Connection::Reconnecting { .. } => "reconnecting",
             Connection::Stale { .. } => "stale",
             Connection::Gone { .. } => "gone",
             Connection::AccessEnded => "access_ended",
         }
+    }
+
+    /// Whether nothing more will come (gone, access ended).
+    pub fn is_final(&self) -> bool {
+        matches!(self, Connection::Gone { .. } | Connection::AccessEnded)
+    }
+}
+
+/// What the page says when the server ended the session's live stream (`session_ended`, `reason`).
+pub fn session_ended_message(reason: &str) -> String {
+    match reason {
+        "expired" => {
+            "Not live: this session has expired, so its history is no longer kept.".to_owned()
+        }
+        _ => "Not live: this session was deleted by its host, so its history is no longer kept."
+            .to_owned(),
     }
 }

@@ -302,7 +302,7 @@ test.describe('on the signed-in server', () => {
 
       // The turn: the unknown outcome with its operation id to quote; live updates reach the viewer.
       await hydrated(page);
-      await page.locator('.turn a').click();
+      await page.locator('.turn h2 a').click();
       await expect(page).toHaveURL(`${signedInUrl}${hostA.turnPath('turn-1')}`);
       await expect(page.locator('.viewer-notice')).toBeVisible();
       const unk = page.locator(`.outcome[data-mutation-id="${a}-unk"]`);

@@ -60,7 +60,17 @@ test.describe('without JavaScript', () => {
     await expect(turns.nth(0)).toContainText('Turn 1 · turn-a');
     await expect(turns.nth(1)).toContainText('Turn 2 · turn-b');
     await expect(turns.nth(0).locator('[data-count="outcome_unknown"]')).toContainText('1');
-    await turns.nth(0).locator('a').click();
+    // The end user's timeline: every turn's outcomes in recorded order, a summary with the id to quote,
+    // and each row linked to its operation page.
+    await expect(page.locator('.session-summary .summary-text')).toHaveText('1 completed, 1 failed, 1 unknown');
+    await expect(page.locator('.session-summary .summary-unknown')).toHaveText(`${session}-2`);
+    await expect(turns.nth(0).locator('.outcome')).toHaveCount(2);
+    await expect(turns.nth(0).locator('.outcome').nth(0)).toHaveAttribute('data-mutation-id', `${session}-1`);
+    await expect(turns.nth(0).locator('.outcome').nth(1)).toHaveAttribute('data-status', 'outcome_unknown');
+    await expect(turns.nth(1).locator('.outcome')).toHaveAttribute('data-status', 'failed');
+    await expect(turns.nth(1).locator('a.history-link')).toHaveAttribute('href', `/sessions/${session}/operations/${session}-3`);
+    await expect(turns.nth(0).locator('time').first()).toHaveAttribute('datetime', /^\d{4}-\d\d-\d\dT/);
+    await turns.nth(0).locator('h2 a').click();
     await expect(page).toHaveURL(new RegExp(`/sessions/${session}/turns/turn-a$`));
     await expect(page.locator('.timeline-row')).toHaveCount(2);
 
@@ -82,7 +92,7 @@ test.describe('without JavaScript', () => {
 
     await page.goto(`/sessions/${enc(session)}`);
     await expect(page.locator('h1')).toContainText(session);
-    await page.locator('.turn a').click();
+    await page.locator('.turn h2 a').click();
     await expect(page.locator('h1')).toContainText(turn);
     await expect(page.locator('.timeline-row')).toHaveCount(1);
     await expect(page.locator('.operation-id')).toHaveText(mutation);

@@ -102,3 +102,23 @@ pub fn ExportLinks(session_key: String) -> impl IntoView {
         </p>
     }
 }
+
+/// The live indicator (docs/design.md "What the person sees"): a dot and words, announced politely;
+/// `data-state` is [`crate::timeline::Connection::name`].
+#[component]
+pub fn ConnectionIndicator(connection: RwSignal<crate::timeline::Connection>) -> impl IntoView {
+    view! {
+        <p class="connection text-sm" role="status" aria-live="polite" data-state=move || connection.with(|c| c.name())>
+            <span aria-hidden="true" class=move || {
+                let colour = match connection.with(|c| c.name()) {
+                    "live" => "bg-emerald-500",
+                    "reconnecting" | "connecting" => "bg-amber-500",
+                    "snapshot" => "bg-slate-400",
+                    _ => "bg-red-500",
+                };
+                format!("mr-1 inline-block h-2 w-2 rounded-full {colour}")
+            }></span>
+            {move || connection.with(|c| c.label())}
+        </p>
+    }
+}

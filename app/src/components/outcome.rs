@@ -155,6 +155,10 @@ pub fn OutcomeCard(
     outcome: MutationOutcome,
     #[prop(optional)] in_flight: bool,
     revision: Option<i64>,
+    /// When the entry was recorded and last settled (RFC 3339), when known.
+    #[prop(default = None)]
+    recorded_at: Option<String>,
+    #[prop(default = None)] settled_at: Option<String>,
 ) -> impl IntoView {
     let status = outcome.status;
     let unknown = status == PublishedStatus::OutcomeUnknown;
@@ -188,6 +192,7 @@ pub fn OutcomeCard(
             <p class="mt-1 text-xs opacity-80">
                 <bdi class="font-mono">{details}</bdi>
             </p>
+            <RowTimes status in_flight recorded_at settled_at/>
             {reason.map(|r| view! { <p class="reason mt-1 text-sm">{r}</p> })}
             {unknown.then(|| view! { <UnknownExplanation mutation_id=mutation_id.clone() in_flight/> })}
             {(!unknown).then(|| view! {
@@ -195,4 +200,35 @@ pub fn OutcomeCard(
             })}
         </div>
     }
+}
+
+/// When a row was recorded and settled, as `<time>` elements with their ages (docs/design.md "What the
+/// person sees"): an in-flight write says how long it has been in flight, a settled unknown how long it has
+/// been unknown.
+#[component]
+fn RowTimes(
+    status: PublishedStatus,
+    in_flight: bool,
+    recorded_at: Option<String>,
+    settled_at: Option<String>,
+) -> impl IntoView {
+    use crate::components::time::Time;
+    if recorded_at.is_none() && settled_at.is_none() {
+        return None;
+    }
+    let settled_words = match status {
+        PublishedStatus::OutcomeUnknown => "unknown since ",
+        PublishedStatus::NotExecuted => "cancelled ",
+        _ => "settled ",
+    };
+    Some(view! {
+        <p class="row-times mt-1 text-xs opacity-80">
+            {recorded_at.map(|at| view! {
+                <span class="recorded">{if in_flight { "In flight since " } else { "Recorded " }}<Time at/></span>
+            })}
+            {settled_at.filter(|_| !in_flight).map(|at| view! {
+                <span class="settled">" · "{settled_words}<Time at/></span>
+            })}
+        </p>
+    })
 }

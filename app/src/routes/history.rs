@@ -136,9 +136,7 @@ fn LiveHistory(history: OperationHistory) -> impl IntoView {
             <h1 class="break-all text-2xl font-semibold">"Operation " <bdi class="font-mono">{id.clone()}</bdi></h1>
             <CopyLinkButton/>
         </div>
-        <p class="connection mb-3 text-sm" role="status" aria-live="polite" data-state=move || connection.with(|c| c.name())>
-            {move || connection.with(|c| c.label())}
-        </p>
+        <div class="mb-3"><crate::components::ConnectionIndicator connection/></div>
         <section class="current mb-6" aria-label="Where it stands">
             {move || {
                 let (outcome, in_flight, revision) = history.with(current);

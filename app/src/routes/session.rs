@@ -1,43 +1,351 @@
-//! A session: its logical turns, oldest first, with counts and links.
+//! A session as its end user reads it (docs/design.md "What the person sees"): every logical turn of the
+//! conversation with its outcomes, in recorded order, live, under a short summary that says what to quote
+//! to support for an unknown outcome. Each row links to its operation page, each turn to its turn page.
 
+use ledger::wire::{PublishedStatus, SessionTurns, TurnEntries};
 use leptos::prelude::*;
 use leptos_meta::Title;
+use serde::{Deserialize, Serialize};
 
-use crate::api;
-use crate::components::{ApiErrorPanel, Counts, ExportLinks, ViewerNotice};
-use crate::routes::{param, turn_href};
+use crate::api::{self, ApiError};
+use crate::components::outcome::{CopyButton, OutcomeCard};
+use crate::components::time::Time;
+use crate::components::{ApiErrorPanel, ConnectionIndicator, Counts, ExportLinks, ViewerNotice};
+use crate::routes::{history_href, param, turn_href};
+use crate::timeline::{Connection, Timeline};
+
+/// Most turns whose outcomes the page reads at once; a longer session shows the first ones and says how
+/// many more there are (each still opens from its turn page).
+pub const TURNS_SHOWN: usize = 200;
+
+/// What the page read: the session's turns and the entries of the first [`TURNS_SHOWN`].
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SessionRead {
+    pub turns: SessionTurns,
+    pub entries: Vec<TurnEntries>,
+}
+
+/// Reads the session's turns, then each shown turn's entries.
+async fn read(reader: api::Reader, key: String) -> Result<SessionRead, ApiError> {
+    let turns: SessionTurns = reader.get_json(api::session_turns_path(&key)).await?;
+    let mut entries = Vec::new();
+    for t in turns.turns.iter().take(TURNS_SHOWN) {
+        entries.push(
+            reader
+                .get_json(api::turn_entries_path(&key, &t.logical_turn_id))
+                .await?,
+        );
+    }
+    Ok(SessionRead { turns, entries })
+}
 
 #[component]
 pub fn SessionPage() -> impl IntoView {
     let key = param(2);
-    let turns = Resource::new(move || key.get(), |k| api::session_turns(&k));
+    let reader = api::reader();
+    let session = Resource::new(move || key.get(), move |k| read(reader.clone(), k));
     view! {
         <Title text=crate::routes::page_title(move || format!("Session {} · Outcome ledger", key.get()))/>
-        <h1 class="mb-1 text-2xl font-semibold">"Session " <bdi class="font-mono">{move || key.get()}</bdi></h1>
+        <h1 class="mb-1 break-all text-2xl font-semibold">"Session " <bdi class="font-mono">{move || key.get()}</bdi></h1>
         <ViewerNotice/>
-        <Suspense fallback=|| view! { <p>"Loading turns…"</p> }>
+        <Suspense fallback=|| view! { <p>"Loading the session…"</p> }>
             {move || Suspend::new(async move {
-                match turns.await {
+                match session.await {
                     Err(e) => view! { <ApiErrorPanel error=e/> }.into_any(),
-                    Ok(s) => {
-                        let key = s.session_key.clone();
-                        view! {
-                            <p class="mb-2 text-sm opacity-80">"Last activity " <crate::components::time::Time at=s.last_activity.clone()/></p>
-                            <ExportLinks session_key=key.clone()/>
-                            <ol class="turns space-y-2">
-                                {s.turns.into_iter().enumerate().map(|(i, t)| view! {
-                                    <li class="turn flex flex-wrap items-center justify-between gap-2 rounded border border-slate-200 p-3 dark:border-slate-800">
-                                        <a rel="external" class="break-all underline underline-offset-2" href=turn_href(&key, &t.logical_turn_id)>
-                                            {format!("Turn {} · ", i + 1)}<bdi class="font-mono">{t.logical_turn_id.clone()}</bdi>
-                                        </a>
-                                        <Counts counts=t.counts/>
-                                    </li>
-                                }).collect_view()}
-                            </ol>
-                        }.into_any()
-                    }
+                    Ok(s) => view! { <LiveSession read=s/> }.into_any(),
                 }
             })}
         </Suspense>
+    }
+}
+
+/// One turn as the page shows it.
+#[derive(Clone)]
+struct TurnBlock {
+    logical_turn_id: String,
+    first_recorded_at: String,
+    timeline: RwSignal<Timeline>,
+}
+
+#[component]
+fn LiveSession(read: SessionRead) -> impl IntoView {
+    let key = read.turns.session_key.clone();
+    let total_turns = read.turns.turns.len();
+    let blocks = RwSignal::new(
+        read.turns
+            .turns
+            .iter()
+            .zip(read.entries.iter())
+            .map(|(t, e)| TurnBlock {
+                logical_turn_id: t.logical_turn_id.clone(),
+                first_recorded_at: t.first_recorded_at.clone(),
+                timeline: RwSignal::new(Timeline::from_entries(e)),
+            })
+            .collect::<Vec<_>>(),
+    );
+    let connection = RwSignal::new(Connection::Snapshot);
+    let last_activity = read.turns.last_activity.clone();
+    #[cfg(feature = "hydrate")]
+    {
+        let key = key.clone();
+        let latest: Vec<i64> = read.entries.iter().map(|e| e.latest_revision).collect();
+        Effect::new(move |_| follow::start(key.clone(), blocks, latest.clone(), connection));
+    }
+    let row_key = key.clone();
+    let numbered = move || blocks.get().into_iter().enumerate().collect::<Vec<_>>();
+    view! {
+        <p class="mb-2 text-sm opacity-80">"Last activity " <Time at=last_activity/></p>
+        <div class="mb-3 flex flex-wrap items-center justify-between gap-3">
+            <ConnectionIndicator connection/>
+            <ExportLinks session_key=key.clone()/>
+        </div>
+        <Summary blocks/>
+        {(total_turns > TURNS_SHOWN).then(|| view! {
+            <p class="mb-3 text-sm">{format!("This session has {total_turns} turns; the first {TURNS_SHOWN} are shown here. Open any other from the search or its link.")}</p>
+        })}
+        <ol class="turns space-y-6" aria-label="Turns of this session, oldest first">
+            <For
+                each=numbered
+                key=|(_, b)| b.logical_turn_id.clone()
+                children=move |(i, b)| {
+                    let session = row_key.clone();
+                    view! { <TurnSection session number=i + 1 block=b/> }
+                }
+            />
+        </ol>
+        {move || blocks.with(|b| b.is_empty()).then(|| view! { <p>"No logical turns yet."</p> })}
+    }
+}
+
+/// The session's summary: counts across every shown turn, and each settled unknown's operation id to
+/// quote, with a copy button.
+#[component]
+fn Summary(blocks: RwSignal<Vec<TurnBlock>>) -> impl IntoView {
+    let counts = move || {
+        blocks.with(|bs| {
+            let mut c = (0, 0, 0, 0, 0);
+            for b in bs {
+                b.timeline.with(|t| {
+                    c.0 += t.count(PublishedStatus::Completed);
+                    c.1 += t.count(PublishedStatus::Failed);
+                    c.2 += t.count(PublishedStatus::NotExecuted);
+                    c.3 += t.settled_unknowns().count();
+                    c.4 += t.in_flight();
+                });
+            }
+            c
+        })
+    };
+    let unknown_ids = move || {
+        blocks.with(|bs| {
+            bs.iter()
+                .flat_map(|b| {
+                    b.timeline.with(|t| {
+                        t.settled_unknowns()
+                            .map(|r| r.outcome.mutation_id.clone())
+                            .collect::<Vec<_>>()
+                    })
+                })
+                .collect::<Vec<_>>()
+        })
+    };
+    view! {
+        <section class="session-summary mb-5 rounded-md border border-slate-200 p-3 dark:border-slate-800" aria-label="Summary">
+            <p class="summary-text font-medium">{move || summary_text(counts())}</p>
+            {move || {
+                let ids = unknown_ids();
+                (!ids.is_empty()).then(|| view! {
+                    <div class="mt-2 text-sm">
+                        <p>{if ids.len() == 1 {
+                            "Its result is not established. Quote this operation id to support; do not repeat the write yourself:"
+                        } else {
+                            "Their results are not established. Quote these operation ids to support; do not repeat the writes yourself:"
+                        }}</p>
+                        <ul class="mt-1 space-y-1">
+                            {ids.into_iter().map(|id| view! {
+                                <li class="flex flex-wrap items-center gap-2">
+                                    <code class="summary-unknown break-all font-mono text-xs">{id.clone()}</code>
+                                    <CopyButton text=id/>
+                                </li>
+                            }).collect_view()}
+                        </ul>
+                    </div>
+                })
+            }}
+        </section>
+    }
+}
+
+/// `3 completed, 1 failed, 1 in flight, 1 unknown` (zero counts left out; "No outcomes yet." when all are).
+pub fn summary_text(
+    (completed, failed, not_executed, unknown, in_flight): (usize, usize, usize, usize, usize),
+) -> String {
+    let parts: Vec<String> = [
+        (completed, "completed"),
+        (failed, "failed"),
+        (not_executed, "not executed"),
+        (in_flight, "in flight"),
+        (unknown, "unknown"),
+    ]
+    .into_iter()
+    .filter(|(n, _)| *n > 0)
+    .map(|(n, w)| format!("{n} {w}"))
+    .collect();
+    if parts.is_empty() {
+        "No outcomes yet.".to_owned()
+    } else {
+        parts.join(", ")
+    }
+}
+
+#[component]
+fn TurnSection(session: String, number: usize, block: TurnBlock) -> impl IntoView {
+    let timeline = block.timeline;
+    let turn = block.logical_turn_id.clone();
+    let href = turn_href(&session, &turn);
+    let rows = move || timeline.with(|t| t.rows().to_vec());
+    view! {
+        <li class="turn" data-turn-id=turn.clone()>
+            <h2 class="mb-2 flex flex-wrap items-baseline gap-x-3 gap-y-1 text-lg font-semibold">
+                <a rel="external" class="break-all underline underline-offset-2" href=href>
+                    {format!("Turn {number} · ")}<bdi class="font-mono">{turn.clone()}</bdi>
+                </a>
+                <span class="text-xs font-normal opacity-80">"Started " <Time at=block.first_recorded_at.clone()/></span>
+                <span class="text-sm font-normal">{move || view! { <Counts counts=timeline.with(counts_of)/> }}</span>
+            </h2>
+            <ol class="space-y-2" aria-label=format!("Outcomes of turn {number}, in recorded order")>
+                <For
+                    each=rows
+                    key=|r| (r.outcome.mutation_id.clone(), r.revision, r.in_flight, r.sequence, r.settled_at.clone())
+                    children=move |r| {
+                        let history = history_href(&session, &r.outcome.mutation_id);
+                        view! {
+                            <li class="timeline-row">
+                                <OutcomeCard outcome=r.outcome in_flight=r.in_flight revision=r.revision recorded_at=r.recorded_at.clone() settled_at=r.settled_at.clone()/>
+                                <a rel="external" class="history-link mt-1 inline-block text-sm underline underline-offset-2" href=history>"History →"</a>
+                            </li>
+                        }
+                    }
+                />
+            </ol>
+            {move || timeline.with(|t| t.rows().is_empty()).then(|| view! { <p class="text-sm">"No published outcomes in this turn yet."</p> })}
+        </li>
+    }
+}
+
+/// The counts of a timeline, as the turns API spells them.
+fn counts_of(t: &Timeline) -> ledger::wire::StatusCounts {
+    ledger::wire::StatusCounts {
+        completed: t.count(PublishedStatus::Completed) as u64,
+        failed: t.count(PublishedStatus::Failed) as u64,
+        not_executed: t.count(PublishedStatus::NotExecuted) as u64,
+        outcome_unknown: t.settled_unknowns().count() as u64,
+        in_flight: t.in_flight() as u64,
+    }
+}
+
+/// The session page's live follower (hydrate only): one [`crate::live::TurnFeed`] per shown turn on one
+/// live stream; a change of a turn not shown yet reads the turns again and adds the new ones (up to
+/// [`TURNS_SHOWN`]); every (re)open reads the turns and catches up those whose latest revision moved.
+#[cfg(feature = "hydrate")]
+mod follow {
+    use std::cell::{Cell, RefCell};
+    use std::rc::Rc;
+
+    use leptos::prelude::*;
+
+    use super::{TurnBlock, TURNS_SHOWN};
+    use crate::api;
+    use crate::live::{Event, Live, TurnFeed};
+    use crate::timeline::{Connection, Timeline};
+
+    struct Follow {
+        blocks: RwSignal<Vec<TurnBlock>>,
+        feeds: RefCell<Vec<Rc<TurnFeed>>>,
+        listing: Cell<bool>,
+    }
+
+    pub fn start(
+        key: String,
+        blocks: RwSignal<Vec<TurnBlock>>,
+        latest: Vec<i64>,
+        connection: RwSignal<Connection>,
+    ) {
+        let feeds = blocks.with_untracked(|bs| {
+            bs.iter()
+                .zip(latest)
+                .map(|(b, l)| TurnFeed::new(b.logical_turn_id.clone(), b.timeline, l))
+                .collect()
+        });
+        let follow = Rc::new(Follow {
+            blocks,
+            feeds: RefCell::new(feeds),
+            listing: Cell::new(false),
+        });
+        crate::live::connect(key, connection, move |live, event| {
+            let feeds = follow.feeds.borrow().clone();
+            let known = |turn: &str| feeds.iter().any(|f| f.turn() == turn);
+            let new_turn = match &event {
+                Event::Opened => true,
+                Event::Change(c) => match c {
+                    crate::live::Change::Resync(turns) => turns.iter().any(|t| !known(t)),
+                    other => other.turn().is_some_and(|t| !known(t)),
+                },
+            };
+            if !matches!(event, Event::Opened) {
+                for f in &feeds {
+                    f.hear(live, &event);
+                }
+            }
+            if new_turn {
+                list(follow.clone(), live.clone(), matches!(event, Event::Opened));
+            }
+        });
+    }
+
+    /// Reads the turns: adds new ones (their feed reads all their entries) and, after a (re)open, catches up
+    /// the known turns whose latest revision moved.
+    fn list(follow: Rc<Follow>, live: Rc<Live>, catch_up: bool) {
+        if follow.listing.replace(true) {
+            return;
+        }
+        leptos::task::spawn_local(async move {
+            match api::session_turns(live.session()).await {
+                Ok(turns) => {
+                    for t in turns.turns.iter().take(TURNS_SHOWN) {
+                        let known = follow
+                            .feeds
+                            .borrow()
+                            .iter()
+                            .find(|f| f.turn() == t.logical_turn_id)
+                            .cloned();
+                        match known {
+                            Some(feed) => {
+                                if catch_up {
+                                    feed.read_if_behind(&live, t.latest_revision);
+                                }
+                            }
+                            None => {
+                                let timeline = RwSignal::new(Timeline::default());
+                                follow.blocks.update(|bs| {
+                                    bs.push(TurnBlock {
+                                        logical_turn_id: t.logical_turn_id.clone(),
+                                        first_recorded_at: t.first_recorded_at.clone(),
+                                        timeline,
+                                    })
+                                });
+                                let feed = TurnFeed::new(t.logical_turn_id.clone(), timeline, 0);
+                                follow.feeds.borrow_mut().push(feed.clone());
+                                feed.read(&live);
+                            }
+                        }
+                    }
+                }
+                Err(e) => {
+                    live.stop_for(&e);
+                }
+            }
+            follow.listing.set(false);
+        });
     }
 }

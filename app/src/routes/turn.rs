@@ -1,5 +1,6 @@
-//! A logical turn's timeline: server-rendered from the entries API, then kept live in the browser (run
-//! events first, then a replay from the cursor), upserting by `mutation_id`.
+//! A logical turn's timeline: server-rendered from the entries API, then kept live in the browser (the
+//! session's run events, and the entries changed since the last read: `crate::live::TurnFeed`), upserting
+//! by `mutation_id` and keeping the recorded order.
 
 use ledger::wire::{PublishedStatus, TurnEntries};
 use leptos::prelude::*;
@@ -95,9 +96,16 @@ fn LiveTimeline(entries: TurnEntries) -> impl IntoView {
     let session_key = entries.session_key.clone();
     let row_session = entries.session_key.clone();
     let turn_id = entries.logical_turn_id.clone();
+    #[cfg(feature = "hydrate")]
+    let read_through = entries.latest_revision;
     Effect::new(move |_| {
         #[cfg(feature = "hydrate")]
-        crate::live::start(session_key.clone(), turn_id.clone(), timeline, connection);
+        {
+            let feed = crate::live::TurnFeed::new(turn_id.clone(), timeline, read_through);
+            crate::live::connect(session_key.clone(), connection, move |live, event| {
+                feed.hear(live, &event)
+            });
+        }
         #[cfg(not(feature = "hydrate"))]
         let _ = (&session_key, &turn_id);
     });
@@ -112,18 +120,7 @@ fn LiveTimeline(entries: TurnEntries) -> impl IntoView {
     };
     view! {
         <div class="mb-3 flex flex-wrap items-center justify-between gap-3">
-            <p class="connection text-sm" role="status" aria-live="polite" data-state=move || connection.with(|c| c.name())>
-                <span aria-hidden="true" class=move || {
-                    let colour = match connection.with(|c| c.name()) {
-                        "live" => "bg-emerald-500",
-                        "reconnecting" | "connecting" => "bg-amber-500",
-                        "snapshot" => "bg-slate-400",
-                        _ => "bg-red-500",
-                    };
-                    format!("mr-1 inline-block h-2 w-2 rounded-full {colour}")
-                }></span>
-                {move || connection.with(|c| c.label())}
-            </p>
+            <crate::components::ConnectionIndicator connection/>
             <p class="text-xs opacity-80">"Cursor: revision " <span class="cursor tabular-nums">{move || timeline.with(|t| t.cursor())}</span></p>
         </div>
         <div class="summary mb-4 flex flex-wrap gap-2" role="group" aria-label="Filter by status">
@@ -152,10 +149,10 @@ fn LiveTimeline(entries: TurnEntries) -> impl IntoView {
         <ol class="timeline space-y-3" aria-label="Outcomes of this turn, in recorded order" aria-describedby="timeline-keys" on:keydown=move_focus>
             <For
                 each=rows
-                key=|r| (r.outcome.mutation_id.clone(), r.revision, r.in_flight)
+                key=|r| (r.outcome.mutation_id.clone(), r.revision, r.in_flight, r.sequence, r.settled_at.clone())
                 children=move |r| { let label = row_label(&r); let history = crate::routes::history_href(&row_session, &r.outcome.mutation_id); view! {
                     <li aria-label=label class="timeline-row rounded-md focus:outline-none focus-visible:ring-2 focus-visible:ring-sky-500" tabindex="0">
-                        <OutcomeCard outcome=r.outcome in_flight=r.in_flight revision=r.revision/>
+                        <OutcomeCard outcome=r.outcome in_flight=r.in_flight revision=r.revision recorded_at=r.recorded_at.clone() settled_at=r.settled_at.clone()/>
                         <a rel="external" class="history-link mt-1 inline-block text-sm underline underline-offset-2" href=history>"History →"</a>
                     </li>
                 }}
