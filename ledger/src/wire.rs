@@ -142,6 +142,16 @@ pub struct RunEvent {
     pub outcome: MutationOutcome,
 }
 
+/// Data of a live `turn_changed` run event (docs/api.md "Live run events"): a hint that the turn changed
+/// visibly (intent included: any change that takes a revision) and its latest revision after the commit.
+/// A page catches up through the entries API (`?after_revision=`); the hint carries no record.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+pub struct TurnChanged {
+    pub logical_turn_id: String,
+    pub latest_revision: i64,
+}
+
 /// Data of a live `resync` run event: the turns whose events this client missed.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
