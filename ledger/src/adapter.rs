@@ -1,7 +1,7 @@
 //! Live delivery (seed 000, "Events"): after an outcome is durably settled, the engine calls the adapter.
 //! Delivery is best effort; an adapter error or panic never changes settlement.
 
-use crate::ids::SessionKey;
+use crate::ids::{LogicalTurnId, SessionKey};
 use crate::wire::MutationOutcome;
 
 /// An adapter failure. Logged by the engine, never surfaced to the writer.
@@ -10,7 +10,8 @@ use crate::wire::MutationOutcome;
 pub struct AdapterError(pub String);
 
 /// Receives each settled change: settlement, cancellation, reconciliation, and host metadata on a settled
-/// entry; never in-flight intent, a fresh attempt, or a refusal. Called after the change is committed, in
+/// entry; never in-flight intent, a fresh attempt, or a refusal ([`Self::on_mutation_outcome`]); and, after
+/// them, one hint per turn a commit changed visibly, in flight included ([`Self::on_turn_changed`]). Called after the change is committed, in
 /// revision order per turn, while the ledger's writer lock is held: implementations must not block.
 ///
 /// Differs from seed 000's `on_mutation_outcome(outcome, mutation_revision)` by also taking the session key:
@@ -24,6 +25,22 @@ pub trait Adapter: Send + Sync {
         outcome: &MutationOutcome,
         mutation_revision: i64,
     ) -> Result<(), AdapterError>;
+
+    /// A hint that the turn `logical_turn_id` of `session_key` changed visibly: called once per turn touched
+    /// by a committed group, after that group's [`Self::on_mutation_outcome`] calls, in commit order, for
+    /// every change that takes a revision (docs/ledger.md "Entries and their states": intent, settlement,
+    /// cancellation, reconciliation, changed metadata, a fresh attempt), in flight or settled.
+    /// `latest_revision` is the turn's latest revision after the commit. Never called for an approve, a
+    /// note, an identical attach or a refusal. Live streams send it as `turn_changed` (docs/api.md "Live
+    /// run events"). An error is logged and never changes the ledger. The default does nothing.
+    fn on_turn_changed(
+        &self,
+        _session_key: &SessionKey,
+        _logical_turn_id: &LogicalTurnId,
+        _latest_revision: i64,
+    ) -> Result<(), AdapterError> {
+        Ok(())
+    }
 
     /// The session is gone: deleted by its host, or deleted by the retention sweep after it expired. Called
     /// after the deletion is committed. Live streams of the session end here (docs/api.md, live run

@@ -20,7 +20,7 @@ use tokio::time::Instant;
 
 use crate::adapter::{Adapter, SessionEnd};
 use crate::error::LedgerError;
-use crate::group::{refused, Announcement, Done, Group};
+use crate::group::{refused, Announcement, Done, Group, TurnChange};
 use crate::ids::{LogicalTurnId, MutationId, SessionKey, ToolName};
 use crate::machine::SessionState;
 use crate::projection::LedgerEntry;
@@ -48,6 +48,12 @@ struct Answered {
     state: EntryState,
     note: Option<HistoryChange>,
 }
+
+/// One commit's jobs with what each gave, and the turns it changed visibly.
+type Commit = (
+    Vec<(Job, Result<Vec<Applied>, LedgerError>)>,
+    Vec<TurnChange>,
+);
 
 /// The answer to a job: one result per operation, or a store failure (nothing committed).
 type JobAnswer = Result<Vec<Result<Answered, LedgerError>>, LedgerError>;
@@ -105,11 +111,10 @@ impl Writer {
             return;
         };
         match self.commit(&jobs).await {
-            Ok(applied) => {
+            Ok((applied, turns)) => {
                 drop(guard);
-                for (job, applied) in jobs.into_iter().zip(applied) {
-                    self.finish(job, Ok(applied));
-                }
+                let done = jobs.into_iter().zip(applied.into_iter().map(Ok)).collect();
+                self.finish(vec![(done, turns)]);
             }
             Err(e) if jobs.len() == 1 || matches!(e, LedgerError::Busy) => {
                 drop(guard);
@@ -124,47 +129,64 @@ impl Writer {
             }
             Err(e) => {
                 tracing::warn!(error = %e, jobs = jobs.len(), "group commit failed; each job alone");
-                let mut done = Vec::with_capacity(jobs.len());
+                let mut commits = Vec::with_capacity(jobs.len());
                 for job in jobs {
-                    let applied = self
-                        .commit(std::slice::from_ref(&job))
-                        .await
-                        .map(|mut a| a.pop().unwrap_or_default());
-                    done.push((job, applied));
+                    let (applied, turns) = match self.commit(std::slice::from_ref(&job)).await {
+                        Ok((mut a, turns)) => (Ok(a.pop().unwrap_or_default()), turns),
+                        Err(e) => (Err(e), Vec::new()),
+                    };
+                    commits.push((vec![(job, applied)], turns));
                 }
                 drop(guard);
-                for (job, applied) in done {
-                    self.finish(job, applied);
-                }
+                self.finish(commits);
             }
         }
     }
 
-    /// Announces what a committed job changed, in order, then answers its caller.
-    fn finish(&self, job: Job, applied: Result<Vec<Applied>, LedgerError>) {
-        let answer = applied.map(|results| {
-            results
-                .into_iter()
-                .map(|r| {
-                    r.map(|done| {
-                        if let Some(a) = done.announcement {
+    /// For each commit, in commit order: announces what its jobs changed, in order, then one
+    /// `turn_changed` hint per turn it changed (docs/ledger.md "Writing"); then answers every caller, so a
+    /// caller's answer never arrives before its change's events were handed to the adapter.
+    fn finish(&self, commits: Vec<Commit>) {
+        let mut answers = Vec::new();
+        for (jobs, turns) in commits {
+            for (job, mut applied) in jobs {
+                if let Ok(results) = &mut applied {
+                    for done in results.iter_mut().flatten() {
+                        if let Some(a) = done.announcement.take() {
                             announce(&self.store.adapter, a);
                         }
-                        Answered {
+                    }
+                }
+                answers.push((job, applied));
+            }
+            for t in turns {
+                announce_turn(&self.store.adapter, t);
+            }
+        }
+        for (job, applied) in answers {
+            let answer = applied.map(|results| {
+                results
+                    .into_iter()
+                    .map(|r| {
+                        r.map(|done| Answered {
                             state: done.state,
                             note: done.note,
-                        }
+                        })
                     })
-                })
-                .collect()
-        });
-        let _ = job.answer.send(answer);
+                    .collect()
+            });
+            let _ = job.answer.send(answer);
+        }
     }
 
     /// Applies every operation of `jobs` in order in ONE `BEGIN IMMEDIATE` transaction and commits it.
     /// A refused or invalid operation is answered as such and the others still apply; a store failure
     /// (or contention) is the outer error, and then nothing was committed.
-    async fn commit(&self, jobs: &[Job]) -> Result<Vec<Vec<Applied>>, LedgerError> {
+    /// Also answers the turns the commit changed visibly, with their latest revisions after it.
+    async fn commit(
+        &self,
+        jobs: &[Job],
+    ) -> Result<(Vec<Vec<Applied>>, Vec<TurnChange>), LedgerError> {
         let now = self.store.clock.now_ms();
         let live_since = self.store.live_since(now);
         let mut tx = self.store.begin_write().await?;
@@ -181,9 +203,10 @@ impl Writer {
             }
             applied.push(results);
         }
+        let turns = group.turn_changes();
         group.write(&mut tx).await?;
         tx.commit().await?;
-        Ok(applied)
+        Ok((applied, turns))
     }
 }
 
@@ -459,5 +482,19 @@ fn announce(adapter: &Arc<dyn Adapter>, a: Announcement) {
         Ok(Ok(())) => {}
         Ok(Err(e)) => tracing::warn!(error = %e, revision = a.revision, "live delivery failed"),
         Err(_) => tracing::error!(revision = a.revision, "live delivery panicked"),
+    }
+}
+
+/// Tells the adapter a turn changed (`turn_changed`); its failure or panic never changes settlement.
+fn announce_turn(adapter: &Arc<dyn Adapter>, t: TurnChange) {
+    let delivered = std::panic::catch_unwind(AssertUnwindSafe(|| {
+        adapter.on_turn_changed(&t.session_key, &t.logical_turn_id, t.latest_revision)
+    }));
+    match delivered {
+        Ok(Ok(())) => {}
+        Ok(Err(e)) => {
+            tracing::warn!(error = %e, revision = t.latest_revision, "turn hint delivery failed")
+        }
+        Err(_) => tracing::error!(revision = t.latest_revision, "turn hint delivery panicked"),
     }
 }

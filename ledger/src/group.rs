@@ -14,7 +14,7 @@ use sqlx::{Row, SqliteConnection};
 
 use crate::command::{Action, Actor, Command, EntryKey, Evidence};
 use crate::error::{LedgerError, Refusal};
-use crate::ids::SessionKey;
+use crate::ids::{LogicalTurnId, SessionKey};
 use crate::machine::{decide, Decision, Given, Rejection, SessionState};
 use crate::projection::project;
 use crate::rows::{EntryRow, ENTRY_COLUMNS};
@@ -78,7 +78,17 @@ pub(crate) struct Group {
     reconciliations: Vec<(Key, String, bool, Evidence)>,
     /// History rows to write, in the order of the changes (docs/ledger.md "History").
     history: Vec<HistoryOut>,
+    /// Turns that took a revision in this group, in the order of their first change.
+    changed_turns: Vec<Key>,
     next_order: usize,
+}
+
+/// A turn a committed group changed visibly, with its latest revision after the group (the
+/// `turn_changed` hint, [`crate::Adapter::on_turn_changed`]).
+pub(crate) struct TurnChange {
+    pub session_key: SessionKey,
+    pub logical_turn_id: LogicalTurnId,
+    pub latest_revision: i64,
 }
 
 fn key_of(k: &EntryKey) -> Key {
@@ -206,6 +216,7 @@ impl Group {
             attempts_seen: HashSet::new(),
             reconciliations: Vec::new(),
             history: Vec::new(),
+            changed_turns: Vec::new(),
             next_order: 0,
         })
     }
@@ -471,8 +482,27 @@ impl Group {
             .ok_or(LedgerError::MutationNotFound)?;
         let slot = self.turns.get_mut(&turn).ok_or(LedgerError::TurnNotFound)?;
         slot.latest += 1;
-        slot.changed = true;
+        if !slot.changed {
+            slot.changed = true;
+            self.changed_turns.push(turn);
+        }
         Ok(slot.latest)
+    }
+
+    /// The turns that took a revision in this group, in the order of their first change, each with its
+    /// latest revision now (after every change of the group).
+    pub(crate) fn turn_changes(&self) -> Vec<TurnChange> {
+        self.changed_turns
+            .iter()
+            .filter_map(|key| {
+                let slot = self.turns.get(key)?;
+                Some(TurnChange {
+                    session_key: SessionKey::parse(key.0.clone()).ok()?,
+                    logical_turn_id: LogicalTurnId::parse(key.1.clone()).ok()?,
+                    latest_revision: slot.latest,
+                })
+            })
+            .collect()
     }
 
     /// Whether `attempt_id` was ever an attempt of the entry: in this group, or stored.

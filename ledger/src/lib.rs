@@ -48,7 +48,8 @@ pub use engine::Engine;
 pub use error::{LedgerError, Refusal};
 #[cfg(feature = "store")]
 pub use sessions::{
-    HistoryChunks, OperationHistoryChunks, Replay, ReplayChunks, ReplayEvent, SessionManager,
+    EntriesPage, HistoryChunks, OperationHistoryChunks, Replay, ReplayChunks, ReplayEvent,
+    SessionManager,
 };
 #[cfg(feature = "store")]
 pub use store::{Clock, LedgerOptions, SystemClock};

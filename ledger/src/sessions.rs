@@ -42,6 +42,17 @@ impl Replay {
     }
 }
 
+/// What one page of a turn's entries asks for ([`SessionManager::turn_entries_page`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct EntriesPage {
+    /// Only entries whose revision is above this one (legacy entries, without a revision, never then).
+    pub after_revision: Option<i64>,
+    /// Only entries recorded after this `sequence` (the keyset position of the previous page).
+    pub after_sequence: Option<i64>,
+    /// At most this many entries (at least 1).
+    pub limit: u32,
+}
+
 /// The read side. Cheap to clone.
 #[derive(Clone)]
 pub struct SessionManager {
@@ -322,8 +333,9 @@ impl SessionManager {
         })
     }
 
-    /// The turn's published entries in recorded order, with the latest revision as the cursor to resume
-    /// from. 404 for an unknown/expired session or an unknown turn.
+    /// The turn's published entries in recorded order, all of them, with the latest revision as the cursor
+    /// to resume from. 404 for an unknown/expired session or an unknown turn. The HTTP API pages
+    /// ([`Self::turn_entries_page`]).
     pub async fn turn_entries(
         &self,
         session_key: &SessionKey,
@@ -336,7 +348,73 @@ impl SessionManager {
             logical_turn_id: turn.to_string(),
             latest_revision,
             entries: rows.iter().filter_map(turn_entry).collect(),
+            next: None,
         })
+    }
+
+    /// One page of the turn's published entries (docs/api.md "Dashboard reads", the entries API): in
+    /// recorded order (`sequence`), only those whose `mutation_revision` is above `after_revision` when
+    /// it is given (legacy entries, without a revision, only without it), after the entry
+    /// `after_sequence` when given, at most `limit`. `latest_revision` is the turn's latest, read in the
+    /// same read transaction before the entries, so an entry changed meanwhile is sent again on the next
+    /// catch-up rather than missed. Answers the page (its `next` left `None`) and the `sequence` to go on
+    /// after, when more entries match. Errors in order: 404 (session, expired, turn), then 409
+    /// `CursorAhead` when `after_revision` is above the turn's latest revision.
+    pub async fn turn_entries_page(
+        &self,
+        session_key: &SessionKey,
+        turn: &LogicalTurnId,
+        page: &EntriesPage,
+    ) -> Result<(TurnEntries, Option<i64>), LedgerError> {
+        self.session(session_key).await?;
+        let mut tx = self.inner.read.begin().await?;
+        let latest_revision: i64 = sqlx::query_scalar(
+            "SELECT latest_revision FROM turns WHERE session_key = ? AND logical_turn_id = ?",
+        )
+        .bind(session_key.as_str())
+        .bind(turn.as_str())
+        .fetch_optional(&mut *tx)
+        .await?
+        .ok_or(LedgerError::TurnNotFound)?;
+        if let Some(after) = page.after_revision {
+            if after > latest_revision {
+                return Err(LedgerError::CursorAhead {
+                    cursor: after,
+                    latest: latest_revision,
+                });
+            }
+        }
+        let limit = page.limit.max(1);
+        let mut rows: Vec<EntryRow> = sqlx::query_as(&format!(
+            "SELECT {ENTRY_COLUMNS} FROM entries WHERE session_key = ? AND logical_turn_id = ? \
+             AND seq > ? AND (status <> 'approved' OR intent_recorded) \
+             AND (? IS NULL OR revision > ?) ORDER BY seq LIMIT ?"
+        ))
+        .bind(session_key.as_str())
+        .bind(turn.as_str())
+        .bind(page.after_sequence.unwrap_or(i64::MIN))
+        .bind(page.after_revision)
+        .bind(page.after_revision)
+        .bind(i64::from(limit) + 1)
+        .fetch_all(&mut *tx)
+        .await?;
+        tx.commit().await?;
+        let next = if rows.len() > limit as usize {
+            rows.truncate(limit as usize);
+            rows.last().map(|r| r.seq)
+        } else {
+            None
+        };
+        Ok((
+            TurnEntries {
+                session_key: session_key.to_string(),
+                logical_turn_id: turn.to_string(),
+                latest_revision,
+                entries: rows.iter().filter_map(turn_entry).collect(),
+                next: None,
+            },
+            next,
+        ))
     }
 
     /// Support look-up: every published outcome with this `mutation_id`, across sessions that have not

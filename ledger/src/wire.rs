@@ -142,6 +142,16 @@ pub struct RunEvent {
     pub outcome: MutationOutcome,
 }
 
+/// Data of a live `turn_changed` run event (docs/api.md "Live run events"): a hint that the turn changed
+/// visibly (intent included: any change that takes a revision) and its latest revision after the commit.
+/// A page catches up through the entries API (`?after_revision=`); the hint carries no record.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+pub struct TurnChanged {
+    pub logical_turn_id: String,
+    pub latest_revision: i64,
+}
+
 /// Data of a live `resync` run event: the turns whose events this client missed.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
@@ -241,7 +251,9 @@ pub struct TurnEntry {
     pub settled_at: Option<String>,
 }
 
-/// `GET /api/sessions/{key}/turns/{turn}/entries` body. `latest_revision` is the cursor a client resumes from.
+/// `GET /api/sessions/{key}/turns/{turn}/entries` body (docs/api.md "Dashboard reads"). `latest_revision`
+/// is the turn's latest revision, the `after_revision` a client catches up from; `entries` are in recorded
+/// order (`sequence`); `next` is the opaque cursor of the following page (`?after=`), `null` on the last.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct TurnEntries {
@@ -249,6 +261,8 @@ pub struct TurnEntries {
     pub logical_turn_id: String,
     pub latest_revision: i64,
     pub entries: Vec<TurnEntry>,
+    #[serde(default)]
+    pub next: Option<String>,
 }
 
 /// One match of a support look-up by `mutation_id` (`GET /api/operations/{mutation_id}`), or one item of the

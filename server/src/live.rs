@@ -1,12 +1,14 @@
-//! Live run events (docs/api.md, "Live run events"): the ledger's [`Adapter`] fans settled changes out to
-//! the subscribers of each session.
+//! Live run events (docs/api.md, "Live run events"): the ledger's [`Adapter`] fans settled changes, and
+//! the `turn_changed` hints that follow each commit, out to the subscribers of each session.
 //!
 //! - Each change is framed once, as the exact SSE bytes every subscriber sends (`event: mutation_outcome`,
-//!   `data: {"mutation_revision", "outcome"}`), and published into its session's ring of the last
+//!   `data: {"mutation_revision", "outcome"}`; `event: turn_changed`, `data: {"logical_turn_id",
+//!   "latest_revision"}`), and published into its session's ring of the last
 //!   [`SUBSCRIBER_QUEUE`] frames (a `tokio::sync::broadcast` channel): publishing costs the writer the
 //!   same whether one client or a thousand listen, and nothing is copied per subscriber.
 //! - A slow client never delays settlement or other clients: when the ring has moved past it, it is told
-//!   to `resync` (every turn its session published live since it subscribed) and goes on from the oldest
+//!   to `resync` (every turn its session published live, outcome or hint, since it subscribed) and goes on
+//!   from the oldest
 //!   frame still held.
 //! - A subscription is removed the moment its [`Subscription`] is dropped (the client went away and the
 //!   server dropped its response stream), not on the next event of its session.
@@ -18,27 +20,29 @@ use std::collections::{BTreeSet, HashMap};
 use std::sync::{Arc, Mutex, Weak};
 
 use bytes::Bytes;
-use ledger::ids::SessionKey;
-use ledger::wire::{MutationOutcome, RunEvent};
+use ledger::ids::{LogicalTurnId, SessionKey};
+use ledger::wire::{MutationOutcome, RunEvent, TurnChanged};
 use ledger::{Adapter, AdapterError, SessionEnd};
 use tokio::sync::broadcast;
 
 /// Frames a session's ring holds: a subscriber this far behind is told to resync.
 pub const SUBSCRIBER_QUEUE: usize = 256;
 
-/// One live change, framed once for every subscriber.
+/// One live event, framed once for every subscriber: a change's `mutation_outcome` or a turn's
+/// `turn_changed` hint.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct LiveFrame {
-    /// The change's revision (per turn).
+    /// The change's revision (per turn); for a hint, the turn's latest revision.
     pub revision: i64,
     /// The turn it belongs to.
     pub logical_turn_id: Arc<str>,
-    /// `event: mutation_outcome\ndata: {"mutation_revision":n,"outcome":{...}}\n\n`.
+    /// `event: mutation_outcome\ndata: {"mutation_revision":n,"outcome":{...}}\n\n`, or
+    /// `event: turn_changed\ndata: {"logical_turn_id":"<id>","latest_revision":n}\n\n`.
     pub bytes: Bytes,
 }
 
 impl LiveFrame {
-    /// Frames `event` as its SSE bytes.
+    /// Frames `event` as its SSE bytes (`mutation_outcome`).
     pub fn new(event: &RunEvent) -> Result<LiveFrame, serde_json::Error> {
         let mut bytes = Vec::with_capacity(256);
         crate::http::sse::frame(&mut bytes, "mutation_outcome", None, event)?;
@@ -48,12 +52,24 @@ impl LiveFrame {
             bytes: Bytes::from(bytes),
         })
     }
+
+    /// Frames a `turn_changed` hint as its SSE bytes.
+    pub fn turn_changed(hint: &TurnChanged) -> Result<LiveFrame, serde_json::Error> {
+        let mut bytes = Vec::with_capacity(96);
+        crate::http::sse::frame(&mut bytes, "turn_changed", None, hint)?;
+        Ok(LiveFrame {
+            revision: hint.latest_revision,
+            logical_turn_id: Arc::from(hint.logical_turn_id.as_str()),
+            bytes: Bytes::from(bytes),
+        })
+    }
 }
 
 /// What a subscriber receives.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum LiveMessage {
-    Outcome(LiveFrame),
+    /// A framed event: `mutation_outcome` or `turn_changed`.
+    Frame(LiveFrame),
     /// The subscriber missed events of these turns and must catch up through the replay endpoint.
     Resync(Vec<String>),
     /// The session was deleted or expired; nothing follows.
@@ -91,8 +107,9 @@ pub enum LimitReached {
 #[derive(Default)]
 struct Shared {
     ended: Mutex<Option<SessionEnd>>,
-    /// Every turn published on this channel: a lagging subscriber resyncs them all (a superset of what it
-    /// missed, which is what it needs: a replay after its cursor sends only what it has not seen).
+    /// Every turn published on this channel (an outcome or a `turn_changed` hint): a lagging subscriber
+    /// resyncs them all (a superset of what it missed, which is what it needs: a replay after its cursor
+    /// sends only what it has not seen).
     turns: Mutex<BTreeSet<Arc<str>>>,
 }
 
@@ -137,7 +154,7 @@ impl Subscription {
         }
         match self.rx.try_recv() {
             Err(broadcast::error::TryRecvError::Empty) => None,
-            Ok(frame) => Some(LiveMessage::Outcome(frame)),
+            Ok(frame) => Some(LiveMessage::Frame(frame)),
             Err(broadcast::error::TryRecvError::Lagged(_)) => Some(self.resync()),
             Err(broadcast::error::TryRecvError::Closed) => self.closed(),
         }
@@ -148,7 +165,7 @@ impl Subscription {
         received: Result<LiveFrame, broadcast::error::RecvError>,
     ) -> Option<LiveMessage> {
         match received {
-            Ok(frame) => Some(LiveMessage::Outcome(frame)),
+            Ok(frame) => Some(LiveMessage::Frame(frame)),
             Err(broadcast::error::RecvError::Lagged(_)) => Some(self.resync()),
             Err(broadcast::error::RecvError::Closed) => self.closed(),
         }
@@ -285,9 +302,13 @@ impl Hub {
         self.registry.lock().map(|r| r.total).unwrap_or(0)
     }
 
-    /// Publishes a change to the session's subscribers: framed once, outside the registry's lock, then one
-    /// send into its ring, whatever their number. Nothing is framed when nobody listens.
-    fn publish(&self, session_key: &SessionKey, event: &RunEvent) -> Result<(), serde_json::Error> {
+    /// Publishes an event to the session's subscribers: framed once (by `frame`), outside the registry's
+    /// lock, then one send into its ring, whatever their number. Nothing is framed when nobody listens.
+    fn publish(
+        &self,
+        session_key: &SessionKey,
+        frame: impl FnOnce() -> Result<LiveFrame, serde_json::Error>,
+    ) -> Result<(), serde_json::Error> {
         let (tx, shared) = {
             let Ok(r) = self.registry.lock() else {
                 return Ok(());
@@ -297,7 +318,7 @@ impl Hub {
             };
             (channel.tx.clone(), channel.shared.clone())
         };
-        let frame = LiveFrame::new(event)?;
+        let frame = frame()?;
         if let Ok(mut turns) = shared.turns.lock() {
             if !turns.contains(&frame.logical_turn_id) {
                 turns.insert(frame.logical_turn_id.clone());
@@ -336,12 +357,28 @@ impl Adapter for Hub {
         outcome: &MutationOutcome,
         mutation_revision: i64,
     ) -> Result<(), AdapterError> {
-        let event = RunEvent {
-            mutation_revision,
-            outcome: outcome.clone(),
-        };
-        self.publish(session_key, &event)
-            .map_err(|e| AdapterError(e.to_string()))
+        self.publish(session_key, || {
+            LiveFrame::new(&RunEvent {
+                mutation_revision,
+                outcome: outcome.clone(),
+            })
+        })
+        .map_err(|e| AdapterError(e.to_string()))
+    }
+
+    fn on_turn_changed(
+        &self,
+        session_key: &SessionKey,
+        logical_turn_id: &LogicalTurnId,
+        latest_revision: i64,
+    ) -> Result<(), AdapterError> {
+        self.publish(session_key, || {
+            LiveFrame::turn_changed(&TurnChanged {
+                logical_turn_id: logical_turn_id.to_string(),
+                latest_revision,
+            })
+        })
+        .map_err(|e| AdapterError(e.to_string()))
     }
 
     fn on_session_ended(&self, session_key: &SessionKey, reason: SessionEnd) {
@@ -370,7 +407,7 @@ mod tests {
 
     fn revision(m: Option<LiveMessage>) -> i64 {
         match m {
-            Some(LiveMessage::Outcome(frame)) => frame.revision,
+            Some(LiveMessage::Frame(frame)) => frame.revision,
             other => panic!("expected an outcome, got {other:?}"),
         }
     }
@@ -412,7 +449,7 @@ mod tests {
         let mut b = hub.subscribe(&key).unwrap();
         hub.on_mutation_outcome(&key, &outcome("t", "m1"), 7)
             .unwrap();
-        let (Some(LiveMessage::Outcome(fa)), Some(LiveMessage::Outcome(fb))) =
+        let (Some(LiveMessage::Frame(fa)), Some(LiveMessage::Frame(fb))) =
             (a.next().await, b.next().await)
         else {
             panic!("both subscribers get the frame");
@@ -423,6 +460,31 @@ mod tests {
         );
         // One buffer shared by every subscriber, not a copy each.
         assert_eq!(fa.bytes.as_ptr(), fb.bytes.as_ptr());
+    }
+
+    #[tokio::test]
+    async fn a_turn_hint_is_framed_once_and_counts_for_resync() {
+        let hub = Hub::new();
+        let key = SessionKey::parse("s").unwrap();
+        let mut a = hub.subscribe(&key).unwrap();
+        hub.on_turn_changed(&key, &LogicalTurnId::parse("t \"1\"").unwrap(), 3)
+            .unwrap();
+        let Some(LiveMessage::Frame(f)) = a.next().await else {
+            panic!("the hint arrives");
+        };
+        assert_eq!(
+            std::str::from_utf8(&f.bytes).unwrap(),
+            "event: turn_changed\ndata: {\"logical_turn_id\":\"t \\\"1\\\"\",\"latest_revision\":3}\n\n"
+        );
+        assert_eq!(f.revision, 3);
+        // Nobody listens on another session: nothing is framed, nothing fails.
+        hub.on_turn_changed(
+            &SessionKey::parse("o").unwrap(),
+            &LogicalTurnId::parse("t").unwrap(),
+            1,
+        )
+        .unwrap();
+        assert_eq!(a.resync(), LiveMessage::Resync(vec!["t \"1\"".into()]));
     }
 
     #[tokio::test]

@@ -5,7 +5,7 @@ use std::sync::{Arc, Mutex, OnceLock};
 
 use crate::common::*;
 use ledger::engine::Settlement;
-use ledger::ids::SessionKey;
+use ledger::ids::{LogicalTurnId, SessionKey};
 use ledger::wire::{LedgerStatus as L, MutationOutcome, PublishedStatus as P};
 use ledger::{Adapter, AdapterError, Ledger, Refusal};
 
@@ -107,6 +107,53 @@ async fn adapter_is_never_called_for_approve_intent_fresh_attempt_or_refusals() 
     assert_eq!((d[0].session_key.as_str(), d[0].revision), (SESSION, 2));
 }
 
+#[tokio::test]
+async fn every_change_that_takes_a_revision_hints_its_turn_after_the_outcomes_once_per_commit() {
+    let h = open().await;
+    let hint = |t: &str, n: i64| (SESSION.to_string(), t.to_string(), n);
+    h.ok(approve("m-1")).await;
+    assert_eq!(h.recorder.hints(), vec![], "an approve takes no revision");
+    let s = h.ok(intent("m-1", "a-1")).await;
+    assert_eq!(h.recorder.hints(), vec![hint(TURN, 1)]);
+    assert_eq!(h.recorder.count(), 0, "the intent itself is not emitted");
+    h.refused(intent("m-1", "a-1"), Refusal::AlreadyRecorded, &s)
+        .await;
+    h.ok(cancel("m-1", "a-1", None)).await; // 2
+    h.ok(fresh("m-1", "a-2")).await; // 3
+    h.ok(settle("m-1", "a-2", Settlement::OutcomeUnknown, None))
+        .await; // 4
+    h.ok(reconcile("m-1", "a-2", true)).await; // 5
+    let m = meta("D-1", "https://app.example.com/d/D-1", "One");
+    h.ok(attach("m-1", m.clone())).await; // 6
+    h.ok(attach("m-1", m)).await; // identical: no revision, no hint
+    assert_eq!(
+        h.recorder.hints(),
+        (1..=6).map(|n| hint(TURN, n)).collect::<Vec<_>>()
+    );
+    // A batch is one commit: one hint per turn it changed, with the latest revision after all of it, in
+    // the order it first changed them, after its outcomes.
+    let results = h
+        .engine
+        .apply_batch(vec![
+            approve_in(SESSION, "t-2", "m-2"),
+            intent("m-2", "a-1"),
+            approve("m-3"),
+            intent("m-3", "a-1"),
+            settle("m-2", "a-1", Settlement::Failed, None),
+            settle("m-3", "a-1", Settlement::Completed, None),
+            intent("m-3", "a-1"),
+        ])
+        .await
+        .unwrap();
+    assert_eq!(results.iter().filter(|r| r.is_ok()).count(), 6);
+    assert_eq!(h.recorder.hints()[6..], [hint("t-2", 2), hint(TURN, 8)]);
+    let d = h.recorder.deliveries();
+    assert_eq!(
+        d.iter().map(|d| d.revision).collect::<Vec<_>>(),
+        [2, 4, 5, 6, 2, 8]
+    );
+}
+
 struct Failing;
 
 impl Adapter for Failing {
@@ -114,6 +161,15 @@ impl Adapter for Failing {
         &self,
         _: &SessionKey,
         _: &MutationOutcome,
+        _: i64,
+    ) -> Result<(), AdapterError> {
+        Err(AdapterError("stream closed".into()))
+    }
+
+    fn on_turn_changed(
+        &self,
+        _: &SessionKey,
+        _: &LogicalTurnId,
         _: i64,
     ) -> Result<(), AdapterError> {
         Err(AdapterError("stream closed".into()))
@@ -130,6 +186,15 @@ impl Adapter for Panicking {
         _: i64,
     ) -> Result<(), AdapterError> {
         panic!("adapter bug")
+    }
+
+    fn on_turn_changed(
+        &self,
+        _: &SessionKey,
+        _: &LogicalTurnId,
+        _: i64,
+    ) -> Result<(), AdapterError> {
+        panic!("adapter bug in the hint")
     }
 }
 

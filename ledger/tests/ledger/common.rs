@@ -51,11 +51,18 @@ pub struct Delivery {
     pub revision: i64,
 }
 
-/// An adapter that records every call.
+/// One `on_turn_changed` call: session, turn, latest revision.
+pub type TurnHint = (String, String, i64);
+
+/// An adapter that records every call: the outcomes, and apart from them the turn hints.
 #[derive(Debug, Default)]
-pub struct Recorder(pub Mutex<Vec<Delivery>>);
+pub struct Recorder(pub Mutex<Vec<Delivery>>, pub Mutex<Vec<TurnHint>>);
 
 impl Recorder {
+    pub fn hints(&self) -> Vec<TurnHint> {
+        self.1.lock().unwrap().clone()
+    }
+
     pub fn deliveries(&self) -> Vec<Delivery> {
         self.0.lock().unwrap().clone()
     }
@@ -77,6 +84,20 @@ impl Adapter for Recorder {
             outcome: outcome.clone(),
             revision: mutation_revision,
         });
+        Ok(())
+    }
+
+    fn on_turn_changed(
+        &self,
+        session_key: &SessionKey,
+        logical_turn_id: &LogicalTurnId,
+        latest_revision: i64,
+    ) -> Result<(), AdapterError> {
+        self.1.lock().unwrap().push((
+            session_key.to_string(),
+            logical_turn_id.to_string(),
+            latest_revision,
+        ));
         Ok(())
     }
 }
@@ -260,6 +281,7 @@ impl Harness {
                 .unwrap_or_default(),
             sessions: self.sessions.sessions().await.unwrap(),
             deliveries: self.recorder.count(),
+            hints: self.recorder.hints().len(),
         }
     }
 
@@ -309,6 +331,7 @@ pub struct Snapshot {
     pub history: Vec<MutationOutcome>,
     pub sessions: SessionList,
     pub deliveries: usize,
+    pub hints: usize,
 }
 
 /// The expected state of entry `m` in the default session and turn.

@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use crate::common::*;
 use ledger::engine::Settlement;
-use ledger::ids::SessionKey;
+use ledger::ids::{LogicalTurnId, SessionKey};
 use ledger::wire::{MutationOutcome, PublishedStatus as P};
 use ledger::{Adapter, AdapterError};
 
@@ -204,6 +204,16 @@ impl Adapter for SlowRecorder {
         self.0
             .on_mutation_outcome(session_key, outcome, mutation_revision)
     }
+
+    fn on_turn_changed(
+        &self,
+        session_key: &SessionKey,
+        logical_turn_id: &LogicalTurnId,
+        latest_revision: i64,
+    ) -> Result<(), AdapterError> {
+        self.0
+            .on_turn_changed(session_key, logical_turn_id, latest_revision)
+    }
 }
 
 /// Batches announce several changes each; a slow adapter must still see one turn's revisions in order.
@@ -241,4 +251,13 @@ async fn adapter_order_equals_revision_order_even_with_a_slow_adapter_and_batche
         "delivery order is not revision order: {order:?}"
     );
     assert_eq!(h.latest_revision().await, 3 * N as i64);
+    // One hint per commit that changed the turn, in commit order, each with the latest revision then:
+    // strictly increasing, the last one the turn's latest.
+    let hints: Vec<i64> = h.recorder.hints().iter().map(|t| t.2).collect();
+    assert!(
+        hints.windows(2).all(|w| w[0] < w[1]),
+        "hints are not in commit order: {hints:?}"
+    );
+    assert_eq!(hints.last(), Some(&(3 * N as i64)));
+    assert!(hints.len() <= 2 * N, "at most one hint per commit");
 }

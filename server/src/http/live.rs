@@ -1,6 +1,9 @@
 //! `GET /api/run-events?session_id=<key>`: the long-lived live stream of a session (docs/api.md "Live run events").
 //! Each event is `event: mutation_outcome` with `data: {"mutation_revision": n, "outcome": <record>}` (no
-//! `id:`: revisions are per turn), in revision order per turn; `event: resync` with
+//! `id:`: revisions are per turn), in revision order per turn; after each commit's outcomes, one
+//! `event: turn_changed` with `data: {"logical_turn_id": "<id>", "latest_revision": n}` per turn the
+//! commit changed visibly (any change that takes a revision, in-flight intent included; the turn's latest
+//! revision after the commit; a page catches up through the entries API's `after_revision`); `event: resync` with
 //! `data: {"logical_turn_ids": [...]}` when the client fell behind; `event: heartbeat` with
 //! `data: {"at": "<RFC 3339>"}` every 15 s; `event: session_ended` with `data: {"reason": "deleted" |
 //! "expired"}` before the stream of a deleted or expired session closes.
@@ -36,7 +39,7 @@ pub fn router() -> OpenApiRouter<AppState> {
 #[derive(utoipa::ToSchema)]
 #[allow(dead_code)]
 pub struct ServerSentEvent {
-    /// `mutation_outcome`, `resync`, `heartbeat`, `session_ended`.
+    /// `mutation_outcome`, `turn_changed`, `resync`, `heartbeat`, `session_ended`.
     event: String,
     /// JSON on one line.
     data: String,
@@ -57,7 +60,7 @@ pub const HEARTBEAT: Duration = Duration::from_secs(15);
     tag = "live",
     params(("session_id" = String, Query, min_length = 1, description = "session key")),
     responses(
-        (status = 200, description = "long-lived stream: `mutation_outcome` events with data `{\"mutation_revision\", \"outcome\"}`, `resync` events, `heartbeat` events every 15 s, a `session_ended` event before the stream of a deleted or expired session closes", content_type = "text/event-stream", body = ServerSentEvent),
+        (status = 200, description = "long-lived stream: `mutation_outcome` events with data `{\"mutation_revision\", \"outcome\"}` (settled changes); after each commit's outcomes one `turn_changed` event with data `{\"logical_turn_id\", \"latest_revision\"}` per turn the commit changed visibly (intent included: catch up through the entries API's `after_revision`); `resync` events, `heartbeat` events every 15 s, a `session_ended` event before the stream of a deleted or expired session closes", content_type = "text/event-stream", body = ServerSentEvent),
         (status = 400, description = "missing parameter", body = ledger::wire::ErrorBody),
         (status = 404, description = "unknown or expired session", body = ledger::wire::ErrorBody),
         (status = 503, description = "too many live streams (in total or for this session); retry after `Retry-After` seconds", body = ledger::wire::ErrorBody),
@@ -126,7 +129,7 @@ pub async fn run_events(
             // A busy stream gathers what arrives within LINGER of its last write and sends it in one
             // write: a thousand streams of a busy session then cost a write each per LINGER, not one per
             // event. A quiet stream sends at once.
-            if let (Some(at), LiveMessage::Outcome(_)) = (last_write, &message) {
+            if let (Some(at), LiveMessage::Frame(_)) = (last_write, &message) {
                 if at.elapsed() < LINGER {
                     tokio::time::sleep_until(at + LINGER).await;
                 }
@@ -177,7 +180,7 @@ struct Ended {
 /// Appends `message` as its SSE bytes; `true` when it ends the stream (`session_ended`).
 fn append(buf: &mut Vec<u8>, message: LiveMessage) -> bool {
     let (framed, ends) = match message {
-        LiveMessage::Outcome(frame) => {
+        LiveMessage::Frame(frame) => {
             buf.extend_from_slice(&frame.bytes);
             (Ok(()), false)
         }

@@ -2,6 +2,7 @@
 //! documentation declared together, with `utoipa_axum::routes!`); [`documented`] merges them in this one
 //! place, [`api_router`] serves them and [`openapi::document`] publishes what they declare.
 
+pub mod cursor;
 pub mod export;
 pub mod host;
 pub mod live;

@@ -95,3 +95,40 @@ pub fn path<T>(p: Result<Path<T>, PathRejection>) -> Result<T, ApiError> {
     p.map(|Path(t)| t)
         .map_err(|e| ApiError::bad_request("invalid_path", e.body_text(), None))
 }
+
+/// A page size: absent → `default`; else one or more ASCII digits with value 1 to `max`, or 400
+/// `invalid_parameter` naming `field`.
+pub fn read_limit(
+    value: Option<&str>,
+    field: &str,
+    default: u32,
+    max: u32,
+) -> Result<u32, ApiError> {
+    let Some(v) = value else {
+        return Ok(default);
+    };
+    v.bytes()
+        .all(|b| b.is_ascii_digit())
+        .then(|| v.parse::<u32>().ok())
+        .flatten()
+        .filter(|n| (1..=max).contains(n))
+        .ok_or_else(|| {
+            ApiError::bad_request(
+                "invalid_parameter",
+                format!("{field} is a whole number from 1 to {max}"),
+                Some(field),
+            )
+        })
+}
+
+/// A revision cursor (`after_revision`, the replay's `after`): one or more ASCII digits with value at
+/// most 2^63-1, or 400 `invalid_cursor` naming `field`.
+pub fn read_revision(value: Option<&str>, field: &str) -> Result<Option<i64>, ApiError> {
+    value
+        .map(|v| {
+            ledger::ids::Cursor::parse(v)
+                .map(ledger::ids::Cursor::revision)
+                .map_err(|e| ApiError::bad_request("invalid_cursor", e.to_string(), Some(field)))
+        })
+        .transpose()
+}

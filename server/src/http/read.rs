@@ -10,10 +10,13 @@ use axum::Json;
 use bytes::Bytes;
 use ledger::ids::{LogicalTurnId, MutationId, SessionKey};
 use ledger::wire::{OperationHistory, OperationMatches, SessionList, SessionTurns, TurnEntries};
-use ledger::HistoryChunks;
+use ledger::{EntriesPage, HistoryChunks};
 use serde::Deserialize;
 
-use super::query::{lossy_segment, query, read_id, read_param, read_path, unknown};
+use super::cursor::{self, Listing, Position};
+use super::query::{
+    lossy_segment, query, read_id, read_limit, read_param, read_path, read_revision, unknown,
+};
 use super::sse;
 use crate::access::Principal;
 use crate::error::ApiError;
@@ -150,16 +153,44 @@ pub async fn turns(
     Ok(Json(state.sessions.turns(&key).await?))
 }
 
-/// `GET /api/sessions/{session_key}/turns/{logical_turn_id}/entries` → `{"latest_revision", "entries"}`.
+/// Most entries one answer of the entries API holds, by default and at most.
+pub const ENTRIES_MAX_LIMIT: u32 = 1000;
+
+/// `?after_revision=&limit=&after=` of the entries API, read as text and checked by the handler.
+#[derive(Deserialize)]
+pub struct EntriesParams {
+    after_revision: Option<String>,
+    limit: Option<String>,
+    after: Option<String>,
+}
+
+/// `GET /api/sessions/{session_key}/turns/{logical_turn_id}/entries[?after_revision=N][&limit=n][&after=c]`
+/// → `{"session_key", "logical_turn_id", "latest_revision", "entries": [{"sequence", "mutation_revision",
+/// "outcome", "ledger_status", "recorded_at", "settled_at"}], "next"}` (docs/api.md "Dashboard reads"):
+/// the turn's published entries in recorded order (`sequence`), with `after_revision` only those whose
+/// `mutation_revision` is above N (legacy entries without a revision only without it), in flight ones
+/// included, so a page catches up after a `turn_changed` hint. `latest_revision` is always the turn's
+/// latest. At most `limit` entries (1 to 1000, default 1000); `next` is the opaque cursor of the next
+/// page (`?after=`, the other parameters unchanged), `null` on the last. Errors in order: 400
+/// (`invalid_cursor` naming `after_revision` or `after`, `invalid_parameter` naming `limit`, a malformed
+/// query or path) → 404 (`session_not_found`, `session_expired`, `turn_not_found`) → 409
+/// (`cursor_ahead` naming `after_revision`: above the turn's latest revision).
 #[utoipa::path(
     get,
     path = "/api/sessions/{session_key}/turns/{logical_turn_id}/entries",
     tag = "read",
-    params(("session_key" = String, Path, description = "session key, percent-encoded"), ("logical_turn_id" = String, Path, description = "logical turn, percent-encoded")),
+    params(
+        ("session_key" = String, Path, description = "session key, percent-encoded"),
+        ("logical_turn_id" = String, Path, description = "logical turn, percent-encoded"),
+        ("after_revision" = Option<i64>, Query, minimum = 0, maximum = 9_223_372_036_854_774_784_i64, description = "only entries changed after this revision (ASCII digits, 0 to 2^63-1, at most the turn's latest revision); legacy entries without a revision only without it"),
+        ("limit" = Option<u32>, Query, minimum = 1, maximum = 1000, description = "entries at most, 1 to 1000, default 1000"),
+        ("after" = Option<String>, Query, description = "opaque cursor: the `next` of the previous page"),
+    ),
     responses(
-        (status = 200, description = "the turn's published entries in recorded order, and its latest revision", body = ledger::wire::TurnEntries),
-        (status = 400, description = "missing or empty parameter, or a malformed query or path", body = ledger::wire::ErrorBody),
+        (status = 200, description = "the turn's published entries in recorded order (changed after `after_revision` when given), its latest revision, and the next page's cursor or null", body = ledger::wire::TurnEntries),
+        (status = 400, description = "invalid `after_revision`, `limit` or `after`, or a malformed query or path", body = ledger::wire::ErrorBody),
         (status = 404, description = "unknown or expired session, or unknown turn", body = ledger::wire::ErrorBody),
+        (status = 409, description = "`after_revision` is past the turn's latest revision (`cursor_ahead`)", body = ledger::wire::ErrorBody),
     ),
 )]
 pub async fn turn_entries(
@@ -167,8 +198,25 @@ pub async fn turn_entries(
     principal: Principal,
     uri: Uri,
     p: Result<Path<(String, String)>, PathRejection>,
+    q: Result<Query<EntriesParams>, QueryRejection>,
 ) -> Result<Json<TurnEntries>, ApiError> {
-    let (k, t) = match read_path(p)? {
+    let path = read_path(p)?;
+    let params = query(q)?;
+    let after_revision = read_revision(params.after_revision.as_deref(), "after_revision")?;
+    let limit = read_limit(
+        params.limit.as_deref(),
+        "limit",
+        ENTRIES_MAX_LIMIT,
+        ENTRIES_MAX_LIMIT,
+    )?;
+    let after_sequence = match params.after.as_deref() {
+        None => None,
+        Some(a) => match cursor::decode(a, Listing::Entries)? {
+            Position::Entries { seq } => Some(seq),
+            _ => return Err(cursor::invalid_cursor()),
+        },
+    };
+    let (k, t) = match path {
         Ok(kt) => (kt.0, Some(kt.1)),
         Err(bad) if bad == "session_key" => return Err(unknown("session_id")),
         // The turn is not UTF-8; the key (`/api/sessions/{key}/...`) is.
@@ -185,7 +233,24 @@ pub async fn turn_entries(
         state.sessions.turns(&key).await?;
         return Err(unknown("logical_turn_id"));
     };
-    Ok(Json(state.sessions.turn_entries(&key, &turn).await?))
+    let page = EntriesPage {
+        after_revision,
+        after_sequence,
+        limit,
+    };
+    let (mut entries, next) = state
+        .sessions
+        .turn_entries_page(&key, &turn, &page)
+        .await
+        .map_err(|e| {
+            let mut error = ApiError::from(e);
+            if error.detail.code == "cursor_ahead" {
+                error.detail.field = Some("after_revision".to_owned());
+            }
+            error
+        })?;
+    entries.next = next.map(|seq| Position::Entries { seq }.encode());
+    Ok(Json(entries))
 }
 
 /// `GET /api/sessions/{session_key}/mutations/{mutation_id}/history` → `{"session_key",

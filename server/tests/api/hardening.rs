@@ -9,7 +9,7 @@ use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
 use server::conn::ConnLimits;
 
-use crate::helpers::{read_until, spawn_configured, TestApp, TOKEN};
+use crate::helpers::{read_until, record, spawn_configured, TestApp, TOKEN};
 
 /// A server like `spawn()`, with `edit` applied to its arguments first.
 async fn spawn_with(edit: impl FnOnce(&mut ServeArgs)) -> TestApp {
@@ -37,10 +37,15 @@ async fn deleting_a_session_sends_session_ended_and_ends_its_live_streams() {
     assert_eq!(stream.status(), StatusCode::OK);
     assert_eq!(app.state.hub.subscriber_count("s"), 1);
     app.settled("s", "t", "m2", "failed").await;
-    let first = read_until(&mut stream, "\"m2\"").await;
-    assert!(
-        first.starts_with("event: mutation_outcome\ndata: {\"mutation_revision\":4,"),
-        "{first}"
+    let first = read_until(&mut stream, "\"latest_revision\":4}\n\n").await;
+    assert_eq!(
+        first,
+        format!(
+            "event: turn_changed\ndata: {{\"logical_turn_id\":\"t\",\"latest_revision\":3}}\n\n\
+             event: mutation_outcome\ndata: {{\"mutation_revision\":4,\"outcome\":{}}}\n\n\
+             event: turn_changed\ndata: {{\"logical_turn_id\":\"t\",\"latest_revision\":4}}\n\n",
+            record("t", "m2", "failed")
+        )
     );
     let r = app
         .client

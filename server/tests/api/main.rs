@@ -15,6 +15,7 @@ mod live;
 mod openapi;
 mod operator;
 mod pages;
+mod paging;
 mod process;
 mod reliability;
 mod replay;

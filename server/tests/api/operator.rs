@@ -470,11 +470,12 @@ async fn staff_reconcile_an_unknown_outcome_as_the_host_would_with_its_live_even
         json!({"session_key": "s", "logical_turn_id": "t", "mutation_id": "m",
                "ledger_status": "completed", "intent_recorded": true, "attempt_id": "a1", "revision": 3})
     );
-    let got = read_until(&mut live, "\n\n").await;
+    let got = read_until(&mut live, "\"latest_revision\":3}\n\n").await;
     assert_eq!(
         got,
         format!(
-            "event: mutation_outcome\ndata: {{\"mutation_revision\":3,\"outcome\":{}}}\n\n",
+            "event: mutation_outcome\ndata: {{\"mutation_revision\":3,\"outcome\":{}}}\n\n\
+             event: turn_changed\ndata: {{\"logical_turn_id\":\"t\",\"latest_revision\":3}}\n\n",
             record("t", "m", "completed")
         )
     );

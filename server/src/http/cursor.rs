@@ -1,0 +1,137 @@
+//! Opaque keyset cursors of the paged reads (docs/api.md "Paging"): the `next` of an answer, given back as
+//! `?after=`. A cursor is the position of the last item of a page (never an offset), as a small JSON
+//! object tagged with its listing, encoded base64url without padding (RFC 4648 §5). Decoding is strict: a
+//! cursor over [`MAX_CURSOR_LEN`] characters, that is not canonical base64url, not the exact JSON this
+//! module writes (re-encoding must give the same text), or of another listing is 400 `invalid_cursor`
+//! naming `after`, never a 500 or a panic. Clients must not build or read cursors: the shape may change.
+
+use base64::engine::general_purpose::URL_SAFE_NO_PAD;
+use base64::Engine as _;
+use serde::{Deserialize, Serialize};
+
+use crate::error::ApiError;
+
+/// Longest cursor accepted, in characters (a session key of 256 bytes, every byte escaped twice, still fits).
+pub const MAX_CURSOR_LEN: usize = 1024;
+
+/// The position a cursor holds, one variant per listing.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "l", deny_unknown_fields)]
+pub enum Position {
+    /// A turn's entries: the `sequence` of the page's last entry.
+    #[serde(rename = "entries")]
+    Entries { seq: i64 },
+    /// The sessions list: the page's last session (`last_write_at` in ms, key).
+    #[serde(rename = "sessions")]
+    Sessions { at: i64, key: String },
+    /// The support queue: the page's last item (`recorded_at` in ms, `sequence`).
+    #[serde(rename = "unknowns")]
+    Unknowns { at: i64, seq: i64 },
+}
+
+/// Which listing a cursor must belong to.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Listing {
+    Entries,
+    Sessions,
+    Unknowns,
+}
+
+impl Position {
+    fn listing(&self) -> Listing {
+        match self {
+            Position::Entries { .. } => Listing::Entries,
+            Position::Sessions { .. } => Listing::Sessions,
+            Position::Unknowns { .. } => Listing::Unknowns,
+        }
+    }
+
+    /// The opaque cursor.
+    pub fn encode(&self) -> String {
+        // Serialising a tagged enum of integers and strings cannot fail.
+        let json = serde_json::to_vec(self).unwrap_or_default();
+        URL_SAFE_NO_PAD.encode(json)
+    }
+}
+
+/// The 400 for an `after` that is not a cursor of this listing.
+pub fn invalid_cursor() -> ApiError {
+    ApiError::bad_request(
+        "invalid_cursor",
+        "after is the opaque cursor a previous answer's next gave for this listing",
+        Some("after"),
+    )
+}
+
+/// Decodes `after` as a cursor of `listing`, or 400 `invalid_cursor` naming `after`.
+pub fn decode(after: &str, listing: Listing) -> Result<Position, ApiError> {
+    if after.is_empty() || after.len() > MAX_CURSOR_LEN {
+        return Err(invalid_cursor());
+    }
+    let bytes = URL_SAFE_NO_PAD
+        .decode(after)
+        .map_err(|_| invalid_cursor())?;
+    let position: Position = serde_json::from_slice(&bytes).map_err(|_| invalid_cursor())?;
+    if position.listing() != listing || position.encode() != after {
+        return Err(invalid_cursor());
+    }
+    Ok(position)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_cursor_round_trips_as_base64url_of_its_json() {
+        let p = Position::Sessions {
+            at: 1_800_000_000_000,
+            key: "chat 42/é".into(),
+        };
+        let c = p.encode();
+        assert_eq!(
+            String::from_utf8(URL_SAFE_NO_PAD.decode(&c).unwrap()).unwrap(),
+            r#"{"l":"sessions","at":1800000000000,"key":"chat 42/é"}"#
+        );
+        assert!(!c.contains(['+', '/', '=']));
+        assert_eq!(decode(&c, Listing::Sessions).unwrap(), p);
+        let e = Position::Entries { seq: 7 };
+        assert_eq!(e.encode(), "eyJsIjoiZW50cmllcyIsInNlcSI6N30");
+        assert_eq!(decode(&e.encode(), Listing::Entries).unwrap(), e);
+    }
+
+    #[test]
+    fn garbage_other_listings_and_huge_values_are_invalid() {
+        let other = Position::Unknowns { at: 1, seq: 2 }.encode();
+        let b64 = |s: &str| URL_SAFE_NO_PAD.encode(s);
+        for bad in [
+            String::new(),
+            "x".into(),
+            "!!!!".into(),
+            "a".repeat(MAX_CURSOR_LEN + 1),
+            other.clone(),
+            format!("{other}="),
+            b64(r#"{"l":"entries","seq":9223372036854775808}"#),
+            b64(r#"{"l":"entries","seq":1.5}"#),
+            b64(r#"{"l":"entries","seq":"1"}"#),
+            b64(r#"{"l":"entries"}"#),
+            b64(r#"{"l":"entries","seq":1,"x":2}"#),
+            b64(r#"{"l":"entries", "seq":1}"#),
+            b64(r#"{"seq":1,"l":"entries"}"#),
+            b64(r#"{"l":"nope","seq":1}"#),
+            b64("[]"),
+            b64("\u{0}"),
+        ] {
+            let e = decode(&bad, Listing::Entries).unwrap_err();
+            assert_eq!(e.status, axum::http::StatusCode::BAD_REQUEST, "{bad:?}");
+            assert_eq!(e.detail.code, "invalid_cursor");
+            assert_eq!(e.detail.field.as_deref(), Some("after"));
+        }
+        // The same position with non-canonical trailing bits is refused too.
+        let good = Position::Entries { seq: 7 }.encode();
+        let mut tweaked = good.clone();
+        tweaked.pop();
+        tweaked.push('1');
+        assert!(decode(&tweaked, Listing::Entries).is_err());
+    }
+}
