@@ -141,6 +141,44 @@ impl Reader {
     }
 }
 
+impl Reader {
+    /// A turn's entries (changed after `after_revision`, when given), following `next` through every page
+    /// and returning them as one answer with `next: null`. `latest_revision` is the first page's: what a
+    /// later page holds beyond it is read again at the next catch-up, never lost.
+    pub fn turn_entries(
+        &self,
+        key: &str,
+        turn: &str,
+        after_revision: Option<i64>,
+    ) -> impl Future<Output = Result<TurnEntries, ApiError>> + Send + 'static {
+        let reader = self.clone();
+        let base = turn_entries_path(key, turn);
+        async move {
+            let query = |after: Option<&str>| {
+                let mut q: Vec<String> = Vec::new();
+                if let Some(r) = after_revision {
+                    q.push(format!("after_revision={r}"));
+                }
+                if let Some(a) = after {
+                    q.push(format!("after={}", enc(a)));
+                }
+                if q.is_empty() {
+                    base.clone()
+                } else {
+                    format!("{base}?{}", q.join("&"))
+                }
+            };
+            let mut all: TurnEntries = reader.get_json(query(None)).await?;
+            while let Some(next) = all.next.take() {
+                let page: TurnEntries = reader.get_json(query(Some(&next))).await?;
+                all.entries.extend(page.entries);
+                all.next = page.next;
+            }
+            Ok(all)
+        }
+    }
+}
+
 /// The path of a turn's entries (docs/api.md "Dashboard reads").
 pub fn turn_entries_path(key: &str, turn: &str) -> String {
     format!("/api/sessions/{}/turns/{}/entries", enc(key), enc(turn))
@@ -204,27 +242,23 @@ pub fn session_turns(
     get_json(session_turns_path(key))
 }
 
-/// `GET /api/sessions/{key}/turns/{turn}/entries`.
+/// `GET /api/sessions/{key}/turns/{turn}/entries`, every page (see [`Reader::turn_entries`]).
 pub fn turn_entries(
     key: &str,
     turn: &str,
 ) -> impl Future<Output = Result<TurnEntries, ApiError>> + Send + 'static {
-    get_json(turn_entries_path(key, turn))
+    reader().turn_entries(key, turn, None)
 }
 
-/// `GET /api/sessions/{key}/turns/{turn}/entries[?after_revision=N]`: with `after_revision`, only the
-/// entries changed after that revision (docs/api.md "Dashboard reads"); 409 when it is past the turn's
-/// latest revision.
+/// `GET /api/sessions/{key}/turns/{turn}/entries?after_revision=N`, every page: with `after_revision`,
+/// only the entries changed after that revision (docs/api.md "Dashboard reads"); 409 when it is past the
+/// turn's latest revision.
 pub fn turn_entries_since(
     key: &str,
     turn: &str,
     after_revision: Option<i64>,
 ) -> impl Future<Output = Result<TurnEntries, ApiError>> + Send + 'static {
-    let mut path = turn_entries_path(key, turn);
-    if let Some(a) = after_revision {
-        path.push_str(&format!("?after_revision={a}"));
-    }
-    get_json(path)
+    reader().turn_entries(key, turn, after_revision)
 }
 
 /// `GET /api/operations/{mutation_id}`.

@@ -13,7 +13,7 @@
 use std::cell::{Cell, RefCell};
 use std::rc::Rc;
 
-use ledger::wire::{Resync, RunEvent};
+use ledger::wire::{Resync, RunEvent, TurnChanged};
 use leptos::prelude::*;
 use serde::Deserialize;
 use wasm_bindgen::closure::Closure;
@@ -74,12 +74,6 @@ pub enum Event {
     /// The stream (re)opened: catch up.
     Opened,
     Change(Change),
-}
-
-#[derive(Deserialize)]
-struct TurnChangedData {
-    logical_turn_id: String,
-    latest_revision: i64,
 }
 
 #[derive(Deserialize)]
@@ -248,7 +242,7 @@ impl Live {
                 if let Some(t) = e
                     .data()
                     .as_string()
-                    .and_then(|d| serde_json::from_str::<TurnChangedData>(&d).ok())
+                    .and_then(|d| serde_json::from_str::<TurnChanged>(&d).ok())
                 {
                     live.tell(Event::Change(Change::TurnChanged {
                         logical_turn_id: t.logical_turn_id,

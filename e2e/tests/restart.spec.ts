@@ -1,41 +1,19 @@
 // A server restart mid-stream: the page says so, resumes from its own cursor, and shows no duplicate rows.
 // This test runs its OWN server (the one scripts/test.sh started cannot be restarted from here).
 import { test, expect, request as pwRequest } from '@playwright/test';
-import { spawn, ChildProcess } from 'child_process';
 import { mkdtempSync, rmSync } from 'fs';
 import { tmpdir } from 'os';
 import * as path from 'path';
 import { Host, unique } from './host';
+import { OwnServer } from './own-server';
 
-const root = path.resolve(process.cwd(), '..');
-const binary = path.join(root, 'target/release/outcomes');
-const port = 3290 + Math.floor(Math.random() * 9);
-const base = `http://127.0.0.1:${port}`;
-
-async function startServer(dataDir: string): Promise<ChildProcess> {
-  const child = spawn(binary, ['serve', '--addr', `127.0.0.1:${port}`, '--data-dir', dataDir,
-    '--site-root', path.join(root, 'target/site')], { env: { ...process.env }, stdio: 'ignore' });
-  for (let i = 0; i < 100; i++) {
-    try {
-      const r = await fetch(`${base}/healthz`);
-      if (r.ok) return child;
-    } catch { /* not up yet */ }
-    await new Promise(r => setTimeout(r, 100));
-  }
-  child.kill('SIGKILL');
-  throw new Error('own server did not start');
-}
-
-async function stopServer(child: ChildProcess) {
-  const exited = new Promise(r => child.once('exit', r));
-  child.kill('SIGKILL');
-  await exited;
-}
+const own = new OwnServer(3290 + Math.floor(Math.random() * 9));
+const base = own.base;
 
 test('a server restart mid-stream resumes with no duplicate rows; a cursor past the data starts over', async ({ page }) => {
   const dataDir = mkdtempSync(path.join(tmpdir(), 'outcomes-e2e-'));
   const freshDir = mkdtempSync(path.join(tmpdir(), 'outcomes-e2e-'));
-  let server = await startServer(dataDir);
+  await own.start(dataDir);
   const api = await pwRequest.newContext({ baseURL: base });
   try {
     const session = unique('e2e-restart');
@@ -51,11 +29,11 @@ test('a server restart mid-stream resumes with no duplicate rows; a cursor past 
     const ids = () => page.locator('.outcome').evaluateAll(es => es.map(e => e.getAttribute('data-mutation-id')));
     await expect.poll(ids).toEqual(['r1', 'r2', 'r3', 'r4', 'r5']);
 
-    await stopServer(server);
+    await own.kill();
     await expect(state).toHaveAttribute('data-state', /reconnecting|stale/, { timeout: 15_000 });
-    await expect(state).not.toHaveText('Live');
+    await expect(state).toHaveText(/^(Reconnecting|Stale) since \d\d:\d\d:\d\d/);
 
-    server = await startServer(dataDir);
+    await own.start(dataDir);
     await expect(state).toHaveAttribute('data-state', 'live', { timeout: 20_000 });
     await host.settle('r4', 'outcome_unknown', 'execution_timeout');
     await host.settled('t', 'r6', 'completed');
@@ -66,9 +44,9 @@ test('a server restart mid-stream resumes with no duplicate rows; a cursor past 
 
     // The server comes back on an empty data directory: the held cursor is past the turn's latest revision
     // (409), so the page starts over with a full replay and shows the new outcome once.
-    await stopServer(server);
+    await own.kill();
     await expect(state).toHaveAttribute('data-state', /reconnecting|stale/, { timeout: 15_000 });
-    server = await startServer(freshDir);
+    await own.start(freshDir);
     await host.settled('t', 'n1', 'completed');
     await expect(state).toHaveAttribute('data-state', 'live', { timeout: 20_000 });
     await expect(page.locator('.outcome[data-mutation-id="n1"]')).toHaveCount(1);
@@ -79,7 +57,7 @@ test('a server restart mid-stream resumes with no duplicate rows; a cursor past 
     expect(new Set(all).size).toBe(all.length);
   } finally {
     await api.dispose();
-    await stopServer(server).catch(() => {});
+    await own.kill().catch(() => {});
     rmSync(dataDir, { recursive: true, force: true });
     rmSync(freshDir, { recursive: true, force: true });
   }

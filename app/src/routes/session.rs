@@ -30,11 +30,7 @@ async fn read(reader: api::Reader, key: String) -> Result<SessionRead, ApiError>
     let turns: SessionTurns = reader.get_json(api::session_turns_path(&key)).await?;
     let mut entries = Vec::new();
     for t in turns.turns.iter().take(TURNS_SHOWN) {
-        entries.push(
-            reader
-                .get_json(api::turn_entries_path(&key, &t.logical_turn_id))
-                .await?,
-        );
+        entries.push(reader.turn_entries(&key, &t.logical_turn_id, None).await?);
     }
     Ok(SessionRead { turns, entries })
 }
