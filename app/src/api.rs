@@ -230,11 +230,6 @@ pub fn me() -> impl Future<Output = Result<Caller, ApiError>> + Send + 'static {
     get_json("/api/me".to_owned())
 }
 
-/// `GET /api/sessions`.
-pub fn sessions() -> impl Future<Output = Result<SessionList, ApiError>> + Send + 'static {
-    get_json("/api/sessions".to_owned())
-}
-
 /// `GET /api/sessions/{key}/turns`.
 pub fn session_turns(
     key: &str,
@@ -288,11 +283,6 @@ pub fn export_url(key: &str, history: bool) -> String {
         u.push_str("?history=true");
     }
     u
-}
-
-/// `GET /api/unknowns`.
-pub fn unknowns() -> impl Future<Output = Result<OperationMatches, ApiError>> + Send + 'static {
-    get_json("/api/unknowns".to_owned())
 }
 
 /// The replay URL of a turn: with `after` when a cursor is held, without for a full replay.

@@ -122,3 +122,34 @@ pub fn ConnectionIndicator(connection: RwSignal<crate::timeline::Connection>) ->
         </p>
     }
 }
+
+/// How often a listing page reads itself again (docs/design.md "What the person sees": at most every 15 s).
+pub const REFRESH_SECS: u64 = 15;
+
+/// A counter for a listing page's resource to track: bumped every [`REFRESH_SECS`] once the page is
+/// interactive (and by [`AsOf`]'s button), so the page reads itself again. Stops when the page is left.
+pub fn refresh_ticker() -> RwSignal<u64> {
+    let tick = RwSignal::new(0u64);
+    #[cfg(feature = "hydrate")]
+    Effect::new(move |_| {
+        if let Ok(handle) = set_interval_with_handle(
+            move || tick.update(|t| *t += 1),
+            std::time::Duration::from_secs(REFRESH_SECS),
+        ) {
+            on_cleanup(move || handle.clear());
+        }
+    });
+    tick
+}
+
+/// "As of <time>" for a listing read at `at` (RFC 3339), with a button that reads it again now.
+#[component]
+pub fn AsOf(at: String, refresh: RwSignal<u64>) -> impl IntoView {
+    view! {
+        <p class="as-of mb-3 flex flex-wrap items-center gap-2 text-sm opacity-90">
+            <span>"As of " <time::Time at/>{format!(" · refreshes every {REFRESH_SECS} s")}</span>
+            <button type="button" class="refresh rounded border border-slate-400 px-2 py-0.5 text-xs hover:bg-slate-100 dark:border-slate-600 dark:hover:bg-slate-800"
+                on:click=move |_| refresh.update(|t| *t += 1)>"Refresh now"</button>
+        </p>
+    }
+}

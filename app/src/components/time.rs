@@ -41,6 +41,25 @@ pub fn open_for(secs: u64) -> String {
     }
 }
 
+/// The time now as RFC 3339 UTC (`2026-12-01T21:34:30.168Z`): the server's clock while rendering, the
+/// browser's once interactive.
+pub fn now_rfc3339() -> String {
+    #[cfg(feature = "ssr")]
+    {
+        time::OffsetDateTime::now_utc()
+            .format(&time::format_description::well_known::Rfc3339)
+            .unwrap_or_default()
+    }
+    #[cfg(all(feature = "hydrate", not(feature = "ssr")))]
+    {
+        js_sys::Date::new_0().to_iso_string().into()
+    }
+    #[cfg(not(any(feature = "ssr", feature = "hydrate")))]
+    {
+        String::new()
+    }
+}
+
 /// `<time datetime=at>`: UTC from the server, the local time and its age in the browser.
 #[component]
 pub fn Time(at: String) -> impl IntoView {

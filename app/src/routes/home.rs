@@ -1,45 +1,128 @@
-//! Home: find a session or an operation by id; the sessions list for investigators.
+//! Home: find a session or an operation by id; the sessions, most recently active first, paged and
+//! filtered in the address (`?prefix=&has_unknown=&tool=&after=`), "as of" the read, refreshing itself.
 
+use ledger::wire::SessionSummary;
 use leptos::prelude::*;
 use leptos_meta::Title;
+use serde::{Deserialize, Serialize};
 
 use crate::api;
-use crate::components::{ApiErrorPanel, Counts};
+use crate::components::time::{now_rfc3339, Time};
+use crate::components::{refresh_ticker, ApiErrorPanel, AsOf, Counts};
 use crate::routes::find::SearchForm;
+use crate::routes::listing::{asked, query_string, value_of, PageNav};
 use crate::routes::session_href;
+
+/// The filters of the sessions listing, as the API names them (docs/api.md "Dashboard reads").
+const FILTERS: [&str; 3] = ["prefix", "has_unknown", "tool"];
+
+/// One page of `GET /api/sessions`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SessionsRead {
+    pub sessions: Vec<SessionSummary>,
+    #[serde(default)]
+    pub next: Option<String>,
+    #[serde(default)]
+    pub total: Option<u64>,
+    /// When the page read it (RFC 3339).
+    #[serde(default)]
+    pub as_of: String,
+}
 
 #[component]
 pub fn HomePage() -> impl IntoView {
-    let sessions = Resource::new(|| (), |_| api::sessions());
+    let filters = asked(&FILTERS);
+    let after = asked(&["after"]);
+    let mut query = filters.clone();
+    query.extend(after.iter().cloned());
+    let path = format!("/api/sessions{}", query_string(&query));
+    let refresh = refresh_ticker();
+    let reader = api::reader();
+    let sessions = Resource::new(
+        move || refresh.get(),
+        move |_| {
+            let read = reader.get_json::<SessionsRead>(path.clone());
+            async move {
+                let mut s = read.await?;
+                s.as_of = now_rfc3339();
+                Ok::<_, api::ApiError>(s)
+            }
+        },
+    );
+    let later = !after.is_empty();
     view! {
         <Title text="Sessions · Outcome ledger"/>
         <h1 class="mb-4 text-2xl font-semibold">"Outcome ledger"</h1>
         <SearchForm/>
         <h2 class="mb-2 text-xl font-semibold">"Sessions"</h2>
-        <Suspense fallback=|| view! { <p>"Loading sessions…"</p> }>
-            {move || Suspend::new(async move {
-                match sessions.await {
-                    Err(e) => view! { <ApiErrorPanel error=e/> }.into_any(),
-                    Ok(list) if list.sessions.is_empty() => view! { <p>"No sessions yet."</p> }.into_any(),
-                    Ok(list) => view! {
-                        <ul class="sessions divide-y divide-slate-200 dark:divide-slate-800">
-                            {list.sessions.into_iter().map(|s| view! {
-                                <li class="session flex flex-wrap items-center justify-between gap-2 py-3">
-                                    <div>
-                                        <a rel="external" class="break-all font-mono underline underline-offset-2" href=session_href(&s.session_key)>
-                                            <bdi>{s.session_key.clone()}</bdi>
-                                        </a>
-                                        <p class="text-xs opacity-80">
-                                            {format!("{} turn(s) · last activity {}", s.turn_count, s.last_activity)}
-                                        </p>
-                                    </div>
-                                    <Counts counts=s.counts/>
-                                </li>
-                            }).collect_view()}
-                        </ul>
-                    }.into_any(),
-                }
-            })}
-        </Suspense>
+        <SessionFilters filters=filters.clone()/>
+        <Transition fallback=|| view! { <p>"Loading sessions…"</p> }>
+            {move || {
+                let filters = filters.clone();
+                Suspend::new(async move {
+                    match sessions.await {
+                        Err(e) => view! { <ApiErrorPanel error=e/> }.into_any(),
+                        Ok(list) => {
+                            let shown = list.sessions.len();
+                            view! {
+                                <AsOf at=list.as_of.clone() refresh/>
+                                {(shown == 0).then(|| view! { <p>{if filters.is_empty() { "No sessions yet." } else { "No session matches these filters." }}</p> })}
+                                <ul class="sessions divide-y divide-slate-200 dark:divide-slate-800">
+                                    {list.sessions.into_iter().map(|s| view! { <SessionRow s/> }).collect_view()}
+                                </ul>
+                                <PageNav shown total=list.total next=list.next page_path="/" filters later noun="sessions"/>
+                            }.into_any()
+                        }
+                    }
+                })
+            }}
+        </Transition>
+    }
+}
+
+#[component]
+fn SessionRow(s: SessionSummary) -> impl IntoView {
+    view! {
+        <li class="session flex flex-wrap items-center justify-between gap-2 py-3">
+            <div class="min-w-0">
+                <a rel="external" class="break-all font-mono underline underline-offset-2" href=session_href(&s.session_key)>
+                    <bdi>{s.session_key.clone()}</bdi>
+                </a>
+                <p class="text-xs opacity-80">
+                    {format!("{} turn(s) · last activity ", s.turn_count)}<Time at=s.last_activity.clone()/>
+                </p>
+            </div>
+            <Counts counts=s.counts/>
+        </li>
+    }
+}
+
+/// The filters as a plain GET form (works without JavaScript); the values in force are filled in.
+#[component]
+fn SessionFilters(filters: Vec<(&'static str, String)>) -> impl IntoView {
+    let prefix = value_of(&filters, "prefix");
+    let tool = value_of(&filters, "tool");
+    let has_unknown = value_of(&filters, "has_unknown");
+    let input = "w-full rounded border border-slate-400 bg-white px-2 py-1 font-mono text-sm dark:border-slate-600 dark:bg-slate-900";
+    view! {
+        <form method="get" action="/" class="filters mb-3 grid gap-2 sm:grid-cols-4 sm:items-end" aria-label="Filter sessions">
+            <label class="flex flex-col text-sm">"Session id starts with"
+                <input name="prefix" type="text" value=prefix class=input autocomplete="off" spellcheck="false"/>
+            </label>
+            <label class="flex flex-col text-sm">"Tool"
+                <input name="tool" type="text" value=tool class=input autocomplete="off" spellcheck="false" placeholder="e.g. mcp__dashboards__create"/>
+            </label>
+            <label class="flex flex-col text-sm">"Open unknown"
+                <select name="has_unknown" class=input>
+                    <option value="" selected=has_unknown.is_empty()>"Any"</option>
+                    <option value="true" selected=has_unknown == "true">"Has an open unknown"</option>
+                    <option value="false" selected=has_unknown == "false">"Has none"</option>
+                </select>
+            </label>
+            <div class="flex gap-2">
+                <button type="submit" class="rounded bg-sky-700 px-3 py-1 text-sm font-semibold text-white hover:bg-sky-800">"Filter"</button>
+                <a rel="external" href="/" class="px-2 py-1 text-sm underline underline-offset-2">"Clear"</a>
+            </div>
+        </form>
     }
 }

@@ -3,6 +3,7 @@
 pub mod find;
 pub mod history;
 pub mod home;
+pub mod listing;
 pub mod operation;
 pub mod session;
 pub mod turn;

@@ -63,7 +63,7 @@ pub fn OperationList(matches: Vec<ledger::wire::OperationMatch>) -> impl IntoVie
                             " · recorded "
                             <Time at=m.entry.recorded_at.clone()/>
                         </p>
-                        <OutcomeCard outcome=m.entry.outcome in_flight revision=m.entry.mutation_revision recorded_at=Some(m.entry.recorded_at.clone()) settled_at=m.entry.settled_at.clone()/>
+                        <OutcomeCard outcome=m.entry.outcome in_flight revision=m.entry.mutation_revision settled_at=m.entry.settled_at.clone()/>
                         <p class="mt-1 flex flex-wrap items-center gap-x-3 text-sm">
                             {open.map(|o| view! { <span class="age font-medium" data-age-secs=m.age_secs.unwrap_or(0)>{o}</span> })}
                             {notes.map(|n| view! { <span class="notes" data-notes=m.notes>{n}</span> })}
