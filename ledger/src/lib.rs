@@ -49,7 +49,7 @@ pub use error::{LedgerError, Refusal};
 #[cfg(feature = "store")]
 pub use sessions::{
     EntriesPage, HistoryChunks, OperationHistoryChunks, Replay, ReplayChunks, ReplayEvent,
-    SessionManager,
+    SessionManager, SessionsAfter, SessionsQuery, UnknownsAfter, UnknownsQuery,
 };
 #[cfg(feature = "store")]
 pub use store::{Clock, LedgerOptions, SystemClock};

@@ -2,6 +2,7 @@
 //! projected on read (seed 000: "Records are derived on read from the session's mutation ledger").
 //! Expired sessions are hidden from every read.
 
+use std::collections::HashMap;
 use std::sync::Arc;
 
 pub use crate::chunks::{HistoryChunks, OperationHistoryChunks, ReplayChunks, ReplayEvent};
@@ -13,7 +14,7 @@ use crate::store::{format_time, Inner};
 use crate::wire::{
     HistoryChange, HistoryEvidence, HistoryKind, LedgerStatus, MutationOutcome, OperationHistory,
     OperationMatch, Reason, SessionList, SessionSummary, SessionTurns, StatusCounts, TurnEntries,
-    TurnEntry, TurnSummary,
+    TurnEntry, TurnSummary, UnknownsPage,
 };
 
 /// A replay snapshot of one logical turn (seed 000, `GET /api/mutation-events`).
@@ -95,6 +96,106 @@ const MATCH_COLUMNS: &str = "\
     (SELECT h.at FROM history h WHERE h.entry_seq = e.seq AND h.kind NOT IN ('metadata', 'note') \
      ORDER BY h.id DESC LIMIT 1) AS status_since, \
     (SELECT COUNT(*) FROM history h WHERE h.entry_seq = e.seq AND h.kind = 'note') AS notes";
+
+/// The filter of [`SessionManager::sessions`] over `sessions s`, numbered parameters: `?1` live since
+/// (ms), `?2` has_unknown (1, 0 or NULL), `?3` tool, `?4` prefix. The prefix is compared as bytes (`substr`
+/// of BLOBs), so `%` and `_` are literal. "Open unknown" is the status test of the partial index
+/// `entries_open_unknown_by_turn`, word for word, so the test reads that index.
+const SESSION_FILTER: &str = "s.last_write_at >= ?1 \
+    AND (?2 IS NULL OR ?2 = EXISTS (SELECT 1 FROM entries e WHERE e.session_key = s.session_key \
+         AND e.status IN ('outcome_unknown', 'execution_started'))) \
+    AND (?3 IS NULL OR EXISTS (SELECT 1 FROM entries e WHERE e.session_key = s.session_key \
+         AND e.tool = ?3 AND (e.status <> 'approved' OR e.intent_recorded))) \
+    AND (?4 IS NULL OR substr(CAST(s.session_key AS BLOB), 1, length(CAST(?4 AS BLOB))) = CAST(?4 AS BLOB))";
+
+/// The filter of [`SessionManager::open_unknowns`] over `entries e JOIN sessions s`, numbered
+/// parameters: `?1` live since (ms), `?2` tool, `?3` session key, `?4` opened by (ms: now less the
+/// minimum age). The entry's open time is `status_since` of [`MATCH_COLUMNS`], the time `age_secs` counts
+/// from.
+const UNKNOWN_FILTER: &str =
+    "e.status IN ('outcome_unknown', 'execution_started') AND s.last_write_at >= ?1 \
+    AND (?2 IS NULL OR e.tool = ?2) AND (?3 IS NULL OR e.session_key = ?3) \
+    AND (?4 IS NULL OR (SELECT h.at FROM history h WHERE h.entry_seq = e.seq \
+         AND h.kind NOT IN ('metadata', 'note') ORDER BY h.id DESC LIMIT 1) <= ?4)";
+
+/// Sessions one page of the list holds by default, and at most (docs/api.md "Sessions").
+pub const SESSIONS_DEFAULT_LIMIT: u32 = 50;
+pub const SESSIONS_MAX_LIMIT: u32 = 200;
+/// Items one page of the support queue holds by default, and at most (docs/api.md "Support queue").
+pub const UNKNOWNS_DEFAULT_LIMIT: u32 = 200;
+pub const UNKNOWNS_MAX_LIMIT: u32 = 1000;
+/// Entries one page of a turn's entries holds by default and at most (docs/api.md "Turn entries").
+pub const ENTRIES_MAX_LIMIT: u32 = 1000;
+
+/// What one page of the sessions list asks for ([`SessionManager::sessions`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SessionsQuery {
+    /// At most this many sessions (at least 1).
+    pub limit: u32,
+    /// Go on after this session (the previous page's last).
+    pub after: Option<SessionsAfter>,
+    /// Only sessions with (`true`) or without (`false`) an open unknown.
+    pub has_unknown: Option<bool>,
+    /// Only sessions with a published entry of this exact tool.
+    pub tool: Option<String>,
+    /// Only sessions whose key starts with these bytes.
+    pub prefix: Option<String>,
+}
+
+impl Default for SessionsQuery {
+    /// The first page of every session, [`SESSIONS_DEFAULT_LIMIT`] long.
+    fn default() -> Self {
+        SessionsQuery {
+            limit: SESSIONS_DEFAULT_LIMIT,
+            after: None,
+            has_unknown: None,
+            tool: None,
+            prefix: None,
+        }
+    }
+}
+
+/// A position in the sessions list: its last session's last write (ms) and key.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SessionsAfter {
+    pub last_write_at: i64,
+    pub session_key: String,
+}
+
+/// What one page of the support queue asks for ([`SessionManager::open_unknowns`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct UnknownsQuery {
+    /// At most this many items (at least 1).
+    pub limit: u32,
+    /// Go on after this item (the previous page's last).
+    pub after: Option<UnknownsAfter>,
+    /// Only items of this exact tool.
+    pub tool: Option<String>,
+    /// Only items of this exact session.
+    pub session_key: Option<String>,
+    /// Only items open at least this many whole seconds (their `age_secs` known and at least this).
+    pub min_age_secs: Option<u64>,
+}
+
+impl Default for UnknownsQuery {
+    /// The first page of every open unknown, [`UNKNOWNS_DEFAULT_LIMIT`] long.
+    fn default() -> Self {
+        UnknownsQuery {
+            limit: UNKNOWNS_DEFAULT_LIMIT,
+            after: None,
+            tool: None,
+            session_key: None,
+            min_age_secs: None,
+        }
+    }
+}
+
+/// A position in the support queue: its last item's `recorded_at` (ms) and `sequence`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct UnknownsAfter {
+    pub recorded_at: i64,
+    pub seq: i64,
+}
 
 #[derive(sqlx::FromRow)]
 struct SessionRow {
@@ -250,48 +351,103 @@ impl SessionManager {
         .await?)
     }
 
-    /// Sessions that have not expired, most recently active first, with counts by published status.
-    pub async fn sessions(&self) -> Result<SessionList, LedgerError> {
-        let rows: Vec<SessionRow> = sqlx::query_as(
-            "SELECT session_key, created_at, last_write_at FROM sessions WHERE last_write_at >= ? \
-             ORDER BY last_write_at DESC, session_key",
-        )
-        .bind(self.live_since())
-        .fetch_all(&self.inner.read)
+    /// One page of the sessions that have not expired (docs/api.md "Sessions"), most recently active first
+    /// (`last_write_at DESC, session_key`), after `query.after` (the previous page's last session), at
+    /// most `query.limit`, filtered: `has_unknown` (with / without an open unknown: an entry
+    /// `outcome_unknown` or in flight `execution_started`, what `counts.outcome_unknown` counts), `tool`
+    /// (at least one published entry of that exact tool), `prefix` (the key starts with these bytes).
+    /// `total` counts every matching session. Counts and turn counts are read for the page's sessions
+    /// only; everything is read in one read transaction. Answers the page (its `next` left `None`) and
+    /// the position to go on after, when more sessions match.
+    pub async fn sessions(
+        &self,
+        query: &SessionsQuery,
+    ) -> Result<(SessionList, Option<SessionsAfter>), LedgerError> {
+        let live_since = self.live_since();
+        let limit = query.limit.max(1);
+        // The first page starts after a position before every session (an index range either way).
+        let (after_at, after_key) = match &query.after {
+            Some(a) => (a.last_write_at, a.session_key.as_str()),
+            None => (i64::MAX, ""),
+        };
+        let has_unknown = query.has_unknown.map(i64::from);
+        let mut tx = self.inner.read.begin().await?;
+        let total: i64 = sqlx::query_scalar(&format!(
+            "SELECT COUNT(*) FROM sessions s WHERE {SESSION_FILTER}"
+        ))
+        .bind(live_since)
+        .bind(has_unknown)
+        .bind(query.tool.as_deref())
+        .bind(query.prefix.as_deref())
+        .fetch_one(&mut *tx)
         .await?;
+        let mut rows: Vec<SessionRow> = sqlx::query_as(&format!(
+            "SELECT s.session_key, s.created_at, s.last_write_at FROM sessions s \
+             WHERE {SESSION_FILTER} \
+             AND s.last_write_at <= ?5 AND (s.last_write_at < ?5 OR s.session_key > ?6) \
+             ORDER BY s.last_write_at DESC, s.session_key LIMIT ?7"
+        ))
+        .bind(live_since)
+        .bind(has_unknown)
+        .bind(query.tool.as_deref())
+        .bind(query.prefix.as_deref())
+        .bind(after_at)
+        .bind(after_key)
+        .bind(i64::from(limit) + 1)
+        .fetch_all(&mut *tx)
+        .await?;
+        let next = if rows.len() > limit as usize {
+            rows.truncate(limit as usize);
+            rows.last().map(|r| SessionsAfter {
+                last_write_at: r.last_write_at,
+                session_key: r.session_key.clone(),
+            })
+        } else {
+            None
+        };
+        let keys = serde_json::to_string(&rows.iter().map(|r| &r.session_key).collect::<Vec<_>>())
+            .map_err(|e| LedgerError::Store(sqlx::Error::Protocol(e.to_string())))?;
         let counts: Vec<(String, String, bool, i64)> = sqlx::query_as(
-            "SELECT e.session_key, e.status, e.intent_recorded, COUNT(*) FROM entries e \
-             JOIN sessions s USING (session_key) WHERE s.last_write_at >= ? \
-             GROUP BY e.session_key, e.status, e.intent_recorded",
+            "SELECT session_key, status, intent_recorded, COUNT(*) FROM entries \
+             WHERE session_key IN (SELECT value FROM json_each(?)) \
+             GROUP BY session_key, status, intent_recorded",
         )
-        .bind(self.live_since())
-        .fetch_all(&self.inner.read)
+        .bind(&keys)
+        .fetch_all(&mut *tx)
         .await?;
-        let turns: Vec<(String, i64)> =
-            sqlx::query_as("SELECT session_key, COUNT(*) FROM turns GROUP BY session_key")
-                .fetch_all(&self.inner.read)
-                .await?;
+        let turns: Vec<(String, i64)> = sqlx::query_as(
+            "SELECT session_key, COUNT(*) FROM turns \
+             WHERE session_key IN (SELECT value FROM json_each(?)) GROUP BY session_key",
+        )
+        .bind(&keys)
+        .fetch_all(&mut *tx)
+        .await?;
+        tx.commit().await?;
+        let mut by_key: HashMap<&str, StatusCounts> = HashMap::with_capacity(rows.len());
+        for (key, status, intent, n) in &counts {
+            add_counts(by_key.entry(key.as_str()).or_default(), status, *intent, *n);
+        }
+        let turns: HashMap<&str, i64> = turns.iter().map(|(k, n)| (k.as_str(), *n)).collect();
         let sessions = rows
-            .into_iter()
-            .map(|s| {
-                let mut c = StatusCounts::default();
-                for (_, status, intent, n) in counts.iter().filter(|r| r.0 == s.session_key) {
-                    add_counts(&mut c, status, *intent, *n);
-                }
-                let turn_count = turns
-                    .iter()
-                    .find(|t| t.0 == s.session_key)
-                    .map_or(0, |t| t.1 as u64);
-                SessionSummary {
-                    created_at: format_time(s.created_at),
-                    last_activity: format_time(s.last_write_at),
-                    session_key: s.session_key,
-                    turn_count,
-                    counts: c,
-                }
+            .iter()
+            .map(|s| SessionSummary {
+                session_key: s.session_key.clone(),
+                created_at: format_time(s.created_at),
+                last_activity: format_time(s.last_write_at),
+                turn_count: turns
+                    .get(s.session_key.as_str())
+                    .map_or(0, |n| u64::try_from(*n).unwrap_or(0)),
+                counts: by_key.remove(s.session_key.as_str()).unwrap_or_default(),
             })
             .collect();
-        Ok(SessionList { sessions })
+        Ok((
+            SessionList {
+                sessions,
+                next: None,
+                total: u64::try_from(total).unwrap_or(0),
+            },
+            next,
+        ))
     }
 
     /// The session's logical turns, oldest first, each with its latest revision and counts. 404 for an
@@ -436,22 +592,78 @@ impl SessionManager {
         Ok(matches(&rows, now))
     }
 
-    /// The support queue: open unknown outcomes (settled unknown and in flight) across sessions that have
-    /// not expired, oldest recorded first, at most `limit`. Each carries `age_secs` (whole seconds since
-    /// it entered its open state, from its history) and its count of `notes`.
-    pub async fn open_unknowns(&self, limit: u32) -> Result<Vec<OperationMatch>, LedgerError> {
+    /// One page of the support queue (docs/api.md "Support queue"): open unknown outcomes (settled
+    /// `outcome_unknown` and in flight `execution_started`) across sessions that have not expired, oldest
+    /// recorded first (`recorded_at, sequence`), after `query.after` (the previous page's last item), at
+    /// most `query.limit`, filtered: `tool` and `session_key` exact, `min_age_secs` (only items whose
+    /// `age_secs` is known and at least this: open since at least that many whole seconds, by the same
+    /// history time as `age_secs`). Each carries `age_secs` and its count of `notes`. `total` counts every
+    /// matching item. Read in one read transaction. Answers the page (its `next` left `None`) and the
+    /// position to go on after, when more items match.
+    pub async fn open_unknowns(
+        &self,
+        query: &UnknownsQuery,
+    ) -> Result<(UnknownsPage, Option<UnknownsAfter>), LedgerError> {
         let now = self.inner.clock.now_ms();
+        let live_since = self.inner.live_since(now);
+        let limit = query.limit.max(1);
+        // Open since at or before this time (ms); a minimum age past any time matches nothing.
+        let opened_by: Option<i64> = query.min_age_secs.map(|secs| {
+            i64::try_from(secs)
+                .ok()
+                .and_then(|s| s.checked_mul(1000))
+                .map_or(i64::MIN, |ms| now.saturating_sub(ms))
+        });
+        // The first page starts after a position before every item.
+        let (after_at, after_seq) = match query.after {
+            Some(a) => (a.recorded_at, a.seq),
+            None => (i64::MIN, i64::MIN),
+        };
+        let mut tx = self.inner.read.begin().await?;
+        let total: i64 = sqlx::query_scalar(&format!(
+            "SELECT COUNT(*) FROM entries e JOIN sessions s USING (session_key) WHERE {UNKNOWN_FILTER}"
+        ))
+        .bind(live_since)
+        .bind(query.tool.as_deref())
+        .bind(query.session_key.as_deref())
+        .bind(opened_by)
+        .fetch_one(&mut *tx)
+        .await?;
         let rows: Vec<MatchRow> = sqlx::query_as(&format!(
             "SELECT {}, {MATCH_COLUMNS} FROM entries e JOIN sessions s USING (session_key) \
-             WHERE e.status IN ('outcome_unknown', 'execution_started') AND s.last_write_at >= ? \
-             ORDER BY e.recorded_at, e.seq LIMIT ?",
+             WHERE {UNKNOWN_FILTER} \
+             AND e.recorded_at >= ?5 AND (e.recorded_at > ?5 OR e.seq > ?6) \
+             ORDER BY e.recorded_at, e.seq LIMIT ?7",
             prefixed("e")
         ))
-        .bind(self.inner.live_since(now))
-        .bind(i64::from(limit))
-        .fetch_all(&self.inner.read)
+        .bind(live_since)
+        .bind(query.tool.as_deref())
+        .bind(query.session_key.as_deref())
+        .bind(opened_by)
+        .bind(after_at)
+        .bind(after_seq)
+        .bind(i64::from(limit) + 1)
+        .fetch_all(&mut *tx)
         .await?;
-        Ok(matches(&rows, now))
+        tx.commit().await?;
+        let mut rows = rows;
+        let next = if rows.len() > limit as usize {
+            rows.truncate(limit as usize);
+            rows.last().map(|r| UnknownsAfter {
+                recorded_at: r.entry.recorded_at,
+                seq: r.entry.seq,
+            })
+        } else {
+            None
+        };
+        Ok((
+            UnknownsPage {
+                matches: matches(&rows, now),
+                next: None,
+                total: u64::try_from(total).unwrap_or(0),
+            },
+            next,
+        ))
     }
 
     /// One operation's history (docs/ledger.md "History"): the entry `(session_key, mutation_id)`, the

@@ -212,11 +212,17 @@ pub struct SessionSummary {
     pub counts: StatusCounts,
 }
 
-/// `GET /api/sessions` body.
+/// `GET /api/sessions` body (docs/api.md "Sessions"): one page, most recently active first; `next` is the
+/// opaque cursor of the following page (`?after=`), `null` on the last; `total` counts every session that
+/// matches the filters (not only this page's).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct SessionList {
     pub sessions: Vec<SessionSummary>,
+    #[serde(default)]
+    pub next: Option<String>,
+    #[serde(default)]
+    pub total: u64,
 }
 
 /// One logical turn of a session, as `GET /api/sessions/{key}/turns` lists it (oldest turn first).
@@ -282,11 +288,24 @@ pub struct OperationMatch {
     pub notes: u64,
 }
 
-/// `GET /api/operations/{mutation_id}` and `GET /api/unknowns` body.
+/// `GET /api/operations/{mutation_id}` body (the support queue answers [`UnknownsPage`]).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct OperationMatches {
     pub matches: Vec<OperationMatch>,
+}
+
+/// `GET /api/unknowns` body (docs/api.md "Support queue"): one page of open unknown outcomes, oldest
+/// first; `next` is the opaque cursor of the following page (`?after=`), `null` on the last; `total`
+/// counts every open unknown that matches the filters (not only this page's).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+pub struct UnknownsPage {
+    pub matches: Vec<OperationMatch>,
+    #[serde(default)]
+    pub next: Option<String>,
+    #[serde(default)]
+    pub total: u64,
 }
 
 /// What a change of an entry was (docs/ledger.md "History"): one per action, and `imported` for an entry

@@ -395,7 +395,16 @@ pub async fn serve(args: ServeArgs) -> Result<(), Box<dyn std::error::Error>> {
         ),
     }
 
-    if args.demo_when_empty && built.state.sessions.sessions().await?.sessions.is_empty() {
+    if args.demo_when_empty
+        && built
+            .state
+            .sessions
+            .sessions(&ledger::SessionsQuery::default())
+            .await?
+            .0
+            .sessions
+            .is_empty()
+    {
         let demo = DemoArgs {
             host: crate::host_client::HostArgs {
                 server: url::Url::parse(&format!("http://{local}/"))?,

@@ -14,6 +14,35 @@ use ledger::{
     SessionManager,
 };
 
+/// The dashboard's paged reads, first page only, for tests that hold few sessions and unknowns.
+#[allow(async_fn_in_trait)]
+pub trait Lists {
+    /// The first page of the sessions list (at most 50).
+    async fn list(&self) -> SessionList;
+    /// The first `limit` items of the support queue.
+    async fn queue(&self, limit: u32) -> Vec<ledger::wire::OperationMatch>;
+}
+
+impl Lists for SessionManager {
+    async fn list(&self) -> SessionList {
+        self.sessions(&ledger::SessionsQuery::default())
+            .await
+            .unwrap()
+            .0
+    }
+
+    async fn queue(&self, limit: u32) -> Vec<ledger::wire::OperationMatch> {
+        self.open_unknowns(&ledger::UnknownsQuery {
+            limit,
+            ..Default::default()
+        })
+        .await
+        .unwrap()
+        .0
+        .matches
+    }
+}
+
 /// The clock every test starts at (2027-01-15T08:00:00Z).
 pub const T0: i64 = 1_800_000_000_000;
 /// Session time to live of [`open`].
@@ -279,7 +308,7 @@ impl Harness {
                 .mutation_outcomes(&sk(SESSION))
                 .await
                 .unwrap_or_default(),
-            sessions: self.sessions.sessions().await.unwrap(),
+            sessions: self.sessions.list().await,
             deliveries: self.recorder.count(),
             hints: self.recorder.hints().len(),
         }

@@ -369,7 +369,7 @@ async fn a_note_is_1_to_4096_bytes_takes_no_revision_and_is_no_live_change() {
     h.ok(settle("m-1", "a-1", Settlement::OutcomeUnknown, None))
         .await;
     let before = h.changes("m-1").await;
-    let sessions = h.sessions.sessions().await.unwrap();
+    let sessions = h.sessions.list().await;
     h.invalid(note("m-1", ""), "text").await;
     h.invalid(note("m-1", &"n".repeat(4097)), "text").await;
     let err = h
@@ -415,7 +415,7 @@ async fn a_note_is_1_to_4096_bytes_takes_no_revision_and_is_no_live_change() {
     // No revision, no live event, not session activity.
     assert_eq!(h.latest_revision().await, 2);
     assert_eq!(h.recorder.count(), 1);
-    assert_eq!(h.sessions.sessions().await.unwrap(), sessions);
+    assert_eq!(h.sessions.list().await, sessions);
 }
 
 #[tokio::test]
@@ -640,9 +640,8 @@ async fn the_support_queue_tells_how_long_an_outcome_is_open_and_how_many_notes_
     h.clock.advance(Duration::from_millis(999));
     let queue: Vec<_> = h
         .sessions
-        .open_unknowns(10)
+        .queue(10)
         .await
-        .unwrap()
         .into_iter()
         .map(|m| (m.entry.outcome.mutation_id, m.age_secs, m.notes))
         .collect();

@@ -8,6 +8,7 @@ mod contract;
 mod credential_corpus;
 mod group_commit;
 mod history;
+mod listings;
 mod metadata_at_rest;
 mod reads;
 mod retention;

@@ -286,7 +286,7 @@ async fn dashboard() -> Harness {
 #[tokio::test]
 async fn sessions_list_most_recent_first_with_last_activity_and_counts() {
     let h = dashboard().await;
-    let list = h.sessions.sessions().await.unwrap().sessions;
+    let list = h.sessions.list().await.sessions;
     let got: Vec<_> = list
         .iter()
         .map(|s| {
@@ -449,18 +449,18 @@ async fn find_operation_matches_a_mutation_id_across_sessions() {
 #[tokio::test]
 async fn open_unknowns_are_listed_oldest_first_across_sessions() {
     let h = dashboard().await;
-    let q = h.sessions.open_unknowns(10).await.unwrap();
+    let q = h.sessions.queue(10).await;
     let got: Vec<_> = q
         .iter()
         .map(|m| (m.session_key.as_str(), m.entry.outcome.mutation_id.as_str()))
         .collect();
     assert_eq!(got, vec![("s-1", "m-1"), ("s-2", "m-1")]);
-    let first = h.sessions.open_unknowns(1).await.unwrap();
+    let first = h.sessions.queue(1).await;
     assert_eq!(first.len(), 1);
     assert_eq!(first[0].session_key, "s-1");
     // Reconciled: leaves the queue.
     h.ok(reconcile("m-1", "a-1", false)).await;
-    let q = h.sessions.open_unknowns(10).await.unwrap();
+    let q = h.sessions.queue(10).await;
     assert_eq!(q.len(), 1);
     assert_eq!(q[0].session_key, "s-2");
 }

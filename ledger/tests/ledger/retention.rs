@@ -40,7 +40,7 @@ async fn a_session_survives_restart_with_identical_history() {
         s.replay(&sk(SESSION), &turn(TURN), None).await.unwrap(),
         s.turn_entries(&sk(SESSION), &turn(TURN)).await.unwrap(),
         s.turns(&sk(SESSION)).await.unwrap(),
-        s.sessions().await.unwrap(),
+        s.list().await,
     );
     assert_eq!(before.0.len(), 2);
     h.ledger.close().await;
@@ -51,7 +51,7 @@ async fn a_session_survives_restart_with_identical_history() {
         s.replay(&sk(SESSION), &turn(TURN), None).await.unwrap(),
         s.turn_entries(&sk(SESSION), &turn(TURN)).await.unwrap(),
         s.turns(&sk(SESSION)).await.unwrap(),
-        s.sessions().await.unwrap(),
+        s.list().await,
     );
     assert_eq!(after, before);
     // The revision counter continues where it stopped.
@@ -70,7 +70,7 @@ async fn an_expired_session_is_hidden_from_every_read() {
     // Exactly at the TTL the session is still live.
     h.clock.advance(TTL);
     assert_eq!(s.mutation_outcomes(&sk(SESSION)).await.unwrap().len(), 2);
-    assert_eq!(s.sessions().await.unwrap().sessions.len(), 1);
+    assert_eq!(s.list().await.sessions.len(), 1);
     h.clock.advance(Duration::from_millis(1));
     assert!(is_expired(s.mutation_outcomes(&sk(SESSION)).await));
     assert!(is_expired(s.replay(&sk(SESSION), &turn(TURN), None).await));
@@ -80,9 +80,9 @@ async fn an_expired_session_is_hidden_from_every_read() {
     ));
     assert!(is_expired(s.turns(&sk(SESSION)).await));
     assert!(is_expired(s.turn_entries(&sk(SESSION), &turn(TURN)).await));
-    assert!(s.sessions().await.unwrap().sessions.is_empty());
+    assert!(s.list().await.sessions.is_empty());
     assert!(s.find_operation(&mid("m-1")).await.unwrap().is_empty());
-    assert!(s.open_unknowns(100).await.unwrap().is_empty());
+    assert!(s.queue(100).await.is_empty());
 }
 
 #[tokio::test]
@@ -111,7 +111,7 @@ async fn a_write_to_an_expired_session_is_refused_session_expired() {
         assert!(is_expired(h.engine.apply(op).await), "{what}");
     }
     // Nothing was written: the session did not come back to life.
-    assert!(h.sessions.sessions().await.unwrap().sessions.is_empty());
+    assert!(h.sessions.list().await.sessions.is_empty());
 }
 
 async fn row_counts(path: &str) -> [i64; 5] {

@@ -8,9 +8,13 @@ use axum::http::Uri;
 use axum::response::Response;
 use axum::Json;
 use bytes::Bytes;
-use ledger::ids::{LogicalTurnId, MutationId, SessionKey};
-use ledger::wire::{OperationHistory, OperationMatches, SessionList, SessionTurns, TurnEntries};
-use ledger::{EntriesPage, HistoryChunks};
+use ledger::ids::{LogicalTurnId, MutationId, SessionKey, ToolName};
+use ledger::wire::{
+    OperationHistory, OperationMatches, SessionList, SessionTurns, TurnEntries, UnknownsPage,
+};
+use ledger::{
+    EntriesPage, HistoryChunks, SessionsAfter, SessionsQuery, UnknownsAfter, UnknownsQuery,
+};
 use serde::Deserialize;
 
 use super::cursor::{self, Listing, Position};
@@ -37,9 +41,10 @@ pub fn router() -> OpenApiRouter<AppState> {
         .routes(routes!(healthz))
 }
 
-/// Most items the support queue returns by default, and at most.
-pub const UNKNOWNS_DEFAULT_LIMIT: u32 = 200;
-pub const UNKNOWNS_MAX_LIMIT: u32 = 1000;
+pub use ledger::sessions::{
+    ENTRIES_MAX_LIMIT, SESSIONS_DEFAULT_LIMIT, SESSIONS_MAX_LIMIT, UNKNOWNS_DEFAULT_LIMIT,
+    UNKNOWNS_MAX_LIMIT,
+};
 
 /// `?session_id=<key>`.
 #[derive(Deserialize)]
@@ -113,21 +118,116 @@ fn history_body(mut chunks: HistoryChunks) -> impl futures::Stream<Item = sse::C
     }
 }
 
-/// `GET /api/sessions` → `{"sessions": [...]}`, most recently active first.
+/// `?limit=&after=&has_unknown=&tool=&prefix=` of the sessions list, read as text and checked by the
+/// handler.
+#[derive(Deserialize)]
+pub struct SessionsParams {
+    limit: Option<String>,
+    after: Option<String>,
+    has_unknown: Option<String>,
+    tool: Option<String>,
+    prefix: Option<String>,
+}
+
+/// `GET /api/sessions[?limit=&after=&has_unknown=&tool=&prefix=]` → `{"sessions": [{"session_key",
+/// "created_at", "last_activity", "turn_count", "counts"}], "next", "total"}` (docs/api.md "Sessions"):
+/// sessions that have not expired, most recently active first (`last_activity` descending, then by key),
+/// at most `limit` (1 to 200, default 50), after `after` (the previous answer's `next`); `has_unknown`
+/// `true` / `false` keeps the sessions with / without an open unknown (`counts.outcome_unknown` above 0:
+/// settled unknown or in flight); `tool` those with a published entry of that exact tool; `prefix` those
+/// whose key starts with these bytes (`%` and `_` are literal). `total` counts every matching session.
+/// Errors: 400 (`invalid_parameter` naming `limit`, `has_unknown` or `tool`, `invalid_cursor` naming
+/// `after`, `invalid_query`); a viewer gets 404 `not_found`. A `tool` that could never have been stored
+/// (over 256 bytes, a control character) matches nothing. Other parameters are ignored.
 #[utoipa::path(
     get,
     path = "/api/sessions",
     tag = "read",
+    params(
+        ("limit" = Option<u32>, Query, minimum = 1, maximum = 200, description = "sessions at most, 1 to 200, default 50"),
+        ("after" = Option<String>, Query, description = "opaque cursor: the `next` of the previous page"),
+        ("has_unknown" = Option<bool>, Query, description = "`true`: only sessions with an open unknown (settled `outcome_unknown` or in flight); `false`: only sessions without one"),
+        ("tool" = Option<String>, Query, min_length = 1, description = "only sessions with a published entry of this exact tool"),
+        ("prefix" = Option<String>, Query, description = "only sessions whose key starts with these bytes (`%` and `_` are literal)"),
+    ),
     responses(
-        (status = 200, description = "sessions that have not expired, most recently active first", body = ledger::wire::SessionList),
+        (status = 200, description = "one page of the sessions that have not expired, most recently active first, the next page's cursor or null, and how many sessions match", body = ledger::wire::SessionList),
+        (status = 400, description = "invalid `limit`, `after`, `has_unknown` or `tool`, or a malformed query", body = ledger::wire::ErrorBody),
+        (status = 404, description = "a viewer (who reads one session only)", body = ledger::wire::ErrorBody),
     ),
 )]
 pub async fn sessions(
     State(state): State<AppState>,
     principal: Principal,
+    q: Result<Query<SessionsParams>, QueryRejection>,
 ) -> Result<Json<SessionList>, ApiError> {
     principal.may_read_all()?;
-    Ok(Json(state.sessions.sessions().await?))
+    let params = query(q)?;
+    let limit = read_limit(
+        params.limit.as_deref(),
+        "limit",
+        SESSIONS_DEFAULT_LIMIT,
+        SESSIONS_MAX_LIMIT,
+    )?;
+    let after = match params.after.as_deref() {
+        None => None,
+        Some(a) => match cursor::decode(a, Listing::Sessions)? {
+            Position::Sessions { at, key } => Some(SessionsAfter {
+                last_write_at: at,
+                session_key: key,
+            }),
+            _ => return Err(cursor::invalid_cursor()),
+        },
+    };
+    let has_unknown = match params.has_unknown.as_deref() {
+        None => None,
+        Some("true") => Some(true),
+        Some("false") => Some(false),
+        Some(_) => {
+            return Err(ApiError::bad_request(
+                "invalid_parameter",
+                "has_unknown is true or false",
+                Some("has_unknown"),
+            ))
+        }
+    };
+    let Some(tool) = filter_id(params.tool, "tool", ToolName::parse)? else {
+        return Ok(Json(SessionList {
+            sessions: Vec::new(),
+            next: None,
+            total: 0,
+        }));
+    };
+    let query = SessionsQuery {
+        limit,
+        after,
+        has_unknown,
+        tool,
+        prefix: params.prefix,
+    };
+    let (mut list, next) = state.sessions.sessions(&query).await?;
+    list.next = next.map(|n| {
+        Position::Sessions {
+            at: n.last_write_at,
+            key: n.session_key,
+        }
+        .encode()
+    });
+    Ok(Json(list))
+}
+
+/// An optional exact-match filter on an identifier: absent → `Ok(Some(None))`; empty → 400
+/// `invalid_parameter` naming `field`; one that could never have been stored → `Ok(None)` (it matches
+/// nothing).
+fn filter_id<T>(
+    value: Option<String>,
+    field: &str,
+    parse: impl FnOnce(String) -> Result<T, ledger::ids::IdError>,
+) -> Result<Option<Option<String>>, ApiError> {
+    match value {
+        None => Ok(Some(None)),
+        Some(v) => Ok(read_id(Some(v.clone()), field, parse)?.map(|_| Some(v))),
+    }
 }
 
 /// `GET /api/sessions/{session_key}/turns` → the session's turns, oldest first, with counts.
@@ -152,9 +252,6 @@ pub async fn turns(
     principal.may_read(&key)?;
     Ok(Json(state.sessions.turns(&key).await?))
 }
-
-/// Most entries one answer of the entries API holds, by default and at most.
-pub const ENTRIES_MAX_LIMIT: u32 = 1000;
 
 /// `?after_revision=&limit=&after=` of the entries API, read as text and checked by the handler.
 #[derive(Deserialize)]
@@ -328,46 +425,105 @@ pub async fn operation(
     Ok(Json(OperationMatches { matches }))
 }
 
+/// `?limit=&after=&tool=&session_key=&min_age_secs=` of the support queue, read as text and checked by
+/// the handler.
 #[derive(Deserialize)]
-pub struct LimitParam {
+pub struct UnknownsParams {
     limit: Option<String>,
+    after: Option<String>,
+    tool: Option<String>,
+    session_key: Option<String>,
+    min_age_secs: Option<String>,
 }
 
-/// `GET /api/unknowns[?limit=n]` → `{"matches": [...]}`: open unknown outcomes across sessions, oldest
-/// first. `limit` is 1..=1000 (default 200); anything else is 400.
+/// `GET /api/unknowns[?limit=&after=&tool=&session_key=&min_age_secs=]` → `{"matches": [{"session_key",
+/// "entry", "age_secs", "notes"}], "next", "total"}` (docs/api.md "Support queue"): open unknown outcomes
+/// (settled unknown and in flight) across sessions, oldest recorded first (`recorded_at`, then
+/// `sequence`), at most `limit` (1 to 1000, default 200), after `after` (the previous answer's `next`);
+/// `tool` and `session_key` exact; `min_age_secs` (whole seconds, 0 to 2^63-1) only items whose
+/// `age_secs` is known and at least that. `total` counts every matching item. Errors: 400
+/// (`invalid_parameter` naming `limit`, `tool`, `session_key` or `min_age_secs`, `invalid_cursor` naming
+/// `after`, `invalid_query`); a viewer gets 404 `not_found`. A `tool` or `session_key` that could never
+/// have been stored matches nothing. Other parameters are ignored.
 #[utoipa::path(
     get,
     path = "/api/unknowns",
     tag = "read",
-    params(("limit" = Option<u32>, Query, minimum = 1, maximum = 1000, description = "1 to 1000, default 200")),
+    params(
+        ("limit" = Option<u32>, Query, minimum = 1, maximum = 1000, description = "items at most, 1 to 1000, default 200"),
+        ("after" = Option<String>, Query, description = "opaque cursor: the `next` of the previous page"),
+        ("tool" = Option<String>, Query, min_length = 1, description = "only items of this exact tool"),
+        ("session_key" = Option<String>, Query, min_length = 1, description = "only items of this exact session"),
+        ("min_age_secs" = Option<i64>, Query, minimum = 0, maximum = 9_223_372_036_854_774_784_i64, description = "only items open at least this many whole seconds (their `age_secs`, from the history row that set their status, is known and at least this); ASCII digits"),
+    ),
     responses(
-        (status = 200, description = "open unknown outcomes across sessions, oldest first", body = ledger::wire::OperationMatches),
-        (status = 400, description = "invalid limit or malformed query", body = ledger::wire::ErrorBody),
+        (status = 200, description = "one page of the open unknown outcomes, oldest first, the next page's cursor or null, and how many match", body = ledger::wire::UnknownsPage),
+        (status = 400, description = "invalid `limit`, `after`, `tool`, `session_key` or `min_age_secs`, or a malformed query", body = ledger::wire::ErrorBody),
+        (status = 404, description = "a viewer (who reads one session only)", body = ledger::wire::ErrorBody),
     ),
 )]
 pub async fn unknowns(
     State(state): State<AppState>,
     principal: Principal,
-    q: Result<Query<LimitParam>, QueryRejection>,
-) -> Result<Json<OperationMatches>, ApiError> {
+    q: Result<Query<UnknownsParams>, QueryRejection>,
+) -> Result<Json<UnknownsPage>, ApiError> {
     principal.may_read_all()?;
-    let limit = match query(q)?.limit {
-        None => UNKNOWNS_DEFAULT_LIMIT,
-        Some(l) => l
-            .parse::<u32>()
-            .ok()
-            .filter(|n| (1..=UNKNOWNS_MAX_LIMIT).contains(n))
-            .ok_or_else(|| {
-                ApiError::bad_request(
-                    "invalid_parameter",
-                    format!("limit is a whole number from 1 to {UNKNOWNS_MAX_LIMIT}"),
-                    Some("limit"),
-                )
-            })?,
+    let params = query(q)?;
+    let limit = read_limit(
+        params.limit.as_deref(),
+        "limit",
+        UNKNOWNS_DEFAULT_LIMIT,
+        UNKNOWNS_MAX_LIMIT,
+    )?;
+    let after = match params.after.as_deref() {
+        None => None,
+        Some(a) => match cursor::decode(a, Listing::Unknowns)? {
+            Position::Unknowns { at, seq } => Some(UnknownsAfter {
+                recorded_at: at,
+                seq,
+            }),
+            _ => return Err(cursor::invalid_cursor()),
+        },
     };
-    Ok(Json(OperationMatches {
-        matches: state.sessions.open_unknowns(limit).await?,
-    }))
+    let tool = filter_id(params.tool, "tool", ToolName::parse)?;
+    let session_key = filter_id(params.session_key, "session_key", SessionKey::parse)?;
+    let min_age_secs = match params.min_age_secs.as_deref() {
+        None => None,
+        Some(v) => Some(
+            ledger::ids::Cursor::parse(v)
+                .map(|c| c.revision().unsigned_abs())
+                .map_err(|_| {
+                    ApiError::bad_request(
+                        "invalid_parameter",
+                        "min_age_secs is a whole number of seconds from 0 to 9223372036854775807",
+                        Some("min_age_secs"),
+                    )
+                })?,
+        ),
+    };
+    let (Some(tool), Some(session_key)) = (tool, session_key) else {
+        return Ok(Json(UnknownsPage {
+            matches: Vec::new(),
+            next: None,
+            total: 0,
+        }));
+    };
+    let query = UnknownsQuery {
+        limit,
+        after,
+        tool,
+        session_key,
+        min_age_secs,
+    };
+    let (mut page, next) = state.sessions.open_unknowns(&query).await?;
+    page.next = next.map(|n| {
+        Position::Unknowns {
+            at: n.recorded_at,
+            seq: n.seq,
+        }
+        .encode()
+    });
+    Ok(Json(page))
 }
 
 /// `GET /healthz` → 200 `{"status": "ok"}`.

@@ -213,3 +213,288 @@ async fn entries_parameters_are_checked_before_the_session_and_name_their_field(
         4
     );
 }
+
+/// `n` in-flight operations (approve + intent) in session `session`, one batch.
+async fn in_flight_batch(app: &TestApp, session: &str, prefix: &str, n: usize, tool: &str) {
+    let mut ops = Vec::with_capacity(2 * n);
+    for i in 0..n {
+        let m = format!("{prefix}{i:03}");
+        ops.push(json!({"op": "approve", "session_key": session, "logical_turn_id": "t", "mutation_id": m, "tool": tool}));
+        ops.push(
+            json!({"op": "intent", "session_key": session, "mutation_id": m, "attempt_id": "a"}),
+        );
+    }
+    let (s, v) = app
+        .host(
+            reqwest::Method::POST,
+            "/api/host/batch",
+            json!({"operations": ops}),
+        )
+        .await;
+    assert_eq!(s, StatusCode::OK);
+    assert!(
+        v["results"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .all(|r| r["status"] == 201 || r["status"] == 200),
+        "{v}"
+    );
+}
+
+fn ids(v: &Value, list: &str) -> Vec<String> {
+    v[list]
+        .as_array()
+        .unwrap_or_else(|| panic!("{list} in {v}"))
+        .iter()
+        .map(|m| match list {
+            "matches" => format!(
+                "{}/{}",
+                m["session_key"].as_str().unwrap(),
+                m["entry"]["outcome"]["mutation_id"].as_str().unwrap()
+            ),
+            _ => m["session_key"].as_str().unwrap().to_owned(),
+        })
+        .collect()
+}
+
+#[tokio::test]
+async fn the_support_queue_shows_all_218_open_unknowns_in_two_pages_with_their_total() {
+    let app = spawn().await;
+    in_flight_batch(&app, "s1", "m", 150, "mcp__dashboards__create").await;
+    in_flight_batch(&app, "s2", "k", 68, "mcp__codehost__create_issue").await;
+    app.settled("s1", "t", "done", "completed").await; // not open
+    let (s, first) = app.get_json("/api/unknowns").await;
+    assert_eq!(s, StatusCode::OK);
+    assert_eq!(first["total"], 218);
+    let page1 = ids(&first, "matches");
+    assert_eq!(page1.len(), 200);
+    let next = first["next"].as_str().expect("a next cursor").to_owned();
+    let (s, second) = app.get_json(&format!("/api/unknowns?after={next}")).await;
+    assert_eq!(s, StatusCode::OK);
+    assert_eq!(second["total"], 218);
+    assert_eq!(second["next"], json!(null));
+    let page2 = ids(&second, "matches");
+    assert_eq!(page2.len(), 18);
+    // Oldest first: every item once, none missing, in the order of one long read.
+    let mut expected: Vec<String> = (0..150).map(|i| format!("s1/m{i:03}")).collect();
+    expected.extend((0..68).map(|i| format!("s2/k{i:03}")));
+    assert_eq!([page1, page2].concat(), expected);
+    // Each item is as before: the entry, age_secs, notes.
+    let item = &second["matches"][17];
+    assert_eq!(item["entry"]["ledger_status"], "execution_started");
+    assert_eq!(item["notes"], 0);
+    assert!(item["age_secs"].is_u64(), "{item}");
+    // Filters, each with its own total.
+    let (_, v) = app
+        .get_json("/api/unknowns?tool=mcp__codehost__create_issue&limit=10")
+        .await;
+    assert_eq!(
+        (v["total"].clone(), ids(&v, "matches").len()),
+        (json!(68), 10)
+    );
+    assert_eq!(ids(&v, "matches")[0], "s2/k000");
+    let (_, v) = app
+        .get_json("/api/unknowns?session_key=s2&limit=1000")
+        .await;
+    assert_eq!(
+        (v["total"].clone(), v["next"].clone()),
+        (json!(68), json!(null))
+    );
+    let (_, v) = app.get_json("/api/unknowns?min_age_secs=0&limit=1").await;
+    assert_eq!(v["total"], 218);
+    assert_eq!(
+        app.get_json("/api/unknowns?min_age_secs=3600").await,
+        (
+            StatusCode::OK,
+            json!({"matches": [], "next": null, "total": 0})
+        )
+    );
+    assert_eq!(
+        app.get_json("/api/unknowns?min_age_secs=9223372036854775807")
+            .await,
+        (
+            StatusCode::OK,
+            json!({"matches": [], "next": null, "total": 0})
+        )
+    );
+    // A filter on an identifier no write could have stored matches nothing.
+    let long = "x".repeat(257);
+    assert_eq!(
+        app.get_json(&format!("/api/unknowns?session_key={long}"))
+            .await,
+        (
+            StatusCode::OK,
+            json!({"matches": [], "next": null, "total": 0})
+        )
+    );
+}
+
+#[tokio::test]
+async fn the_support_queue_refuses_malformed_parameters_naming_them() {
+    let app = spawn().await;
+    app.start("s", "t", "m").await;
+    let bad = |field: &str, message: &str| json!({"error": {"code": "invalid_parameter", "message": message, "field": field}});
+    let limit = bad("limit", "limit is a whole number from 1 to 1000");
+    let age = bad(
+        "min_age_secs",
+        "min_age_secs is a whole number of seconds from 0 to 9223372036854775807",
+    );
+    let after = json!({"error": {"code": "invalid_cursor", "message": "after is the opaque cursor a previous answer's next gave for this listing", "field": "after"}});
+    for (query, body) in [
+        ("limit=0", &limit),
+        ("limit=1001", &limit),
+        ("limit=ten", &limit),
+        ("min_age_secs=-1", &age),
+        ("min_age_secs=1.5", &age),
+        ("min_age_secs=9223372036854775808", &age),
+        ("min_age_secs=", &age),
+        ("tool=", &bad("tool", "tool: must not be empty")),
+        (
+            "session_key=",
+            &bad("session_key", "session_key: must not be empty"),
+        ),
+        ("after=AAAA", &after),
+        // An entries cursor is not a queue cursor.
+        ("after=eyJsIjoiZW50cmllcyIsInNlcSI6M30", &after),
+        // A queue cursor whose sequence is past i64.
+        (
+            "after=eyJsIjoidW5rbm93bnMiLCJhdCI6MSwic2VxIjo5MjIzMzcyMDM2ODU0Nzc1ODA4fQ",
+            &after,
+        ),
+    ] {
+        assert_eq!(
+            app.get_json(&format!("/api/unknowns?{query}")).await,
+            (StatusCode::BAD_REQUEST, body.clone()),
+            "{query}"
+        );
+    }
+    // Unknown parameters are ignored, as before.
+    let (s, v) = app.get_json("/api/unknowns?colour=blue").await;
+    assert_eq!((s, v["total"].clone()), (StatusCode::OK, json!(1)));
+}
+
+#[tokio::test]
+async fn sessions_list_pages_with_filters_and_the_total() {
+    let app = spawn().await;
+    // Each a few milliseconds after the one before, so the order by last write is certain.
+    let pause = || tokio::time::sleep(std::time::Duration::from_millis(5));
+    app.settled("a%1", "t", "m", "completed").await;
+    pause().await;
+    app.start("a_2", "t", "m").await;
+    pause().await;
+    app.settled("ab", "t", "m", "outcome_unknown").await;
+    pause().await;
+    app.approve("b", "t", "m").await; // nothing published
+    pause().await;
+    app.settled("c", "t", "m", "failed").await;
+    let (s, v) = app.get_json("/api/sessions").await;
+    assert_eq!(s, StatusCode::OK);
+    let all = ids(&v, "sessions");
+    assert_eq!(all, ["c", "b", "ab", "a_2", "a%1"]);
+    assert_eq!(
+        (v["total"].clone(), v["next"].clone()),
+        (json!(5), json!(null))
+    );
+    assert_eq!(
+        v["sessions"][2]["counts"],
+        json!({"completed": 0, "failed": 0, "not_executed": 0, "outcome_unknown": 1, "in_flight": 0})
+    );
+    assert_eq!(v["sessions"][2]["turn_count"], 1);
+    // Two a page: 2 + 2 + 1, every session once.
+    let mut seen = Vec::new();
+    let mut query = "limit=2".to_owned();
+    loop {
+        let (s, v) = app.get_json(&format!("/api/sessions?{query}")).await;
+        assert_eq!(s, StatusCode::OK, "{v}");
+        assert_eq!(v["total"], 5);
+        seen.push(ids(&v, "sessions"));
+        match v["next"].as_str() {
+            Some(next) => query = format!("limit=2&after={next}"),
+            None => break,
+        }
+    }
+    assert_eq!(seen, [vec!["c", "b"], vec!["ab", "a_2"], vec!["a%1"]]);
+    for (query, expected, total) in [
+        ("has_unknown=true", vec!["ab", "a_2"], 2),
+        ("has_unknown=false", vec!["c", "b", "a%1"], 3),
+        (
+            "tool=mcp__dashboards__create",
+            vec!["c", "ab", "a_2", "a%1"],
+            4,
+        ),
+        ("prefix=a", vec!["ab", "a_2", "a%1"], 3),
+        ("prefix=a%25", vec!["a%1"], 1),
+        ("prefix=a_", vec!["a_2"], 1),
+        ("prefix=", vec!["c", "b", "ab", "a_2", "a%1"], 5),
+        ("has_unknown=false&prefix=a&limit=1", vec!["a%1"], 1),
+        ("has_unknown=true&limit=1", vec!["ab"], 2),
+    ] {
+        let (s, v) = app.get_json(&format!("/api/sessions?{query}")).await;
+        assert_eq!(s, StatusCode::OK, "{query}: {v}");
+        assert_eq!(
+            (
+                ids(&v, "sessions")
+                    .iter()
+                    .map(String::as_str)
+                    .collect::<Vec<_>>(),
+                v["total"].as_u64()
+            ),
+            (expected, Some(total)),
+            "{query}"
+        );
+    }
+    let empty = json!({"sessions": [], "next": null, "total": 0});
+    for query in [
+        "prefix=zz",
+        "tool=nope",
+        &format!("tool={}", "x".repeat(257)),
+    ] {
+        assert_eq!(
+            app.get_json(&format!("/api/sessions?{query}")).await,
+            (StatusCode::OK, empty.clone()),
+            "{query}"
+        );
+    }
+}
+
+#[tokio::test]
+async fn sessions_list_refuses_malformed_parameters_naming_them() {
+    let app = spawn().await;
+    app.settled("s", "t", "m", "completed").await;
+    let bad = |field: &str, message: &str| json!({"error": {"code": "invalid_parameter", "message": message, "field": field}});
+    let limit = bad("limit", "limit is a whole number from 1 to 200");
+    let after = json!({"error": {"code": "invalid_cursor", "message": "after is the opaque cursor a previous answer's next gave for this listing", "field": "after"}});
+    for (query, body) in [
+        ("limit=0", &limit),
+        ("limit=201", &limit),
+        ("limit=-1", &limit),
+        (
+            "has_unknown=yes",
+            &bad("has_unknown", "has_unknown is true or false"),
+        ),
+        (
+            "has_unknown=TRUE",
+            &bad("has_unknown", "has_unknown is true or false"),
+        ),
+        (
+            "has_unknown=",
+            &bad("has_unknown", "has_unknown is true or false"),
+        ),
+        ("tool=", &bad("tool", "tool: must not be empty")),
+        ("after=", &after),
+        ("after=not%20a%20cursor", &after),
+        (&*format!("after={}", "A".repeat(2000)), &after),
+        // A queue cursor (`{"l":"unknowns","at":1,"seq":2}`) is not a sessions cursor.
+        ("after=eyJsIjoidW5rbm93bnMiLCJhdCI6MSwic2VxIjoyfQ", &after),
+    ] {
+        assert_eq!(
+            app.get_json(&format!("/api/sessions?{query}")).await,
+            (StatusCode::BAD_REQUEST, body.clone()),
+            "{query}"
+        );
+    }
+    // Unknown parameters are ignored, as before.
+    let (s, v) = app.get_json("/api/sessions?colour=blue").await;
+    assert_eq!((s, v["total"].clone()), (StatusCode::OK, json!(1)));
+}
