@@ -6,7 +6,7 @@ use std::pin::Pin;
 use std::sync::Arc;
 
 use ledger::wire::{
-    Caller, ErrorBody, OperationHistory, OperationMatches, SessionList, SessionTurns, TurnEntries,
+    Caller, ErrorBody, OperationHistory, OperationMatches, SessionTurns, TurnEntries,
 };
 use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};

@@ -19,11 +19,8 @@ const FILTERS: [&str; 3] = ["prefix", "has_unknown", "tool"];
 /// One page of `GET /api/sessions`.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct SessionsRead {
-    pub sessions: Vec<SessionSummary>,
-    #[serde(default)]
-    pub next: Option<String>,
-    #[serde(default)]
-    pub total: Option<u64>,
+    #[serde(flatten)]
+    pub page: ledger::wire::SessionList,
     /// When the page read it (RFC 3339).
     #[serde(default)]
     pub as_of: String,
@@ -63,14 +60,14 @@ pub fn HomePage() -> impl IntoView {
                     match sessions.await {
                         Err(e) => view! { <ApiErrorPanel error=e/> }.into_any(),
                         Ok(list) => {
-                            let shown = list.sessions.len();
+                            let shown = list.page.sessions.len();
                             view! {
                                 <AsOf at=list.as_of.clone() refresh/>
                                 {(shown == 0).then(|| view! { <p>{if filters.is_empty() { "No sessions yet." } else { "No session matches these filters." }}</p> })}
                                 <ul class="sessions divide-y divide-slate-200 dark:divide-slate-800">
-                                    {list.sessions.into_iter().map(|s| view! { <SessionRow s/> }).collect_view()}
+                                    {list.page.sessions.into_iter().map(|s| view! { <SessionRow s/> }).collect_view()}
                                 </ul>
-                                <PageNav shown total=list.total next=list.next page_path="/" filters later noun="sessions"/>
+                                <PageNav shown total=list.page.total next=list.page.next page_path="/" filters later noun="sessions"/>
                             }.into_any()
                         }
                     }

@@ -43,7 +43,7 @@ pub fn value_of(pairs: &[(&str, String)], name: &str) -> String {
 #[component]
 pub fn PageNav(
     shown: usize,
-    total: Option<u64>,
+    total: u64,
     next: Option<String>,
     /// The page's path (`/`, `/unknowns`).
     page_path: &'static str,
@@ -53,10 +53,7 @@ pub fn PageNav(
     later: bool,
     noun: &'static str,
 ) -> impl IntoView {
-    let count = match total {
-        Some(t) => format!("Showing {shown} of {t} {noun}"),
-        None => format!("Showing {shown} {noun}"),
-    };
+    let count = format!("Showing {shown} of {total} {noun}");
     let first = later.then(|| format!("{page_path}{}", query_string(&filters)));
     let next = next.map(|n| {
         let mut q = filters.clone();
@@ -65,7 +62,7 @@ pub fn PageNav(
     });
     view! {
         <nav class="page-nav my-3 flex flex-wrap items-center gap-3 text-sm" aria-label="Pages">
-            <span class="page-count" data-shown=shown data-total=total.map(|t| t.to_string())>{count}{later.then_some(" (a later page)")}</span>
+            <span class="page-count" data-shown=shown data-total=total>{count}{later.then_some(" (a later page)")}</span>
             {first.map(|href| view! { <a rel="external" class="first-page underline underline-offset-2" href=href>"← First page"</a> })}
             {next.map(|href| view! { <a rel="external" class="next-page underline underline-offset-2" href=href>"Next page →"</a> })}
         </nav>
@@ -81,8 +78,14 @@ mod tests {
         let q = query_string(&[("prefix", "a b&c".into()), ("after", "x+y/z=".into())]);
         assert_eq!(q, "?prefix=a+b%26c&after=x%2By%2Fz%3D");
         let raw = q.trim_start_matches('?');
-        assert_eq!(crate::address::query_value_of(raw, "prefix").as_deref(), Some("a b&c"));
-        assert_eq!(crate::address::query_value_of(raw, "after").as_deref(), Some("x+y/z="));
+        assert_eq!(
+            crate::address::query_value_of(raw, "prefix").as_deref(),
+            Some("a b&c")
+        );
+        assert_eq!(
+            crate::address::query_value_of(raw, "after").as_deref(),
+            Some("x+y/z=")
+        );
         assert_eq!(query_string(&[]), "");
     }
 }

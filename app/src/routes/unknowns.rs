@@ -1,7 +1,6 @@
 //! The support queue: open unknown outcomes across sessions, oldest first, paged and filtered in the
 //! address (`?tool=&session_key=&min_age_secs=&after=`), "as of" the read, refreshing itself.
 
-use ledger::wire::OperationMatch;
 use leptos::prelude::*;
 use leptos_meta::Title;
 use serde::{Deserialize, Serialize};
@@ -18,11 +17,8 @@ const FILTERS: [&str; 3] = ["tool", "session_key", "min_age_secs"];
 /// One page of `GET /api/unknowns`.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct UnknownsRead {
-    pub matches: Vec<OperationMatch>,
-    #[serde(default)]
-    pub next: Option<String>,
-    #[serde(default)]
-    pub total: Option<u64>,
+    #[serde(flatten)]
+    pub page: ledger::wire::UnknownsPage,
     /// When the page read it (RFC 3339).
     #[serde(default)]
     pub as_of: String,
@@ -61,12 +57,12 @@ pub fn UnknownsPage() -> impl IntoView {
                     match queue.await {
                         Err(e) => view! { <ApiErrorPanel error=e/> }.into_any(),
                         Ok(q) => {
-                            let shown = q.matches.len();
+                            let shown = q.page.matches.len();
                             view! {
                                 <AsOf at=q.as_of.clone() refresh/>
                                 {(shown == 0).then(|| view! { <p>{if filters.is_empty() { "No open unknown outcomes." } else { "No open unknown outcome matches these filters." }}</p> })}
-                                <OperationList matches=q.matches/>
-                                <PageNav shown total=q.total next=q.next page_path="/unknowns" filters later noun="open unknowns"/>
+                                <OperationList matches=q.page.matches/>
+                                <PageNav shown total=q.page.total next=q.page.next page_path="/unknowns" filters later noun="open unknowns"/>
                             }.into_any()
                         }
                     }
