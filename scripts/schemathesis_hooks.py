@@ -7,6 +7,9 @@ rightly refuses with 422. This filter drops exactly those generated values; ever
 The stateful phase does not run this filter, so scripts/schemathesis.toml leaves `positive_data_acceptance`
 out of that phase (its other checks still run there).
 
+The opaque `after` cursors of the paged reads (docs/api.md "Paging") cannot be generated, only received
+as an answer's `next`: `before_call` takes a generated one out of the request (see below).
+
 CPython 3.11's `ast` module can fail with "AST constructor recursion depth mismatch" when Hypothesis
 describes a strategy deep in Schemathesis' coverage walk; a higher recursion limit keeps it clear of that.
 """
@@ -27,10 +30,12 @@ def filter_path_parameters(context, path_parameters):
     return not any(isinstance(v, str) and CONTROL.search(v) for v in (path_parameters or {}).values())
 
 
+
 # Query parameters named `after` that are opaque cursors (docs/api.md "Paging"): only a previous answer's
 # `next` is one, so a generated value is garbage that the server rightly refuses with 400
-# `invalid_cursor`. The replay's `after` is a revision (an integer the document describes whole) and is
-# kept.
+# `invalid_cursor` (documented). It is taken out of the request before every call, in every phase
+# (`before_call` runs for the coverage phase too, where `map_query` does not). The replay's `after` is a
+# revision (an integer the document describes whole) and is kept.
 OPAQUE_CURSOR_PATHS = {
     "/api/sessions",
     "/api/unknowns",
@@ -39,8 +44,6 @@ OPAQUE_CURSOR_PATHS = {
 
 
 @schemathesis.hook
-def map_query(context, query):
-    operation = getattr(context, "operation", None)
-    if query and "after" in query and operation is not None and operation.path in OPAQUE_CURSOR_PATHS:
-        query = {k: v for k, v in query.items() if k != "after"}
-    return query
+def before_call(context, case, kwargs):
+    if case.operation.path in OPAQUE_CURSOR_PATHS and case.query and "after" in case.query:
+        case.query = {k: v for k, v in case.query.items() if k != "after"}

@@ -287,3 +287,70 @@ async fn the_request_schemas_state_the_rules_the_server_checks() {
         (&json!(1), &json!(1000))
     );
 }
+
+/// The query parameters of `path`'s GET as `name → (schema, required)`.
+fn query_params(doc: &Value, path: &str) -> std::collections::BTreeMap<String, Value> {
+    doc["paths"][path]["get"]["parameters"]
+        .as_array()
+        .unwrap_or_else(|| panic!("{path} has parameters"))
+        .iter()
+        .filter(|p| p["in"] == "query")
+        .map(|p| {
+            (
+                p["name"].as_str().unwrap().to_owned(),
+                json!({"schema": p["schema"], "required": p["required"]}),
+            )
+        })
+        .collect()
+}
+
+#[tokio::test]
+async fn the_paged_reads_document_their_parameters_ranges_and_400() {
+    let app = spawn().await;
+    let (_, doc) = app.get_json("/api/openapi.json").await;
+    let opaque = json!({"schema": {"type": "string"}, "required": false});
+    let sessions = query_params(&doc, "/api/sessions");
+    assert_eq!(
+        sessions.keys().collect::<Vec<_>>(),
+        ["after", "has_unknown", "limit", "prefix", "tool"]
+    );
+    assert_eq!(sessions["after"], opaque);
+    assert_eq!(sessions["limit"]["schema"]["minimum"], 1);
+    assert_eq!(sessions["limit"]["schema"]["maximum"], 200);
+    assert_eq!(sessions["has_unknown"]["schema"]["type"], "boolean");
+    assert_eq!(sessions["tool"]["schema"]["minLength"], 1);
+    let unknowns = query_params(&doc, "/api/unknowns");
+    assert_eq!(
+        unknowns.keys().collect::<Vec<_>>(),
+        ["after", "limit", "min_age_secs", "session_key", "tool"]
+    );
+    assert_eq!(unknowns["after"], opaque);
+    assert_eq!(unknowns["limit"]["schema"]["maximum"], 1000);
+    assert_eq!(unknowns["min_age_secs"]["schema"]["minimum"], 0);
+    let entries = query_params(
+        &doc,
+        "/api/sessions/{session_key}/turns/{logical_turn_id}/entries",
+    );
+    assert_eq!(
+        entries.keys().collect::<Vec<_>>(),
+        ["after", "after_revision", "limit"]
+    );
+    assert_eq!(entries["after"], opaque);
+    assert_eq!(entries["limit"]["schema"]["maximum"], 1000);
+    assert_eq!(entries["after_revision"]["schema"]["minimum"], 0);
+    for path in [
+        "/api/sessions",
+        "/api/unknowns",
+        "/api/sessions/{session_key}/turns/{logical_turn_id}/entries",
+    ] {
+        assert!(
+            doc["paths"][path]["get"]["responses"]["400"].is_object(),
+            "{path} documents its 400"
+        );
+    }
+    assert!(
+        doc["paths"]["/api/sessions/{session_key}/turns/{logical_turn_id}/entries"]["get"]
+            ["responses"]["409"]
+            .is_object()
+    );
+}

@@ -498,3 +498,36 @@ async fn sessions_list_refuses_malformed_parameters_naming_them() {
     let (s, v) = app.get_json("/api/sessions?colour=blue").await;
     assert_eq!((s, v["total"].clone()), (StatusCode::OK, json!(1)));
 }
+
+#[tokio::test]
+async fn the_sessions_list_answers_50_by_default_and_never_every_session() {
+    let app = spawn().await;
+    let ops: Vec<Value> = (0..51)
+        .map(|i| json!({"op": "approve", "session_key": format!("s{i:02}"), "logical_turn_id": "t", "mutation_id": "m", "tool": "x"}))
+        .collect();
+    let (s, _) = app
+        .host(
+            reqwest::Method::POST,
+            "/api/host/batch",
+            json!({"operations": ops}),
+        )
+        .await;
+    assert_eq!(s, StatusCode::OK);
+    let (_, v) = app.get_json("/api/sessions").await;
+    // One commit: the same last write for all, so by key.
+    let expected: Vec<String> = (0..50).map(|i| format!("s{i:02}")).collect();
+    assert_eq!(ids(&v, "sessions"), expected);
+    assert_eq!(v["total"], 51);
+    let next = v["next"].as_str().expect("a next page").to_owned();
+    let (_, v) = app.get_json(&format!("/api/sessions?after={next}")).await;
+    assert_eq!(ids(&v, "sessions"), ["s50"]);
+    assert_eq!(
+        (v["total"].clone(), v["next"].clone()),
+        (json!(51), json!(null))
+    );
+    let (_, v) = app.get_json("/api/sessions?limit=200").await;
+    assert_eq!(
+        (ids(&v, "sessions").len(), v["next"].clone()),
+        (51, json!(null))
+    );
+}
