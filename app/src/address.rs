@@ -1,4 +1,4 @@
-//! The page's address exactly as the browser sent it, decoded once (docs/design.md "Ids round-trip").
+//! The page's address exactly as the browser sent it, decoded once (docs/design.md "What the person sees": ids round-trip).
 //!
 //! The router's own parameter maps cannot be trusted with ids: leptos_router percent-decodes a route
 //! parameter and a query value a second time (and a link it follows in the browser a third, through

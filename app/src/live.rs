@@ -282,7 +282,8 @@ impl Live {
             let live = self.clone();
             let es2 = es.clone();
             let closure = Closure::<dyn FnMut(web_sys::Event)>::new(move |_| {
-                if live.stopped.get() {
+                // Only the current stream speaks for the connection (one replaced by the watchdog does not).
+                if live.stopped.get() || live.es.borrow().as_ref() != Some(&es2) {
                     return;
                 }
                 if es2.ready_state() == EventSource::CLOSED {

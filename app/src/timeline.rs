@@ -409,11 +409,6 @@ impl Connection {
             Connection::AccessEnded => "access_ended",
         }
     }
-
-    /// Whether nothing more will come (gone, access ended).
-    pub fn is_final(&self) -> bool {
-        matches!(self, Connection::Gone { .. } | Connection::AccessEnded)
-    }
 }
 
 /// What the page says when the server ended the session's live stream (`session_ended`, `reason`).
@@ -424,5 +419,37 @@ pub fn session_ended_message(reason: &str) -> String {
         }
         _ => "Not live: this session was deleted by its host, so its history is no longer kept."
             .to_owned(),
+    }
+}
+
+#[cfg(test)]
+mod connection_tests {
+    use super::*;
+
+    #[test]
+    fn the_indicator_says_since_when_and_why_it_is_not_live() {
+        assert_eq!(Connection::Live.label(), "Live");
+        assert_eq!(
+            Connection::Reconnecting {
+                since: "10:23:54".into()
+            }
+            .label(),
+            "Reconnecting since 10:23:54…"
+        );
+        assert_eq!(
+            Connection::Stale {
+                since: "10:23:54".into()
+            }
+            .label(),
+            "Stale since 10:23:54: no word from the server; retrying"
+        );
+        assert_eq!(
+            session_ended_message("deleted"),
+            "Not live: this session was deleted by its host, so its history is no longer kept."
+        );
+        assert_eq!(
+            session_ended_message("expired"),
+            "Not live: this session has expired, so its history is no longer kept."
+        );
     }
 }

@@ -29,7 +29,7 @@ test.beforeAll(async ({ request }) => {
 });
 
 async function settle(page: Page, name: string) {
-  if (name === 'turn' || name === 'history') await expect(page.locator('.connection')).toHaveAttribute('data-state', 'live', { timeout: 15_000 });
+  if (name === 'turn' || name === 'history' || name === 'session') await expect(page.locator('.connection')).toHaveAttribute('data-state', 'live', { timeout: 15_000 });
   else await expect(page.locator('main h1')).toBeVisible();
 }
 
@@ -47,12 +47,12 @@ for (const name of ['home', 'session', 'turn', 'operation', 'history', 'unknowns
 }
 
 test('screenshots at desktop and phone width, light and dark', async ({ page }) => {
-  test.setTimeout(60_000);
+  test.setTimeout(120_000);
   for (const [device, width, height] of [['desktop', 1280, 900], ['phone', 375, 800]] as const) {
     await page.setViewportSize({ width, height });
     for (const scheme of ['light', 'dark'] as const) {
       await page.emulateMedia({ colorScheme: scheme });
-      for (const name of ['home', 'turn', 'operation', 'history']) {
+      for (const name of ['home', 'session', 'turn', 'operation', 'history', 'unknowns']) {
         await page.goto(paths[name]);
         await settle(page, name);
         // Nothing wider than the viewport at phone width.

@@ -61,6 +61,13 @@ test('ids with %41, %25, %2F, /, spaces, +, non-ASCII and 256 bytes open their p
     await expect(page.locator('h1')).toContainText(id);
     expect(page.url()).toContain(`/sessions/${enc(id)}/operations/${enc(id)}`);
 
+    // The look-up by operation id lists this one match, and links back to its session exactly.
+    await page.goto(`/operations/${enc(id)}`);
+    await expect(page.locator('.operation')).toHaveCount(1);
+    await expect(page.locator('.operation .operation-id')).toHaveText(id);
+    await page.locator(`.operation a[href="${host.sessionPath()}"]`).click();
+    expect(await heading(page)).toBe(id);
+
     // Find, typed into the search box: the id is both a session and an operation, so both are listed,
     // and the box still holds the id exactly.
     await page.goto('/');

@@ -221,13 +221,21 @@ fn RowTimes(
         PublishedStatus::NotExecuted => "cancelled ",
         _ => "settled ",
     };
+    // "Recorded … · settled …", or "Settled …" alone when the recorded time is shown elsewhere.
+    let (lead, settled_words) = if recorded_at.is_some() {
+        (" · ", settled_words.to_owned())
+    } else {
+        let mut w = settled_words.to_owned();
+        w[..1].make_ascii_uppercase();
+        ("", w)
+    };
     Some(view! {
         <p class="row-times mt-1 text-xs opacity-80">
             {recorded_at.map(|at| view! {
                 <span class="recorded">{if in_flight { "In flight since " } else { "Recorded " }}<Time at/></span>
             })}
             {settled_at.filter(|_| !in_flight).map(|at| view! {
-                <span class="settled">" · "{settled_words}<Time at/></span>
+                <span class="settled">{lead}{settled_words}<Time at/></span>
             })}
         </p>
     })

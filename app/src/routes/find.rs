@@ -54,8 +54,8 @@ fn not_found(e: &ApiError) -> bool {
 
 /// Sends the browser to `href` (a page path built in [`crate::routes`]): on the server a 303 with
 /// `Location`, so the form works without JavaScript; in the browser a full navigation
-/// (`location.replace`), not the router's, which would decode the id again (docs/design.md "Ids
-/// round-trip"). Shows the link meanwhile.
+/// (`location.replace`), not the router's, which would decode the id again (docs/design.md "What the
+/// person sees"). Shows the link meanwhile.
 #[component]
 fn GoTo(href: String) -> impl IntoView {
     #[cfg(feature = "ssr")]

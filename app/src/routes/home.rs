@@ -100,17 +100,18 @@ fn SessionFilters(filters: Vec<(&'static str, String)>) -> impl IntoView {
     let prefix = value_of(&filters, "prefix");
     let tool = value_of(&filters, "tool");
     let has_unknown = value_of(&filters, "has_unknown");
-    let input = "w-full rounded border border-slate-400 bg-white px-2 py-1 font-mono text-sm dark:border-slate-600 dark:bg-slate-900";
+    let field = "w-full rounded border border-slate-400 bg-white px-2 py-1 text-sm dark:border-slate-600 dark:bg-slate-900";
+    let input = format!("{field} font-mono");
     view! {
         <form method="get" action="/" class="filters mb-3 grid gap-2 sm:grid-cols-4 sm:items-end" aria-label="Filter sessions">
             <label class="flex flex-col text-sm">"Session id starts with"
-                <input name="prefix" type="text" value=prefix class=input autocomplete="off" spellcheck="false"/>
+                <input name="prefix" type="text" value=prefix class=input.clone() autocomplete="off" spellcheck="false"/>
             </label>
             <label class="flex flex-col text-sm">"Tool"
-                <input name="tool" type="text" value=tool class=input autocomplete="off" spellcheck="false" placeholder="e.g. mcp__dashboards__create"/>
+                <input name="tool" type="text" value=tool class=input.clone() autocomplete="off" spellcheck="false" placeholder="e.g. mcp__dashboards__create"/>
             </label>
             <label class="flex flex-col text-sm">"Open unknown"
-                <select name="has_unknown" class=input>
+                <select name="has_unknown" class=field>
                     <option value="" selected=has_unknown.is_empty()>"Any"</option>
                     <option value="true" selected=has_unknown == "true">"Has an open unknown"</option>
                     <option value="false" selected=has_unknown == "false">"Has none"</option>

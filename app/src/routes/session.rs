@@ -235,7 +235,8 @@ fn counts_of(t: &Timeline) -> ledger::wire::StatusCounts {
         completed: t.count(PublishedStatus::Completed) as u64,
         failed: t.count(PublishedStatus::Failed) as u64,
         not_executed: t.count(PublishedStatus::NotExecuted) as u64,
-        outcome_unknown: t.settled_unknowns().count() as u64,
+        // As the turns API counts: in flight is a part of outcome_unknown.
+        outcome_unknown: t.count(PublishedStatus::OutcomeUnknown) as u64,
         in_flight: t.in_flight() as u64,
     }
 }
