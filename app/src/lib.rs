@@ -71,7 +71,7 @@ pub fn App() -> impl IntoView {
                     <Route path=path!("/sessions/:session_id/turns/:turn_id") view=routes::turn::TurnPage ssr=SsrMode::Async/>
                     <Route path=path!("/sessions/:session_id/operations/:mutation_id") view=routes::history::HistoryPage ssr=SsrMode::Async/>
                     <Route path=path!("/operations/:mutation_id") view=routes::operation::OperationPage ssr=SsrMode::Async/>
-                    <Route path=path!("/unknowns") view=routes::unknowns::UnknownsPage ssr=SsrMode::Async/>
+                    <Route path=path!("/unknowns") view=routes::unknowns::UnknownsQueuePage ssr=SsrMode::Async/>
                 </Routes>
             </main>
         </Router>

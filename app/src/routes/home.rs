@@ -1,52 +1,27 @@
 //! Home: find a session or an operation by id; the sessions, most recently active first, paged and
 //! filtered in the address (`?prefix=&has_unknown=&tool=&after=`), "as of" the read, refreshing itself.
 
-use ledger::wire::SessionSummary;
+use ledger::wire::{SessionList, SessionSummary};
 use leptos::prelude::*;
 use leptos_meta::Title;
-use serde::{Deserialize, Serialize};
 
-use crate::api;
-use crate::components::time::{now_rfc3339, Time};
-use crate::components::{refresh_ticker, ApiErrorPanel, AsOf, Counts};
+use crate::components::time::Time;
+use crate::components::{ApiErrorPanel, AsOf, Counts};
 use crate::routes::find::SearchForm;
-use crate::routes::listing::{asked, query_string, value_of, PageNav};
+use crate::routes::listing::{listing, value_of, Listing, PageNav};
 use crate::routes::session_href;
 
 /// The filters of the sessions listing, as the API names them (docs/api.md "Dashboard reads").
 const FILTERS: [&str; 3] = ["prefix", "has_unknown", "tool"];
 
-/// One page of `GET /api/sessions`.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct SessionsRead {
-    #[serde(flatten)]
-    pub page: ledger::wire::SessionList,
-    /// When the page read it (RFC 3339).
-    #[serde(default)]
-    pub as_of: String,
-}
-
 #[component]
 pub fn HomePage() -> impl IntoView {
-    let filters = asked(&FILTERS);
-    let after = asked(&["after"]);
-    let mut query = filters.clone();
-    query.extend(after.iter().cloned());
-    let path = format!("/api/sessions{}", query_string(&query));
-    let refresh = refresh_ticker();
-    let reader = api::reader();
-    let sessions = Resource::new(
-        move || refresh.get(),
-        move |_| {
-            let read = reader.get_json::<SessionsRead>(path.clone());
-            async move {
-                let mut s = read.await?;
-                s.as_of = now_rfc3339();
-                Ok::<_, api::ApiError>(s)
-            }
-        },
-    );
-    let later = !after.is_empty();
+    let Listing {
+        read: sessions,
+        refresh,
+        filters,
+        later,
+    } = listing::<SessionList>("/api/sessions", &FILTERS);
     view! {
         <Title text="Sessions · Outcome ledger"/>
         <h1 class="mb-4 text-2xl font-semibold">"Outcome ledger"</h1>

@@ -3,6 +3,65 @@
 //! are, and each page says how many match in all ("50 of 218") with a link to the next page.
 
 use leptos::prelude::*;
+use serde::de::DeserializeOwned;
+use serde::{Deserialize, Serialize};
+
+use crate::api;
+use crate::components::refresh_ticker;
+use crate::components::time::now_rfc3339;
+
+/// One page of a listing (`T`: the API's answer) and when the page read it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Listed<T> {
+    #[serde(flatten)]
+    pub page: T,
+    /// When the page read it (RFC 3339).
+    #[serde(default)]
+    pub as_of: String,
+}
+
+/// A listing page's read: the resource (read again at every tick of `refresh`), the filters in force
+/// and whether this is a later page.
+pub struct Listing<T: Send + Sync + 'static> {
+    pub read: Resource<Result<Listed<T>, api::ApiError>>,
+    pub refresh: RwSignal<u64>,
+    pub filters: Vec<(&'static str, String)>,
+    pub later: bool,
+}
+
+/// Reads `api_path` with the filters named `filter_names` and the page cursor `after` taken from this
+/// page's address, again every [`crate::components::REFRESH_SECS`] and on demand.
+pub fn listing<T>(api_path: &'static str, filter_names: &[&'static str]) -> Listing<T>
+where
+    T: DeserializeOwned + Serialize + Clone + Send + Sync + 'static,
+{
+    let filters = asked(filter_names);
+    let after = asked(&["after"]);
+    let mut query = filters.clone();
+    query.extend(after.iter().cloned());
+    let path = format!("{api_path}{}", query_string(&query));
+    let refresh = refresh_ticker();
+    let reader = api::reader();
+    let read = Resource::new(
+        move || refresh.get(),
+        move |_| {
+            let read = reader.get_json::<T>(path.clone());
+            async move {
+                let page = read.await?;
+                Ok(Listed {
+                    page,
+                    as_of: now_rfc3339(),
+                })
+            }
+        },
+    );
+    Listing {
+        read,
+        refresh,
+        filters,
+        later: !after.is_empty(),
+    }
+}
 
 /// The non-empty values of `names` in this page's address, decoded once ([`crate::address`]).
 pub fn asked(names: &[&'static str]) -> Vec<(&'static str, String)> {

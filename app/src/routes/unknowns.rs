@@ -1,50 +1,25 @@
 //! The support queue: open unknown outcomes across sessions, oldest first, paged and filtered in the
 //! address (`?tool=&session_key=&min_age_secs=&after=`), "as of" the read, refreshing itself.
 
+use ledger::wire::UnknownsPage;
 use leptos::prelude::*;
 use leptos_meta::Title;
-use serde::{Deserialize, Serialize};
 
-use crate::api;
-use crate::components::time::now_rfc3339;
-use crate::components::{refresh_ticker, ApiErrorPanel, AsOf};
-use crate::routes::listing::{asked, query_string, value_of, PageNav};
+use crate::components::{ApiErrorPanel, AsOf};
+use crate::routes::listing::{listing, value_of, Listing, PageNav};
 use crate::routes::operation::OperationList;
 
 /// The filters of the queue, as the API names them (docs/api.md "Dashboard reads").
 const FILTERS: [&str; 3] = ["tool", "session_key", "min_age_secs"];
 
-/// One page of `GET /api/unknowns`.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct UnknownsRead {
-    #[serde(flatten)]
-    pub page: ledger::wire::UnknownsPage,
-    /// When the page read it (RFC 3339).
-    #[serde(default)]
-    pub as_of: String,
-}
-
 #[component]
-pub fn UnknownsPage() -> impl IntoView {
-    let filters = asked(&FILTERS);
-    let after = asked(&["after"]);
-    let mut query = filters.clone();
-    query.extend(after.iter().cloned());
-    let path = format!("/api/unknowns{}", query_string(&query));
-    let refresh = refresh_ticker();
-    let reader = api::reader();
-    let queue = Resource::new(
-        move || refresh.get(),
-        move |_| {
-            let read = reader.get_json::<UnknownsRead>(path.clone());
-            async move {
-                let mut q = read.await?;
-                q.as_of = now_rfc3339();
-                Ok::<_, api::ApiError>(q)
-            }
-        },
-    );
-    let later = !after.is_empty();
+pub fn UnknownsQueuePage() -> impl IntoView {
+    let Listing {
+        read: queue,
+        refresh,
+        filters,
+        later,
+    } = listing::<UnknownsPage>("/api/unknowns", &FILTERS);
     view! {
         <Title text="Open unknowns · Outcome ledger"/>
         <h1 class="mb-1 text-2xl font-semibold">"Open unknown outcomes"</h1>
