@@ -48,6 +48,16 @@ pub fn App() -> impl IntoView {
     provide_meta_context();
     // Who is looking (docs/access.md): the header and the viewer's notice follow it.
     let caller = Resource::new(|| (), |_| api::me());
+    // Once hydrated, `<html data-interactive="true">`: buttons and live updates work from then on.
+    #[cfg(feature = "hydrate")]
+    Effect::new(|_| {
+        if let Some(root) = web_sys::window()
+            .and_then(|w| w.document())
+            .and_then(|d| d.document_element())
+        {
+            let _ = root.set_attribute("data-interactive", "true");
+        }
+    });
     provide_context(CallerResource(caller));
     view! {
         <Stylesheet id="leptos" href="/pkg/outcomes.css"/>

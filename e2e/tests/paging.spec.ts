@@ -75,15 +75,16 @@ test('the home page and the queue say "as of" and refresh themselves, and on dem
   await expect(page.locator('.as-of')).toContainText('refreshes every 15 s');
   await expect(page.locator('.page-count')).toHaveText('Showing 1 of 1 sessions');
   await expect(page.locator('.session [data-count="outcome_unknown"]')).toHaveCount(0);
-  // No reload: the page reads itself again within its 15 s.
+  // No reload: once interactive, the page reads itself again within its 15 s.
+  await page.locator('html[data-interactive="true"]').waitFor({ state: 'attached', timeout: 20_000 });
   await host.settled('t', 'r1', 'outcome_unknown');
-  await expect(page.locator('.session [data-count="outcome_unknown"]')).toContainText('1', { timeout: 20_000 });
+  await expect(page.locator('.session [data-count="outcome_unknown"]')).toContainText('1', { timeout: 25_000 });
 
   await page.goto(`/unknowns?session_key=${enc(session)}`);
   await expect(page.locator('.operations > li')).toHaveCount(1);
   const asOf = await page.locator('.as-of time').getAttribute('datetime');
   await host.settled('t', 'r2', 'outcome_unknown');
-  await page.waitForTimeout(1000);
+  await page.locator('html[data-interactive="true"]').waitFor({ state: 'attached', timeout: 20_000 });
   await page.locator('button.refresh').click();
   await expect(page.locator('.operations > li')).toHaveCount(2, { timeout: 10_000 });
   expect(await page.locator('.as-of time').getAttribute('datetime')).not.toBe(asOf);
