@@ -6,4 +6,5 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/setup.sh
 scripts/build.sh
-exec target/release/outcomes serve --demo-when-empty "$@"
+# scripts/build.sh builds into CARGO_TARGET_DIR when it is set, as cargo does.
+exec "${CARGO_TARGET_DIR:-target}/release/outcomes" serve --demo-when-empty "$@"

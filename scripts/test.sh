@@ -5,6 +5,11 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/setup.sh
 scripts/build.sh
+# The server binary scripts/build.sh made (it follows CARGO_TARGET_DIR, like cargo); absolute, so the
+# browser tests that start servers of their own (e2e/tests/own-server.ts) find it too.
+mkdir -p "${CARGO_TARGET_DIR:-target}"
+OUTCOMES_BIN="$(cd "${CARGO_TARGET_DIR:-target}" && pwd)/release/outcomes"
+export OUTCOMES_BIN
 
 echo "== cargo test"
 cargo test --workspace
@@ -16,7 +21,7 @@ echo "== start the server for the client and browser tests"
 port=${E2E_PORT:-3100}
 data=$(mktemp -d)
 export OUTCOMES_HOST_TOKEN="e2e-$(date +%s)-$RANDOM"
-target/release/outcomes serve --addr "127.0.0.1:$port" --data-dir "$data" > "$data/server.log" 2>&1 &
+"$OUTCOMES_BIN" serve --addr "127.0.0.1:$port" --data-dir "$data" > "$data/server.log" 2>&1 &
 server=$!
 trap 'kill $server 2>/dev/null || true; rm -rf "$data"' EXIT
 for _ in $(seq 1 100); do curl -sf -o /dev/null "http://127.0.0.1:$port/healthz" && break; sleep 0.1; done
@@ -26,7 +31,7 @@ BASE_URL="http://127.0.0.1:$port" node --test e2e/clients/
 echo "== Schemathesis against the OpenAPI document (about 60 s, a server of its own)"
 fuzz_port=$((port + 1))
 fuzz_data=$(mktemp -d)
-target/release/outcomes serve --addr "127.0.0.1:$fuzz_port" --data-dir "$fuzz_data" > "$fuzz_data/server.log" 2>&1 &
+"$OUTCOMES_BIN" serve --addr "127.0.0.1:$fuzz_port" --data-dir "$fuzz_data" > "$fuzz_data/server.log" 2>&1 &
 fuzz_server=$!
 trap 'kill $server $fuzz_server 2>/dev/null || true; rm -rf "$data" "$fuzz_data"' EXIT
 for _ in $(seq 1 100); do curl -sf -o /dev/null "http://127.0.0.1:$fuzz_port/healthz" && break; sleep 0.1; done
@@ -36,7 +41,7 @@ kill $fuzz_server 2>/dev/null || true
 echo "== a second server for the browser tests: reads closed (--access signed-in), one staff account"
 signed_port=$((port + 2))
 signed_data=$(mktemp -d)
-target/release/outcomes serve --access signed-in --addr "127.0.0.1:$signed_port" --data-dir "$signed_data" \
+"$OUTCOMES_BIN" serve --access signed-in --addr "127.0.0.1:$signed_port" --data-dir "$signed_data" \
   > "$signed_data/server.log" 2>&1 &
 signed_server=$!
 trap 'kill $server $fuzz_server $signed_server 2>/dev/null || true; rm -rf "$data" "$fuzz_data" "$signed_data"' EXIT
@@ -48,7 +53,7 @@ if ! curl -sf -o /dev/null "http://127.0.0.1:$signed_port/healthz"; then
 fi
 staff_name=e2e-staff
 # `staff add` prints the generated password alone on its last line.
-staff_password=$(target/release/outcomes staff add "$staff_name" --data-dir "$signed_data" | tail -n 1)
+staff_password=$("$OUTCOMES_BIN" staff add "$staff_name" --data-dir "$signed_data" | tail -n 1)
 if [ -z "$staff_password" ]; then
   echo "outcomes staff add printed no password" >&2
   exit 1

@@ -89,3 +89,24 @@ test('the home page and the queue say "as of" and refresh themselves, and on dem
   await expect(page.locator('.operations > li')).toHaveCount(2, { timeout: 10_000 });
   expect(await page.locator('.as-of time').getAttribute('datetime')).not.toBe(asOf);
 });
+
+test('a session with more turns than its page shows in full lists the others and counts them in the summary', async ({ page, request }) => {
+  test.setTimeout(90_000);
+  const session = unique('e2e-turns');
+  const ops: object[] = [];
+  for (let i = 0; i < 205; i++) {
+    ops.push(...settledOps(session, `turn-${String(i).padStart(3, '0')}`, `m-${i}`, i % 50 === 0 ? 'outcome_unknown' : 'completed'));
+  }
+  await batch(request, ops);
+  await page.goto(`/sessions/${enc(session)}`);
+  await expect(page.locator('.turn')).toHaveCount(200);
+  // 205 turns: unknown at 0, 50, 100, 150 (shown) and 200 (a later turn).
+  await expect(page.locator('.session-summary .summary-text')).toHaveText('200 completed, 5 unknown');
+  await expect(page.locator('.session-summary .summary-unknown')).toHaveCount(4);
+  await expect(page.locator('.session-summary .rest-unknowns')).toContainText('1 more unknown outcome(s)');
+  const later = page.locator('.later-turn');
+  await expect(later).toHaveCount(5);
+  await expect(later.first()).toContainText('Turn 201 · turn-200');
+  await later.first().locator('a').click();
+  await expect(page.locator('.outcome[data-mutation-id="m-200"]')).toHaveAttribute('data-status', 'outcome_unknown');
+});

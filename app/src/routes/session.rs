@@ -2,7 +2,7 @@
 //! conversation with its outcomes, in recorded order, live, under a short summary that says what to quote
 //! to support for an unknown outcome. Each row links to its operation page, each turn to its turn page.
 
-use ledger::wire::{PublishedStatus, SessionTurns, TurnEntries};
+use ledger::wire::{PublishedStatus, SessionTurns, StatusCounts, TurnEntries, TurnSummary};
 use leptos::prelude::*;
 use leptos_meta::Title;
 use serde::{Deserialize, Serialize};
@@ -81,6 +81,16 @@ fn LiveSession(read: SessionRead) -> impl IntoView {
     );
     let connection = RwSignal::new(Connection::Snapshot);
     let last_activity = read.turns.last_activity.clone();
+    // Turns past the first TURNS_SHOWN: listed with their counts as read, each linking to its page.
+    let rest: Vec<TurnSummary> = read.turns.turns.iter().skip(TURNS_SHOWN).cloned().collect();
+    let rest_counts = rest.iter().fold(StatusCounts::default(), |mut c, t| {
+        c.completed += t.counts.completed;
+        c.failed += t.counts.failed;
+        c.not_executed += t.counts.not_executed;
+        c.outcome_unknown += t.counts.outcome_unknown;
+        c.in_flight += t.counts.in_flight;
+        c
+    });
     #[cfg(feature = "hydrate")]
     {
         let key = key.clone();
@@ -95,9 +105,9 @@ fn LiveSession(read: SessionRead) -> impl IntoView {
             <ConnectionIndicator connection/>
             <ExportLinks session_key=key.clone()/>
         </div>
-        <Summary blocks/>
+        <Summary blocks rest=rest_counts.clone()/>
         {(total_turns > TURNS_SHOWN).then(|| view! {
-            <p class="mb-3 text-sm">{format!("This session has {total_turns} turns; the first {TURNS_SHOWN} are shown here. Open any other from the search or its link.")}</p>
+            <p class="mb-3 text-sm">{format!("This session has {total_turns} turns; the first {TURNS_SHOWN} are shown in full here, the others are listed after them.")}</p>
         })}
         <ol class="turns space-y-6" aria-label="Turns of this session, oldest first">
             <For
@@ -110,16 +120,48 @@ fn LiveSession(read: SessionRead) -> impl IntoView {
             />
         </ol>
         {move || blocks.with(|b| b.is_empty()).then(|| view! { <p>"No logical turns yet."</p> })}
+        <LaterTurns session=key.clone() rest/>
     }
+}
+
+/// The turns past the first [`TURNS_SHOWN`]: a link to each, with its counts as the page read them.
+#[component]
+fn LaterTurns(session: String, rest: Vec<TurnSummary>) -> impl IntoView {
+    (!rest.is_empty()).then(|| {
+        view! {
+            <section class="later-turns mt-6" aria-label="Later turns">
+                <h2 class="mb-2 text-lg font-semibold">{format!("Turns {} to {}", TURNS_SHOWN + 1, TURNS_SHOWN + rest.len())}</h2>
+                <p class="mb-2 text-sm opacity-80">"Counts as of loading this page; open a turn to see its outcomes, live."</p>
+                <ol class="space-y-1" start=TURNS_SHOWN + 1>
+                    {rest.into_iter().enumerate().map(|(i, t)| view! {
+                        <li class="later-turn flex flex-wrap items-center gap-2">
+                            <a rel="external" class="break-all underline underline-offset-2" href=turn_href(&session, &t.logical_turn_id)>
+                                {format!("Turn {} · ", TURNS_SHOWN + i + 1)}<bdi class="font-mono">{t.logical_turn_id.clone()}</bdi>
+                            </a>
+                            <Counts counts=t.counts/>
+                        </li>
+                    }).collect_view()}
+                </ol>
+            </section>
+        }
+    })
 }
 
 /// The session's summary: counts across every shown turn, and each settled unknown's operation id to
 /// quote, with a copy button.
 #[component]
-fn Summary(blocks: RwSignal<Vec<TurnBlock>>) -> impl IntoView {
+fn Summary(blocks: RwSignal<Vec<TurnBlock>>, rest: StatusCounts) -> impl IntoView {
+    // The later turns' unknowns (settled), whose ids are on their own pages.
+    let rest_unknown = rest.outcome_unknown.saturating_sub(rest.in_flight) as usize;
     let counts = move || {
         blocks.with(|bs| {
-            let mut c = (0, 0, 0, 0, 0);
+            let mut c = (
+                rest.completed as usize,
+                rest.failed as usize,
+                rest.not_executed as usize,
+                rest_unknown,
+                rest.in_flight as usize,
+            );
             for b in bs {
                 b.timeline.with(|t| {
                     c.0 += t.count(PublishedStatus::Completed);
@@ -168,6 +210,9 @@ fn Summary(blocks: RwSignal<Vec<TurnBlock>>) -> impl IntoView {
                     </div>
                 })
             }}
+            {(rest_unknown > 0).then(|| view! {
+                <p class="rest-unknowns mt-2 text-sm">{format!("{rest_unknown} more unknown outcome(s) are in the later turns listed below: open each to quote its id.")}</p>
+            })}
         </section>
     }
 }
