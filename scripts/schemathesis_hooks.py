@@ -2,8 +2,9 @@
 
 Schemathesis 4 does not always keep a path parameter's `pattern` when it adds its own rule for path
 parameters (no `/`, `{`, `}`), so it sometimes generates, as schema-valid, an identifier with a control
-character in the path (e.g. `%0A`), which the identifier pattern of the document forbids and the server
-rightly refuses with 422. This filter drops exactly those generated values; everything else is sent.
+character in the path (e.g. `%0A`), or `.` / `..`, which the identifier pattern of the document forbids
+and the server rightly refuses with 422. This filter drops exactly those generated values; everything else
+is sent.
 The stateful phase does not run this filter, so scripts/schemathesis.toml leaves `positive_data_acceptance`
 out of that phase (its other checks still run there).
 
@@ -27,7 +28,10 @@ CONTROL = re.compile("[\u0000-\u001f\u007f-\u009f]")
 
 @schemathesis.hook
 def filter_path_parameters(context, path_parameters):
-    return not any(isinstance(v, str) and CONTROL.search(v) for v in (path_parameters or {}).values())
+    return not any(
+        isinstance(v, str) and (CONTROL.search(v) or v in (".", ".."))
+        for v in (path_parameters or {}).values()
+    )
 
 
 

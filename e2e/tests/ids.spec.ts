@@ -1,4 +1,4 @@
-// Ids round-trip exactly (docs/design.md "Ids round-trip"): every page, link, search and copy carries an
+// Ids round-trip exactly (docs/design.md "What the person sees"): every page, link, search and copy carries an
 // id holding `%41`, `%25`, `%2F`, `/`, spaces, `+`, non-ASCII or 256 bytes through unchanged. Before,
 // the pages decoded their address twice: a session `pct%41` opened as "pctA" with "No session with this id".
 import { test, expect, Page } from '@playwright/test';

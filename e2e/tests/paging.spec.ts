@@ -1,5 +1,5 @@
-// Paged listings with totals, filters in the address, "as of" and refresh (docs/design.md "Read APIs",
-// "What the person sees"). Before, the queue silently stopped at 200 of 218 and the home page listed every
+// Paged listings with totals, filters in the address, "as of" and refresh (docs/api.md "Paging",
+// docs/design.md "What the person sees"). Before, the queue silently stopped at 200 of 218 and the home page listed every
 // session (20,000 sessions: an 11.6 MB page).
 import { test, expect } from '@playwright/test';
 import { Host, batch, enc, settledOps, unique } from './host';

@@ -1,6 +1,7 @@
 //! Validated identifiers (docs/ledger.md "Entries and their states", the identifier rule): non-empty, at most
 //! [`IDENTIFIER_MAX_BYTES`](crate::limits::IDENTIFIER_MAX_BYTES) UTF-8 bytes, no control character
-//! (`char::is_control`: C0, DEL, C1; tab, CR and LF included). They can only be built valid.
+//! (`char::is_control`: C0, DEL, C1; tab, CR and LF included), and not `.` or `..` (a URL path segment
+//! cannot carry them). They can only be built valid.
 
 use std::fmt;
 
@@ -15,6 +16,10 @@ pub enum IdError {
     TooLong(usize),
     #[error("must not contain control characters")]
     ControlCharacter,
+    /// `.` or `..`: as a URL path segment it is a step to the same or the parent folder, so no address
+    /// (a page, an API path) can carry it (docs/ledger.md "Entries and their states").
+    #[error("must not be `.` or `..` (no URL path can carry it)")]
+    DotSegment,
 }
 
 /// Checks the identifier rule on `s`.
@@ -27,6 +32,9 @@ pub fn check_identifier(s: &str) -> Result<(), IdError> {
     }
     if s.chars().any(char::is_control) {
         return Err(IdError::ControlCharacter);
+    }
+    if s == "." || s == ".." {
+        return Err(IdError::DotSegment);
     }
     Ok(())
 }
@@ -145,6 +153,12 @@ mod tests {
         assert_eq!(MutationId::parse("a\u{7f}"), Err(IdError::ControlCharacter));
         // Format characters are not controls.
         assert!(MutationId::parse("a\u{200b}b").is_ok());
+        // `.` and `..` are path steps no address can carry; other dots are plain text.
+        assert_eq!(SessionKey::parse("."), Err(IdError::DotSegment));
+        assert_eq!(LogicalTurnId::parse(".."), Err(IdError::DotSegment));
+        for ok in ["...", ".a", "a.", "..a", "%2E%2E"] {
+            assert!(MutationId::parse(ok).is_ok(), "{ok:?}");
+        }
         assert!(SessionKey::parse("séance/1 %20").is_ok());
     }
 

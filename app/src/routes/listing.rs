@@ -1,4 +1,4 @@
-//! What the paged listings share (docs/design.md "Read APIs", "What the person sees"): filters and the
+//! What the paged listings share (docs/api.md "Paging", docs/design.md "What the person sees"): filters and the
 //! page cursor live in the page's own address (`?prefix=…&after=…`), are passed on to the API as they
 //! are, and each page says how many match in all ("50 of 218") with a link to the next page.
 

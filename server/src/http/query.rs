@@ -16,7 +16,7 @@ pub fn query<T: DeserializeOwned>(q: Result<Query<T>, QueryRejection>) -> Result
 }
 
 /// A required read identifier: 400 when missing or empty; `Ok(None)` when it breaks the identifier rule
-/// (over 256 bytes, control characters), so could never have been stored: the caller answers it as the
+/// (over 256 bytes, control characters, `.` or `..`), so could never have been stored: the caller answers it as the
 /// unknown thing it names (404), after checking what comes first.
 pub fn read_id<T>(
     value: Option<String>,
@@ -31,7 +31,7 @@ pub fn read_id<T>(
             format!("{field}: {e}"),
             Some(field),
         )),
-        Err(IdError::TooLong(_) | IdError::ControlCharacter) => Ok(None),
+        Err(IdError::TooLong(_) | IdError::ControlCharacter | IdError::DotSegment) => Ok(None),
     }
 }
 

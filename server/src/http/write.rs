@@ -154,8 +154,10 @@ where
 /// ASCII; a longer identifier in bytes is refused with 422 like any other.
 pub struct Identifier;
 
-/// The pattern of an identifier: no control character (C0, DEL, C1; `char::is_control`).
-const IDENTIFIER_PATTERN: &str = "^[^\\u0000-\\u001F\\u007F-\\u009F]+$";
+/// The pattern of an identifier: no control character (C0, DEL, C1; `char::is_control`), and not `.` or
+/// `..`: one character that is not a dot, two of which one is not a dot, or three or more (no lookahead,
+/// which not every JSON Schema regex dialect has).
+const IDENTIFIER_PATTERN: &str = "^(?:[^.\\u0000-\\u001F\\u007F-\\u009F]|[^\\u0000-\\u001F\\u007F-\\u009F][^.\\u0000-\\u001F\\u007F-\\u009F]|[^.\\u0000-\\u001F\\u007F-\\u009F][^\\u0000-\\u001F\\u007F-\\u009F]|[^\\u0000-\\u001F\\u007F-\\u009F]{3,})$";
 
 impl PartialSchema for Identifier {
     fn schema() -> RefOr<Schema> {
@@ -165,7 +167,7 @@ impl PartialSchema for Identifier {
             .max_length(Some(ledger::limits::IDENTIFIER_MAX_BYTES))
             .pattern(Some(IDENTIFIER_PATTERN))
             .description(Some(
-                "1 to 256 bytes of UTF-8 (maxLength counts characters: 256 for ASCII), no control character",
+                "1 to 256 bytes of UTF-8 (maxLength counts characters: 256 for ASCII), no control character, not `.` or `..`",
             ))
             .into()
     }

@@ -109,6 +109,54 @@ async fn malformed_json_is_400_and_a_broken_field_is_422_naming_it() {
     assert_eq!(app.get_json("/api/sessions").await.1["sessions"], json!([]));
 }
 
+/// `.` and `..` are path steps no address can carry: a session, turn or operation with such an id could
+/// never be opened (the tester's `..` unknown could not be reconciled). Refused with 422 naming the
+/// field, in a body as in a path; on reads, such an id names nothing (404).
+#[tokio::test]
+async fn dot_and_dot_dot_ids_are_refused_and_name_nothing() {
+    let app = spawn().await;
+    for (body, field) in [
+        (
+            json!({"logical_turn_id": "..", "mutation_id": "m", "tool": "x"}),
+            "logical_turn_id",
+        ),
+        (
+            json!({"logical_turn_id": "t", "mutation_id": ".", "tool": "x"}),
+            "mutation_id",
+        ),
+    ] {
+        let (s, v) = app
+            .host(Method::POST, "/api/host/sessions/s/mutations", body)
+            .await;
+        assert_eq!(s, StatusCode::UNPROCESSABLE_ENTITY);
+        assert_eq!(v["error"]["field"], field);
+    }
+    // (A path segment `%2E%2E` never arrives as such: WHATWG clients, this one included, resolve it.)
+    let (s, v) = app
+        .host(
+            Method::POST,
+            "/api/host/batch",
+            json!({"operations": [{"op": "approve", "session_key": ".", "logical_turn_id": "t", "mutation_id": "m", "tool": "x"}]}),
+        )
+        .await;
+    assert_eq!(s, StatusCode::OK);
+    assert_eq!(v["results"][0]["status"], 422);
+    assert_eq!(v["results"][0]["error"]["field"], "session_key");
+    // Other dots are plain text.
+    let (s, _) = app
+        .host(
+            Method::POST,
+            "/api/host/sessions/.../mutations",
+            json!({"logical_turn_id": ".t", "mutation_id": "m.", "tool": "x"}),
+        )
+        .await;
+    assert_eq!(s, StatusCode::CREATED);
+    let (s, v) = app.get_json("/api/mutation-outcomes?session_id=.").await;
+    assert_eq!(s, StatusCode::NOT_FOUND);
+    assert_eq!(v["error"]["code"], "session_not_found");
+    assert_eq!(app.get_json("/api/sessions").await.1["total"], 1);
+}
+
 #[tokio::test]
 async fn writes_to_an_unknown_session_or_mutation_are_404() {
     let app = spawn().await;
