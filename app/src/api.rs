@@ -94,11 +94,7 @@ fn decode<T: DeserializeOwned>(status: u16, body: &str) -> Result<T, ApiError> {
 pub fn get_json<T: DeserializeOwned + 'static>(
     path: String,
 ) -> impl Future<Output = Result<T, ApiError>> + Send + 'static {
-    let fetched = fetch_text(path);
-    async move {
-        let r = fetched.await?;
-        decode(r.status, &r.body)
-    }
+    reader().get_json(path)
 }
 
 /// Reads several API paths from one page's resource: made inside the reactive owner (where the server's
@@ -187,17 +183,6 @@ pub fn turn_entries_path(key: &str, turn: &str) -> String {
 /// The path of a session's turns.
 pub fn session_turns_path(key: &str) -> String {
     format!("/api/sessions/{}/turns", enc(key))
-}
-
-#[cfg(feature = "ssr")]
-fn fetch_text(
-    path: String,
-) -> impl Future<Output = Result<TransportResponse, ApiError>> + Send + 'static {
-    let transport = leptos::prelude::use_context::<ApiTransport>();
-    async move {
-        let t = transport.ok_or_else(|| ApiError::Network("no API transport in context".into()))?;
-        (t.0)(path).await.map_err(ApiError::Network)
-    }
 }
 
 #[cfg(all(feature = "hydrate", not(feature = "ssr")))]

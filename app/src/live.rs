@@ -356,17 +356,8 @@ impl Live {
             return true;
         }
         match api::session_turns(&self.session).await {
-            Err(api::ApiError::Status { status: 401, .. }) => {
-                self.stop(Connection::AccessEnded);
-                true
-            }
-            Err(e @ api::ApiError::NotFound { .. }) => {
-                self.stop(Connection::Gone {
-                    message: e.describe(),
-                });
-                true
-            }
-            _ => false,
+            Err(e) => self.stop_for(&e),
+            Ok(_) => false,
         }
     }
 

@@ -174,6 +174,17 @@ impl Timeline {
             .filter(|r| r.outcome.status == PublishedStatus::OutcomeUnknown && !r.in_flight)
     }
 
+    /// The counts as the turns API spells them: in flight is a part of `outcome_unknown`.
+    pub fn counts(&self) -> ledger::wire::StatusCounts {
+        ledger::wire::StatusCounts {
+            completed: self.count(PublishedStatus::Completed) as u64,
+            failed: self.count(PublishedStatus::Failed) as u64,
+            not_executed: self.count(PublishedStatus::NotExecuted) as u64,
+            outcome_unknown: self.count(PublishedStatus::OutcomeUnknown) as u64,
+            in_flight: self.in_flight() as u64,
+        }
+    }
+
     /// Rows in flight.
     pub fn in_flight(&self) -> usize {
         self.rows.iter().filter(|r| r.in_flight).count()

@@ -8,7 +8,7 @@ use leptos_meta::Title;
 use crate::components::time::Time;
 use crate::components::{ApiErrorPanel, AsOf, Counts};
 use crate::routes::find::SearchForm;
-use crate::routes::listing::{listing, value_of, Listing, PageNav};
+use crate::routes::listing::{listing, value_of, Listing, PageNav, FIELD, ID_FIELD};
 use crate::routes::session_href;
 
 /// The filters of the sessions listing, as the API names them (docs/api.md "Dashboard reads").
@@ -75,18 +75,16 @@ fn SessionFilters(filters: Vec<(&'static str, String)>) -> impl IntoView {
     let prefix = value_of(&filters, "prefix");
     let tool = value_of(&filters, "tool");
     let has_unknown = value_of(&filters, "has_unknown");
-    let field = "w-full rounded border border-slate-400 bg-white px-2 py-1 text-sm dark:border-slate-600 dark:bg-slate-900";
-    let input = format!("{field} font-mono");
     view! {
         <form method="get" action="/" class="filters mb-3 grid gap-2 sm:grid-cols-4 sm:items-end" aria-label="Filter sessions">
             <label class="flex flex-col text-sm">"Session id starts with"
-                <input name="prefix" type="text" value=prefix class=input.clone() autocomplete="off" spellcheck="false"/>
+                <input name="prefix" type="text" value=prefix class=ID_FIELD autocomplete="off" spellcheck="false"/>
             </label>
             <label class="flex flex-col text-sm">"Tool"
-                <input name="tool" type="text" value=tool class=input.clone() autocomplete="off" spellcheck="false" placeholder="e.g. mcp__dashboards__create"/>
+                <input name="tool" type="text" value=tool class=ID_FIELD autocomplete="off" spellcheck="false" placeholder="e.g. mcp__dashboards__create"/>
             </label>
             <label class="flex flex-col text-sm">"Open unknown"
-                <select name="has_unknown" class=field>
+                <select name="has_unknown" class=FIELD>
                     <option value="" selected=has_unknown.is_empty()>"Any"</option>
                     <option value="true" selected=has_unknown == "true">"Has an open unknown"</option>
                     <option value="false" selected=has_unknown == "false">"Has none"</option>

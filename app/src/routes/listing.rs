@@ -10,6 +10,10 @@ use crate::api;
 use crate::components::refresh_ticker;
 use crate::components::time::now_rfc3339;
 
+/// Classes of a filter form's field; [`ID_FIELD`] for one holding an id or a tool name (monospace).
+pub const FIELD: &str = "w-full rounded border border-slate-400 bg-white px-2 py-1 text-sm dark:border-slate-600 dark:bg-slate-900";
+pub const ID_FIELD: &str = "w-full rounded border border-slate-400 bg-white px-2 py-1 font-mono text-sm dark:border-slate-600 dark:bg-slate-900";
+
 /// One page of a listing (`T`: the API's answer) and when the page read it.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Listed<T> {

@@ -2,7 +2,7 @@
 //! conversation with its outcomes, in recorded order, live, under a short summary that says what to quote
 //! to support for an unknown outcome. Each row links to its operation page, each turn to its turn page.
 
-use ledger::wire::{PublishedStatus, SessionTurns, StatusCounts, TurnEntries, TurnSummary};
+use ledger::wire::{SessionTurns, StatusCounts, TurnEntries, TurnSummary};
 use leptos::prelude::*;
 use leptos_meta::Title;
 use serde::{Deserialize, Serialize};
@@ -84,11 +84,7 @@ fn LiveSession(read: SessionRead) -> impl IntoView {
     // Turns past the first TURNS_SHOWN: listed with their counts as read, each linking to its page.
     let rest: Vec<TurnSummary> = read.turns.turns.iter().skip(TURNS_SHOWN).cloned().collect();
     let rest_counts = rest.iter().fold(StatusCounts::default(), |mut c, t| {
-        c.completed += t.counts.completed;
-        c.failed += t.counts.failed;
-        c.not_executed += t.counts.not_executed;
-        c.outcome_unknown += t.counts.outcome_unknown;
-        c.in_flight += t.counts.in_flight;
+        add(&mut c, &t.counts);
         c
     });
     #[cfg(feature = "hydrate")]
@@ -152,24 +148,12 @@ fn LaterTurns(session: String, rest: Vec<TurnSummary>) -> impl IntoView {
 #[component]
 fn Summary(blocks: RwSignal<Vec<TurnBlock>>, rest: StatusCounts) -> impl IntoView {
     // The later turns' unknowns (settled), whose ids are on their own pages.
-    let rest_unknown = rest.outcome_unknown.saturating_sub(rest.in_flight) as usize;
+    let rest_unknown = rest.outcome_unknown.saturating_sub(rest.in_flight);
     let counts = move || {
         blocks.with(|bs| {
-            let mut c = (
-                rest.completed as usize,
-                rest.failed as usize,
-                rest.not_executed as usize,
-                rest_unknown,
-                rest.in_flight as usize,
-            );
+            let mut c = rest.clone();
             for b in bs {
-                b.timeline.with(|t| {
-                    c.0 += t.count(PublishedStatus::Completed);
-                    c.1 += t.count(PublishedStatus::Failed);
-                    c.2 += t.count(PublishedStatus::NotExecuted);
-                    c.3 += t.settled_unknowns().count();
-                    c.4 += t.in_flight();
-                });
+                add(&mut c, &b.timeline.with(Timeline::counts));
             }
             c
         })
@@ -189,7 +173,7 @@ fn Summary(blocks: RwSignal<Vec<TurnBlock>>, rest: StatusCounts) -> impl IntoVie
     };
     view! {
         <section class="session-summary mb-5 rounded-md border border-slate-200 p-3 dark:border-slate-800" aria-label="Summary">
-            <p class="summary-text font-medium">{move || summary_text(counts())}</p>
+            <p class="summary-text font-medium">{move || summary_text(&counts())}</p>
             {move || {
                 let ids = unknown_ids();
                 (!ids.is_empty()).then(|| view! {
@@ -218,15 +202,14 @@ fn Summary(blocks: RwSignal<Vec<TurnBlock>>, rest: StatusCounts) -> impl IntoVie
 }
 
 /// `3 completed, 1 failed, 1 in flight, 1 unknown` (zero counts left out; "No outcomes yet." when all are).
-pub fn summary_text(
-    (completed, failed, not_executed, unknown, in_flight): (usize, usize, usize, usize, usize),
-) -> String {
+pub fn summary_text(c: &StatusCounts) -> String {
+    let settled_unknown = c.outcome_unknown.saturating_sub(c.in_flight);
     let parts: Vec<String> = [
-        (completed, "completed"),
-        (failed, "failed"),
-        (not_executed, "not executed"),
-        (in_flight, "in flight"),
-        (unknown, "unknown"),
+        (c.completed, "completed"),
+        (c.failed, "failed"),
+        (c.not_executed, "not executed"),
+        (c.in_flight, "in flight"),
+        (settled_unknown, "unknown"),
     ]
     .into_iter()
     .filter(|(n, _)| *n > 0)
@@ -252,7 +235,7 @@ fn TurnSection(session: String, number: usize, block: TurnBlock) -> impl IntoVie
                     {format!("Turn {number} · ")}<bdi class="font-mono">{turn.clone()}</bdi>
                 </a>
                 <span class="text-xs font-normal opacity-80">"Started " <Time at=block.first_recorded_at.clone()/></span>
-                <span class="text-sm font-normal">{move || view! { <Counts counts=timeline.with(counts_of)/> }}</span>
+                <span class="text-sm font-normal">{move || view! { <Counts counts=timeline.with(Timeline::counts)/> }}</span>
             </h2>
             <ol class="space-y-2" aria-label=format!("Outcomes of turn {number}, in recorded order")>
                 <For
@@ -274,16 +257,13 @@ fn TurnSection(session: String, number: usize, block: TurnBlock) -> impl IntoVie
     }
 }
 
-/// The counts of a timeline, as the turns API spells them.
-fn counts_of(t: &Timeline) -> ledger::wire::StatusCounts {
-    ledger::wire::StatusCounts {
-        completed: t.count(PublishedStatus::Completed) as u64,
-        failed: t.count(PublishedStatus::Failed) as u64,
-        not_executed: t.count(PublishedStatus::NotExecuted) as u64,
-        // As the turns API counts: in flight is a part of outcome_unknown.
-        outcome_unknown: t.count(PublishedStatus::OutcomeUnknown) as u64,
-        in_flight: t.in_flight() as u64,
-    }
+/// Adds `more` to `total`, status by status.
+fn add(total: &mut StatusCounts, more: &StatusCounts) {
+    total.completed += more.completed;
+    total.failed += more.failed;
+    total.not_executed += more.not_executed;
+    total.outcome_unknown += more.outcome_unknown;
+    total.in_flight += more.in_flight;
 }
 
 /// The session page's live follower (hydrate only): one [`crate::live::TurnFeed`] per shown turn on one

@@ -6,7 +6,7 @@ use leptos::prelude::*;
 use leptos_meta::Title;
 
 use crate::components::{ApiErrorPanel, AsOf};
-use crate::routes::listing::{listing, value_of, Listing, PageNav};
+use crate::routes::listing::{listing, value_of, Listing, PageNav, FIELD, ID_FIELD};
 use crate::routes::operation::OperationList;
 
 /// The filters of the queue, as the API names them (docs/api.md "Dashboard reads").
@@ -61,18 +61,16 @@ fn QueueFilters(filters: Vec<(&'static str, String)>) -> impl IntoView {
     let tool = value_of(&filters, "tool");
     let session = value_of(&filters, "session_key");
     let age = value_of(&filters, "min_age_secs");
-    let field = "w-full rounded border border-slate-400 bg-white px-2 py-1 text-sm dark:border-slate-600 dark:bg-slate-900";
-    let input = format!("{field} font-mono");
     view! {
         <form method="get" action="/unknowns" class="filters mb-3 grid gap-2 sm:grid-cols-4 sm:items-end" aria-label="Filter the queue">
             <label class="flex flex-col text-sm">"Tool"
-                <input name="tool" type="text" value=tool class=input.clone() autocomplete="off" spellcheck="false"/>
+                <input name="tool" type="text" value=tool class=ID_FIELD autocomplete="off" spellcheck="false"/>
             </label>
             <label class="flex flex-col text-sm">"Session id"
-                <input name="session_key" type="text" value=session class=input.clone() autocomplete="off" spellcheck="false"/>
+                <input name="session_key" type="text" value=session class=ID_FIELD autocomplete="off" spellcheck="false"/>
             </label>
             <label class="flex flex-col text-sm">"Open for"
-                <select name="min_age_secs" class=field>
+                <select name="min_age_secs" class=FIELD>
                     {AGES.into_iter().map(|(v, words)| view! { <option value=v selected=age == v>{words}</option> }).collect_view()}
                 </select>
             </label>
