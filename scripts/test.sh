@@ -3,6 +3,11 @@
 # the built server on a fresh data directory and runs the Playwright browser tests against it.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+# A clean build in CI gains nothing from incremental compilation, whose caches would double target/debug
+# (the disk of a shared CI machine ran out at a stop on 2026-12-01).
+if [[ -n "${CI:-}" ]]; then
+  export CARGO_INCREMENTAL=0
+fi
 scripts/setup.sh
 scripts/build.sh
 # The server binary scripts/build.sh made (it follows CARGO_TARGET_DIR, like cargo); absolute, so the
