@@ -241,6 +241,37 @@ pub fn turn_entries_since(
     reader().turn_entries(key, turn, after_revision)
 }
 
+/// Entries per page of a turn read a page at a time (the entries API's largest `limit`).
+pub const ENTRIES_PAGE: usize = 1000;
+
+/// The first `limit` (at most [`ENTRIES_PAGE`]) entries of a turn, one page: `next` is set when there are
+/// more (docs/design.md "Big turns").
+pub fn turn_entries_first(
+    key: &str,
+    turn: &str,
+    limit: usize,
+) -> impl Future<Output = Result<TurnEntries, ApiError>> + Send + 'static {
+    get_json(format!(
+        "{}?limit={}",
+        turn_entries_path(key, turn),
+        limit.clamp(1, ENTRIES_PAGE)
+    ))
+}
+
+/// The page of a turn's entries after the cursor `after` (a `next` of the previous page), up to
+/// [`ENTRIES_PAGE`] entries.
+pub fn turn_entries_page(
+    key: &str,
+    turn: &str,
+    after: &str,
+) -> impl Future<Output = Result<TurnEntries, ApiError>> + Send + 'static {
+    get_json(format!(
+        "{}?limit={ENTRIES_PAGE}&after={}",
+        turn_entries_path(key, turn),
+        enc(after)
+    ))
+}
+
 /// `GET /api/operations/{mutation_id}`.
 pub fn operation(
     id: &str,

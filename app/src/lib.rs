@@ -8,6 +8,7 @@ pub mod components;
 #[cfg(feature = "hydrate")]
 pub mod live;
 pub mod routes;
+pub mod roving;
 #[cfg(feature = "ssr")]
 pub mod standalone;
 pub mod timeline;
@@ -63,6 +64,7 @@ pub fn App() -> impl IntoView {
         <Stylesheet id="leptos" href="/pkg/outcomes.css"/>
         <Title text="Outcome ledger"/>
         <Router>
+            <a href="#main" rel="external" class="skip-link sr-only focus:not-sr-only focus:absolute focus:left-2 focus:top-2 focus:z-50 focus:rounded focus:bg-white focus:px-3 focus:py-2 focus:text-slate-900 focus:ring-2 focus:ring-sky-500 dark:focus:bg-slate-900 dark:focus:text-slate-100">"Skip to content"</a>
             <header class="border-b border-slate-200 dark:border-slate-800">
                 <nav class="mx-auto flex max-w-5xl flex-wrap items-center gap-4 px-4 py-3" aria-label="Main">
                     <Transition fallback=|| view! { <span class="font-semibold">"Outcome ledger"</span> }>
@@ -73,7 +75,7 @@ pub fn App() -> impl IntoView {
                     </Transition>
                 </nav>
             </header>
-            <main class="mx-auto max-w-5xl px-4 py-6">
+            <main id="main" tabindex="-1" class="mx-auto max-w-5xl px-4 py-6 focus:outline-none">
                 <Routes fallback=NotFoundPage>
                     <Route path=path!("/") view=routes::home::HomePage ssr=SsrMode::Async/>
                     <Route path=path!("/find") view=routes::find::FindPage ssr=SsrMode::Async/>

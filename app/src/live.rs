@@ -383,12 +383,15 @@ impl Live {
 /// was last read, a `resync` naming the turn and every (re)open read the entries changed since
 /// (`after_revision`), which brings in-flight rows, ledger status, recorded order and times. One read at a
 /// time; a request made while one runs is done right after it. A 409 (the turn's revisions restarted)
-/// reads the whole turn again.
+/// reads the whole turn again. A big turn whose page showed only its first entries reads the rest first, a
+/// page of [`api::ENTRIES_PAGE`] at a time (docs/design.md "Big turns").
 pub struct TurnFeed {
     turn: String,
     timeline: RwSignal<Timeline>,
     /// The `latest_revision` of the last read: the entries API is asked for what changed after it.
     read_through: Cell<i64>,
+    /// The `next` cursor of the first read while pages of it are still to be read.
+    rest: RefCell<Option<String>>,
     reading: Cell<bool>,
     read_again: Cell<bool>,
 }
@@ -396,10 +399,22 @@ pub struct TurnFeed {
 impl TurnFeed {
     /// A feed for `turn`, whose timeline was read through `read_through`.
     pub fn new(turn: String, timeline: RwSignal<Timeline>, read_through: i64) -> Rc<TurnFeed> {
+        TurnFeed::with_rest(turn, timeline, read_through, None)
+    }
+
+    /// [`TurnFeed::new`] for a timeline read only up to the `next` cursor `rest` (its first page): the
+    /// first read takes the remaining pages before asking what changed.
+    pub fn with_rest(
+        turn: String,
+        timeline: RwSignal<Timeline>,
+        read_through: i64,
+        rest: Option<String>,
+    ) -> Rc<TurnFeed> {
         Rc::new(TurnFeed {
             turn,
             timeline,
             read_through: Cell::new(read_through),
+            rest: RefCell::new(rest),
             reading: Cell::new(false),
             read_again: Cell::new(false),
         })
@@ -433,6 +448,24 @@ impl TurnFeed {
         }
     }
 
+    /// Reads the pages of the first read not read yet (each merged as it comes, so the counts and the
+    /// "show more" of a big turn fill in while it loads). False when the live connection stopped for good.
+    async fn read_rest(self: &Rc<Self>, live: &Rc<Live>) -> bool {
+        loop {
+            let Some(after) = self.rest.borrow().clone() else {
+                return true;
+            };
+            match api::turn_entries_page(live.session(), &self.turn, &after).await {
+                Ok(page) => {
+                    let last = page.next.is_none();
+                    *self.rest.borrow_mut() = page.next.clone();
+                    self.timeline.maybe_update(|t| t.merge_page(&page, last));
+                }
+                Err(e) => return !live.stop_for(&e),
+            }
+        }
+    }
+
     /// Reads what changed when the turn's latest revision (from the turns API) is past the last read.
     pub fn read_if_behind(self: &Rc<Self>, live: &Rc<Live>, latest_revision: i64) {
         if latest_revision > self.read_through.get() {
@@ -452,9 +485,15 @@ impl TurnFeed {
         let feed = self.clone();
         let live = live.clone();
         leptos::task::spawn_local(async move {
+            if !feed.read_rest(&live).await {
+                feed.reading.set(false);
+                return;
+            }
             loop {
                 let after = feed.read_through.get();
-                let read = api::turn_entries_since(live.session(), &feed.turn, Some(after)).await;
+                // Nothing read yet (a turn first seen live, or after a 409): every entry, legacy ones too.
+                let since = (after > 0).then_some(after);
+                let read = api::turn_entries_since(live.session(), &feed.turn, since).await;
                 let read = match read {
                     Err(api::ApiError::Status { status: 409, .. }) => {
                         feed.read_through.set(0);
@@ -465,9 +504,13 @@ impl TurnFeed {
                 };
                 match read {
                     Ok(entries) => {
+                        // A read of every entry (after 0, or the full read after a 409) completes a
+                        // timeline that was read a page at a time.
+                        let whole = feed.read_through.get() == 0;
                         feed.read_through
                             .set(feed.read_through.get().max(entries.latest_revision));
-                        feed.timeline.maybe_update(|t| t.merge(&entries));
+                        feed.timeline
+                            .maybe_update(|t| t.merge_page(&entries, whole));
                     }
                     Err(e) => {
                         if live.stop_for(&e) {

@@ -4,7 +4,11 @@
 //! a mutation first seen live (a live event has none) stays last only until the catch-up read that
 //! follows gives it its place. Plain data, tested natively.
 
-use ledger::wire::{LedgerStatus, MutationOutcome, PublishedStatus, TurnEntries, TurnEntry};
+use std::collections::HashMap;
+
+use ledger::wire::{
+    LedgerStatus, MutationOutcome, PublishedStatus, StatusCounts, TurnEntries, TurnEntry,
+};
 
 /// One row: the latest projection seen for a mutation.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -38,25 +42,78 @@ impl Row {
 }
 
 /// The rows of one turn, in recorded order, and the cursor (highest revision seen).
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
+///
+/// A big turn is read a page at a time (docs/design.md "Big turns"): until every page is in
+/// ([`Timeline::complete`]), the counts are those the turns API gave when the page was read, not a count
+/// of the rows held. Look-ups by `mutation_id` go through an index, so merging a page of 1,000 entries into
+/// 20,000 rows costs a sort, not a scan per entry.
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Timeline {
     rows: Vec<Row>,
+    /// `mutation_id` → position in `rows`; rebuilt after every sort.
+    index: HashMap<String, usize>,
     cursor: i64,
+    /// Whether every entry of the turn has been read (the last read had no `next`).
+    complete: bool,
+    /// The turn's counts as read from the turns API, shown while the timeline is not complete.
+    read_counts: Option<StatusCounts>,
+}
+
+impl Default for Timeline {
+    /// An empty timeline with nothing left to read (a turn first seen live).
+    fn default() -> Timeline {
+        Timeline {
+            rows: Vec::new(),
+            index: HashMap::new(),
+            cursor: 0,
+            complete: true,
+            read_counts: None,
+        }
+    }
 }
 
 impl Timeline {
-    /// A timeline from the server-rendered entries; the cursor is the turn's latest revision.
+    /// A timeline from the server-rendered entries; the cursor is the turn's latest revision. When the read
+    /// was one page of several (`next` is set), the timeline is not complete until
+    /// [`Timeline::merge_page`] has taken the last page.
     pub fn from_entries(entries: &TurnEntries) -> Timeline {
         let mut t = Timeline {
             rows: entries.entries.iter().map(Row::from_entry).collect(),
             cursor: entries.latest_revision,
+            complete: entries.next.is_none(),
+            ..Timeline::default()
         };
         t.sort();
         t
     }
 
+    /// [`Timeline::from_entries`], with the turn's counts from the turns API to show until every page is
+    /// read.
+    pub fn from_first_page(entries: &TurnEntries, counts: Option<StatusCounts>) -> Timeline {
+        let mut t = Timeline::from_entries(entries);
+        t.read_counts = counts;
+        t
+    }
+
     pub fn rows(&self) -> &[Row] {
         &self.rows
+    }
+
+    /// Whether every entry of the turn has been read.
+    pub fn complete(&self) -> bool {
+        self.complete
+    }
+
+    /// Merges one more page of the first read (entries API `after=`); `last` when it had no `next`.
+    /// Returns whether anything changed.
+    pub fn merge_page(&mut self, page: &TurnEntries, last: bool) -> bool {
+        let mut changed = self.merge(page);
+        if last && !self.complete {
+            self.complete = true;
+            self.read_counts = None;
+            changed = true;
+        }
+        changed
     }
 
     /// The highest revision seen.
@@ -89,9 +146,9 @@ impl Timeline {
             self.cursor = self.cursor.max(r);
         }
         match self
-            .rows
-            .iter_mut()
-            .find(|r| r.outcome.mutation_id == outcome.mutation_id)
+            .index
+            .get(&outcome.mutation_id)
+            .and_then(|&i| self.rows.get_mut(i))
         {
             Some(row) => {
                 if !Self::newer(row.revision, revision) {
@@ -103,6 +160,8 @@ impl Timeline {
                 true
             }
             None => {
+                self.index
+                    .insert(outcome.mutation_id.clone(), self.rows.len());
                 self.rows.push(Row {
                     revision,
                     outcome,
@@ -125,9 +184,9 @@ impl Timeline {
         for e in &entries.entries {
             let fresh = Row::from_entry(e);
             match self
-                .rows
-                .iter_mut()
-                .find(|r| r.outcome.mutation_id == e.outcome.mutation_id)
+                .index
+                .get(&e.outcome.mutation_id)
+                .and_then(|&i| self.rows.get_mut(i))
             {
                 Some(row)
                     if Self::newer(row.revision, e.mutation_revision)
@@ -140,6 +199,8 @@ impl Timeline {
                 }
                 Some(_) => {}
                 None => {
+                    self.index
+                        .insert(e.outcome.mutation_id.clone(), self.rows.len());
                     self.rows.push(fresh);
                     changed = true;
                 }
@@ -157,14 +218,34 @@ impl Timeline {
     fn sort(&mut self) {
         self.rows
             .sort_by_key(|r| (r.sequence.is_none(), r.sequence.unwrap_or(0)));
+        self.index.clear();
+        for (i, r) in self.rows.iter().enumerate() {
+            self.index.insert(r.outcome.mutation_id.clone(), i);
+        }
     }
 
-    /// Counts by published status.
+    /// Counts by published status (as read from the turns API while the timeline is not complete).
     pub fn count(&self, status: PublishedStatus) -> usize {
+        if let Some(c) = self.read_counts.as_ref().filter(|_| !self.complete) {
+            return c.get(status) as usize;
+        }
         self.rows
             .iter()
             .filter(|r| r.outcome.status == status)
             .count()
+    }
+
+    /// How many outcomes the turn has: the rows held, or the turns API's total while not complete.
+    pub fn len(&self) -> usize {
+        match self.read_counts.as_ref().filter(|_| !self.complete) {
+            Some(c) => (c.total() as usize).max(self.rows.len()),
+            None => self.rows.len(),
+        }
+    }
+
+    /// Whether the turn has no outcomes (as far as read).
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
     }
 
     /// Rows whose outcome is unknown and settled (not in flight): what an end user quotes to support.
@@ -185,8 +266,11 @@ impl Timeline {
         }
     }
 
-    /// Rows in flight.
+    /// Rows in flight (as read from the turns API while the timeline is not complete).
     pub fn in_flight(&self) -> usize {
+        if let Some(c) = self.read_counts.as_ref().filter(|_| !self.complete) {
+            return c.in_flight as usize;
+        }
         self.rows.iter().filter(|r| r.in_flight).count()
     }
 }
@@ -306,6 +390,67 @@ mod tests {
             Some("2026-12-01T10:01:00.000Z")
         );
         assert!(!t.merge(&read(2, vec![settled])));
+    }
+
+    /// A big turn read a page at a time: the turns API's counts stand until the last page is in; pages
+    /// and live events land by `mutation_id` through the index, in recorded order.
+    #[test]
+    fn a_turn_read_a_page_at_a_time_counts_as_read_until_complete() {
+        let page = |from: i64, to: i64, next: Option<&str>| {
+            let mut r = read(
+                3000,
+                (from..to)
+                    .map(|i| {
+                        let status = if i % 4 == 0 {
+                            PublishedStatus::OutcomeUnknown
+                        } else {
+                            PublishedStatus::Completed
+                        };
+                        entry(i, i, &format!("m{i}"), status, false)
+                    })
+                    .collect(),
+            );
+            r.next = next.map(str::to_owned);
+            r
+        };
+        let counts = StatusCounts {
+            completed: 2250,
+            failed: 0,
+            not_executed: 0,
+            outcome_unknown: 750,
+            in_flight: 0,
+        };
+        let mut t = Timeline::from_first_page(&page(0, 200, Some("c1")), Some(counts));
+        assert!(!t.complete());
+        assert_eq!(t.rows().len(), 200);
+        assert_eq!(t.len(), 3000);
+        assert_eq!(t.count(PublishedStatus::OutcomeUnknown), 750);
+        // A live settlement of a row not read yet arrives before its page.
+        assert!(t.upsert(Some(3001), outcome("m2999", PublishedStatus::Failed)));
+        assert!(t.merge_page(&page(200, 1200, Some("c2")), false));
+        assert!(!t.complete());
+        assert!(t.merge_page(&page(1200, 3000, None), true));
+        assert!(t.complete());
+        assert_eq!(t.rows().len(), 3000);
+        assert_eq!(t.len(), 3000);
+        // The page's m2999 (revision 2999) does not roll back the live revision 3001.
+        assert_eq!(t.rows()[2999].outcome.mutation_id, "m2999");
+        assert_eq!(t.rows()[2999].outcome.status, PublishedStatus::Failed);
+        assert_eq!(t.rows()[2999].sequence, None);
+        // m2999 was completed on its page (2999 % 4 != 0); live, it failed.
+        assert_eq!(t.count(PublishedStatus::OutcomeUnknown), 750);
+        assert_eq!(t.count(PublishedStatus::Failed), 1);
+        assert_eq!(t.count(PublishedStatus::Completed), 2249);
+        assert!(t
+            .rows()
+            .windows(2)
+            .take(2998)
+            .all(|w| w[0].sequence < w[1].sequence));
+        // After the sort the index still finds every row.
+        assert!(!t.upsert(Some(5), outcome("m5", PublishedStatus::Failed)));
+        assert!(t.upsert(Some(3002), outcome("m5", PublishedStatus::Failed)));
+        assert_eq!(t.rows()[5].outcome.status, PublishedStatus::Failed);
+        assert_eq!(t.rows().len(), 3000);
     }
 
     #[test]

@@ -87,6 +87,7 @@ pub fn OutcomeTitle(outcome: MutationOutcome) -> impl IntoView {
         Some(url) => view! {
             <a
                 href=url
+                tabindex=crate::roving::control_tabindex()
                 target="_blank"
                 rel="noopener noreferrer nofollow"
                 class=format!("{class} underline decoration-dotted underline-offset-2 hover:decoration-solid")
@@ -141,6 +142,7 @@ pub fn CopyButton(text: String, #[prop(optional)] label: Option<&'static str>) -
     view! {
         <button
             type="button"
+            tabindex=crate::roving::control_tabindex()
             class="copy-operation-id rounded border border-current px-2 py-0.5 text-xs hover:bg-black/5 focus:outline-none focus-visible:ring-2 focus-visible:ring-offset-1 dark:hover:bg-white/10"
             on:click=on_click
         >

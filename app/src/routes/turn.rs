@@ -1,24 +1,79 @@
 //! A logical turn's timeline: server-rendered from the entries API, then kept live in the browser (the
 //! session's run events, and the entries changed since the last read: `crate::live::TurnFeed`), upserting
 //! by `mutation_id` and keeping the recorded order.
+//!
+//! A big turn (docs/design.md "Big turns") is read a page at a time: the server renders the first
+//! [`ROWS_STEP`] rows (or `?rows=N`, up to one page of the entries API) with the turn's counts from the
+//! turns API; the browser reads the other pages in the background, and shows [`ROWS_STEP`] more rows (of the
+//! status filtered on) per "Show more". The page's DOM holds only the rows shown.
 
-use ledger::wire::{PublishedStatus, TurnEntries};
+use ledger::wire::{PublishedStatus, SessionTurns, StatusCounts, TurnEntries};
 use leptos::prelude::*;
 use leptos_meta::Title;
+use serde::{Deserialize, Serialize};
 
-use crate::api;
+use crate::api::{self, ApiError};
 use crate::components::outcome::{OutcomeCard, StatusBadge};
 use crate::components::ApiErrorPanel;
 use crate::routes::{param, session_href};
+use crate::roving;
 use crate::timeline::{Connection, Row, Timeline};
+
+/// Rows shown at first, and added by each "Show more".
+pub const ROWS_STEP: usize = 200;
+
+/// What the page read: the first page of the turn's entries and, when there are more pages, the turn's
+/// counts from the turns API.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct TurnRead {
+    pub entries: TurnEntries,
+    pub counts: Option<StatusCounts>,
+}
+
+/// Reads the first `rows` entries (one page) and, for a turn with more, its counts.
+async fn read(
+    reader: api::Reader,
+    key: String,
+    turn: String,
+    rows: usize,
+) -> Result<TurnRead, ApiError> {
+    let path = format!(
+        "{}?limit={}",
+        api::turn_entries_path(&key, &turn),
+        rows.clamp(1, api::ENTRIES_PAGE)
+    );
+    let entries: TurnEntries = reader.get_json(path).await?;
+    let counts = match entries.next {
+        None => None,
+        Some(_) => {
+            let turns: SessionTurns = reader.get_json(api::session_turns_path(&key)).await?;
+            turns
+                .turns
+                .into_iter()
+                .find(|t| t.logical_turn_id == turn)
+                .map(|t| t.counts)
+        }
+    };
+    Ok(TurnRead { entries, counts })
+}
+
+/// The rows asked for in the address (`?rows=N`): at least [`ROWS_STEP`].
+fn rows_asked() -> usize {
+    crate::address::query_value("rows")
+        .and_then(|v| v.parse::<usize>().ok())
+        .unwrap_or(ROWS_STEP)
+        .max(ROWS_STEP)
+}
 
 #[component]
 pub fn TurnPage() -> impl IntoView {
     let key = param(2);
     let turn = param(4);
+    let rows = rows_asked();
+    let reader = api::reader();
     let entries = Resource::new(
         move || (key.get(), turn.get()),
-        |(k, t)| api::turn_entries(&k, &t),
+        move |(k, t)| read(reader.clone(), k, t, rows),
     );
     view! {
         <Title text=crate::routes::page_title(move || format!("Turn {} · Outcome ledger", turn.get()))/>
@@ -33,9 +88,9 @@ pub fn TurnPage() -> impl IntoView {
             {move || Suspend::new(async move {
                 match entries.await {
                     Err(e) => view! { <ApiErrorPanel error=e/> }.into_any(),
-                    Ok(e) => view! {
-                        <crate::components::ExportLinks session_key=e.session_key.clone()/>
-                        <LiveTimeline entries=e/>
+                    Ok(r) => view! {
+                        <crate::components::ExportLinks session_key=r.entries.session_key.clone()/>
+                        <LiveTimeline read=r shown=rows/>
                     }.into_any(),
                 }
             })}
@@ -50,58 +105,47 @@ fn row_label(r: &Row) -> String {
     format!("{words}: {title}")
 }
 
-/// ArrowDown / j and ArrowUp / k move focus to the next / previous row (when a row has focus).
-fn move_focus(ev: leptos::ev::KeyboardEvent) {
-    #[cfg(feature = "hydrate")]
-    {
-        use wasm_bindgen::JsCast;
-        let forward = match ev.key().as_str() {
-            "ArrowDown" | "j" => true,
-            "ArrowUp" | "k" => false,
-            _ => return,
-        };
-        if ev.ctrl_key() || ev.alt_key() || ev.meta_key() {
-            return;
-        }
-        let Some(row) = ev
-            .target()
-            .and_then(|t| t.dyn_into::<web_sys::Element>().ok())
-            .filter(|e| {
-                e.class_name()
-                    .split_whitespace()
-                    .any(|c| c == "timeline-row")
-            })
-        else {
-            return;
-        };
-        let next = if forward {
-            row.next_element_sibling()
-        } else {
-            row.previous_element_sibling()
-        };
-        if let Some(next) = next.and_then(|n| n.dyn_into::<web_sys::HtmlElement>().ok()) {
-            ev.prevent_default();
-            let _ = next.focus();
-        }
-    }
-    #[cfg(not(feature = "hydrate"))]
-    let _ = ev;
+/// Classes of a filter button: pressed reads as a filled, bordered button with a check mark; focus is a
+/// separate sky-blue ring, so the pressed "All" does not look focused on load.
+const FILTER: &str = "filter group inline-flex items-center gap-1 rounded border border-slate-300 px-2 py-0.5 text-sm \
+    hover:bg-slate-100 focus:outline-none focus-visible:ring-2 focus-visible:ring-sky-500 focus-visible:ring-offset-2 \
+    aria-pressed:border-slate-900 aria-pressed:bg-slate-200 aria-pressed:font-semibold \
+    dark:border-slate-700 dark:hover:bg-slate-800 dark:focus-visible:ring-offset-slate-950 \
+    dark:aria-pressed:border-slate-100 dark:aria-pressed:bg-slate-700";
+
+/// The check mark of a pressed filter.
+fn pressed_mark() -> impl IntoView {
+    view! { <span aria-hidden="true" class="hidden group-aria-pressed:inline">"✓"</span> }
+}
+
+/// "Show more": a link to the same page with more rows (works without JavaScript); in the browser it
+/// shows them in place.
+fn show_more_href(shown: usize) -> String {
+    format!("?rows={}", shown + ROWS_STEP)
 }
 
 #[component]
-fn LiveTimeline(entries: TurnEntries) -> impl IntoView {
-    let timeline = RwSignal::new(Timeline::from_entries(&entries));
+fn LiveTimeline(read: TurnRead, shown: usize) -> impl IntoView {
+    let entries = read.entries;
+    let timeline = RwSignal::new(Timeline::from_first_page(&entries, read.counts));
     let connection = RwSignal::new(Connection::Snapshot);
     let filter = RwSignal::new(None::<PublishedStatus>);
+    let shown = RwSignal::new(shown);
+    let active = RwSignal::new(None::<String>);
     let session_key = entries.session_key.clone();
     let row_session = entries.session_key.clone();
     let turn_id = entries.logical_turn_id.clone();
     #[cfg(feature = "hydrate")]
-    let read_through = entries.latest_revision;
+    let (read_through, rest) = (entries.latest_revision, entries.next.clone());
     Effect::new(move |_| {
         #[cfg(feature = "hydrate")]
         {
-            let feed = crate::live::TurnFeed::new(turn_id.clone(), timeline, read_through);
+            let feed = crate::live::TurnFeed::with_rest(
+                turn_id.clone(),
+                timeline,
+                read_through,
+                rest.clone(),
+            );
             crate::live::connect(session_key.clone(), connection, move |live, event| {
                 feed.hear(live, &event)
             });
@@ -109,14 +153,72 @@ fn LiveTimeline(entries: TurnEntries) -> impl IntoView {
         #[cfg(not(feature = "hydrate"))]
         let _ = (&session_key, &turn_id);
     });
-    let rows = move || {
+    provide_context(roving::RovingList);
+    // The rows shown: the first `shown` of those the filter keeps.
+    let rows = Memo::new(move |_| {
+        let f = filter.get();
+        let n = shown.get();
         timeline.with(|t| {
             t.rows()
                 .iter()
-                .filter(|r| filter.get().is_none_or(|f| r.outcome.status == f))
+                .filter(|r| f.is_none_or(|f| r.outcome.status == f))
+                .take(n)
                 .cloned()
                 .collect::<Vec<Row>>()
         })
+    });
+    // How many rows the filter keeps in the whole turn (as counted, while pages are still being read).
+    let matching = move || {
+        let f = filter.get();
+        timeline.with(|t| match f {
+            None => t.len(),
+            Some(s) => t.count(s),
+        })
+    };
+    let tab_stop = Memo::new(move |_| {
+        let a = active.get();
+        rows.with(|rs| {
+            roving::tab_stop(
+                a.as_deref(),
+                rs.iter().map(|r| r.outcome.mutation_id.as_str()),
+            )
+            .map(str::to_owned)
+        })
+    });
+    let on_focusin = move |ev: leptos::ev::FocusEvent| {
+        if let Some(id) = roving::focused_row(&ev) {
+            active.set(Some(id));
+        }
+    };
+    let more = move || {
+        let total = matching();
+        let on_page = rows.with(Vec::len);
+        let n = shown.get();
+        let complete = timeline.with(Timeline::complete);
+        if on_page >= n && total > on_page {
+            let next = ROWS_STEP.min(total - on_page);
+            Some(view! {
+                <p class="more mt-4 flex flex-wrap items-center gap-3 text-sm">
+                    <span class="tabular-nums">{format!("Showing {on_page} of {total}.")}</span>
+                    <a rel="external" class="show-more rounded border border-slate-400 px-2 py-1 underline-offset-2 hover:bg-slate-100 dark:border-slate-600 dark:hover:bg-slate-800"
+                        href=show_more_href(n)
+                        on:click=move |ev| { ev.prevent_default(); shown.update(|s| *s += ROWS_STEP); }>
+                        {format!("Show {next} more")}
+                    </a>
+                </p>
+            }.into_any())
+        } else if !complete {
+            Some(
+                view! {
+                    <p class="more loading mt-4 text-sm" role="status">
+                        {format!("Showing {on_page} of {total}; reading the rest of this turn…")}
+                    </p>
+                }
+                .into_any(),
+            )
+        } else {
+            None
+        }
     };
     view! {
         <div class="mb-3 flex flex-wrap items-center justify-between gap-3">
@@ -126,38 +228,50 @@ fn LiveTimeline(entries: TurnEntries) -> impl IntoView {
         <div class="summary mb-4 flex flex-wrap gap-2" role="group" aria-label="Filter by status">
             <button
                 type="button"
-                class="rounded border px-2 py-0.5 text-sm aria-pressed:font-semibold aria-pressed:ring-2"
+                class=FILTER
+                data-filter="all"
                 aria-pressed=move || filter.get().is_none().to_string()
                 on:click=move |_| filter.set(None)
             >
-                {move || format!("All ({})", timeline.with(|t| t.rows().len()))}
+                {pressed_mark()}
+                <span class="label">{move || format!("All ({})", timeline.with(Timeline::len))}</span>
             </button>
             {PublishedStatus::ALL.into_iter().map(|s| view! {
                 <button
                     type="button"
-                    class="filter inline-flex items-center gap-1 rounded border px-2 py-0.5 text-sm aria-pressed:ring-2"
+                    class=FILTER
                     data-filter=s.as_str()
                     aria-pressed=move || (filter.get() == Some(s)).to_string()
                     on:click=move |_| filter.set(Some(s))
                 >
+                    {pressed_mark()}
                     <StatusBadge status=s/>
                     <span class="tabular-nums">{move || timeline.with(|t| t.count(s))}</span>
                 </button>
             }).collect_view()}
         </div>
-        <p class="sr-only" id="timeline-keys">"Use the arrow keys, or j and k, to move between outcomes."</p>
-        <ol class="timeline space-y-3" aria-label="Outcomes of this turn, in recorded order" aria-describedby="timeline-keys" on:keydown=move_focus>
+        <p class="sr-only" id="timeline-keys">"One tab stop: use the arrow keys, or j and k, to move between outcomes, Home and End for the first and last, the right arrow to reach a row's links and buttons, Enter to open an outcome's history."</p>
+        <ol class="timeline space-y-3" aria-label="Outcomes of this turn, in recorded order" aria-describedby="timeline-keys"
+            on:keydown=roving::on_keydown on:focusin=on_focusin>
             <For
-                each=rows
+                each=move || rows.get()
                 key=|r| (r.outcome.mutation_id.clone(), r.revision, r.in_flight, r.sequence, r.settled_at.clone())
-                children=move |r| { let label = row_label(&r); let history = crate::routes::history_href(&row_session, &r.outcome.mutation_id); view! {
-                    <li aria-label=label class="timeline-row rounded-md focus:outline-none focus-visible:ring-2 focus-visible:ring-sky-500" tabindex="0">
-                        <OutcomeCard outcome=r.outcome in_flight=r.in_flight revision=r.revision recorded_at=r.recorded_at.clone() settled_at=r.settled_at.clone()/>
-                        <a rel="external" class="history-link mt-1 inline-block text-sm underline underline-offset-2" href=history>"History →"</a>
-                    </li>
-                }}
+                children=move |r| {
+                    let label = row_label(&r);
+                    let history = crate::routes::history_href(&row_session, &r.outcome.mutation_id);
+                    let id = r.outcome.mutation_id.clone();
+                    let row_id = id.clone();
+                    let tabindex = move || if tab_stop.with(|t| t.as_deref() == Some(id.as_str())) { "0" } else { "-1" };
+                    view! {
+                        <li aria-label=label data-row-id=row_id class="timeline-row rounded-md focus:outline-none focus-visible:ring-2 focus-visible:ring-sky-500" tabindex=tabindex>
+                            <OutcomeCard outcome=r.outcome in_flight=r.in_flight revision=r.revision recorded_at=r.recorded_at.clone() settled_at=r.settled_at.clone()/>
+                            <a rel="external" tabindex="-1" class="history-link mt-1 inline-block text-sm underline underline-offset-2" href=history>"History →"</a>
+                        </li>
+                    }
+                }
             />
         </ol>
-        {move || timeline.with(|t| t.rows().is_empty()).then(|| view! { <p>"No published outcomes in this turn yet."</p> })}
+        {more}
+        {move || timeline.with(|t| t.is_empty()).then(|| view! { <p>"No published outcomes in this turn yet."</p> })}
     }
 }
