@@ -466,9 +466,10 @@ impl TurnFeed {
         }
     }
 
-    /// Reads what changed when the turn's latest revision (from the turns API) is past the last read.
+    /// Reads what changed when the turn's latest revision (from the turns API) is past the last read, or
+    /// when pages of the first read are still to be read.
     pub fn read_if_behind(self: &Rc<Self>, live: &Rc<Live>, latest_revision: i64) {
-        if latest_revision > self.read_through.get() {
+        if latest_revision > self.read_through.get() || self.rest.borrow().is_some() {
             self.read(live);
         }
     }
