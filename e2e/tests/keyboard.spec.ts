@@ -149,4 +149,9 @@ test('the session page shows 50 outcomes of a big turn, links the rest, and its 
   await expect(page.locator('.summary-unknown')).toHaveText(['b-060', 'b-080', 'b-100', 'b-119']);
   await expect(page.locator('.rest-unknowns')).toHaveCount(0);
   await expect(big.locator('.timeline-row')).toHaveCount(50);
+  // Each turn's list is one tab stop too; the end user's view shows no revision numbers.
+  const stops = await page.locator('.turn ol').evaluateAll((ols) => ols.map((ol) =>
+    Array.from(ol.querySelectorAll<HTMLElement>('a[href], button, [tabindex]')).filter((e) => e.tabIndex >= 0).length));
+  expect(stops).toEqual([1, 1]);
+  await expect(page.locator('main')).not.toContainText('revision');
 });

@@ -8,10 +8,11 @@ use leptos_meta::Title;
 use serde::{Deserialize, Serialize};
 
 use crate::api::{self, ApiError};
-use crate::components::outcome::{CopyButton, OutcomeCard};
+use crate::components::outcome::CopyButton;
 use crate::components::time::Time;
 use crate::components::{ApiErrorPanel, ConnectionIndicator, Counts, ExportLinks, ViewerNotice};
-use crate::routes::{history_href, param, turn_href};
+use crate::routes::{param, turn_href};
+use crate::roving::{KeysHelp, TimelineRows};
 use crate::timeline::{Connection, Timeline};
 
 /// Most turns whose outcomes the page reads at once; a longer session shows the first ones and says how
@@ -117,6 +118,7 @@ fn LiveSession(read: SessionRead) -> impl IntoView {
         {(total_turns > TURNS_SHOWN).then(|| view! {
             <p class="mb-3 text-sm">{format!("This session has {total_turns} turns; the first {TURNS_SHOWN} are shown in full here, the others are listed after them.")}</p>
         })}
+        <KeysHelp/>
         <ol class="turns space-y-6" aria-label="Turns of this session, oldest first">
             <For
                 each=numbered
@@ -244,7 +246,7 @@ fn TurnSection(session: String, number: usize, block: TurnBlock) -> impl IntoVie
     let turn = block.logical_turn_id.clone();
     let href = turn_href(&session, &turn);
     let more_href = href.clone();
-    let rows = move || {
+    let rows = Memo::new(move |_| {
         timeline.with(|t| {
             t.rows()
                 .iter()
@@ -252,7 +254,7 @@ fn TurnSection(session: String, number: usize, block: TurnBlock) -> impl IntoVie
                 .cloned()
                 .collect::<Vec<_>>()
         })
-    };
+    });
     let more = move || {
         let total = timeline.with(Timeline::len);
         (total > ROWS_PER_TURN).then(|| view! {
@@ -271,21 +273,7 @@ fn TurnSection(session: String, number: usize, block: TurnBlock) -> impl IntoVie
                 <span class="text-xs font-normal opacity-80">"Started " <Time at=block.first_recorded_at.clone()/></span>
                 <span class="text-sm font-normal">{move || view! { <Counts counts=timeline.with(Timeline::counts)/> }}</span>
             </h2>
-            <ol class="space-y-2" aria-label=format!("Outcomes of turn {number}, in recorded order")>
-                <For
-                    each=rows
-                    key=|r| (r.outcome.mutation_id.clone(), r.revision, r.in_flight, r.sequence, r.settled_at.clone())
-                    children=move |r| {
-                        let history = history_href(&session, &r.outcome.mutation_id);
-                        view! {
-                            <li class="timeline-row">
-                                <OutcomeCard outcome=r.outcome in_flight=r.in_flight revision=r.revision recorded_at=r.recorded_at.clone() settled_at=r.settled_at.clone()/>
-                                <a rel="external" class="history-link mt-1 inline-block text-sm underline underline-offset-2" href=history>"History →"</a>
-                            </li>
-                        }
-                    }
-                />
-            </ol>
+            <TimelineRows session rows label=format!("Outcomes of turn {number}, in recorded order") class="space-y-2"/>
             {more}
             {move || timeline.with(Timeline::is_empty).then(|| view! { <p class="text-sm">"No published outcomes in this turn yet."</p> })}
         </li>

@@ -13,7 +13,7 @@ use leptos_meta::Title;
 use serde::{Deserialize, Serialize};
 
 use crate::api::{self, ApiError};
-use crate::components::outcome::{OutcomeCard, StatusBadge};
+use crate::components::outcome::StatusBadge;
 use crate::components::ApiErrorPanel;
 use crate::routes::{param, session_href};
 use crate::roving;
@@ -98,13 +98,6 @@ pub fn TurnPage() -> impl IntoView {
     }
 }
 
-/// The accessible name of a timeline row: status in words, then title (or tool).
-fn row_label(r: &Row) -> String {
-    let (words, _, _) = crate::components::outcome::status_look(r.outcome.status, r.in_flight);
-    let title = r.outcome.title.as_deref().unwrap_or(&r.outcome.tool);
-    format!("{words}: {title}")
-}
-
 /// Classes of a filter button: pressed reads as a filled, bordered button with a check mark; focus is a
 /// separate sky-blue ring, so the pressed "All" does not look focused on load.
 const FILTER: &str = "filter group inline-flex items-center gap-1 rounded border border-slate-300 px-2 py-0.5 text-sm \
@@ -131,7 +124,6 @@ fn LiveTimeline(read: TurnRead, shown: usize) -> impl IntoView {
     let connection = RwSignal::new(Connection::Snapshot);
     let filter = RwSignal::new(None::<PublishedStatus>);
     let shown = RwSignal::new(shown);
-    let active = RwSignal::new(None::<String>);
     let session_key = entries.session_key.clone();
     let row_session = entries.session_key.clone();
     let turn_id = entries.logical_turn_id.clone();
@@ -153,7 +145,6 @@ fn LiveTimeline(read: TurnRead, shown: usize) -> impl IntoView {
         #[cfg(not(feature = "hydrate"))]
         let _ = (&session_key, &turn_id);
     });
-    provide_context(roving::RovingList);
     // The rows shown: the first `shown` of those the filter keeps.
     let rows = Memo::new(move |_| {
         let f = filter.get();
@@ -174,21 +165,6 @@ fn LiveTimeline(read: TurnRead, shown: usize) -> impl IntoView {
             None => t.len(),
             Some(s) => t.count(s),
         })
-    };
-    let tab_stop = Memo::new(move |_| {
-        let a = active.get();
-        rows.with(|rs| {
-            roving::tab_stop(
-                a.as_deref(),
-                rs.iter().map(|r| r.outcome.mutation_id.as_str()),
-            )
-            .map(str::to_owned)
-        })
-    });
-    let on_focusin = move |ev: leptos::ev::FocusEvent| {
-        if let Some(id) = roving::focused_row(&ev) {
-            active.set(Some(id));
-        }
     };
     let more = move || {
         let total = matching();
@@ -250,27 +226,8 @@ fn LiveTimeline(read: TurnRead, shown: usize) -> impl IntoView {
                 </button>
             }).collect_view()}
         </div>
-        <p class="sr-only" id="timeline-keys">"One tab stop: use the arrow keys, or j and k, to move between outcomes, Home and End for the first and last, the right arrow to reach a row's links and buttons, Enter to open an outcome's history."</p>
-        <ol class="timeline space-y-3" aria-label="Outcomes of this turn, in recorded order" aria-describedby="timeline-keys"
-            on:keydown=roving::on_keydown on:focusin=on_focusin>
-            <For
-                each=move || rows.get()
-                key=|r| (r.outcome.mutation_id.clone(), r.revision, r.in_flight, r.sequence, r.settled_at.clone())
-                children=move |r| {
-                    let label = row_label(&r);
-                    let history = crate::routes::history_href(&row_session, &r.outcome.mutation_id);
-                    let id = r.outcome.mutation_id.clone();
-                    let row_id = id.clone();
-                    let tabindex = move || if tab_stop.with(|t| t.as_deref() == Some(id.as_str())) { "0" } else { "-1" };
-                    view! {
-                        <li aria-label=label data-row-id=row_id class="timeline-row rounded-md focus:outline-none focus-visible:ring-2 focus-visible:ring-sky-500" tabindex=tabindex>
-                            <OutcomeCard outcome=r.outcome in_flight=r.in_flight revision=r.revision recorded_at=r.recorded_at.clone() settled_at=r.settled_at.clone()/>
-                            <a rel="external" tabindex="-1" class="history-link mt-1 inline-block text-sm underline underline-offset-2" href=history>"History →"</a>
-                        </li>
-                    }
-                }
-            />
-        </ol>
+        <roving::KeysHelp/>
+        <roving::TimelineRows session=row_session rows label="Outcomes of this turn, in recorded order".to_owned() class="timeline space-y-3" revisions=true/>
         {more}
         {move || timeline.with(|t| t.is_empty()).then(|| view! { <p>"No published outcomes in this turn yet."</p> })}
     }
