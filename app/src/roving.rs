@@ -106,7 +106,7 @@ pub fn KeysHelp() -> impl IntoView {
 fn row_label(r: &crate::timeline::Row) -> String {
     let (words, _, _) = crate::components::outcome::status_look(r.outcome.status, r.in_flight);
     let title = r.outcome.title.as_deref().unwrap_or(&r.outcome.tool);
-    format!("{words}: {title}")
+    format!("{words}: {}", crate::components::marks::mark(title))
 }
 
 /// Where a key moves focus (see the module's table); `None` for keys the list leaves alone.

@@ -53,7 +53,7 @@ test('ids with %41, %25, %2F, /, spaces, +, non-ASCII and 256 bytes open their p
     await expect(page.locator('.connection')).toHaveAttribute('data-state', 'live', { timeout: 15_000 });
     const copy = row.locator('.copy-operation-id').first();
     await copy.click();
-    await expect(copy).toHaveText('Copied');
+    await expect(row.getByRole('status').filter({ hasText: 'Copied' })).toHaveText('Copied');
     expect(await page.evaluate(() => navigator.clipboard.readText())).toBe(id);
 
     // The operation page, by the row's history link.

@@ -43,8 +43,9 @@ test('each status reads differently; unknown stands out with its operation id an
   await expect(unk).toContainText('The attempt timed out while executing');
   expect(await unk.evaluate(e => getComputedStyle(e).borderLeftWidth)).toBe('8px');
   await expect(unk.locator('.operation-id')).toHaveText('unk-1');
-  await unk.getByRole('button', { name: 'Copy operation id' }).click();
-  await expect(unk.getByRole('button', { name: 'Copied' })).toBeVisible();
+  await expect(unk).toContainText('Do not repeat this action yourself: it may already have taken effect. Quote the operation id below to support; they will check it with the provider.');
+  await unk.getByRole('button', { name: 'Copy operation id unk-1', exact: true }).click();
+  await expect(unk.getByRole('status').filter({ hasText: 'Copied' })).toHaveText('Copied');
   expect(await page.evaluate(() => navigator.clipboard.readText())).toBe('unk-1');
 });
 

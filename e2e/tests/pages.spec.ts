@@ -46,7 +46,7 @@ test.describe('without JavaScript', () => {
 
     await page.goto('/');
     const row = page.locator('.session', { has: page.locator(`a[href="/sessions/${session}"]`) });
-    await expect(row).toContainText('2 turn(s)');
+    await expect(row).toContainText('2 turns · last activity');
     await expect(row).toContainText('last activity');
     const counts = row.locator('[data-count]');
     await expect(counts.first()).toHaveAttribute('data-count', 'outcome_unknown');

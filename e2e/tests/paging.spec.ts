@@ -73,7 +73,7 @@ test('the home page and the queue say "as of" and refresh themselves, and on dem
   await host.settled('t', 'r0', 'completed');
   await page.goto(`/?prefix=${enc(session)}`);
   await expect(page.locator('.as-of')).toContainText('refreshes every 15 s');
-  await expect(page.locator('.page-count')).toHaveText('Showing 1 of 1 sessions');
+  await expect(page.locator('.page-count')).toHaveText('Showing 1 of 1 session');
   await expect(page.locator('.session [data-count="outcome_unknown"]')).toHaveCount(0);
   // No reload: once interactive, the page reads itself again within its 15 s.
   await page.locator('html[data-interactive="true"]').waitFor({ state: 'attached', timeout: 20_000 });
@@ -103,7 +103,7 @@ test('a session with more turns than its page shows in full lists the others and
   // 205 turns: unknown at 0, 50, 100, 150 (shown) and 200 (a later turn).
   await expect(page.locator('.session-summary .summary-text')).toHaveText('200 completed, 5 unknown');
   await expect(page.locator('.session-summary .summary-unknown')).toHaveCount(4);
-  await expect(page.locator('.session-summary .rest-unknowns')).toContainText('1 more unknown outcome(s)');
+  await expect(page.locator('.session-summary .rest-unknowns')).toHaveText('1 more unknown outcome is in the later turns listed below: open its turn to quote its id.');
   const later = page.locator('.later-turn');
   await expect(later).toHaveCount(5);
   await expect(later.first()).toContainText('Turn 201 · turn-200');

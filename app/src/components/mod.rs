@@ -1,5 +1,6 @@
 //! Pieces shared by the pages.
 
+pub mod marks;
 pub mod outcome;
 pub mod time;
 
@@ -28,6 +29,12 @@ pub fn Counts(counts: StatusCounts) -> impl IntoView {
             })}
         </span>
     }
+}
+
+/// `n` and its noun, singular for exactly one: "1 turn", "0 turns", "2 turns".
+pub fn count(n: impl Into<u64>, one: &str, many: &str) -> String {
+    let n = n.into();
+    format!("{n} {}", if n == 1 { one } else { many })
 }
 
 /// An error panel for a failed read.

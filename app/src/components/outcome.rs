@@ -4,6 +4,8 @@
 use ledger::wire::{MutationOutcome, PublishedStatus, Reason};
 use leptos::prelude::*;
 
+use crate::components::marks::{mark, marked};
+
 /// Words, icon and classes of a status. `in_flight` is an unknown whose attempt has not settled yet.
 pub fn status_look(
     status: PublishedStatus,
@@ -70,13 +72,11 @@ pub fn StatusBadge(status: PublishedStatus, #[prop(optional)] in_flight: bool) -
     }
 }
 
-/// The title (or the tool name when there is none), linked to the sanitised url only.
+/// The title (or the tool name when there is none), linked to the sanitised url only; its Cf characters
+/// shown as marks ([`crate::components::marks`]).
 #[component]
 pub fn OutcomeTitle(outcome: MutationOutcome) -> impl IntoView {
-    let text = outcome
-        .title
-        .clone()
-        .unwrap_or_else(|| outcome.tool.clone());
+    let text = mark(outcome.title.as_deref().unwrap_or(&outcome.tool));
     let has_title = outcome.title.is_some();
     let class = if has_title {
         "font-medium"
@@ -90,17 +90,18 @@ pub fn OutcomeTitle(outcome: MutationOutcome) -> impl IntoView {
                 tabindex=crate::roving::control_tabindex()
                 target="_blank"
                 rel="noopener noreferrer nofollow"
-                class=format!("{class} underline decoration-dotted underline-offset-2 hover:decoration-solid")
+                class=format!("{class} min-w-0 underline decoration-dotted underline-offset-2 hover:decoration-solid")
             >
                 <bdi class="outcome-title">{text}</bdi>
             </a>
         }
         .into_any(),
-        None => view! { <bdi class=format!("{class} outcome-title")>{text}</bdi> }.into_any(),
+        None => view! { <bdi class=format!("{class} outcome-title min-w-0")>{text}</bdi> }.into_any(),
     }
 }
 
-/// The plain message of an unknown outcome (seed 002, "Tell the user…"), with the operation id to quote.
+/// The plain message of an unknown outcome (seed 002, "Tell the user…"): what is known, and what the
+/// reader can do (not repeat it; quote the operation id to support), with the id to quote.
 #[component]
 pub fn UnknownExplanation(mutation_id: String, #[prop(optional)] in_flight: bool) -> impl IntoView {
     let lead = if in_flight {
@@ -108,46 +109,88 @@ pub fn UnknownExplanation(mutation_id: String, #[prop(optional)] in_flight: bool
     } else {
         "The result of this write is not established. The original operation is under investigation, and automatic resend is paused."
     };
+    let todo = if in_flight {
+        "Do not repeat it yourself: wait for it to report back. If it stays like this, quote the operation id below to support."
+    } else {
+        "Do not repeat this action yourself: it may already have taken effect. Quote the operation id below to support; they will check it with the provider."
+    };
     view! {
         <div class="unknown-explanation mt-2 space-y-1 text-sm">
             <p>{lead}</p>
             <p>"It is not shown as done or failed, because there is no evidence either way yet."</p>
+            <p class="what-to-do font-medium">{todo}</p>
             <p class="flex flex-wrap items-center gap-2">
                 <span>"Operation id to quote:"</span>
-                <code class="operation-id break-all rounded bg-white/70 px-1 font-mono text-xs dark:bg-black/30">
-                    {mutation_id.clone()}
+                <code class="operation-id min-w-0 break-all rounded bg-white/70 px-1 font-mono text-xs dark:bg-black/30">
+                    {mark(&mutation_id)}
                 </code>
-                <CopyButton text=mutation_id/>
+                <CopyIdButton id=mutation_id/>
             </p>
         </div>
     }
 }
 
-/// Copies `text` to the clipboard; says so once done. `label` defaults to "Copy operation id".
+/// A copy button for an operation id: copies the raw id; its accessible name names the id as shown
+/// (marked): "Copy operation id dash-create-1".
 #[component]
-pub fn CopyButton(text: String, #[prop(optional)] label: Option<&'static str>) -> impl IntoView {
+pub fn CopyIdButton(id: String) -> impl IntoView {
+    let name = format!("Copy operation id {}", marked(&id));
+    view! { <CopyButton text=id name/> }
+}
+
+/// How long "Copied" shows before the button reads its label again.
+pub const COPIED_MS: u64 = 2000;
+
+/// Copies `text` to the clipboard. The button reads `label` (default "Copy operation id"); its
+/// accessible name is `name` (default: the label). Once copied, "Copied" shows and is announced in a
+/// polite live region beside it for [`COPIED_MS`], then goes; every click copies again.
+#[component]
+pub fn CopyButton(
+    text: String,
+    #[prop(optional)] label: Option<&'static str>,
+    #[prop(optional, into)] name: Option<String>,
+) -> impl IntoView {
     let label = label.unwrap_or("Copy operation id");
+    let name = name.unwrap_or_else(|| label.to_owned());
     let copied = RwSignal::new(false);
+    // Clicks so far: a reset timer only clears the message of its own click.
+    let clicks = RwSignal::new(0u64);
     let on_click = move |_| {
         #[cfg(feature = "hydrate")]
         {
             if let Some(window) = web_sys::window() {
                 let _ = window.navigator().clipboard().write_text(&text);
+                let click = clicks.get_untracked() + 1;
+                clicks.set(click);
                 copied.set(true);
+                set_timeout(
+                    move || {
+                        if clicks.try_get_untracked() == Some(click) {
+                            copied.set(false);
+                        }
+                    },
+                    std::time::Duration::from_millis(COPIED_MS),
+                );
             }
         }
         #[cfg(not(feature = "hydrate"))]
-        let _ = &text;
+        let _ = (&text, clicks, copied);
     };
     view! {
-        <button
-            type="button"
-            tabindex=crate::roving::control_tabindex()
-            class="copy-operation-id rounded border border-current px-2 py-0.5 text-xs hover:bg-black/5 focus:outline-none focus-visible:ring-2 focus-visible:ring-offset-1 dark:hover:bg-white/10"
-            on:click=on_click
-        >
-            {move || if copied.get() { "Copied" } else { label }}
-        </button>
+        <span class="inline-flex items-center gap-2">
+            <button
+                type="button"
+                aria-label=name
+                tabindex=crate::roving::control_tabindex()
+                class="copy-operation-id rounded border border-current px-2 py-0.5 text-xs hover:bg-black/5 focus:outline-none focus-visible:ring-2 focus-visible:ring-offset-1 dark:hover:bg-white/10"
+                on:click=on_click
+            >
+                {label}
+            </button>
+            <span class="copy-status text-xs font-medium" role="status" aria-live="polite">
+                {move || copied.get().then_some("Copied")}
+            </span>
+        </span>
     }
 }
 
@@ -174,11 +217,11 @@ pub fn OutcomeCard(
     let mutation_id = outcome.mutation_id.clone();
     // The tool heads the card when there is no title; then it is not repeated below.
     let details = [
-        outcome.title.is_some().then(|| outcome.tool.clone()),
+        outcome.title.is_some().then(|| mark(&outcome.tool)),
         outcome
             .resource_id
             .as_ref()
-            .map(|id| format!("resource {id}")),
+            .map(|id| format!("resource {}", marked(id))),
         revision.map(|r| format!("revision {r}")),
     ]
     .into_iter()
@@ -192,13 +235,13 @@ pub fn OutcomeCard(
                 <OutcomeTitle outcome=outcome.clone()/>
             </div>
             <p class="mt-1 text-xs opacity-80">
-                <bdi class="font-mono">{details}</bdi>
+                <bdi class="details font-mono">{details}</bdi>
             </p>
             <RowTimes status in_flight recorded_at settled_at/>
             {reason.map(|r| view! { <p class="reason mt-1 text-sm">{r}</p> })}
             {unknown.then(|| view! { <UnknownExplanation mutation_id=mutation_id.clone() in_flight/> })}
             {(!unknown).then(|| view! {
-                <p class="mt-1 text-xs opacity-80">"Operation id: "<code class="operation-id break-all font-mono">{mutation_id.clone()}</code></p>
+                <p class="mt-1 text-xs opacity-80">"Operation id: "<code class="operation-id break-all font-mono">{mark(&mutation_id)}</code></p>
             })}
         </div>
     }

@@ -1,12 +1,14 @@
 //! Find: one id, a session id or an operation id (`mutation_id`). A plain GET form (`/find?q=`), so it
 //! works without JavaScript: when the id names exactly one kind of thing the page redirects there,
-//! otherwise it lists what matched (both, or nothing).
+//! otherwise it lists what matched (both, or nothing). An id typed as the pages show it, with marks of
+//! invisible characters (`a⟨U+200B⟩b`), finds the id they stand for.
 
 use leptos::prelude::*;
 use leptos_meta::Title;
 use serde::{Deserialize, Serialize};
 
 use crate::api::{self, ApiError};
+use crate::components::marks::{mark, unmarked};
 use crate::routes::{operation_href, session_href};
 
 /// What an id matched.
@@ -73,6 +75,41 @@ fn GoTo(href: String) -> impl IntoView {
     view! { <p class="find-result"><a rel="external" class="underline underline-offset-2" href=href>"Continue"</a></p> }
 }
 
+/// Looks `q` up as a session id and as an operation id.
+fn look_up(q: String) -> impl std::future::Future<Output = Found> + Send + 'static {
+    let empty = q.is_empty();
+    let session = api::session_turns(&q);
+    let operation = api::operation(&q);
+    async move {
+        let mut f = Found {
+            session: false,
+            session_note: None,
+            operations: 0,
+            error: None,
+        };
+        if empty {
+            return f;
+        }
+        match session.await {
+            Ok(_) => f.session = true,
+            Err(ApiError::NotFound { code, .. }) if code == "session_expired" => {
+                f.session_note = Some(
+                    "A session with this id existed but has expired: its history is no longer kept."
+                        .to_owned(),
+                )
+            }
+            Err(e) if not_found(&e) => {}
+            Err(e) => f.error = Some(e.describe()),
+        }
+        match operation.await {
+            Ok(m) => f.operations = m.matches.len(),
+            Err(e) if not_found(&e) => {}
+            Err(e) => f.error = Some(e.describe()),
+        }
+        f
+    }
+}
+
 #[component]
 pub fn FindPage() -> impl IntoView {
     // Decoded once from the address (crate::address): the router's query map decodes twice.
@@ -80,51 +117,29 @@ pub fn FindPage() -> impl IntoView {
         .unwrap_or_default()
         .trim()
         .to_owned();
-    let q = Memo::new(move |_| asked.clone());
+    let typed = Memo::new(move |_| asked.clone());
+    // What was found, and the id it was found by: as typed, or, when that matches nothing and it holds
+    // marks of invisible characters (`a⟨U+200B⟩b`, as the pages show ids), the id they stand for.
     let found = Resource::new(
-        move || q.get(),
-        |q| {
-            let empty = q.is_empty();
-            let session = api::session_turns(&q);
-            let operation = api::operation(&q);
-            async move {
-                let mut f = Found {
-                    session: false,
-                    session_note: None,
-                    operations: 0,
-                    error: None,
-                };
-                if empty {
-                    return f;
-                }
-                match session.await {
-                    Ok(_) => f.session = true,
-                    Err(ApiError::NotFound { code, .. }) if code == "session_expired" => {
-                        f.session_note = Some(
-                            "A session with this id existed but has expired: its history is no longer kept."
-                                .to_owned(),
-                        )
-                    }
-                    Err(e) if not_found(&e) => {}
-                    Err(e) => f.error = Some(e.describe()),
-                }
-                match operation.await {
-                    Ok(m) => f.operations = m.matches.len(),
-                    Err(e) if not_found(&e) => {}
-                    Err(e) => f.error = Some(e.describe()),
-                }
-                f
+        move || typed.get(),
+        |typed| async move {
+            let f = look_up(typed.clone()).await;
+            let raw = unmarked(&typed).into_owned();
+            if raw != typed && f.error.is_none() && !f.session && f.operations == 0 {
+                (look_up(raw.clone()).await, raw)
+            } else {
+                (f, typed)
             }
         },
     );
+    let q = typed;
     view! {
-        <Title text=crate::routes::page_title(move || format!("Find {} · Outcome ledger", q.get()))/>
+        <Title text=crate::routes::page_title(move || format!("Find {} · Outcome ledger", mark(&q.get())))/>
         <h1 class="mb-4 text-2xl font-semibold">"Find"</h1>
         <SearchForm value=q.get_untracked()/>
         <Suspense fallback=|| view! { <p>"Looking up…"</p> }>
             {move || Suspend::new(async move {
-                let f = found.await;
-                let q = q.get_untracked();
+                let (f, q) = found.await;
                 if q.is_empty() {
                     return view! { <p class="find-result">"Type a session id or an operation id."</p> }.into_any();
                 }
@@ -143,16 +158,16 @@ pub fn FindPage() -> impl IntoView {
                         })}
                         <ul class="list-disc space-y-1 pl-6">
                             {f.session.then(|| view! {
-                                <li><a rel="external" class="underline underline-offset-2" href=session_href(&q)>"Session "<bdi class="font-mono">{q.clone()}</bdi></a></li>
+                                <li><a rel="external" class="underline underline-offset-2" href=session_href(&q)>"Session "<bdi class="font-mono">{mark(&q)}</bdi></a></li>
                             })}
                             {(f.operations > 0).then(|| view! {
                                 <li><a rel="external" class="underline underline-offset-2" href=operation_href(&q)>
-                                    "Operation "<bdi class="font-mono">{q.clone()}</bdi>{format!(" ({} match(es))", f.operations)}
+                                    "Operation "<bdi class="font-mono">{mark(&q)}</bdi>{format!(" ({})", crate::components::count(f.operations as u64, "match", "matches"))}
                                 </a></li>
                             })}
                         </ul>
                         {(!f.session && f.operations == 0).then(|| view! {
-                            <p class="no-match">"No session and no published operation has the id "<bdi class="font-mono">{q.clone()}</bdi>". Check the id; the session may have expired."</p>
+                            <p class="no-match">"No session and no published operation has the id "<bdi class="font-mono">{mark(&q)}</bdi>". Check the id; the session may have expired."</p>
                         })}
                     </div>
                 }.into_any()

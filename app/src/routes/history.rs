@@ -9,6 +9,7 @@ use leptos::prelude::*;
 use leptos_meta::Title;
 
 use crate::api;
+use crate::components::marks::mark;
 use crate::components::outcome::{reason_text, CopyButton, OutcomeCard, StatusBadge};
 use crate::components::time::Time;
 use crate::components::ApiErrorPanel;
@@ -24,12 +25,12 @@ pub fn HistoryPage() -> impl IntoView {
         |(k, m)| api::operation_history(&k, &m),
     );
     view! {
-        <Title text=crate::routes::page_title(move || format!("Operation {} · Outcome ledger", id.get()))/>
+        <Title text=crate::routes::page_title(move || format!("Operation {} · Outcome ledger", mark(&id.get())))/>
         <Suspense fallback=|| view! { <p>"Loading the operation…"</p> }>
             {move || Suspend::new(async move {
                 match found.await {
                     Err(e) => view! {
-                        <h1 class="mb-4 break-all text-2xl font-semibold">"Operation " <bdi class="font-mono">{id.get_untracked()}</bdi></h1>
+                        <h1 class="mb-4 break-all text-2xl font-semibold">"Operation " <bdi class="font-mono">{mark(&id.get_untracked())}</bdi></h1>
                         <ApiErrorPanel error=e/>
                     }.into_any(),
                     Ok(h) => view! { <LiveHistory history=h/> }.into_any(),
@@ -44,7 +45,7 @@ pub fn kind_words(change: &HistoryChange) -> String {
     let attempt = change
         .attempt_id
         .as_deref()
-        .map(|a| format!(" (attempt {a})"))
+        .map(|a| format!(" (attempt {})", mark(a)))
         .unwrap_or_default();
     match change.kind {
         HistoryKind::Approval => "Approved by the host".to_owned(),
@@ -129,11 +130,11 @@ fn LiveHistory(history: OperationHistory) -> impl IntoView {
     let caller = use_context::<crate::CallerResource>();
     view! {
         <p class="mb-1 flex flex-wrap gap-x-3 text-sm">
-            <a rel="external" class="underline-offset-2 hover:underline" href=session_href(&key)>"← Session " <bdi class="break-all font-mono">{key.clone()}</bdi></a>
-            <a rel="external" class="underline-offset-2 hover:underline" href=turn_href(&key, &turn)>"Turn " <bdi class="break-all font-mono">{turn.clone()}</bdi></a>
+            <a rel="external" class="underline-offset-2 hover:underline" href=session_href(&key)>"← Session " <bdi class="break-all font-mono">{mark(&key)}</bdi></a>
+            <a rel="external" class="underline-offset-2 hover:underline" href=turn_href(&key, &turn)>"Turn " <bdi class="break-all font-mono">{mark(&turn)}</bdi></a>
         </p>
         <div class="mb-4 flex flex-wrap items-center justify-between gap-3">
-            <h1 class="break-all text-2xl font-semibold">"Operation " <bdi class="font-mono">{id.clone()}</bdi></h1>
+            <h1 class="break-all text-2xl font-semibold">"Operation " <bdi class="font-mono">{mark(&id)}</bdi></h1>
             <CopyLinkButton/>
         </div>
         <div class="mb-3"><crate::components::ConnectionIndicator connection/></div>
@@ -189,7 +190,7 @@ fn Commissioned(history: OperationHistory) -> impl IntoView {
         view! {
             <p class="commissioned-after mb-2 text-sm">
                 "Commissioned after operation "
-                <a rel="external" class="break-all font-mono underline underline-offset-2" href=href><bdi>{a}</bdi></a>
+                <a rel="external" class="break-all font-mono underline underline-offset-2" href=href><bdi>{mark(&a)}</bdi></a>
             </p>
         }
     });
@@ -199,7 +200,7 @@ fn Commissioned(history: OperationHistory) -> impl IntoView {
                 <p>"New work commissioned after this operation:"</p>
                 <ul class="ml-4 list-disc">
                     {history.commissioned.iter().map(|m| view! {
-                        <li><a rel="external" class="break-all font-mono underline underline-offset-2" href=history_href(&key, m)><bdi>{m.clone()}</bdi></a></li>
+                        <li><a rel="external" class="break-all font-mono underline underline-offset-2" href=history_href(&key, m)><bdi>{mark(m)}</bdi></a></li>
                     }).collect_view()}
                 </ul>
             </div>
@@ -304,7 +305,7 @@ fn OperatorActions(base: String, attempt: Memo<Option<String>>) -> impl IntoView
                     <h3 class="font-medium">"Reconcile this unknown outcome"</h3>
                     <p class="text-sm">
                         "Only with evidence you observed at the provider about attempt "
-                        <code class="font-mono">{attempt.clone()}</code>
+                        <code class="font-mono">{mark(&attempt)}</code>
                         ". If the entry moved on since this page loaded, the ledger refuses it."
                     </p>
                     <input type="hidden" name="attempt_id" value=attempt.clone()/>

@@ -5,8 +5,9 @@ use ledger::wire::{SessionList, SessionSummary};
 use leptos::prelude::*;
 use leptos_meta::Title;
 
+use crate::components::marks::mark;
 use crate::components::time::Time;
-use crate::components::{ApiErrorPanel, AsOf, Counts};
+use crate::components::{count, ApiErrorPanel, AsOf, Counts};
 use crate::routes::find::SearchForm;
 use crate::routes::listing::{listing, value_of, Listing, PageNav, FIELD, ID_FIELD};
 use crate::routes::session_href;
@@ -42,7 +43,7 @@ pub fn HomePage() -> impl IntoView {
                                 <ul class="sessions divide-y divide-slate-200 dark:divide-slate-800">
                                     {list.page.sessions.into_iter().map(|s| view! { <SessionRow s/> }).collect_view()}
                                 </ul>
-                                <PageNav shown total=list.page.total next=list.page.next page_path="/" filters later noun="sessions"/>
+                                <PageNav shown total=list.page.total next=list.page.next page_path="/" filters later noun="session" nouns="sessions"/>
                             }.into_any()
                         }
                     }
@@ -58,10 +59,10 @@ fn SessionRow(s: SessionSummary) -> impl IntoView {
         <li class="session flex flex-wrap items-center justify-between gap-2 py-3">
             <div class="min-w-0">
                 <a rel="external" class="break-all font-mono underline underline-offset-2" href=session_href(&s.session_key)>
-                    <bdi>{s.session_key.clone()}</bdi>
+                    <bdi>{mark(&s.session_key)}</bdi>
                 </a>
                 <p class="text-xs opacity-80">
-                    {format!("{} turn(s) · last activity ", s.turn_count)}<Time at=s.last_activity.clone()/>
+                    {format!("{} · last activity ", count(s.turn_count, "turn", "turns"))}<Time at=s.last_activity.clone()/>
                 </p>
             </div>
             <Counts counts=s.counts/>

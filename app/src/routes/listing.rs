@@ -1,6 +1,7 @@
 //! What the paged listings share (docs/api.md "Paging", docs/design.md "What the person sees"): filters and the
 //! page cursor live in the page's own address (`?prefix=…&after=…`), are passed on to the API as they
-//! are, and each page says how many match in all ("50 of 218") with a link to the next page.
+//! are (a mark of an invisible character, `⟨U+200B⟩`, read back as that character), and each page says
+//! how many match in all ("50 of 218") with a link to the next page.
 
 use leptos::prelude::*;
 use serde::de::DeserializeOwned;
@@ -41,7 +42,12 @@ where
 {
     let filters = asked(filter_names);
     let after = asked(&["after"]);
-    let mut query = filters.clone();
+    // An id or tool typed as the page shows it (`a⟨U+200B⟩b`) filters by the raw id (docs/design.md "What
+    // the person sees"); the form keeps what was typed.
+    let mut query: Vec<(&'static str, String)> = filters
+        .iter()
+        .map(|(k, v)| (*k, crate::components::marks::unmarked(v).into_owned()))
+        .collect();
     query.extend(after.iter().cloned());
     let path = format!("{api_path}{}", query_string(&query));
     let refresh = refresh_ticker();
@@ -114,9 +120,14 @@ pub fn PageNav(
     filters: Vec<(&'static str, String)>,
     /// Whether this is a later page (`after` was given).
     later: bool,
+    /// What is listed, for one and for any other number ("session", "sessions").
     noun: &'static str,
+    nouns: &'static str,
 ) -> impl IntoView {
-    let count = format!("Showing {shown} of {total} {noun}");
+    let count = format!(
+        "Showing {shown} of {}",
+        crate::components::count(total, noun, nouns)
+    );
     let first = later.then(|| format!("{page_path}{}", query_string(&filters)));
     let next = next.map(|n| {
         let mut q = filters.clone();

@@ -4,6 +4,7 @@ use leptos::prelude::*;
 use leptos_meta::Title;
 
 use crate::api;
+use crate::components::marks::mark;
 use crate::components::outcome::OutcomeCard;
 use crate::components::time::{open_for, Time};
 use crate::components::ApiErrorPanel;
@@ -14,8 +15,8 @@ pub fn OperationPage() -> impl IntoView {
     let id = param(2);
     let found = Resource::new(move || id.get(), |id| api::operation(&id));
     view! {
-        <Title text=crate::routes::page_title(move || format!("Operation {} · Outcome ledger", id.get()))/>
-        <h1 class="mb-4 break-all text-2xl font-semibold">"Operation " <bdi class="font-mono">{move || id.get()}</bdi></h1>
+        <Title text=crate::routes::page_title(move || format!("Operation {} · Outcome ledger", mark(&id.get())))/>
+        <h1 class="mb-4 break-all text-2xl font-semibold">"Operation " <bdi class="font-mono">{move || mark(&id.get())}</bdi></h1>
         <Suspense fallback=|| view! { <p>"Looking up…"</p> }>
             {move || Suspend::new(async move {
                 match found.await {
@@ -57,9 +58,9 @@ pub fn OperationList(matches: Vec<ledger::wire::OperationMatch>) -> impl IntoVie
                     <li class="operation" data-mutation-id=mutation_id>
                         <p class="mb-1 text-sm">
                             "Session "
-                            <a rel="external" class="break-all font-mono underline underline-offset-2" href=session_href(&m.session_key)><bdi>{m.session_key.clone()}</bdi></a>
+                            <a rel="external" class="break-all font-mono underline underline-offset-2" href=session_href(&m.session_key)><bdi>{mark(&m.session_key)}</bdi></a>
                             " · turn "
-                            <a rel="external" class="break-all font-mono underline underline-offset-2" href=turn_href(&m.session_key, &turn)><bdi>{turn.clone()}</bdi></a>
+                            <a rel="external" class="break-all font-mono underline underline-offset-2" href=turn_href(&m.session_key, &turn)><bdi>{mark(&turn)}</bdi></a>
                             " · recorded "
                             <Time at=m.entry.recorded_at.clone()/>
                         </p>

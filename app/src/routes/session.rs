@@ -8,7 +8,8 @@ use leptos_meta::Title;
 use serde::{Deserialize, Serialize};
 
 use crate::api::{self, ApiError};
-use crate::components::outcome::CopyButton;
+use crate::components::marks::mark;
+use crate::components::outcome::CopyIdButton;
 use crate::components::time::Time;
 use crate::components::{ApiErrorPanel, ConnectionIndicator, Counts, ExportLinks, ViewerNotice};
 use crate::routes::{param, turn_href};
@@ -50,8 +51,8 @@ pub fn SessionPage() -> impl IntoView {
     let reader = api::reader();
     let session = Resource::new(move || key.get(), move |k| read(reader.clone(), k));
     view! {
-        <Title text=crate::routes::page_title(move || format!("Session {} · Outcome ledger", key.get()))/>
-        <h1 class="mb-1 break-all text-2xl font-semibold">"Session " <bdi class="font-mono">{move || key.get()}</bdi></h1>
+        <Title text=crate::routes::page_title(move || format!("Session {} · Outcome ledger", mark(&key.get())))/>
+        <h1 class="mb-1 break-all text-2xl font-semibold">"Session " <bdi class="font-mono">{move || mark(&key.get())}</bdi></h1>
         <ViewerNotice/>
         <Suspense fallback=|| view! { <p>"Loading the session…"</p> }>
             {move || Suspend::new(async move {
@@ -146,7 +147,7 @@ fn LaterTurns(session: String, rest: Vec<TurnSummary>) -> impl IntoView {
                     {rest.into_iter().enumerate().map(|(i, t)| view! {
                         <li class="later-turn flex flex-wrap items-center gap-2">
                             <a rel="external" class="break-all underline underline-offset-2" href=turn_href(&session, &t.logical_turn_id)>
-                                {format!("Turn {} · ", TURNS_SHOWN + i + 1)}<bdi class="font-mono">{t.logical_turn_id.clone()}</bdi>
+                                {format!("Turn {} · ", TURNS_SHOWN + i + 1)}<bdi class="font-mono">{mark(&t.logical_turn_id)}</bdi>
                             </a>
                             <Counts counts=t.counts/>
                         </li>
@@ -198,8 +199,8 @@ fn Summary(blocks: RwSignal<Vec<TurnBlock>>, rest: StatusCounts) -> impl IntoVie
                         <ul class="mt-1 space-y-1">
                             {ids.into_iter().map(|id| view! {
                                 <li class="flex flex-wrap items-center gap-2">
-                                    <code class="summary-unknown break-all font-mono text-xs">{id.clone()}</code>
-                                    <CopyButton text=id/>
+                                    <code class="summary-unknown min-w-0 break-all font-mono text-xs">{mark(&id)}</code>
+                                    <CopyIdButton id/>
                                 </li>
                             }).collect_view()}
                         </ul>
@@ -212,7 +213,11 @@ fn Summary(blocks: RwSignal<Vec<TurnBlock>>, rest: StatusCounts) -> impl IntoVie
                 let c = counts.get();
                 let missing = (c.outcome_unknown.saturating_sub(c.in_flight) as usize).saturating_sub(unknown_ids.with(Vec::len));
                 (missing > 0).then(|| view! {
-                    <p class="rest-unknowns mt-2 text-sm">{format!("{missing} more unknown outcome(s) are in the later turns listed below, or in the parts of big turns not shown here: open each turn to quote its id.")}</p>
+                    <p class="rest-unknowns mt-2 text-sm">{if missing == 1 {
+                        "1 more unknown outcome is in the later turns listed below, or in the part of a big turn not shown here: open its turn to quote its id.".to_owned()
+                    } else {
+                        format!("{missing} more unknown outcomes are in the later turns listed below, or in the parts of big turns not shown here: open each turn to quote its id.")
+                    }}</p>
                 })
             }}
         </section>
@@ -268,7 +273,7 @@ fn TurnSection(session: String, number: usize, block: TurnBlock) -> impl IntoVie
         <li class="turn" data-turn-id=turn.clone()>
             <h2 class="mb-2 flex flex-wrap items-baseline gap-x-3 gap-y-1 text-lg font-semibold">
                 <a rel="external" class="break-all underline underline-offset-2" href=href>
-                    {format!("Turn {number} · ")}<bdi class="font-mono">{turn.clone()}</bdi>
+                    {format!("Turn {number} · ")}<bdi class="font-mono">{mark(&turn)}</bdi>
                 </a>
                 <span class="text-xs font-normal opacity-80">"Started " <Time at=block.first_recorded_at.clone()/></span>
                 <span class="text-sm font-normal">{move || view! { <Counts counts=timeline.with(Timeline::counts)/> }}</span>

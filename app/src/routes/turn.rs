@@ -13,6 +13,7 @@ use leptos_meta::Title;
 use serde::{Deserialize, Serialize};
 
 use crate::api::{self, ApiError};
+use crate::components::marks::mark;
 use crate::components::outcome::StatusBadge;
 use crate::components::ApiErrorPanel;
 use crate::routes::{param, session_href};
@@ -76,13 +77,13 @@ pub fn TurnPage() -> impl IntoView {
         move |(k, t)| read(reader.clone(), k, t, rows),
     );
     view! {
-        <Title text=crate::routes::page_title(move || format!("Turn {} · Outcome ledger", turn.get()))/>
+        <Title text=crate::routes::page_title(move || format!("Turn {} · Outcome ledger", mark(&turn.get())))/>
         <p class="mb-1 text-sm">
             <a rel="external" class="underline-offset-2 hover:underline" href=move || session_href(&key.get())>
-                "← Session " <bdi class="font-mono">{move || key.get()}</bdi>
+                "← Session " <bdi class="font-mono">{move || mark(&key.get())}</bdi>
             </a>
         </p>
-        <h1 class="mb-4 text-2xl font-semibold">"Turn " <bdi class="font-mono">{move || turn.get()}</bdi></h1>
+        <h1 class="mb-4 text-2xl font-semibold">"Turn " <bdi class="font-mono">{move || mark(&turn.get())}</bdi></h1>
         <crate::components::ViewerNotice/>
         <Suspense fallback=|| view! { <p>"Loading the timeline…"</p> }>
             {move || Suspend::new(async move {
@@ -199,7 +200,7 @@ fn LiveTimeline(read: TurnRead, shown: usize) -> impl IntoView {
     view! {
         <div class="mb-3 flex flex-wrap items-center justify-between gap-3">
             <crate::components::ConnectionIndicator connection/>
-            <p class="text-xs opacity-80">"Cursor: revision " <span class="cursor tabular-nums">{move || timeline.with(|t| t.cursor())}</span></p>
+            <p class="text-xs opacity-80">"Read through change " <span class="cursor tabular-nums">{move || timeline.with(|t| t.cursor())}</span></p>
         </div>
         <div class="summary mb-4 flex flex-wrap gap-2" role="group" aria-label="Filter by status">
             <button

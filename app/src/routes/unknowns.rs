@@ -37,7 +37,7 @@ pub fn UnknownsQueuePage() -> impl IntoView {
                                 <AsOf at=q.as_of.clone() refresh/>
                                 {(shown == 0).then(|| view! { <p>{if filters.is_empty() { "No open unknown outcomes." } else { "No open unknown outcome matches these filters." }}</p> })}
                                 <OperationList matches=q.page.matches/>
-                                <PageNav shown total=q.page.total next=q.page.next page_path="/unknowns" filters later noun="open unknowns"/>
+                                <PageNav shown total=q.page.total next=q.page.next page_path="/unknowns" filters later noun="open unknown" nouns="open unknowns"/>
                             }.into_any()
                         }
                     }

@@ -288,13 +288,15 @@ fn url_keeps_any_other_path_parameter() {
 
 #[test]
 fn title_drops_control_characters() {
+    // Whitespace controls become one space, trimmed at the ends (see below); the others go.
     assert_eq!(
         title("Service\toverview\r\n").as_deref(),
-        Some("Serviceoverview")
+        Some("Service overview")
     );
+    // NEL (U+0085) is a line break: a space, as LF is.
     assert_eq!(
         title("a\u{0}b\u{7f}c\u{85}d\u{9f}e").as_deref(),
-        Some("abcde")
+        Some("abc de")
     );
     assert_eq!(
         title("\u{1b}[31mred\u{1b}[0m").as_deref(),
@@ -304,6 +306,55 @@ fn title_drops_control_characters() {
     assert_eq!(
         title("a\u{202e}b\u{200d}c").as_deref(),
         Some("a\u{202e}b\u{200d}c")
+    );
+}
+
+#[test]
+fn title_whitespace_controls_become_one_space_trimmed_at_the_ends() {
+    for (raw, kept) in [
+        ("line1\nline2", "line1 line2"),
+        ("line1\r\nline2", "line1 line2"),
+        ("a\tb", "a b"),
+        ("a\u{b}b\u{c}c", "a b c"),
+        ("a\u{85}b", "a b"),
+        // A run of whitespace holding a control is one space, spaces in it included.
+        ("a \n\n\t b", "a b"),
+        ("a\n\u{a0}\u{3000}b", "a b"),
+        // Other controls in a run are dropped first.
+        ("a\n\u{0}\nb", "a b"),
+        ("a\u{0}b", "ab"),
+        // At the ends, nothing.
+        ("\n\tReport\r\n", "Report"),
+        (" \n Report \n ", "Report"),
+        // Whitespace without a control stays as it is.
+        ("a  b", "a  b"),
+        (" Report ", " Report "),
+        ("a\u{a0}b", "a\u{a0}b"),
+        // Format characters are not controls.
+        ("a\u{200b}\nb", "a\u{200b} b"),
+    ] {
+        assert_eq!(title(raw).as_deref(), Some(kept), "{raw:?}");
+        assert_eq!(title(kept).as_deref(), Some(kept), "{kept:?} again");
+    }
+    assert_eq!(title("\r\n \t"), None);
+}
+
+#[test]
+fn title_credentials_are_found_across_line_breaks() {
+    // A PEM block keeps its lines while it is looked for.
+    assert_eq!(
+        title("key -----BEGIN PRIVATE KEY-----\nMIIEvQIBADANBgkqhkiG9w0BAQEFAASC\nBKcwggSjAgEAAoIBAQC7\n-----END PRIVATE KEY----- end").as_deref(),
+        Some(format!("key {REDACTION_MARKER} end").as_str())
+    );
+    // An unterminated block: its body lines, breaks and all.
+    assert_eq!(
+        title("-----BEGIN PRIVATE KEY-----\nMIIEvQIBADANBgkq\r\nhkiG9w0BAQEFAASC\nBKcwggSj")
+            .as_deref(),
+        Some(REDACTION_MARKER)
+    );
+    assert_eq!(
+        title("Bearer\nabcdef123456").as_deref(),
+        Some(format!("Bearer {REDACTION_MARKER}").as_str())
     );
 }
 
