@@ -103,7 +103,7 @@ test('a session with more turns than its page shows in full lists the others and
   // 205 turns: unknown at 0, 50, 100, 150 (shown) and 200 (a later turn).
   await expect(page.locator('.session-summary .summary-text')).toHaveText('200 completed, 5 unknown');
   await expect(page.locator('.session-summary .summary-unknown')).toHaveCount(4);
-  await expect(page.locator('.session-summary .rest-unknowns')).toHaveText('1 more unknown outcome is in the later turns listed below: open its turn to quote its id.');
+  await expect(page.locator('.session-summary .rest-unknowns')).toHaveText('1 more unknown outcome is in the later turns listed below, or in the part of a big turn not shown here: open its turn to quote its id.');
   const later = page.locator('.later-turn');
   await expect(later).toHaveCount(5);
   await expect(later.first()).toContainText('Turn 201 · turn-200');
