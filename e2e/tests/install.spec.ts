@@ -97,8 +97,9 @@ test('the service worker registers, keeps only shell files, and offline a naviga
   // The worker controls the page once it has claimed it.
   await page.waitForFunction(() => navigator.serviceWorker.controller !== null);
 
-  // Online, through the worker: the session page is the server's, live.
+  // Online, through the worker: the session page is the server's, and it hydrates (the bundle loads).
   await page.goto(`/sessions/${session}`);
+  await expect(page.locator('html')).toHaveAttribute('data-interactive', 'true');
   await expect(page.locator('.outcome')).toHaveCount(1);
   await expect(page.locator('.outcome')).toHaveAttribute('data-mutation-id', `${session}-1`);
 
