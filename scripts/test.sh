@@ -10,6 +10,8 @@ if [[ -n "${CI:-}" ]]; then
 fi
 scripts/setup.sh
 scripts/build.sh
+# The browser bundle stays within its size limit (README "Bundle size"); a second.
+scripts/bundle-size.sh
 # The server binary scripts/build.sh made (it follows CARGO_TARGET_DIR, like cargo); absolute, so the
 # browser tests that start servers of their own (e2e/tests/own-server.ts) find it too.
 mkdir -p "${CARGO_TARGET_DIR:-target}"

@@ -30,7 +30,15 @@ pub fn shell(options: LeptosOptions) -> impl IntoView {
                 <meta charset="utf-8"/>
                 <meta name="viewport" content="width=device-width, initial-scale=1"/>
                 <meta name="color-scheme" content="light dark"/>
-                <link rel="icon" href="data:,"/>
+                // Installable (README "Installing the dashboard"): the manifest, icons, the theme colour of
+                // each scheme (the body's white and slate-950), and the service worker that keeps only the
+                // offline page.
+                <link rel="manifest" href="/manifest.webmanifest"/>
+                <meta name="theme-color" media="(prefers-color-scheme: light)" content="#ffffff"/>
+                <meta name="theme-color" media="(prefers-color-scheme: dark)" content="#020617"/>
+                <link rel="icon" href="/icon.svg" type="image/svg+xml"/>
+                <link rel="apple-touch-icon" href="/apple-touch-icon.png"/>
+                <script nonce=use_nonce() src="/sw-register.js" defer></script>
                 <HydrationScripts options/>
                 <MetaTags/>
             </head>

@@ -186,8 +186,8 @@ impl<S: Send + Sync> FromRequestParts<S> for Principal {
 /// What a path is, for access.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum PathClass {
-    /// Open in every mode: `/healthz`, `/sign-in`, `/sign-out`, `/v/{token}`, static assets,
-    /// `/api/openapi.json`.
+    /// Open in every mode: `/healthz`, `/sign-in`, `/sign-out`, `/v/{token}`, static assets (`/pkg/`,
+    /// [`INSTALL_FILES`]), `/api/openapi.json`.
     Open,
     /// The host write API: the host token only.
     Host,
@@ -197,17 +197,35 @@ pub enum PathClass {
     Page,
 }
 
+/// The files that make the dashboard installable and its offline page (`public/`): nobody's data. A browser
+/// fetches the manifest's icons without cookies, and the service worker must load before anyone signs in.
+pub const INSTALL_FILES: [&str; 10] = [
+    "/manifest.webmanifest",
+    "/icon.svg",
+    "/icon-192.png",
+    "/icon-512.png",
+    "/icon-maskable-512.png",
+    "/apple-touch-icon.png",
+    "/sw.js",
+    "/sw-register.js",
+    "/offline.html",
+    "/offline.css",
+];
+
 /// Classifies a request path.
 pub fn classify(path: &str) -> PathClass {
-    const OPEN_EXACT: [&str; 6] = [
+    const OPEN_EXACT: [&str; 5] = [
         "/healthz",
         "/sign-in",
         "/sign-out",
         "/api/openapi.json",
         "/favicon.ico",
-        "/manifest.webmanifest",
     ];
-    if OPEN_EXACT.contains(&path) || path.starts_with("/v/") || path.starts_with("/pkg/") {
+    if OPEN_EXACT.contains(&path)
+        || INSTALL_FILES.contains(&path)
+        || path.starts_with("/v/")
+        || path.starts_with("/pkg/")
+    {
         PathClass::Open
     } else if path == "/api/host" || path.starts_with("/api/host/") {
         PathClass::Host
@@ -662,6 +680,11 @@ mod tests {
             ("/v/abc", PathClass::Open),
             ("/pkg/outcomes.wasm", PathClass::Open),
             ("/api/openapi.json", PathClass::Open),
+            ("/manifest.webmanifest", PathClass::Open),
+            ("/icon-192.png", PathClass::Open),
+            ("/sw.js", PathClass::Open),
+            ("/offline.html", PathClass::Open),
+            ("/offline.html/x", PathClass::Page),
             ("/api/host/batch", PathClass::Host),
             ("/api/host", PathClass::Host),
             ("/api/hostile", PathClass::Api),

@@ -4,6 +4,8 @@
 //!   'wasm-unsafe-eval' 'nonce-<n>'; style-src 'self'; img-src 'self' data:; connect-src 'self';
 //!   object-src 'none'; frame-ancestors 'none'; base-uri 'none'; form-action 'self'`. The server renders
 //!   the same nonce into the page's scripts ([`CspNonce`] in the request, read by the SSR context).
+//! - The service worker script `/sw.js`: [`WORKER_POLICY`], the policy the worker itself runs under; it
+//!   needs `connect-src 'self'` to fetch the pages it passes through and the files of the offline page.
 //! - Anything else: `default-src 'none'; frame-ancestors 'none'; base-uri 'none'; form-action 'none'`.
 //! - Always: `X-Content-Type-Options: nosniff`, `Referrer-Policy: no-referrer` (a viewer link must never
 //!   leak through `Referer`), `X-Frame-Options: DENY`.
@@ -51,6 +53,14 @@ pub fn page_policy(nonce: &str) -> String {
 pub const OTHER_POLICY: &str =
     "default-src 'none'; frame-ancestors 'none'; base-uri 'none'; form-action 'none'";
 
+/// The policy of the service worker script (`public/sw.js`), which a worker runs under: it may fetch from its
+/// own origin and nothing else.
+pub const WORKER_POLICY: &str =
+    "default-src 'none'; connect-src 'self'; frame-ancestors 'none'; base-uri 'none'; form-action 'none'";
+
+/// The path of the service worker script.
+pub const WORKER_PATH: &str = "/sw.js";
+
 /// The security headers of a response written without the router (a refused request head, a connection
 /// over the cap), as raw HTTP/1.1 header lines, each ending in CRLF.
 pub const RAW_HEADER_LINES: &str = "content-security-policy: default-src 'none'; frame-ancestors 'none'; base-uri 'none'; form-action 'none'\r\nx-content-type-options: nosniff\r\nreferrer-policy: no-referrer\r\nx-frame-options: DENY\r\ncache-control: no-store\r\n";
@@ -60,16 +70,20 @@ pub async fn security_headers(mut request: Request, next: Next) -> Response {
     let nonce = CspNonce::new();
     request.extensions_mut().insert(nonce.clone());
     let is_static = request.uri().path().starts_with("/pkg/");
+    let is_worker = request.uri().path() == WORKER_PATH;
     let mut response = next.run(request).await;
     let is_html = response
         .headers()
         .get(CONTENT_TYPE)
         .and_then(|v| v.to_str().ok())
         .is_some_and(|v| v.starts_with("text/html"));
+    let is_worker = is_worker && response.status().is_success();
     let h = response.headers_mut();
     let policy = if is_html {
         HeaderValue::from_str(&page_policy(&nonce.0))
             .unwrap_or(HeaderValue::from_static(OTHER_POLICY))
+    } else if is_worker {
+        HeaderValue::from_static(WORKER_POLICY)
     } else {
         HeaderValue::from_static(OTHER_POLICY)
     };

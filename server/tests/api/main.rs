@@ -11,6 +11,7 @@ mod hardening;
 mod history;
 mod host;
 mod import;
+mod install;
 mod live;
 mod openapi;
 mod operator;
