@@ -175,6 +175,23 @@ impl Reader {
     }
 }
 
+impl Reader {
+    /// The first `limit` (at most [`ENTRIES_PAGE`]) entries of a turn, one page: `next` is set when there
+    /// are more (docs/design.md "Big turns").
+    pub fn first_entries(
+        &self,
+        key: &str,
+        turn: &str,
+        limit: usize,
+    ) -> impl Future<Output = Result<TurnEntries, ApiError>> + Send + 'static {
+        self.get_json(format!(
+            "{}?limit={}",
+            turn_entries_path(key, turn),
+            limit.clamp(1, ENTRIES_PAGE)
+        ))
+    }
+}
+
 /// The path of a turn's entries (docs/api.md "Dashboard reads").
 pub fn turn_entries_path(key: &str, turn: &str) -> String {
     format!("/api/sessions/{}/turns/{}/entries", enc(key), enc(turn))
@@ -222,14 +239,6 @@ pub fn session_turns(
     get_json(session_turns_path(key))
 }
 
-/// `GET /api/sessions/{key}/turns/{turn}/entries`, every page (see [`Reader::turn_entries`]).
-pub fn turn_entries(
-    key: &str,
-    turn: &str,
-) -> impl Future<Output = Result<TurnEntries, ApiError>> + Send + 'static {
-    reader().turn_entries(key, turn, None)
-}
-
 /// `GET /api/sessions/{key}/turns/{turn}/entries?after_revision=N`, every page: with `after_revision`,
 /// only the entries changed after that revision (docs/api.md "Dashboard reads"); 409 when it is past the
 /// turn's latest revision.
@@ -243,20 +252,6 @@ pub fn turn_entries_since(
 
 /// Entries per page of a turn read a page at a time (the entries API's largest `limit`).
 pub const ENTRIES_PAGE: usize = 1000;
-
-/// The first `limit` (at most [`ENTRIES_PAGE`]) entries of a turn, one page: `next` is set when there are
-/// more (docs/design.md "Big turns").
-pub fn turn_entries_first(
-    key: &str,
-    turn: &str,
-    limit: usize,
-) -> impl Future<Output = Result<TurnEntries, ApiError>> + Send + 'static {
-    get_json(format!(
-        "{}?limit={}",
-        turn_entries_path(key, turn),
-        limit.clamp(1, ENTRIES_PAGE)
-    ))
-}
 
 /// The page of a turn's entries after the cursor `after` (a `next` of the previous page), up to
 /// [`ENTRIES_PAGE`] entries.

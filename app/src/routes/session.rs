@@ -36,11 +36,11 @@ async fn read(reader: api::Reader, key: String) -> Result<SessionRead, ApiError>
     let turns: SessionTurns = reader.get_json(api::session_turns_path(&key)).await?;
     let mut entries = Vec::new();
     for t in turns.turns.iter().take(TURNS_SHOWN) {
-        let path = format!(
-            "{}?limit={ROWS_PER_TURN}",
-            api::turn_entries_path(&key, &t.logical_turn_id)
+        entries.push(
+            reader
+                .first_entries(&key, &t.logical_turn_id, ROWS_PER_TURN)
+                .await?,
         );
-        entries.push(reader.get_json::<TurnEntries>(path).await?);
     }
     Ok(SessionRead { turns, entries })
 }

@@ -38,12 +38,7 @@ async fn read(
     turn: String,
     rows: usize,
 ) -> Result<TurnRead, ApiError> {
-    let path = format!(
-        "{}?limit={}",
-        api::turn_entries_path(&key, &turn),
-        rows.clamp(1, api::ENTRIES_PAGE)
-    );
-    let entries: TurnEntries = reader.get_json(path).await?;
+    let entries = reader.first_entries(&key, &turn, rows).await?;
     let counts = match entries.next {
         None => None,
         Some(_) => {
