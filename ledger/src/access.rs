@@ -12,7 +12,7 @@ use sha2::{Digest, Sha256};
 
 use crate::error::LedgerError;
 use crate::ids::SessionKey;
-use crate::store::Inner;
+use crate::store::{on_read, on_tx, on_write, Inner};
 
 /// Longest staff name, in bytes.
 pub const STAFF_NAME_MAX: usize = 64;
@@ -94,72 +94,81 @@ impl Access {
     pub async fn add_staff(&self, name: &str, password_hash: &str) -> Result<bool, LedgerError> {
         check_staff_name(name)?;
         let _writer = self.inner.writer().await?;
-        let done = sqlx::query(
-            "INSERT INTO staff (name, password_hash, created_at) VALUES (?, ?, ?) \
+        let done = on_write!(self.inner, |pool, d| sqlx::query(
+            "INSERT INTO staff (name, password_hash, created_at) VALUES ($1, $2, $3) \
              ON CONFLICT (name) DO NOTHING",
         )
         .bind(name)
         .bind(password_hash)
         .bind(self.now_ms())
-        .execute(&self.inner.write)
-        .await?;
-        Ok(done.rows_affected() == 1)
+        .execute(pool)
+        .await?
+        .rows_affected());
+        Ok(done == 1)
     }
 
     /// Removes a staff account with its tokens and sign-ins. `Ok(false)` when there was no such account.
     pub async fn remove_staff(&self, name: &str) -> Result<bool, LedgerError> {
         let _writer = self.inner.writer().await?;
-        let done = sqlx::query("DELETE FROM staff WHERE name = ?")
-            .bind(name)
-            .execute(&self.inner.write)
-            .await?;
-        Ok(done.rows_affected() == 1)
+        let done = on_write!(self.inner, |pool, d| sqlx::query(
+            "DELETE FROM staff WHERE name = $1"
+        )
+        .bind(name)
+        .execute(pool)
+        .await?
+        .rows_affected());
+        Ok(done == 1)
     }
 
     /// Every staff account, by name.
     pub async fn list_staff(&self) -> Result<Vec<StaffAccount>, LedgerError> {
-        Ok(sqlx::query_as::<_, StaffAccount>(
+        Ok(on_read!(self.inner, |pool, d| sqlx::query_as::<_, StaffAccount>(
             "SELECT s.name, s.created_at, \
                     (SELECT COUNT(*) FROM staff_tokens t WHERE t.staff_name = s.name) AS tokens, \
                     (SELECT COUNT(*) FROM sign_ins i WHERE i.staff_name = s.name) AS sign_ins \
              FROM staff s ORDER BY s.name",
         )
-        .fetch_all(&self.inner.read)
-        .await?)
+        .fetch_all(pool)
+        .await?))
     }
 
     /// The stored Argon2id hash of a staff account's password, `None` for no such account.
     pub async fn password_hash(&self, name: &str) -> Result<Option<String>, LedgerError> {
         Ok(
-            sqlx::query_scalar("SELECT password_hash FROM staff WHERE name = ?")
-                .bind(name)
-                .fetch_optional(&self.inner.read)
-                .await?,
+            on_read!(self.inner, |pool, d| sqlx::query_scalar(
+                "SELECT password_hash FROM staff WHERE name = $1"
+            )
+            .bind(name)
+            .fetch_optional(pool)
+            .await?),
         )
     }
 
     /// Stores a new staff API token (its hash) for `name`. `Ok(false)` when there is no such account.
     pub async fn add_staff_token(&self, name: &str, token: &str) -> Result<bool, LedgerError> {
         let _writer = self.inner.writer().await?;
-        let done = sqlx::query(
+        let done = on_write!(self.inner, |pool, d| sqlx::query(
             "INSERT INTO staff_tokens (token_hash, staff_name, created_at) \
-             SELECT ?, name, ? FROM staff WHERE name = ?",
+             SELECT $1, name, $2 FROM staff WHERE name = $3",
         )
         .bind(secret_hash(token))
         .bind(self.now_ms())
         .bind(name)
-        .execute(&self.inner.write)
-        .await?;
-        Ok(done.rows_affected() == 1)
+        .execute(pool)
+        .await?
+        .rows_affected());
+        Ok(done == 1)
     }
 
     /// The staff name a presented API token belongs to.
     pub async fn staff_by_token(&self, token: &str) -> Result<Option<String>, LedgerError> {
         Ok(
-            sqlx::query_scalar("SELECT staff_name FROM staff_tokens WHERE token_hash = ?")
-                .bind(secret_hash(token))
-                .fetch_optional(&self.inner.read)
-                .await?,
+            on_read!(self.inner, |pool, d| sqlx::query_scalar(
+                "SELECT staff_name FROM staff_tokens WHERE token_hash = $1"
+            )
+            .bind(secret_hash(token))
+            .fetch_optional(pool)
+            .await?),
         )
     }
 
@@ -167,17 +176,18 @@ impl Access {
     pub async fn start_sign_in(&self, name: &str, id: &str) -> Result<bool, LedgerError> {
         let _writer = self.inner.writer().await?;
         let now = self.now_ms();
-        let done = sqlx::query(
+        let done = on_write!(self.inner, |pool, d| sqlx::query(
             "INSERT INTO sign_ins (id_hash, staff_name, created_at, last_seen_at) \
-             SELECT ?, name, ?, ? FROM staff WHERE name = ?",
+             SELECT $1, name, $2, $3 FROM staff WHERE name = $4",
         )
         .bind(secret_hash(id))
         .bind(now)
         .bind(now)
         .bind(name)
-        .execute(&self.inner.write)
-        .await?;
-        Ok(done.rows_affected() == 1)
+        .execute(pool)
+        .await?
+        .rows_affected());
+        Ok(done == 1)
     }
 
     /// The staff name of a live sign-in session: one seen within `idle_ms`. Its `last_seen_at` is moved
@@ -186,11 +196,12 @@ impl Access {
     pub async fn sign_in(&self, id: &str, idle_ms: i64) -> Result<Option<String>, LedgerError> {
         let hash = secret_hash(id);
         let now = self.now_ms();
-        let row: Option<(String, i64)> =
-            sqlx::query_as("SELECT staff_name, last_seen_at FROM sign_ins WHERE id_hash = ?")
-                .bind(&hash)
-                .fetch_optional(&self.inner.read)
-                .await?;
+        let row: Option<(String, i64)> = on_read!(self.inner, |pool, d| sqlx::query_as(
+            "SELECT staff_name, last_seen_at FROM sign_ins WHERE id_hash = $1"
+        )
+        .bind(&hash)
+        .fetch_optional(pool)
+        .await?);
         let Some((name, last_seen)) = row else {
             return Ok(None);
         };
@@ -201,11 +212,14 @@ impl Access {
         // next request.
         if last_seen < now.saturating_sub(TOUCH_EVERY_MS) {
             if let Ok(_writer) = self.inner.write_lock.try_lock() {
-                sqlx::query("UPDATE sign_ins SET last_seen_at = ? WHERE id_hash = ?")
-                    .bind(now)
-                    .bind(&hash)
-                    .execute(&self.inner.write)
-                    .await?;
+                on_write!(self.inner, |pool, d| sqlx::query(
+                    "UPDATE sign_ins SET last_seen_at = $1 WHERE id_hash = $2"
+                )
+                .bind(now)
+                .bind(&hash)
+                .execute(pool)
+                .await?
+                .rows_affected());
             }
         }
         Ok(Some(name))
@@ -214,10 +228,13 @@ impl Access {
     /// Ends a sign-in session (sign-out). Ending an unknown one is not an error.
     pub async fn end_sign_in(&self, id: &str) -> Result<(), LedgerError> {
         let _writer = self.inner.writer().await?;
-        sqlx::query("DELETE FROM sign_ins WHERE id_hash = ?")
-            .bind(secret_hash(id))
-            .execute(&self.inner.write)
-            .await?;
+        on_write!(self.inner, |pool, d| sqlx::query(
+            "DELETE FROM sign_ins WHERE id_hash = $1"
+        )
+        .bind(secret_hash(id))
+        .execute(pool)
+        .await?
+        .rows_affected());
         Ok(())
     }
 
@@ -233,30 +250,32 @@ impl Access {
         let _writer = self.inner.writer().await?;
         let mut tx = self.inner.begin_write().await?;
         let now = self.now_ms();
+        tx.lock_sessions([session_key.as_str()]).await?;
         crate::rows::check_session_live(&mut tx, session_key, self.inner.live_since(now)).await?;
-        sqlx::query(
+        on_tx!(&mut tx, |c, d| sqlx::query(
             "INSERT INTO viewer_links (token_hash, session_key, created_at, expires_at) \
-             VALUES (?, ?, ?, ?)",
+             VALUES ($1, $2, $3, $4)",
         )
         .bind(secret_hash(token))
         .bind(session_key.as_str())
         .bind(now)
         .bind(expires_at)
-        .execute(&mut *tx)
-        .await?;
+        .execute(c)
+        .await?
+        .rows_affected());
         tx.commit().await?;
         Ok(())
     }
 
     /// The link a presented viewer token names, if it exists and has not expired.
     pub async fn viewer_link(&self, token: &str) -> Result<Option<ViewerLink>, LedgerError> {
-        let row: Option<(String, i64)> = sqlx::query_as(
-            "SELECT session_key, expires_at FROM viewer_links WHERE token_hash = ? AND expires_at > ?",
+        let row: Option<(String, i64)> = on_read!(self.inner, |pool, d| sqlx::query_as(
+            "SELECT session_key, expires_at FROM viewer_links WHERE token_hash = $1 AND expires_at > $2",
         )
         .bind(secret_hash(token))
         .bind(self.now_ms())
-        .fetch_optional(&self.inner.read)
-        .await?;
+        .fetch_optional(pool)
+        .await?);
         Ok(row.and_then(|(key, expires_at)| {
             SessionKey::parse(key).ok().map(|session_key| ViewerLink {
                 session_key,
@@ -271,35 +290,44 @@ impl Access {
     pub async fn revoke_viewer_links(&self, session_key: &SessionKey) -> Result<u64, LedgerError> {
         let _writer = self.inner.writer().await?;
         let mut tx = self.inner.begin_write().await?;
-        let exists: Option<i64> =
-            sqlx::query_scalar("SELECT 1 FROM sessions WHERE session_key = ?")
+        tx.lock_sessions([session_key.as_str()]).await?;
+        let done = on_tx!(&mut tx, |c, d| {
+            let exists: Option<i32> = sqlx::query_scalar("SELECT 1 FROM sessions WHERE session_key = $1")
                 .bind(session_key.as_str())
-                .fetch_optional(&mut *tx)
+                .fetch_optional(&mut *c)
                 .await?;
-        if exists.is_none() {
-            return Err(LedgerError::SessionNotFound);
-        }
-        let done = sqlx::query("DELETE FROM viewer_links WHERE session_key = ?")
-            .bind(session_key.as_str())
-            .execute(&mut *tx)
-            .await?;
+            if exists.is_none() {
+                return Err(LedgerError::SessionNotFound);
+            }
+            sqlx::query("DELETE FROM viewer_links WHERE session_key = $1")
+                .bind(session_key.as_str())
+                .execute(&mut *c)
+                .await?
+                .rows_affected()
+        });
         tx.commit().await?;
-        Ok(done.rows_affected())
+        Ok(done)
     }
 
     /// Deletes expired viewer links and sign-ins idle longer than `idle_ms`; returns how many rows went.
     pub async fn purge_expired(&self, idle_ms: i64) -> Result<u64, LedgerError> {
         let _writer = self.inner.writer().await?;
         let now = self.now_ms();
-        let links = sqlx::query("DELETE FROM viewer_links WHERE expires_at <= ?")
-            .bind(now)
-            .execute(&self.inner.write)
-            .await?;
-        let sign_ins = sqlx::query("DELETE FROM sign_ins WHERE last_seen_at < ?")
-            .bind(now.saturating_sub(idle_ms))
-            .execute(&self.inner.write)
-            .await?;
-        Ok(links.rows_affected() + sign_ins.rows_affected())
+        let links = on_write!(self.inner, |pool, d| sqlx::query(
+            "DELETE FROM viewer_links WHERE expires_at <= $1"
+        )
+        .bind(now)
+        .execute(pool)
+        .await?
+        .rows_affected());
+        let sign_ins = on_write!(self.inner, |pool, d| sqlx::query(
+            "DELETE FROM sign_ins WHERE last_seen_at < $1"
+        )
+        .bind(now.saturating_sub(idle_ms))
+        .execute(pool)
+        .await?
+        .rows_affected());
+        Ok(links + sign_ins)
     }
 }
 

@@ -17,7 +17,7 @@ use crate::error::LedgerError;
 use crate::projection::{project_owned, HostMetadata, LedgerEntry};
 use crate::rows::EntryRow;
 use crate::sessions::{change, prefixed, HistoryRow, HISTORY_COLUMNS};
-use crate::store::Inner;
+use crate::store::{on_read, Dialect, Inner};
 use crate::wire::{LedgerStatus, MutationOutcome, OperationHistory, Reason};
 
 /// Entries read per statement.
@@ -42,9 +42,20 @@ struct ChunkEntry(
     Option<String>,
 );
 
-/// The JSON of one entry of alias `e`, after its two keys.
-const ENTRY_JSON: &str = "e.revision, e.logical_turn_id, e.mutation_id, e.tool, e.status, \
-     e.intent_recorded, e.reason, e.meta_attached, e.meta_id, e.meta_url, e.meta_title";
+/// The JSON array of one entry of alias `e`: its two keys `k1`, `k2`, then its revision and the fields
+/// the projection reads (flags as 0 or 1 on both backends).
+fn entry_json(d: Dialect, k1: &str, k2: &str) -> String {
+    match d {
+        Dialect::Sqlite => format!(
+            "json_array({k1}, {k2}, e.revision, e.logical_turn_id, e.mutation_id, e.tool, e.status, \
+             e.intent_recorded, e.reason, e.meta_attached, e.meta_id, e.meta_url, e.meta_title)"
+        ),
+        Dialect::Postgres => format!(
+            "json_build_array({k1}, {k2}, e.revision, e.logical_turn_id, e.mutation_id, e.tool, e.status, \
+             e.intent_recorded::int, e.reason, e.meta_attached::int, e.meta_id, e.meta_url, e.meta_title)"
+        ),
+    }
+}
 
 /// A projected entry with its place in the read's order.
 pub(crate) struct Projected {
@@ -56,36 +67,35 @@ pub(crate) struct Projected {
     pub outcome: Option<MutationOutcome>,
 }
 
-/// A chunk as SQLite returned it: how many entries, their JSON, and the keys of the last one (where the
-/// next chunk starts).
+/// A chunk as the database returned it: how many entries, and their JSON.
 struct Raw {
     count: i64,
     json: String,
-    last: Option<(i64, i64)>,
 }
 
 /// Runs `select` (a statement whose rows are `k1, k2, j` in the read's order, `j` the entry's JSON built
-/// from `ENTRY_JSON`, at most [`READ_CHUNK`] of them) with `binds` in order, as one value. The keys of the
-/// last entry come with it (the row holding the one `max()`, as SQLite's bare columns do).
+/// by [`entry_json`], at most [`READ_CHUNK`] of them) with `binds` in order, as one value (SQLite:
+/// `group_concat`; Postgres: `json_agg`).
 async fn fetch(inner: &Inner, select: &str, binds: Vec<Bind>) -> Result<Raw, LedgerError> {
-    let sql = format!(
-        "SELECT count(*), coalesce('[' || group_concat(j, ',') || ']', '[]'), \
-         max(printf('%020d %020d', k1, k2)), k1, k2 FROM ({select})"
-    );
-    let mut query =
-        sqlx::query_as::<_, (i64, String, Option<String>, Option<i64>, Option<i64>)>(&sql);
-    for b in binds {
-        query = match b {
-            Bind::Text(t) => query.bind(t),
-            Bind::Int(i) => query.bind(i),
+    let (count, json): (i64, String) = on_read!(inner, |pool, d| {
+        let sql = match d {
+            Dialect::Sqlite => format!(
+                "SELECT count(*), coalesce('[' || group_concat(j, ',') || ']', '[]') FROM ({select})"
+            ),
+            Dialect::Postgres => format!(
+                "SELECT count(*), coalesce(json_agg(c.j)::text, '[]') FROM ({select}) AS c"
+            ),
         };
-    }
-    let (count, json, _, k1, k2) = query.fetch_one(&inner.read).await?;
-    Ok(Raw {
-        count,
-        json,
-        last: k1.zip(k2),
-    })
+        let mut query = sqlx::query_as(&sql);
+        for b in binds {
+            query = match b {
+                Bind::Text(t) => query.bind(t),
+                Bind::Int(i) => query.bind(i),
+            };
+        }
+        query.fetch_one(pool).await?
+    });
+    Ok(Raw { count, json })
 }
 
 /// Parses a chunk and projects each entry, in the order of (k1, k2).
@@ -99,7 +109,7 @@ fn project_chunk(raw: Raw) -> Result<Vec<Projected>, LedgerError> {
             entries.len()
         ))));
     }
-    // SQLite aggregates the ordered subquery in its order; sorting an aggregate (ORDER BY inside
+    // The databases aggregate the ordered subquery in its order; sorting an aggregate (ORDER BY inside
     // group_concat) costs a third of the statement, so the order is checked here instead.
     if !entries.is_sorted_by_key(|e| (e.0, e.1)) {
         entries.sort_by_key(|e| (e.0, e.1));
@@ -137,36 +147,40 @@ enum Bind {
 /// The statement of a history chunk: turns in recorded order (`turns_by_session`), each turn's entries in
 /// recorded order (`entries_by_turn_seq`), starting after entry `?3` of turn `?2`: an index range, no
 /// sort. Binds: session key, turn_seq, seq, limit.
-fn history_select() -> String {
+fn history_select(d: Dialect) -> String {
     format!(
-        "SELECT t.turn_seq AS k1, e.seq AS k2, json_array(t.turn_seq, e.seq, {ENTRY_JSON}) AS j \
+        "SELECT t.turn_seq AS k1, e.seq AS k2, {} AS j \
          FROM turns t JOIN entries e ON e.session_key = t.session_key \
          AND e.logical_turn_id = t.logical_turn_id \
-         AND e.seq > CASE WHEN t.turn_seq = ?2 THEN ?3 ELSE 0 END \
-         WHERE t.session_key = ?1 AND t.turn_seq >= ?2 ORDER BY t.turn_seq, e.seq LIMIT ?4"
+         AND e.seq > CASE WHEN t.turn_seq = $2 THEN $3 ELSE 0 END \
+         WHERE t.session_key = $1 AND t.turn_seq >= $2 ORDER BY t.turn_seq, e.seq LIMIT $4",
+        entry_json(d, "t.turn_seq", "e.seq")
     )
 }
 
 /// The statement of a replay chunk in `phase`. Binds: session key, turn, the last key read (seq for
 /// legacy entries, revision otherwise), limit, and for [`Phase::UnknownAtOrBelowCursor`] the cursor.
-fn replay_select(phase: Phase) -> Option<String> {
+fn replay_select(d: Dialect, phase: Phase) -> Option<String> {
     Some(match phase {
         Phase::Done => return None,
         Phase::Legacy => format!(
-            "SELECT 0 AS k1, e.seq AS k2, json_array(0, e.seq, {ENTRY_JSON}) AS j FROM entries e \
-             WHERE e.session_key = ?1 AND e.logical_turn_id = ?2 AND e.revision IS NULL \
-             AND e.seq > ?3 ORDER BY e.seq LIMIT ?4"
+            "SELECT 0 AS k1, e.seq AS k2, {} AS j FROM entries e \
+             WHERE e.session_key = $1 AND e.logical_turn_id = $2 AND e.revision IS NULL \
+             AND e.seq > $3 ORDER BY e.seq LIMIT $4",
+            entry_json(d, "0", "e.seq")
         ),
         Phase::UnknownAtOrBelowCursor => format!(
-            "SELECT e.revision AS k1, e.seq AS k2, json_array(e.revision, e.seq, {ENTRY_JSON}) AS j \
-             FROM entries e WHERE e.session_key = ?1 AND e.logical_turn_id = ?2 \
+            "SELECT e.revision AS k1, e.seq AS k2, {} AS j \
+             FROM entries e WHERE e.session_key = $1 AND e.logical_turn_id = $2 \
              AND e.status IN ('outcome_unknown', 'execution_started') \
-             AND e.revision > ?3 AND e.revision <= ?5 ORDER BY e.revision LIMIT ?4"
+             AND e.revision > $3 AND e.revision <= $5 ORDER BY e.revision LIMIT $4",
+            entry_json(d, "e.revision", "e.seq")
         ),
         Phase::AfterCursor => format!(
-            "SELECT e.revision AS k1, e.seq AS k2, json_array(e.revision, e.seq, {ENTRY_JSON}) AS j \
-             FROM entries e WHERE e.session_key = ?1 AND e.logical_turn_id = ?2 \
-             AND e.revision > ?3 ORDER BY e.revision LIMIT ?4"
+            "SELECT e.revision AS k1, e.seq AS k2, {} AS j \
+             FROM entries e WHERE e.session_key = $1 AND e.logical_turn_id = $2 \
+             AND e.revision > $3 ORDER BY e.revision LIMIT $4",
+            entry_json(d, "e.revision", "e.seq")
         ),
     })
 }
@@ -191,10 +205,10 @@ pub struct HistoryChunks {
 /// (or deleted and created again), `SessionExpired` when it expired.
 async fn still_there(inner: &Inner, session_key: &str, created_at: i64) -> Result<(), LedgerError> {
     let row: Option<(i64, i64)> =
-        sqlx::query_as("SELECT created_at, last_write_at FROM sessions WHERE session_key = ?")
+        on_read!(inner, |pool, d| sqlx::query_as("SELECT created_at, last_write_at FROM sessions WHERE session_key = $1")
             .bind(session_key)
-            .fetch_optional(&inner.read)
-            .await?;
+            .fetch_optional(pool)
+            .await?);
     match row {
         Some((c, _)) if c != created_at => Err(LedgerError::SessionNotFound),
         None => Err(LedgerError::SessionNotFound),
@@ -229,16 +243,16 @@ impl HistoryChunks {
             Bind::Int(self.after.1),
             Bind::Int(READ_CHUNK),
         ];
-        let raw = fetch(&self.inner, &history_select(), binds).await?;
+        let raw = fetch(&self.inner, &history_select(self.inner.dialect()), binds).await?;
         let done = raw.count < READ_CHUNK;
         if done {
             still_there(&self.inner, &self.session_key, self.created_at).await?;
         }
         self.done = done;
-        if let Some(last) = raw.last {
-            self.after = last;
-        }
         let rows = project_chunk(raw)?;
+        if let Some(last) = rows.last() {
+            self.after = last.keys;
+        }
         Ok(Some(rows.into_iter().filter_map(|r| r.outcome).collect()))
     }
 }
@@ -269,8 +283,8 @@ fn operations_select() -> String {
     format!(
         "SELECT t.turn_seq, {} FROM turns t JOIN entries e ON e.session_key = t.session_key \
          AND e.logical_turn_id = t.logical_turn_id \
-         AND e.seq > CASE WHEN t.turn_seq = ?2 THEN ?3 ELSE 0 END \
-         WHERE t.session_key = ?1 AND t.turn_seq >= ?2 ORDER BY t.turn_seq, e.seq LIMIT ?4",
+         AND e.seq > CASE WHEN t.turn_seq = $2 THEN $3 ELSE 0 END \
+         WHERE t.session_key = $1 AND t.turn_seq >= $2 ORDER BY t.turn_seq, e.seq LIMIT $4",
         prefixed("e")
     )
 }
@@ -310,49 +324,60 @@ impl OperationHistoryChunks {
         if self.done {
             return Ok(None);
         }
-        let mut tx = self.inner.read.begin().await?;
-        let entries: Vec<TurnEntryRow> = sqlx::query_as(&operations_select())
-            .bind(&self.session_key)
-            .bind(self.after.0)
-            .bind(self.after.1)
-            .bind(OPERATIONS_CHUNK)
-            .fetch_all(&mut *tx)
-            .await?;
+        let (entries, commissioned, rows) = on_read!(self.inner, |pool, d| {
+            let mut tx = pool.begin().await?;
+            let entries: Vec<TurnEntryRow> = sqlx::query_as(&operations_select())
+                .bind(&self.session_key)
+                .bind(self.after.0)
+                .bind(self.after.1)
+                .bind(OPERATIONS_CHUNK)
+                .fetch_all(&mut *tx)
+                .await?;
+            if entries.is_empty() {
+                tx.commit().await?;
+                (entries, Vec::new(), Vec::new())
+            } else {
+                let seqs = serde_json::to_string(
+                    &entries.iter().map(|e| e.entry.seq).collect::<Vec<_>>(),
+                )
+                .map_err(|e| LedgerError::Store(sqlx::Error::Encode(Box::new(e))))?;
+                let ids = serde_json::to_string(
+                    &entries
+                        .iter()
+                        .map(|e| e.entry.mutation_id.as_str())
+                        .collect::<Vec<_>>(),
+                )
+                .map_err(|e| LedgerError::Store(sqlx::Error::Encode(Box::new(e))))?;
+                let commissioned: Vec<(String, String)> = sqlx::query_as(&format!(
+                    "SELECT commissioned_after, mutation_id FROM entries WHERE session_key = $1 \
+                     AND commissioned_after IN ({}) ORDER BY seq",
+                    d.text_list(2)
+                ))
+                .bind(&self.session_key)
+                .bind(ids)
+                .fetch_all(&mut *tx)
+                .await?;
+                let rows: Vec<EntryHistoryRow> = sqlx::query_as(&format!(
+                    "SELECT entry_seq, {HISTORY_COLUMNS} FROM history \
+                     WHERE entry_seq IN ({}) ORDER BY entry_seq, id",
+                    d.int_list(1)
+                ))
+                .bind(seqs)
+                .fetch_all(&mut *tx)
+                .await?;
+                tx.commit().await?;
+                (entries, commissioned, rows)
+            }
+        });
         let done = (entries.len() as i64) < OPERATIONS_CHUNK;
         if done {
             still_there(&self.inner, &self.session_key, self.created_at).await?;
         }
         self.done = done;
         let Some(last) = entries.last() else {
-            tx.commit().await?;
             return Ok(None);
         };
         self.after = (last.turn_seq, last.entry.seq);
-        let seqs = serde_json::to_string(&entries.iter().map(|e| e.entry.seq).collect::<Vec<_>>())
-            .map_err(|e| LedgerError::Store(sqlx::Error::Encode(Box::new(e))))?;
-        let ids = serde_json::to_string(
-            &entries
-                .iter()
-                .map(|e| e.entry.mutation_id.as_str())
-                .collect::<Vec<_>>(),
-        )
-        .map_err(|e| LedgerError::Store(sqlx::Error::Encode(Box::new(e))))?;
-        let commissioned: Vec<(String, String)> = sqlx::query_as(
-            "SELECT commissioned_after, mutation_id FROM entries WHERE session_key = ?1 \
-             AND commissioned_after IN (SELECT value FROM json_each(?2)) ORDER BY seq",
-        )
-        .bind(&self.session_key)
-        .bind(ids)
-        .fetch_all(&mut *tx)
-        .await?;
-        let rows: Vec<EntryHistoryRow> = sqlx::query_as(&format!(
-            "SELECT entry_seq, {HISTORY_COLUMNS} FROM history \
-             WHERE entry_seq IN (SELECT value FROM json_each(?1)) ORDER BY entry_seq, id"
-        ))
-        .bind(seqs)
-        .fetch_all(&mut *tx)
-        .await?;
-        tx.commit().await?;
         let mut by_after: HashMap<String, Vec<String>> = HashMap::new();
         for (after, mutation) in commissioned {
             by_after.entry(after).or_default().push(mutation);
@@ -467,7 +492,7 @@ impl ReplayChunks {
     /// The next events (possibly none when a chunk held only unpublished entries); `None` once the
     /// snapshot is complete.
     pub async fn next_chunk(&mut self) -> Result<Option<Vec<ReplayEvent>>, LedgerError> {
-        let Some(select) = replay_select(self.phase) else {
+        let Some(select) = replay_select(self.inner.dialect(), self.phase) else {
             return Ok(None);
         };
         let mut binds = vec![
@@ -517,6 +542,13 @@ mod tests {
     use super::*;
 
     /// `EXPLAIN QUERY PLAN` of `select` inside the chunk statement, one line per step.
+    fn sqlite_read(inner: &Inner) -> &sqlx::SqlitePool {
+        match &inner.db {
+            crate::store::Db::Sqlite { read, .. } => read,
+            crate::store::Db::Postgres { .. } => panic!("a SQLite ledger"),
+        }
+    }
+
     async fn plan(inner: &Inner, select: &str, binds: usize) -> String {
         let sql =
             format!("EXPLAIN QUERY PLAN SELECT count(*), group_concat(j, ',') FROM ({select})");
@@ -524,7 +556,7 @@ mod tests {
         for _ in 0..binds {
             q = q.bind(1_i64);
         }
-        let rows = q.fetch_all(&inner.read).await.unwrap();
+        let rows = q.fetch_all(sqlite_read(inner)).await.unwrap();
         rows.into_iter().map(|r| r.3).collect::<Vec<_>>().join("\n")
     }
 
@@ -535,7 +567,7 @@ mod tests {
         let inner = Inner::open(path.to_str().unwrap(), Default::default())
             .await
             .unwrap();
-        let history = plan(&inner, &history_select(), 4).await;
+        let history = plan(&inner, &history_select(Dialect::Sqlite), 4).await;
         assert!(
             history.contains("USING INDEX turns_by_session"),
             "{history}"
@@ -554,7 +586,7 @@ mod tests {
             (Phase::AfterCursor, "entries_by_turn ", 4),
         ];
         for (phase, index, binds) in expected {
-            let p = plan(&inner, &replay_select(phase).unwrap(), binds).await;
+            let p = plan(&inner, &replay_select(Dialect::Sqlite, phase).unwrap(), binds).await;
             assert!(
                 p.contains(&format!("USING INDEX {index}")),
                 "{phase:?}: {p}"
@@ -568,7 +600,7 @@ mod tests {
             q = q.bind(1_i64);
         }
         let operations: Vec<String> = q
-            .fetch_all(&inner.read)
+            .fetch_all(sqlite_read(&inner))
             .await
             .unwrap()
             .into_iter()
@@ -582,7 +614,7 @@ mod tests {
             );
         }
         assert_eq!(operations.matches("TEMP B-TREE").count(), 0, "{operations}");
-        let replay = plan(&inner, &replay_select(Phase::AfterCursor).unwrap(), 4).await;
+        let replay = plan(&inner, &replay_select(Dialect::Sqlite, Phase::AfterCursor).unwrap(), 4).await;
         // A sort would show as a step of its own; none may appear.
         assert!(!replay.contains("ORDER BY"), "{replay}");
     }

@@ -14,7 +14,6 @@
 use std::panic::AssertUnwindSafe;
 use std::sync::Arc;
 
-use sqlx::SqliteConnection;
 use tokio::sync::{mpsc, oneshot};
 use tokio::time::Instant;
 
@@ -26,7 +25,7 @@ use crate::machine::SessionState;
 use crate::projection::LedgerEntry;
 use crate::rows::{load_for_write, EntryRow, ENTRY_COLUMNS};
 use crate::sanitize::sanitize_metadata;
-use crate::store::Inner;
+use crate::store::{on_tx, Inner, WriteTx};
 use crate::wire::{EntryState, HistoryChange, HistoryKind, LedgerStatus, Reason};
 
 pub use crate::command::{Action, Actor, Command, EntryKey, Evidence, Settlement};
@@ -191,6 +190,9 @@ impl Writer {
         let live_since = self.store.live_since(now);
         let mut tx = self.store.begin_write().await?;
         let commands: Vec<&Command> = jobs.iter().flat_map(|j| j.ops.iter()).collect();
+        // Postgres: other instances write too; this group holds its sessions until it commits.
+        tx.lock_sessions(commands.iter().map(|c| c.key.session_key.as_str()))
+            .await?;
         let mut group = Group::load(&mut tx, &commands, now, live_since).await?;
         let mut applied = Vec::with_capacity(jobs.len());
         for job in jobs {
@@ -212,7 +214,7 @@ impl Writer {
 
 /// Records an approved entry (no intent, no revision), creating the session and the turn when new.
 async fn insert_entry(
-    tx: &mut SqliteConnection,
+    tx: &mut WriteTx,
     session: SessionState,
     session_key: &SessionKey,
     turn: &LogicalTurnId,
@@ -220,37 +222,39 @@ async fn insert_entry(
     tool: &ToolName,
     now: i64,
 ) -> Result<EntryRow, LedgerError> {
-    if session == SessionState::Absent {
+    on_tx!(tx, |c, d| {
+        if session == SessionState::Absent {
+            sqlx::query(
+                "INSERT INTO sessions (session_key, created_at, last_write_at) VALUES ($1, $2, $3)",
+            )
+            .bind(session_key.as_str())
+            .bind(now)
+            .bind(now)
+            .execute(&mut *c)
+            .await?;
+        }
         sqlx::query(
-            "INSERT INTO sessions (session_key, created_at, last_write_at) VALUES (?, ?, ?)",
+            "INSERT INTO turns (session_key, logical_turn_id, created_at) VALUES ($1, $2, $3) \
+             ON CONFLICT (session_key, logical_turn_id) DO NOTHING",
         )
         .bind(session_key.as_str())
+        .bind(turn.as_str())
         .bind(now)
-        .bind(now)
-        .execute(&mut *tx)
+        .execute(&mut *c)
         .await?;
-    }
-    sqlx::query(
-        "INSERT INTO turns (session_key, logical_turn_id, created_at) VALUES (?, ?, ?) \
-         ON CONFLICT (session_key, logical_turn_id) DO NOTHING",
-    )
-    .bind(session_key.as_str())
-    .bind(turn.as_str())
-    .bind(now)
-    .execute(&mut *tx)
-    .await?;
-    Ok(sqlx::query_as(&format!(
-        "INSERT INTO entries (session_key, logical_turn_id, mutation_id, tool, status, recorded_at, \
-         updated_at) VALUES (?, ?, ?, ?, 'approved', ?, ?) RETURNING {ENTRY_COLUMNS}"
-    ))
-    .bind(session_key.as_str())
-    .bind(turn.as_str())
-    .bind(mutation.as_str())
-    .bind(tool.as_str())
-    .bind(now)
-    .bind(now)
-    .fetch_one(&mut *tx)
-    .await?)
+        Ok(sqlx::query_as(&format!(
+            "INSERT INTO entries (session_key, logical_turn_id, mutation_id, tool, status, recorded_at, \
+             updated_at) VALUES ($1, $2, $3, $4, 'approved', $5, $6) RETURNING {ENTRY_COLUMNS}"
+        ))
+        .bind(session_key.as_str())
+        .bind(turn.as_str())
+        .bind(mutation.as_str())
+        .bind(tool.as_str())
+        .bind(now)
+        .bind(now)
+        .fetch_one(&mut *c)
+        .await?)
+    })
 }
 
 /// The write side. Cheap to clone.
@@ -357,11 +361,17 @@ impl Engine {
     /// (`on_session_ended`, `Deleted`). `SessionNotFound` when there is none.
     pub async fn delete_session(&self, session_key: &SessionKey) -> Result<(), LedgerError> {
         let _writer = self.inner.writer().await?;
-        let done = sqlx::query("DELETE FROM sessions WHERE session_key = ?")
-            .bind(session_key.as_str())
-            .execute(&self.inner.write)
-            .await?;
-        if done.rows_affected() == 0 {
+        let mut tx = self.inner.begin_write().await?;
+        tx.lock_sessions([session_key.as_str()]).await?;
+        let done = on_tx!(&mut tx, |c, d| sqlx::query(
+            "DELETE FROM sessions WHERE session_key = $1"
+        )
+        .bind(session_key.as_str())
+        .execute(c)
+        .await?
+        .rows_affected());
+        tx.commit().await?;
+        if done == 0 {
             return Err(LedgerError::SessionNotFound);
         }
         self.end_session(session_key, SessionEnd::Deleted);
@@ -374,12 +384,27 @@ impl Engine {
         let _writer = self.inner.writer().await?;
         let since = self.inner.live_since(self.inner.clock.now_ms());
         let mut tx = self.inner.begin_write().await?;
-        let keys: Vec<String> = sqlx::query_scalar(
-            "DELETE FROM sessions WHERE last_write_at < ? RETURNING session_key",
+        // Postgres: lock the expired sessions first (a writer of another instance may hold one), then
+        // delete those still expired.
+        let expired: Vec<String> = on_tx!(&mut tx, |c, d| sqlx::query_scalar(
+            "SELECT session_key FROM sessions WHERE last_write_at < $1"
         )
         .bind(since)
-        .fetch_all(&mut *tx)
-        .await?;
+        .fetch_all(c)
+        .await?);
+        if expired.is_empty() {
+            return Ok(0);
+        }
+        tx.lock_sessions(expired.iter().map(String::as_str)).await?;
+        let keys: Vec<String> = on_tx!(&mut tx, |c, d| sqlx::query_scalar(&format!(
+            "DELETE FROM sessions WHERE last_write_at < $1 AND session_key IN ({}) \
+             RETURNING session_key",
+            d.text_list(2)
+        ))
+        .bind(since)
+        .bind(serde_json::to_string(&expired).unwrap_or_default())
+        .fetch_all(c)
+        .await?);
         tx.commit().await?;
         for key in &keys {
             if let Ok(key) = SessionKey::parse(key.clone()) {
@@ -417,6 +442,7 @@ impl Engine {
         let _writer = self.inner.writer().await?;
         let now = self.inner.clock.now_ms();
         let mut tx = self.inner.begin_write().await?;
+        tx.lock_sessions([session_key.as_str()]).await?;
         let loaded = load_for_write(
             &mut tx,
             session_key.as_str(),
@@ -439,9 +465,10 @@ impl Engine {
             entry.status,
             LedgerStatus::Approved | LedgerStatus::ExecutionStarted
         );
+        on_tx!(&mut tx, |c, d| {
         sqlx::query(
-            "UPDATE entries SET status = ?, intent_recorded = ?, reason = ?, meta_attached = ?, meta_id = ?, \
-             meta_url = ?, meta_title = ?, settled_at = ? WHERE session_key = ? AND mutation_id = ?",
+            "UPDATE entries SET status = $1, intent_recorded = $2, reason = $3, meta_attached = $4, meta_id = $5, \
+             meta_url = $6, meta_title = $7, settled_at = $8 WHERE session_key = $9 AND mutation_id = $10",
         )
         .bind(entry.status.as_str())
         .bind(entry.intent_recorded)
@@ -453,21 +480,22 @@ impl Engine {
         .bind(settled.then_some(now))
         .bind(session_key.as_str())
         .bind(mutation.as_str())
-        .execute(&mut *tx)
+        .execute(&mut *c)
         .await?;
         sqlx::query(
             "INSERT INTO history (entry_seq, kind, at, revision, actor, attempt_id, ledger_status, \
              intent_recorded, reason, meta_attached, meta_id, meta_url, meta_title) \
-             SELECT seq, ?, ?, NULL, ?, attempt_id, status, intent_recorded, reason, meta_attached, meta_id, \
-             meta_url, meta_title FROM entries WHERE session_key = ? AND mutation_id = ?",
+             SELECT seq, $1, $2, NULL, $3, attempt_id, status, intent_recorded, reason, meta_attached, meta_id, \
+             meta_url, meta_title FROM entries WHERE session_key = $4 AND mutation_id = $5",
         )
         .bind(HistoryKind::Imported.as_str())
         .bind(now)
         .bind(Actor::Host.spelling())
         .bind(session_key.as_str())
         .bind(mutation.as_str())
-        .execute(&mut *tx)
+        .execute(&mut *c)
         .await?;
+        });
         tx.commit().await?;
         Ok(())
     }

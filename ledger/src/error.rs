@@ -93,6 +93,14 @@ pub enum LedgerError {
     Busy,
     /// Any other store failure. SQLite's `SQLITE_BUSY`/`SQLITE_LOCKED` never end up here: the `From`
     /// conversion turns them into [`LedgerError::Busy`].
+    /// The database cannot be reached (Postgres: the connection was lost, or none could be opened):
+    /// nothing was changed, and a retry succeeds once it is back (HTTP 503 `unavailable`).
+    #[error("the ledger's database cannot be reached; nothing was changed")]
+    Unavailable,
+    /// Opening the ledger: its database (`database`, a URL without its password) cannot be reached or
+    /// refused the connection.
+    #[error("cannot connect to the ledger database {database}: {reason}")]
+    Unreachable { database: String, reason: String },
     #[cfg(feature = "store")]
     #[error("store: {0}")]
     Store(sqlx::Error),
@@ -113,21 +121,38 @@ impl LedgerError {
 
 #[cfg(feature = "store")]
 impl From<sqlx::Error> for LedgerError {
-    /// `SQLITE_BUSY` (5) and `SQLITE_LOCKED` (6), with any extended code, and a pool that had no free
-    /// connection within its acquire timeout become [`LedgerError::Busy`] (the waiting is already done);
-    /// everything else is [`LedgerError::Store`].
     fn from(e: sqlx::Error) -> Self {
         // Every pooled connection stayed busy for the pool's whole acquire timeout: load, not a fault.
         if matches!(e, sqlx::Error::PoolTimedOut) {
             return LedgerError::Busy;
         }
+        // The connection is gone (Postgres restarted, the network cut): a retry may succeed.
+        if matches!(
+            e,
+            sqlx::Error::Io(_) | sqlx::Error::Tls(_) | sqlx::Error::PoolClosed | sqlx::Error::WorkerCrashed
+        ) {
+            return LedgerError::Unavailable;
+        }
         if let sqlx::Error::Database(db) = &e {
-            let primary = db
-                .code()
-                .and_then(|c| c.parse::<i64>().ok())
-                .map(|c| c & 0xff);
-            if matches!(primary, Some(5) | Some(6)) {
-                return LedgerError::Busy;
+            if db.try_downcast_ref::<sqlx::sqlite::SqliteError>().is_some() {
+                let primary = db
+                    .code()
+                    .and_then(|c| c.parse::<i64>().ok())
+                    .map(|c| c & 0xff);
+                // SQLITE_BUSY, SQLITE_LOCKED.
+                if matches!(primary, Some(5) | Some(6)) {
+                    return LedgerError::Busy;
+                }
+            } else if let Some(code) = db.code() {
+                match code.as_ref() {
+                    // lock_not_available (lock_timeout), serialization_failure, deadlock_detected.
+                    "55P03" | "40001" | "40P01" => return LedgerError::Busy,
+                    // Connection exceptions, the server shutting down or out of connections.
+                    c if c.starts_with("08") || c.starts_with("57P") || c == "53300" => {
+                        return LedgerError::Unavailable
+                    }
+                    _ => {}
+                }
             }
         }
         LedgerError::Store(e)

@@ -10,7 +10,6 @@ use std::collections::{HashMap, HashSet};
 
 use serde::ser::{Serialize, SerializeTuple, Serializer};
 use serde_json::json;
-use sqlx::{Row, SqliteConnection};
 
 use crate::command::{Action, Actor, Command, EntryKey, Evidence};
 use crate::error::{LedgerError, Refusal};
@@ -19,7 +18,7 @@ use crate::machine::{decide, Decision, Given, Rejection, SessionState};
 use crate::projection::project;
 use crate::rows::{EntryRow, ENTRY_COLUMNS};
 use crate::sanitize::sanitize_metadata;
-use crate::store::format_time;
+use crate::store::{format_time, on_tx, Dialect, WriteTx};
 use crate::wire::{EntryState, HistoryChange, HistoryKind, LedgerStatus, MutationOutcome, Reason};
 
 /// A change to announce to the adapter once committed: the entry's record as of `revision`.
@@ -101,7 +100,7 @@ fn key_of(k: &EntryKey) -> Key {
 impl Group {
     /// Loads the sessions, entries and turns `commands` name (three statements).
     pub(crate) async fn load(
-        tx: &mut SqliteConnection,
+        tx: &mut WriteTx,
         commands: &[&Command],
         now: i64,
         live_since: i64,
@@ -128,22 +127,21 @@ impl Group {
         entry_keys.dedup();
 
         let mut sessions = HashMap::with_capacity(session_keys.len());
-        let rows = sqlx::query(
-            "SELECT session_key, last_write_at FROM sessions \
-             WHERE session_key IN (SELECT value FROM json_each(?))",
-        )
+        let rows: Vec<(String, i64)> = on_tx!(&mut *tx, |c, d| sqlx::query_as(&format!(
+            "SELECT session_key, last_write_at FROM sessions WHERE session_key IN ({})",
+            d.text_list(1)
+        ))
         .bind(json!(session_keys).to_string())
-        .fetch_all(&mut *tx)
-        .await?;
-        for row in rows {
-            let last_write: i64 = row.try_get(1)?;
+        .fetch_all(c)
+        .await?);
+        for (session_key, last_write) in rows {
             let state = if last_write < live_since {
                 SessionState::Expired
             } else {
                 SessionState::Live
             };
             sessions.insert(
-                row.try_get::<String, _>(0)?,
+                session_key,
                 SessionSlot {
                     state,
                     new: false,
@@ -152,13 +150,13 @@ impl Group {
             );
         }
 
-        let found: Vec<EntryRow> = sqlx::query_as(&format!(
-            "SELECT {ENTRY_COLUMNS} FROM entries WHERE (session_key, mutation_id) IN \
-             (SELECT json_extract(value, '$[0]'), json_extract(value, '$[1]') FROM json_each(?))"
+        let found: Vec<EntryRow> = on_tx!(&mut *tx, |c, d| sqlx::query_as(&format!(
+            "SELECT {ENTRY_COLUMNS} FROM entries WHERE (session_key, mutation_id) IN ({})",
+            d.pair_list(1)
         ))
         .bind(json!(entry_keys).to_string())
-        .fetch_all(&mut *tx)
-        .await?;
+        .fetch_all(c)
+        .await?);
         let mut turn_keys: Vec<[&str; 2]> = Vec::new();
         for c in commands {
             if let Action::Approve {
@@ -175,19 +173,22 @@ impl Group {
         turn_keys.dedup();
         let mut turns = HashMap::with_capacity(turn_keys.len());
         if !turn_keys.is_empty() {
-            let rows = sqlx::query(
+            // Postgres: the turns' row locks are held until the group commits; the revisions it takes
+            // are read under them (docs/ledger.md "Backends").
+            let rows: Vec<(String, String, i64)> = on_tx!(&mut *tx, |c, d| sqlx::query_as(&format!(
                 "SELECT session_key, logical_turn_id, latest_revision FROM turns \
-                 WHERE (session_key, logical_turn_id) IN \
-                 (SELECT json_extract(value, '$[0]'), json_extract(value, '$[1]') FROM json_each(?))",
-            )
+                 WHERE (session_key, logical_turn_id) IN ({}){}",
+                d.pair_list(1),
+                if d == Dialect::Postgres { " FOR UPDATE" } else { "" }
+            ))
             .bind(json!(turn_keys).to_string())
-            .fetch_all(&mut *tx)
-            .await?;
-            for row in rows {
+            .fetch_all(c)
+            .await?);
+            for (session_key, turn, latest) in rows {
                 turns.insert(
-                    (row.try_get(0)?, row.try_get(1)?),
+                    (session_key, turn),
                     TurnSlot {
-                        latest: row.try_get(2)?,
+                        latest,
                         new: false,
                         changed: false,
                         order: 0,
@@ -225,7 +226,7 @@ impl Group {
     /// with its history row (none for a rejection or a change of nothing).
     pub(crate) async fn apply(
         &mut self,
-        tx: &mut SqliteConnection,
+        tx: &mut WriteTx,
         command: &Command,
         actor: &Actor,
     ) -> Result<Done, LedgerError> {
@@ -508,7 +509,7 @@ impl Group {
     /// Whether `attempt_id` was ever an attempt of the entry: in this group, or stored.
     async fn attempt_used(
         &self,
-        tx: &mut SqliteConnection,
+        tx: &mut WriteTx,
         key: &Key,
         seq: i64,
         attempt_id: &str,
@@ -522,12 +523,13 @@ impl Group {
         if seq == 0 {
             return Ok(false);
         }
-        let used: Option<i64> =
-            sqlx::query_scalar("SELECT 1 FROM attempts WHERE entry_seq = ? AND attempt_id = ?")
-                .bind(seq)
-                .bind(attempt_id)
-                .fetch_optional(&mut *tx)
-                .await?;
+        let used: Option<i32> = on_tx!(tx, |c, d| sqlx::query_scalar(
+            "SELECT 1 FROM attempts WHERE entry_seq = $1 AND attempt_id = $2"
+        )
+        .bind(seq)
+        .bind(attempt_id)
+        .fetch_optional(c)
+        .await?);
         Ok(used.is_some())
     }
 
@@ -538,8 +540,8 @@ impl Group {
     /// list once; the parameters are anonymous and bound in the order they appear in the query (the
     /// driver binds the anonymous parameters of a multi-statement query in sequence across its
     /// statements).
-    pub(crate) async fn write(self, tx: &mut SqliteConnection) -> Result<(), LedgerError> {
-        let mut w = GroupWrite::default();
+    pub(crate) async fn write(self, tx: &mut WriteTx) -> Result<(), LedgerError> {
+        let mut w = GroupWrite::new(tx.dialect());
         // Retention counts from a session's last write: once per session per group.
         let mut new_sessions: Vec<&str> = Vec::new();
         let mut touched: Vec<&str> = Vec::new();
@@ -606,17 +608,19 @@ impl Group {
             .collect();
         w.push(&RECONCILIATIONS, &reconciliations)?;
         w.push(&HISTORY, &self.history)?;
-        if w.sql.is_empty() {
-            return Ok(());
+        let now = self.now;
+        for (sql, binds) in w.statements {
+            on_tx!(&mut *tx, |c, d| {
+                let mut query = sqlx::query(&sql);
+                for bind in binds {
+                    query = match bind {
+                        Bind::Now => query.bind(now),
+                        Bind::List(list) => query.bind(list),
+                    };
+                }
+                query.execute(c).await?;
+            });
         }
-        let mut query = sqlx::query(&w.sql);
-        for bind in w.binds {
-            query = match bind {
-                Bind::Now => query.bind(self.now),
-                Bind::List(list) => query.bind(list),
-            };
-        }
-        query.execute(&mut *tx).await?;
         Ok(())
     }
 
@@ -641,10 +645,12 @@ enum Bind {
     List(String),
 }
 
-/// One statement of the group's write: its SQL, and what its anonymous parameters are, in the order
-/// they appear in it (exactly one of them the list).
+/// One statement of the group's write: its SQL for SQLite (anonymous parameters) and for Postgres
+/// (`$1`, `$2`, … numbered in the same order), and what its parameters are, in that order (exactly one of
+/// them the list).
 struct Statement {
     sql: &'static str,
+    pg: &'static str,
     binds: &'static [Param],
 }
 
@@ -654,14 +660,22 @@ enum Param {
     List,
 }
 
-/// The group's write as it is assembled: the statements that have rows, and their parameters.
-#[derive(Default)]
+/// The group's write as it is assembled: the statements that have rows, and their parameters. SQLite
+/// gets them as ONE multi-statement query (one round trip to its worker thread); Postgres, which takes
+/// one statement per prepared query, one query each (in the same order, in the same transaction).
 struct GroupWrite {
-    sql: String,
-    binds: Vec<Bind>,
+    dialect: Dialect,
+    statements: Vec<(String, Vec<Bind>)>,
 }
 
 impl GroupWrite {
+    fn new(dialect: Dialect) -> Self {
+        GroupWrite {
+            dialect,
+            statements: Vec::new(),
+        }
+    }
+
     /// Adds `statement` with `rows` as its list, unless there are none.
     fn push<T: Serialize>(&mut self, statement: &Statement, rows: &[T]) -> Result<(), LedgerError> {
         if rows.is_empty() {
@@ -673,13 +687,24 @@ impl GroupWrite {
             )))
         })?;
         let mut list = Some(list);
-        for param in statement.binds {
-            self.binds.push(match param {
-                Param::Now => Bind::Now,
-                Param::List => Bind::List(list.take().unwrap_or_default()),
-            });
+        let binds = statement.binds.iter().map(|param| match param {
+            Param::Now => Bind::Now,
+            Param::List => Bind::List(list.take().unwrap_or_default()),
+        });
+        match self.dialect {
+            Dialect::Sqlite => {
+                if self.statements.is_empty() {
+                    self.statements.push((String::new(), Vec::new()));
+                }
+                if let Some((sql, all)) = self.statements.last_mut() {
+                    sql.push_str(statement.sql);
+                    all.extend(binds);
+                }
+            }
+            Dialect::Postgres => self
+                .statements
+                .push((statement.pg.to_owned(), binds.collect())),
         }
-        self.sql.push_str(statement.sql);
         Ok(())
     }
 }
@@ -690,6 +715,8 @@ use Param::{List as L, Now as N};
 const NEW_SESSIONS: Statement = Statement {
     sql: "INSERT INTO sessions (session_key, created_at, last_write_at) \
           SELECT value, ?, ? FROM json_each(?);",
+    pg: "INSERT INTO sessions (session_key, created_at, last_write_at) \
+         SELECT value, $1, $2 FROM json_array_elements_text($3::json)",
     binds: &[N, N, L],
 };
 
@@ -697,6 +724,8 @@ const NEW_SESSIONS: Statement = Statement {
 const TOUCHED_SESSIONS: Statement = Statement {
     sql: "UPDATE sessions SET last_write_at = ? \
           WHERE session_key IN (SELECT value FROM json_each(?));",
+    pg: "UPDATE sessions SET last_write_at = $1 \
+         WHERE session_key IN (SELECT value FROM json_array_elements_text($2::json))",
     binds: &[N, L],
 };
 
@@ -704,6 +733,9 @@ const TOUCHED_SESSIONS: Statement = Statement {
 const NEW_TURNS: Statement = Statement {
     sql: "INSERT INTO turns (session_key, logical_turn_id, latest_revision, created_at) \
           SELECT value ->> 0, value ->> 1, value ->> 2, ? FROM json_each(?) ORDER BY key;",
+    pg: "INSERT INTO turns (session_key, logical_turn_id, latest_revision, created_at) \
+         SELECT value ->> 0, value ->> 1, (value ->> 2)::bigint, $1 \
+         FROM json_array_elements($2::json) WITH ORDINALITY AS j(value, key) ORDER BY key",
     binds: &[N, L],
 };
 
@@ -712,6 +744,9 @@ const CHANGED_TURNS: Statement = Statement {
     sql: "UPDATE turns SET latest_revision = j.latest \
           FROM (SELECT value ->> 0 AS s, value ->> 1 AS t, value ->> 2 AS latest FROM json_each(?)) AS j \
           WHERE turns.session_key = j.s AND turns.logical_turn_id = j.t;",
+    pg: "UPDATE turns SET latest_revision = (j.value ->> 2)::bigint \
+         FROM json_array_elements($1::json) AS j(value) \
+         WHERE turns.session_key = j.value ->> 0 AND turns.logical_turn_id = j.value ->> 1",
     binds: &[L],
 };
 
@@ -723,6 +758,13 @@ const NEW_ENTRIES: Statement = Statement {
           SELECT value ->> 0, value ->> 1, value ->> 2, value ->> 3, value ->> 4, value ->> 5, value ->> 6, \
           value ->> 7, value ->> 8, value ->> 9, value ->> 10, value ->> 11, value ->> 12, value ->> 13, \
           value ->> 14, ?, ? FROM json_each(?) ORDER BY key;",
+    pg: "INSERT INTO entries (session_key, logical_turn_id, mutation_id, tool, status, intent_recorded, \
+         attempt_id, reason, meta_attached, meta_id, meta_url, meta_title, revision, settled_at, \
+         commissioned_after, recorded_at, updated_at) \
+         SELECT value ->> 0, value ->> 1, value ->> 2, value ->> 3, value ->> 4, (value ->> 5)::boolean, \
+         value ->> 6, value ->> 7, (value ->> 8)::boolean, value ->> 9, value ->> 10, value ->> 11, \
+         (value ->> 12)::bigint, (value ->> 13)::bigint, value ->> 14, $1, $2 \
+         FROM json_array_elements($3::json) WITH ORDINALITY AS j(value, key) ORDER BY key",
     binds: &[N, N, L],
 };
 
@@ -736,6 +778,11 @@ const CHANGED_ENTRIES: Statement = Statement {
                 value ->> 7 AS url, value ->> 8 AS title, value ->> 9 AS revision, \
                 value ->> 10 AS settled_at FROM json_each(?)) AS j \
           WHERE entries.seq = j.seq;",
+    pg: "UPDATE entries SET status = j.value ->> 1, intent_recorded = (j.value ->> 2)::boolean, \
+         attempt_id = j.value ->> 3, reason = j.value ->> 4, meta_attached = (j.value ->> 5)::boolean, \
+         meta_id = j.value ->> 6, meta_url = j.value ->> 7, meta_title = j.value ->> 8, \
+         revision = (j.value ->> 9)::bigint, settled_at = (j.value ->> 10)::bigint, updated_at = $1 \
+         FROM json_array_elements($2::json) AS j(value) WHERE entries.seq = (j.value ->> 0)::bigint",
     binds: &[N, L],
 };
 
@@ -748,12 +795,25 @@ macro_rules! entry_seq {
     };
 }
 
+/// [`entry_seq!`] for Postgres.
+macro_rules! pg_entry_seq {
+    () => {
+        "COALESCE((j.value ->> 0)::bigint, (SELECT e.seq FROM entries AS e \
+         WHERE e.session_key = j.value ->> 1 AND e.mutation_id = j.value ->> 2))"
+    };
+}
+
 /// New attempt ids: `[seq, session_key, mutation_id, attempt_id]` (see [`Group::entry_ref`]).
 const ATTEMPTS: Statement = Statement {
     sql: concat!(
         "INSERT INTO attempts (entry_seq, attempt_id) SELECT ",
         entry_seq!(),
         ", j.value ->> 3 FROM json_each(?) AS j;"
+    ),
+    pg: concat!(
+        "INSERT INTO attempts (entry_seq, attempt_id) SELECT ",
+        pg_entry_seq!(),
+        ", j.value ->> 3 FROM json_array_elements($1::json) AS j(value)"
     ),
     binds: &[L],
 };
@@ -768,6 +828,13 @@ const RECONCILIATIONS: Statement = Statement {
         ", j.value ->> 3, j.value ->> 4, j.value ->> 5, j.value ->> 6, j.value ->> 7, ? \
          FROM json_each(?) AS j ORDER BY j.key;"
     ),
+    pg: concat!(
+        "INSERT INTO reconciliations (entry_seq, attempt_id, completed, source, reference, observed_at, \
+         recorded_at) SELECT ",
+        pg_entry_seq!(),
+        ", j.value ->> 3, (j.value ->> 4)::boolean, j.value ->> 5, j.value ->> 6, j.value ->> 7, $1 \
+         FROM json_array_elements($2::json) WITH ORDINALITY AS j(value, key) ORDER BY j.key"
+    ),
     binds: &[N, L],
 };
 
@@ -781,6 +848,16 @@ const HISTORY: Statement = Statement {
         ", j.value ->> 3, ?, j.value ->> 4, j.value ->> 5, j.value ->> 6, j.value ->> 7, j.value ->> 8, \
          j.value ->> 9, j.value ->> 10, j.value ->> 11, j.value ->> 12, j.value ->> 13, j.value ->> 14, \
          j.value ->> 15, j.value ->> 16, j.value ->> 17 FROM json_each(?) AS j ORDER BY j.key;"
+    ),
+    pg: concat!(
+        "INSERT INTO history (entry_seq, kind, at, revision, actor, attempt_id, ledger_status, \
+         intent_recorded, reason, meta_attached, meta_id, meta_url, meta_title, source, reference, \
+         observed_at, note) SELECT ",
+        pg_entry_seq!(),
+        ", j.value ->> 3, $1, (j.value ->> 4)::bigint, j.value ->> 5, j.value ->> 6, j.value ->> 7, \
+         (j.value ->> 8)::boolean, j.value ->> 9, (j.value ->> 10)::boolean, j.value ->> 11, \
+         j.value ->> 12, j.value ->> 13, j.value ->> 14, j.value ->> 15, j.value ->> 16, j.value ->> 17 \
+         FROM json_array_elements($2::json) WITH ORDINALITY AS j(value, key) ORDER BY j.key"
     ),
     binds: &[N, L],
 };

@@ -101,7 +101,6 @@ impl Ledger {
 
     /// Closes both pools (graceful shutdown).
     pub async fn close(&self) {
-        self.inner.write.close().await;
-        self.inner.read.close().await;
+        self.inner.close().await;
     }
 }

@@ -6,10 +6,12 @@
 
 use sqlx::encode::IsNull;
 use sqlx::error::BoxDynError;
-use sqlx::sqlite::{SqliteArgumentValue, SqliteRow, SqliteTypeInfo, SqliteValueRef};
-use sqlx::{Decode, Encode, Row, Sqlite, SqliteConnection, Type};
+use sqlx::postgres::{PgArgumentBuffer, PgTypeInfo, PgValueRef};
+use sqlx::sqlite::{SqliteArgumentValue, SqliteTypeInfo, SqliteValueRef};
+use sqlx::{Decode, Encode, Postgres, Sqlite, Type};
 
 use crate::error::LedgerError;
+use crate::store::{on_tx, WriteTx};
 use crate::ids::SessionKey;
 use crate::machine::{Entry, SessionState};
 use crate::projection::{HostMetadata, LedgerEntry};
@@ -41,6 +43,31 @@ macro_rules! stored_as_spelling {
         impl<'r> Decode<'r, Sqlite> for $ty {
             fn decode(value: SqliteValueRef<'r>) -> Result<Self, BoxDynError> {
                 let s = <&str as Decode<'r, Sqlite>>::decode(value)?;
+                $ty::parse(s).ok_or_else(|| {
+                    format!("invalid value {s:?} for enum {}", stringify!($ty)).into()
+                })
+            }
+        }
+
+        impl Type<Postgres> for $ty {
+            fn type_info() -> PgTypeInfo {
+                <str as Type<Postgres>>::type_info()
+            }
+
+            fn compatible(ty: &PgTypeInfo) -> bool {
+                <&str as Type<Postgres>>::compatible(ty)
+            }
+        }
+
+        impl Encode<'_, Postgres> for $ty {
+            fn encode_by_ref(&self, buf: &mut PgArgumentBuffer) -> Result<IsNull, BoxDynError> {
+                <&str as Encode<'_, Postgres>>::encode(self.as_str(), buf)
+            }
+        }
+
+        impl<'r> Decode<'r, Postgres> for $ty {
+            fn decode(value: PgValueRef<'r>) -> Result<Self, BoxDynError> {
+                let s = <&str as Decode<'r, Postgres>>::decode(value)?;
                 $ty::parse(s).ok_or_else(|| {
                     format!("invalid value {s:?} for enum {}", stringify!($ty)).into()
                 })
@@ -154,71 +181,52 @@ pub(crate) struct Loaded {
 /// Loads the session and the entry `(session_key, mutation_id)` (a legacy import's write). `live_since`
 /// is the earliest last write of a live session.
 pub(crate) async fn load_for_write(
-    tx: &mut SqliteConnection,
+    tx: &mut WriteTx,
     session_key: &str,
     mutation_id: &str,
     live_since: i64,
 ) -> Result<Loaded, LedgerError> {
-    let row: Option<SqliteRow> = sqlx::query(
-        "SELECT s.last_write_at, e.seq, e.session_key, e.logical_turn_id, e.mutation_id, e.tool, e.status, \
-         e.intent_recorded, e.attempt_id, e.reason, e.meta_attached, e.meta_id, e.meta_url, e.meta_title, \
-         e.revision, e.recorded_at, e.settled_at, e.commissioned_after \
-         FROM sessions s LEFT JOIN entries e ON e.session_key = s.session_key AND e.mutation_id = ?2 \
-         WHERE s.session_key = ?1",
-    )
-    .bind(session_key)
-    .bind(mutation_id)
-    .fetch_optional(&mut *tx)
-    .await?;
-    let Some(row) = row else {
-        return Ok(Loaded {
-            session: SessionState::Absent,
-            entry: None,
-        });
-    };
-    let last_write: i64 = row.try_get("last_write_at")?;
-    let session = if last_write < live_since {
-        SessionState::Expired
-    } else {
-        SessionState::Live
-    };
-    let entry = match row.try_get::<Option<i64>, _>("seq")? {
-        None => None,
-        Some(seq) => Some(EntryRow {
-            seq,
-            session_key: row.try_get("session_key")?,
-            logical_turn_id: row.try_get("logical_turn_id")?,
-            mutation_id: row.try_get("mutation_id")?,
-            tool: row.try_get("tool")?,
-            status: row.try_get("status")?,
-            intent_recorded: row.try_get("intent_recorded")?,
-            attempt_id: row.try_get("attempt_id")?,
-            reason: row.try_get("reason")?,
-            meta_attached: row.try_get("meta_attached")?,
-            meta_id: row.try_get("meta_id")?,
-            meta_url: row.try_get("meta_url")?,
-            meta_title: row.try_get("meta_title")?,
-            revision: row.try_get("revision")?,
-            recorded_at: row.try_get("recorded_at")?,
-            settled_at: row.try_get("settled_at")?,
-            commissioned_after: row.try_get("commissioned_after")?,
-        }),
-    };
-    Ok(Loaded { session, entry })
+    on_tx!(tx, |c, d| {
+        let last_write: Option<i64> =
+            sqlx::query_scalar("SELECT last_write_at FROM sessions WHERE session_key = $1")
+                .bind(session_key)
+                .fetch_optional(&mut *c)
+                .await?;
+        let Some(last_write) = last_write else {
+            return Ok(Loaded {
+                session: SessionState::Absent,
+                entry: None,
+            });
+        };
+        let session = if last_write < live_since {
+            SessionState::Expired
+        } else {
+            SessionState::Live
+        };
+        let entry: Option<EntryRow> = sqlx::query_as(&format!(
+            "SELECT {ENTRY_COLUMNS} FROM entries WHERE session_key = $1 AND mutation_id = $2"
+        ))
+        .bind(session_key)
+        .bind(mutation_id)
+        .fetch_optional(&mut *c)
+        .await?;
+        Ok(Loaded { session, entry })
+    })
 }
 
 /// `Ok` when the session is stored and was written to at or after `live_since`;
 /// [`LedgerError::SessionNotFound`] / [`LedgerError::SessionExpired`] otherwise.
 pub(crate) async fn check_session_live(
-    tx: &mut SqliteConnection,
+    tx: &mut WriteTx,
     session_key: &SessionKey,
     live_since: i64,
 ) -> Result<(), LedgerError> {
-    let last_write: Option<i64> =
-        sqlx::query_scalar("SELECT last_write_at FROM sessions WHERE session_key = ?")
+    let last_write: Option<i64> = on_tx!(tx, |c, d| {
+        sqlx::query_scalar("SELECT last_write_at FROM sessions WHERE session_key = $1")
             .bind(session_key.as_str())
-            .fetch_optional(&mut *tx)
-            .await?;
+            .fetch_optional(&mut *c)
+            .await?
+    });
     match last_write {
         None => Err(LedgerError::SessionNotFound),
         Some(t) if t < live_since => Err(LedgerError::SessionExpired),

@@ -10,7 +10,7 @@ use crate::error::LedgerError;
 use crate::ids::{Cursor, LogicalTurnId, MutationId, SessionKey};
 use crate::projection::{project, project_owned, HostMetadata, LedgerEntry};
 use crate::rows::{EntryRow, ENTRY_COLUMNS};
-use crate::store::{format_time, Inner};
+use crate::store::{format_time, on_read, Dialect, Inner};
 use crate::wire::{
     HistoryChange, HistoryEvidence, HistoryKind, LedgerStatus, MutationOutcome, OperationHistory,
     OperationMatch, Reason, SessionList, SessionSummary, SessionTurns, StatusCounts, TurnEntries,
@@ -101,22 +101,34 @@ const MATCH_COLUMNS: &str = "\
 /// (ms), `?2` has_unknown (1, 0 or NULL), `?3` tool, `?4` prefix. The prefix is compared as bytes (`substr`
 /// of BLOBs), so `%` and `_` are literal. "Open unknown" is the status test of the partial index
 /// `entries_open_unknown_by_turn`, word for word, so the test reads that index.
-const SESSION_FILTER: &str = "s.last_write_at >= ?1 \
-    AND (?2 IS NULL OR ?2 = EXISTS (SELECT 1 FROM entries e WHERE e.session_key = s.session_key \
-         AND e.status IN ('outcome_unknown', 'execution_started'))) \
-    AND (?3 IS NULL OR EXISTS (SELECT 1 FROM entries e WHERE e.session_key = s.session_key \
-         AND e.tool = ?3 AND (e.status <> 'approved' OR e.intent_recorded))) \
-    AND (?4 IS NULL OR substr(CAST(s.session_key AS BLOB), 1, length(CAST(?4 AS BLOB))) = CAST(?4 AS BLOB))";
-
+fn session_filter(d: Dialect) -> String {
+    let prefix = match d {
+        Dialect::Sqlite => {
+            "substr(CAST(s.session_key AS BLOB), 1, length(CAST($4 AS BLOB))) = CAST($4 AS BLOB)"
+        }
+        // Key columns compare bytewise (`COLLATE "C"`, migrations_pg); a prefix of characters is a
+        // prefix of bytes.
+        Dialect::Postgres => "starts_with(s.session_key, $4)",
+    };
+    format!(
+        "s.last_write_at >= $1 \
+    AND ($2 IS NULL OR $2 = CASE WHEN EXISTS (SELECT 1 FROM entries e \
+         WHERE e.session_key = s.session_key \
+         AND e.status IN ('outcome_unknown', 'execution_started')) THEN 1 ELSE 0 END) \
+    AND ($3 IS NULL OR EXISTS (SELECT 1 FROM entries e WHERE e.session_key = s.session_key \
+         AND e.tool = $3 AND (e.status <> 'approved' OR e.intent_recorded))) \
+    AND ($4 IS NULL OR {prefix})"
+    )
+}
 /// The filter of [`SessionManager::open_unknowns`] over `entries e JOIN sessions s`, numbered
 /// parameters: `?1` live since (ms), `?2` tool, `?3` session key, `?4` opened by (ms: now less the
 /// minimum age). The entry's open time is `status_since` of [`MATCH_COLUMNS`], the time `age_secs` counts
 /// from.
 const UNKNOWN_FILTER: &str =
-    "e.status IN ('outcome_unknown', 'execution_started') AND s.last_write_at >= ?1 \
-    AND (?2 IS NULL OR e.tool = ?2) AND (?3 IS NULL OR e.session_key = ?3) \
-    AND (?4 IS NULL OR (SELECT h.at FROM history h WHERE h.entry_seq = e.seq \
-         AND h.kind NOT IN ('metadata', 'note') ORDER BY h.id DESC LIMIT 1) <= ?4)";
+    "e.status IN ('outcome_unknown', 'execution_started') AND s.last_write_at >= $1 \
+    AND ($2 IS NULL OR e.tool = $2) AND ($3 IS NULL OR e.session_key = $3) \
+    AND ($4 IS NULL OR (SELECT h.at FROM history h WHERE h.entry_seq = e.seq \
+         AND h.kind NOT IN ('metadata', 'note') ORDER BY h.id DESC LIMIT 1) <= $4)";
 
 /// Sessions one page of the list holds by default, and at most (docs/api.md "Sessions").
 pub const SESSIONS_DEFAULT_LIMIT: u32 = 50;
@@ -215,12 +227,12 @@ impl SessionManager {
 
     /// The session row, or 404 (`SessionNotFound`, `SessionExpired`).
     async fn session(&self, session_key: &SessionKey) -> Result<SessionRow, LedgerError> {
-        let row: Option<SessionRow> = sqlx::query_as(
-            "SELECT session_key, created_at, last_write_at FROM sessions WHERE session_key = ?",
+        let row: Option<SessionRow> = on_read!(self.inner, |pool, d| sqlx::query_as(
+            "SELECT session_key, created_at, last_write_at FROM sessions WHERE session_key = $1",
         )
         .bind(session_key.as_str())
-        .fetch_optional(&self.inner.read)
-        .await?;
+        .fetch_optional(pool)
+        .await?);
         match row {
             None => Err(LedgerError::SessionNotFound),
             Some(r) if r.last_write_at < self.live_since() => Err(LedgerError::SessionExpired),
@@ -277,13 +289,13 @@ impl SessionManager {
         turn: &LogicalTurnId,
     ) -> Result<i64, LedgerError> {
         self.session(session_key).await?;
-        sqlx::query_scalar(
-            "SELECT latest_revision FROM turns WHERE session_key = ? AND logical_turn_id = ?",
+        on_read!(self.inner, |pool, d| sqlx::query_scalar(
+            "SELECT latest_revision FROM turns WHERE session_key = $1 AND logical_turn_id = $2",
         )
         .bind(session_key.as_str())
         .bind(turn.as_str())
-        .fetch_optional(&self.inner.read)
-        .await?
+        .fetch_optional(pool)
+        .await?)
         .ok_or(LedgerError::TurnNotFound)
     }
 
@@ -342,13 +354,13 @@ impl SessionManager {
         session_key: &SessionKey,
         turn: &LogicalTurnId,
     ) -> Result<Vec<EntryRow>, LedgerError> {
-        Ok(sqlx::query_as(&format!(
-            "SELECT {ENTRY_COLUMNS} FROM entries WHERE session_key = ? AND logical_turn_id = ? ORDER BY seq"
+        Ok(on_read!(self.inner, |pool, d| sqlx::query_as(&format!(
+            "SELECT {ENTRY_COLUMNS} FROM entries WHERE session_key = $1 AND logical_turn_id = $2 ORDER BY seq"
         ))
         .bind(session_key.as_str())
         .bind(turn.as_str())
-        .fetch_all(&self.inner.read)
-        .await?)
+        .fetch_all(pool)
+        .await?))
     }
 
     /// One page of the sessions that have not expired (docs/api.md "Sessions"), most recently active first
@@ -371,9 +383,11 @@ impl SessionManager {
             None => (i64::MAX, ""),
         };
         let has_unknown = query.has_unknown.map(i64::from);
-        let mut tx = self.inner.read.begin().await?;
+        let (total, rows, next, counts, turns) = on_read!(self.inner, |pool, d| {
+        let mut tx = pool.begin().await?;
+        let filter = session_filter(d);
         let total: i64 = sqlx::query_scalar(&format!(
-            "SELECT COUNT(*) FROM sessions s WHERE {SESSION_FILTER}"
+            "SELECT COUNT(*) FROM sessions s WHERE {filter}"
         ))
         .bind(live_since)
         .bind(has_unknown)
@@ -383,9 +397,9 @@ impl SessionManager {
         .await?;
         let mut rows: Vec<SessionRow> = sqlx::query_as(&format!(
             "SELECT s.session_key, s.created_at, s.last_write_at FROM sessions s \
-             WHERE {SESSION_FILTER} \
-             AND s.last_write_at <= ?5 AND (s.last_write_at < ?5 OR s.session_key > ?6) \
-             ORDER BY s.last_write_at DESC, s.session_key LIMIT ?7"
+             WHERE {filter} \
+             AND s.last_write_at <= $5 AND (s.last_write_at < $5 OR s.session_key > $6) \
+             ORDER BY s.last_write_at DESC, s.session_key LIMIT $7"
         ))
         .bind(live_since)
         .bind(has_unknown)
@@ -407,22 +421,25 @@ impl SessionManager {
         };
         let keys = serde_json::to_string(&rows.iter().map(|r| &r.session_key).collect::<Vec<_>>())
             .map_err(|e| LedgerError::Store(sqlx::Error::Protocol(e.to_string())))?;
-        let counts: Vec<(String, String, bool, i64)> = sqlx::query_as(
+        let counts: Vec<(String, String, bool, i64)> = sqlx::query_as(&format!(
             "SELECT session_key, status, intent_recorded, COUNT(*) FROM entries \
-             WHERE session_key IN (SELECT value FROM json_each(?)) \
+             WHERE session_key IN ({}) \
              GROUP BY session_key, status, intent_recorded",
-        )
+            d.text_list(1)
+        ))
         .bind(&keys)
         .fetch_all(&mut *tx)
         .await?;
-        let turns: Vec<(String, i64)> = sqlx::query_as(
-            "SELECT session_key, COUNT(*) FROM turns \
-             WHERE session_key IN (SELECT value FROM json_each(?)) GROUP BY session_key",
-        )
+        let turns: Vec<(String, i64)> = sqlx::query_as(&format!(
+            "SELECT session_key, COUNT(*) FROM turns WHERE session_key IN ({}) GROUP BY session_key",
+            d.text_list(1)
+        ))
         .bind(&keys)
         .fetch_all(&mut *tx)
         .await?;
         tx.commit().await?;
+        (total, rows, next, counts, turns)
+        });
         let mut by_key: HashMap<&str, StatusCounts> = HashMap::with_capacity(rows.len());
         for (key, status, intent, n) in &counts {
             add_counts(by_key.entry(key.as_str()).or_default(), status, *intent, *n);
@@ -454,20 +471,20 @@ impl SessionManager {
     /// unknown or expired session.
     pub async fn turns(&self, session_key: &SessionKey) -> Result<SessionTurns, LedgerError> {
         let session = self.session(session_key).await?;
-        let turns: Vec<(String, i64, i64)> = sqlx::query_as(
-            "SELECT logical_turn_id, latest_revision, created_at FROM turns WHERE session_key = ? \
+        let turns: Vec<(String, i64, i64)> = on_read!(self.inner, |pool, d| sqlx::query_as(
+            "SELECT logical_turn_id, latest_revision, created_at FROM turns WHERE session_key = $1 \
              ORDER BY turn_seq",
         )
         .bind(session_key.as_str())
-        .fetch_all(&self.inner.read)
-        .await?;
-        let counts: Vec<(String, String, bool, i64)> = sqlx::query_as(
+        .fetch_all(pool)
+        .await?);
+        let counts: Vec<(String, String, bool, i64)> = on_read!(self.inner, |pool, d| sqlx::query_as(
             "SELECT logical_turn_id, status, intent_recorded, COUNT(*) FROM entries \
-             WHERE session_key = ? GROUP BY logical_turn_id, status, intent_recorded",
+             WHERE session_key = $1 GROUP BY logical_turn_id, status, intent_recorded",
         )
         .bind(session_key.as_str())
-        .fetch_all(&self.inner.read)
-        .await?;
+        .fetch_all(pool)
+        .await?);
         Ok(SessionTurns {
             session_key: session.session_key,
             last_activity: format_time(session.last_write_at),
@@ -523,9 +540,11 @@ impl SessionManager {
         page: &EntriesPage,
     ) -> Result<(TurnEntries, Option<i64>), LedgerError> {
         self.session(session_key).await?;
-        let mut tx = self.inner.read.begin().await?;
+        let limit = page.limit.max(1);
+        let (latest_revision, mut rows) = on_read!(self.inner, |pool, d| {
+        let mut tx = pool.begin().await?;
         let latest_revision: i64 = sqlx::query_scalar(
-            "SELECT latest_revision FROM turns WHERE session_key = ? AND logical_turn_id = ?",
+            "SELECT latest_revision FROM turns WHERE session_key = $1 AND logical_turn_id = $2",
         )
         .bind(session_key.as_str())
         .bind(turn.as_str())
@@ -540,11 +559,10 @@ impl SessionManager {
                 });
             }
         }
-        let limit = page.limit.max(1);
-        let mut rows: Vec<EntryRow> = sqlx::query_as(&format!(
-            "SELECT {ENTRY_COLUMNS} FROM entries WHERE session_key = ? AND logical_turn_id = ? \
-             AND seq > ? AND (status <> 'approved' OR intent_recorded) \
-             AND (? IS NULL OR revision > ?) ORDER BY seq LIMIT ?"
+        let rows: Vec<EntryRow> = sqlx::query_as(&format!(
+            "SELECT {ENTRY_COLUMNS} FROM entries WHERE session_key = $1 AND logical_turn_id = $2 \
+             AND seq > $3 AND (status <> 'approved' OR intent_recorded) \
+             AND ($4 IS NULL OR revision > $5) ORDER BY seq LIMIT $6"
         ))
         .bind(session_key.as_str())
         .bind(turn.as_str())
@@ -555,6 +573,8 @@ impl SessionManager {
         .fetch_all(&mut *tx)
         .await?;
         tx.commit().await?;
+        (latest_revision, rows)
+        });
         let next = if rows.len() > limit as usize {
             rows.truncate(limit as usize);
             rows.last().map(|r| r.seq)
@@ -580,15 +600,15 @@ impl SessionManager {
         mutation_id: &MutationId,
     ) -> Result<Vec<OperationMatch>, LedgerError> {
         let now = self.inner.clock.now_ms();
-        let rows: Vec<MatchRow> = sqlx::query_as(&format!(
+        let rows: Vec<MatchRow> = on_read!(self.inner, |pool, d| sqlx::query_as(&format!(
             "SELECT {}, {MATCH_COLUMNS} FROM entries e JOIN sessions s USING (session_key) \
-             WHERE e.mutation_id = ? AND s.last_write_at >= ? ORDER BY e.seq",
+             WHERE e.mutation_id = $1 AND s.last_write_at >= $2 ORDER BY e.seq",
             prefixed("e")
         ))
         .bind(mutation_id.as_str())
         .bind(self.inner.live_since(now))
-        .fetch_all(&self.inner.read)
-        .await?;
+        .fetch_all(pool)
+        .await?);
         Ok(matches(&rows, now))
     }
 
@@ -619,7 +639,8 @@ impl SessionManager {
             Some(a) => (a.recorded_at, a.seq),
             None => (i64::MIN, i64::MIN),
         };
-        let mut tx = self.inner.read.begin().await?;
+        let (total, rows) = on_read!(self.inner, |pool, d| {
+        let mut tx = pool.begin().await?;
         let total: i64 = sqlx::query_scalar(&format!(
             "SELECT COUNT(*) FROM entries e JOIN sessions s USING (session_key) WHERE {UNKNOWN_FILTER}"
         ))
@@ -632,8 +653,8 @@ impl SessionManager {
         let rows: Vec<MatchRow> = sqlx::query_as(&format!(
             "SELECT {}, {MATCH_COLUMNS} FROM entries e JOIN sessions s USING (session_key) \
              WHERE {UNKNOWN_FILTER} \
-             AND e.recorded_at >= ?5 AND (e.recorded_at > ?5 OR e.seq > ?6) \
-             ORDER BY e.recorded_at, e.seq LIMIT ?7",
+             AND e.recorded_at >= $5 AND (e.recorded_at > $5 OR e.seq > $6) \
+             ORDER BY e.recorded_at, e.seq LIMIT $7",
             prefixed("e")
         ))
         .bind(live_since)
@@ -646,6 +667,8 @@ impl SessionManager {
         .fetch_all(&mut *tx)
         .await?;
         tx.commit().await?;
+        (total, rows)
+        });
         let mut rows = rows;
         let next = if rows.len() > limit as usize {
             rows.truncate(limit as usize);
@@ -678,9 +701,10 @@ impl SessionManager {
         mutation_id: &MutationId,
     ) -> Result<OperationHistory, LedgerError> {
         self.session(session_key).await?;
-        let mut tx = self.inner.read.begin().await?;
+        let (entry, commissioned, rows) = on_read!(self.inner, |pool, d| {
+        let mut tx = pool.begin().await?;
         let entry: EntryRow = sqlx::query_as(&format!(
-            "SELECT {ENTRY_COLUMNS} FROM entries WHERE session_key = ? AND mutation_id = ?"
+            "SELECT {ENTRY_COLUMNS} FROM entries WHERE session_key = $1 AND mutation_id = $2"
         ))
         .bind(session_key.as_str())
         .bind(mutation_id.as_str())
@@ -688,7 +712,7 @@ impl SessionManager {
         .await?
         .ok_or(LedgerError::MutationNotFound)?;
         let commissioned: Vec<String> = sqlx::query_scalar(
-            "SELECT mutation_id FROM entries WHERE session_key = ? AND commissioned_after = ? \
+            "SELECT mutation_id FROM entries WHERE session_key = $1 AND commissioned_after = $2 \
              ORDER BY seq",
         )
         .bind(session_key.as_str())
@@ -696,12 +720,14 @@ impl SessionManager {
         .fetch_all(&mut *tx)
         .await?;
         let rows: Vec<HistoryRow> = sqlx::query_as(&format!(
-            "SELECT {HISTORY_COLUMNS} FROM history WHERE entry_seq = ? ORDER BY id"
+            "SELECT {HISTORY_COLUMNS} FROM history WHERE entry_seq = $1 ORDER BY id"
         ))
         .bind(entry.seq)
         .fetch_all(&mut *tx)
         .await?;
         tx.commit().await?;
+        (entry, commissioned, rows)
+        });
         let changes = rows.into_iter().map(|r| change(&entry, r)).collect();
         Ok(OperationHistory {
             session_key: entry.session_key,

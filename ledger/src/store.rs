@@ -7,6 +7,7 @@ use std::str::FromStr;
 use std::sync::Arc;
 use std::time::Duration;
 
+use sqlx::postgres::{PgConnectOptions, PgPool, PgPoolOptions};
 use sqlx::sqlite::{SqliteConnectOptions, SqliteJournalMode, SqlitePoolOptions, SqliteSynchronous};
 use sqlx::SqlitePool;
 
@@ -60,12 +61,184 @@ impl Default for LedgerOptions {
     }
 }
 
+/// Which database engine holds the ledger, and so which spelling of SQL a statement takes where the two
+/// differ (docs/ledger.md "Backends"). Everything else (the state machine, the projection, the group
+/// commit's decisions) is the same code for both.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Dialect {
+    Sqlite,
+    Postgres,
+}
+
+impl Dialect {
+    /// A subquery of the values of a JSON array of strings bound as text parameter `$n`, one row each,
+    /// column `value`.
+    pub(crate) fn text_list(self, n: u8) -> String {
+        match self {
+            Dialect::Sqlite => format!("SELECT value FROM json_each(${n})"),
+            Dialect::Postgres => format!("SELECT value FROM json_array_elements_text(${n}::json)"),
+        }
+    }
+
+    /// A subquery of the values of a JSON array of integers bound as text parameter `$n`, one row each.
+    pub(crate) fn int_list(self, n: u8) -> String {
+        match self {
+            Dialect::Sqlite => format!("SELECT value FROM json_each(${n})"),
+            Dialect::Postgres => {
+                format!("SELECT value::bigint FROM json_array_elements_text(${n}::json)")
+            }
+        }
+    }
+
+    /// A subquery of the pairs of a JSON array of two-string arrays bound as text parameter `$n`.
+    pub(crate) fn pair_list(self, n: u8) -> String {
+        match self {
+            Dialect::Sqlite => format!(
+                "SELECT json_extract(value, '$[0]'), json_extract(value, '$[1]') FROM json_each(${n})"
+            ),
+            Dialect::Postgres => {
+                format!("SELECT value ->> 0, value ->> 1 FROM json_array_elements(${n}::json)")
+            }
+        }
+    }
+}
+
+/// The pools of an open ledger, per backend.
+pub(crate) enum Db {
+    /// SQLite: one write connection (writers are serialised in this process and by SQLite's lock),
+    /// and read-only connections.
+    Sqlite { write: SqlitePool, read: SqlitePool },
+    /// Postgres: one pool for reads and writes; writers of several instances are serialised per
+    /// session by transaction-scoped advisory locks and per turn by the turn's row lock
+    /// (docs/ledger.md "Backends"). `channel` is the `LISTEN/NOTIFY` channel of this ledger's schema.
+    Postgres { pool: PgPool, channel: String },
+}
+
+/// Runs `$body` once per backend with `$pool` bound to the pool reads use and `$d` to the
+/// [`Dialect`]: the body is written once and compiled for each driver.
+macro_rules! on_read {
+    ($inner:expr, |$pool:ident, $d:ident| $body:expr) => {
+        match &$inner.db {
+            $crate::store::Db::Sqlite { read: $pool, .. } => {
+                #[allow(unused_variables)]
+                let $d = $crate::store::Dialect::Sqlite;
+                $body
+            }
+            $crate::store::Db::Postgres { pool: $pool, .. } => {
+                #[allow(unused_variables)]
+                let $d = $crate::store::Dialect::Postgres;
+                $body
+            }
+        }
+    };
+}
+
+/// Runs `$body` once per backend with `$pool` bound to the pool writes outside a transaction use.
+macro_rules! on_write {
+    ($inner:expr, |$pool:ident, $d:ident| $body:expr) => {
+        match &$inner.db {
+            $crate::store::Db::Sqlite { write: $pool, .. } => {
+                #[allow(unused_variables)]
+                let $d = $crate::store::Dialect::Sqlite;
+                $body
+            }
+            $crate::store::Db::Postgres { pool: $pool, .. } => {
+                #[allow(unused_variables)]
+                let $d = $crate::store::Dialect::Postgres;
+                $body
+            }
+        }
+    };
+}
+
+/// Runs `$body` once per backend with `$c` bound to the connection of the write transaction `$tx`
+/// ([`WriteTx`]).
+macro_rules! on_tx {
+    ($tx:expr, |$c:ident, $d:ident| $body:expr) => {
+        match $tx {
+            $crate::store::WriteTx::Sqlite(t) => {
+                #[allow(unused_variables)]
+                let $d = $crate::store::Dialect::Sqlite;
+                let $c: &mut sqlx::SqliteConnection = &mut **t;
+                $body
+            }
+            $crate::store::WriteTx::Postgres(t) => {
+                #[allow(unused_variables)]
+                let $d = $crate::store::Dialect::Postgres;
+                let $c: &mut sqlx::PgConnection = &mut **t;
+                $body
+            }
+        }
+    };
+}
+
+pub(crate) use {on_read, on_tx, on_write};
+
+/// A write transaction on either backend.
+pub(crate) enum WriteTx {
+    Sqlite(sqlx::Transaction<'static, sqlx::Sqlite>),
+    Postgres(sqlx::Transaction<'static, sqlx::Postgres>),
+}
+
+impl WriteTx {
+    pub(crate) async fn commit(self) -> Result<(), LedgerError> {
+        match self {
+            WriteTx::Sqlite(t) => t.commit().await?,
+            WriteTx::Postgres(t) => t.commit().await?,
+        }
+        Ok(())
+    }
+
+    pub(crate) fn dialect(&self) -> Dialect {
+        match self {
+            WriteTx::Sqlite(_) => Dialect::Sqlite,
+            WriteTx::Postgres(_) => Dialect::Postgres,
+        }
+    }
+
+    /// Postgres: takes the transaction-scoped advisory lock of each session in `session_keys`, in one
+    /// order for every writer (so two writers never wait for each other in a cycle), waiting at most the
+    /// transaction's `lock_timeout` ([`LedgerError::Busy`] past it). Every write that touches a session
+    /// (group commits, deletes, purges, viewer links) takes its session's lock first, so writers of
+    /// several instances are serialised per session, creation included. SQLite: nothing (its one write
+    /// lock is held already).
+    pub(crate) async fn lock_sessions<'a>(
+        &mut self,
+        session_keys: impl IntoIterator<Item = &'a str>,
+    ) -> Result<(), LedgerError> {
+        let WriteTx::Postgres(t) = self else {
+            return Ok(());
+        };
+        let mut keys: Vec<i64> = session_keys.into_iter().map(session_lock_key).collect();
+        keys.sort_unstable();
+        keys.dedup();
+        if keys.is_empty() {
+            return Ok(());
+        }
+        sqlx::query("SELECT pg_advisory_xact_lock(k) FROM unnest($1::bigint[]) AS k")
+            .bind(keys)
+            .execute(&mut **t)
+            .await?;
+        Ok(())
+    }
+}
+
+/// The advisory lock key of a session: the first 8 bytes of SHA-256 of `ledger-session:` and its key.
+fn session_lock_key(session_key: &str) -> i64 {
+    use sha2::{Digest, Sha256};
+    let mut h = Sha256::new();
+    h.update(b"ledger-session:");
+    h.update(session_key.as_bytes());
+    let d = h.finalize();
+    let mut b = [0u8; 8];
+    b.copy_from_slice(&d[..8]);
+    i64::from_be_bytes(b)
+}
+
 pub(crate) struct Inner {
-    /// The one write connection: writers are serialised in this process, and the lock is taken up front.
-    pub(crate) write: SqlitePool,
-    pub(crate) read: SqlitePool,
-    /// Held by whoever writes: the group-commit writer for each group, and the other writers (deletes,
-    /// purges, access records) for their own transactions.
+    pub(crate) db: Db,
+    /// Held by whoever writes in this process: the group-commit writer for each group, and the other
+    /// writers (deletes, purges, access records) for their own transactions.
     pub(crate) write_lock: tokio::sync::Mutex<()>,
     pub(crate) adapter: Arc<dyn Adapter>,
     pub(crate) clock: Arc<dyn Clock>,
@@ -73,57 +246,113 @@ pub(crate) struct Inner {
     pub(crate) write_wait: Duration,
 }
 
-impl Inner {
-    /// Opens (creating when missing) the SQLite ledger at `database`: a file path, or a `sqlite:` URL.
-    /// Runs the numbered migrations. WAL journal with `synchronous=FULL`: a commit is on disk before the
-    /// call returns, so a settlement that was answered survives a power cut (NORMAL in WAL mode can lose the
-    /// last commits). Read connections get a 5 s busy timeout, the write connection `write_wait`; all get
-    /// foreign keys. A database file is created mode 0600 and an existing one (with its `-wal` and `-shm`)
-    /// is set to 0600: it holds what hosts recorded (docs/ledger.md "Files").
-    pub(crate) async fn open(database: &str, options: LedgerOptions) -> Result<Inner, LedgerError> {
-        let connect = if database.starts_with("sqlite:") {
-            SqliteConnectOptions::from_str(database)?
-        } else {
-            if let Some(parent) = Path::new(database).parent() {
-                if !parent.as_os_str().is_empty() {
-                    std::fs::create_dir_all(parent)
-                        .map_err(|e| LedgerError::Store(sqlx::Error::Io(e)))?;
-                }
-            }
-            SqliteConnectOptions::new().filename(database)
-        }
-        .create_if_missing(true)
-        .journal_mode(SqliteJournalMode::Wal)
-        .synchronous(SqliteSynchronous::Full)
-        .foreign_keys(true)
-        // What is deleted or overwritten (a session, replaced metadata) is zeroed in the file too.
-        .pragma("secure_delete", "ON")
-        .busy_timeout(Duration::from_secs(5));
-        if let Some(file) = database_file(database) {
-            restrict_files(&file).map_err(|e| LedgerError::Store(sqlx::Error::Io(e)))?;
-        }
+/// What a `database` argument names (docs/ledger.md "Backends").
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Location {
+    /// A SQLite file path, or a `sqlite:` URL.
+    Sqlite(String),
+    /// A `postgres://` or `postgresql://` URL.
+    Postgres(String),
+}
 
-        let write = SqlitePoolOptions::new()
-            .max_connections(1)
-            .acquire_timeout(options.write_wait.max(Duration::from_secs(1)) * 3)
-            .connect_with(connect.clone().busy_timeout(options.write_wait))
-            .await?;
-        sqlx::migrate!("./migrations").run(&write).await?;
-        scrub_metadata_at_rest(&write, options.clock.now_ms()).await?;
-        let read = SqlitePoolOptions::new()
-            .max_connections(options.read_connections.max(1))
-            .acquire_timeout(options.write_wait.max(Duration::from_secs(1)))
-            .connect_with(connect.read_only(true))
-            .await?;
+impl Location {
+    /// Reads a `database` argument: a `postgres://` or `postgresql://` URL is Postgres, a `sqlite:` URL
+    /// or anything without a URL scheme is a SQLite path. Any other scheme (`mysql://`, `http://`, a
+    /// mistyped `postgress://`) is refused with [`LedgerError::Invalid`] on `database`, never taken for
+    /// a file name.
+    pub fn parse(database: &str) -> Result<Location, LedgerError> {
+        if database.starts_with("sqlite:") {
+            return Ok(Location::Sqlite(database.to_owned()));
+        }
+        if let Ok(url) = url::Url::parse(database) {
+            // A Windows-style `C:\...` path parses as scheme `c`: one letter is a drive, not a scheme.
+            let scheme = url.scheme();
+            if scheme == "postgres" || scheme == "postgresql" {
+                return Ok(Location::Postgres(database.to_owned()));
+            }
+            if scheme.len() > 1 && database.contains("://") {
+                return Err(LedgerError::invalid(
+                    "database",
+                    format!(
+                        "unsupported database URL scheme `{scheme}:`: give a SQLite file path, a \
+                         `sqlite:` URL or a `postgres://` URL"
+                    ),
+                ));
+            }
+        }
+        Ok(Location::Sqlite(database.to_owned()))
+    }
+
+    /// The location as it may be shown: a URL without its password.
+    pub fn redacted(&self) -> String {
+        match self {
+            Location::Sqlite(s) => s.clone(),
+            Location::Postgres(s) => redact_url(s),
+        }
+    }
+}
+
+/// `url` with any password replaced by `***` (for messages and logs).
+pub fn redact_url(url: &str) -> String {
+    match url::Url::parse(url) {
+        Ok(mut u) => {
+            if u.password().is_some() {
+                let _ = u.set_password(Some("***"));
+            }
+            // Passwords in the query (`?password=`) too.
+            let pairs: Vec<(String, String)> = u
+                .query_pairs()
+                .map(|(k, v)| {
+                    let v = if k.eq_ignore_ascii_case("password") {
+                        "***".to_owned()
+                    } else {
+                        v.into_owned()
+                    };
+                    (k.into_owned(), v)
+                })
+                .collect();
+            if !pairs.is_empty() {
+                u.query_pairs_mut().clear().extend_pairs(pairs);
+            }
+            u.to_string()
+        }
+        Err(_) => "<an unreadable URL>".to_owned(),
+    }
+}
+
+impl Inner {
+    /// Opens the ledger `database` names ([`Location::parse`]): SQLite (created when missing) or
+    /// Postgres. Runs the backend's numbered migrations.
+    ///
+    /// SQLite: WAL journal with `synchronous=FULL`: a commit is on disk before the call returns, so a
+    /// settlement that was answered survives a power cut (NORMAL in WAL mode can lose the last commits).
+    /// Read connections get a 5 s busy timeout, the write connection `write_wait`; all get foreign keys.
+    /// A database file is created mode 0600 and an existing one (with its `-wal` and `-shm`) is set to
+    /// 0600: it holds what hosts recorded (docs/ledger.md "Files").
+    ///
+    /// Postgres: one pool of `read_connections + 2` connections, `synchronous_commit` on, tables in the
+    /// URL's `search_path` (`options=-c search_path=...`; `public` by default). Unreachable, or refusing
+    /// the credentials: [`LedgerError::Unreachable`] naming the URL without its password.
+    pub(crate) async fn open(database: &str, options: LedgerOptions) -> Result<Inner, LedgerError> {
+        let db = match Location::parse(database)? {
+            Location::Sqlite(path) => open_sqlite(&path, &options).await?,
+            Location::Postgres(url) => open_postgres(&url, &options).await?,
+        };
         Ok(Inner {
-            write,
-            read,
+            db,
             write_lock: tokio::sync::Mutex::new(()),
             adapter: options.adapter,
             clock: options.clock,
             ttl_ms: i64::try_from(options.session_ttl.as_millis()).unwrap_or(i64::MAX),
             write_wait: options.write_wait,
         })
+    }
+
+    pub(crate) fn dialect(&self) -> Dialect {
+        match self.db {
+            Db::Sqlite { .. } => Dialect::Sqlite,
+            Db::Postgres { .. } => Dialect::Postgres,
+        }
     }
 
     /// This process's write lock, waited for at most `write_wait`; [`LedgerError::Busy`] past it.
@@ -133,19 +362,130 @@ impl Inner {
             .map_err(|_| LedgerError::Busy)
     }
 
-    /// A write transaction that holds SQLite's write lock from its first statement (`BEGIN IMMEDIATE`),
-    /// so a writer never reads, then fails to upgrade with `SQLITE_BUSY`; SQLite waits up to the write
-    /// connection's busy timeout (`write_wait`) for another process to let go.
-    pub(crate) async fn begin_write(
-        &self,
-    ) -> Result<sqlx::Transaction<'static, sqlx::Sqlite>, LedgerError> {
-        Ok(self.write.begin_with("BEGIN IMMEDIATE").await?)
+    /// A write transaction. SQLite: holds the write lock from its first statement (`BEGIN
+    /// IMMEDIATE`), so a writer never reads, then fails to upgrade with `SQLITE_BUSY`; SQLite waits up
+    /// to the write connection's busy timeout (`write_wait`) for another process to let go. Postgres:
+    /// READ COMMITTED with `lock_timeout` set to `write_wait`, so waiting for another instance's lock
+    /// ends in [`LedgerError::Busy`]; see [`WriteTx::lock_sessions`].
+    pub(crate) async fn begin_write(&self) -> Result<WriteTx, LedgerError> {
+        match &self.db {
+            Db::Sqlite { write, .. } => Ok(WriteTx::Sqlite(write.begin_with("BEGIN IMMEDIATE").await?)),
+            Db::Postgres { pool, .. } => {
+                let mut tx = pool.begin().await?;
+                let ms = self.write_wait.as_millis().clamp(1, i32::MAX as u128);
+                sqlx::query(&format!("SET LOCAL lock_timeout = {ms}"))
+                    .execute(&mut *tx)
+                    .await?;
+                Ok(WriteTx::Postgres(tx))
+            }
+        }
     }
 
     /// The earliest `last_write_at` of a session that has not expired at `now`.
     pub(crate) fn live_since(&self, now: i64) -> i64 {
         now.saturating_sub(self.ttl_ms)
     }
+
+    /// Closes the pools (graceful shutdown).
+    pub(crate) async fn close(&self) {
+        match &self.db {
+            Db::Sqlite { write, read } => {
+                write.close().await;
+                read.close().await;
+            }
+            Db::Postgres { pool, .. } => pool.close().await,
+        }
+    }
+}
+
+async fn open_sqlite(database: &str, options: &LedgerOptions) -> Result<Db, LedgerError> {
+    let connect = if database.starts_with("sqlite:") {
+        SqliteConnectOptions::from_str(database)?
+    } else {
+        if let Some(parent) = Path::new(database).parent() {
+            if !parent.as_os_str().is_empty() {
+                std::fs::create_dir_all(parent)
+                    .map_err(|e| LedgerError::Store(sqlx::Error::Io(e)))?;
+            }
+        }
+        SqliteConnectOptions::new().filename(database)
+    }
+    .create_if_missing(true)
+    .journal_mode(SqliteJournalMode::Wal)
+    .synchronous(SqliteSynchronous::Full)
+    .foreign_keys(true)
+    // What is deleted or overwritten (a session, replaced metadata) is zeroed in the file too.
+    .pragma("secure_delete", "ON")
+    .busy_timeout(Duration::from_secs(5));
+    if let Some(file) = database_file(database) {
+        restrict_files(&file).map_err(|e| LedgerError::Store(sqlx::Error::Io(e)))?;
+    }
+
+    let write = SqlitePoolOptions::new()
+        .max_connections(1)
+        .acquire_timeout(options.write_wait.max(Duration::from_secs(1)) * 3)
+        .connect_with(connect.clone().busy_timeout(options.write_wait))
+        .await?;
+    sqlx::migrate!("./migrations").run(&write).await?;
+    scrub_metadata_at_rest(&write, options.clock.now_ms()).await?;
+    let read = SqlitePoolOptions::new()
+        .max_connections(options.read_connections.max(1))
+        .acquire_timeout(options.write_wait.max(Duration::from_secs(1)))
+        .connect_with(connect.read_only(true))
+        .await?;
+    Ok(Db::Sqlite { write, read })
+}
+
+async fn open_postgres(url: &str, options: &LedgerOptions) -> Result<Db, LedgerError> {
+    let unreachable = |e: sqlx::Error| LedgerError::Unreachable {
+        database: redact_url(url),
+        reason: e.to_string(),
+    };
+    let connect = PgConnectOptions::from_str(url)
+        .map_err(|e| LedgerError::invalid("database", format!("{}: {e}", redact_url(url))))?;
+    let pool = PgPoolOptions::new()
+        .max_connections(options.read_connections.max(1) + 2)
+        .acquire_timeout(options.write_wait.max(Duration::from_secs(1)))
+        .after_connect(|conn, _| {
+            Box::pin(async move {
+                // Answered only after COMMIT is durable, whatever the server's default.
+                sqlx::query("SET synchronous_commit = on").execute(conn).await?;
+                Ok(())
+            })
+        })
+        .connect_with(connect)
+        .await
+        .map_err(unreachable)?;
+    let schema: Option<String> = sqlx::query_scalar("SELECT current_schema()")
+        .fetch_one(&pool)
+        .await
+        .map_err(unreachable)?;
+    let Some(schema) = schema else {
+        return Err(LedgerError::invalid(
+            "database",
+            format!(
+                "{}: its search_path names no schema that exists; create it first",
+                redact_url(url)
+            ),
+        ));
+    };
+    sqlx::migrate!("./migrations_pg").run(&pool).await?;
+    Ok(Db::Postgres {
+        pool,
+        channel: notify_channel(&schema),
+    })
+}
+
+/// The `LISTEN/NOTIFY` channel of the ledger in `schema` (channels are per database, so ledgers in two
+/// schemas of one database must not share one): `outcomes_` and the schema's bytes in hex, cut to
+/// Postgres's 63-byte identifiers.
+fn notify_channel(schema: &str) -> String {
+    let mut c = String::from("outcomes_");
+    for b in schema.bytes() {
+        c.push_str(&format!("{b:02x}"));
+    }
+    c.truncate(63);
+    c
 }
 
 /// Formats milliseconds since the epoch as RFC 3339 UTC (`2026-11-29T19:18:38.123Z`).

@@ -131,7 +131,80 @@ impl Adapter for Recorder {
     }
 }
 
-/// An open ledger on a temporary file.
+/// The Postgres the suite runs against instead of SQLite files: `OUTCOMES_TEST_POSTGRES`, a URL of a
+/// database in which the tests may create schemas (`scripts/postgres.sh start` prints one). Unset or
+/// empty: SQLite. The same tests run on both backends (docs/ledger.md "Backends").
+pub fn postgres() -> Option<String> {
+    std::env::var("OUTCOMES_TEST_POSTGRES")
+        .ok()
+        .filter(|s| !s.is_empty())
+}
+
+/// True (and says so) when the suite runs on Postgres: for the few tests of SQLite's own files and
+/// locks, which have no Postgres counterpart.
+pub fn skipped_on_postgres(what: &str) -> bool {
+    if postgres().is_some() {
+        eprintln!("skipped on Postgres: {what} (a SQLite file or lock)");
+        return true;
+    }
+    false
+}
+
+/// A fresh, empty ledger location: `ledger.db` in `dir`, or on Postgres a new schema of its own
+/// (`options=-c search_path=<schema>` in the URL).
+pub async fn fresh_database(dir: &std::path::Path) -> String {
+    match postgres() {
+        None => dir.join("ledger.db").to_string_lossy().into_owned(),
+        Some(base) => {
+            use sqlx::Connection;
+            static NEXT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+            let nanos = std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .unwrap()
+                .as_nanos();
+            let schema = format!(
+                "t_{}_{}_{}",
+                std::process::id(),
+                nanos % 1_000_000_000_000,
+                NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed)
+            );
+            let mut admin = sqlx::PgConnection::connect(&base).await.unwrap();
+            sqlx::query(&format!("CREATE SCHEMA {schema}"))
+                .execute(&mut admin)
+                .await
+                .unwrap();
+            let _ = admin.close().await;
+            let sep = if base.contains('?') { '&' } else { '?' };
+            format!("{base}{sep}options=-c%20search_path%3D{schema}")
+        }
+    }
+}
+
+/// A connection for reading the ledger's tables directly, on either backend (`database` as the ledger
+/// was opened with).
+pub async fn raw(database: &str) -> sqlx::AnyPool {
+    sqlx::any::install_default_drivers();
+    let url = if database.starts_with("postgres") {
+        database.to_owned()
+    } else {
+        format!("sqlite:{database}")
+    };
+    sqlx::any::AnyPoolOptions::new()
+        .max_connections(1)
+        .connect(&url)
+        .await
+        .unwrap()
+}
+
+/// `SELECT COUNT(*)`-like statement `sql`, read directly from the ledger's tables.
+pub async fn raw_count(database: &str, sql: &str) -> i64 {
+    let pool = raw(database).await;
+    let n = sqlx::query_scalar(sql).fetch_one(&pool).await.unwrap();
+    pool.close().await;
+    n
+}
+
+/// An open ledger on a temporary file (or a fresh Postgres schema, [`postgres`]).
 pub struct Harness {
     /// Keeps the directory alive.
     pub _dir: tempfile::TempDir,
@@ -152,7 +225,7 @@ pub async fn open() -> Harness {
 /// A ledger whose adapter is `adapter`; `recorder` is kept in the harness for the test to inspect.
 pub async fn open_with(adapter: Arc<dyn Adapter>, recorder: Arc<Recorder>) -> Harness {
     let dir = tempfile::tempdir().unwrap();
-    let path = dir.path().join("ledger.db").to_string_lossy().into_owned();
+    let path = fresh_database(dir.path()).await;
     let clock = Arc::new(ManualClock::new(T0));
     let ledger = reopen(&path, adapter, clock.clone()).await;
     Harness {

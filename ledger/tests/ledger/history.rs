@@ -15,7 +15,6 @@ use ledger::wire::{
     OperationHistory, PublishedStatus as P, Reason,
 };
 use ledger::{LedgerError, Refusal};
-use sqlx::sqlite::SqlitePoolOptions;
 
 fn staff() -> Actor {
     Actor::Staff("ada".into())
@@ -90,17 +89,7 @@ impl Harness {
 }
 
 async fn history_rows(path: &str) -> i64 {
-    let pool = SqlitePoolOptions::new()
-        .max_connections(1)
-        .connect(&format!("sqlite:{path}"))
-        .await
-        .unwrap();
-    let n = sqlx::query_scalar("SELECT COUNT(*) FROM history")
-        .fetch_one(&pool)
-        .await
-        .unwrap();
-    pool.close().await;
-    n
+    raw_count(path, "SELECT COUNT(*) FROM history").await
 }
 
 #[tokio::test]

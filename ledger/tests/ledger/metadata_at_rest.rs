@@ -30,21 +30,18 @@ fn leaky() -> HostMetadata {
 
 /// `(meta_attached, meta_id, meta_url, meta_title)` of entry `m` as stored, read straight from the file.
 async fn stored_row(path: &str, m: &str) -> (bool, Option<String>, Option<String>, Option<String>) {
-    let mut conn = SqliteConnectOptions::new()
-        .filename(path)
-        .read_only(true)
-        .connect()
+    let pool = raw(path).await;
+    let (attached, id, url, title): (i64, Option<String>, Option<String>, Option<String>) =
+        sqlx::query_as(
+            "SELECT CASE WHEN meta_attached THEN 1 ELSE 0 END, meta_id, meta_url, meta_title \
+             FROM entries WHERE mutation_id = $1",
+        )
+        .bind(m)
+        .fetch_one(&pool)
         .await
         .unwrap();
-    let row = sqlx::query_as(
-        "SELECT meta_attached, meta_id, meta_url, meta_title FROM entries WHERE mutation_id = ?",
-    )
-    .bind(m)
-    .fetch_one(&mut conn)
-    .await
-    .unwrap();
-    conn.close().await.unwrap();
-    row
+    pool.close().await;
+    (attached != 0, id, url, title)
 }
 
 /// The bytes of the database file and of its WAL (committed pages live there until a checkpoint).
@@ -80,13 +77,16 @@ async fn an_attach_stores_only_the_sanitised_metadata() {
             Some("Deploy with password=[redacted] done".to_owned())
         )
     );
-    let bytes = database_bytes(&h.path);
-    for secret in [GHP, URL_PASSWORD, URL_TOKEN, TITLE_PASSWORD, "deploy:"] {
-        assert!(!contains(&bytes, secret), "{secret} is in the database");
+    // The file's bytes (SQLite; on Postgres the table's values above are what is stored).
+    if postgres().is_none() {
+        let bytes = database_bytes(&h.path);
+        for secret in [GHP, URL_PASSWORD, URL_TOKEN, TITLE_PASSWORD, "deploy:"] {
+            assert!(!contains(&bytes, secret), "{secret} is in the database");
+        }
+        // The search does see what was stored.
+        assert!(contains(&bytes, "Deploy with password=[redacted] done"));
+        assert!(contains(&bytes, "https://app.example.com/d/D-1"));
     }
-    // The search does see what was stored.
-    assert!(contains(&bytes, "Deploy with password=[redacted] done"));
-    assert!(contains(&bytes, "https://app.example.com/d/D-1"));
 
     // Published exactly as stored.
     let history = h.sessions.mutation_outcomes(&sk(SESSION)).await.unwrap();
@@ -205,9 +205,11 @@ async fn imported_legacy_metadata_is_stored_sanitised_too() {
             Some("Deploy with password=[redacted] done".to_owned())
         )
     );
-    let bytes = database_bytes(&h.path);
-    for secret in [GHP, URL_PASSWORD, URL_TOKEN, TITLE_PASSWORD] {
-        assert!(!contains(&bytes, secret), "{secret} is in the database");
+    if postgres().is_none() {
+        let bytes = database_bytes(&h.path);
+        for secret in [GHP, URL_PASSWORD, URL_TOKEN, TITLE_PASSWORD] {
+            assert!(!contains(&bytes, secret), "{secret} is in the database");
+        }
     }
 }
 
@@ -216,6 +218,9 @@ async fn imported_legacy_metadata_is_stored_sanitised_too() {
 /// WAL, so the secrets leave the files; what is published and the turn's revision do not change.
 #[tokio::test]
 async fn metadata_stored_by_an_older_version_is_sanitised_at_the_next_open() {
+    if skipped_on_postgres("rows an older SQLite version wrote") {
+        return;
+    }
     let h = open().await;
     h.in_flight("m-1", "a-1").await;
     h.ok(settle("m-1", "a-1", Settlement::Completed, None))

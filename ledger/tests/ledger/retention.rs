@@ -8,7 +8,6 @@ use crate::common::*;
 use ledger::engine::Settlement;
 use ledger::ids::Cursor;
 use ledger::LedgerError;
-use sqlx::sqlite::SqlitePoolOptions;
 
 async fn populated() -> Harness {
     let h = open().await;
@@ -115,11 +114,7 @@ async fn a_write_to_an_expired_session_is_refused_session_expired() {
 }
 
 async fn row_counts(path: &str) -> [i64; 5] {
-    let pool = SqlitePoolOptions::new()
-        .max_connections(1)
-        .connect(&format!("sqlite:{path}"))
-        .await
-        .unwrap();
+    let pool = raw(path).await;
     let mut counts = [0; 5];
     for (i, table) in [
         "sessions",
