@@ -46,6 +46,11 @@ pub trait Adapter: Send + Sync {
     /// after the deletion is committed. Live streams of the session end here (docs/api.md, live run
     /// events: `session_ended`). The default does nothing.
     fn on_session_ended(&self, _session_key: &SessionKey, _reason: SessionEnd) {}
+
+    /// Live delivery may have missed changes (Postgres: the listener lost its connection, so what was
+    /// committed meanwhile was not emitted here): every subscriber should resync (replay after its
+    /// cursor). Called on the listener task; must not block. Default: nothing.
+    fn on_resync(&self) {}
 }
 
 /// Why a session's history went away.

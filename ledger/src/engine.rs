@@ -115,12 +115,15 @@ impl Writer {
                 let done = jobs.into_iter().zip(applied.into_iter().map(Ok)).collect();
                 self.finish(vec![(done, turns)]);
             }
-            Err(e) if jobs.len() == 1 || matches!(e, LedgerError::Busy) => {
+            Err(e)
+                if jobs.len() == 1 || matches!(e, LedgerError::Busy | LedgerError::Unavailable) =>
+            {
                 drop(guard);
                 tracing::warn!(error = %e, jobs = jobs.len(), "group commit failed");
                 for job in jobs {
                     let e = match &e {
                         LedgerError::Busy => LedgerError::Busy,
+                        LedgerError::Unavailable => LedgerError::Unavailable,
                         other => LedgerError::Store(sqlx::Error::Protocol(other.to_string())),
                     };
                     let _ = job.answer.send(Err(e));
@@ -147,21 +150,54 @@ impl Writer {
     /// caller's answer never arrives before its change's events were handed to the adapter.
     fn finish(&self, commits: Vec<Commit>) {
         let mut answers = Vec::new();
+        // Postgres: the listener of this instance emits every instance's changes, this one's
+        // included, from the notifications (crate::notify); the answers wait until it has.
+        let emitter = self.store.emitter.clone();
+        let mut waits = Vec::new();
         for (jobs, turns) in commits {
             for (job, mut applied) in jobs {
                 if let Ok(results) = &mut applied {
                     for done in results.iter_mut().flatten() {
                         if let Some(a) = done.announcement.take() {
-                            announce(&self.store.adapter, a);
+                            if emitter.is_none() {
+                                announce(&self.store.adapter, a);
+                            }
                         }
                     }
                 }
                 answers.push((job, applied));
             }
             for t in turns {
-                announce_turn(&self.store.adapter, t);
+                if emitter.is_none() {
+                    announce_turn(&self.store.adapter, t);
+                } else {
+                    waits.push((
+                        t.session_key.to_string(),
+                        t.logical_turn_id.to_string(),
+                        t.latest_revision,
+                    ));
+                }
             }
         }
+        match emitter {
+            Some(emitter) if !waits.is_empty() => {
+                tokio::spawn(async move {
+                    emitter.wait_for(&waits, LISTENER_WAIT).await;
+                    send_answers(answers);
+                });
+            }
+            _ => send_answers(answers),
+        }
+    }
+}
+
+/// How long an answer on Postgres waits for this instance's listener to emit the change it answers
+/// (the change is durable either way; a listener that is down does not hold answers longer).
+const LISTENER_WAIT: std::time::Duration = std::time::Duration::from_secs(2);
+
+/// Answers each job with what it did.
+fn send_answers(answers: Vec<(Job, Result<Vec<Applied>, LedgerError>)>) {
+    {
         for (job, applied) in answers {
             let answer = applied.map(|results| {
                 results
@@ -177,7 +213,9 @@ impl Writer {
             let _ = job.answer.send(answer);
         }
     }
+}
 
+impl Writer {
     /// Applies every operation of `jobs` in order in ONE `BEGIN IMMEDIATE` transaction and commits it.
     /// A refused or invalid operation is answered as such and the others still apply; a store failure
     /// (or contention) is the outer error, and then nothing was committed.
@@ -199,14 +237,16 @@ impl Writer {
             let mut results = Vec::with_capacity(job.ops.len());
             for command in &job.ops {
                 match group.apply(&mut tx, command, &job.actor).await {
-                    Err(e @ (LedgerError::Store(_) | LedgerError::Busy)) => return Err(e),
+                    Err(e @ (LedgerError::Store(_) | LedgerError::Busy | LedgerError::Unavailable)) => {
+                        return Err(e)
+                    }
                     result => results.push(result),
                 }
             }
             applied.push(results);
         }
         let turns = group.turn_changes();
-        group.write(&mut tx).await?;
+        group.write(&mut tx, self.store.notify_channel()).await?;
         tx.commit().await?;
         Ok((applied, turns))
     }
@@ -370,6 +410,10 @@ impl Engine {
         .execute(c)
         .await?
         .rows_affected());
+        if done > 0 {
+            tx.notify(self.inner.notify_channel(), vec![self.ended(session_key.as_str(), true)])
+                .await?;
+        }
         tx.commit().await?;
         if done == 0 {
             return Err(LedgerError::SessionNotFound);
@@ -405,6 +449,8 @@ impl Engine {
         .bind(serde_json::to_string(&expired).unwrap_or_default())
         .fetch_all(c)
         .await?);
+        let notes = keys.iter().map(|k| self.ended(k, false)).collect();
+        tx.notify(self.inner.notify_channel(), notes).await?;
         tx.commit().await?;
         for key in &keys {
             if let Ok(key) = SessionKey::parse(key.clone()) {
@@ -412,6 +458,17 @@ impl Engine {
             }
         }
         Ok(keys.len() as u64)
+    }
+
+    /// The notification that this instance ended `session_key` (Postgres: the other instances tell
+    /// their adapters; crate::notify).
+    fn ended(&self, session_key: &str, deleted: bool) -> String {
+        crate::notify::Note::Ended {
+            s: session_key.to_owned(),
+            deleted,
+            by: self.inner.instance(),
+        }
+        .payload()
     }
 
     fn end_session(&self, session_key: &SessionKey, reason: SessionEnd) {
@@ -502,7 +559,7 @@ impl Engine {
 }
 
 /// Tells the adapter of a committed change; its failure or panic never changes settlement.
-fn announce(adapter: &Arc<dyn Adapter>, a: Announcement) {
+pub(crate) fn announce(adapter: &Arc<dyn Adapter>, a: Announcement) {
     let delivered = std::panic::catch_unwind(AssertUnwindSafe(|| {
         adapter.on_mutation_outcome(&a.session_key, &a.outcome, a.revision)
     }));
@@ -514,7 +571,7 @@ fn announce(adapter: &Arc<dyn Adapter>, a: Announcement) {
 }
 
 /// Tells the adapter a turn changed (`turn_changed`); its failure or panic never changes settlement.
-fn announce_turn(adapter: &Arc<dyn Adapter>, t: TurnChange) {
+pub(crate) fn announce_turn(adapter: &Arc<dyn Adapter>, t: TurnChange) {
     let delivered = std::panic::catch_unwind(AssertUnwindSafe(|| {
         adapter.on_turn_changed(&t.session_key, &t.logical_turn_id, t.latest_revision)
     }));

@@ -51,6 +51,8 @@ struct SessionSlot {
 
 struct TurnSlot {
     latest: i64,
+    /// The latest revision when the group loaded the turn (0 for a new turn).
+    before: i64,
     new: bool,
     changed: bool,
     /// Order of first appearance, for the insertion order of new turns.
@@ -189,6 +191,7 @@ impl Group {
                     (session_key, turn),
                     TurnSlot {
                         latest,
+                        before: latest,
                         new: false,
                         changed: false,
                         order: 0,
@@ -306,6 +309,7 @@ impl Group {
                         turn_key,
                         TurnSlot {
                             latest: 0,
+                            before: 0,
                             new: true,
                             changed: false,
                             order: self.next_order,
@@ -506,6 +510,23 @@ impl Group {
             .collect()
     }
 
+    /// The notifications of the turns this group changed visibly, in the order of their first change
+    /// (Postgres, crate::notify): each names the revisions the group took.
+    pub(crate) fn notes(&self) -> Vec<crate::notify::Note> {
+        self.changed_turns
+            .iter()
+            .filter_map(|key| {
+                let slot = self.turns.get(key)?;
+                Some(crate::notify::Note::Turn {
+                    s: key.0.clone(),
+                    t: key.1.clone(),
+                    first: slot.before + 1,
+                    last: slot.latest,
+                })
+            })
+            .collect()
+    }
+
     /// Whether `attempt_id` was ever an attempt of the entry: in this group, or stored.
     async fn attempt_used(
         &self,
@@ -540,7 +561,14 @@ impl Group {
     /// list once; the parameters are anonymous and bound in the order they appear in the query (the
     /// driver binds the anonymous parameters of a multi-statement query in sequence across its
     /// statements).
-    pub(crate) async fn write(self, tx: &mut WriteTx) -> Result<(), LedgerError> {
+    /// On Postgres, the turns' notifications ([`Group::notes`]) are sent on `channel` in the same
+    /// transaction, so they are delivered at its commit, in commit order.
+    pub(crate) async fn write(
+        self,
+        tx: &mut WriteTx,
+        channel: Option<&str>,
+    ) -> Result<(), LedgerError> {
+        let notes = self.notes();
         let mut w = GroupWrite::new(tx.dialect());
         // Retention counts from a session's last write: once per session per group.
         let mut new_sessions: Vec<&str> = Vec::new();
@@ -621,7 +649,11 @@ impl Group {
                 query.execute(c).await?;
             });
         }
-        Ok(())
+        tx.notify(
+            channel,
+            notes.iter().map(crate::notify::Note::payload).collect(),
+        )
+        .await
     }
 
     /// How a write names an entry: its `seq` when it was stored before this group, else (its `seq` is

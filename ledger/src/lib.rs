@@ -27,6 +27,8 @@ pub mod engine;
 #[cfg(feature = "store")]
 mod group;
 #[cfg(feature = "store")]
+mod notify;
+#[cfg(feature = "store")]
 pub mod machine;
 #[cfg(feature = "store")]
 pub mod projection;
@@ -78,6 +80,7 @@ impl Ledger {
     /// is set to 0600: it holds what hosts recorded (docs/ledger.md "Files").
     pub async fn open(database: &str, options: LedgerOptions) -> Result<Ledger, LedgerError> {
         let inner = Arc::new(store::Inner::open(database, options).await?);
+        inner.start_listener().await?;
         Ok(Ledger {
             engine: Engine::start(inner.clone()),
             inner,

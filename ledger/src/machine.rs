@@ -183,7 +183,7 @@ pub fn decide(given: &Given<'_>, action: &Action) -> Result<Decision, Rejection>
                 return Ok(Decision::Unchanged);
             }
             Ok(Decision::Attach {
-                live: entry.status != LedgerStatus::ExecutionStarted,
+                live: emitted_live(entry.status),
             })
         }
         Action::FreshAttempt { attempt_id } => {
@@ -290,10 +290,18 @@ fn start(attempt_id: &AttemptId) -> Decision {
         attempt_id: attempt_id.as_str().to_owned(),
         reason: None,
         settled: false,
-        live: false,
+        live: emitted_live(LedgerStatus::ExecutionStarted),
         new_attempt: true,
         evidence: false,
     })
+}
+
+/// Whether a change that leaves an entry in `status_after` is emitted live (`on_mutation_outcome`): every
+/// visible change except one that leaves it in flight (an intent, a fresh attempt, metadata while in
+/// flight; docs/ledger.md "Entries and their states"). The decisions above follow it, and the Postgres
+/// listener, which emits from history rows, decides by it alone.
+pub fn emitted_live(status_after: LedgerStatus) -> bool {
+    status_after != LedgerStatus::ExecutionStarted
 }
 
 /// A settled state of the current attempt, emitted live.
@@ -303,7 +311,7 @@ fn settle(entry: &Entry, status: LedgerStatus, reason: Option<Reason>, evidence:
         attempt_id: entry.attempt_id.clone().unwrap_or_default(),
         reason,
         settled: true,
-        live: true,
+        live: emitted_live(status),
         new_attempt: false,
         evidence,
     })

@@ -196,6 +196,29 @@ impl WriteTx {
         }
     }
 
+    /// Postgres: sends `payloads` on `channel`, in order, delivered when this transaction commits (in
+    /// commit order; crate::notify). SQLite, no channel or no payload: nothing.
+    pub(crate) async fn notify(
+        &mut self,
+        channel: Option<&str>,
+        payloads: Vec<String>,
+    ) -> Result<(), LedgerError> {
+        let (WriteTx::Postgres(t), Some(channel)) = (self, channel) else {
+            return Ok(());
+        };
+        if payloads.is_empty() {
+            return Ok(());
+        }
+        sqlx::query(
+            "SELECT pg_notify($1, n) FROM unnest($2::text[]) WITH ORDINALITY AS u(n, i) ORDER BY i",
+        )
+        .bind(channel)
+        .bind(payloads)
+        .execute(&mut **t)
+        .await?;
+        Ok(())
+    }
+
     /// Postgres: takes the transaction-scoped advisory lock of each session in `session_keys`, in one
     /// order for every writer (so two writers never wait for each other in a cycle), waiting at most the
     /// transaction's `lock_timeout` ([`LedgerError::Busy`] past it). Every write that touches a session
@@ -237,6 +260,11 @@ fn session_lock_key(session_key: &str) -> i64 {
 
 pub(crate) struct Inner {
     pub(crate) db: Db,
+    /// Postgres: what this instance's listener emitted (crate::notify); `None` on SQLite, where the
+    /// writer tells the adapter itself.
+    pub(crate) emitter: Option<Arc<crate::notify::Emitter>>,
+    /// Postgres: the listener task, ended with the ledger.
+    pub(crate) listener: std::sync::Mutex<Option<tokio::task::AbortHandle>>,
     /// Held by whoever writes in this process: the group-commit writer for each group, and the other
     /// writers (deletes, purges, access records) for their own transactions.
     pub(crate) write_lock: tokio::sync::Mutex<()>,
@@ -338,8 +366,11 @@ impl Inner {
             Location::Sqlite(path) => open_sqlite(&path, &options).await?,
             Location::Postgres(url) => open_postgres(&url, &options).await?,
         };
+        let emitter = matches!(db, Db::Postgres { .. }).then(|| Arc::new(crate::notify::Emitter::new()));
         Ok(Inner {
             db,
+            emitter,
+            listener: std::sync::Mutex::new(None),
             write_lock: tokio::sync::Mutex::new(()),
             adapter: options.adapter,
             clock: options.clock,
@@ -353,6 +384,37 @@ impl Inner {
             Db::Sqlite { .. } => Dialect::Sqlite,
             Db::Postgres { .. } => Dialect::Postgres,
         }
+    }
+
+    /// The `LISTEN/NOTIFY` channel (Postgres).
+    pub(crate) fn notify_channel(&self) -> Option<&str> {
+        match &self.db {
+            Db::Postgres { channel, .. } => Some(channel),
+            Db::Sqlite { .. } => None,
+        }
+    }
+
+    /// This instance, as its session-end notifications name it (0 on SQLite).
+    pub(crate) fn instance(&self) -> u64 {
+        self.emitter.as_ref().map_or(0, |e| e.instance)
+    }
+
+    /// Postgres: starts this instance's listener (crate::notify), listening before this returns.
+    pub(crate) async fn start_listener(self: &Arc<Self>) -> Result<(), LedgerError> {
+        let (Db::Postgres { pool, channel }, Some(emitter)) = (&self.db, &self.emitter) else {
+            return Ok(());
+        };
+        let listener = crate::notify::connect(pool, channel).await?;
+        let task = tokio::spawn(crate::notify::listen(
+            listener,
+            Arc::downgrade(self),
+            pool.clone(),
+            emitter.clone(),
+        ));
+        if let Ok(mut l) = self.listener.lock() {
+            *l = Some(task.abort_handle());
+        }
+        Ok(())
     }
 
     /// This process's write lock, waited for at most `write_wait`; [`LedgerError::Busy`] past it.
@@ -393,8 +455,23 @@ impl Inner {
                 write.close().await;
                 read.close().await;
             }
-            Db::Postgres { pool, .. } => pool.close().await,
+            Db::Postgres { pool, .. } => {
+                self.stop_listener();
+                pool.close().await
+            }
         }
+    }
+
+    fn stop_listener(&self) {
+        if let Some(task) = self.listener.lock().ok().and_then(|mut l| l.take()) {
+            task.abort();
+        }
+    }
+}
+
+impl Drop for Inner {
+    fn drop(&mut self) {
+        self.stop_listener();
     }
 }
 
@@ -555,8 +632,11 @@ async fn scrub_metadata_at_rest(write: &SqlitePool, now_ms: i64) -> Result<u64, 
 }
 
 /// The file a `database` argument (a path or a `sqlite:` URL, as [`Ledger::open`] takes it) names, or
-/// `None` for an in-memory database or an argument that is not a SQLite location.
+/// `None` for an in-memory database, a Postgres URL or an argument that is not a SQLite location.
 pub fn database_file(database: &str) -> Option<std::path::PathBuf> {
+    if !matches!(Location::parse(database), Ok(Location::Sqlite(_))) {
+        return None;
+    }
     let options = if database.starts_with("sqlite:") {
         SqliteConnectOptions::from_str(database).ok()?
     } else {

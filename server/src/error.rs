@@ -208,6 +208,13 @@ impl From<LedgerError> for ApiError {
                     "the ledger is busy (another writer holds its write lock, or every connection is in use); nothing was changed, retry later",
                 )
             }
+            LedgerError::Unavailable => {
+                tracing::warn!("ledger database unreachable: the connection was lost");
+                ApiError::unavailable(
+                    "unavailable",
+                    "the ledger's database cannot be reached; nothing was changed, retry later",
+                )
+            }
             other => {
                 tracing::error!(error = %other, "ledger failure");
                 ApiError::internal()

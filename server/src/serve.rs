@@ -31,7 +31,8 @@ pub struct ServeArgs {
     /// Address to listen on. A non-loopback address requires an explicit host token.
     #[arg(long, env = "OUTCOMES_ADDR", default_value = "127.0.0.1:3000")]
     pub addr: SocketAddr,
-    /// The ledger: a SQLite file path or `sqlite:` URL. Default: `<data dir>/ledger.sqlite`.
+    /// The ledger: a SQLite file path or `sqlite:` URL, or a `postgres://` URL for several instances on
+    /// one database (docs/operations.md "Several instances"). Default: `<data dir>/ledger.sqlite`.
     #[arg(long, env = "OUTCOMES_DATABASE")]
     pub database: Option<String>,
     /// Directory for the default database and the generated host token.
@@ -368,6 +369,20 @@ pub async fn serve(args: ServeArgs) -> Result<(), Box<dyn std::error::Error>> {
         .into());
     }
     let mode = args.access_mode()?;
+    let location = ledger::store::Location::parse(&args.database())?;
+    if matches!(location, ledger::store::Location::Postgres(_))
+        && args
+            .host_token
+            .as_deref()
+            .is_none_or(|t| t.trim().is_empty())
+    {
+        return Err(format!(
+            "with Postgres ({}) every instance must take the same host token: give it with \
+             --host-token / OUTCOMES_HOST_TOKEN",
+            location.redacted()
+        )
+        .into());
+    }
     let _database_lock = lock_database(&args.database())?;
     let (token, source) = resolve_host_token(args.host_token.as_deref(), &args.data_dir)?;
     match source {
@@ -384,7 +399,7 @@ pub async fn serve(args: ServeArgs) -> Result<(), Box<dyn std::error::Error>> {
     let built = build(&args, token.clone()).await?;
     let listener = tokio::net::TcpListener::bind(args.addr).await?;
     let local = listener.local_addr()?;
-    tracing::info!(database = %args.database(), "ledger open");
+    tracing::info!(database = %location.redacted(), "ledger open");
     println!("outcomes: serving on http://{local}/");
     match mode {
         crate::access::AccessMode::Open => tracing::info!(

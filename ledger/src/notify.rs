@@ -1,0 +1,332 @@
+//! Live delivery on Postgres, across instances (docs/ledger.md "Backends"). Every instance that writes
+//! a group sends, inside the group's transaction, one `NOTIFY` per turn the group changed, naming the
+//! session, the turn and the revisions it took. Postgres delivers notifications at commit, in commit
+//! order, to every listening instance, the writer included. Each instance's listener ([`listen`])
+//! turns them into adapter calls: for each turn, in revision order, the changes it has not yet emitted,
+//! each projected AS OF its revision from the entry's history row (never a later state under an earlier
+//! revision), then the turn's `turn_changed` hint; never one revision twice. A listener that lost its
+//! connection tells the adapter to resync its subscribers ([`crate::Adapter::on_resync`]) and forgets
+//! what it emitted, instead of silently missing what was committed meanwhile.
+//!
+//! Ends of sessions (deleted, expired) cross instances the same way; the instance that ended the
+//! session has already told its own adapter, so it skips its own.
+
+use std::collections::HashMap;
+use std::panic::AssertUnwindSafe;
+use std::sync::{Arc, Mutex, Weak};
+use std::time::Duration;
+
+use serde::{Deserialize, Serialize};
+use sqlx::postgres::{PgListener, PgPool};
+use tokio::sync::watch;
+
+use crate::adapter::SessionEnd;
+use crate::error::LedgerError;
+use crate::ids::{LogicalTurnId, SessionKey};
+use crate::machine::emitted_live;
+use crate::projection::{project, HostMetadata, LedgerEntry};
+use crate::store::Inner;
+use crate::wire::{LedgerStatus, Reason};
+
+/// One notification's payload (JSON, at most a few hundred bytes: ids are at most 256 bytes each, well
+/// under Postgres's 8,000-byte limit).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "k")]
+pub(crate) enum Note {
+    /// A committed group changed turn `t` of session `s`, taking revisions `first..=last`.
+    #[serde(rename = "turn")]
+    Turn {
+        s: String,
+        t: String,
+        first: i64,
+        last: i64,
+    },
+    /// Session `s` was deleted (`deleted`) or expired, by instance `by`.
+    #[serde(rename = "end")]
+    Ended { s: String, deleted: bool, by: u64 },
+}
+
+impl Note {
+    pub(crate) fn payload(&self) -> String {
+        serde_json::to_string(self).unwrap_or_default()
+    }
+}
+
+/// What this instance's listener has emitted: per turn, the highest revision handed to the adapter.
+/// Writers wait on it ([`Emitter::wait_for`]) so a caller is answered after its change's events were
+/// handed to the adapter, as on SQLite.
+pub(crate) struct Emitter {
+    /// This instance, for skipping its own session ends.
+    pub(crate) instance: u64,
+    emitted: Mutex<HashMap<(String, String), i64>>,
+    /// Bumped after every notification handled and every resync.
+    progress: watch::Sender<u64>,
+}
+
+impl Emitter {
+    pub(crate) fn new() -> Emitter {
+        let mut bytes = [0u8; 8];
+        // Distinct per process and start: the clock's nanoseconds mixed with the process id.
+        let nanos = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map(|d| d.as_nanos() as u64)
+            .unwrap_or(0);
+        bytes.copy_from_slice(&(nanos ^ (u64::from(std::process::id()) << 40)).to_be_bytes());
+        Emitter {
+            instance: u64::from_be_bytes(bytes),
+            emitted: Mutex::new(HashMap::new()),
+            progress: watch::channel(0).0,
+        }
+    }
+
+    fn emitted(&self, key: &(String, String)) -> Option<i64> {
+        self.emitted.lock().ok()?.get(key).copied()
+    }
+
+    fn set_emitted(&self, key: (String, String), revision: i64) {
+        if let Ok(mut m) = self.emitted.lock() {
+            let e = m.entry(key).or_insert(revision);
+            *e = (*e).max(revision);
+        }
+    }
+
+    fn bump(&self) {
+        self.progress.send_modify(|n| *n = n.wrapping_add(1));
+    }
+
+    /// Waits until every `(session, turn, revision)` in `turns` was emitted here, a resync happened, or
+    /// `limit` passed (the listener is down: the answer does not wait for it; the change is durable).
+    pub(crate) async fn wait_for(&self, turns: &[(String, String, i64)], limit: Duration) {
+        let mut progress = self.progress.subscribe();
+        let start = *progress.borrow_and_update();
+        let deadline = tokio::time::Instant::now() + limit;
+        loop {
+            let done = turns.iter().all(|(s, t, r)| {
+                self.emitted(&(s.clone(), t.clone()))
+                    .is_some_and(|e| e >= *r)
+            });
+            if done {
+                return;
+            }
+            match tokio::time::timeout_at(deadline, progress.changed()).await {
+                Ok(Ok(())) => {
+                    // A resync forgets everything emitted: nothing more to wait for.
+                    if self.emitted.lock().map(|m| m.is_empty()).unwrap_or(true)
+                        && *progress.borrow() != start
+                    {
+                        return;
+                    }
+                }
+                _ => return,
+            }
+        }
+    }
+
+    fn forget(&self) {
+        if let Ok(mut m) = self.emitted.lock() {
+            m.clear();
+        }
+        self.bump();
+    }
+}
+
+/// One history row of a turn's change, as the listener reads it to project the record as of it.
+#[derive(sqlx::FromRow)]
+struct ChangeRow {
+    revision: i64,
+    mutation_id: String,
+    tool: String,
+    ledger_status: LedgerStatus,
+    intent_recorded: bool,
+    reason: Option<Reason>,
+    meta_attached: bool,
+    meta_id: Option<String>,
+    meta_url: Option<String>,
+    meta_title: Option<String>,
+}
+
+/// The listener of one Postgres ledger: runs until the ledger is dropped. Reconnects by itself (sqlx's
+/// `PgListener` re-listens after a lost connection); each loss is a resync.
+pub(crate) async fn listen(
+    mut listener: PgListener,
+    inner: Weak<Inner>,
+    pool: PgPool,
+    emitter: Arc<Emitter>,
+) {
+    loop {
+        match listener.try_recv().await {
+            Ok(Some(n)) => {
+                let Some(inner) = inner.upgrade() else { return };
+                match serde_json::from_str::<Note>(n.payload()) {
+                    Ok(note) => {
+                        if let Err(e) = handle(&inner, &pool, &emitter, note).await {
+                            // The read failed (the connection went away under it): what this
+                            // notification named may never be emitted, so subscribers resync.
+                            tracing::warn!(error = %e, "live listener: a change could not be read; resync");
+                            resync(&inner, &emitter);
+                        }
+                    }
+                    Err(e) => tracing::warn!(error = %e, "live listener: unreadable notification"),
+                }
+            }
+            Ok(None) => {
+                let Some(inner) = inner.upgrade() else { return };
+                tracing::warn!("live listener: connection lost; subscribers resync");
+                resync(&inner, &emitter);
+            }
+            Err(e) => {
+                let Some(inner) = inner.upgrade() else { return };
+                if pool.is_closed() {
+                    return;
+                }
+                tracing::warn!(error = %e, "live listener: reconnecting");
+                resync(&inner, &emitter);
+                drop(inner);
+                tokio::time::sleep(Duration::from_millis(200)).await;
+            }
+        }
+    }
+}
+
+/// A listener on `channel`, listening when this returns (so nothing committed after it is missed).
+pub(crate) async fn connect(pool: &PgPool, channel: &str) -> Result<PgListener, sqlx::Error> {
+    let mut listener = PgListener::connect_with(pool).await?;
+    listener.listen(channel).await?;
+    Ok(listener)
+}
+
+fn resync(inner: &Inner, emitter: &Emitter) {
+    emitter.forget();
+    let adapter = &inner.adapter;
+    if std::panic::catch_unwind(AssertUnwindSafe(|| adapter.on_resync())).is_err() {
+        tracing::error!("live delivery of a resync panicked");
+    }
+}
+
+/// Emits what `note` names and this instance has not emitted yet.
+async fn handle(
+    inner: &Inner,
+    pool: &PgPool,
+    emitter: &Emitter,
+    note: Note,
+) -> Result<(), LedgerError> {
+    match note {
+        Note::Ended { s, deleted, by } => {
+            if by != emitter.instance {
+                if let Ok(key) = SessionKey::parse(s) {
+                    let reason = if deleted {
+                        SessionEnd::Deleted
+                    } else {
+                        SessionEnd::Expired
+                    };
+                    let adapter = &inner.adapter;
+                    if std::panic::catch_unwind(AssertUnwindSafe(|| {
+                        adapter.on_session_ended(&key, reason)
+                    }))
+                    .is_err()
+                    {
+                        tracing::error!("live delivery of a session end panicked");
+                    }
+                }
+            }
+            emitter.bump();
+        }
+        Note::Turn { s, t, first, last } => {
+            let key = (s, t);
+            let from = emitter.emitted(&key).map_or(first, |e| e + 1);
+            if from <= last {
+                let rows: Vec<ChangeRow> = sqlx::query_as(
+                    "SELECT h.revision, e.mutation_id, e.tool, h.ledger_status, h.intent_recorded, \
+                     h.reason, h.meta_attached, h.meta_id, h.meta_url, h.meta_title \
+                     FROM entries e JOIN history h ON h.entry_seq = e.seq \
+                     WHERE e.session_key = $1 AND e.logical_turn_id = $2 AND e.revision >= $3 \
+                     AND h.revision >= $3 AND h.revision <= $4 ORDER BY h.revision",
+                )
+                .bind(&key.0)
+                .bind(&key.1)
+                .bind(from)
+                .bind(last)
+                .fetch_all(pool)
+                .await?;
+                if let (Ok(session_key), Ok(turn)) = (
+                    SessionKey::parse(key.0.clone()),
+                    LogicalTurnId::parse(key.1.clone()),
+                ) {
+                    for row in rows {
+                        if !emitted_live(row.ledger_status) {
+                            continue;
+                        }
+                        let entry = LedgerEntry {
+                            logical_turn_id: key.1.clone(),
+                            mutation_id: row.mutation_id,
+                            tool: row.tool,
+                            status: row.ledger_status,
+                            intent_recorded: row.intent_recorded,
+                            reason: row.reason,
+                            metadata: row.meta_attached.then_some(HostMetadata {
+                                id: row.meta_id,
+                                url: row.meta_url,
+                                title: row.meta_title,
+                            }),
+                        };
+                        if let Some(outcome) = project(&entry) {
+                            crate::engine::announce(
+                                &inner.adapter,
+                                crate::group::Announcement {
+                                    session_key: session_key.clone(),
+                                    outcome,
+                                    revision: row.revision,
+                                },
+                            );
+                        }
+                    }
+                    crate::engine::announce_turn(
+                        &inner.adapter,
+                        crate::group::TurnChange {
+                            session_key,
+                            logical_turn_id: turn,
+                            latest_revision: last,
+                        },
+                    );
+                }
+                emitter.set_emitted(key, last);
+            }
+            emitter.bump();
+        }
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_note_is_small_json_and_reads_back() {
+        let n = Note::Turn {
+            s: "s-1".into(),
+            t: "t \"1\"".into(),
+            first: 3,
+            last: 5,
+        };
+        assert_eq!(
+            n.payload(),
+            r#"{"k":"turn","s":"s-1","t":"t \"1\"","first":3,"last":5}"#
+        );
+        assert_eq!(serde_json::from_str::<Note>(&n.payload()).unwrap(), n);
+        let e = Note::Ended {
+            s: "s-1".into(),
+            deleted: true,
+            by: 7,
+        };
+        assert_eq!(e.payload(), r#"{"k":"end","s":"s-1","deleted":true,"by":7}"#);
+        // Ids are at most 256 bytes, each byte at most 6 in JSON: far under Postgres's 8,000 bytes.
+        let big = Note::Turn {
+            s: "\u{1}".repeat(256),
+            t: "\u{1}".repeat(256),
+            first: i64::MAX,
+            last: i64::MAX,
+        };
+        assert!(big.payload().len() < 8000);
+    }
+}
