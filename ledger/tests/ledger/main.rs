@@ -14,5 +14,6 @@ mod reads;
 mod retention;
 mod revisions;
 mod sanitize_rules;
+mod several_instances;
 mod streamed_reads;
 mod transitions;
