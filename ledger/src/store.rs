@@ -533,15 +533,32 @@ async fn open_postgres(url: &str, options: &LedgerOptions) -> Result<Db, LedgerE
         .connect_with(connect)
         .await
         .map_err(unreachable)?;
-    let schema: Option<String> = sqlx::query_scalar("SELECT current_schema()")
+    let mut schema: Option<String> = sqlx::query_scalar("SELECT current_schema()")
         .fetch_one(&pool)
         .await
         .map_err(unreachable)?;
+    if schema.is_none() {
+        // The URL's search_path names a schema that does not exist yet: create the first one it names.
+        let path: String = sqlx::query_scalar("SELECT current_setting('search_path')")
+            .fetch_one(&pool)
+            .await?;
+        if let Some(first) = first_schema(&path) {
+            sqlx::query(&format!(
+                "CREATE SCHEMA IF NOT EXISTS \"{}\"",
+                first.replace('"', "\"\"")
+            ))
+            .execute(&pool)
+            .await?;
+            schema = sqlx::query_scalar("SELECT current_schema()")
+                .fetch_one(&pool)
+                .await?;
+        }
+    }
     let Some(schema) = schema else {
         return Err(LedgerError::invalid(
             "database",
             format!(
-                "{}: its search_path names no schema that exists; create it first",
+                "{}: its search_path names no schema the ledger can use",
                 redact_url(url)
             ),
         ));
@@ -551,6 +568,20 @@ async fn open_postgres(url: &str, options: &LedgerOptions) -> Result<Db, LedgerE
         pool,
         channel: notify_channel(&schema),
     })
+}
+
+/// The first schema a `search_path` setting names (`"$user"` skipped), unquoted.
+fn first_schema(search_path: &str) -> Option<String> {
+    search_path
+        .split(',')
+        .map(|s| s.trim())
+        .filter(|s| !s.is_empty() && *s != "\"$user\"" && *s != "$user")
+        .map(|s| {
+            s.strip_prefix('"')
+                .and_then(|s| s.strip_suffix('"'))
+                .map_or_else(|| s.to_owned(), |q| q.replace("\"\"", "\""))
+        })
+        .next()
 }
 
 /// The `LISTEN/NOTIFY` channel of the ledger in `schema` (channels are per database, so ledgers in two
@@ -687,4 +718,86 @@ fn restrict_files(path: &Path) -> std::io::Result<()> {
     #[cfg(not(unix))]
     let _ = path;
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_database_argument_names_sqlite_or_postgres_and_nothing_else() {
+        for sqlite in [
+            "data/ledger.sqlite",
+            "/var/lib/outcomes/ledger.sqlite",
+            "sqlite:ledger.db",
+            "sqlite::memory:",
+            "ledger.db?mode=rwc",
+            "C:\\data\\ledger.sqlite",
+            "weird:name.db",
+        ] {
+            assert_eq!(
+                Location::parse(sqlite).unwrap(),
+                Location::Sqlite(sqlite.to_owned()),
+                "{sqlite}"
+            );
+        }
+        for pg in [
+            "postgres://u:p@db.example:5432/outcomes",
+            "postgresql://localhost/outcomes?sslmode=require",
+        ] {
+            assert_eq!(
+                Location::parse(pg).unwrap(),
+                Location::Postgres(pg.to_owned())
+            );
+        }
+        for other in [
+            "mysql://u@h/db",
+            "postgress://u@h/db",
+            "http://example.org/ledger",
+        ] {
+            match Location::parse(other) {
+                Err(LedgerError::Invalid { field, message }) => {
+                    assert_eq!(field, "database");
+                    assert!(message.contains("unsupported database URL scheme"), "{message}");
+                }
+                r => panic!("{other}: {r:?}"),
+            }
+        }
+    }
+
+    #[test]
+    fn a_url_is_shown_without_its_password() {
+        assert_eq!(
+            redact_url("postgres://app:s3cret@db.example:5432/outcomes"),
+            "postgres://app:***@db.example:5432/outcomes"
+        );
+        assert_eq!(
+            redact_url("postgres://db.example/outcomes?user=app&password=s3cret"),
+            "postgres://db.example/outcomes?user=app&password=***"
+        );
+        assert_eq!(
+            redact_url("postgres://app@db.example/outcomes"),
+            "postgres://app@db.example/outcomes"
+        );
+        assert!(!Location::parse("postgres://a:pw@h/d")
+            .unwrap()
+            .redacted()
+            .contains("pw"));
+    }
+
+    #[test]
+    fn the_schema_comes_from_the_search_path_and_names_the_channel() {
+        assert_eq!(first_schema("\"$user\", public"), Some("public".into()));
+        assert_eq!(first_schema("t_1"), Some("t_1".into()));
+        assert_eq!(first_schema("\"My \"\"x\"\"\", public"), Some("My \"x\"".into()));
+        assert_eq!(first_schema(""), None);
+        assert_eq!(notify_channel("public"), "outcomes_7075626c6963");
+        assert_eq!(notify_channel(&"x".repeat(100)).len(), 63);
+    }
+
+    #[test]
+    fn session_locks_are_stable_and_distinct() {
+        assert_eq!(session_lock_key("s-1"), session_lock_key("s-1"));
+        assert_ne!(session_lock_key("s-1"), session_lock_key("s-2"));
+    }
 }

@@ -42,6 +42,19 @@ pub struct LiveFrame {
 }
 
 impl LiveFrame {
+    /// The frame [`Hub::resync_all`] sends: no bytes, never written to a client.
+    fn resync_marker() -> LiveFrame {
+        LiveFrame {
+            revision: -1,
+            logical_turn_id: Arc::from(""),
+            bytes: Bytes::new(),
+        }
+    }
+
+    fn is_resync_marker(&self) -> bool {
+        self.bytes.is_empty()
+    }
+
     /// Frames `event` as its SSE bytes (`mutation_outcome`).
     pub fn new(event: &RunEvent) -> Result<LiveFrame, serde_json::Error> {
         let mut bytes = Vec::with_capacity(256);
@@ -154,6 +167,7 @@ impl Subscription {
         }
         match self.rx.try_recv() {
             Err(broadcast::error::TryRecvError::Empty) => None,
+            Ok(frame) if frame.is_resync_marker() => Some(self.resync()),
             Ok(frame) => Some(LiveMessage::Frame(frame)),
             Err(broadcast::error::TryRecvError::Lagged(_)) => Some(self.resync()),
             Err(broadcast::error::TryRecvError::Closed) => self.closed(),
@@ -165,6 +179,7 @@ impl Subscription {
         received: Result<LiveFrame, broadcast::error::RecvError>,
     ) -> Option<LiveMessage> {
         match received {
+            Ok(frame) if frame.is_resync_marker() => Some(self.resync()),
             Ok(frame) => Some(LiveMessage::Frame(frame)),
             Err(broadcast::error::RecvError::Lagged(_)) => Some(self.resync()),
             Err(broadcast::error::RecvError::Closed) => self.closed(),
@@ -384,6 +399,26 @@ impl Adapter for Hub {
     fn on_session_ended(&self, session_key: &SessionKey, reason: SessionEnd) {
         self.end_session(session_key, reason);
     }
+
+    /// The ledger may have missed changes (Postgres: its listener lost its connection): every
+    /// subscriber of every session is told to resync, as one that lagged behind the ring is.
+    fn on_resync(&self) {
+        self.resync_all();
+    }
+}
+
+impl Hub {
+    /// Tells every subscriber to resync: a marker frame through each session's ring, which each
+    /// subscriber turns into [`LiveMessage::Resync`] when it reaches it (after what it had not read).
+    pub fn resync_all(&self) {
+        let channels: Vec<broadcast::Sender<LiveFrame>> = match self.registry.lock() {
+            Ok(r) => r.sessions.values().map(|c| c.tx.clone()).collect(),
+            Err(_) => return,
+        };
+        for tx in channels {
+            let _ = tx.send(LiveFrame::resync_marker());
+        }
+    }
 }
 
 #[cfg(test)]
@@ -439,6 +474,27 @@ mod tests {
         hub.on_mutation_outcome(&key, &outcome("t-odd", "late"), total + 1)
             .unwrap();
         assert_eq!(revision(stuck.try_next()), total + 1);
+    }
+
+    /// The ledger lost track (a Postgres listener reconnected): every subscriber of every session, idle
+    /// or not, is told to resync after what it had not read, and goes on receiving afterwards.
+    #[tokio::test]
+    async fn a_ledger_resync_reaches_every_subscriber_in_order() {
+        let hub = Hub::new();
+        let (k1, k2) = (SessionKey::parse("s1").unwrap(), SessionKey::parse("s2").unwrap());
+        let mut a = hub.subscribe(&k1).unwrap();
+        let mut idle = hub.subscribe(&k2).unwrap();
+        hub.on_mutation_outcome(&k1, &outcome("t-1", "m1"), 1)
+            .unwrap();
+        let waiting = tokio::spawn(async move { idle.next().await });
+        tokio::task::yield_now().await;
+        hub.on_resync();
+        assert_eq!(revision(a.next().await), 1);
+        assert_eq!(a.next().await, Some(LiveMessage::Resync(vec!["t-1".into()])));
+        assert_eq!(waiting.await.unwrap(), Some(LiveMessage::Resync(Vec::new())));
+        hub.on_mutation_outcome(&k1, &outcome("t-1", "m2"), 2)
+            .unwrap();
+        assert_eq!(revision(a.try_next()), 2);
     }
 
     #[tokio::test]

@@ -32,7 +32,7 @@ pub struct ServeArgs {
     #[arg(long, env = "OUTCOMES_ADDR", default_value = "127.0.0.1:3000")]
     pub addr: SocketAddr,
     /// The ledger: a SQLite file path or `sqlite:` URL, or a `postgres://` URL for several instances on
-    /// one database (docs/operations.md "Several instances"). Default: `<data dir>/ledger.sqlite`.
+    /// one database (docs/ledger.md "Backends"). Default: `<data dir>/ledger.sqlite`.
     #[arg(long, env = "OUTCOMES_DATABASE")]
     pub database: Option<String>,
     /// Directory for the default database and the generated host token.

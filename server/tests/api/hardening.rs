@@ -9,7 +9,7 @@ use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
 use server::conn::ConnLimits;
 
-use crate::helpers::{read_until, record, spawn_configured, TestApp, TOKEN};
+use crate::helpers::{database_for, postgres, read_until, record, spawn_configured, TestApp, TOKEN};
 
 /// A server like `spawn()`, with `edit` applied to its arguments first.
 async fn spawn_with(edit: impl FnOnce(&mut ServeArgs)) -> TestApp {
@@ -163,15 +163,15 @@ async fn streams_reset_by_their_clients_are_freed_without_any_event() {
     assert!(got.contains("\"mutation_id\":\"m2\""), "{got}");
 }
 
-/// A write while another connection holds SQLite's write lock waits up to `--write-wait-ms`, then answers
-/// 503 `busy` with `Retry-After` and changes nothing; once the lock is free the same request succeeds.
+/// A write while another connection holds SQLite's write lock (on Postgres: a lock on the `turns` table
+/// that the write's row locks wait for) waits up to `--write-wait-ms`, then answers 503 `busy` with
+/// `Retry-After` and changes nothing; once the lock is free the same request succeeds.
 #[tokio::test]
 async fn a_write_behind_another_process_lock_answers_503_busy_after_the_wait() {
     let app = spawn_with(|a| a.write_wait_ms = 300).await;
     app.settled("s", "t", "m1", "completed").await;
-    // Another process: a plain SQLite connection to the same file, holding the write lock.
-    let db = app._dir.path().join("ledger.sqlite");
-    let blocker = hold_write_lock(&db).await;
+    // Another process: a plain connection to the same database, holding the lock.
+    let blocker = hold_write_lock(&database_for(app._dir.path())).await;
     let started = std::time::Instant::now();
     let (status, body) = app.approve("s", "t", "m2").await;
     assert_eq!(status, StatusCode::SERVICE_UNAVAILABLE, "{body}");
@@ -185,10 +185,26 @@ async fn a_write_behind_another_process_lock_answers_503_busy_after_the_wait() {
 
 /// Holds `BEGIN IMMEDIATE` on the database through a connection of its own (as `sqlite3` or a backup tool in
 /// another process would), on a thread of its own, until the returned sender is dropped.
-async fn hold_write_lock(db: &std::path::Path) -> tokio::sync::oneshot::Sender<()> {
+async fn hold_write_lock(db: &str) -> tokio::sync::oneshot::Sender<()> {
     let (release, released) = tokio::sync::oneshot::channel::<()>();
     let (held_tx, held) = tokio::sync::oneshot::channel::<()>();
-    let url = format!("sqlite://{}", db.display());
+    if postgres().is_some() {
+        use sqlx::Connection;
+        let mut c = sqlx::PgConnection::connect(db).await.expect("connect");
+        sqlx::query("BEGIN").execute(&mut c).await.expect("begin");
+        sqlx::query("LOCK TABLE turns IN EXCLUSIVE MODE")
+            .execute(&mut c)
+            .await
+            .expect("lock");
+        tokio::spawn(async move {
+            let _ = released.await;
+            let _ = sqlx::query("ROLLBACK").execute(&mut c).await;
+            let _ = c.close().await;
+        });
+        return release;
+    }
+    let _ = &held_tx;
+    let url = format!("sqlite://{db}");
     std::thread::spawn(move || {
         let rt = tokio::runtime::Builder::new_current_thread()
             .enable_all()

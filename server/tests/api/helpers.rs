@@ -15,10 +15,48 @@ pub struct TestApp {
     pub _dir: tempfile::TempDir,
 }
 
+/// The Postgres the suite runs against instead of SQLite files: `OUTCOMES_TEST_POSTGRES`, a URL of a
+/// database in which the tests may create schemas (`scripts/postgres.sh start` prints one). Unset or
+/// empty: SQLite. The same tests run on both backends.
+pub fn postgres() -> Option<String> {
+    std::env::var("OUTCOMES_TEST_POSTGRES")
+        .ok()
+        .filter(|s| !s.is_empty())
+}
+
+/// True (and says so) when the suite runs on Postgres: for the tests of SQLite's own files and locks.
+pub fn skipped_on_postgres(what: &str) -> bool {
+    if postgres().is_some() {
+        eprintln!("skipped on Postgres: {what} (a SQLite file or lock)");
+        return true;
+    }
+    false
+}
+
+/// The ledger of a test whose files are in `dir`: `dir/ledger.sqlite`, or on Postgres a schema of its
+/// own named after `dir` (the ledger creates it), so a server restarted on the same `dir` finds the same
+/// ledger.
+pub fn database_for(dir: &std::path::Path) -> String {
+    match postgres() {
+        None => dir.join("ledger.sqlite").to_string_lossy().into_owned(),
+        Some(base) => {
+            use std::hash::{Hash, Hasher};
+            let mut h = std::collections::hash_map::DefaultHasher::new();
+            dir.hash(&mut h);
+            std::process::id().hash(&mut h);
+            let sep = if base.contains('?') { '&' } else { '?' };
+            format!(
+                "{base}{sep}options=-c%20search_path%3Dt_{:016x}",
+                h.finish()
+            )
+        }
+    }
+}
+
 pub fn args(dir: &std::path::Path, ttl_secs: u64) -> ServeArgs {
     ServeArgs {
         addr: "127.0.0.1:0".parse().expect("loopback"),
-        database: Some(dir.join("ledger.sqlite").to_string_lossy().into_owned()),
+        database: Some(database_for(dir)),
         data_dir: dir.to_path_buf(),
         host_token: Some(TOKEN.into()),
         site_root: dir.join("site").to_string_lossy().into_owned(),

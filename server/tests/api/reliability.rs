@@ -76,6 +76,12 @@ mod support {
                 .arg("--data-dir")
                 .arg(data_dir)
                 .args(extra)
+                .stdin(Stdio::null());
+            if crate::helpers::postgres().is_some() && !extra.contains(&"--database") {
+                cmd.arg("--database")
+                    .arg(crate::helpers::database_for(data_dir));
+            }
+            cmd
                 .stdin(Stdio::null())
                 .stdout(Stdio::piped())
                 .stderr(log.reopen().expect("log file"));
@@ -787,6 +793,9 @@ fn spawn_serve(data_dir: &std::path::Path) -> std::process::Child {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_second_serve_on_the_same_sqlite_file_is_refused_at_start_and_the_first_keeps_serving() {
     use std::io::{BufRead, Read};
+    if crate::helpers::skipped_on_postgres("one serve per SQLite file") {
+        return;
+    }
     let rounds = if support::soak() { 50 } else { 5 };
     let started = Instant::now();
     let mut refused = 0;
@@ -1139,6 +1148,9 @@ async fn every_page_kind_renders_for_8_concurrent_clients_without_a_failure() {
 #[test]
 fn a_second_serve_through_a_symlink_or_a_hard_link_is_refused() {
     use std::io::Read;
+    if crate::helpers::skipped_on_postgres("one serve per SQLite file, through links") {
+        return;
+    }
     let dir = tempfile::tempdir().unwrap();
     let _first = Server::start(dir.path(), &[]);
     let db = dir.path().join("ledger.sqlite");

@@ -14,14 +14,15 @@ struct Out {
 }
 
 fn staff(dir: &std::path::Path, args: &[&str]) -> Out {
-    let out = Command::new(BIN)
+    let mut command = Command::new(BIN);
+    command
         .arg("staff")
         .args(args)
         .arg("--data-dir")
         .arg(dir)
-        .env_remove("OUTCOMES_DATABASE")
-        .output()
-        .unwrap();
+        .env_remove("OUTCOMES_DATABASE");
+    on_the_suites_backend(&mut command, dir);
+    let out = command.output().unwrap();
     Out {
         ok: out.status.success(),
         stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
@@ -77,7 +78,18 @@ fn serve_command(dir: &std::path::Path, extra: &[&str]) -> Command {
         .arg(dir)
         .args(extra)
         .stdout(Stdio::piped());
+    on_the_suites_backend(&mut command, dir);
     command
+}
+
+/// On Postgres (`OUTCOMES_TEST_POSTGRES`), `--database` names the schema of `dir`; else the SQLite file
+/// in `dir` is the default.
+fn on_the_suites_backend(command: &mut Command, dir: &std::path::Path) {
+    if crate::helpers::postgres().is_some() {
+        command
+            .arg("--database")
+            .arg(crate::helpers::database_for(dir));
+    }
 }
 
 /// Spawns `command` and waits for its `serving on` line; the server and its base URL.
