@@ -513,6 +513,9 @@ async fn open_sqlite(database: &str, options: &LedgerOptions) -> Result<Db, Ledg
     Ok(Db::Sqlite { write, read })
 }
 
+/// How long opening a Postgres ledger waits for its first connection.
+const CONNECT_WAIT: Duration = Duration::from_secs(10);
+
 async fn open_postgres(url: &str, options: &LedgerOptions) -> Result<Db, LedgerError> {
     let unreachable = |e: sqlx::Error| LedgerError::Unreachable {
         database: redact_url(url),
@@ -520,6 +523,22 @@ async fn open_postgres(url: &str, options: &LedgerOptions) -> Result<Db, LedgerE
     };
     let connect = PgConnectOptions::from_str(url)
         .map_err(|e| LedgerError::invalid("database", format!("{}: {e}", redact_url(url))))?;
+    // One connection first, so an unreachable server or refused credentials are reported as they are
+    // (the pool would only say it timed out).
+    {
+        use sqlx::Connection;
+        let probe = tokio::time::timeout(
+            CONNECT_WAIT,
+            sqlx::PgConnection::connect_with(&connect),
+        )
+        .await
+        .map_err(|_| LedgerError::Unreachable {
+            database: redact_url(url),
+            reason: format!("no answer within {} s", CONNECT_WAIT.as_secs()),
+        })?
+        .map_err(unreachable)?;
+        let _ = probe.close().await;
+    }
     let pool = PgPoolOptions::new()
         .max_connections(options.read_connections.max(1) + 2)
         .acquire_timeout(options.write_wait.max(Duration::from_secs(1)))

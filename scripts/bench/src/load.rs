@@ -8,7 +8,7 @@ use std::time::{Duration, Instant};
 use bytes::Bytes;
 use serde_json::{json, Value};
 
-use crate::server::{cores, machine_cpu_secs, self_cpu_secs, Server};
+use crate::server::{cores, machine_cpu_secs, self_cpu_secs, tree_cpu_secs, Server};
 
 /// Operations per preparation batch (the server takes at most 1,000).
 const PREPARE_BATCH: usize = 1000;
@@ -326,8 +326,12 @@ pub struct WriteFigures {
     pub requests: u64,
     /// Wall time of the timed rounds, seconds.
     pub secs: f64,
-    /// Server CPU (user + system) in the timed rounds, seconds; one clock tick resolution (10 ms).
+    /// Server CPU (user + system) in the timed rounds, seconds, summed over the phase's servers; one
+    /// clock tick resolution (10 ms).
     pub server_cpu: f64,
+    /// CPU of the watched process trees (the Postgres cluster of the Postgres phase) in the timed
+    /// rounds, seconds; 0 when none is watched.
+    pub watched_cpu: f64,
     /// Generator CPU (user + system, `getrusage`) in the timed rounds, seconds.
     pub generator_cpu: f64,
     /// CPU of the whole machine (every process) in the timed rounds, seconds.
@@ -364,12 +368,24 @@ impl WriteFigures {
         per(self.generator_cpu * 100.0, self.secs)
     }
 
-    /// Share of one core other processes (neither the server nor the generator) used, in percent.
+    /// Share of one core other processes (neither the server nor the generator nor a watched process
+    /// tree) used, in percent.
     pub fn others_core_pct(&self) -> f64 {
         per(
-            (self.machine_cpu - self.server_cpu - self.generator_cpu).max(0.0) * 100.0,
+            (self.machine_cpu - self.server_cpu - self.generator_cpu - self.watched_cpu).max(0.0)
+                * 100.0,
             self.secs,
         )
+    }
+
+    /// CPU of the watched process trees per settle, microseconds.
+    pub fn watched_us_per_settle(&self) -> f64 {
+        per(self.watched_cpu * 1e6, self.settles as f64)
+    }
+
+    /// Share of one core the watched process trees used, in percent.
+    pub fn watched_core_pct(&self) -> f64 {
+        per(self.watched_cpu * 100.0, self.secs)
     }
 
     /// CPU the machine left idle (every core), in percent of one core: when it is well above 0, neither
@@ -446,10 +462,41 @@ pub async fn write_phase(
     limits: PhaseLimits,
     hint: f64,
 ) -> Result<WriteFigures, String> {
+    write_phase_over(
+        http,
+        std::slice::from_mut(server),
+        &[],
+        shape,
+        sessions,
+        limits,
+        hint,
+    )
+    .await
+}
+
+/// [`write_phase`] over several servers of one database: writer `k`'s entries are prepared on server
+/// `k mod n`, and its requests go to the servers in turn (request `i` to server `(k + i) mod n`), so at
+/// any moment about as many writers are on each. The server CPU is summed over the servers; the CPU of
+/// the process trees rooted at `watch` (e.g. the Postgres postmaster) is measured beside it.
+pub async fn write_phase_over(
+    http: &Http,
+    servers: &mut [Server],
+    watch: &[u32],
+    shape: Shape,
+    sessions: &Sessions,
+    limits: PhaseLimits,
+    hint: f64,
+) -> Result<WriteFigures, String> {
+    if servers.is_empty() {
+        return Err("no server to write to".to_owned());
+    }
     let writers = shape.writers();
     let per_request = shape.per_request();
     let mut figures = WriteFigures::default();
-    http.warm(server, writers).await;
+    for server in servers.iter() {
+        http.warm(server, writers).await;
+    }
+    let bases: Vec<String> = servers.iter().map(|s| s.base.clone()).collect();
     for round in 0..12 {
         let left = limits.secs - figures.secs;
         if left <= limits.secs * 0.02 || figures.settles >= limits.max_settles {
@@ -471,18 +518,28 @@ pub async fn write_phase(
                     .collect()
             })
             .collect();
-        let all: Vec<Entry> = plan.iter().flatten().cloned().collect();
-        figures
-            .prepare_errors
-            .merge(prepare(http, &server.base, &all).await);
-        server.check_alive()?;
+        for (s, base) in bases.iter().enumerate() {
+            let mine: Vec<Entry> = plan
+                .iter()
+                .skip(s)
+                .step_by(bases.len())
+                .flatten()
+                .cloned()
+                .collect();
+            figures
+                .prepare_errors
+                .merge(prepare(http, base, &mine).await);
+        }
+        check_alive(servers)?;
 
         // Every URL and body is made before the clock starts.
         let work: Vec<Work> = plan
             .into_iter()
-            .map(|entries| Work::new(shape, &server.base, entries))
+            .enumerate()
+            .map(|(w, entries)| Work::new(shape, &bases, w, entries))
             .collect();
-        let cpu_before = server.cpu_secs()?;
+        let cpu_before = servers_cpu_secs(servers)?;
+        let watched_before = watched_cpu_secs(watch)?;
         let self_before = self_cpu_secs();
         let machine_before = machine_cpu_secs();
         let started = Instant::now();
@@ -491,8 +548,7 @@ pub async fn write_phase(
             .into_iter()
             .map(|work| {
                 let http = http.clone();
-                let base = server.base.clone();
-                tokio::spawn(async move { work.run(&http, &base, deadline).await })
+                tokio::spawn(async move { work.run(&http, deadline).await })
             })
             .collect();
         for task in tasks {
@@ -507,32 +563,53 @@ pub async fn write_phase(
         }
         figures.secs += started.elapsed().as_secs_f64();
         figures.generator_cpu += self_cpu_secs() - self_before;
-        figures.server_cpu += server.cpu_secs()? - cpu_before;
+        figures.server_cpu += servers_cpu_secs(servers)? - cpu_before;
+        figures.watched_cpu += watched_cpu_secs(watch)? - watched_before;
         figures.machine_cpu += machine_cpu_secs() - machine_before;
-        server.check_alive()?;
+        check_alive(servers)?;
     }
     Ok(figures)
+}
+
+fn check_alive(servers: &mut [Server]) -> Result<(), String> {
+    servers.iter_mut().try_for_each(Server::check_alive)
+}
+
+fn servers_cpu_secs(servers: &[Server]) -> Result<f64, String> {
+    servers.iter().map(Server::cpu_secs).sum()
+}
+
+fn watched_cpu_secs(watch: &[u32]) -> Result<f64, String> {
+    watch.iter().map(|&pid| tree_cpu_secs(pid)).sum()
 }
 
 /// What one writer sends in a round, made before the round is timed.
 enum Work {
     /// Settle URLs, one request each, with [`SETTLE_BODY`].
     Single(Vec<String>),
-    /// Batch bodies with their operation counts.
-    Batch(Vec<(Bytes, usize)>),
+    /// Batch bodies with their server and operation counts.
+    Batch(Vec<(String, Bytes, usize)>),
 }
 
 impl Work {
-    fn new(shape: Shape, base: &str, entries: Vec<Entry>) -> Work {
+    /// Writer `writer`'s requests: the `i`-th to `bases[(writer + i) % bases.len()]`.
+    fn new(shape: Shape, bases: &[String], writer: usize, entries: Vec<Entry>) -> Work {
+        let base = |i: usize| &bases[(writer + i) % bases.len()];
         match shape {
-            Shape::Single { .. } => {
-                Work::Single(entries.iter().map(|e| e.settle_url(base)).collect())
-            }
+            Shape::Single { .. } => Work::Single(
+                entries
+                    .iter()
+                    .enumerate()
+                    .map(|(i, e)| e.settle_url(base(i)))
+                    .collect(),
+            ),
             Shape::Batch { size, .. } => Work::Batch(
                 entries
                     .chunks(size)
-                    .map(|c| {
+                    .enumerate()
+                    .map(|(i, c)| {
                         (
+                            base(i).clone(),
                             batch_body(c.iter().map(Entry::settle_op).collect()),
                             c.len(),
                         )
@@ -544,7 +621,7 @@ impl Work {
 
     /// Sends the requests in order until they run out or the deadline. Answers (settles answered 2xx,
     /// requests, failures).
-    async fn run(self, http: &Http, base: &str, deadline: Instant) -> (u64, u64, Errors) {
+    async fn run(self, http: &Http, deadline: Instant) -> (u64, u64, Errors) {
         let (mut settles, mut requests, mut errors) = (0, 0, Errors::default());
         match self {
             Work::Single(urls) => {
@@ -561,12 +638,12 @@ impl Work {
                 }
             }
             Work::Batch(bodies) => {
-                for (body, n) in bodies {
+                for (base, body, n) in bodies {
                     if Instant::now() >= deadline {
                         break;
                     }
                     requests += 1;
-                    settles += send_batch(http, base, body, n, &mut errors).await;
+                    settles += send_batch(http, &base, body, n, &mut errors).await;
                 }
             }
         }

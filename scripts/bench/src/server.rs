@@ -47,6 +47,18 @@ impl Server {
         data_dir: &Path,
         client: &reqwest::Client,
     ) -> Result<Server, String> {
+        Server::start_with(config, name, data_dir, &[], client).await
+    }
+
+    /// [`Server::start`] with `extra` arguments after the others (e.g. `--database postgres://…`: the
+    /// ledger is then there, and `data_dir` holds only the log's neighbour).
+    pub async fn start_with(
+        config: &ServerConfig,
+        name: &str,
+        data_dir: &Path,
+        extra: &[String],
+        client: &reqwest::Client,
+    ) -> Result<Server, String> {
         std::fs::create_dir_all(data_dir)
             .map_err(|e| format!("cannot create {}: {e}", data_dir.display()))?;
         let log = data_dir.with_extension("log");
@@ -77,6 +89,7 @@ impl Server {
                 .args(["--max-live-streams-per-session", "1000000"])
                 .args(["--max-connections", "60000"])
                 .args(["--write-wait-ms", "60000"])
+                .args(extra)
                 .env("OUTCOMES_HOST_TOKEN", &config.token)
                 .env("RUST_LOG", &config.log_filter)
                 .stdin(Stdio::null())
@@ -218,22 +231,73 @@ pub fn clock_ticks_per_sec() -> f64 {
 
 /// utime + stime of a process (all its threads) from `/proc/<pid>/stat`, in seconds.
 fn proc_cpu_secs(pid: u32) -> Result<f64, String> {
-    let path = format!("/proc/{pid}/stat");
-    let stat = std::fs::read_to_string(&path).map_err(|e| format!("cannot read {path}: {e}"))?;
-    // The command name (field 2) may hold spaces: fields are counted after its closing parenthesis,
-    // where field 3 (state) comes first, so utime (14) and stime (15) are the 12th and 13th.
-    let rest = stat
-        .rsplit_once(')')
-        .map(|(_, r)| r)
-        .ok_or_else(|| format!("{path}: unexpected format"))?;
-    let fields: Vec<&str> = rest.split_whitespace().collect();
-    let field = |i: usize| -> Result<u64, String> {
-        fields
-            .get(i)
-            .and_then(|f| f.parse().ok())
-            .ok_or_else(|| format!("{path}: unexpected format"))
-    };
-    Ok((field(11)? + field(12)?) as f64 / clock_ticks_per_sec())
+    let stat = ProcStat::read(pid)?;
+    Ok((stat.utime + stat.stime) as f64 / clock_ticks_per_sec())
+}
+
+/// CPU time of a process tree (a Postgres postmaster and its backends) so far, in seconds: the process's
+/// utime + stime, the cutime + cstime of its children it has reaped (a backend that exited), and the
+/// utime + stime of its live children (`/proc/*/stat` with this parent). Grandchildren are not counted.
+pub fn tree_cpu_secs(pid: u32) -> Result<f64, String> {
+    let root = ProcStat::read(pid)?;
+    let mut ticks = root.utime + root.stime + root.cutime + root.cstime;
+    let dir = std::fs::read_dir("/proc").map_err(|e| format!("cannot read /proc: {e}"))?;
+    for entry in dir.flatten() {
+        let Some(child) = entry.file_name().to_str().and_then(|n| n.parse::<u32>().ok()) else {
+            continue;
+        };
+        // A process may exit between the listing and the read: skipped (its CPU moves to cutime).
+        if let Ok(stat) = ProcStat::read(child) {
+            if stat.ppid == pid {
+                ticks += stat.utime + stat.stime;
+            }
+        }
+    }
+    Ok(ticks as f64 / clock_ticks_per_sec())
+}
+
+/// The parent process id of a process (`/proc/<pid>/stat`).
+pub fn parent_pid(pid: u32) -> Result<u32, String> {
+    ProcStat::read(pid).map(|s| s.ppid)
+}
+
+/// The fields of `/proc/<pid>/stat` the bench reads, in clock ticks.
+struct ProcStat {
+    ppid: u32,
+    utime: u64,
+    stime: u64,
+    /// CPU of the children the process has waited for.
+    cutime: u64,
+    cstime: u64,
+}
+
+impl ProcStat {
+    fn read(pid: u32) -> Result<ProcStat, String> {
+        let path = format!("/proc/{pid}/stat");
+        let stat =
+            std::fs::read_to_string(&path).map_err(|e| format!("cannot read {path}: {e}"))?;
+        // The command name (field 2) may hold spaces: fields are counted after its closing parenthesis,
+        // where field 3 (state) comes first, so ppid (4) is the 2nd, utime (14) and stime (15) the 12th
+        // and 13th, cutime (16) and cstime (17) the 14th and 15th.
+        let rest = stat
+            .rsplit_once(')')
+            .map(|(_, r)| r)
+            .ok_or_else(|| format!("{path}: unexpected format"))?;
+        let fields: Vec<&str> = rest.split_whitespace().collect();
+        let field = |i: usize| -> Result<u64, String> {
+            fields
+                .get(i)
+                .and_then(|f| f.parse().ok())
+                .ok_or_else(|| format!("{path}: unexpected format"))
+        };
+        Ok(ProcStat {
+            ppid: u32::try_from(field(1)?).map_err(|_| format!("{path}: unexpected format"))?,
+            utime: field(11)?,
+            stime: field(12)?,
+            cutime: field(13)?,
+            cstime: field(14)?,
+        })
+    }
 }
 
 /// CPU time of the whole machine so far (every process, every core: user, nice, system, irq, softirq,

@@ -236,3 +236,70 @@ fn project_reports_a_bad_line_with_its_number_and_fails() {
     assert!(!out.status.success());
     assert!(String::from_utf8_lossy(&out.stderr).contains("line 1: not a ledger entry"));
 }
+
+/// `--database` names SQLite or Postgres and nothing else: another URL scheme is refused at start with a
+/// clear message, and (unlike before) nothing is created under a name like `postgres:` or `mysql:`.
+#[test]
+fn serve_refuses_a_database_url_it_cannot_serve_and_creates_nothing() {
+    let cwd = tempfile::tempdir().unwrap();
+    let out = Command::new(BIN)
+        .current_dir(cwd.path())
+        .args(["serve", "--addr", "127.0.0.1:0", "--database", "mysql://app:pw@db/outcomes", "--data-dir", "d"])
+        .env_remove("OUTCOMES_HOST_TOKEN")
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains("database: unsupported database URL scheme `mysql:`: give a SQLite file path, a `sqlite:` URL or a `postgres://` URL"),
+        "{stderr}"
+    );
+    assert_eq!(std::fs::read_dir(cwd.path()).unwrap().count(), 0, "nothing created");
+}
+
+/// With Postgres every instance must take the same host token, so `serve` refuses to generate one; the
+/// message names the URL without its password.
+#[test]
+fn serve_on_postgres_requires_the_host_token_and_never_prints_the_password() {
+    let cwd = tempfile::tempdir().unwrap();
+    let out = Command::new(BIN)
+        .current_dir(cwd.path())
+        .args(["serve", "--addr", "127.0.0.1:0", "--data-dir", "d"])
+        .args(["--database", "postgres://ada:s3cret-pw@127.0.0.1:1/outcomes"])
+        .env_remove("OUTCOMES_HOST_TOKEN")
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains("with Postgres (postgres://ada:***@127.0.0.1:1/outcomes) every instance must take the same host token: give it with --host-token / OUTCOMES_HOST_TOKEN"),
+        "{stderr}"
+    );
+    assert!(!stderr.contains("s3cret-pw"), "{stderr}");
+    assert_eq!(std::fs::read_dir(cwd.path()).unwrap().count(), 0, "nothing created");
+}
+
+/// An unreachable Postgres at start: a clear error at once, naming the URL without its password and
+/// the reason, and no `postgres:` folder (a `postgres://` URL used to be taken for a SQLite path).
+#[test]
+fn serve_on_an_unreachable_postgres_says_so_without_the_password() {
+    let cwd = tempfile::tempdir().unwrap();
+    let started = Instant::now();
+    let out = Command::new(BIN)
+        .current_dir(cwd.path())
+        .args(["serve", "--addr", "127.0.0.1:0", "--data-dir", "d", "--host-token", "t"])
+        .args(["--database", "postgres://ada:s3cret-pw@127.0.0.1:1/outcomes"])
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains("cannot connect to the ledger database postgres://ada:***@127.0.0.1:1/outcomes: "),
+        "{stderr}"
+    );
+    assert!(stderr.contains("Connection refused"), "{stderr}");
+    assert!(!stderr.contains("s3cret-pw"), "{stderr}");
+    assert!(started.elapsed() < Duration::from_secs(10), "at once");
+    assert!(!cwd.path().join("postgres:").exists());
+    assert!(!cwd.path().join("d").join("ledger.sqlite").exists());
+}
