@@ -2,7 +2,7 @@
 # Installs what building and testing need, on a fresh Debian machine of this kind. Idempotent: each step is
 # skipped when already done, so a warm run takes a second or two.
 #   - Debian: rustc-web, cargo-web, rust-web-src (Rust for wasm32 with -Zbuild-std), lld-22 (wasm linker),
-#     chromium (browser tests)
+#     chromium (browser tests), postgresql (the suites on Postgres, scripts/postgres.sh)
 #   - cargo: wasm-bindgen-cli at exactly the wasm-bindgen version in Cargo.lock
 #   - npm: the Tailwind CLI and Playwright from package-lock.json (no browser download: Debian's Chromium)
 #   - pip: jsonschema and pytest (the contract schema under Python, e2e/contract)
@@ -11,7 +11,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 need_apt=()
-for pkg in rustc-web cargo-web rust-web-src lld-22 chromium; do
+for pkg in rustc-web cargo-web rust-web-src lld-22 chromium postgresql; do
   dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null | grep -q "install ok installed" || need_apt+=("$pkg")
 done
 if [ ${#need_apt[@]} -gt 0 ]; then

@@ -21,6 +21,18 @@ export OUTCOMES_BIN
 echo "== cargo test"
 cargo test --workspace
 
+# The ledger and HTTP suites again, on Postgres (docs/ledger.md "Backends"): a throwaway cluster of
+# Debian's postgresql package on loopback, each test in a schema of its own.
+echo "== cargo test on Postgres (ledger, server)"
+pg_dir=$(mktemp -d)
+chmod 755 "$pg_dir" # the postgres user reaches its cluster directory inside
+OUTCOMES_TEST_POSTGRES=$(scripts/postgres.sh start "$pg_dir/cluster" "${PG_PORT:-54329}")
+export OUTCOMES_TEST_POSTGRES
+trap 'scripts/postgres.sh stop "$pg_dir/cluster" >/dev/null 2>&1 || true; rm -rf "$pg_dir"' EXIT
+cargo test -p ledger -p server
+unset OUTCOMES_TEST_POSTGRES
+scripts/postgres.sh stop "$pg_dir/cluster"
+
 echo "== contract schema (python jsonschema)"
 PYTHONDONTWRITEBYTECODE=1 python3 -m pytest -q -p no:cacheprovider e2e/contract
 
@@ -30,7 +42,7 @@ data=$(mktemp -d)
 export OUTCOMES_HOST_TOKEN="e2e-$(date +%s)-$RANDOM"
 "$OUTCOMES_BIN" serve --addr "127.0.0.1:$port" --data-dir "$data" > "$data/server.log" 2>&1 &
 server=$!
-trap 'kill $server 2>/dev/null || true; rm -rf "$data"' EXIT
+trap 'kill $server 2>/dev/null || true; rm -rf "$data" "$pg_dir"' EXIT
 for _ in $(seq 1 100); do curl -sf -o /dev/null "http://127.0.0.1:$port/healthz" && break; sleep 0.1; done
 echo "== third-party replay client (npm eventsource, node --test)"
 BASE_URL="http://127.0.0.1:$port" node --test e2e/clients/
@@ -40,7 +52,7 @@ fuzz_port=$((port + 1))
 fuzz_data=$(mktemp -d)
 "$OUTCOMES_BIN" serve --addr "127.0.0.1:$fuzz_port" --data-dir "$fuzz_data" > "$fuzz_data/server.log" 2>&1 &
 fuzz_server=$!
-trap 'kill $server $fuzz_server 2>/dev/null || true; rm -rf "$data" "$fuzz_data"' EXIT
+trap 'kill $server $fuzz_server 2>/dev/null || true; rm -rf "$data" "$fuzz_data" "$pg_dir"' EXIT
 for _ in $(seq 1 100); do curl -sf -o /dev/null "http://127.0.0.1:$fuzz_port/healthz" && break; sleep 0.1; done
 BASE_URL="http://127.0.0.1:$fuzz_port" scripts/schemathesis.sh
 kill $fuzz_server 2>/dev/null || true
@@ -51,7 +63,7 @@ signed_data=$(mktemp -d)
 "$OUTCOMES_BIN" serve --access signed-in --addr "127.0.0.1:$signed_port" --data-dir "$signed_data" \
   > "$signed_data/server.log" 2>&1 &
 signed_server=$!
-trap 'kill $server $fuzz_server $signed_server 2>/dev/null || true; rm -rf "$data" "$fuzz_data" "$signed_data"' EXIT
+trap 'kill $server $fuzz_server $signed_server 2>/dev/null || true; rm -rf "$data" "$fuzz_data" "$signed_data" "$pg_dir"' EXIT
 for _ in $(seq 1 100); do curl -sf -o /dev/null "http://127.0.0.1:$signed_port/healthz" && break; sleep 0.1; done
 if ! curl -sf -o /dev/null "http://127.0.0.1:$signed_port/healthz"; then
   echo "the signed-in server did not start:" >&2

@@ -122,7 +122,10 @@ impl Access {
 
     /// Every staff account, by name.
     pub async fn list_staff(&self) -> Result<Vec<StaffAccount>, LedgerError> {
-        Ok(on_read!(self.inner, |pool, d| sqlx::query_as::<_, StaffAccount>(
+        Ok(on_read!(self.inner, |pool, d| sqlx::query_as::<
+            _,
+            StaffAccount,
+        >(
             "SELECT s.name, s.created_at, \
                     (SELECT COUNT(*) FROM staff_tokens t WHERE t.staff_name = s.name) AS tokens, \
                     (SELECT COUNT(*) FROM sign_ins i WHERE i.staff_name = s.name) AS sign_ins \
@@ -134,14 +137,12 @@ impl Access {
 
     /// The stored Argon2id hash of a staff account's password, `None` for no such account.
     pub async fn password_hash(&self, name: &str) -> Result<Option<String>, LedgerError> {
-        Ok(
-            on_read!(self.inner, |pool, d| sqlx::query_scalar(
-                "SELECT password_hash FROM staff WHERE name = $1"
-            )
-            .bind(name)
-            .fetch_optional(pool)
-            .await?),
+        Ok(on_read!(self.inner, |pool, d| sqlx::query_scalar(
+            "SELECT password_hash FROM staff WHERE name = $1"
         )
+        .bind(name)
+        .fetch_optional(pool)
+        .await?))
     }
 
     /// Stores a new staff API token (its hash) for `name`. `Ok(false)` when there is no such account.
@@ -162,14 +163,12 @@ impl Access {
 
     /// The staff name a presented API token belongs to.
     pub async fn staff_by_token(&self, token: &str) -> Result<Option<String>, LedgerError> {
-        Ok(
-            on_read!(self.inner, |pool, d| sqlx::query_scalar(
-                "SELECT staff_name FROM staff_tokens WHERE token_hash = $1"
-            )
-            .bind(secret_hash(token))
-            .fetch_optional(pool)
-            .await?),
+        Ok(on_read!(self.inner, |pool, d| sqlx::query_scalar(
+            "SELECT staff_name FROM staff_tokens WHERE token_hash = $1"
         )
+        .bind(secret_hash(token))
+        .fetch_optional(pool)
+        .await?))
     }
 
     /// Starts a sign-in session with the random `id` (kept by the browser; its hash is stored).
@@ -269,13 +268,15 @@ impl Access {
 
     /// The link a presented viewer token names, if it exists and has not expired.
     pub async fn viewer_link(&self, token: &str) -> Result<Option<ViewerLink>, LedgerError> {
-        let row: Option<(String, i64)> = on_read!(self.inner, |pool, d| sqlx::query_as(
+        let row: Option<(String, i64)> = on_read!(self.inner, |pool, d| {
+            sqlx::query_as(
             "SELECT session_key, expires_at FROM viewer_links WHERE token_hash = $1 AND expires_at > $2",
         )
         .bind(secret_hash(token))
         .bind(self.now_ms())
         .fetch_optional(pool)
-        .await?);
+        .await?
+        });
         Ok(row.and_then(|(key, expires_at)| {
             SessionKey::parse(key).ok().map(|session_key| ViewerLink {
                 session_key,
@@ -292,10 +293,11 @@ impl Access {
         let mut tx = self.inner.begin_write().await?;
         tx.lock_sessions([session_key.as_str()]).await?;
         let done = on_tx!(&mut tx, |c, d| {
-            let exists: Option<i32> = sqlx::query_scalar("SELECT 1 FROM sessions WHERE session_key = $1")
-                .bind(session_key.as_str())
-                .fetch_optional(&mut *c)
-                .await?;
+            let exists: Option<i32> =
+                sqlx::query_scalar("SELECT 1 FROM sessions WHERE session_key = $1")
+                    .bind(session_key.as_str())
+                    .fetch_optional(&mut *c)
+                    .await?;
             if exists.is_none() {
                 return Err(LedgerError::SessionNotFound);
             }

@@ -204,11 +204,12 @@ pub struct HistoryChunks {
 /// body then ends early) instead of ending like a complete one. `SessionNotFound` when it was deleted
 /// (or deleted and created again), `SessionExpired` when it expired.
 async fn still_there(inner: &Inner, session_key: &str, created_at: i64) -> Result<(), LedgerError> {
-    let row: Option<(i64, i64)> =
-        on_read!(inner, |pool, d| sqlx::query_as("SELECT created_at, last_write_at FROM sessions WHERE session_key = $1")
-            .bind(session_key)
-            .fetch_optional(pool)
-            .await?);
+    let row: Option<(i64, i64)> = on_read!(inner, |pool, d| sqlx::query_as(
+        "SELECT created_at, last_write_at FROM sessions WHERE session_key = $1"
+    )
+    .bind(session_key)
+    .fetch_optional(pool)
+    .await?);
     match row {
         Some((c, _)) if c != created_at => Err(LedgerError::SessionNotFound),
         None => Err(LedgerError::SessionNotFound),
@@ -337,10 +338,9 @@ impl OperationHistoryChunks {
                 tx.commit().await?;
                 (entries, Vec::new(), Vec::new())
             } else {
-                let seqs = serde_json::to_string(
-                    &entries.iter().map(|e| e.entry.seq).collect::<Vec<_>>(),
-                )
-                .map_err(|e| LedgerError::Store(sqlx::Error::Encode(Box::new(e))))?;
+                let seqs =
+                    serde_json::to_string(&entries.iter().map(|e| e.entry.seq).collect::<Vec<_>>())
+                        .map_err(|e| LedgerError::Store(sqlx::Error::Encode(Box::new(e))))?;
                 let ids = serde_json::to_string(
                     &entries
                         .iter()
@@ -586,7 +586,12 @@ mod tests {
             (Phase::AfterCursor, "entries_by_turn ", 4),
         ];
         for (phase, index, binds) in expected {
-            let p = plan(&inner, &replay_select(Dialect::Sqlite, phase).unwrap(), binds).await;
+            let p = plan(
+                &inner,
+                &replay_select(Dialect::Sqlite, phase).unwrap(),
+                binds,
+            )
+            .await;
             assert!(
                 p.contains(&format!("USING INDEX {index}")),
                 "{phase:?}: {p}"
@@ -614,7 +619,12 @@ mod tests {
             );
         }
         assert_eq!(operations.matches("TEMP B-TREE").count(), 0, "{operations}");
-        let replay = plan(&inner, &replay_select(Dialect::Sqlite, Phase::AfterCursor).unwrap(), 4).await;
+        let replay = plan(
+            &inner,
+            &replay_select(Dialect::Sqlite, Phase::AfterCursor).unwrap(),
+            4,
+        )
+        .await;
         // A sort would show as a step of its own; none may appear.
         assert!(!replay.contains("ORDER BY"), "{replay}");
     }

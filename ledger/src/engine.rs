@@ -237,9 +237,9 @@ impl Writer {
             let mut results = Vec::with_capacity(job.ops.len());
             for command in &job.ops {
                 match group.apply(&mut tx, command, &job.actor).await {
-                    Err(e @ (LedgerError::Store(_) | LedgerError::Busy | LedgerError::Unavailable)) => {
-                        return Err(e)
-                    }
+                    Err(
+                        e @ (LedgerError::Store(_) | LedgerError::Busy | LedgerError::Unavailable),
+                    ) => return Err(e),
                     result => results.push(result),
                 }
             }
@@ -411,8 +411,11 @@ impl Engine {
         .await?
         .rows_affected());
         if done > 0 {
-            tx.notify(self.inner.notify_channel(), vec![self.ended(session_key.as_str(), true)])
-                .await?;
+            tx.notify(
+                self.inner.notify_channel(),
+                vec![self.ended(session_key.as_str(), true)],
+            )
+            .await?;
         }
         tx.commit().await?;
         if done == 0 {
@@ -523,7 +526,7 @@ impl Engine {
             LedgerStatus::Approved | LedgerStatus::ExecutionStarted
         );
         on_tx!(&mut tx, |c, d| {
-        sqlx::query(
+            sqlx::query(
             "UPDATE entries SET status = $1, intent_recorded = $2, reason = $3, meta_attached = $4, meta_id = $5, \
              meta_url = $6, meta_title = $7, settled_at = $8 WHERE session_key = $9 AND mutation_id = $10",
         )
@@ -539,7 +542,7 @@ impl Engine {
         .bind(mutation.as_str())
         .execute(&mut *c)
         .await?;
-        sqlx::query(
+            sqlx::query(
             "INSERT INTO history (entry_seq, kind, at, revision, actor, attempt_id, ledger_status, \
              intent_recorded, reason, meta_attached, meta_id, meta_url, meta_title) \
              SELECT seq, $1, $2, NULL, $3, attempt_id, status, intent_recorded, reason, meta_attached, meta_id, \

@@ -129,7 +129,10 @@ impl From<sqlx::Error> for LedgerError {
         // The connection is gone (Postgres restarted, the network cut): a retry may succeed.
         if matches!(
             e,
-            sqlx::Error::Io(_) | sqlx::Error::Tls(_) | sqlx::Error::PoolClosed | sqlx::Error::WorkerCrashed
+            sqlx::Error::Io(_)
+                | sqlx::Error::Tls(_)
+                | sqlx::Error::PoolClosed
+                | sqlx::Error::WorkerCrashed
         ) {
             return LedgerError::Unavailable;
         }

@@ -177,15 +177,20 @@ impl Group {
         if !turn_keys.is_empty() {
             // Postgres: the turns' row locks are held until the group commits; the revisions it takes
             // are read under them (docs/ledger.md "Backends").
-            let rows: Vec<(String, String, i64)> = on_tx!(&mut *tx, |c, d| sqlx::query_as(&format!(
-                "SELECT session_key, logical_turn_id, latest_revision FROM turns \
+            let rows: Vec<(String, String, i64)> =
+                on_tx!(&mut *tx, |c, d| sqlx::query_as(&format!(
+                    "SELECT session_key, logical_turn_id, latest_revision FROM turns \
                  WHERE (session_key, logical_turn_id) IN ({}){}",
-                d.pair_list(1),
-                if d == Dialect::Postgres { " FOR UPDATE" } else { "" }
-            ))
-            .bind(json!(turn_keys).to_string())
-            .fetch_all(c)
-            .await?);
+                    d.pair_list(1),
+                    if d == Dialect::Postgres {
+                        " FOR UPDATE"
+                    } else {
+                        ""
+                    }
+                ))
+                .bind(json!(turn_keys).to_string())
+                .fetch_all(c)
+                .await?);
             for (session_key, turn, latest) in rows {
                 turns.insert(
                     (session_key, turn),

@@ -27,9 +27,9 @@ pub mod engine;
 #[cfg(feature = "store")]
 mod group;
 #[cfg(feature = "store")]
-mod notify;
-#[cfg(feature = "store")]
 pub mod machine;
+#[cfg(feature = "store")]
+mod notify;
 #[cfg(feature = "store")]
 pub mod projection;
 #[cfg(feature = "store")]

@@ -5,8 +5,8 @@
 //! turns them into adapter calls: for each turn, in revision order, the changes it has not yet emitted,
 //! each projected AS OF its revision from the entry's history row (never a later state under an earlier
 //! revision), then the turn's `turn_changed` hint; never one revision twice. A listener that lost its
-//! connection tells the adapter to resync its subscribers ([`crate::Adapter::on_resync`]) and forgets
-//! what it emitted, instead of silently missing what was committed meanwhile.
+//! connection forgets what it emitted, reconnects, and then tells the adapter to resync its subscribers
+//! ([`crate::Adapter::on_resync`]), instead of silently missing what was committed meanwhile.
 //!
 //! Ends of sessions (deleted, expired) cross instances the same way; the instance that ended the
 //! session has already told its own adapter, so it skips its own.
@@ -151,10 +151,11 @@ pub(crate) async fn listen(
     mut listener: PgListener,
     inner: Weak<Inner>,
     pool: PgPool,
+    channel: String,
     emitter: Arc<Emitter>,
 ) {
     loop {
-        match listener.try_recv().await {
+        let lost = match listener.try_recv().await {
             Ok(Some(n)) => {
                 let Some(inner) = inner.upgrade() else { return };
                 match serde_json::from_str::<Note>(n.payload()) {
@@ -168,23 +169,38 @@ pub(crate) async fn listen(
                     }
                     Err(e) => tracing::warn!(error = %e, "live listener: unreadable notification"),
                 }
+                None
             }
-            Ok(None) => {
-                let Some(inner) = inner.upgrade() else { return };
-                tracing::warn!("live listener: connection lost; subscribers resync");
-                resync(&inner, &emitter);
-            }
-            Err(e) => {
-                let Some(inner) = inner.upgrade() else { return };
-                if pool.is_closed() {
-                    return;
-                }
-                tracing::warn!(error = %e, "live listener: reconnecting");
-                resync(&inner, &emitter);
-                drop(inner);
-                tokio::time::sleep(Duration::from_millis(200)).await;
-            }
+            Ok(None) => Some("connection lost".to_owned()),
+            Err(e) => Some(e.to_string()),
+        };
+        let Some(why) = lost else { continue };
+        if inner.strong_count() == 0 || pool.is_closed() {
+            return;
         }
+        // What was committed from now until the listener is back is not delivered: forget what was
+        // emitted (answers stop waiting for it), reconnect, then tell every subscriber to resync, once,
+        // when a replay can see everything the listener missed.
+        tracing::warn!(reason = %why, "live listener: lost its connection; reconnecting");
+        emitter.forget();
+        drop(listener);
+        let mut wait = Duration::from_millis(100);
+        listener = loop {
+            tokio::time::sleep(wait).await;
+            if inner.strong_count() == 0 || pool.is_closed() {
+                return;
+            }
+            match connect(&pool, &channel).await {
+                Ok(l) => break l,
+                Err(e) => {
+                    tracing::warn!(error = %e, "live listener: cannot listen yet");
+                    wait = (wait * 2).min(Duration::from_secs(2));
+                }
+            }
+        };
+        let Some(inner) = inner.upgrade() else { return };
+        tracing::info!("live listener: listening again; subscribers resync");
+        resync(&inner, &emitter);
     }
 }
 
@@ -319,7 +335,10 @@ mod tests {
             deleted: true,
             by: 7,
         };
-        assert_eq!(e.payload(), r#"{"k":"end","s":"s-1","deleted":true,"by":7}"#);
+        assert_eq!(
+            e.payload(),
+            r#"{"k":"end","s":"s-1","deleted":true,"by":7}"#
+        );
         // Ids are at most 256 bytes, each byte at most 6 in JSON: far under Postgres's 8,000 bytes.
         let big = Note::Turn {
             s: "\u{1}".repeat(256),

@@ -11,10 +11,10 @@ use sqlx::sqlite::{SqliteArgumentValue, SqliteTypeInfo, SqliteValueRef};
 use sqlx::{Decode, Encode, Postgres, Sqlite, Type};
 
 use crate::error::LedgerError;
-use crate::store::{on_tx, WriteTx};
 use crate::ids::SessionKey;
 use crate::machine::{Entry, SessionState};
 use crate::projection::{HostMetadata, LedgerEntry};
+use crate::store::{on_tx, WriteTx};
 use crate::wire::{EntryState, HistoryKind, LedgerStatus, Reason};
 
 /// A TEXT column holding a state by its stored spelling (`as_str`): encoded as that text, decoded by

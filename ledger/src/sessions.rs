@@ -227,12 +227,15 @@ impl SessionManager {
 
     /// The session row, or 404 (`SessionNotFound`, `SessionExpired`).
     async fn session(&self, session_key: &SessionKey) -> Result<SessionRow, LedgerError> {
-        let row: Option<SessionRow> = on_read!(self.inner, |pool, d| sqlx::query_as(
+        let row: Option<SessionRow> =
+            on_read!(self.inner, |pool, d| {
+                sqlx::query_as(
             "SELECT session_key, created_at, last_write_at FROM sessions WHERE session_key = $1",
         )
         .bind(session_key.as_str())
         .fetch_optional(pool)
-        .await?);
+        .await?
+            });
         match row {
             None => Err(LedgerError::SessionNotFound),
             Some(r) if r.last_write_at < self.live_since() => Err(LedgerError::SessionExpired),
@@ -354,13 +357,15 @@ impl SessionManager {
         session_key: &SessionKey,
         turn: &LogicalTurnId,
     ) -> Result<Vec<EntryRow>, LedgerError> {
-        Ok(on_read!(self.inner, |pool, d| sqlx::query_as(&format!(
+        Ok(on_read!(self.inner, |pool, d| {
+            sqlx::query_as(&format!(
             "SELECT {ENTRY_COLUMNS} FROM entries WHERE session_key = $1 AND logical_turn_id = $2 ORDER BY seq"
         ))
         .bind(session_key.as_str())
         .bind(turn.as_str())
         .fetch_all(pool)
-        .await?))
+        .await?
+        }))
     }
 
     /// One page of the sessions that have not expired (docs/api.md "Sessions"), most recently active first
@@ -384,61 +389,61 @@ impl SessionManager {
         };
         let has_unknown = query.has_unknown.map(i64::from);
         let (total, rows, next, counts, turns) = on_read!(self.inner, |pool, d| {
-        let mut tx = pool.begin().await?;
-        let filter = session_filter(d);
-        let total: i64 = sqlx::query_scalar(&format!(
-            "SELECT COUNT(*) FROM sessions s WHERE {filter}"
-        ))
-        .bind(live_since)
-        .bind(has_unknown)
-        .bind(query.tool.as_deref())
-        .bind(query.prefix.as_deref())
-        .fetch_one(&mut *tx)
-        .await?;
-        let mut rows: Vec<SessionRow> = sqlx::query_as(&format!(
-            "SELECT s.session_key, s.created_at, s.last_write_at FROM sessions s \
+            let mut tx = pool.begin().await?;
+            let filter = session_filter(d);
+            let total: i64 =
+                sqlx::query_scalar(&format!("SELECT COUNT(*) FROM sessions s WHERE {filter}"))
+                    .bind(live_since)
+                    .bind(has_unknown)
+                    .bind(query.tool.as_deref())
+                    .bind(query.prefix.as_deref())
+                    .fetch_one(&mut *tx)
+                    .await?;
+            let mut rows: Vec<SessionRow> = sqlx::query_as(&format!(
+                "SELECT s.session_key, s.created_at, s.last_write_at FROM sessions s \
              WHERE {filter} \
              AND s.last_write_at <= $5 AND (s.last_write_at < $5 OR s.session_key > $6) \
              ORDER BY s.last_write_at DESC, s.session_key LIMIT $7"
-        ))
-        .bind(live_since)
-        .bind(has_unknown)
-        .bind(query.tool.as_deref())
-        .bind(query.prefix.as_deref())
-        .bind(after_at)
-        .bind(after_key)
-        .bind(i64::from(limit) + 1)
-        .fetch_all(&mut *tx)
-        .await?;
-        let next = if rows.len() > limit as usize {
-            rows.truncate(limit as usize);
-            rows.last().map(|r| SessionsAfter {
-                last_write_at: r.last_write_at,
-                session_key: r.session_key.clone(),
-            })
-        } else {
-            None
-        };
-        let keys = serde_json::to_string(&rows.iter().map(|r| &r.session_key).collect::<Vec<_>>())
-            .map_err(|e| LedgerError::Store(sqlx::Error::Protocol(e.to_string())))?;
-        let counts: Vec<(String, String, bool, i64)> = sqlx::query_as(&format!(
-            "SELECT session_key, status, intent_recorded, COUNT(*) FROM entries \
+            ))
+            .bind(live_since)
+            .bind(has_unknown)
+            .bind(query.tool.as_deref())
+            .bind(query.prefix.as_deref())
+            .bind(after_at)
+            .bind(after_key)
+            .bind(i64::from(limit) + 1)
+            .fetch_all(&mut *tx)
+            .await?;
+            let next = if rows.len() > limit as usize {
+                rows.truncate(limit as usize);
+                rows.last().map(|r| SessionsAfter {
+                    last_write_at: r.last_write_at,
+                    session_key: r.session_key.clone(),
+                })
+            } else {
+                None
+            };
+            let keys =
+                serde_json::to_string(&rows.iter().map(|r| &r.session_key).collect::<Vec<_>>())
+                    .map_err(|e| LedgerError::Store(sqlx::Error::Protocol(e.to_string())))?;
+            let counts: Vec<(String, String, bool, i64)> = sqlx::query_as(&format!(
+                "SELECT session_key, status, intent_recorded, COUNT(*) FROM entries \
              WHERE session_key IN ({}) \
              GROUP BY session_key, status, intent_recorded",
-            d.text_list(1)
-        ))
-        .bind(&keys)
-        .fetch_all(&mut *tx)
-        .await?;
-        let turns: Vec<(String, i64)> = sqlx::query_as(&format!(
+                d.text_list(1)
+            ))
+            .bind(&keys)
+            .fetch_all(&mut *tx)
+            .await?;
+            let turns: Vec<(String, i64)> = sqlx::query_as(&format!(
             "SELECT session_key, COUNT(*) FROM turns WHERE session_key IN ({}) GROUP BY session_key",
             d.text_list(1)
         ))
         .bind(&keys)
         .fetch_all(&mut *tx)
         .await?;
-        tx.commit().await?;
-        (total, rows, next, counts, turns)
+            tx.commit().await?;
+            (total, rows, next, counts, turns)
         });
         let mut by_key: HashMap<&str, StatusCounts> = HashMap::with_capacity(rows.len());
         for (key, status, intent, n) in &counts {
@@ -471,20 +476,23 @@ impl SessionManager {
     /// unknown or expired session.
     pub async fn turns(&self, session_key: &SessionKey) -> Result<SessionTurns, LedgerError> {
         let session = self.session(session_key).await?;
-        let turns: Vec<(String, i64, i64)> = on_read!(self.inner, |pool, d| sqlx::query_as(
+        let turns: Vec<(String, i64, i64)> = on_read!(self.inner, |pool, d| {
+            sqlx::query_as(
             "SELECT logical_turn_id, latest_revision, created_at FROM turns WHERE session_key = $1 \
              ORDER BY turn_seq",
         )
         .bind(session_key.as_str())
         .fetch_all(pool)
-        .await?);
-        let counts: Vec<(String, String, bool, i64)> = on_read!(self.inner, |pool, d| sqlx::query_as(
-            "SELECT logical_turn_id, status, intent_recorded, COUNT(*) FROM entries \
+        .await?
+        });
+        let counts: Vec<(String, String, bool, i64)> =
+            on_read!(self.inner, |pool, d| sqlx::query_as(
+                "SELECT logical_turn_id, status, intent_recorded, COUNT(*) FROM entries \
              WHERE session_key = $1 GROUP BY logical_turn_id, status, intent_recorded",
-        )
-        .bind(session_key.as_str())
-        .fetch_all(pool)
-        .await?);
+            )
+            .bind(session_key.as_str())
+            .fetch_all(pool)
+            .await?);
         Ok(SessionTurns {
             session_key: session.session_key,
             last_activity: format_time(session.last_write_at),
@@ -542,38 +550,38 @@ impl SessionManager {
         self.session(session_key).await?;
         let limit = page.limit.max(1);
         let (latest_revision, mut rows) = on_read!(self.inner, |pool, d| {
-        let mut tx = pool.begin().await?;
-        let latest_revision: i64 = sqlx::query_scalar(
-            "SELECT latest_revision FROM turns WHERE session_key = $1 AND logical_turn_id = $2",
-        )
-        .bind(session_key.as_str())
-        .bind(turn.as_str())
-        .fetch_optional(&mut *tx)
-        .await?
-        .ok_or(LedgerError::TurnNotFound)?;
-        if let Some(after) = page.after_revision {
-            if after > latest_revision {
-                return Err(LedgerError::CursorAhead {
-                    cursor: after,
-                    latest: latest_revision,
-                });
+            let mut tx = pool.begin().await?;
+            let latest_revision: i64 = sqlx::query_scalar(
+                "SELECT latest_revision FROM turns WHERE session_key = $1 AND logical_turn_id = $2",
+            )
+            .bind(session_key.as_str())
+            .bind(turn.as_str())
+            .fetch_optional(&mut *tx)
+            .await?
+            .ok_or(LedgerError::TurnNotFound)?;
+            if let Some(after) = page.after_revision {
+                if after > latest_revision {
+                    return Err(LedgerError::CursorAhead {
+                        cursor: after,
+                        latest: latest_revision,
+                    });
+                }
             }
-        }
-        let rows: Vec<EntryRow> = sqlx::query_as(&format!(
+            let rows: Vec<EntryRow> = sqlx::query_as(&format!(
             "SELECT {ENTRY_COLUMNS} FROM entries WHERE session_key = $1 AND logical_turn_id = $2 \
              AND seq > $3 AND (status <> 'approved' OR intent_recorded) \
              AND ($4 IS NULL OR revision > $5) ORDER BY seq LIMIT $6"
         ))
-        .bind(session_key.as_str())
-        .bind(turn.as_str())
-        .bind(page.after_sequence.unwrap_or(i64::MIN))
-        .bind(page.after_revision)
-        .bind(page.after_revision)
-        .bind(i64::from(limit) + 1)
-        .fetch_all(&mut *tx)
-        .await?;
-        tx.commit().await?;
-        (latest_revision, rows)
+            .bind(session_key.as_str())
+            .bind(turn.as_str())
+            .bind(page.after_sequence.unwrap_or(i64::MIN))
+            .bind(page.after_revision)
+            .bind(page.after_revision)
+            .bind(i64::from(limit) + 1)
+            .fetch_all(&mut *tx)
+            .await?;
+            tx.commit().await?;
+            (latest_revision, rows)
         });
         let next = if rows.len() > limit as usize {
             rows.truncate(limit as usize);
@@ -640,8 +648,8 @@ impl SessionManager {
             None => (i64::MIN, i64::MIN),
         };
         let (total, rows) = on_read!(self.inner, |pool, d| {
-        let mut tx = pool.begin().await?;
-        let total: i64 = sqlx::query_scalar(&format!(
+            let mut tx = pool.begin().await?;
+            let total: i64 = sqlx::query_scalar(&format!(
             "SELECT COUNT(*) FROM entries e JOIN sessions s USING (session_key) WHERE {UNKNOWN_FILTER}"
         ))
         .bind(live_since)
@@ -650,24 +658,24 @@ impl SessionManager {
         .bind(opened_by)
         .fetch_one(&mut *tx)
         .await?;
-        let rows: Vec<MatchRow> = sqlx::query_as(&format!(
-            "SELECT {}, {MATCH_COLUMNS} FROM entries e JOIN sessions s USING (session_key) \
+            let rows: Vec<MatchRow> = sqlx::query_as(&format!(
+                "SELECT {}, {MATCH_COLUMNS} FROM entries e JOIN sessions s USING (session_key) \
              WHERE {UNKNOWN_FILTER} \
              AND e.recorded_at >= $5 AND (e.recorded_at > $5 OR e.seq > $6) \
              ORDER BY e.recorded_at, e.seq LIMIT $7",
-            prefixed("e")
-        ))
-        .bind(live_since)
-        .bind(query.tool.as_deref())
-        .bind(query.session_key.as_deref())
-        .bind(opened_by)
-        .bind(after_at)
-        .bind(after_seq)
-        .bind(i64::from(limit) + 1)
-        .fetch_all(&mut *tx)
-        .await?;
-        tx.commit().await?;
-        (total, rows)
+                prefixed("e")
+            ))
+            .bind(live_since)
+            .bind(query.tool.as_deref())
+            .bind(query.session_key.as_deref())
+            .bind(opened_by)
+            .bind(after_at)
+            .bind(after_seq)
+            .bind(i64::from(limit) + 1)
+            .fetch_all(&mut *tx)
+            .await?;
+            tx.commit().await?;
+            (total, rows)
         });
         let mut rows = rows;
         let next = if rows.len() > limit as usize {
@@ -702,16 +710,16 @@ impl SessionManager {
     ) -> Result<OperationHistory, LedgerError> {
         self.session(session_key).await?;
         let (entry, commissioned, rows) = on_read!(self.inner, |pool, d| {
-        let mut tx = pool.begin().await?;
-        let entry: EntryRow = sqlx::query_as(&format!(
-            "SELECT {ENTRY_COLUMNS} FROM entries WHERE session_key = $1 AND mutation_id = $2"
-        ))
-        .bind(session_key.as_str())
-        .bind(mutation_id.as_str())
-        .fetch_optional(&mut *tx)
-        .await?
-        .ok_or(LedgerError::MutationNotFound)?;
-        let commissioned: Vec<String> = sqlx::query_scalar(
+            let mut tx = pool.begin().await?;
+            let entry: EntryRow = sqlx::query_as(&format!(
+                "SELECT {ENTRY_COLUMNS} FROM entries WHERE session_key = $1 AND mutation_id = $2"
+            ))
+            .bind(session_key.as_str())
+            .bind(mutation_id.as_str())
+            .fetch_optional(&mut *tx)
+            .await?
+            .ok_or(LedgerError::MutationNotFound)?;
+            let commissioned: Vec<String> = sqlx::query_scalar(
             "SELECT mutation_id FROM entries WHERE session_key = $1 AND commissioned_after = $2 \
              ORDER BY seq",
         )
@@ -719,14 +727,14 @@ impl SessionManager {
         .bind(mutation_id.as_str())
         .fetch_all(&mut *tx)
         .await?;
-        let rows: Vec<HistoryRow> = sqlx::query_as(&format!(
-            "SELECT {HISTORY_COLUMNS} FROM history WHERE entry_seq = $1 ORDER BY id"
-        ))
-        .bind(entry.seq)
-        .fetch_all(&mut *tx)
-        .await?;
-        tx.commit().await?;
-        (entry, commissioned, rows)
+            let rows: Vec<HistoryRow> = sqlx::query_as(&format!(
+                "SELECT {HISTORY_COLUMNS} FROM history WHERE entry_seq = $1 ORDER BY id"
+            ))
+            .bind(entry.seq)
+            .fetch_all(&mut *tx)
+            .await?;
+            tx.commit().await?;
+            (entry, commissioned, rows)
         });
         let changes = rows.into_iter().map(|r| change(&entry, r)).collect();
         Ok(OperationHistory {

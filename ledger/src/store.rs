@@ -366,7 +366,8 @@ impl Inner {
             Location::Sqlite(path) => open_sqlite(&path, &options).await?,
             Location::Postgres(url) => open_postgres(&url, &options).await?,
         };
-        let emitter = matches!(db, Db::Postgres { .. }).then(|| Arc::new(crate::notify::Emitter::new()));
+        let emitter =
+            matches!(db, Db::Postgres { .. }).then(|| Arc::new(crate::notify::Emitter::new()));
         Ok(Inner {
             db,
             emitter,
@@ -409,6 +410,7 @@ impl Inner {
             listener,
             Arc::downgrade(self),
             pool.clone(),
+            channel.clone(),
             emitter.clone(),
         ));
         if let Ok(mut l) = self.listener.lock() {
@@ -431,7 +433,9 @@ impl Inner {
     /// ends in [`LedgerError::Busy`]; see [`WriteTx::lock_sessions`].
     pub(crate) async fn begin_write(&self) -> Result<WriteTx, LedgerError> {
         match &self.db {
-            Db::Sqlite { write, .. } => Ok(WriteTx::Sqlite(write.begin_with("BEGIN IMMEDIATE").await?)),
+            Db::Sqlite { write, .. } => {
+                Ok(WriteTx::Sqlite(write.begin_with("BEGIN IMMEDIATE").await?))
+            }
             Db::Postgres { pool, .. } => {
                 let mut tx = pool.begin().await?;
                 let ms = self.write_wait.as_millis().clamp(1, i32::MAX as u128);
@@ -527,16 +531,13 @@ async fn open_postgres(url: &str, options: &LedgerOptions) -> Result<Db, LedgerE
     // (the pool would only say it timed out).
     {
         use sqlx::Connection;
-        let probe = tokio::time::timeout(
-            CONNECT_WAIT,
-            sqlx::PgConnection::connect_with(&connect),
-        )
-        .await
-        .map_err(|_| LedgerError::Unreachable {
-            database: redact_url(url),
-            reason: format!("no answer within {} s", CONNECT_WAIT.as_secs()),
-        })?
-        .map_err(unreachable)?;
+        let probe = tokio::time::timeout(CONNECT_WAIT, sqlx::PgConnection::connect_with(&connect))
+            .await
+            .map_err(|_| LedgerError::Unreachable {
+                database: redact_url(url),
+                reason: format!("no answer within {} s", CONNECT_WAIT.as_secs()),
+            })?
+            .map_err(unreachable)?;
         let _ = probe.close().await;
     }
     let pool = PgPoolOptions::new()
@@ -545,7 +546,9 @@ async fn open_postgres(url: &str, options: &LedgerOptions) -> Result<Db, LedgerE
         .after_connect(|conn, _| {
             Box::pin(async move {
                 // Answered only after COMMIT is durable, whatever the server's default.
-                sqlx::query("SET synchronous_commit = on").execute(conn).await?;
+                sqlx::query("SET synchronous_commit = on")
+                    .execute(conn)
+                    .await?;
                 Ok(())
             })
         })
@@ -777,7 +780,10 @@ mod tests {
             match Location::parse(other) {
                 Err(LedgerError::Invalid { field, message }) => {
                     assert_eq!(field, "database");
-                    assert!(message.contains("unsupported database URL scheme"), "{message}");
+                    assert!(
+                        message.contains("unsupported database URL scheme"),
+                        "{message}"
+                    );
                 }
                 r => panic!("{other}: {r:?}"),
             }
@@ -808,7 +814,10 @@ mod tests {
     fn the_schema_comes_from_the_search_path_and_names_the_channel() {
         assert_eq!(first_schema("\"$user\", public"), Some("public".into()));
         assert_eq!(first_schema("t_1"), Some("t_1".into()));
-        assert_eq!(first_schema("\"My \"\"x\"\"\", public"), Some("My \"x\"".into()));
+        assert_eq!(
+            first_schema("\"My \"\"x\"\"\", public"),
+            Some("My \"x\"".into())
+        );
         assert_eq!(first_schema(""), None);
         assert_eq!(notify_channel("public"), "outcomes_7075626c6963");
         assert_eq!(notify_channel(&"x".repeat(100)).len(), 63);

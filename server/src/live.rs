@@ -481,7 +481,10 @@ mod tests {
     #[tokio::test]
     async fn a_ledger_resync_reaches_every_subscriber_in_order() {
         let hub = Hub::new();
-        let (k1, k2) = (SessionKey::parse("s1").unwrap(), SessionKey::parse("s2").unwrap());
+        let (k1, k2) = (
+            SessionKey::parse("s1").unwrap(),
+            SessionKey::parse("s2").unwrap(),
+        );
         let mut a = hub.subscribe(&k1).unwrap();
         let mut idle = hub.subscribe(&k2).unwrap();
         hub.on_mutation_outcome(&k1, &outcome("t-1", "m1"), 1)
@@ -490,8 +493,14 @@ mod tests {
         tokio::task::yield_now().await;
         hub.on_resync();
         assert_eq!(revision(a.next().await), 1);
-        assert_eq!(a.next().await, Some(LiveMessage::Resync(vec!["t-1".into()])));
-        assert_eq!(waiting.await.unwrap(), Some(LiveMessage::Resync(Vec::new())));
+        assert_eq!(
+            a.next().await,
+            Some(LiveMessage::Resync(vec!["t-1".into()]))
+        );
+        assert_eq!(
+            waiting.await.unwrap(),
+            Some(LiveMessage::Resync(Vec::new()))
+        );
         hub.on_mutation_outcome(&k1, &outcome("t-1", "m2"), 2)
             .unwrap();
         assert_eq!(revision(a.try_next()), 2);

@@ -31,7 +31,14 @@ async fn two_instances_share_one_turn_and_every_change_reaches_both_in_revision_
             let m = format!("m-{i}");
             let mut revisions = Vec::new();
             engine.apply(approve(&m)).await.unwrap();
-            revisions.push(engine.apply(intent(&m, "a-1")).await.unwrap().revision.unwrap());
+            revisions.push(
+                engine
+                    .apply(intent(&m, "a-1"))
+                    .await
+                    .unwrap()
+                    .revision
+                    .unwrap(),
+            );
             let settlement = [Settlement::Completed, Settlement::OutcomeUnknown][i % 2];
             revisions.push(
                 engine
@@ -55,7 +62,11 @@ async fn two_instances_share_one_turn_and_every_change_reaches_both_in_revision_
     assert_eq!(revisions, (1..=2 * writers as i64).collect::<Vec<_>>());
 
     // Read-your-writes across instances: both read the same replay and the same listing.
-    let replay_a = a.sessions.replay(&sk(SESSION), &turn(TURN), None).await.unwrap();
+    let replay_a = a
+        .sessions
+        .replay(&sk(SESSION), &turn(TURN), None)
+        .await
+        .unwrap();
     let replay_b = b
         .sessions()
         .replay(&sk(SESSION), &turn(TURN), None)
@@ -115,7 +126,10 @@ async fn a_listener_behind_emits_each_revision_as_of_itself() {
         approve("m-1"),
         intent("m-1", "a-1"),
         settle("m-1", "a-1", Settlement::Completed, None),
-        attach("m-1", meta("D-1", "https://app.example.com/d/D-1", "Dashboard")),
+        attach(
+            "m-1",
+            meta("D-1", "https://app.example.com/d/D-1", "Dashboard"),
+        ),
     ];
     for r in a.engine.apply_batch(batch).await.unwrap() {
         r.unwrap();

@@ -9,7 +9,9 @@ use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
 use server::conn::ConnLimits;
 
-use crate::helpers::{database_for, postgres, read_until, record, spawn_configured, TestApp, TOKEN};
+use crate::helpers::{
+    database_for, postgres, read_until, record, spawn_configured, TestApp, TOKEN,
+};
 
 /// A server like `spawn()`, with `edit` applied to its arguments first.
 async fn spawn_with(edit: impl FnOnce(&mut ServeArgs)) -> TestApp {

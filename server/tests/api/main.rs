@@ -12,6 +12,7 @@ mod history;
 mod host;
 mod import;
 mod install;
+mod instances;
 mod live;
 mod openapi;
 mod operator;

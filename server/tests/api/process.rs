@@ -244,7 +244,15 @@ fn serve_refuses_a_database_url_it_cannot_serve_and_creates_nothing() {
     let cwd = tempfile::tempdir().unwrap();
     let out = Command::new(BIN)
         .current_dir(cwd.path())
-        .args(["serve", "--addr", "127.0.0.1:0", "--database", "mysql://app:pw@db/outcomes", "--data-dir", "d"])
+        .args([
+            "serve",
+            "--addr",
+            "127.0.0.1:0",
+            "--database",
+            "mysql://app:pw@db/outcomes",
+            "--data-dir",
+            "d",
+        ])
         .env_remove("OUTCOMES_HOST_TOKEN")
         .output()
         .unwrap();
@@ -254,7 +262,11 @@ fn serve_refuses_a_database_url_it_cannot_serve_and_creates_nothing() {
         stderr.contains("database: unsupported database URL scheme `mysql:`: give a SQLite file path, a `sqlite:` URL or a `postgres://` URL"),
         "{stderr}"
     );
-    assert_eq!(std::fs::read_dir(cwd.path()).unwrap().count(), 0, "nothing created");
+    assert_eq!(
+        std::fs::read_dir(cwd.path()).unwrap().count(),
+        0,
+        "nothing created"
+    );
 }
 
 /// With Postgres every instance must take the same host token, so `serve` refuses to generate one; the
@@ -265,7 +277,10 @@ fn serve_on_postgres_requires_the_host_token_and_never_prints_the_password() {
     let out = Command::new(BIN)
         .current_dir(cwd.path())
         .args(["serve", "--addr", "127.0.0.1:0", "--data-dir", "d"])
-        .args(["--database", "postgres://ada:s3cret-pw@127.0.0.1:1/outcomes"])
+        .args([
+            "--database",
+            "postgres://ada:s3cret-pw@127.0.0.1:1/outcomes",
+        ])
         .env_remove("OUTCOMES_HOST_TOKEN")
         .output()
         .unwrap();
@@ -276,7 +291,11 @@ fn serve_on_postgres_requires_the_host_token_and_never_prints_the_password() {
         "{stderr}"
     );
     assert!(!stderr.contains("s3cret-pw"), "{stderr}");
-    assert_eq!(std::fs::read_dir(cwd.path()).unwrap().count(), 0, "nothing created");
+    assert_eq!(
+        std::fs::read_dir(cwd.path()).unwrap().count(),
+        0,
+        "nothing created"
+    );
 }
 
 /// An unreachable Postgres at start: a clear error at once, naming the URL without its password and
@@ -287,14 +306,27 @@ fn serve_on_an_unreachable_postgres_says_so_without_the_password() {
     let started = Instant::now();
     let out = Command::new(BIN)
         .current_dir(cwd.path())
-        .args(["serve", "--addr", "127.0.0.1:0", "--data-dir", "d", "--host-token", "t"])
-        .args(["--database", "postgres://ada:s3cret-pw@127.0.0.1:1/outcomes"])
+        .args([
+            "serve",
+            "--addr",
+            "127.0.0.1:0",
+            "--data-dir",
+            "d",
+            "--host-token",
+            "t",
+        ])
+        .args([
+            "--database",
+            "postgres://ada:s3cret-pw@127.0.0.1:1/outcomes",
+        ])
         .output()
         .unwrap();
     assert!(!out.status.success());
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(
-        stderr.contains("cannot connect to the ledger database postgres://ada:***@127.0.0.1:1/outcomes: "),
+        stderr.contains(
+            "cannot connect to the ledger database postgres://ada:***@127.0.0.1:1/outcomes: "
+        ),
         "{stderr}"
     );
     assert!(stderr.contains("Connection refused"), "{stderr}");

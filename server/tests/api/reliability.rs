@@ -20,7 +20,7 @@
 //! log, parse an SSE body. Each test prints one line starting with `figures: ` (what it did, failures,
 //! seconds); `scripts/soak.sh` collects those lines.
 
-mod support {
+pub(crate) mod support {
     use std::io::{BufRead, BufReader, Read, Write};
     use std::net::{SocketAddr, TcpStream};
     use std::path::Path;
@@ -81,8 +81,7 @@ mod support {
                 cmd.arg("--database")
                     .arg(crate::helpers::database_for(data_dir));
             }
-            cmd
-                .stdin(Stdio::null())
+            cmd.stdin(Stdio::null())
                 .stdout(Stdio::piped())
                 .stderr(log.reopen().expect("log file"));
             for (k, _) in std::env::vars_os() {
