@@ -58,10 +58,21 @@ impl Note {
 pub(crate) struct Emitter {
     /// This instance, for skipping its own session ends.
     pub(crate) instance: u64,
-    emitted: Mutex<HashMap<(String, String), i64>>,
+    emitted: Mutex<Emitted>,
     /// Bumped after every notification handled and every resync.
     progress: watch::Sender<u64>,
 }
+
+/// Turns this instance emitted, and how often it forgot them all.
+#[derive(Default)]
+struct Emitted {
+    turns: HashMap<(String, String), i64>,
+    forgotten: u64,
+}
+
+/// Turns remembered at most; past it everything is forgotten (safe: notifications are handled in commit
+/// order, so forgetting only ends the waits of answers, which then go out at once).
+const EMITTED_MAX: usize = 65_536;
 
 impl Emitter {
     pub(crate) fn new() -> Emitter {
@@ -74,19 +85,34 @@ impl Emitter {
         bytes.copy_from_slice(&(nanos ^ (u64::from(std::process::id()) << 40)).to_be_bytes());
         Emitter {
             instance: u64::from_be_bytes(bytes),
-            emitted: Mutex::new(HashMap::new()),
+            emitted: Mutex::new(Emitted::default()),
             progress: watch::channel(0).0,
         }
     }
 
     fn emitted(&self, key: &(String, String)) -> Option<i64> {
-        self.emitted.lock().ok()?.get(key).copied()
+        self.emitted.lock().ok()?.turns.get(key).copied()
+    }
+
+    fn forgotten(&self) -> u64 {
+        self.emitted.lock().map(|m| m.forgotten).unwrap_or(0)
     }
 
     fn set_emitted(&self, key: (String, String), revision: i64) {
         if let Ok(mut m) = self.emitted.lock() {
-            let e = m.entry(key).or_insert(revision);
+            if m.turns.len() >= EMITTED_MAX && !m.turns.contains_key(&key) {
+                m.turns.clear();
+                m.forgotten += 1;
+            }
+            let e = m.turns.entry(key).or_insert(revision);
             *e = (*e).max(revision);
+        }
+    }
+
+    /// Forgets the turns of an ended session.
+    fn forget_session(&self, session_key: &str) {
+        if let Ok(mut m) = self.emitted.lock() {
+            m.turns.retain(|k, _| k.0 != session_key);
         }
     }
 
@@ -98,33 +124,31 @@ impl Emitter {
     /// `limit` passed (the listener is down: the answer does not wait for it; the change is durable).
     pub(crate) async fn wait_for(&self, turns: &[(String, String, i64)], limit: Duration) {
         let mut progress = self.progress.subscribe();
-        let start = *progress.borrow_and_update();
+        progress.borrow_and_update();
+        let forgotten = self.forgotten();
         let deadline = tokio::time::Instant::now() + limit;
         loop {
             let done = turns.iter().all(|(s, t, r)| {
                 self.emitted(&(s.clone(), t.clone()))
                     .is_some_and(|e| e >= *r)
             });
-            if done {
+            // Forgotten (a resync, or too many turns): nothing more to wait for.
+            if done || self.forgotten() != forgotten {
                 return;
             }
-            match tokio::time::timeout_at(deadline, progress.changed()).await {
-                Ok(Ok(())) => {
-                    // A resync forgets everything emitted: nothing more to wait for.
-                    if self.emitted.lock().map(|m| m.is_empty()).unwrap_or(true)
-                        && *progress.borrow() != start
-                    {
-                        return;
-                    }
-                }
-                _ => return,
+            if !matches!(
+                tokio::time::timeout_at(deadline, progress.changed()).await,
+                Ok(Ok(()))
+            ) {
+                return;
             }
         }
     }
 
     fn forget(&self) {
         if let Ok(mut m) = self.emitted.lock() {
-            m.clear();
+            m.turns.clear();
+            m.forgotten += 1;
         }
         self.bump();
     }
@@ -228,6 +252,7 @@ async fn handle(
 ) -> Result<(), LedgerError> {
     match note {
         Note::Ended { s, deleted, by } => {
+            emitter.forget_session(&s);
             if by != emitter.instance {
                 if let Ok(key) = SessionKey::parse(s) {
                     let reason = if deleted {

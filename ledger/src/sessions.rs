@@ -227,15 +227,14 @@ impl SessionManager {
 
     /// The session row, or 404 (`SessionNotFound`, `SessionExpired`).
     async fn session(&self, session_key: &SessionKey) -> Result<SessionRow, LedgerError> {
-        let row: Option<SessionRow> =
-            on_read!(self.inner, |pool, d| {
-                sqlx::query_as(
+        let row: Option<SessionRow> = on_read!(self.inner, |pool, d| {
+            sqlx::query_as(
             "SELECT session_key, created_at, last_write_at FROM sessions WHERE session_key = $1",
         )
         .bind(session_key.as_str())
         .fetch_optional(pool)
         .await?
-            });
+        });
         match row {
             None => Err(LedgerError::SessionNotFound),
             Some(r) if r.last_write_at < self.live_since() => Err(LedgerError::SessionExpired),

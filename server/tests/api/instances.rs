@@ -292,6 +292,40 @@ async fn two_instances_on_one_postgres_share_writes_replays_live_events_and_sign
         .unwrap();
     assert_eq!(opened.status(), StatusCode::SEE_OTHER);
 
+    // Deleting a session through A ends its streams on B.
+    let (s, body) = host(
+        &client,
+        &a.base,
+        reqwest::Method::POST,
+        "/api/host/sessions/other/mutations",
+        json!({"logical_turn_id": TURN, "mutation_id": "o-1", "tool": "t"}),
+    )
+    .await
+    .unwrap();
+    assert_eq!(s, StatusCode::CREATED, "{body}");
+    let mut other = client
+        .get(format!("{}/api/run-events?session_id=other", b.base))
+        .bearer_auth(TOKEN)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(other.status(), StatusCode::OK);
+    let (s, body) = host(
+        &client,
+        &a.base,
+        reqwest::Method::DELETE,
+        "/api/host/sessions/other",
+        Value::Null,
+    )
+    .await
+    .unwrap();
+    assert!(s.is_success(), "{s} {body}");
+    let ended = crate::helpers::read_until(&mut other, "event: session_ended").await;
+    assert!(
+        ended.contains("event: session_ended\ndata: {\"reason\":\"deleted\"}"),
+        "{ended}"
+    );
+
     // kill -9 of A while writers keep writing through both: everything answered 2xx, by either, is
     // there afterwards, with its status and revision, as B reads it.
     let mut tasks = Vec::new();
