@@ -114,12 +114,13 @@ pub(crate) enum Db {
     Postgres { pool: PgPool, channel: String },
 }
 
-/// Runs `$body` once per backend with `$pool` bound to the pool reads use and `$d` to the
-/// [`Dialect`]: the body is written once and compiled for each driver.
-macro_rules! on_read {
-    ($inner:expr, |$pool:ident, $d:ident| $body:expr) => {
+/// Runs `$body` once per backend with `$pool` bound to a pool (SQLite: its `$sqlite` pool, `read` or
+/// `write`; Postgres: its one pool) and `$d` to the [`Dialect`]: the body is written once and compiled
+/// for each driver.
+macro_rules! on_pool {
+    ($inner:expr, $sqlite:ident, |$pool:ident, $d:ident| $body:expr) => {
         match &$inner.db {
-            $crate::store::Db::Sqlite { read: $pool, .. } => {
+            $crate::store::Db::Sqlite { $sqlite: $pool, .. } => {
                 #[allow(unused_variables)]
                 let $d = $crate::store::Dialect::Sqlite;
                 $body
@@ -133,21 +134,17 @@ macro_rules! on_read {
     };
 }
 
-/// Runs `$body` once per backend with `$pool` bound to the pool writes outside a transaction use.
+/// [`on_pool!`] with the pool reads use.
+macro_rules! on_read {
+    ($inner:expr, |$pool:ident, $d:ident| $body:expr) => {
+        $crate::store::on_pool!($inner, read, |$pool, $d| $body)
+    };
+}
+
+/// [`on_pool!`] with the pool writes outside a transaction use.
 macro_rules! on_write {
     ($inner:expr, |$pool:ident, $d:ident| $body:expr) => {
-        match &$inner.db {
-            $crate::store::Db::Sqlite { write: $pool, .. } => {
-                #[allow(unused_variables)]
-                let $d = $crate::store::Dialect::Sqlite;
-                $body
-            }
-            $crate::store::Db::Postgres { pool: $pool, .. } => {
-                #[allow(unused_variables)]
-                let $d = $crate::store::Dialect::Postgres;
-                $body
-            }
-        }
+        $crate::store::on_pool!($inner, write, |$pool, $d| $body)
     };
 }
 
@@ -172,7 +169,7 @@ macro_rules! on_tx {
     };
 }
 
-pub(crate) use {on_read, on_tx, on_write};
+pub(crate) use {on_pool, on_read, on_tx, on_write};
 
 /// A write transaction on either backend.
 pub(crate) enum WriteTx {

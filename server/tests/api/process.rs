@@ -237,27 +237,30 @@ fn project_reports_a_bad_line_with_its_number_and_fails() {
     assert!(String::from_utf8_lossy(&out.stderr).contains("line 1: not a ledger entry"));
 }
 
+/// `outcomes serve --addr 127.0.0.1:0 --data-dir d <args>` in the empty directory `cwd`, without
+/// `OUTCOMES_HOST_TOKEN`: whether it succeeded, and its stderr.
+fn serve_in(cwd: &std::path::Path, args: &[&str]) -> (bool, String) {
+    let out = Command::new(BIN)
+        .current_dir(cwd)
+        .args(["serve", "--addr", "127.0.0.1:0", "--data-dir", "d"])
+        .args(args)
+        .env_remove("OUTCOMES_HOST_TOKEN")
+        .env_remove("OUTCOMES_DATABASE")
+        .output()
+        .unwrap();
+    (
+        out.status.success(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
 /// `--database` names SQLite or Postgres and nothing else: another URL scheme is refused at start with a
 /// clear message, and (unlike before) nothing is created under a name like `postgres:` or `mysql:`.
 #[test]
 fn serve_refuses_a_database_url_it_cannot_serve_and_creates_nothing() {
     let cwd = tempfile::tempdir().unwrap();
-    let out = Command::new(BIN)
-        .current_dir(cwd.path())
-        .args([
-            "serve",
-            "--addr",
-            "127.0.0.1:0",
-            "--database",
-            "mysql://app:pw@db/outcomes",
-            "--data-dir",
-            "d",
-        ])
-        .env_remove("OUTCOMES_HOST_TOKEN")
-        .output()
-        .unwrap();
-    assert!(!out.status.success());
-    let stderr = String::from_utf8_lossy(&out.stderr);
+    let (ok, stderr) = serve_in(cwd.path(), &["--database", "mysql://app:pw@db/outcomes"]);
+    assert!(!ok);
     assert!(
         stderr.contains("database: unsupported database URL scheme `mysql:`: give a SQLite file path, a `sqlite:` URL or a `postgres://` URL"),
         "{stderr}"
@@ -274,18 +277,14 @@ fn serve_refuses_a_database_url_it_cannot_serve_and_creates_nothing() {
 #[test]
 fn serve_on_postgres_requires_the_host_token_and_never_prints_the_password() {
     let cwd = tempfile::tempdir().unwrap();
-    let out = Command::new(BIN)
-        .current_dir(cwd.path())
-        .args(["serve", "--addr", "127.0.0.1:0", "--data-dir", "d"])
-        .args([
+    let (ok, stderr) = serve_in(
+        cwd.path(),
+        &[
             "--database",
             "postgres://ada:s3cret-pw@127.0.0.1:1/outcomes",
-        ])
-        .env_remove("OUTCOMES_HOST_TOKEN")
-        .output()
-        .unwrap();
-    assert!(!out.status.success());
-    let stderr = String::from_utf8_lossy(&out.stderr);
+        ],
+    );
+    assert!(!ok);
     assert!(
         stderr.contains("with Postgres (postgres://ada:***@127.0.0.1:1/outcomes) every instance must take the same host token: give it with --host-token / OUTCOMES_HOST_TOKEN"),
         "{stderr}"
@@ -304,25 +303,16 @@ fn serve_on_postgres_requires_the_host_token_and_never_prints_the_password() {
 fn serve_on_an_unreachable_postgres_says_so_without_the_password() {
     let cwd = tempfile::tempdir().unwrap();
     let started = Instant::now();
-    let out = Command::new(BIN)
-        .current_dir(cwd.path())
-        .args([
-            "serve",
-            "--addr",
-            "127.0.0.1:0",
-            "--data-dir",
-            "d",
+    let (ok, stderr) = serve_in(
+        cwd.path(),
+        &[
             "--host-token",
             "t",
-        ])
-        .args([
             "--database",
             "postgres://ada:s3cret-pw@127.0.0.1:1/outcomes",
-        ])
-        .output()
-        .unwrap();
-    assert!(!out.status.success());
-    let stderr = String::from_utf8_lossy(&out.stderr);
+        ],
+    );
+    assert!(!ok);
     assert!(
         stderr.contains(
             "cannot connect to the ledger database postgres://ada:***@127.0.0.1:1/outcomes: "
