@@ -326,7 +326,7 @@ impl OperationHistoryChunks {
             return Ok(None);
         }
         let (entries, commissioned, rows) = on_read!(self.inner, |pool, d| {
-            let mut tx = pool.begin().await?;
+            let mut tx = pool.begin_with(d.begin_read()).await?;
             let entries: Vec<TurnEntryRow> = sqlx::query_as(&operations_select())
                 .bind(&self.session_key)
                 .bind(self.after.0)

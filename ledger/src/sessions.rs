@@ -388,7 +388,7 @@ impl SessionManager {
         };
         let has_unknown = query.has_unknown.map(i64::from);
         let (total, rows, next, counts, turns) = on_read!(self.inner, |pool, d| {
-            let mut tx = pool.begin().await?;
+            let mut tx = pool.begin_with(d.begin_read()).await?;
             let filter = session_filter(d);
             let total: i64 =
                 sqlx::query_scalar(&format!("SELECT COUNT(*) FROM sessions s WHERE {filter}"))
@@ -549,7 +549,7 @@ impl SessionManager {
         self.session(session_key).await?;
         let limit = page.limit.max(1);
         let (latest_revision, mut rows) = on_read!(self.inner, |pool, d| {
-            let mut tx = pool.begin().await?;
+            let mut tx = pool.begin_with(d.begin_read()).await?;
             let latest_revision: i64 = sqlx::query_scalar(
                 "SELECT latest_revision FROM turns WHERE session_key = $1 AND logical_turn_id = $2",
             )
@@ -647,7 +647,7 @@ impl SessionManager {
             None => (i64::MIN, i64::MIN),
         };
         let (total, rows) = on_read!(self.inner, |pool, d| {
-            let mut tx = pool.begin().await?;
+            let mut tx = pool.begin_with(d.begin_read()).await?;
             let total: i64 = sqlx::query_scalar(&format!(
             "SELECT COUNT(*) FROM entries e JOIN sessions s USING (session_key) WHERE {UNKNOWN_FILTER}"
         ))
@@ -709,7 +709,7 @@ impl SessionManager {
     ) -> Result<OperationHistory, LedgerError> {
         self.session(session_key).await?;
         let (entry, commissioned, rows) = on_read!(self.inner, |pool, d| {
-            let mut tx = pool.begin().await?;
+            let mut tx = pool.begin_with(d.begin_read()).await?;
             let entry: EntryRow = sqlx::query_as(&format!(
                 "SELECT {ENTRY_COLUMNS} FROM entries WHERE session_key = $1 AND mutation_id = $2"
             ))

@@ -71,6 +71,15 @@ pub(crate) enum Dialect {
 }
 
 impl Dialect {
+    /// The statement that opens a read transaction: one snapshot for all its statements (SQLite's
+    /// deferred transaction; Postgres's REPEATABLE READ, which READ COMMITTED would not give).
+    pub(crate) fn begin_read(self) -> &'static str {
+        match self {
+            Dialect::Sqlite => "BEGIN",
+            Dialect::Postgres => "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY",
+        }
+    }
+
     /// A subquery of the values of a JSON array of strings bound as text parameter `$n`, one row each,
     /// column `value`.
     pub(crate) fn text_list(self, n: u8) -> String {
