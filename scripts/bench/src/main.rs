@@ -10,6 +10,11 @@
 //! 3. the history of a 10,000-outcome session ÷ serde_json serialising the same body in memory;
 //! 4. a replay of the last 100 revisions of a 10,000-outcome turn ÷ its full replay;
 //! 5. the writer rate with 1,000 live subscribers reading ÷ with none;
+//! 6. with `--postgres-url`: settles per second of 64 single-operation writers spread over two servers
+//!    on one Postgres database ÷ Postgres's own one-commit rate (one connection, `synchronous_commit`
+//!    on, one single-row `INSERT` per transaction) measured just before and after the phase, and ÷ the
+//!    same with 64 connections at once (informational); the CPU per settle of both servers together and
+//!    of the Postgres cluster;
 //!
 //! and, to show the generator is not the bottleneck, its own CPU per request, the rate it reaches against
 //! `/healthz`, and the CPU other processes took and the machine left idle during the timed phases (from
@@ -17,6 +22,7 @@
 //! not a failure), 1 otherwise, 2 when the bench could not run.
 
 mod load;
+mod postgres;
 mod reads;
 mod report;
 mod server;
@@ -74,6 +80,19 @@ struct Args {
     /// `RUST_LOG` of the servers (the server's own default: one log line per response).
     #[arg(long, default_value = "info,sqlx=warn")]
     server_log: String,
+    /// A Postgres database for the Postgres phase (`postgres://USER@HOST:PORT/DB`, without an `options`
+    /// parameter; scripts/bench.sh starts a throwaway cluster). The phase's ledger goes in a fresh schema
+    /// `outcomes_bench_<pid>`, the commit probe's table in `outcomes_bench_probe`; both are dropped at the
+    /// end. Without it the Postgres phase is not run.
+    #[arg(long)]
+    postgres_url: Option<String>,
+    /// Run only the Postgres phase (needs --postgres-url).
+    #[arg(long, requires = "postgres_url")]
+    only_postgres: bool,
+    /// Seconds of each of Postgres's commit probes (1 connection, 64 connections) around the Postgres
+    /// phase, half before and half after it [default: 2; --quick 0.4].
+    #[arg(long)]
+    postgres_secs: Option<f64>,
 }
 
 /// The sizes of a run, from the arguments.
@@ -83,6 +102,8 @@ struct Settings {
     phase_secs: f64,
     /// Timed seconds of each SQLite probe.
     sqlite_secs: f64,
+    /// Timed seconds of each Postgres probe.
+    postgres_secs: f64,
     /// Outcomes of the history/replay session.
     history_outcomes: usize,
     /// Live subscribers.
@@ -105,6 +126,10 @@ const BATCH_SIZE: usize = 100;
 const LIVE_WRITERS: usize = 8;
 /// Concurrent clients of the `/healthz` ceiling.
 const CEILING_CONNECTIONS: usize = 64;
+/// Single-operation writers of the Postgres phase, and connections of the concurrent commit probe.
+const PG_WRITERS: usize = 64;
+/// Servers of the Postgres phase, all on the same database.
+const PG_INSTANCES: usize = 2;
 
 /// The write phases, in the order they run (each on disk, then on tmpfs).
 const SHAPES: [Shape; 4] = [
@@ -123,6 +148,7 @@ impl Settings {
         Settings {
             phase_secs: args.phase_secs.unwrap_or(if q { 0.3 } else { 4.0 }),
             sqlite_secs: args.sqlite_secs.unwrap_or(if q { 0.4 } else { 2.0 }),
+            postgres_secs: args.postgres_secs.unwrap_or(if q { 0.4 } else { 2.0 }),
             history_outcomes: args
                 .history_outcomes
                 .unwrap_or(if q { 1000 } else { 10_000 })
@@ -153,6 +179,19 @@ struct Measured {
     replay: Option<Result<Replay, String>>,
     big: Option<BigSession>,
     live: Option<Result<Live, String>>,
+    /// The Postgres phase, when a database was given.
+    postgres: Option<Result<PgPhase, String>>,
+}
+
+/// The Postgres phase: its commit probes, before and after, and the writes over the instances.
+struct PgPhase {
+    /// One connection: `[before, after]`.
+    one: [CommitRate; 2],
+    /// [`PG_WRITERS`] connections at once: `[before, after]`.
+    many: [CommitRate; 2],
+    writes: WriteFigures,
+    /// Whether the Postgres cluster's CPU was measured (a local cluster), else why not.
+    watched: Result<(), String>,
 }
 
 /// The live fan-out phase.
@@ -209,20 +248,58 @@ async fn run(args: &Args) -> Result<bool, String> {
     let dirs = [args.disk_dir.clone(), args.tmpfs_dir.clone()];
     progress!(
         "{} mode: {} s per write phase, {} outcomes for history/replay, {} subscribers, open files \
-         {files}, load average {}",
+         {files}, load average {}; {}",
         if args.quick { "quick" } else { "full" },
         settings.phase_secs,
         settings.history_outcomes,
         settings.subscribers,
-        server::load_average()
+        server::load_average(),
+        match (&args.postgres_url, args.only_postgres) {
+            (None, _) => "no Postgres phase".to_owned(),
+            (Some(url), only) => format!(
+                "{}Postgres phase on {}",
+                if only { "only the " } else { "" },
+                redact(url)
+            ),
+        }
     );
     let mut m = Measured::default();
+    if !args.only_postgres {
+        sqlite_phases(args, &settings, &config, &http, &mut m).await;
+    }
+    if let Some(url) = &args.postgres_url {
+        let r = postgres_phase(&http, &config, url, &dirs[0], &settings).await;
+        if let Err(e) = &r {
+            progress!("postgres: {e}");
+        }
+        m.postgres = Some(r);
+    }
 
+    let rows = rows(&m, &settings, args);
+    println!();
+    report::print(&rows);
+    let ok = rows.iter().all(|r| r.result() != "ERR");
+    if !ok {
+        println!("\nERR: a figure is missing or requests failed; see the [bench] lines above.");
+    }
+    progress!("done");
+    Ok(ok)
+}
+
+/// Phases 1 to 5, on SQLite.
+async fn sqlite_phases(
+    args: &Args,
+    settings: &Settings,
+    config: &ServerConfig,
+    http: &Http,
+    m: &mut Measured,
+) {
+    let dirs = [args.disk_dir.clone(), args.tmpfs_dir.clone()];
     // 1, 2: write phases, one server per filesystem, both up; phases alternate between them so that
     // drift on a shared machine touches both alike.
     let mut writers: Vec<Option<Server>> = Vec::new();
     for (i, fs) in FILESYSTEMS.iter().enumerate() {
-        match Server::start(&config, fs, &dirs[i].join("writes"), &http.client).await {
+        match Server::start(config, fs, &dirs[i].join("writes"), &http.client).await {
             Ok(s) => {
                 progress!("server {fs}: pid {}, {}", s.pid(), s.base);
                 writers.push(Some(s));
@@ -234,7 +311,7 @@ async fn run(args: &Args) -> Result<bool, String> {
         }
     }
     if let Some(server) = writers[0].as_mut() {
-        let r = load::ceiling(&http, server, CEILING_CONNECTIONS, settings.phase_secs).await;
+        let r = load::ceiling(http, server, CEILING_CONNECTIONS, settings.phase_secs).await;
         match &r {
             Ok(c) => progress!(
                 "ceiling, GET /healthz × {CEILING_CONNECTIONS}: {} requests in {:.2} s = {}/s; generator \
@@ -267,7 +344,7 @@ async fn run(args: &Args) -> Result<bool, String> {
                 prefix: format!("{fs}-p{s}"),
             };
             let before = sqlite::one_commit_rate(&dirs[i], settings.sqlite_secs / 2.0).await;
-            let r = load::write_phase(&http, server, *shape, &sessions, limits, hint).await;
+            let r = load::write_phase(http, server, *shape, &sessions, limits, hint).await;
             let after = sqlite::one_commit_rate(&dirs[i], settings.sqlite_secs / 2.0).await;
             let probe = match (before, after) {
                 (Ok(b), Ok(a)) => {
@@ -306,24 +383,124 @@ async fn run(args: &Args) -> Result<bool, String> {
     }
 
     // 3, 4, 5: reads and live fan-out on a fresh server on disk.
-    match Server::start(&config, "disk-reads", &dirs[0].join("reads"), &http.client).await {
+    match Server::start(config, "disk-reads", &dirs[0].join("reads"), &http.client).await {
         Err(e) => progress!("server disk-reads: {e}"),
         Ok(mut server) => {
             progress!("server disk-reads: pid {}, {}", server.pid(), server.base);
-            read_phases(&http, &mut server, &settings, &mut m).await;
+            read_phases(http, &mut server, settings, m).await;
             server.stop();
         }
     }
+}
 
-    let rows = rows(&m, &settings);
-    println!();
-    report::print(&rows);
-    let ok = rows.iter().all(|r| r.result() != "ERR");
-    if !ok {
-        println!("\nERR: a figure is missing or requests failed; see the [bench] lines above.");
+/// 6: Postgres's commit rates with 1 and [`PG_WRITERS`] connections, then [`PG_INSTANCES`] servers on
+/// one fresh schema of `url`, [`PG_WRITERS`] single-operation writers spread over them, then the commit
+/// rates again. The schemas are dropped at the end.
+async fn postgres_phase(
+    http: &Http,
+    config: &ServerConfig,
+    url: &str,
+    dir: &std::path::Path,
+    settings: &Settings,
+) -> Result<PgPhase, String> {
+    let schema = format!("outcomes_bench_{}", std::process::id());
+    let r = postgres_measure(http, config, url, &schema, dir, settings).await;
+    if let Err(e) = postgres::drop_schemas(url, &schema).await {
+        progress!("postgres: {e}");
     }
-    progress!("done");
-    Ok(ok)
+    r
+}
+
+async fn postgres_measure(
+    http: &Http,
+    config: &ServerConfig,
+    url: &str,
+    schema: &str,
+    dir: &std::path::Path,
+    settings: &Settings,
+) -> Result<PgPhase, String> {
+    let half = settings.postgres_secs / 2.0;
+    let probes = || async {
+        let one = postgres::commit_rate(url, 1, half).await?;
+        let many = postgres::commit_rate(url, PG_WRITERS, half).await?;
+        Ok::<_, String>((one, many))
+    };
+    let (one_before, many_before) = probes().await?;
+    progress!(
+        "postgres, before: one-commit rate {}/s (1 connection), {}/s ({PG_WRITERS} connections)",
+        fmt_int(one_before.rate().round() as u64),
+        fmt_int(many_before.rate().round() as u64)
+    );
+    let watched = postgres::local_postmaster(url).await;
+    match &watched {
+        Ok(pid) => progress!("postgres: postmaster pid {pid}, its CPU measured with its backends'"),
+        Err(e) => progress!("postgres: its CPU is not measured: {e}"),
+    }
+    let database = postgres::with_search_path(url, schema);
+    let mut servers = Vec::new();
+    for i in 0..PG_INSTANCES {
+        let name = format!("postgres-{}", i + 1);
+        let extra = ["--database".to_owned(), database.clone()];
+        let server =
+            Server::start_with(config, &name, &dir.join(&name), &extra, &http.client).await?;
+        progress!(
+            "server {name}: pid {}, {}, schema {schema}",
+            server.pid(),
+            server.base
+        );
+        servers.push(server);
+    }
+    let shape = Shape::Single {
+        writers: PG_WRITERS,
+    };
+    let limits = PhaseLimits {
+        secs: settings.phase_secs,
+        max_settles: settings.max_single,
+    };
+    let sessions = Sessions::PerWriter {
+        prefix: "pg".to_owned(),
+    };
+    let watch: Vec<u32> = watched.iter().copied().collect();
+    let r = load::write_phase_over(
+        http,
+        &mut servers,
+        &watch,
+        shape,
+        &sessions,
+        limits,
+        one_before.rate(),
+    )
+    .await;
+    for s in servers {
+        s.stop();
+    }
+    let writes = r?;
+    progress!(
+        "postgres, {} over {PG_INSTANCES} instances: {}; Postgres CPU {}",
+        shape.label(),
+        writes.describe(),
+        if watched.is_ok() {
+            format!(
+                "{:.0}% of a core, {:.1} µs/settle",
+                writes.watched_core_pct(),
+                writes.watched_us_per_settle()
+            )
+        } else {
+            "not measured".to_owned()
+        }
+    );
+    let (one_after, many_after) = probes().await?;
+    progress!(
+        "postgres, after: one-commit rate {}/s (1 connection), {}/s ({PG_WRITERS} connections)",
+        fmt_int(one_after.rate().round() as u64),
+        fmt_int(many_after.rate().round() as u64)
+    );
+    Ok(PgPhase {
+        one: [one_before, one_after],
+        many: [many_before, many_after],
+        writes,
+        watched: watched.map(|_| ()),
+    })
 }
 
 async fn read_phases(http: &Http, server: &mut Server, settings: &Settings, m: &mut Measured) {
@@ -446,6 +623,20 @@ async fn live_phase(http: &Http, server: &mut Server, settings: &Settings) -> Re
     })
 }
 
+/// A URL without the password of its user part, for the log.
+fn redact(url: &str) -> String {
+    match (url.find("://"), url.find('@')) {
+        (Some(scheme), Some(at)) if at > scheme => {
+            let user = &url[scheme + 3..at];
+            match user.split_once(':') {
+                Some((name, _)) => format!("{}{name}:***{}", &url[..scheme + 3], &url[at..]),
+                None => url.to_owned(),
+            }
+        }
+        _ => url.to_owned(),
+    }
+}
+
 /// 32 random bytes from the kernel, hex.
 fn random_token() -> Result<String, String> {
     use std::io::Read;
@@ -465,8 +656,144 @@ fn ms_text(secs: f64) -> String {
 }
 
 /// The table's rows.
-fn rows(m: &Measured, settings: &Settings) -> Vec<Row> {
+fn rows(m: &Measured, settings: &Settings, args: &Args) -> Vec<Row> {
     let mut rows = Vec::new();
+    if !args.only_postgres {
+        sqlite_rows(&mut rows, m, settings);
+    }
+    if let Some(pg) = &m.postgres {
+        postgres_rows(&mut rows, pg);
+    }
+    rows
+}
+
+/// The rows of the Postgres phase.
+fn postgres_rows(rows: &mut Vec<Row>, pg: &Result<PgPhase, String>) {
+    rows.push(section(&format!(
+        "6. Postgres: {PG_WRITERS} single-op writers over {PG_INSTANCES} server instances on one \
+         database (÷ Postgres's own commit rate, around the same phase)"
+    )));
+    let label = format!("{PG_WRITERS} writers over {PG_INSTANCES} instances");
+    let headline = format!("settles/s, postgres, {label}");
+    let pg = match pg {
+        Ok(pg) => pg,
+        Err(e) => {
+            rows.push(Row::missing(
+                &headline,
+                Target::AtLeast(1.0),
+                &first_line(e),
+            ));
+            return;
+        }
+    };
+    let one = pg.one[0].and(&pg.one[1]);
+    let many = pg.many[0].and(&pg.many[1]);
+    let around = |c: &[CommitRate; 2]| {
+        format!(
+            "before {}, after {}",
+            rate_text(c[0].rate()),
+            rate_text(c[1].rate())
+        )
+    };
+    rows.push(Row {
+        name: "Postgres one-commit rate, 1 connection".to_owned(),
+        value: rate_text(one.rate()),
+        limit: around(&pg.one),
+        ratio: f64::NAN,
+        target: Target::None,
+        failed: false,
+    });
+    rows.push(Row {
+        name: format!("Postgres commit rate, {PG_WRITERS} connections"),
+        value: rate_text(many.rate()),
+        limit: around(&pg.many),
+        ratio: f64::NAN,
+        target: Target::None,
+        failed: false,
+    });
+    let f = &pg.writes;
+    let failed = f.errors.count + f.prepare_errors.count > 0;
+    rows.push(Row {
+        name: headline,
+        value: rate_text(f.rate()),
+        limit: format!("Postgres one-commit rate {}", rate_text(one.rate())),
+        ratio: per(f.rate(), one.rate()),
+        target: Target::AtLeast(1.0),
+        failed,
+    });
+    rows.push(Row {
+        name: format!("settles/s, postgres, {label} (÷ {PG_WRITERS} connections)"),
+        value: rate_text(f.rate()),
+        limit: format!(
+            "Postgres {PG_WRITERS}-connection rate {}",
+            rate_text(many.rate())
+        ),
+        ratio: per(f.rate(), many.rate()),
+        target: Target::None,
+        failed,
+    });
+    rows.push(Row {
+        name: format!("failed requests, postgres, {label}"),
+        value: fmt_int(f.errors.count),
+        limit: format!(
+            "of {} requests; preparation: {} failed",
+            fmt_int(f.requests),
+            fmt_int(f.prepare_errors.count)
+        ),
+        ratio: f64::NAN,
+        target: Target::None,
+        failed,
+    });
+    rows.push(Row {
+        name: format!("server CPU/settle, postgres, {PG_INSTANCES} instances summed"),
+        value: format!("{:.1} µs", f.server_us_per_settle()),
+        limit: format!("({:.0}% of a core)", f.server_core_pct()),
+        ratio: f64::NAN,
+        target: Target::None,
+        failed: false,
+    });
+    rows.push(Row {
+        name: "Postgres CPU/settle (postmaster and backends)".to_owned(),
+        value: match pg.watched {
+            Ok(()) => format!("{:.1} µs", f.watched_us_per_settle()),
+            Err(_) => "n/a".to_owned(),
+        },
+        limit: match &pg.watched {
+            Ok(()) => format!("({:.0}% of a core)", f.watched_core_pct()),
+            Err(e) => first_line(e),
+        },
+        ratio: f64::NAN,
+        target: Target::None,
+        failed: false,
+    });
+    rows.push(Row {
+        name: format!("generator CPU/request, postgres, {label}"),
+        value: format!(
+            "{:.1} µs ({:.0}% core)",
+            f.generator_us_per_request(),
+            f.generator_core_pct()
+        ),
+        limit: format!("server CPU/request {:.1} µs", f.server_us_per_settle()),
+        ratio: per(f.generator_us_per_request(), f.server_us_per_settle()),
+        target: Target::None,
+        failed: false,
+    });
+    rows.push(Row {
+        name: "other processes' CPU in the Postgres phase".to_owned(),
+        value: format!("{:.0}% core", f.others_core_pct()),
+        limit: format!(
+            "idle {:.0}% core ({} cores)",
+            f.idle_core_pct(),
+            server::cores()
+        ),
+        ratio: f64::NAN,
+        target: Target::None,
+        failed: false,
+    });
+}
+
+/// The rows of phases 1 to 5.
+fn sqlite_rows(rows: &mut Vec<Row>, m: &Measured, settings: &Settings) {
     let write = |fs: usize, s: usize| -> Result<&WriteFigures, String> {
         match &m.writes[fs][s] {
             Some(Ok(f)) => Ok(f),
@@ -771,7 +1098,6 @@ fn rows(m: &Measured, settings: &Settings) -> Vec<Row> {
         Some(Err(e)) => rows.push(Row::missing(&name, Target::AtLeast(0.5), &first_line(e))),
         None => rows.push(Row::missing(&name, Target::AtLeast(0.5), "not run")),
     }
-    rows
 }
 
 /// The first line of an error, without the pointer to the log (the progress lines show the log).

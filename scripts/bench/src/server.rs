@@ -243,7 +243,11 @@ pub fn tree_cpu_secs(pid: u32) -> Result<f64, String> {
     let mut ticks = root.utime + root.stime + root.cutime + root.cstime;
     let dir = std::fs::read_dir("/proc").map_err(|e| format!("cannot read /proc: {e}"))?;
     for entry in dir.flatten() {
-        let Some(child) = entry.file_name().to_str().and_then(|n| n.parse::<u32>().ok()) else {
+        let Some(child) = entry
+            .file_name()
+            .to_str()
+            .and_then(|n| n.parse::<u32>().ok())
+        else {
             continue;
         };
         // A process may exit between the listing and the read: skipped (its CPU moves to cutime).
