@@ -350,8 +350,8 @@ impl OperationHistoryChunks {
                 .map_err(|e| LedgerError::Store(sqlx::Error::Encode(Box::new(e))))?;
                 let commissioned: Vec<(String, String)> = sqlx::query_as(&format!(
                     "SELECT commissioned_after, mutation_id FROM entries WHERE session_key = $1 \
-                     AND commissioned_after IN ({}) ORDER BY seq",
-                    d.text_list(2)
+                     AND {} ORDER BY seq",
+                    d.text_in("commissioned_after", 2)
                 ))
                 .bind(&self.session_key)
                 .bind(ids)
@@ -359,8 +359,8 @@ impl OperationHistoryChunks {
                 .await?;
                 let rows: Vec<EntryHistoryRow> = sqlx::query_as(&format!(
                     "SELECT entry_seq, {HISTORY_COLUMNS} FROM history \
-                     WHERE entry_seq IN ({}) ORDER BY entry_seq, id",
-                    d.int_list(1)
+                     WHERE {} ORDER BY entry_seq, id",
+                    d.int_in("entry_seq", 1)
                 ))
                 .bind(seqs)
                 .fetch_all(&mut *tx)

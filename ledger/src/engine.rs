@@ -444,9 +444,9 @@ impl Engine {
         }
         tx.lock_sessions(expired.iter().map(String::as_str)).await?;
         let keys: Vec<String> = on_tx!(&mut tx, |c, d| sqlx::query_scalar(&format!(
-            "DELETE FROM sessions WHERE last_write_at < $1 AND session_key IN ({}) \
+            "DELETE FROM sessions WHERE last_write_at < $1 AND {} \
              RETURNING session_key",
-            d.text_list(2)
+            d.text_in("session_key", 2)
         ))
         .bind(since)
         .bind(serde_json::to_string(&expired).unwrap_or_default())

@@ -130,8 +130,8 @@ impl Group {
 
         let mut sessions = HashMap::with_capacity(session_keys.len());
         let rows: Vec<(String, i64)> = on_tx!(&mut *tx, |c, d| sqlx::query_as(&format!(
-            "SELECT session_key, last_write_at FROM sessions WHERE session_key IN ({})",
-            d.text_list(1)
+            "SELECT session_key, last_write_at FROM sessions WHERE {}",
+            d.text_in("session_key", 1)
         ))
         .bind(json!(session_keys).to_string())
         .fetch_all(c)

@@ -427,16 +427,16 @@ impl SessionManager {
                     .map_err(|e| LedgerError::Store(sqlx::Error::Protocol(e.to_string())))?;
             let counts: Vec<(String, String, bool, i64)> = sqlx::query_as(&format!(
                 "SELECT session_key, status, intent_recorded, COUNT(*) FROM entries \
-             WHERE session_key IN ({}) \
+             WHERE {} \
              GROUP BY session_key, status, intent_recorded",
-                d.text_list(1)
+                d.text_in("session_key", 1)
             ))
             .bind(&keys)
             .fetch_all(&mut *tx)
             .await?;
             let turns: Vec<(String, i64)> = sqlx::query_as(&format!(
-            "SELECT session_key, COUNT(*) FROM turns WHERE session_key IN ({}) GROUP BY session_key",
-            d.text_list(1)
+            "SELECT session_key, COUNT(*) FROM turns WHERE {} GROUP BY session_key",
+            d.text_in("session_key", 1)
         ))
         .bind(&keys)
         .fetch_all(&mut *tx)
