@@ -157,6 +157,8 @@ impl Emitter {
 /// One history row of a turn's change, as the listener reads it to project the record as of it.
 #[derive(sqlx::FromRow)]
 struct ChangeRow {
+    /// The listed turn the row belongs to (1-based).
+    i: i64,
     revision: i64,
     mutation_id: String,
     tool: String,
@@ -182,16 +184,25 @@ pub(crate) async fn listen(
         let lost = match listener.try_recv().await {
             Ok(Some(n)) => {
                 let Some(inner) = inner.upgrade() else { return };
-                match serde_json::from_str::<Note>(n.payload()) {
-                    Ok(note) => {
-                        if let Err(e) = handle(&inner, &pool, &emitter, note).await {
-                            // The read failed (the connection went away under it): what this
-                            // notification named may never be emitted, so subscribers resync.
-                            tracing::warn!(error = %e, "live listener: a change could not be read; resync");
-                            resync(&inner, &emitter);
+                // This notification and those already buffered behind it, handled together.
+                let mut notes = Vec::new();
+                let mut next = Some(n);
+                while let Some(n) = next.take() {
+                    match serde_json::from_str::<Note>(n.payload()) {
+                        Ok(note) => notes.push(note),
+                        Err(e) => {
+                            tracing::warn!(error = %e, "live listener: unreadable notification")
                         }
                     }
-                    Err(e) => tracing::warn!(error = %e, "live listener: unreadable notification"),
+                    if notes.len() < BATCH {
+                        next = listener.next_buffered();
+                    }
+                }
+                if let Err(e) = handle(&inner, &pool, &emitter, notes).await {
+                    // The read failed (the connection went away under it): what these
+                    // notifications named may never be emitted, so subscribers resync.
+                    tracing::warn!(error = %e, "live listener: a change could not be read; resync");
+                    resync(&inner, &emitter);
                 }
                 None
             }
@@ -243,98 +254,149 @@ fn resync(inner: &Inner, emitter: &Emitter) {
     }
 }
 
-/// Emits what `note` names and this instance has not emitted yet.
+/// Notifications handled together at most: the ones already buffered when one arrives.
+const BATCH: usize = 512;
+
+/// Emits what `notes` name and this instance has not emitted yet, in their order: the turns' changes
+/// between two session ends are read in ONE statement (per turn in revision order); a session end is
+/// handled after the changes before it.
 async fn handle(
     inner: &Inner,
     pool: &PgPool,
     emitter: &Emitter,
-    note: Note,
+    notes: Vec<Note>,
 ) -> Result<(), LedgerError> {
-    match note {
-        Note::Ended { s, deleted, by } => {
-            emitter.forget_session(&s);
-            if by != emitter.instance {
-                if let Ok(key) = SessionKey::parse(s) {
-                    let reason = if deleted {
-                        SessionEnd::Deleted
-                    } else {
-                        SessionEnd::Expired
-                    };
-                    let adapter = &inner.adapter;
-                    if std::panic::catch_unwind(AssertUnwindSafe(|| {
-                        adapter.on_session_ended(&key, reason)
-                    }))
-                    .is_err()
-                    {
-                        tracing::error!("live delivery of a session end panicked");
+    let mut turns: Vec<((String, String), i64, i64)> = Vec::new();
+    for note in notes {
+        match note {
+            Note::Turn { s, t, first, last } => {
+                let key = (s, t);
+                match turns.iter_mut().find(|(k, _, _)| *k == key) {
+                    Some((_, f, l)) => {
+                        *f = (*f).min(first);
+                        *l = (*l).max(last);
                     }
+                    None => turns.push((key, first, last)),
                 }
             }
-            emitter.bump();
-        }
-        Note::Turn { s, t, first, last } => {
-            let key = (s, t);
-            let from = emitter.emitted(&key).map_or(first, |e| e + 1);
-            if from <= last {
-                let rows: Vec<ChangeRow> = sqlx::query_as(
-                    "SELECT h.revision, e.mutation_id, e.tool, h.ledger_status, h.intent_recorded, \
-                     h.reason, h.meta_attached, h.meta_id, h.meta_url, h.meta_title \
-                     FROM entries e JOIN history h ON h.entry_seq = e.seq \
-                     WHERE e.session_key = $1 AND e.logical_turn_id = $2 AND e.revision >= $3 \
-                     AND h.revision >= $3 AND h.revision <= $4 ORDER BY h.revision",
-                )
-                .bind(&key.0)
-                .bind(&key.1)
-                .bind(from)
-                .bind(last)
-                .fetch_all(pool)
-                .await?;
-                if let (Ok(session_key), Ok(turn)) = (
-                    SessionKey::parse(key.0.clone()),
-                    LogicalTurnId::parse(key.1.clone()),
-                ) {
-                    for row in rows {
-                        if !emitted_live(row.ledger_status) {
-                            continue;
-                        }
-                        let entry = LedgerEntry {
-                            logical_turn_id: key.1.clone(),
-                            mutation_id: row.mutation_id,
-                            tool: row.tool,
-                            status: row.ledger_status,
-                            intent_recorded: row.intent_recorded,
-                            reason: row.reason,
-                            metadata: row.meta_attached.then_some(HostMetadata {
-                                id: row.meta_id,
-                                url: row.meta_url,
-                                title: row.meta_title,
-                            }),
+            Note::Ended { s, deleted, by } => {
+                emit_turns(inner, pool, emitter, std::mem::take(&mut turns)).await?;
+                emitter.forget_session(&s);
+                if by != emitter.instance {
+                    if let Ok(key) = SessionKey::parse(s) {
+                        let reason = if deleted {
+                            SessionEnd::Deleted
+                        } else {
+                            SessionEnd::Expired
                         };
-                        if let Some(outcome) = project(&entry) {
-                            crate::engine::announce(
-                                &inner.adapter,
-                                crate::group::Announcement {
-                                    session_key: session_key.clone(),
-                                    outcome,
-                                    revision: row.revision,
-                                },
-                            );
+                        let adapter = &inner.adapter;
+                        if std::panic::catch_unwind(AssertUnwindSafe(|| {
+                            adapter.on_session_ended(&key, reason)
+                        }))
+                        .is_err()
+                        {
+                            tracing::error!("live delivery of a session end panicked");
                         }
                     }
-                    crate::engine::announce_turn(
-                        &inner.adapter,
-                        crate::group::TurnChange {
-                            session_key,
-                            logical_turn_id: turn,
-                            latest_revision: last,
-                        },
-                    );
                 }
-                emitter.set_emitted(key, last);
+                emitter.bump();
             }
-            emitter.bump();
         }
     }
+    emit_turns(inner, pool, emitter, turns).await
+}
+
+/// Emits, for each `(turn, first, last)` in order, the revisions from `first` (or after what was
+/// emitted) to `last`, each as of itself, then the turn's hint.
+async fn emit_turns(
+    inner: &Inner,
+    pool: &PgPool,
+    emitter: &Emitter,
+    turns: Vec<((String, String), i64, i64)>,
+) -> Result<(), LedgerError> {
+    let wanted: Vec<((String, String), i64, i64)> = turns
+        .into_iter()
+        .map(|(key, first, last)| {
+            let from = emitter.emitted(&key).map_or(first, |e| e + 1);
+            (key, from, last)
+        })
+        .filter(|(_, from, last)| from <= last)
+        .collect();
+    if wanted.is_empty() {
+        return Ok(());
+    }
+    let list = serde_json::to_string(
+        &wanted
+            .iter()
+            .map(|((s, t), from, last)| (s, t, from, last))
+            .collect::<Vec<_>>(),
+    )
+    .map_err(|e| LedgerError::Store(sqlx::Error::Encode(Box::new(e))))?;
+    // Per listed turn (`n.i`, 1-based), its changes in the range, through the turn's revision index and
+    // each entry's history rows.
+    let rows: Vec<ChangeRow> = sqlx::query_as(
+        "SELECT n.i, h.revision, e.mutation_id, e.tool, h.ledger_status, h.intent_recorded, h.reason, \
+         h.meta_attached, h.meta_id, h.meta_url, h.meta_title \
+         FROM json_array_elements($1::json) WITH ORDINALITY AS n(v, i) \
+         CROSS JOIN LATERAL (SELECT e.seq, e.mutation_id, e.tool FROM entries e \
+           WHERE e.session_key = n.v ->> 0 AND e.logical_turn_id = n.v ->> 1 \
+           AND e.revision >= (n.v ->> 2)::bigint) e \
+         JOIN history h ON h.entry_seq = e.seq \
+         AND h.revision >= (n.v ->> 2)::bigint AND h.revision <= (n.v ->> 3)::bigint \
+         ORDER BY n.i, h.revision",
+    )
+    .bind(list)
+    .fetch_all(pool)
+    .await?;
+    let mut rows = rows.into_iter().peekable();
+    for (i, ((s, t), _, last)) in wanted.into_iter().enumerate() {
+        let ordinal = i as i64 + 1;
+        let keys = (
+            SessionKey::parse(s.clone()),
+            LogicalTurnId::parse(t.clone()),
+        );
+        while let Some(row) = rows.next_if(|r| r.i == ordinal) {
+            let Ok(session_key) = &keys.0 else { continue };
+            if !emitted_live(row.ledger_status) {
+                continue;
+            }
+            let entry = LedgerEntry {
+                logical_turn_id: t.clone(),
+                mutation_id: row.mutation_id,
+                tool: row.tool,
+                status: row.ledger_status,
+                intent_recorded: row.intent_recorded,
+                reason: row.reason,
+                metadata: row.meta_attached.then_some(HostMetadata {
+                    id: row.meta_id,
+                    url: row.meta_url,
+                    title: row.meta_title,
+                }),
+            };
+            if let Some(outcome) = project(&entry) {
+                crate::engine::announce(
+                    &inner.adapter,
+                    crate::group::Announcement {
+                        session_key: session_key.clone(),
+                        outcome,
+                        revision: row.revision,
+                    },
+                );
+            }
+        }
+        if let (Ok(session_key), Ok(turn)) = keys {
+            crate::engine::announce_turn(
+                &inner.adapter,
+                crate::group::TurnChange {
+                    session_key,
+                    logical_turn_id: turn,
+                    latest_revision: last,
+                },
+            );
+        }
+        emitter.set_emitted((s, t), last);
+    }
+    emitter.bump();
     Ok(())
 }
 

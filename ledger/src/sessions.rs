@@ -435,12 +435,12 @@ impl SessionManager {
             .fetch_all(&mut *tx)
             .await?;
             let turns: Vec<(String, i64)> = sqlx::query_as(&format!(
-            "SELECT session_key, COUNT(*) FROM turns WHERE {} GROUP BY session_key",
-            d.text_in("session_key", 1)
-        ))
-        .bind(&keys)
-        .fetch_all(&mut *tx)
-        .await?;
+                "SELECT session_key, COUNT(*) FROM turns WHERE {} GROUP BY session_key",
+                d.text_in("session_key", 1)
+            ))
+            .bind(&keys)
+            .fetch_all(&mut *tx)
+            .await?;
             tx.commit().await?;
             (total, rows, next, counts, turns)
         });

@@ -86,9 +86,9 @@ impl Dialect {
     pub(crate) fn text_in(self, column: &str, n: u8) -> String {
         match self {
             Dialect::Sqlite => format!("{column} IN (SELECT value FROM json_each(${n}))"),
-            Dialect::Postgres => format!(
-                "{column} = ANY(ARRAY(SELECT json_array_elements_text(${n}::json)))"
-            ),
+            Dialect::Postgres => {
+                format!("{column} = ANY(ARRAY(SELECT json_array_elements_text(${n}::json)))")
+            }
         }
     }
 
