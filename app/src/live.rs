@@ -41,7 +41,8 @@ pub enum Change {
         logical_turn_id: String,
         latest_revision: i64,
     },
-    /// `resync`: this client fell behind on these turns; read them again.
+    /// `resync`: this client fell behind on these turns; read them again. None named: every turn (the
+    /// server could not name them: its database connection was lost meanwhile).
     Resync(Vec<String>),
 }
 
@@ -53,7 +54,7 @@ impl Change {
             Change::TurnChanged {
                 logical_turn_id, ..
             } => logical_turn_id == turn,
-            Change::Resync(turns) => turns.iter().any(|t| t == turn),
+            Change::Resync(turns) => turns.is_empty() || turns.iter().any(|t| t == turn),
         }
     }
 
@@ -525,5 +526,21 @@ impl TurnFeed {
             }
             feed.reading.set(false);
         });
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::Change;
+
+    #[test]
+    fn a_resync_touches_the_turns_it_names_and_naming_none_touches_every_turn() {
+        let named = Change::Resync(vec!["t-1".into()]);
+        assert!(named.touches("t-1"));
+        assert!(!named.touches("t-2"));
+        let every = Change::Resync(Vec::new());
+        assert!(every.touches("t-1"));
+        assert!(every.touches("t-2"));
+        assert_eq!(every.turn(), None);
     }
 }

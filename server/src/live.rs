@@ -167,7 +167,7 @@ impl Subscription {
         }
         match self.rx.try_recv() {
             Err(broadcast::error::TryRecvError::Empty) => None,
-            Ok(frame) if frame.is_resync_marker() => Some(self.resync()),
+            Ok(frame) if frame.is_resync_marker() => Some(LiveMessage::Resync(Vec::new())),
             Ok(frame) => Some(LiveMessage::Frame(frame)),
             Err(broadcast::error::TryRecvError::Lagged(_)) => Some(self.resync()),
             Err(broadcast::error::TryRecvError::Closed) => self.closed(),
@@ -179,7 +179,7 @@ impl Subscription {
         received: Result<LiveFrame, broadcast::error::RecvError>,
     ) -> Option<LiveMessage> {
         match received {
-            Ok(frame) if frame.is_resync_marker() => Some(self.resync()),
+            Ok(frame) if frame.is_resync_marker() => Some(LiveMessage::Resync(Vec::new())),
             Ok(frame) => Some(LiveMessage::Frame(frame)),
             Err(broadcast::error::RecvError::Lagged(_)) => Some(self.resync()),
             Err(broadcast::error::RecvError::Closed) => self.closed(),
@@ -408,8 +408,10 @@ impl Adapter for Hub {
 }
 
 impl Hub {
-    /// Tells every subscriber to resync: a marker frame through each session's ring, which each
-    /// subscriber turns into [`LiveMessage::Resync`] when it reaches it (after what it had not read).
+    /// Tells every subscriber to resync every turn: a marker frame through each session's ring, which
+    /// each subscriber turns into [`LiveMessage::Resync`] naming no turn (every turn: what was missed
+    /// may be in turns this session never published here) when it reaches it, after what it had not
+    /// read.
     pub fn resync_all(&self) {
         let channels: Vec<broadcast::Sender<LiveFrame>> = match self.registry.lock() {
             Ok(r) => r.sessions.values().map(|c| c.tx.clone()).collect(),
@@ -495,7 +497,7 @@ mod tests {
         assert_eq!(revision(a.next().await), 1);
         assert_eq!(
             a.next().await,
-            Some(LiveMessage::Resync(vec!["t-1".into()]))
+            Some(LiveMessage::Resync(Vec::new()))
         );
         assert_eq!(
             waiting.await.unwrap(),

@@ -340,7 +340,10 @@ mod follow {
             let new_turn = match &event {
                 Event::Opened => true,
                 Event::Change(c) => match c {
-                    crate::live::Change::Resync(turns) => turns.iter().any(|t| !known(t)),
+                    // None named: every turn, new ones included (docs/api.md "Live run events").
+                    crate::live::Change::Resync(turns) => {
+                        turns.is_empty() || turns.iter().any(|t| !known(t))
+                    }
                     other => other.turn().is_some_and(|t| !known(t)),
                 },
             };

@@ -548,7 +548,11 @@ async fn a_lost_database_answers_503_with_retry_after_and_recovers_by_itself() {
     }
     // The stream resyncs once the listener is back, then carries new events.
     let got = crate::helpers::read_until(&mut live, "event: resync").await;
-    assert!(got.contains("event: resync"), "{got}");
+    // Naming no turn: every turn (what was committed meanwhile may be in any).
+    assert!(
+        got.contains("event: resync\ndata: {\"logical_turn_ids\":[]}\n\n"),
+        "{got}"
+    );
     app.step("s", "m-after", "intent", json!({"attempt_id": "a1"}))
         .await;
     app.step(
