@@ -495,10 +495,7 @@ mod tests {
         tokio::task::yield_now().await;
         hub.on_resync();
         assert_eq!(revision(a.next().await), 1);
-        assert_eq!(
-            a.next().await,
-            Some(LiveMessage::Resync(Vec::new()))
-        );
+        assert_eq!(a.next().await, Some(LiveMessage::Resync(Vec::new())));
         assert_eq!(
             waiting.await.unwrap(),
             Some(LiveMessage::Resync(Vec::new()))
