@@ -148,8 +148,9 @@ impl From<sqlx::Error> for LedgerError {
                 }
             } else if let Some(code) = db.code() {
                 match code.as_ref() {
-                    // lock_not_available (lock_timeout), serialization_failure, deadlock_detected.
-                    "55P03" | "40001" | "40P01" => return LedgerError::Busy,
+                    // lock_not_available (lock_timeout), serialization_failure, deadlock_detected,
+                    // query_canceled (a statement_timeout, ours or one a DBA set on the role).
+                    "55P03" | "40001" | "40P01" | "57014" => return LedgerError::Busy,
                     // Connection exceptions, the server shutting down or out of connections.
                     c if c.starts_with("08") || c.starts_with("57P") || c == "53300" => {
                         return LedgerError::Unavailable

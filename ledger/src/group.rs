@@ -753,7 +753,7 @@ const NEW_SESSIONS: Statement = Statement {
     sql: "INSERT INTO sessions (session_key, created_at, last_write_at) \
           SELECT value, ?, ? FROM json_each(?);",
     pg: "INSERT INTO sessions (session_key, created_at, last_write_at) \
-         SELECT value, $1, $2 FROM json_array_elements_text($3::json)",
+         SELECT value, $1, $2 FROM jsonb_array_elements_text($3::jsonb)",
     binds: &[N, N, L],
 };
 
@@ -762,7 +762,7 @@ const TOUCHED_SESSIONS: Statement = Statement {
     sql: "UPDATE sessions SET last_write_at = ? \
           WHERE session_key IN (SELECT value FROM json_each(?));",
     pg: "UPDATE sessions SET last_write_at = $1 \
-         WHERE session_key IN (SELECT value FROM json_array_elements_text($2::json))",
+         WHERE session_key IN (SELECT value FROM jsonb_array_elements_text($2::jsonb))",
     binds: &[N, L],
 };
 
@@ -772,7 +772,7 @@ const NEW_TURNS: Statement = Statement {
           SELECT value ->> 0, value ->> 1, value ->> 2, ? FROM json_each(?) ORDER BY key;",
     pg: "INSERT INTO turns (session_key, logical_turn_id, latest_revision, created_at) \
          SELECT value ->> 0, value ->> 1, (value ->> 2)::bigint, $1 \
-         FROM json_array_elements($2::json) WITH ORDINALITY AS j(value, key) ORDER BY key",
+         FROM jsonb_array_elements($2::jsonb) WITH ORDINALITY AS j(value, key) ORDER BY key",
     binds: &[N, L],
 };
 
@@ -782,7 +782,7 @@ const CHANGED_TURNS: Statement = Statement {
           FROM (SELECT value ->> 0 AS s, value ->> 1 AS t, value ->> 2 AS latest FROM json_each(?)) AS j \
           WHERE turns.session_key = j.s AND turns.logical_turn_id = j.t;",
     pg: "UPDATE turns SET latest_revision = (j.value ->> 2)::bigint \
-         FROM json_array_elements($1::json) AS j(value) \
+         FROM jsonb_array_elements($1::jsonb) AS j(value) \
          WHERE turns.session_key = j.value ->> 0 AND turns.logical_turn_id = j.value ->> 1",
     binds: &[L],
 };
@@ -801,7 +801,7 @@ const NEW_ENTRIES: Statement = Statement {
          SELECT value ->> 0, value ->> 1, value ->> 2, value ->> 3, value ->> 4, (value ->> 5)::boolean, \
          value ->> 6, value ->> 7, (value ->> 8)::boolean, value ->> 9, value ->> 10, value ->> 11, \
          (value ->> 12)::bigint, (value ->> 13)::bigint, value ->> 14, $1, $2 \
-         FROM json_array_elements($3::json) WITH ORDINALITY AS j(value, key) ORDER BY key",
+         FROM jsonb_array_elements($3::jsonb) WITH ORDINALITY AS j(value, key) ORDER BY key",
     binds: &[N, N, L],
 };
 
@@ -819,7 +819,7 @@ const CHANGED_ENTRIES: Statement = Statement {
          attempt_id = j.value ->> 3, reason = j.value ->> 4, meta_attached = (j.value ->> 5)::boolean, \
          meta_id = j.value ->> 6, meta_url = j.value ->> 7, meta_title = j.value ->> 8, \
          revision = (j.value ->> 9)::bigint, settled_at = (j.value ->> 10)::bigint, updated_at = $1 \
-         FROM json_array_elements($2::json) AS j(value) WHERE entries.seq = (j.value ->> 0)::bigint",
+         FROM jsonb_array_elements($2::jsonb) AS j(value) WHERE entries.seq = (j.value ->> 0)::bigint",
     binds: &[N, L],
 };
 
@@ -850,7 +850,7 @@ const ATTEMPTS: Statement = Statement {
     pg: concat!(
         "INSERT INTO attempts (entry_seq, attempt_id) SELECT ",
         pg_entry_seq!(),
-        ", j.value ->> 3 FROM json_array_elements($1::json) AS j(value)"
+        ", j.value ->> 3 FROM jsonb_array_elements($1::jsonb) AS j(value)"
     ),
     binds: &[L],
 };
@@ -870,7 +870,7 @@ const RECONCILIATIONS: Statement = Statement {
          recorded_at) SELECT ",
         pg_entry_seq!(),
         ", j.value ->> 3, (j.value ->> 4)::boolean, j.value ->> 5, j.value ->> 6, j.value ->> 7, $1 \
-         FROM json_array_elements($2::json) WITH ORDINALITY AS j(value, key) ORDER BY j.key"
+         FROM jsonb_array_elements($2::jsonb) WITH ORDINALITY AS j(value, key) ORDER BY j.key"
     ),
     binds: &[N, L],
 };
@@ -894,7 +894,7 @@ const HISTORY: Statement = Statement {
         ", j.value ->> 3, $1, (j.value ->> 4)::bigint, j.value ->> 5, j.value ->> 6, j.value ->> 7, \
          (j.value ->> 8)::boolean, j.value ->> 9, (j.value ->> 10)::boolean, j.value ->> 11, \
          j.value ->> 12, j.value ->> 13, j.value ->> 14, j.value ->> 15, j.value ->> 16, j.value ->> 17 \
-         FROM json_array_elements($2::json) WITH ORDINALITY AS j(value, key) ORDER BY j.key"
+         FROM jsonb_array_elements($2::jsonb) WITH ORDINALITY AS j(value, key) ORDER BY j.key"
     ),
     binds: &[N, L],
 };

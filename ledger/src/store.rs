@@ -112,7 +112,7 @@ impl Dialect {
                 "SELECT json_extract(value, '$[0]'), json_extract(value, '$[1]') FROM json_each(${n})"
             ),
             Dialect::Postgres => {
-                format!("SELECT value ->> 0, value ->> 1 FROM json_array_elements(${n}::json)")
+                format!("SELECT value ->> 0, value ->> 1 FROM jsonb_array_elements(${n}::jsonb)")
             }
         }
     }
@@ -301,23 +301,36 @@ impl Location {
     /// mistyped `postgress://`) is refused with [`LedgerError::Invalid`] on `database`, never taken for
     /// a file name.
     pub fn parse(database: &str) -> Result<Location, LedgerError> {
-        if database.starts_with("sqlite:") {
-            return Ok(Location::Sqlite(database.to_owned()));
-        }
-        if let Ok(url) = url::Url::parse(database) {
-            // A Windows-style `C:\...` path parses as scheme `c`: one letter is a drive, not a scheme.
-            let scheme = url.scheme();
-            if scheme == "postgres" || scheme == "postgresql" {
-                return Ok(Location::Postgres(database.to_owned()));
-            }
-            if scheme.len() > 1 && database.contains("://") {
-                return Err(LedgerError::invalid(
-                    "database",
-                    format!(
-                        "unsupported database URL scheme `{scheme}:`: give a SQLite file path, a \
-                         `sqlite:` URL or a `postgres://` URL"
-                    ),
-                ));
+        // A URL is read by its scheme alone (letters, digits, `+`, `-`, `.`, then `://`), so one that
+        // does not parse is refused, never taken for a file name.
+        if let Some((scheme, _)) = database.split_once("://") {
+            let is_scheme = scheme.len() > 1
+                && scheme.starts_with(|c: char| c.is_ascii_alphabetic())
+                && scheme
+                    .chars()
+                    .all(|c| c.is_ascii_alphanumeric() || matches!(c, '+' | '-' | '.'));
+            if is_scheme {
+                return match scheme.to_ascii_lowercase().as_str() {
+                    "postgres" | "postgresql" => match url::Url::parse(database) {
+                        Ok(_) => Ok(Location::Postgres(database.to_owned())),
+                        Err(e) => Err(LedgerError::invalid(
+                            "database",
+                            format!(
+                                "{} is not a valid URL ({e}); a user name or password with `@`, \
+                                 `:`, `/`, `?`, `#` or a space must be percent-encoded",
+                                redact_url(database)
+                            ),
+                        )),
+                    },
+                    "sqlite" => Ok(Location::Sqlite(database.to_owned())),
+                    _ => Err(LedgerError::invalid(
+                        "database",
+                        format!(
+                            "unsupported database URL scheme `{scheme}:`: give a SQLite file path, a \
+                             `sqlite:` URL or a `postgres://` URL"
+                        ),
+                    )),
+                };
             }
         }
         Ok(Location::Sqlite(database.to_owned()))
@@ -356,7 +369,19 @@ pub fn redact_url(url: &str) -> String {
             }
             u.to_string()
         }
-        Err(_) => "<an unreadable URL>".to_owned(),
+        // Not a URL that parses: the scheme and what follows the last `@` (host, port, database), up
+        // to any query; never the user information.
+        Err(_) => match url.split_once("://") {
+            Some((scheme, rest)) => {
+                let (hidden, shown) = match rest.rfind('@') {
+                    Some(at) => ("***@", &rest[at + 1..]),
+                    None => ("", rest),
+                };
+                let shown = shown.split('?').next().unwrap_or_default();
+                format!("{scheme}://{hidden}{shown}")
+            }
+            None => "<an unreadable URL>".to_owned(),
+        },
     }
 }
 
@@ -560,15 +585,22 @@ async fn open_postgres(url: &str, options: &LedgerOptions) -> Result<Db, LedgerE
             .map_err(unreachable)?;
         let _ = probe.close().await;
     }
+    let lock_ms = options.write_wait.as_millis().clamp(1, i32::MAX as u128);
     let pool = PgPoolOptions::new()
         .max_connections(options.read_connections.max(1) + 2)
         .acquire_timeout(options.write_wait.max(Duration::from_secs(1)))
-        .after_connect(|conn, _| {
+        .after_connect(move |conn, _| {
             Box::pin(async move {
-                // Answered only after COMMIT is durable, whatever the server's default.
-                sqlx::query("SET synchronous_commit = on")
-                    .execute(conn)
-                    .await?;
+                // Answered only after COMMIT is durable, whatever the server's default; and no
+                // statement, a read included, waits for a lock longer than the write wait (a lock held
+                // by a DBA's `LOCK TABLE` or `VACUUM FULL` answers 503 `busy`, never a hang).
+                sqlx::query(
+                    "SELECT set_config('synchronous_commit', 'on', false), \
+                     set_config('lock_timeout', $1, false)",
+                )
+                .bind(lock_ms.to_string())
+                .execute(conn)
+                .await?;
                 Ok(())
             })
         })
@@ -792,10 +824,16 @@ mod tests {
                 Location::Postgres(pg.to_owned())
             );
         }
+        assert_eq!(
+            Location::parse("POSTGRES://u@h/db").unwrap(),
+            Location::Postgres("POSTGRES://u@h/db".into())
+        );
         for other in [
             "mysql://u@h/db",
             "postgress://u@h/db",
             "http://example.org/ledger",
+            // Unparseable, with a password: refused too, never a file.
+            "mysql://root:S3cr3t@127.0.0.1:99999/x",
         ] {
             match Location::parse(other) {
                 Err(LedgerError::Invalid { field, message }) => {
@@ -806,6 +844,40 @@ mod tests {
                     );
                 }
                 r => panic!("{other}: {r:?}"),
+            }
+        }
+    }
+
+    /// A Postgres URL that does not parse (an unencoded `#`, `/` or `?` in the password, a bad port, a
+    /// space in the host) is refused, naming it without the password; it used to become a SQLite file
+    /// named after the password.
+    #[test]
+    fn an_unreadable_postgres_url_is_refused_without_its_password() {
+        for (url, shown) in [
+            (
+                "postgres://pwuser:Pa#ss9@127.0.0.1:54377/postgres",
+                "postgres://***@127.0.0.1:54377/postgres",
+            ),
+            (
+                "postgres://pwuser:Pa/ss9@127.0.0.1:54377/postgres",
+                "postgres://***@127.0.0.1:54377/postgres",
+            ),
+            (
+                "postgresql://u:S3cr3t@db host:5432/x",
+                "postgresql://***@db host:5432/x",
+            ),
+            (
+                "postgres://u:S3cr3t@h:99999/x?password=S3cr3t",
+                "postgres://***@h:99999/x",
+            ),
+        ] {
+            match Location::parse(url) {
+                Err(LedgerError::Invalid { field, message }) => {
+                    assert_eq!(field, "database");
+                    assert!(message.starts_with(&format!("{shown} is not a valid URL (")), "{message}");
+                    assert!(!message.contains("S3cr3t") && !message.contains("ss9"), "{message}");
+                }
+                r => panic!("{url}: {r:?}"),
             }
         }
     }

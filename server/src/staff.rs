@@ -18,7 +18,8 @@ use rand::RngCore;
 pub struct StaffArgs {
     #[command(subcommand)]
     pub command: StaffCommand,
-    /// The ledger: a SQLite file path or `sqlite:` URL. Default: `<data dir>/ledger.sqlite`.
+    /// The ledger: a SQLite file path or `sqlite:` URL, or a `postgres://` URL (docs/ledger.md
+    /// "Backends"). Default: `<data dir>/ledger.sqlite`.
     #[arg(long, env = "OUTCOMES_DATABASE", global = true)]
     pub database: Option<String>,
     /// Directory of the default database.
