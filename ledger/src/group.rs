@@ -81,6 +81,9 @@ pub(crate) struct Group {
     history: Vec<HistoryOut>,
     /// Turns that took a revision in this group, in the order of their first change.
     changed_turns: Vec<Key>,
+    /// The records this group announces live, with their turn and revision (Postgres sends them in
+    /// the turn's notification when they fit, crate::notify).
+    announced: Vec<(Key, i64, MutationOutcome)>,
     next_order: usize,
 }
 
@@ -226,6 +229,7 @@ impl Group {
             reconciliations: Vec::new(),
             history: Vec::new(),
             changed_turns: Vec::new(),
+            announced: Vec::new(),
             next_order: 0,
         })
     }
@@ -418,6 +422,7 @@ impl Group {
                     None,
                 ));
                 let done = announce_if(&slot.row, revision, change.live);
+                self.remember(&done);
                 self.touch(&key.0);
                 Ok(done)
             }
@@ -446,6 +451,7 @@ impl Group {
                     None,
                 ));
                 let done = announce_if(&slot.row, revision, live);
+                self.remember(&done);
                 self.touch(&key.0);
                 Ok(done)
             }
@@ -474,6 +480,20 @@ impl Group {
                     note: Some(note),
                 })
             }
+        }
+    }
+
+    /// Keeps what `done` announces, for its turn's notification.
+    fn remember(&mut self, done: &Done) {
+        if let Some(a) = &done.announcement {
+            self.announced.push((
+                (
+                    a.session_key.as_str().to_owned(),
+                    a.outcome.logical_turn_id.clone(),
+                ),
+                a.revision,
+                a.outcome.clone(),
+            ));
         }
     }
 
@@ -522,12 +542,19 @@ impl Group {
             .iter()
             .filter_map(|key| {
                 let slot = self.turns.get(key)?;
-                Some(crate::notify::Note::Turn {
-                    s: key.0.clone(),
-                    t: key.1.clone(),
-                    first: slot.before + 1,
-                    last: slot.latest,
-                })
+                let records = self
+                    .announced
+                    .iter()
+                    .filter(|(k, _, _)| k == key)
+                    .map(|(_, revision, outcome)| (*revision, outcome.clone()))
+                    .collect();
+                Some(crate::notify::Note::turn(
+                    key.0.clone(),
+                    key.1.clone(),
+                    slot.before + 1,
+                    slot.latest,
+                    records,
+                ))
             })
             .collect()
     }

@@ -26,27 +26,66 @@ use crate::ids::{LogicalTurnId, SessionKey};
 use crate::machine::emitted_live;
 use crate::projection::{project, HostMetadata, LedgerEntry};
 use crate::store::Inner;
-use crate::wire::{LedgerStatus, Reason};
+use crate::wire::{LedgerStatus, MutationOutcome, Reason};
 
 /// One notification's payload (JSON, at most a few hundred bytes: ids are at most 256 bytes each, well
 /// under Postgres's 8,000-byte limit).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(tag = "k")]
 pub(crate) enum Note {
-    /// A committed group changed turn `t` of session `s`, taking revisions `first..=last`.
+    /// A committed group changed turn `t` of session `s`, taking revisions `first..=last`; `r`: the
+    /// records it announced live, with their revisions, as the writer projected them at each change
+    /// (absent when they would not fit a notification: then each listener reads them from history).
     #[serde(rename = "turn")]
     Turn {
         s: String,
         t: String,
         first: i64,
         last: i64,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        r: Option<Vec<(i64, MutationOutcome)>>,
     },
     /// Session `s` was deleted (`deleted`) or expired, by instance `by`.
     #[serde(rename = "end")]
     Ended { s: String, deleted: bool, by: u64 },
 }
 
+/// The largest payload sent with its records (Postgres refuses a payload of 8,000 bytes or more).
+const PAYLOAD_MAX: usize = 7_900;
+
 impl Note {
+    /// The note of a turn's changes, with `records` when the payload stays within [`PAYLOAD_MAX`].
+    pub(crate) fn turn(
+        s: String,
+        t: String,
+        first: i64,
+        last: i64,
+        records: Vec<(i64, MutationOutcome)>,
+    ) -> Note {
+        let with = Note::Turn {
+            s,
+            t,
+            first,
+            last,
+            r: Some(records),
+        };
+        if with.payload().len() <= PAYLOAD_MAX {
+            return with;
+        }
+        match with {
+            Note::Turn {
+                s, t, first, last, ..
+            } => Note::Turn {
+                s,
+                t,
+                first,
+                last,
+                r: None,
+            },
+            other => other,
+        }
+    }
+
     pub(crate) fn payload(&self) -> String {
         serde_json::to_string(self).unwrap_or_default()
     }
@@ -157,8 +196,6 @@ impl Emitter {
 /// One history row of a turn's change, as the listener reads it to project the record as of it.
 #[derive(sqlx::FromRow)]
 struct ChangeRow {
-    /// The listed turn the row belongs to (1-based).
-    i: i64,
     revision: i64,
     mutation_id: String,
     tool: String,
@@ -266,17 +303,35 @@ async fn handle(
     emitter: &Emitter,
     notes: Vec<Note>,
 ) -> Result<(), LedgerError> {
-    let mut turns: Vec<((String, String), i64, i64)> = Vec::new();
+    let mut turns: Vec<Pending> = Vec::new();
     for note in notes {
         match note {
-            Note::Turn { s, t, first, last } => {
+            Note::Turn {
+                s,
+                t,
+                first,
+                last,
+                r,
+            } => {
                 let key = (s, t);
-                match turns.iter_mut().find(|(k, _, _)| *k == key) {
-                    Some((_, f, l)) => {
-                        *f = (*f).min(first);
-                        *l = (*l).max(last);
+                match turns.iter_mut().find(|p| p.key == key) {
+                    Some(p) => {
+                        p.first = p.first.min(first);
+                        p.last = p.last.max(last);
+                        p.records = match (p.records.take(), r) {
+                            (Some(mut a), Some(b)) => {
+                                a.extend(b);
+                                Some(a)
+                            }
+                            _ => None,
+                        };
                     }
-                    None => turns.push((key, first, last)),
+                    None => turns.push(Pending {
+                        key,
+                        first,
+                        last,
+                        records: r,
+                    }),
                 }
             }
             Note::Ended { s, deleted, by } => {
@@ -306,62 +361,98 @@ async fn handle(
     emit_turns(inner, pool, emitter, turns).await
 }
 
-/// Emits, for each `(turn, first, last)` in order, the revisions from `first` (or after what was
-/// emitted) to `last`, each as of itself, then the turn's hint.
+/// A turn's changes to emit: revisions `first..=last`, with the records the writers announced when
+/// their notifications carried them all.
+struct Pending {
+    key: (String, String),
+    first: i64,
+    last: i64,
+    records: Option<Vec<(i64, MutationOutcome)>>,
+}
+
+/// Emits, for each turn in order, the revisions from `first` (or after what was emitted) to `last`,
+/// each as of itself (the notification's records, else read from history: one statement per turn with
+/// its own values), then the turn's hint.
 async fn emit_turns(
     inner: &Inner,
     pool: &PgPool,
     emitter: &Emitter,
-    turns: Vec<((String, String), i64, i64)>,
+    turns: Vec<Pending>,
 ) -> Result<(), LedgerError> {
-    let wanted: Vec<((String, String), i64, i64)> = turns
-        .into_iter()
-        .map(|(key, first, last)| {
-            let from = emitter.emitted(&key).map_or(first, |e| e + 1);
-            (key, from, last)
-        })
-        .filter(|(_, from, last)| from <= last)
-        .collect();
-    if wanted.is_empty() {
+    if turns.is_empty() {
         return Ok(());
     }
-    // Per listed turn (`i`, 1-based), its changes in the range, through the turn's revision index and
-    // each entry's history rows: one statement per turn, with the turn's own values (Postgres plans it
-    // for them; a JSON list of turns in one statement was estimated at 100 rows and joined by hash over
-    // whole tables).
-    let mut rows: Vec<ChangeRow> = Vec::new();
-    for (i, ((s, t), from, last)) in wanted.iter().enumerate() {
-        rows.extend(
-            sqlx::query_as::<_, ChangeRow>(
-                "SELECT $5::bigint AS i, h.revision, e.mutation_id, e.tool, h.ledger_status, \
-                 h.intent_recorded, h.reason, h.meta_attached, h.meta_id, h.meta_url, h.meta_title \
-                 FROM entries e JOIN history h ON h.entry_seq = e.seq \
-                 WHERE e.session_key = $1 AND e.logical_turn_id = $2 AND e.revision >= $3 \
-                 AND h.revision >= $3 AND h.revision <= $4 ORDER BY h.revision",
-            )
-            .bind(s)
-            .bind(t)
-            .bind(from)
-            .bind(last)
-            .bind(i as i64 + 1)
-            .fetch_all(pool)
-            .await?,
-        );
-    }
-    let mut rows = rows.into_iter().peekable();
-    for (i, ((s, t), _, last)) in wanted.into_iter().enumerate() {
-        let ordinal = i as i64 + 1;
-        let keys = (
+    for p in turns {
+        let from = emitter.emitted(&p.key).map_or(p.first, |e| e + 1);
+        if from > p.last {
+            continue;
+        }
+        let (s, t) = &p.key;
+        let records = match p.records {
+            Some(mut records) => {
+                records.retain(|(revision, _)| *revision >= from);
+                records.sort_by_key(|(revision, _)| *revision);
+                records
+            }
+            None => read_changes(pool, s, t, from, p.last).await?,
+        };
+        if let (Ok(session_key), Ok(turn)) = (
             SessionKey::parse(s.clone()),
             LogicalTurnId::parse(t.clone()),
-        );
-        while let Some(row) = rows.next_if(|r| r.i == ordinal) {
-            let Ok(session_key) = &keys.0 else { continue };
-            if !emitted_live(row.ledger_status) {
-                continue;
+        ) {
+            for (revision, outcome) in records {
+                crate::engine::announce(
+                    &inner.adapter,
+                    crate::group::Announcement {
+                        session_key: session_key.clone(),
+                        outcome,
+                        revision,
+                    },
+                );
             }
+            crate::engine::announce_turn(
+                &inner.adapter,
+                crate::group::TurnChange {
+                    session_key,
+                    logical_turn_id: turn,
+                    latest_revision: p.last,
+                },
+            );
+        }
+        emitter.set_emitted(p.key, p.last);
+    }
+    emitter.bump();
+    Ok(())
+}
+
+/// The live changes of turn `t` of session `s` with revisions `from..=last`, in revision order, each
+/// projected as of its history row.
+async fn read_changes(
+    pool: &PgPool,
+    s: &str,
+    t: &str,
+    from: i64,
+    last: i64,
+) -> Result<Vec<(i64, MutationOutcome)>, LedgerError> {
+    let rows: Vec<ChangeRow> = sqlx::query_as(
+        "SELECT h.revision, e.mutation_id, e.tool, h.ledger_status, h.intent_recorded, h.reason, \
+         h.meta_attached, h.meta_id, h.meta_url, h.meta_title \
+         FROM entries e JOIN history h ON h.entry_seq = e.seq \
+         WHERE e.session_key = $1 AND e.logical_turn_id = $2 AND e.revision >= $3 \
+         AND h.revision >= $3 AND h.revision <= $4 ORDER BY h.revision",
+    )
+    .bind(s)
+    .bind(t)
+    .bind(from)
+    .bind(last)
+    .fetch_all(pool)
+    .await?;
+    Ok(rows
+        .into_iter()
+        .filter(|row| emitted_live(row.ledger_status))
+        .filter_map(|row| {
             let entry = LedgerEntry {
-                logical_turn_id: t.clone(),
+                logical_turn_id: t.to_owned(),
                 mutation_id: row.mutation_id,
                 tool: row.tool,
                 status: row.ledger_status,
@@ -373,31 +464,9 @@ async fn emit_turns(
                     title: row.meta_title,
                 }),
             };
-            if let Some(outcome) = project(&entry) {
-                crate::engine::announce(
-                    &inner.adapter,
-                    crate::group::Announcement {
-                        session_key: session_key.clone(),
-                        outcome,
-                        revision: row.revision,
-                    },
-                );
-            }
-        }
-        if let (Ok(session_key), Ok(turn)) = keys {
-            crate::engine::announce_turn(
-                &inner.adapter,
-                crate::group::TurnChange {
-                    session_key,
-                    logical_turn_id: turn,
-                    latest_revision: last,
-                },
-            );
-        }
-        emitter.set_emitted((s, t), last);
-    }
-    emitter.bump();
-    Ok(())
+            Some((row.revision, project(&entry)?))
+        })
+        .collect())
 }
 
 #[cfg(test)]
@@ -411,6 +480,7 @@ mod tests {
             t: "t \"1\"".into(),
             first: 3,
             last: 5,
+            r: None,
         };
         assert_eq!(
             n.payload(),
@@ -432,7 +502,46 @@ mod tests {
             t: "\u{1}".repeat(256),
             first: i64::MAX,
             last: i64::MAX,
+            r: None,
         };
         assert!(big.payload().len() < 8000);
+        // Records ride along while they fit; past that the listeners read them.
+        let record = |id: &str| MutationOutcome {
+            schema: crate::wire::SCHEMA.into(),
+            logical_turn_id: "t".into(),
+            mutation_id: id.into(),
+            tool: "tool".into(),
+            status: crate::wire::PublishedStatus::Completed,
+            resource_id: None,
+            url: None,
+            title: Some("x".repeat(2000)),
+            reason: None,
+        };
+        let few = Note::turn(
+            "s".into(),
+            "t".into(),
+            1,
+            2,
+            vec![(1, record("a")), (2, record("b"))],
+        );
+        assert!(matches!(&few, Note::Turn { r: Some(r), .. } if r.len() == 2));
+        assert_eq!(serde_json::from_str::<Note>(&few.payload()).unwrap(), few);
+        let many = Note::turn(
+            "s".into(),
+            "t".into(),
+            1,
+            4,
+            (1..=4).map(|i| (i, record(&i.to_string()))).collect(),
+        );
+        assert!(matches!(
+            &many,
+            Note::Turn {
+                r: None,
+                first: 1,
+                last: 4,
+                ..
+            }
+        ));
+        assert!(many.payload().len() < 8000);
     }
 }

@@ -874,8 +874,14 @@ mod tests {
             match Location::parse(url) {
                 Err(LedgerError::Invalid { field, message }) => {
                     assert_eq!(field, "database");
-                    assert!(message.starts_with(&format!("{shown} is not a valid URL (")), "{message}");
-                    assert!(!message.contains("S3cr3t") && !message.contains("ss9"), "{message}");
+                    assert!(
+                        message.starts_with(&format!("{shown} is not a valid URL (")),
+                        "{message}"
+                    );
+                    assert!(
+                        !message.contains("S3cr3t") && !message.contains("ss9"),
+                        "{message}"
+                    );
                 }
                 r => panic!("{url}: {r:?}"),
             }

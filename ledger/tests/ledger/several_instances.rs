@@ -149,3 +149,36 @@ async fn a_listener_behind_emits_each_revision_as_of_itself() {
     assert_eq!(deliveries[1].outcome.title.as_deref(), Some("Dashboard"));
     assert_eq!(deliveries, a.recorder.deliveries());
 }
+
+/// A group whose records do not fit one notification (Postgres refuses 8,000 bytes): every listener,
+/// the writer's own included, reads them from history instead, with the same result: each record once,
+/// in revision order, as of its revision.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_group_too_big_for_a_notification_is_read_from_history_by_every_instance() {
+    if postgres().is_none() {
+        return;
+    }
+    let a = open().await;
+    let b_recorder = Arc::new(Recorder::default());
+    let b = reopen(&a.path, b_recorder.clone(), a.clock.clone()).await;
+    let n = 80;
+    let mut batch = Vec::new();
+    for i in 0..n {
+        let m = format!("m-{i}");
+        batch.push(approve(&m));
+        batch.push(intent(&m, "a-1"));
+        batch.push(settle(&m, "a-1", Settlement::Completed, None));
+    }
+    for r in a.engine.apply_batch(batch).await.unwrap() {
+        r.unwrap();
+    }
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(5);
+    while b_recorder.count() < n && std::time::Instant::now() < deadline {
+        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+    }
+    drop(b);
+    let revisions: Vec<i64> = b_recorder.deliveries().iter().map(|d| d.revision).collect();
+    assert_eq!(revisions, (1..=n as i64).map(|i| 2 * i).collect::<Vec<_>>());
+    assert_eq!(b_recorder.deliveries(), a.recorder.deliveries());
+    assert_eq!(a.recorder.hints().last().map(|h| h.2), Some(2 * n as i64));
+}
