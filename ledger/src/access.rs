@@ -307,6 +307,14 @@ impl Access {
                 .await?
                 .rows_affected()
         });
+        if done > 0 {
+            let note = crate::notify::Note::Revoked {
+                s: session_key.to_string(),
+                by: self.inner.instance(),
+            };
+            tx.notify(self.inner.notify_channel(), vec![note.payload()])
+                .await?;
+        }
         tx.commit().await?;
         Ok(done)
     }

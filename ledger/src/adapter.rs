@@ -51,6 +51,11 @@ pub trait Adapter: Send + Sync {
     /// committed meanwhile was not emitted here): every subscriber should resync (replay after its
     /// cursor). Called on the listener task; must not block. Default: nothing.
     fn on_resync(&self) {}
+
+    /// The viewer links of a session were revoked by another instance (Postgres): viewers' live
+    /// streams of the session close (docs/access.md). The instance that revoked them acts itself.
+    /// Default: nothing.
+    fn on_viewer_links_revoked(&self, _session_key: &SessionKey) {}
 }
 
 /// Why a session's history went away.

@@ -8,8 +8,8 @@
 //! connection forgets what it emitted, reconnects, and then tells the adapter to resync its subscribers
 //! ([`crate::Adapter::on_resync`]), instead of silently missing what was committed meanwhile.
 //!
-//! Ends of sessions (deleted, expired) cross instances the same way; the instance that ended the
-//! session has already told its own adapter, so it skips its own.
+//! Ends of sessions (deleted, expired) and revocations of viewer links cross instances the same way;
+//! the instance that made them has already acted on them itself, so it skips its own.
 
 use std::collections::HashMap;
 use std::panic::AssertUnwindSafe;
@@ -48,6 +48,9 @@ pub(crate) enum Note {
     /// Session `s` was deleted (`deleted`) or expired, by instance `by`.
     #[serde(rename = "end")]
     Ended { s: String, deleted: bool, by: u64 },
+    /// The viewer links of session `s` were revoked, by instance `by`.
+    #[serde(rename = "revoked")]
+    Revoked { s: String, by: u64 },
 }
 
 /// The largest payload sent with its records (Postgres refuses a payload of 8,000 bytes or more).
@@ -332,6 +335,20 @@ async fn handle(
                         last,
                         records: r,
                     }),
+                }
+            }
+            Note::Revoked { s, by } => {
+                if by != emitter.instance {
+                    if let Ok(key) = SessionKey::parse(s) {
+                        let adapter = &inner.adapter;
+                        if std::panic::catch_unwind(AssertUnwindSafe(|| {
+                            adapter.on_viewer_links_revoked(&key)
+                        }))
+                        .is_err()
+                        {
+                            tracing::error!("live delivery of a revocation panicked");
+                        }
+                    }
                 }
             }
             Note::Ended { s, deleted, by } => {

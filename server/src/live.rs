@@ -405,6 +405,11 @@ impl Adapter for Hub {
     fn on_resync(&self) {
         self.resync_all();
     }
+
+    /// Another instance revoked the session's viewer links: its viewers' streams here close too.
+    fn on_viewer_links_revoked(&self, session_key: &SessionKey) {
+        self.end_viewers(session_key);
+    }
 }
 
 impl Hub {

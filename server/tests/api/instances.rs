@@ -291,6 +291,42 @@ async fn two_instances_on_one_postgres_share_writes_replays_live_events_and_sign
         .await
         .unwrap();
     assert_eq!(opened.status(), StatusCode::SEE_OTHER);
+    // Revoking the links through A closes the viewer's stream on B at once (not at its next heartbeat).
+    let viewer_cookie = opened
+        .headers()
+        .get_all("set-cookie")
+        .iter()
+        .filter_map(|v| v.to_str().ok())
+        .map(|v| v.split(';').next().unwrap_or("").to_owned())
+        .collect::<Vec<_>>()
+        .join("; ");
+    let mut viewer = client
+        .get(format!("{}/api/run-events?session_id={SESSION}", b.base))
+        .header("cookie", viewer_cookie)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(viewer.status(), StatusCode::OK);
+    let (s, body) = host(
+        &client,
+        &a.base,
+        reqwest::Method::DELETE,
+        &format!("/api/host/sessions/{SESSION}/viewer-links"),
+        Value::Null,
+    )
+    .await
+    .unwrap();
+    assert!(s.is_success(), "{s} {body}");
+    let revoked = Instant::now();
+    let closed = tokio::time::timeout(Duration::from_secs(5), async {
+        while let Ok(Some(_)) = viewer.chunk().await {}
+    })
+    .await;
+    assert!(
+        closed.is_ok(),
+        "the viewer's stream on B is still open after 5 s"
+    );
+    assert!(revoked.elapsed() < Duration::from_secs(5));
 
     // Deleting a session through A ends its streams on B.
     let (s, body) = host(
