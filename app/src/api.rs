@@ -38,12 +38,14 @@ pub enum ApiError {
 impl ApiError {
     /// The HTTP status of a server-rendered page whose read failed this way. A client's mistake stays a
     /// client error: 404 when the API found nothing (an id that could never have been stored included),
-    /// the API's own 4xx otherwise. Only a real fault is a 5xx: 502 when the API failed (5xx) or could
-    /// not be read.
+    /// the API's own 4xx otherwise. Only a real fault is a 5xx: 503 when the API answered 503 (the
+    /// ledger is busy or its database cannot be reached: the page says so and carries `Retry-After`,
+    /// [`crate::components::set_page_status`]), 502 when the API failed otherwise or could not be read.
     pub fn page_status(&self) -> u16 {
         match self {
             ApiError::NotFound { .. } => 404,
             ApiError::Status { status, .. } if (400..500).contains(status) => *status,
+            ApiError::Status { status: 503, .. } => 503,
             ApiError::Status { .. } | ApiError::Network(_) => 502,
         }
     }
@@ -350,7 +352,7 @@ mod tests {
             .page_status(),
             502
         );
-        assert_eq!(answer(503, "busy").page_status(), 502);
+        assert_eq!(answer(503, "busy").page_status(), 503);
         assert_eq!(answer(200, "not json").page_status(), 502);
         assert_eq!(ApiError::Network("refused".into()).page_status(), 502);
     }

@@ -47,8 +47,8 @@ pub fn ErrorPanel(message: String) -> impl IntoView {
     }
 }
 
-/// Sets the HTTP status of a server-rendered page (404 for a missing session, turn or operation). Does
-/// nothing in the browser.
+/// Sets the HTTP status of a server-rendered page (404 for a missing session, turn or operation; 503,
+/// with `Retry-After: 1`, when the ledger was busy or unreachable). Does nothing in the browser.
 pub fn set_page_status(status: u16) {
     #[cfg(feature = "ssr")]
     if let (Some(response), Ok(code)) = (
@@ -56,6 +56,12 @@ pub fn set_page_status(status: u16) {
         http::StatusCode::from_u16(status),
     ) {
         response.set_status(code);
+        if code == http::StatusCode::SERVICE_UNAVAILABLE {
+            response.insert_header(
+                http::header::RETRY_AFTER,
+                http::HeaderValue::from_static("1"),
+            );
+        }
     }
     #[cfg(not(feature = "ssr"))]
     let _ = status;
