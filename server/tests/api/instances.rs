@@ -97,6 +97,17 @@ async fn replay(c: &reqwest::Client, base: &str) -> String {
     r.text().await.unwrap()
 }
 
+/// The cookies a response sets, as a `Cookie` header sends them back (`name=value; name=value`).
+fn cookies(r: &reqwest::Response) -> String {
+    r.headers()
+        .get_all("set-cookie")
+        .iter()
+        .filter_map(|v| v.to_str().ok())
+        .map(|v| v.split(';').next().unwrap_or("").to_owned())
+        .collect::<Vec<_>>()
+        .join("; ")
+}
+
 /// The `mutation_outcome` events of an SSE body: (revision, mutation id, published status).
 fn outcomes(sse: &str) -> Vec<(i64, String, String)> {
     sse.split("\n\n")
@@ -248,14 +259,7 @@ async fn two_instances_on_one_postgres_share_writes_replays_live_events_and_sign
         .await
         .unwrap();
     assert_eq!(signed.status(), StatusCode::SEE_OTHER);
-    let cookie = signed
-        .headers()
-        .get_all("set-cookie")
-        .iter()
-        .filter_map(|v| v.to_str().ok())
-        .map(|v| v.split(';').next().unwrap_or("").to_owned())
-        .collect::<Vec<_>>()
-        .join("; ");
+    let cookie = cookies(&signed);
     assert!(!cookie.is_empty());
     let unknowns = |base: String, cookie: Option<String>| {
         let c = client.clone();
@@ -292,14 +296,7 @@ async fn two_instances_on_one_postgres_share_writes_replays_live_events_and_sign
         .unwrap();
     assert_eq!(opened.status(), StatusCode::SEE_OTHER);
     // Revoking the links through A closes the viewer's stream on B at once (not at its next heartbeat).
-    let viewer_cookie = opened
-        .headers()
-        .get_all("set-cookie")
-        .iter()
-        .filter_map(|v| v.to_str().ok())
-        .map(|v| v.split(';').next().unwrap_or("").to_owned())
-        .collect::<Vec<_>>()
-        .join("; ");
+    let viewer_cookie = cookies(&opened);
     let mut viewer = client
         .get(format!("{}/api/run-events?session_id={SESSION}", b.base))
         .header("cookie", viewer_cookie)
