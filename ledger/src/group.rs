@@ -84,6 +84,9 @@ pub(crate) struct Group {
     /// The records this group announces live, with their turn and revision (Postgres sends them in
     /// the turn's notification when they fit, crate::notify).
     announced: Vec<(Key, i64, MutationOutcome)>,
+    /// Whether the group's changes are notified (Postgres); on SQLite the writer announces them itself
+    /// and nothing is kept for notifications.
+    notifies: bool,
     next_order: usize,
 }
 
@@ -230,6 +233,7 @@ impl Group {
             history: Vec::new(),
             changed_turns: Vec::new(),
             announced: Vec::new(),
+            notifies: tx.dialect() == Dialect::Postgres,
             next_order: 0,
         })
     }
@@ -485,6 +489,9 @@ impl Group {
 
     /// Keeps what `done` announces, for its turn's notification.
     fn remember(&mut self, done: &Done) {
+        if !self.notifies {
+            return;
+        }
         if let Some(a) = &done.announcement {
             self.announced.push((
                 (
@@ -600,7 +607,15 @@ impl Group {
         tx: &mut WriteTx,
         channel: Option<&str>,
     ) -> Result<(), LedgerError> {
-        let notes = self.notes();
+        // Only where there is a channel to send them on (Postgres).
+        let payloads: Vec<String> = match channel {
+            Some(_) => self
+                .notes()
+                .iter()
+                .map(crate::notify::Note::payload)
+                .collect(),
+            None => Vec::new(),
+        };
         let mut w = GroupWrite::new(tx.dialect());
         // Retention counts from a session's last write: once per session per group.
         let mut new_sessions: Vec<&str> = Vec::new();
@@ -681,11 +696,7 @@ impl Group {
                 query.execute(c).await?;
             });
         }
-        tx.notify(
-            channel,
-            notes.iter().map(crate::notify::Note::payload).collect(),
-        )
-        .await
+        tx.notify(channel, payloads).await
     }
 
     /// How a write names an entry: its `seq` when it was stored before this group, else (its `seq` is

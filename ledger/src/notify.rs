@@ -118,15 +118,13 @@ const EMITTED_MAX: usize = 65_536;
 
 impl Emitter {
     pub(crate) fn new() -> Emitter {
-        let mut bytes = [0u8; 8];
         // Distinct per process and start: the clock's nanoseconds mixed with the process id.
         let nanos = std::time::SystemTime::now()
             .duration_since(std::time::UNIX_EPOCH)
             .map(|d| d.as_nanos() as u64)
             .unwrap_or(0);
-        bytes.copy_from_slice(&(nanos ^ (u64::from(std::process::id()) << 40)).to_be_bytes());
         Emitter {
-            instance: u64::from_be_bytes(bytes),
+            instance: nanos ^ (u64::from(std::process::id()) << 40),
             emitted: Mutex::new(Emitted::default()),
             progress: watch::channel(0).0,
         }
