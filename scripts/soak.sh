@@ -14,7 +14,8 @@
 # Each test prints one summary line starting with `figures: ` (rounds, answered settlements checked,
 # failures, seconds); this script repeats those lines at the end. Extra arguments go to the test binary (e.g. a test name filter).
 # The suite is the `reliability` module of the server's one test binary (`api`): without a name filter among
-# the arguments, the filter `reliability::` is added, so only its tests run.
+# the arguments, the filter `reliability` is added, so only its tests run (the `reliability` module and the
+# `reliability_*` modules beside it: disk full, clock jumps, memory).
 # OUTCOMES_CRASH_SEED=<n> fixes the crash test's kill delays.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -23,7 +24,7 @@ log=$(mktemp)
 trap 'rm -f "$log"' EXIT
 started=$(date +%s)
 set +e
-suite=(reliability::)
+suite=(reliability)
 for arg in "$@"; do
   case $arg in -*) ;; *) suite=() ;; esac
 done
