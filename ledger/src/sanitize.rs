@@ -3,8 +3,7 @@
 //!
 //! Each returns `None` when the value is withheld (published as `null`) and is idempotent: sanitising its
 //! own output returns that output unchanged. Control characters are those of `char::is_control` (Unicode
-//! category Cc: C0, DEL, C1; tab, CR and LF included); whitespace controls are those that are also
-//! `char::is_whitespace` (tab, LF, VT, FF, CR and NEL).
+//! category Cc: C0, DEL, C1; tab, CR and LF included).
 
 use unicode_segmentation::UnicodeSegmentation;
 
@@ -70,34 +69,35 @@ pub fn sanitize_url(raw: Option<&str>) -> Option<String> {
     Some(kept)
 }
 
-/// `title`, in this order: drop the control characters that are not whitespace; replace each
-/// credential-like substring with [`crate::credential::REDACTION_MARKER`]; make whitespace controls spaces
-/// ([`space_whitespace_controls`]: `"line1\nline2"` is `"line1 line2"`) and redact again; withhold
-/// structured JSON; truncate to [`TITLE_MAX_BYTES`] (512) UTF-8 bytes; withhold structured JSON again.
-/// `None` when absent, when the result is empty, or when it is structured JSON before or after
-/// truncation (see [`is_structured_json`]).
+/// `title`, in this order: drop control characters (seed 000: `"Line1\nLine2"` publishes `"Line1Line2"`;
+/// a host that wants a space sends one); replace each credential-like substring with
+/// [`crate::credential::REDACTION_MARKER`]; withhold structured JSON; truncate to [`TITLE_MAX_BYTES`]
+/// (512) UTF-8 bytes; withhold structured JSON again. `None` when absent, when the result is empty, or when
+/// it is structured JSON before or after truncation (see [`is_structured_json`]).
 ///
-/// Credentials are looked for while the line breaks are still there (a PEM block keeps the shape the
-/// detector knows) and again once they are spaces; a credential split by another control character is
-/// still found, that character being gone first.
+/// Credentials are also looked for before the whitespace controls go, while a PEM block still has its
+/// lines and `Bearer\n<token>` still reads as an authorization value: what is found then is redacted too
+/// (`"Bearer\nabcdef123456"` publishes `"Bearer[redacted]"`). Dropping controls never hides a credential
+/// that the text with its line breaks showed, and sanitising the result finds nothing more.
 ///
 /// Truncation cuts at the last extended grapheme cluster boundary within 512 bytes, so an emoji ZWJ
 /// sequence, a flag or a letter with its combining marks is kept whole or dropped whole; only when the
 /// first cluster alone is longer than 512 bytes is it cut at the last character boundary.
 pub fn sanitize_title(raw: Option<&str>) -> Option<String> {
     let s = raw?;
-    let no_controls: String = s
+    let breaks_kept: String = s
         .chars()
         .filter(|c| !c.is_control() || c.is_whitespace())
         .collect();
-    let redacted = redact_credentials(&no_controls);
-    let spaced = space_whitespace_controls(&redacted);
-    // Looked for again once the breaks are spaces (`-----BEGIN\nRSA PRIVATE KEY-----` only reads as a
-    // key header then), so sanitising the result finds nothing more.
-    let redacted = if spaced == redacted {
-        redacted
+    let redacted_with_breaks = redact_credentials(&breaks_kept);
+    let no_controls: String = redacted_with_breaks
+        .chars()
+        .filter(|c| !c.is_control())
+        .collect();
+    let redacted = if no_controls == redacted_with_breaks {
+        no_controls
     } else {
-        redact_credentials(&spaced)
+        redact_credentials(&no_controls)
     };
     if is_structured_json(&redacted) {
         return None;
@@ -107,33 +107,6 @@ pub fn sanitize_title(raw: Option<&str>) -> Option<String> {
         return None;
     }
     Some(truncated.to_owned())
-}
-
-/// `s` with each run of whitespace (`char::is_whitespace`) that holds a whitespace control (tab, LF, VT,
-/// FF, CR, NEL) made one space, or nothing at the start or the end of `s`: `"a\r\n\tb"` is `"a b"`,
-/// `"a \n b"` is `"a b"`, `"\nab\n"` is `"ab"`. Runs of whitespace without a control stay as they are
-/// (`"a  b"`, `" a"`). The result holds no control character, so applying it again changes nothing.
-pub fn space_whitespace_controls(s: &str) -> String {
-    let mut out = String::with_capacity(s.len());
-    let mut rest = s;
-    while let Some(start) = rest.find(char::is_whitespace) {
-        out.push_str(&rest[..start]);
-        let run_len = rest[start..]
-            .find(|c: char| !c.is_whitespace())
-            .unwrap_or(rest.len() - start);
-        let run = &rest[start..start + run_len];
-        let at_edge = start == 0 && out.is_empty() || start + run_len == rest.len();
-        if run.chars().any(char::is_control) {
-            if !at_edge {
-                out.push(' ');
-            }
-        } else {
-            out.push_str(run);
-        }
-        rest = &rest[start + run_len..];
-    }
-    out.push_str(rest);
-    out
 }
 
 /// The longest prefix of `s` of at most `max` bytes that ends on a grapheme cluster boundary, or, when the
