@@ -1,4 +1,4 @@
-//! The retention purge (docs/ledger.md "Retention", docs/api.md "Retention"): expiry hides a session; its
+//! The retention purge (docs/ledger.md "Retention"): expiry hides a session; its
 //! rows are deleted only by an explicit delete or by the purge, `--purge-after-secs` (default 7 days) after
 //! expiry. The purge never trusts a clock that jumped:
 //!
@@ -27,7 +27,7 @@ pub const CLOCK_JUMP_TOLERANCE: Duration = Duration::from_secs(60);
 /// `serve`'s retention options.
 #[derive(Debug, Clone, Args)]
 pub struct PurgeOptions {
-    /// Rows of an expired session are deleted this many seconds after it expired (docs/api.md
+    /// Rows of an expired session are deleted this many seconds after it expired (docs/ledger.md
     /// "Retention"); until then it is hidden (404 `session_expired`).
     #[arg(long, env = "OUTCOMES_PURGE_AFTER_SECS", default_value_t = DEFAULT_PURGE_AFTER_SECS)]
     pub purge_after_secs: u64,

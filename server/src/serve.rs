@@ -47,7 +47,7 @@ pub struct ServeArgs {
     /// A conversation expires this many seconds after its last write.
     #[arg(long, env = "OUTCOMES_SESSION_TTL_SECS", default_value_t = 30 * 24 * 3600)]
     pub session_ttl_secs: u64,
-    /// When an expired session's rows are deleted (docs/api.md "Retention").
+    /// When an expired session's rows are deleted (docs/ledger.md "Retention").
     #[command(flatten)]
     pub purge: crate::purge::PurgeOptions,
     /// Play the demo against this server when the ledger is empty.

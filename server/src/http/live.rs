@@ -7,6 +7,8 @@
 //! `data: {"logical_turn_ids": [...]}` when the client fell behind; `event: heartbeat` with
 //! `data: {"at": "<RFC 3339>"}` every 15 s; `event: session_ended` with `data: {"reason": "deleted" |
 //! "expired"}` before the stream of a deleted or expired session closes.
+//! A stream whose client does not read ends once a write would leave more than [`MAX_UNSENT_BYTES`] untaken
+//! for [`STALL_GRACE`]; its client resumes through its cursor.
 //! Errors: 400 (missing parameter) → 404 (unknown or expired session) → 503 `too_many_streams` with
 //! `Retry-After` (a cap on live streams in total or per session is reached).
 
@@ -177,7 +179,7 @@ const BATCH_BYTES: usize = 16 * 1024;
 /// A live stream's bytes its client has not taken yet (buffered in this process) stay below this; a
 /// stream that would pass it and does not get below within [`STALL_GRACE`] is closed, and its client
 /// resumes through its cursor (docs/api.md "Live run events").
-pub const MAX_UNSENT_BYTES: u64 = 32 * 1024;
+pub const MAX_UNSENT_BYTES: u64 = 16 * 1024;
 
 /// How long a live stream waits for its client to take enough bytes for the next write.
 pub const STALL_GRACE: Duration = Duration::from_secs(2);
@@ -195,18 +197,19 @@ impl Unsent {
         Unsent { sent, produced }
     }
 
-    /// Counts `len` more bytes as produced and answers true when the bytes not yet taken by the socket
-    /// (these included) stay within [`MAX_UNSENT_BYTES`], waiting up to [`STALL_GRACE`] for the client
-    /// to read; false (the stream is to close) when they do not.
+    /// Counts `len` more bytes as produced and answers true when the client has taken all that was
+    /// produced before, or enough of it that these `len` bytes too stay within [`MAX_UNSENT_BYTES`],
+    /// waiting up to [`STALL_GRACE`] for the client to read; false (the stream is to close) when it has not.
     async fn room_for(&mut self, len: usize) -> bool {
         let Some(sent) = &self.sent else {
             return true;
         };
-        self.produced += len as u64;
+        let len = len as u64;
         let deadline = tokio::time::Instant::now() + STALL_GRACE;
         loop {
             let unsent = self.produced.saturating_sub(sent.get());
-            if unsent <= MAX_UNSENT_BYTES {
+            if unsent == 0 || unsent + len <= MAX_UNSENT_BYTES {
+                self.produced += len;
                 return true;
             }
             if tokio::time::Instant::now() >= deadline {

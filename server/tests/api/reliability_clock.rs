@@ -1,4 +1,4 @@
-//! Reliability under a wall clock that jumps (docs/api.md "Retention"): the built `outcomes` binary with its
+//! Reliability under a wall clock that jumps (docs/ledger.md "Retention"): the built `outcomes` binary with its
 //! wall clock moved by an `LD_PRELOAD` shim over `clock_gettime`/`time` (a small C file compiled here with
 //! `cc`; the monotonic clock is left alone, the system clock is never touched).
 //!

@@ -5,7 +5,7 @@
 //! | test | proves |
 //! |---|---|
 //! | [`fifty_failed_sign_ins_from_ten_addresses_keep_memory_bounded`] | 50 wrong sign-ins (5 from each of 10 loopback addresses, under the rate limit) raise RSS by less than 96 MiB: Argon2 works in a fixed number of reused memories |
-//! | [`stalled_live_streams_keep_memory_bounded`] | 1,024 live streams whose clients never read (a 4 KiB receive buffer), with ~800 KB of events per session: RSS grows by less than 100 MiB; the stalled streams are closed; a reading stream gets every event |
+//! | [`stalled_live_streams_keep_memory_bounded`] | 1,024 live streams of one session whose clients never read (a 4 KiB receive buffer), with ~6 MB of events: RSS grows by less than 100 MiB; the stalled streams are closed; a reading stream gets events up to the last |
 //!
 //! Each prints a `figures: memory: ...` line for `scripts/soak.sh`.
 
@@ -156,9 +156,10 @@ async fn eventful_batch(
 
 /// 1,024 live streams of one session (the default total cap) whose clients never read, with a 4 KiB
 /// receive buffer; then about 6 MB of events in that session (more than the kernel's socket buffers take).
-/// RSS grows by less than 100 MiB: a stream whose client does not take its bytes is closed once 32 KiB wait
-/// in the server (its client would resume through its cursor); a stream that reads gets events
-/// up to the last (with `resync` events where it fell behind the ring). (Before: each stalled stream buffered up to ~0.5 MB; 500 streams took +270 MB.)
+/// RSS grows by less than 100 MiB: a stream whose client does not take its bytes is closed once 16 KiB
+/// wait in the server (its client would resume through its cursor); a stream that reads gets events up to
+/// the last (with `resync` events where it fell behind the ring). (Before: each stalled stream buffered
+/// up to ~0.5 MB; 1,024 streams took +517 MiB, still resident after they closed.)
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn stalled_live_streams_keep_memory_bounded() {
     let _ = rlimit::increase_nofile_limit(u64::MAX);
