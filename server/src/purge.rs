@@ -155,8 +155,9 @@ enum Said {
 }
 
 /// Every `options.purge_interval_secs` (the first at once): forgets clients whose failed credentials
-/// have expired, and unless the clock jumped, sweeps expired viewer links and sign-ins and purges the
-/// sessions due (ending their live streams), holding a mass purge (see the module doc).
+/// have expired, and unless the clock jumped, sweeps expired viewer links and sign-ins, purges the
+/// sessions due (ending their live streams), holding a mass purge (see the module doc), and ends the live
+/// streams of sessions that expired (`session_ended` `"expired"`; they stay until the purge).
 pub async fn sweep_periodically(
     state: AppState,
     options: PurgeOptions,
@@ -224,6 +225,20 @@ pub async fn sweep_periodically(
                 }
             }
             Err(e) => tracing::warn!(error = %e, "retention sweep failed"),
+        }
+        end_streams_of_expired_sessions(&state).await;
+    }
+}
+
+/// Ends the live streams of sessions that expired (hidden, not yet purged) with `session_ended`
+/// `"expired"`: their pages say so at once, not only at the purge.
+async fn end_streams_of_expired_sessions(state: &AppState) {
+    for key in state.hub.subscribed_sessions() {
+        let Ok(key) = ledger::ids::SessionKey::parse(key) else {
+            continue;
+        };
+        if let Err(ledger::LedgerError::SessionExpired) = state.sessions.turns(&key).await {
+            state.hub.end_session(&key, ledger::SessionEnd::Expired);
         }
     }
 }

@@ -6,8 +6,9 @@
 //! |---|---|
 //! | [`a_restart_sixty_days_ahead_deletes_nothing_and_every_session_is_back_once_the_clock_is_right`] | 20 sessions, a restart 60 days ahead: all hidden (404 `session_expired`), the purge held and logged, nothing deleted; with the clock right again every session is readable; `outcomes purge --confirm` then deletes them and prints them |
 //! | [`a_wall_clock_that_jumps_while_serving_suspends_the_purge`] | a running server whose wall clock jumps 60 days: the purge is suspended (logged), nothing deleted; back to the right time, every session reads again |
+//! | [`an_expiring_session_ends_its_live_streams_but_is_not_deleted`] | expiry ends a watching live stream with `session_ended` `"expired"`, the session stays (hidden) until the purge |
 //!
-//! Each prints a `figures: clock jump: ...` line for `scripts/soak.sh`.
+//! The first two print a `figures: clock jump: ...` line for `scripts/soak.sh`.
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -310,5 +311,59 @@ async fn a_wall_clock_that_jumps_while_serving_suspends_the_purge() {
     println!(
         "figures: clock jump: a running server's wall clock 60 days ahead for ~3 s: purge suspended, 0 of {n} sessions deleted, {n} readable after; {:.1} s",
         started.elapsed().as_secs_f64()
+    );
+}
+
+/// A session that expires while a live stream watches it (a 2 s time to live, a sweep every second):
+/// the stream gets `session_ended` `"expired"` and closes, while the session is only hidden (404
+/// `session_expired`, not deleted: `outcomes purge` lists nothing due within the 7-day grace).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_expiring_session_ends_its_live_streams_but_is_not_deleted() {
+    let dir = tempfile::tempdir().unwrap();
+    let data = dir.path().join("data");
+    let client = support::client();
+    let mut server = Server::start(
+        &data,
+        &["--session-ttl-secs", "2", "--purge-interval-secs", "1"],
+    );
+    write_sessions(&client, &server, 1).await;
+    let mut stream = client
+        .get(format!(
+            "{}/api/run-events?session_id={}",
+            server.base,
+            session(0)
+        ))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(stream.status().as_u16(), 200);
+    let mut got = String::new();
+    let ended = tokio::time::timeout(Duration::from_secs(10), async {
+        while let Ok(Some(chunk)) = stream.chunk().await {
+            got.push_str(&String::from_utf8_lossy(&chunk));
+        }
+    })
+    .await;
+    assert!(ended.is_ok(), "the stream did not close: {got}");
+    assert!(
+        got.ends_with("event: session_ended\ndata: {\"reason\":\"expired\"}\n\n"),
+        "{got}"
+    );
+    assert_eq!(
+        read_sessions(&client, &server, 1).await,
+        all(1, "404 session_expired")
+    );
+    server.terminate();
+    let mut cmd = Command::new(BIN);
+    cmd.args(["purge", "--session-ttl-secs", "2", "--data-dir"])
+        .arg(&data);
+    if crate::helpers::postgres().is_some() {
+        cmd.arg("--database")
+            .arg(crate::helpers::database_for(&data));
+    }
+    let out = cmd.output().unwrap();
+    assert_eq!(
+        String::from_utf8_lossy(&out.stdout),
+        "0 session(s) of 1 due for the purge; nothing deleted (give --confirm to delete them)\n"
     );
 }
