@@ -104,7 +104,7 @@ impl ShiftedClock {
 }
 
 fn session(i: usize) -> String {
-    format!("clock-{i:02}")
+    format!("clock-{i:03}")
 }
 
 /// Writes one mutation into each of `n` sessions.
