@@ -155,8 +155,9 @@ enum Said {
 }
 
 /// Every `options.purge_interval_secs` (the first at once): forgets clients whose failed credentials
-/// have expired, and unless the clock jumped, sweeps expired viewer links and sign-ins, purges the
-/// sessions due (ending their live streams), holding a mass purge (see the module doc), and ends the live
+/// have expired, and unless the clock jumped, purges the sessions due (ending their live streams),
+/// holding a mass purge (see the module doc), sweeps expired viewer links and sign-ins (not when the purge
+/// was held: the clock may have jumped), and ends the live
 /// streams of sessions that expired (`session_ended` `"expired"`; they stay until the purge).
 pub async fn sweep_periodically(
     state: AppState,
@@ -192,15 +193,7 @@ pub async fn sweep_periodically(
             tracing::info!("purge resumed: the wall clock agrees with the monotonic clock again");
             said = Said::Nothing;
         }
-        if let Err(e) = state
-            .access
-            .store
-            .purge_expired(state.access.sign_in_idle_ms())
-            .await
-        {
-            tracing::warn!(error = %e, "sweep of expired viewer links and sign-ins failed");
-        }
-        match state.engine.purge_expired(rules).await {
+        let held = match state.engine.purge_expired(rules).await {
             Ok(Purge {
                 held: true,
                 due,
@@ -217,14 +210,30 @@ pub async fn sweep_periodically(
                     );
                     said = Said::Held(due.len(), total);
                 }
+                true
             }
             Ok(purge) => {
                 said = Said::Nothing;
                 if !purge.deleted.is_empty() {
                     tracing::info!(sessions = purge.deleted.len(), "expired sessions purged");
                 }
+                false
             }
-            Err(e) => tracing::warn!(error = %e, "retention sweep failed"),
+            Err(e) => {
+                tracing::warn!(error = %e, "retention sweep failed");
+                false
+            }
+        };
+        // A held purge suggests a clock that jumped ahead: viewer links and sign-ins are kept too.
+        if !held {
+            if let Err(e) = state
+                .access
+                .store
+                .purge_expired(state.access.sign_in_idle_ms())
+                .await
+            {
+                tracing::warn!(error = %e, "sweep of expired viewer links and sign-ins failed");
+            }
         }
         end_streams_of_expired_sessions(&state).await;
     }

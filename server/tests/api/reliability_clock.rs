@@ -164,8 +164,8 @@ fn wait_for_log(server: &Server, needle: &str, within: Duration) -> bool {
 
 /// 20 sessions; the server restarts with its wall clock 60 days ahead (past the 30-day time to live and
 /// the 7-day purge grace): every session is hidden (404 `session_expired`), the first sweep finds all 20
-/// due at once and holds the purge (logged), nothing is deleted. Restarted with the clock right, every
-/// session is readable. Then `outcomes purge` (60 days ahead) lists the 20 and deletes nothing, and
+/// due at once and holds the purge (logged), nothing is deleted, viewer links neither. Restarted with the
+/// clock right, every session is readable and the viewer link opens. Then `outcomes purge` (60 days ahead) lists the 20 and deletes nothing, and
 /// `outcomes purge --confirm` deletes them and prints each. (Before: "expired sessions deleted
 /// sessions=20" at the restart and every session gone for good.)
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -186,6 +186,21 @@ async fn a_restart_sixty_days_ahead_deletes_nothing_and_every_session_is_back_on
     let mut server = Server::start_with_env(&data, &[], &clock.env());
     write_sessions(&client, &server, n).await;
     assert_eq!(read_sessions(&client, &server, n).await, all(n, "200"));
+    // A viewer link (7 days): the jump must not destroy it either.
+    let link: Value = client
+        .post(format!(
+            "{}/api/host/sessions/{}/viewer-links",
+            server.base,
+            session(0)
+        ))
+        .bearer_auth(TOKEN)
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    let link = link["url"].as_str().unwrap().to_owned();
     server.terminate();
 
     clock.set(60 * DAY);
@@ -218,6 +233,16 @@ async fn a_restart_sixty_days_ahead_deletes_nothing_and_every_session_is_back_on
         .unwrap();
     assert_eq!(list["total"], n);
     assert!(!server.log().contains("purge held"), "{}", server.log());
+    let no_redirects = reqwest::Client::builder()
+        .redirect(reqwest::redirect::Policy::none())
+        .build()
+        .unwrap();
+    let opened = no_redirects
+        .get(format!("{}{link}", server.base))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(opened.status().as_u16(), 303, "the viewer link still works");
 
     // The operator: a dry run, then the confirmed purge (with the clock 60 days ahead, where they are due).
     clock.set(60 * DAY);
