@@ -38,6 +38,50 @@ pub const GROUP_OPERATIONS: usize = 2_000;
 /// then is refused with [`LedgerError::Busy`].
 pub const QUEUED_JOBS: usize = 4_096;
 
+/// A purge that would delete at least this many sessions, and more than a tenth of all sessions, is a
+/// mass purge: a sweep holds it for an operator (docs/ledger.md "Retention").
+pub const MASS_PURGE_SESSIONS: usize = 10;
+
+/// How [`Engine::purge_expired`] decides.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct PurgeRules {
+    /// How long after its expiry a session is deleted (`outcomes serve --purge-after-secs`, default
+    /// 7 days).
+    pub grace: std::time::Duration,
+    pub mode: PurgeMode,
+}
+
+/// Who asks for a purge.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum PurgeMode {
+    /// The server's periodic sweep: a mass purge deletes nothing and is held.
+    Sweep,
+    /// An operator's `outcomes purge --confirm`: everything due is deleted, a mass purge included.
+    Confirmed,
+    /// Nothing is deleted; the answer says what is due.
+    DryRun,
+}
+
+/// What a purge found and did.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Purge {
+    /// Sessions in the ledger before the purge (hidden ones included).
+    pub total: u64,
+    /// Keys of the sessions due (expired at least the grace ago), in key order.
+    pub due: Vec<String>,
+    /// Keys of the sessions deleted, in key order (empty when held or a dry run).
+    pub deleted: Vec<String>,
+    /// True when a sweep found a mass purge and deleted nothing.
+    pub held: bool,
+}
+
+impl Purge {
+    /// At least [`MASS_PURGE_SESSIONS`] sessions due, and more than a tenth of all.
+    pub fn is_mass(&self) -> bool {
+        self.due.len() >= MASS_PURGE_SESSIONS && self.due.len() as u64 * 10 > self.total
+    }
+}
+
 /// What one command gave.
 type Applied = Result<Done, LedgerError>;
 
@@ -425,31 +469,64 @@ impl Engine {
         Ok(())
     }
 
-    /// Deletes every session whose time to live ran out (with their history), then tells the adapter of each
-    /// (`on_session_ended`, `Expired`). Returns how many were deleted.
-    pub async fn purge_expired(&self) -> Result<u64, LedgerError> {
+    /// The retention purge (docs/ledger.md "Retention"): deletes every session whose time to live ran out
+    /// at least `rules.grace` ago (with its history), then tells the adapter of each (`on_session_ended`,
+    /// `Expired`). "Now" is the ledger's clock, or on Postgres with the real clock the database's (`now()`),
+    /// so one instance's wrong clock cannot decide. A sweep ([`PurgeMode::Sweep`]) that would delete at
+    /// least [`MASS_PURGE_SESSIONS`] sessions and more than a tenth of all sessions deletes nothing and
+    /// answers `held` (a clock that jumped ahead expires everything at once; normal expiry is gradual);
+    /// [`PurgeMode::Confirmed`] (an operator's `outcomes purge --confirm`) deletes them all the same;
+    /// [`PurgeMode::DryRun`] only reports what is due.
+    pub async fn purge_expired(&self, rules: PurgeRules) -> Result<Purge, LedgerError> {
         let _writer = self.inner.writer().await?;
-        let since = self.inner.live_since(self.inner.clock.now_ms());
         let mut tx = self.inner.begin_write().await?;
-        // Postgres: lock the expired sessions first (a writer of another instance may hold one), then
-        // delete those still expired.
-        let expired: Vec<String> = on_tx!(&mut tx, |c, d| sqlx::query_scalar(
-            "SELECT session_key FROM sessions WHERE last_write_at < $1"
+        let now = match &mut tx {
+            WriteTx::Postgres(t) if self.inner.clock.is_system() => {
+                sqlx::query_scalar::<_, i64>(
+                    "SELECT CAST(EXTRACT(EPOCH FROM now()) * 1000 AS BIGINT)",
+                )
+                .fetch_one(&mut **t)
+                .await?
+            }
+            _ => self.inner.clock.now_ms(),
+        };
+        let grace = i64::try_from(rules.grace.as_millis()).unwrap_or(i64::MAX);
+        let before = self.inner.live_since(now).saturating_sub(grace);
+        let total: i64 = on_tx!(&mut tx, |c, d| sqlx::query_scalar(
+            "SELECT COUNT(*) FROM sessions"
         )
-        .bind(since)
+        .fetch_one(c)
+        .await?);
+        // Postgres: lock the due sessions first (a writer of another instance may hold one), then
+        // delete those still due.
+        let due: Vec<String> = on_tx!(&mut tx, |c, d| sqlx::query_scalar(
+            "SELECT session_key FROM sessions WHERE last_write_at < $1 ORDER BY session_key"
+        )
+        .bind(before)
         .fetch_all(c)
         .await?);
-        if expired.is_empty() {
-            return Ok(0);
+        let mut purge = Purge {
+            total: u64::try_from(total).unwrap_or(0),
+            due,
+            deleted: Vec::new(),
+            held: false,
+        };
+        if purge.due.is_empty() || rules.mode == PurgeMode::DryRun {
+            return Ok(purge);
         }
-        tx.lock_sessions(expired.iter().map(String::as_str)).await?;
+        if rules.mode == PurgeMode::Sweep && purge.is_mass() {
+            purge.held = true;
+            return Ok(purge);
+        }
+        tx.lock_sessions(purge.due.iter().map(String::as_str))
+            .await?;
         let keys: Vec<String> = on_tx!(&mut tx, |c, d| sqlx::query_scalar(&format!(
             "DELETE FROM sessions WHERE last_write_at < $1 AND {} \
              RETURNING session_key",
             d.text_in("session_key", 2)
         ))
-        .bind(since)
-        .bind(serde_json::to_string(&expired).unwrap_or_default())
+        .bind(before)
+        .bind(serde_json::to_string(&purge.due).unwrap_or_default())
         .fetch_all(c)
         .await?);
         let notes = keys.iter().map(|k| self.ended(k, false)).collect();
@@ -460,7 +537,9 @@ impl Engine {
                 self.end_session(&key, SessionEnd::Expired);
             }
         }
-        Ok(keys.len() as u64)
+        purge.deleted = keys;
+        purge.deleted.sort();
+        Ok(purge)
     }
 
     /// The notification that this instance ended `session_key` (Postgres: the other instances tell

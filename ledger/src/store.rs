@@ -18,6 +18,12 @@ use crate::error::LedgerError;
 pub trait Clock: Send + Sync {
     /// Now, in milliseconds since the Unix epoch (UTC).
     fn now_ms(&self) -> i64;
+
+    /// True for the real clock: on Postgres the purge then reads the database's clock (`now()`)
+    /// instead (docs/ledger.md "Retention"). A clock a test drives says false.
+    fn is_system(&self) -> bool {
+        false
+    }
 }
 
 /// The system clock.
@@ -30,6 +36,10 @@ impl Clock for SystemClock {
             .duration_since(std::time::UNIX_EPOCH)
             .map(|d| d.as_millis() as i64)
             .unwrap_or(0)
+    }
+
+    fn is_system(&self) -> bool {
+        true
     }
 }
 

@@ -30,6 +30,9 @@ pub enum Command {
     Import(ImportArgs),
     /// Manage staff accounts (investigators, support) in the ledger database: add, remove, list, token.
     Staff(StaffArgs),
+    /// Delete the sessions due for the retention purge now, a mass purge the server held included (with
+    /// `--confirm`; without it, list them).
+    Purge(crate::purge::PurgeArgs),
     /// Read ledger entries (contract example format), one JSON object per line on stdin, and print each
     /// published record (or `null`) as one line of JSON.
     Project,
@@ -43,6 +46,7 @@ pub async fn run(cli: Cli) -> ExitCode {
         Command::Demo(args) => crate::demo::run(args).await,
         Command::Import(args) => crate::import::run(args).await,
         Command::Staff(args) => crate::staff::run(args).await,
+        Command::Purge(args) => crate::purge::run(args).await,
         Command::Project => crate::project::run(),
     };
     match result {

@@ -34,6 +34,19 @@ use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 use tower::ServiceExt;
 
+/// Bytes of responses the connection's socket has taken so far (written to the kernel), as a request
+/// extension: a long response compares it with what it produced to know how much of it is still buffered
+/// in this process (`http::live` closes a stream whose client does not read).
+#[derive(Debug, Clone, Default)]
+pub struct SentBytes(Arc<AtomicU64>);
+
+impl SentBytes {
+    /// Bytes taken by the socket since the connection opened.
+    pub fn get(&self) -> u64 {
+        self.0.load(Ordering::Acquire)
+    }
+}
+
 /// Bounds on connections.
 #[derive(Debug, Clone, Copy)]
 pub struct ConnLimits {
@@ -292,9 +305,11 @@ async fn serve_connection(
         id,
         registry,
     } = accepted;
+    let sent = SentBytes::default();
     let service = {
         let conn = conn.clone();
         let registry = registry.clone();
+        let sent = sent.clone();
         hyper::service::service_fn(move |request: hyper::Request<Incoming>| {
             let in_flight = InFlight::start(conn.clone(), registry.clone());
             let router = router.clone();
@@ -302,6 +317,7 @@ async fn serve_connection(
             request
                 .extensions_mut()
                 .insert(axum::extract::ConnectInfo(peer));
+            request.extensions_mut().insert(sent.clone());
             async move {
                 let response = router
                     .oneshot(request)
@@ -329,6 +345,7 @@ async fn serve_connection(
         inner: stream,
         blocked_since: send_blocked.clone(),
         start,
+        sent,
     }));
     let mut stall_check = tokio::time::interval(Duration::from_secs(1));
     let connection = builder.serve_connection(io, service);
@@ -397,15 +414,20 @@ impl Drop for Registered {
 }
 
 /// The socket, noting since when a write has been waiting for the client to read (ms since `start`, plus
-/// one so that 0 means "not waiting"): set when a write cannot proceed, cleared when one does.
+/// one so that 0 means "not waiting"): set when a write cannot proceed, cleared when one does; and counting
+/// the bytes written ([`SentBytes`]).
 struct SendWatch {
     inner: TcpStream,
     blocked_since: Arc<AtomicU64>,
     start: Instant,
+    sent: SentBytes,
 }
 
 impl SendWatch {
-    fn note<T>(&self, poll: &Poll<T>) {
+    fn note(&self, poll: &Poll<std::io::Result<usize>>) {
+        if let Poll::Ready(Ok(n)) = poll {
+            self.sent.0.fetch_add(*n as u64, Ordering::AcqRel);
+        }
         match poll {
             Poll::Pending => {
                 let now = u64::try_from(self.start.elapsed().as_millis()).unwrap_or(u64::MAX);

@@ -13,6 +13,7 @@ pub mod http;
 pub mod import;
 pub mod live;
 pub mod project;
+pub mod purge;
 pub mod serve;
 pub mod ssr;
 pub mod staff;

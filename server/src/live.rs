@@ -312,6 +312,14 @@ impl Hub {
             .unwrap_or(0)
     }
 
+    /// Keys of the sessions with open subscriptions.
+    pub fn subscribed_sessions(&self) -> Vec<String> {
+        self.registry
+            .lock()
+            .map(|r| r.sessions.keys().cloned().collect())
+            .unwrap_or_default()
+    }
+
     /// Open subscriptions over all sessions.
     pub fn total_subscribers(&self) -> usize {
         self.registry.lock().map(|r| r.total).unwrap_or(0)

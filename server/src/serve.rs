@@ -47,6 +47,9 @@ pub struct ServeArgs {
     /// A conversation expires this many seconds after its last write.
     #[arg(long, env = "OUTCOMES_SESSION_TTL_SECS", default_value_t = 30 * 24 * 3600)]
     pub session_ttl_secs: u64,
+    /// When an expired session's rows are deleted (docs/ledger.md "Retention").
+    #[command(flatten)]
+    pub purge: crate::purge::PurgeOptions,
     /// Play the demo against this server when the ledger is empty.
     #[arg(long, env = "OUTCOMES_DEMO_WHEN_EMPTY")]
     pub demo_when_empty: bool,
@@ -436,8 +439,9 @@ pub async fn serve(args: ServeArgs) -> Result<(), Box<dyn std::error::Error>> {
     }
 
     let shutdown = built.state.shutdown.clone();
-    tokio::spawn(purge_expired_periodically(
+    tokio::spawn(crate::purge::sweep_periodically(
         built.state.clone(),
+        args.purge.clone(),
         shutdown.clone(),
     ));
     let limits = ConnLimits {
@@ -464,9 +468,6 @@ pub async fn serve(args: ServeArgs) -> Result<(), Box<dyn std::error::Error>> {
     tracing::info!("ledger closed");
     Ok(())
 }
-
-/// How often expired sessions are deleted (and their live streams ended with `session_ended`).
-pub const PURGE_INTERVAL: Duration = Duration::from_secs(60);
 
 /// Held while `serve` runs: the advisory locks that keep a second `serve` off the same SQLite file.
 pub struct DatabaseLock {
@@ -525,32 +526,6 @@ pub fn lock_database(database: &str) -> Result<Option<DatabaseLock>, Box<dyn std
         _lock_file: lock,
         _database: db,
     }))
-}
-
-/// Every [`PURGE_INTERVAL`]: deletes expired sessions (ending their live streams) and forgets clients
-/// whose failed credentials have expired.
-async fn purge_expired_periodically(state: AppState, shutdown: CancellationToken) {
-    let mut tick = tokio::time::interval(PURGE_INTERVAL);
-    loop {
-        tokio::select! {
-            _ = tick.tick() => {}
-            _ = shutdown.cancelled() => return,
-        }
-        state.failures.forget_old();
-        if let Err(e) = state
-            .access
-            .store
-            .purge_expired(state.access.sign_in_idle_ms())
-            .await
-        {
-            tracing::warn!(error = %e, "sweep of expired viewer links and sign-ins failed");
-        }
-        match state.engine.purge_expired().await {
-            Ok(0) => {}
-            Ok(n) => tracing::info!(sessions = n, "expired sessions deleted"),
-            Err(e) => tracing::warn!(error = %e, "retention sweep failed"),
-        }
-    }
 }
 
 async fn shutdown_signal() {

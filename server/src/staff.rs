@@ -3,11 +3,11 @@
 //! server sees what they change at once: nothing is cached).
 
 use std::path::PathBuf;
-use std::sync::OnceLock;
+use std::sync::{Mutex, OnceLock};
 
 use argon2::password_hash::rand_core::OsRng;
-use argon2::password_hash::{PasswordHash, PasswordHasher, PasswordVerifier, SaltString};
-use argon2::Argon2;
+use argon2::password_hash::{PasswordHash, PasswordHasher, SaltString};
+use argon2::{Algorithm, Argon2, Block, Params, Version};
 use base64::Engine as _;
 use clap::{Args, Subcommand};
 use ledger::{Ledger, LedgerOptions};
@@ -55,9 +55,22 @@ pub fn hash_password(password: &str) -> Result<String, argon2::password_hash::Er
         .to_string())
 }
 
+/// Argon2 working memories kept for reuse, and the most password checks that run at once (sign-in waits for
+/// one: `http::sign_in::password_checks`). Each holds `m` KiB (19 MiB for the defaults), allocated once
+/// and reused, so failed sign-ins cannot grow the process (docs/access.md "Staff accounts").
+pub const HASHING_MEMORIES: usize = 2;
+
+/// The most Argon2 memory a stored hash may ask for, in 1 KiB blocks (64 MiB); a hash asking for more is
+/// not checked (it never matches).
+const MAX_BLOCKS: usize = 64 * 1024;
+
+/// Working memories not in use (at most [`HASHING_MEMORIES`]).
+static MEMORIES: Mutex<Vec<Vec<Block>>> = Mutex::new(Vec::new());
+
 /// Whether `password` matches the stored PHC string `hash`. With `hash` `None` (no such account) a dummy
 /// hash is checked, so an unknown name costs the same time as a wrong password. CPU-heavy (tens of ms):
-/// call it from a blocking task.
+/// call it from a blocking task, at most [`HASHING_MEMORIES`] at once (more run, each with memory of its
+/// own that is then given back).
 pub fn verify_password(password: &str, hash: Option<&str>) -> bool {
     static DUMMY: OnceLock<String> = OnceLock::new();
     let dummy = DUMMY.get_or_init(|| hash_password("not a password").unwrap_or_default());
@@ -65,10 +78,54 @@ pub fn verify_password(password: &str, hash: Option<&str>) -> bool {
     let Ok(parsed) = PasswordHash::new(stored) else {
         return false;
     };
-    let ok = Argon2::default()
-        .verify_password(password.as_bytes(), &parsed)
-        .is_ok();
+    let mut memory = MEMORIES
+        .lock()
+        .ok()
+        .and_then(|mut m| m.pop())
+        .unwrap_or_default();
+    let ok = verify_with_memory(password.as_bytes(), &parsed, &mut memory);
+    if let Ok(mut kept) = MEMORIES.lock() {
+        if kept.len() < HASHING_MEMORIES {
+            kept.push(memory);
+        }
+    }
     ok && hash.is_some()
+}
+
+/// Argon2 of `password` with the algorithm, version, parameters and salt of `parsed`, in `memory` (grown
+/// to the parameters' size when smaller), compared in constant time with its hash.
+fn verify_with_memory(password: &[u8], parsed: &PasswordHash<'_>, memory: &mut Vec<Block>) -> bool {
+    let (Some(expected), Some(salt)) = (parsed.hash, parsed.salt) else {
+        return false;
+    };
+    let Ok(params) = Params::try_from(parsed) else {
+        return false;
+    };
+    let Ok(algorithm) = Algorithm::try_from(parsed.algorithm) else {
+        return false;
+    };
+    let Ok(version) = parsed
+        .version
+        .map_or(Ok(Version::default()), Version::try_from)
+    else {
+        return false;
+    };
+    let mut salt_bytes = [0u8; 64];
+    let Ok(salt) = salt.decode_b64(&mut salt_bytes) else {
+        return false;
+    };
+    let blocks = params.block_count();
+    if blocks > MAX_BLOCKS {
+        return false;
+    }
+    if memory.len() < blocks {
+        memory.resize(blocks, Block::default());
+    }
+    let mut out = vec![0u8; expected.len()];
+    Argon2::new(algorithm, version, params)
+        .hash_password_into_with_memory(password, salt, &mut out, &mut memory[..blocks])
+        .is_ok()
+        && argon2::password_hash::Output::new(&out).is_ok_and(|o| o == expected)
 }
 
 /// `n` random bytes, base64url without padding.

@@ -64,6 +64,11 @@ impl ManualClock {
         self.0
             .fetch_add(i64::try_from(by.as_millis()).unwrap(), Ordering::SeqCst);
     }
+
+    /// Sets the clock to `at` (ms since the epoch): back, as a clock put right after a jump.
+    pub fn set(&self, at: i64) {
+        self.0.store(at, Ordering::SeqCst);
+    }
 }
 
 impl Clock for ManualClock {

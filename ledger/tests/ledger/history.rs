@@ -6,7 +6,7 @@
 use std::time::Duration;
 
 use crate::common::*;
-use ledger::engine::{Action, Actor, Command, Settlement};
+use ledger::engine::{Action, Actor, Command, PurgeMode, Settlement};
 use ledger::ids::ToolName;
 use ledger::projection::LedgerEntry;
 use ledger::store::format_time;
@@ -690,7 +690,13 @@ async fn history_is_hidden_once_the_session_expired_and_deleted_with_it() {
         Err(LedgerError::SessionExpired)
     ));
     assert_eq!(history_rows(&h.path).await, 3);
-    assert_eq!(h.engine.purge_expired().await.unwrap(), 1);
+    assert_eq!(
+        crate::retention::purge(&h, Duration::ZERO, PurgeMode::Sweep)
+            .await
+            .deleted
+            .len(),
+        1
+    );
     assert_eq!(history_rows(&h.path).await, 0);
 }
 

@@ -1,11 +1,12 @@
 //! Retention (docs/ledger.md "Retention"): history survives a restart, is hidden from every read once the
 //! conversation's time to live has passed since its last write, refuses writes then, and is deleted with the
-//! session.
+//! session or by the purge, a grace after expiry; a purge that would delete many sessions at once (a clock
+//! that jumped ahead) is held for an operator.
 
 use std::time::Duration;
 
 use crate::common::*;
-use ledger::engine::Settlement;
+use ledger::engine::{Purge, PurgeMode, PurgeRules, Settlement};
 use ledger::ids::Cursor;
 use ledger::LedgerError;
 
@@ -135,14 +136,31 @@ async fn row_counts(path: &str) -> [i64; 5] {
     counts
 }
 
+/// Runs the purge with `grace` after expiry.
+pub(crate) async fn purge(h: &Harness, grace: Duration, mode: PurgeMode) -> Purge {
+    h.engine
+        .purge_expired(PurgeRules { grace, mode })
+        .await
+        .unwrap()
+}
+
+fn keys(n: std::ops::Range<usize>) -> Vec<String> {
+    let mut k: Vec<String> = n.map(|i| format!("s-{i:02}")).collect();
+    k.sort();
+    k
+}
+
 #[tokio::test]
 async fn purge_expired_deletes_only_expired_sessions() {
     let h = populated().await;
     h.clock.advance(TTL);
     h.ok(approve_in("s-2", "t-9", "m-9")).await;
-    assert_eq!(h.engine.purge_expired().await.unwrap(), 0);
+    let none = purge(&h, Duration::ZERO, PurgeMode::Sweep).await;
+    assert_eq!((none.total, none.due.len(), none.deleted.len()), (2, 0, 0));
     h.clock.advance(Duration::from_millis(1));
-    assert_eq!(h.engine.purge_expired().await.unwrap(), 1);
+    let one = purge(&h, Duration::ZERO, PurgeMode::Sweep).await;
+    assert_eq!(one.deleted, [SESSION]);
+    assert!(!one.held);
     assert_eq!(row_counts(&h.path).await, [1, 1, 1, 0, 0]);
     assert!(matches!(
         h.sessions.mutation_outcomes(&sk(SESSION)).await,
@@ -151,6 +169,111 @@ async fn purge_expired_deletes_only_expired_sessions() {
     // The key can start a new conversation afresh.
     h.ok(approve("m-1")).await;
     assert_eq!(h.latest_revision().await, 0);
+}
+
+#[tokio::test]
+async fn expiry_hides_and_the_purge_deletes_only_the_grace_after_expiry() {
+    let h = populated().await;
+    let grace = Duration::from_secs(7 * 24 * 3600);
+    h.clock.advance(TTL + grace);
+    // Expired (hidden) but within the grace: nothing is deleted.
+    assert!(is_expired(h.sessions.mutation_outcomes(&sk(SESSION)).await));
+    let kept = purge(&h, grace, PurgeMode::Sweep).await;
+    assert_eq!((kept.total, kept.due.len(), kept.deleted.len()), (1, 0, 0));
+    assert_eq!(row_counts(&h.path).await, [1, 1, 2, 1, 2]);
+    // With the clock back (it had jumped), the session is readable again, whole.
+    h.clock.set(T0);
+    assert_eq!(
+        h.sessions
+            .mutation_outcomes(&sk(SESSION))
+            .await
+            .unwrap()
+            .len(),
+        2
+    );
+    h.clock.advance(TTL + grace + Duration::from_millis(1));
+    assert_eq!(purge(&h, grace, PurgeMode::Sweep).await.deleted, [SESSION]);
+    assert_eq!(row_counts(&h.path).await, [0, 0, 0, 0, 0]);
+}
+
+#[tokio::test]
+async fn a_sweep_that_would_delete_every_session_at_once_is_held_until_an_operator_confirms() {
+    let h = open().await;
+    for i in 0..20 {
+        h.ok(approve_in(&format!("s-{i:02}"), "t", "m")).await;
+    }
+    // The clock jumps 60 days ahead: all 20 are due at once.
+    h.clock.advance(Duration::from_secs(60 * 24 * 3600));
+    let held = purge(&h, Duration::from_secs(7 * 24 * 3600), PurgeMode::Sweep).await;
+    assert_eq!(
+        held,
+        Purge {
+            total: 20,
+            due: keys(0..20),
+            deleted: Vec::new(),
+            held: true
+        }
+    );
+    assert!(held.is_mass());
+    assert!(h.sessions.list().await.sessions.is_empty());
+    // The clock is right again: every session is readable.
+    h.clock.set(T0);
+    assert_eq!(h.sessions.list().await.sessions.len(), 20);
+    // A dry run says what is due and deletes nothing; the operator's confirmation deletes them all.
+    h.clock.advance(Duration::from_secs(60 * 24 * 3600));
+    let dry = purge(&h, Duration::from_secs(7 * 24 * 3600), PurgeMode::DryRun).await;
+    assert_eq!((dry.due.len(), dry.deleted.len(), dry.held), (20, 0, false));
+    let confirmed = purge(&h, Duration::from_secs(7 * 24 * 3600), PurgeMode::Confirmed).await;
+    assert_eq!(confirmed.deleted, keys(0..20));
+    h.clock.set(T0);
+    assert!(h.sessions.list().await.sessions.is_empty());
+}
+
+#[tokio::test]
+async fn gradual_expiry_is_purged_without_confirmation() {
+    let h = open().await;
+    // 100 sessions: 9 written first, then 1 more, then 90.
+    for i in 0..9 {
+        h.ok(approve_in(&format!("s-{i:02}"), "t", "m")).await;
+    }
+    h.clock.advance(Duration::from_secs(60));
+    h.ok(approve_in("s-09", "t", "m")).await;
+    h.clock.advance(Duration::from_secs(60));
+    for i in 10..100 {
+        h.ok(approve_in(&format!("s-{i:02}"), "t", "m")).await;
+    }
+    // 9 due: fewer than 10, deleted.
+    h.clock.advance(TTL - Duration::from_secs(90));
+    let nine = purge(&h, Duration::ZERO, PurgeMode::Sweep).await;
+    assert_eq!((nine.deleted, nine.held), (keys(0..9), false));
+    // 1 more due: deleted. 90 then due of 91: held.
+    h.clock.advance(Duration::from_secs(60));
+    assert_eq!(
+        purge(&h, Duration::ZERO, PurgeMode::Sweep).await.deleted,
+        keys(9..10)
+    );
+    h.clock.advance(Duration::from_secs(60));
+    let rest = purge(&h, Duration::ZERO, PurgeMode::Sweep).await;
+    assert_eq!((rest.total, rest.due.len(), rest.held), (90, 90, true));
+}
+
+#[tokio::test]
+async fn ten_sessions_due_of_a_hundred_are_not_a_mass_purge() {
+    let h = open().await;
+    for i in 0..10 {
+        h.ok(approve_in(&format!("s-{i:02}"), "t", "m")).await;
+    }
+    h.clock.advance(Duration::from_secs(60));
+    for i in 10..100 {
+        h.ok(approve_in(&format!("s-{i:02}"), "t", "m")).await;
+    }
+    h.clock.advance(TTL - Duration::from_secs(30));
+    // Exactly a tenth is not more than a tenth.
+    let ten = purge(&h, Duration::ZERO, PurgeMode::Sweep).await;
+    assert_eq!(
+        (ten.total, ten.deleted, ten.held),
+        (100, keys(0..10), false)
+    );
 }
 
 #[tokio::test]

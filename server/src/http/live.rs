@@ -7,6 +7,8 @@
 //! `data: {"logical_turn_ids": [...]}` when the client fell behind; `event: heartbeat` with
 //! `data: {"at": "<RFC 3339>"}` every 15 s; `event: session_ended` with `data: {"reason": "deleted" |
 //! "expired"}` before the stream of a deleted or expired session closes.
+//! A stream whose client does not read ends once a write would leave more than [`MAX_UNSENT_BYTES`] untaken
+//! for [`STALL_GRACE`]; its client resumes through its cursor.
 //! Errors: 400 (missing parameter) → 404 (unknown or expired session) → 503 `too_many_streams` with
 //! `Retry-After` (a cap on live streams in total or per session is reached).
 
@@ -70,6 +72,7 @@ pub async fn run_events(
     State(state): State<AppState>,
     principal: Principal,
     presented: Option<Extension<Presented>>,
+    sent: Option<Extension<crate::conn::SentBytes>>,
     q: Result<Query<SessionParam>, QueryRejection>,
 ) -> Result<Response, ApiError> {
     let key = read_param(query(q)?.session_id_opt(), "session_id", SessionKey::parse)?;
@@ -100,6 +103,7 @@ pub async fn run_events(
         ApiError::unavailable("too_many_streams", limit.to_string())
     })?;
     let shutdown = state.shutdown.clone();
+    let mut unsent = Unsent::new(sent.map(|Extension(s)| s));
     let stream = async_stream::stream! {
         let mut heartbeat = tokio::time::interval_at(tokio::time::Instant::now() + HEARTBEAT, HEARTBEAT);
         let mut last_write: Option<tokio::time::Instant> = None;
@@ -119,6 +123,9 @@ pub async fn run_events(
                     let at = ledger::store::format_time(now_ms());
                     let mut buf = Vec::with_capacity(64);
                     if sse::frame(&mut buf, "heartbeat", None, &Heartbeat { at }).is_ok() {
+                        if !unsent.room_for(buf.len()).await {
+                            break;
+                        }
                         yield Ok::<_, std::io::Error>(Bytes::from(buf));
                     }
                     continue;
@@ -148,7 +155,11 @@ pub async fn run_events(
                 break;
             }
             if !buf.is_empty() {
+                if !unsent.room_for(buf.len()).await {
+                    break;
+                }
                 last_write = Some(tokio::time::Instant::now());
+                buf.shrink_to_fit();
                 yield Ok(Bytes::from(buf));
             }
             if ended {
@@ -163,7 +174,55 @@ pub async fn run_events(
 pub const LINGER: Duration = Duration::from_millis(100);
 
 /// A write of a live stream holds at most about this many bytes of events.
-const BATCH_BYTES: usize = 64 * 1024;
+const BATCH_BYTES: usize = 16 * 1024;
+
+/// A live stream's bytes its client has not taken yet (buffered in this process) stay below this; a
+/// stream that would pass it and does not get below within [`STALL_GRACE`] is closed, and its client
+/// resumes through its cursor (docs/api.md "Live run events").
+pub const MAX_UNSENT_BYTES: u64 = 16 * 1024;
+
+/// How long a live stream waits for its client to take enough bytes for the next write.
+pub const STALL_GRACE: Duration = Duration::from_secs(2);
+
+/// What a live stream produced against what its connection's socket took.
+struct Unsent {
+    sent: Option<crate::conn::SentBytes>,
+    /// The socket's count when the stream started, plus what the stream produced since.
+    produced: u64,
+}
+
+impl Unsent {
+    fn new(sent: Option<crate::conn::SentBytes>) -> Unsent {
+        let produced = sent.as_ref().map_or(0, crate::conn::SentBytes::get);
+        Unsent { sent, produced }
+    }
+
+    /// Counts `len` more bytes as produced and answers true when the client has taken all that was
+    /// produced before, or enough of it that these `len` bytes too stay within [`MAX_UNSENT_BYTES`],
+    /// waiting up to [`STALL_GRACE`] for the client to read; false (the stream is to close) when it has not.
+    async fn room_for(&mut self, len: usize) -> bool {
+        let Some(sent) = &self.sent else {
+            return true;
+        };
+        let len = len as u64;
+        let deadline = tokio::time::Instant::now() + STALL_GRACE;
+        loop {
+            let unsent = self.produced.saturating_sub(sent.get());
+            if unsent == 0 || unsent + len <= MAX_UNSENT_BYTES {
+                self.produced += len;
+                return true;
+            }
+            if tokio::time::Instant::now() >= deadline {
+                tracing::info!(
+                    unsent,
+                    "live stream closed: its client does not read; it resumes through its cursor"
+                );
+                return false;
+            }
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    }
+}
 
 /// `data` of a `heartbeat` event.
 #[derive(serde::Serialize)]

@@ -44,11 +44,10 @@ use app::standalone::{link_not_valid_page, sign_in_page, SignInProblem};
 /// Longest name and password a sign-in form may carry, in bytes.
 const MAX_FIELD: usize = 1024;
 
-/// Password checks running at once (each takes tens of ms of CPU and 19 MiB).
+/// Password checks running at once: one per reusable Argon2 memory (`staff::HASHING_MEMORIES`; each
+/// check takes tens of ms of CPU and 19 MiB, allocated once).
 pub fn password_checks() -> Arc<tokio::sync::Semaphore> {
-    Arc::new(tokio::sync::Semaphore::new(
-        std::thread::available_parallelism().map_or(2, |n| n.get()),
-    ))
+    Arc::new(tokio::sync::Semaphore::new(crate::staff::HASHING_MEMORIES))
 }
 
 /// A standalone HTML page (`app::standalone`) with `status`; the security headers, `no-store` among

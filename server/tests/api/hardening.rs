@@ -73,7 +73,14 @@ async fn an_expired_session_gets_session_ended_when_the_retention_sweep_deletes_
     let stream = app.get("/api/run-events?session_id=s").await;
     assert_eq!(stream.status(), StatusCode::OK);
     tokio::time::sleep(Duration::from_millis(1100)).await;
-    assert_eq!(app.state.engine.purge_expired().await.unwrap(), 1);
+    let rules = ledger::engine::PurgeRules {
+        grace: Duration::ZERO,
+        mode: ledger::engine::PurgeMode::Sweep,
+    };
+    assert_eq!(
+        app.state.engine.purge_expired(rules).await.unwrap().deleted,
+        ["s"]
+    );
     let rest = rest_of_stream(stream).await;
     assert_eq!(
         rest,

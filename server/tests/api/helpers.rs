@@ -61,6 +61,7 @@ pub fn args(dir: &std::path::Path, ttl_secs: u64) -> ServeArgs {
         host_token: Some(TOKEN.into()),
         site_root: dir.join("site").to_string_lossy().into_owned(),
         session_ttl_secs: ttl_secs,
+        purge: Default::default(),
         demo_when_empty: false,
         write_wait_ms: 10_000,
         header_timeout_secs: 10,

@@ -20,5 +20,7 @@ mod pages;
 mod paging;
 mod process;
 mod reliability;
+mod reliability_clock;
+mod reliability_memory;
 mod replay;
 mod staff_cli;

@@ -53,16 +53,30 @@ pub(crate) mod support {
         /// server's log) if it does not come up within 30 s. No `OUTCOMES_*` variable of the caller's
         /// environment reaches the process.
         pub fn start(data_dir: &Path, extra: &[&str]) -> Server {
-            Server::start_limited(data_dir, extra, None)
+            Server::start_limited(data_dir, extra, None, &[])
+        }
+
+        /// Like [`Server::start`], with `env` added to the process's environment (e.g. `LD_PRELOAD`).
+        pub fn start_with_env(
+            data_dir: &Path,
+            extra: &[&str],
+            env: &[(&str, &std::ffi::OsStr)],
+        ) -> Server {
+            Server::start_limited(data_dir, extra, None, env)
         }
 
         /// Like [`Server::start`], with the process's open-file limit (soft and hard) set to `files`, as
         /// `ulimit -n <files>` would.
         pub fn start_with_file_limit(data_dir: &Path, extra: &[&str], files: u64) -> Server {
-            Server::start_limited(data_dir, extra, Some(files))
+            Server::start_limited(data_dir, extra, Some(files), &[])
         }
 
-        fn start_limited(data_dir: &Path, extra: &[&str], files: Option<u64>) -> Server {
+        fn start_limited(
+            data_dir: &Path,
+            extra: &[&str],
+            files: Option<u64>,
+            env: &[(&str, &std::ffi::OsStr)],
+        ) -> Server {
             let log = tempfile::NamedTempFile::new().expect("log file");
             let mut cmd = Command::new(BIN);
             if let Some(files) = files {
@@ -89,6 +103,7 @@ pub(crate) mod support {
                     cmd.env_remove(k);
                 }
             }
+            cmd.envs(env.iter().copied());
             let mut child = cmd.spawn().expect("spawn outcomes");
             // The first stdout line announces the address; read it on a thread so a server that hangs
             // before announcing fails the test after 30 s instead of stalling it. The thread then keeps
