@@ -27,6 +27,8 @@ pub mod engine;
 #[cfg(feature = "store")]
 mod group;
 #[cfg(feature = "store")]
+pub mod health;
+#[cfg(feature = "store")]
 pub mod machine;
 #[cfg(feature = "store")]
 mod notify;
@@ -53,6 +55,8 @@ pub use sessions::{
     EntriesPage, HistoryChunks, OperationHistoryChunks, Replay, ReplayChunks, ReplayEvent,
     SessionManager, SessionsAfter, SessionsQuery, UnknownsAfter, UnknownsQuery,
 };
+#[cfg(feature = "store")]
+pub use health::StorageFault;
 #[cfg(feature = "store")]
 pub use store::{Clock, LedgerOptions, SystemClock};
 
@@ -102,7 +106,9 @@ impl Ledger {
         SessionManager::new(self.inner.clone())
     }
 
-    /// Closes both pools (graceful shutdown).
+    /// Closes both pools (graceful shutdown); SQLite: the read connections first, then the write
+    /// connection after checkpointing the WAL into the database file, so the file alone holds the
+    /// whole ledger (docs/ledger.md "Files").
     pub async fn close(&self) {
         self.inner.close().await;
     }

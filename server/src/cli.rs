@@ -30,6 +30,8 @@ pub enum Command {
     Import(ImportArgs),
     /// Manage staff accounts (investigators, support) in the ledger database: add, remove, list, token.
     Staff(StaffArgs),
+    /// Write a consistent copy of a SQLite ledger to a new file, also while a server runs.
+    Backup(crate::backup::BackupArgs),
     /// Read ledger entries (contract example format), one JSON object per line on stdin, and print each
     /// published record (or `null`) as one line of JSON.
     Project,
@@ -44,6 +46,7 @@ pub async fn run(cli: Cli) -> ExitCode {
         Command::Import(args) => crate::import::run(args).await,
         Command::Staff(args) => crate::staff::run(args).await,
         Command::Project => crate::project::run(),
+        Command::Backup(args) => crate::backup::run(args).await,
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

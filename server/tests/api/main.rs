@@ -20,5 +20,6 @@ mod pages;
 mod paging;
 mod process;
 mod reliability;
+mod reliability_disk;
 mod replay;
 mod staff_cli;
