@@ -9,7 +9,8 @@
 //! then announces the changes in revision order and answers each caller. Nobody is answered, and nothing
 //! is announced, before the commit that holds the change returned. A store failure aborts the group; when
 //! the group held several jobs, each is then applied alone, so one job's fault is answered to that job
-//! only.
+//! only. Contention, a lost connection and a storage fault (a full disk) are answered to every job of the
+//! group at once, nothing committed (docs/ledger.md "Storage faults").
 
 use std::panic::AssertUnwindSafe;
 use std::sync::Arc;
