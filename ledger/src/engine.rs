@@ -126,9 +126,9 @@ impl Writer {
                 drop(guard);
                 tracing::warn!(error = %e, jobs = jobs.len(), "group commit failed");
                 for job in jobs {
-                    let e = e
-                        .transient()
-                        .unwrap_or_else(|| LedgerError::Store(sqlx::Error::Protocol(e.to_string())));
+                    let e = e.transient().unwrap_or_else(|| {
+                        LedgerError::Store(sqlx::Error::Protocol(e.to_string()))
+                    });
                     let _ = job.answer.send(Err(e));
                 }
             }

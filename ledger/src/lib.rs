@@ -51,12 +51,12 @@ pub use command::{Action, Command, EntryKey, Evidence, Settlement};
 pub use engine::Engine;
 pub use error::{LedgerError, Refusal};
 #[cfg(feature = "store")]
+pub use health::StorageFault;
+#[cfg(feature = "store")]
 pub use sessions::{
     EntriesPage, HistoryChunks, OperationHistoryChunks, Replay, ReplayChunks, ReplayEvent,
     SessionManager, SessionsAfter, SessionsQuery, UnknownsAfter, UnknownsQuery,
 };
-#[cfg(feature = "store")]
-pub use health::StorageFault;
 #[cfg(feature = "store")]
 pub use store::{Clock, LedgerOptions, SystemClock};
 

@@ -708,7 +708,11 @@ async fn check_file(file: &Path) -> Result<Found, LedgerError> {
                  creates a new one: give it another --database or --data-dir"
             )))
         }
-        Err(e) => return Err(refuse(format!("cannot read {shown} as a SQLite database: {e}"))),
+        Err(e) => {
+            return Err(refuse(format!(
+                "cannot read {shown} as a SQLite database: {e}"
+            )))
+        }
     };
     if tables.is_empty() {
         return Ok(Found::Empty);
@@ -721,7 +725,11 @@ async fn check_file(file: &Path) -> Result<Found, LedgerError> {
         .collect();
     let migrated = tables.iter().any(|t| t == "_sqlx_migrations");
     if !foreign.is_empty() || !migrated {
-        let named = if foreign.is_empty() { &tables.iter().map(String::as_str).collect::<Vec<_>>() } else { &foreign };
+        let named = if foreign.is_empty() {
+            &tables.iter().map(String::as_str).collect::<Vec<_>>()
+        } else {
+            &foreign
+        };
         let mut list = named.iter().take(5).copied().collect::<Vec<_>>().join(", ");
         if named.len() > 5 {
             list.push_str(&format!(" and {} more", named.len() - 5));
@@ -813,7 +821,10 @@ pub async fn backup(database: &str, to: &Path) -> Result<u64, LedgerError> {
     }
     let Some(to_text) = to.to_str() else {
         let _ = std::fs::remove_file(to);
-        return Err(LedgerError::invalid("to", format!("{target} is not a UTF-8 path")));
+        return Err(LedgerError::invalid(
+            "to",
+            format!("{target} is not a UTF-8 path"),
+        ));
     };
     let options = if database.starts_with("sqlite:") {
         SqliteConnectOptions::from_str(database)?
@@ -824,7 +835,10 @@ pub async fn backup(database: &str, to: &Path) -> Result<u64, LedgerError> {
     .busy_timeout(Duration::from_secs(10));
     let copied: Result<(), sqlx::Error> = async {
         let mut conn = sqlx::SqliteConnection::connect_with(&options).await?;
-        let done = sqlx::query("VACUUM INTO ?").bind(to_text).execute(&mut conn).await;
+        let done = sqlx::query("VACUUM INTO ?")
+            .bind(to_text)
+            .execute(&mut conn)
+            .await;
         let _ = conn.close().await;
         done.map(|_| ())
     }

@@ -14,7 +14,7 @@ mod reads;
 mod retention;
 mod revisions;
 mod sanitize_rules;
-mod storage_faults;
 mod several_instances;
+mod storage_faults;
 mod streamed_reads;
 mod transitions;

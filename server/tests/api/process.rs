@@ -333,7 +333,9 @@ async fn foreign_sqlite(path: &std::path::Path, sql: &str, mode: u32) {
     let options = sqlx::sqlite::SqliteConnectOptions::new()
         .filename(path)
         .create_if_missing(true);
-    let mut conn = sqlx::SqliteConnection::connect_with(&options).await.unwrap();
+    let mut conn = sqlx::SqliteConnection::connect_with(&options)
+        .await
+        .unwrap();
     sqlx::raw_sql(sql).execute(&mut conn).await.unwrap();
     conn.close().await.unwrap();
     #[cfg(unix)]
@@ -393,7 +395,15 @@ async fn serve_refuses_another_applications_file_and_leaves_it_as_it_was() {
         // Not `serve_in`: a server that wrongly serves must fail the test, not hang it.
         let mut child = Command::new(BIN)
             .current_dir(cwd.path())
-            .args(["serve", "--addr", "127.0.0.1:0", "--data-dir", "d", "--host-token", "t"])
+            .args([
+                "serve",
+                "--addr",
+                "127.0.0.1:0",
+                "--data-dir",
+                "d",
+                "--host-token",
+                "t",
+            ])
             .arg("--database")
             .arg(&file)
             .env_remove("OUTCOMES_DATABASE")
@@ -441,7 +451,10 @@ async fn serve_refuses_another_applications_file_and_leaves_it_as_it_was() {
         assert!(!out.status.success(), "{name}");
         let stderr = String::from_utf8_lossy(&out.stderr);
         assert!(stderr.contains(&file.display().to_string()), "{stderr}");
-        assert!(snapshot(&file) == before, "{name}: staff list changed the file");
+        assert!(
+            snapshot(&file) == before,
+            "{name}: staff list changed the file"
+        );
     }
 }
 
@@ -478,7 +491,9 @@ async fn count_rows(path: &std::path::Path, table: &str) -> i64 {
     let options = sqlx::sqlite::SqliteConnectOptions::new()
         .filename(path)
         .read_only(true);
-    let mut conn = sqlx::SqliteConnection::connect_with(&options).await.unwrap();
+    let mut conn = sqlx::SqliteConnection::connect_with(&options)
+        .await
+        .unwrap();
     let n = sqlx::query_scalar(&format!("SELECT count(*) FROM {table}"))
         .fetch_one(&mut conn)
         .await

@@ -118,13 +118,15 @@ async fn writer(
             ),
         ];
         for (url, body, want, status) in steps {
-            let Some((code, v)) = write_until_answered(&client, &url, &body, &mut book, &stop, &pause).await
+            let Some((code, v)) =
+                write_until_answered(&client, &url, &body, &mut book, &stop, &pause).await
             else {
                 break 'outer;
             };
             if code != want || v["ledger_status"] != status {
-                book.failures
-                    .push(format!("POST {url}: answered {code} (expected {want}): {v}"));
+                book.failures.push(format!(
+                    "POST {url}: answered {code} (expected {want}): {v}"
+                ));
                 break 'outer;
             }
             book.writes_ok += 1;
@@ -293,9 +295,7 @@ async fn a_full_disk_answers_503_storage_full_and_writes_resume_by_themselves() 
             }
             tokio::time::sleep(Duration::from_millis(20)).await;
         }
-        let (code, v) = app
-            .approve(&format!("disk-probe-{cycle}"), "t", "m")
-            .await;
+        let (code, v) = app.approve(&format!("disk-probe-{cycle}"), "t", "m").await;
         recoveries.push(freed.elapsed());
         if !healthy || code != reqwest::StatusCode::CREATED {
             failures.push(format!(
@@ -304,7 +304,9 @@ async fn a_full_disk_answers_503_storage_full_and_writes_resume_by_themselves() 
         }
         // Nothing of the refused batch was committed.
         let (code, v) = app
-            .get_json(&format!("/api/mutation-outcomes?session_id=disk-batch-{cycle}"))
+            .get_json(&format!(
+                "/api/mutation-outcomes?session_id=disk-batch-{cycle}"
+            ))
             .await;
         if code != reqwest::StatusCode::NOT_FOUND {
             failures.push(format!("cycle {cycle}: the refused batch left {code} {v}"));
@@ -335,7 +337,10 @@ async fn a_full_disk_answers_503_storage_full_and_writes_resume_by_themselves() 
     );
     assert!(lost.is_empty(), "answered writes lost: {lost:#?}");
     assert!(failures.is_empty(), "{failures:#?}");
-    assert!(full_503 > 0, "no write was ever refused: the fault was not seen");
+    assert!(
+        full_503 > 0,
+        "no write was ever refused: the fault was not seen"
+    );
     assert!(writes_ok > 0);
     assert!(answered_before_first_fault > 0);
 }
@@ -422,7 +427,11 @@ async fn a_real_full_tmpfs_answers_503_and_recovers_when_space_is_freed() {
         server.log()
     );
     let (code, _, v) = health(&client, &base).await;
-    assert_eq!((code, v["reason"].as_str()), (503, Some("storage_full")), "{v}");
+    assert_eq!(
+        (code, v["reason"].as_str()),
+        (503, Some("storage_full")),
+        "{v}"
+    );
     // Space is freed: no restart, writes and /healthz come back.
     std::fs::remove_file(&filler).expect("free space");
     let freed = Instant::now();
