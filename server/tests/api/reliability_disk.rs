@@ -1,10 +1,10 @@
 //! Reliability under a full disk (docs/ledger.md "Storage faults"): writes answer 503 `storage_full` with
-//! `Retry-After` while the ledger's storage is full, `/healthz` says so, writes resume by themselves once
-//! space is freed, and nothing answered is lost.
+//! `Retry-After` while the ledger's storage is full, reads go on, `/healthz` says so, writes resume by
+//! themselves once space is freed, and nothing answered is lost.
 //!
 //! | test | proves |
 //! |---|---|
-//! | [`a_full_disk_answers_503_storage_full_and_writes_resume_by_themselves`] | concurrent writers over cycles of "full" and "freed" (SQLite's `max_page_count` on the write connection, the same `SQLITE_FULL` and automatic rollback a full disk gives): every write answers 2xx or 503 `storage_full` with `Retry-After: 5`, a batch during a fault is refused whole, `/healthz` is 503 with the reason during each fault and 200 after, and every answered write is read back |
+//! | [`a_full_disk_answers_503_storage_full_and_writes_resume_by_themselves`] | concurrent writers over cycles of "full" and "freed" (SQLite's `max_page_count` on the write connection, the same `SQLITE_FULL` and automatic rollback a full disk gives): every write answers 2xx or 503 `storage_full` with `Retry-After: 5`, a batch during a fault is refused whole, reads answer 200, `/healthz` is 503 with the reason during each fault and 200 after, and every answered write is read back |
 //! | [`a_real_full_tmpfs_answers_503_and_recovers_when_space_is_freed`] | the built binary on an 8 MiB tmpfs filled to ENOSPC: 503 `storage_full`, `/healthz` 503, then 2xx and 200 once a file is removed, without a restart (needs `mount`: root with CAP_SYS_ADMIN; skipped otherwise) |
 //!
 //! Short variants run in every `cargo test`; `OUTCOMES_SOAK=1` runs the long ones. Each prints a
@@ -283,6 +283,15 @@ async fn a_full_disk_answers_503_storage_full_and_writes_resume_by_themselves() 
             tokio::time::sleep(Duration::from_millis(50)).await;
         }
         health_503 += usize::from(all_503);
+        // Reads go on.
+        let (code, v) = app
+            .get_json("/api/mutation-outcomes?session_id=disk-w0")
+            .await;
+        if code != reqwest::StatusCode::OK || v["mutation_outcomes"].as_array().is_none() {
+            failures.push(format!(
+                "cycle {cycle}: a read during the fault answered {code} {v}"
+            ));
+        }
         pause.store(false, Ordering::SeqCst);
         // Space is freed: writes and /healthz recover by themselves.
         engine.limit_storage_for_tests(None).await.expect("unlimit");
