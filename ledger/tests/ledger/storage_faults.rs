@@ -70,3 +70,59 @@ async fn the_probe_clears_a_fault_without_any_write() {
     assert_eq!(h.engine.storage_fault().await, None);
     h.engine.apply(big(2)).await.unwrap();
 }
+
+/// Postgres: a full disk is SQLSTATE 53100 `disk_full` (made here by triggers that raise it on every
+/// insert into the ledger's entries and into `maintenance`, where the probe writes): `StorageFull`,
+/// nothing changed, reported by `storage_fault`, and over by itself once inserts work again.
+#[tokio::test]
+async fn postgres_disk_full_is_storage_full_and_clears_by_itself() {
+    if postgres().is_none() {
+        eprintln!("skipped: Postgres only (OUTCOMES_TEST_POSTGRES)");
+        return;
+    }
+    use sqlx::Connection;
+    let h = open().await;
+    h.engine.apply(big(0)).await.unwrap();
+    let mut admin = sqlx::PgConnection::connect(&h.path).await.unwrap();
+    for sql in [
+        "CREATE FUNCTION full_disk() RETURNS trigger LANGUAGE plpgsql AS \
+         $$ BEGIN RAISE EXCEPTION 'could not extend file: No space left on device' \
+         USING ERRCODE = 'disk_full'; END $$",
+        "CREATE TRIGGER full_entries BEFORE INSERT ON entries FOR EACH ROW EXECUTE FUNCTION full_disk()",
+        "CREATE TRIGGER full_probe BEFORE INSERT ON maintenance FOR EACH ROW EXECUTE FUNCTION full_disk()",
+    ] {
+        sqlx::query(sql).execute(&mut admin).await.unwrap();
+    }
+    match h.engine.apply_batch((1..5).map(big).collect()).await {
+        Err(LedgerError::StorageFull) => {}
+        other => panic!("expected StorageFull, got {other:?}"),
+    }
+    let fault = h.engine.storage_fault().await.expect("a fault is reported");
+    assert_eq!(fault.code, "storage_full");
+    tokio::time::sleep(ledger::health::PROBE_INTERVAL + Duration::from_millis(50)).await;
+    assert_eq!(h.engine.storage_fault().await, Some(fault));
+    for sql in [
+        "DROP TRIGGER full_entries ON entries",
+        "DROP TRIGGER full_probe ON maintenance",
+    ] {
+        sqlx::query(sql).execute(&mut admin).await.unwrap();
+    }
+    tokio::time::sleep(ledger::health::PROBE_INTERVAL + Duration::from_millis(50)).await;
+    assert_eq!(
+        h.engine.storage_fault().await,
+        None,
+        "the probe write cleared it"
+    );
+    h.engine.apply(big(9)).await.unwrap();
+    assert_eq!(raw_count(&h.path, "SELECT count(*) FROM entries").await, 2);
+    assert_eq!(
+        raw_count(
+            &h.path,
+            "SELECT count(*) FROM maintenance WHERE task LIKE 'storage%'"
+        )
+        .await,
+        0,
+        "nothing of the probe stays"
+    );
+    let _ = admin.close().await;
+}
