@@ -9,7 +9,8 @@
 //! then announces the changes in revision order and answers each caller. Nobody is answered, and nothing
 //! is announced, before the commit that holds the change returned. A store failure aborts the group; when
 //! the group held several jobs, each is then applied alone, so one job's fault is answered to that job
-//! only.
+//! only. Contention, a lost connection and a storage fault (a full disk) are answered to every job of the
+//! group at once, nothing committed (docs/ledger.md "Storage faults").
 
 use std::panic::AssertUnwindSafe;
 use std::sync::Arc;
@@ -153,23 +154,25 @@ impl Writer {
             }
             return;
         };
+        let health = &self.store.storage;
         match self.commit(&jobs).await {
             Ok((applied, turns)) => {
+                health.clear();
                 drop(guard);
                 let done = jobs.into_iter().zip(applied.into_iter().map(Ok)).collect();
                 self.finish(vec![(done, turns)]);
             }
-            Err(e)
-                if jobs.len() == 1 || matches!(e, LedgerError::Busy | LedgerError::Unavailable) =>
-            {
+            // Contention, a lost connection or a storage fault (a full disk) would fail each job
+            // alone too: every job of the group is answered the same transient error, nothing of
+            // any was committed (docs/ledger.md "Storage faults").
+            Err(e) if jobs.len() == 1 || e.transient().is_some() => {
+                health.record(&e, self.store.clock.now_ms());
                 drop(guard);
                 tracing::warn!(error = %e, jobs = jobs.len(), "group commit failed");
                 for job in jobs {
-                    let e = match &e {
-                        LedgerError::Busy => LedgerError::Busy,
-                        LedgerError::Unavailable => LedgerError::Unavailable,
-                        other => LedgerError::Store(sqlx::Error::Protocol(other.to_string())),
-                    };
+                    let e = e.transient().unwrap_or_else(|| {
+                        LedgerError::Store(sqlx::Error::Protocol(e.to_string()))
+                    });
                     let _ = job.answer.send(Err(e));
                 }
             }
@@ -178,8 +181,14 @@ impl Writer {
                 let mut commits = Vec::with_capacity(jobs.len());
                 for job in jobs {
                     let (applied, turns) = match self.commit(std::slice::from_ref(&job)).await {
-                        Ok((mut a, turns)) => (Ok(a.pop().unwrap_or_default()), turns),
-                        Err(e) => (Err(e), Vec::new()),
+                        Ok((mut a, turns)) => {
+                            health.clear();
+                            (Ok(a.pop().unwrap_or_default()), turns)
+                        }
+                        Err(e) => {
+                            health.record(&e, self.store.clock.now_ms());
+                            (Err(e), Vec::new())
+                        }
                     };
                     commits.push((vec![(job, applied)], turns));
                 }
@@ -280,10 +289,11 @@ impl Writer {
         for job in jobs {
             let mut results = Vec::with_capacity(job.ops.len());
             for command in &job.ops {
+                // A store failure ends the group: SQLite may have rolled the transaction back already
+                // (a full disk), and nothing after it may run outside the transaction.
                 match group.apply(&mut tx, command, &job.actor).await {
-                    Err(
-                        e @ (LedgerError::Store(_) | LedgerError::Busy | LedgerError::Unavailable),
-                    ) => return Err(e),
+                    Err(e @ LedgerError::Store(_)) => return Err(e),
+                    Err(e) if e.transient().is_some() => return Err(e),
                     result => results.push(result),
                 }
             }
@@ -417,6 +427,79 @@ impl Engine {
                 "a note was applied without its history row".into(),
             ))
         })
+    }
+
+    /// The storage fault the ledger is in, if any (docs/ledger.md "Storage faults"): a write failed
+    /// because the storage is full (`storage_full`) or refuses writes (`storage_unavailable`), and no
+    /// write succeeded since. While one is recorded, a probe write (a 64 KiB row added and removed in
+    /// one transaction) checks at most once per [`crate::health::PROBE_INTERVAL`] whether it is over,
+    /// so the fault clears by itself once space is freed, even when no client writes. `/healthz`
+    /// answers 503 with it.
+    pub async fn storage_fault(&self) -> Option<crate::StorageFault> {
+        let health = &self.inner.storage;
+        health.current()?;
+        if health.probe_due() {
+            // The write lock only when free: a writer holding it will tell by itself.
+            if let Ok(_writer) = self.inner.write_lock.try_lock() {
+                match self.probe_write().await {
+                    Ok(()) => health.clear(),
+                    Err(e) => health.record(&e, self.inner.clock.now_ms()),
+                }
+            }
+        }
+        health.current()
+    }
+
+    /// One small write that needs new space: a 64 KiB `maintenance` row added and removed again in one
+    /// committed transaction (nothing of it stays).
+    async fn probe_write(&self) -> Result<(), LedgerError> {
+        let mut tx = self.inner.begin_write().await?;
+        on_tx!(&mut tx, |c, d| {
+            let pad = match d {
+                crate::store::Dialect::Sqlite => "hex(zeroblob(32768))",
+                crate::store::Dialect::Postgres => "repeat('0', 65536)",
+            };
+            sqlx::query(&format!(
+                "INSERT INTO maintenance (task, done_at) VALUES ('storage_probe ' || {pad}, 0)"
+            ))
+            .execute(&mut *c)
+            .await?;
+            sqlx::query("DELETE FROM maintenance WHERE task LIKE 'storage!_probe %' ESCAPE '!'")
+                .execute(&mut *c)
+                .await?;
+        });
+        tx.commit().await
+    }
+
+    /// For tests (SQLite): makes the database "full" without filling a disk. `Some(extra)`: every
+    /// write connection, the open one and any opened later, may grow the database by at most `extra`
+    /// pages (SQLite's `max_page_count`), so writes past it fail with `SQLITE_FULL` as on a full disk;
+    /// `None` lifts the limit, as freeing space would. Returns the limit in pages (0 for none).
+    /// Postgres: nothing (returns 0).
+    #[doc(hidden)]
+    pub async fn limit_storage_for_tests(&self, extra: Option<u32>) -> Result<u32, LedgerError> {
+        let crate::store::Db::Sqlite { write, .. } = &self.inner.db else {
+            return Ok(0);
+        };
+        let _writer = self.inner.writer().await?;
+        let pages = match extra {
+            Some(extra) => {
+                let now: i64 = sqlx::query_scalar("PRAGMA page_count")
+                    .fetch_one(write)
+                    .await?;
+                u32::try_from(now).unwrap_or(u32::MAX).saturating_add(extra)
+            }
+            None => 0,
+        };
+        self.inner
+            .storage
+            .page_limit
+            .store(pages, std::sync::atomic::Ordering::Release);
+        let max = if pages == 0 { 4_294_967_294 } else { pages };
+        sqlx::query(&format!("PRAGMA max_page_count = {max}"))
+            .execute(write)
+            .await?;
+        Ok(pages)
     }
 
     /// Queues `ops` as one job of `actor` and waits for the writer's answer.

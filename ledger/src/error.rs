@@ -56,7 +56,8 @@ impl Refusal {
 }
 
 /// Errors of the ledger. Variants map to HTTP: `Invalid` 422, the `*NotFound`/`SessionExpired` 404,
-/// `Refused`/`CursorAhead` 409, `Busy` 503 (with `Retry-After`), `Store`/`Migrate` 500.
+/// `Refused`/`CursorAhead` 409, `Busy`, `Unavailable`, `StorageFull` and `StorageUnavailable` 503 (with
+/// `Retry-After`), `Store`/`Migrate` 500.
 #[derive(Debug, thiserror::Error)]
 pub enum LedgerError {
     /// A field breaks a rule; `field` names it (e.g. `reason`, `evidence.source`).
@@ -97,6 +98,16 @@ pub enum LedgerError {
     /// nothing was changed, and a retry succeeds once it is back (HTTP 503 `unavailable`).
     #[error("the ledger's database cannot be reached; nothing was changed")]
     Unavailable,
+    /// The database's storage is full (SQLite `SQLITE_FULL`: the disk, or a size limit; Postgres SQLSTATE
+    /// 53100 `disk_full`; an `ENOSPC`): nothing of the write was changed, and writes succeed again by
+    /// themselves once space is freed (HTTP 503 `storage_full`; docs/ledger.md "Storage faults").
+    #[error("the ledger's storage is full; nothing was changed")]
+    StorageFull,
+    /// The database's storage refuses writes for another reason (a read-only file or file system,
+    /// SQLite `SQLITE_READONLY`/`SQLITE_IOERR`, Postgres `read_only_sql_transaction` or `io_error`):
+    /// nothing was changed (HTTP 503 `storage_unavailable`; docs/ledger.md "Storage faults").
+    #[error("the ledger's storage cannot be written; nothing was changed")]
+    StorageUnavailable,
     /// Opening the ledger: its database (`database`, a URL without its password) cannot be reached or
     /// refused the connection.
     #[error("cannot connect to the ledger database {database}: {reason}")]
@@ -117,6 +128,26 @@ impl LedgerError {
             message: message.into(),
         }
     }
+
+    /// A copy of a transient failure (`Busy`, `Unavailable`, `StorageFull`, `StorageUnavailable`):
+    /// nothing was changed and the same write may be sent again. `None` for any other error.
+    pub fn transient(&self) -> Option<LedgerError> {
+        match self {
+            LedgerError::Busy => Some(LedgerError::Busy),
+            LedgerError::Unavailable => Some(LedgerError::Unavailable),
+            LedgerError::StorageFull => Some(LedgerError::StorageFull),
+            LedgerError::StorageUnavailable => Some(LedgerError::StorageUnavailable),
+            _ => None,
+        }
+    }
+
+    /// Whether this is a storage fault (`StorageFull`, `StorageUnavailable`).
+    pub fn is_storage_fault(&self) -> bool {
+        matches!(
+            self,
+            LedgerError::StorageFull | LedgerError::StorageUnavailable
+        )
+    }
 }
 
 #[cfg(feature = "store")]
@@ -125,6 +156,14 @@ impl From<sqlx::Error> for LedgerError {
         // Every pooled connection stayed busy for the pool's whole acquire timeout: load, not a fault.
         if matches!(e, sqlx::Error::PoolTimedOut) {
             return LedgerError::Busy;
+        }
+        // Out of space writing a file (`ENOSPC`), or a read-only file system (`EROFS`).
+        if let sqlx::Error::Io(io) = &e {
+            match io.raw_os_error() {
+                Some(28) => return LedgerError::StorageFull,
+                Some(30) => return LedgerError::StorageUnavailable,
+                _ => {}
+            }
         }
         // The connection is gone (Postgres restarted, the network cut): a retry may succeed.
         if matches!(
@@ -142,15 +181,24 @@ impl From<sqlx::Error> for LedgerError {
                     .code()
                     .and_then(|c| c.parse::<i64>().ok())
                     .map(|c| c & 0xff);
-                // SQLITE_BUSY, SQLITE_LOCKED.
-                if matches!(primary, Some(5) | Some(6)) {
-                    return LedgerError::Busy;
+                match primary {
+                    // SQLITE_BUSY, SQLITE_LOCKED.
+                    Some(5) | Some(6) => return LedgerError::Busy,
+                    // SQLITE_FULL: the disk (ENOSPC) or the database's size limit.
+                    Some(13) => return LedgerError::StorageFull,
+                    // SQLITE_READONLY (a read-only file, directory or file system), SQLITE_IOERR.
+                    Some(8) | Some(10) => return LedgerError::StorageUnavailable,
+                    _ => {}
                 }
             } else if let Some(code) = db.code() {
                 match code.as_ref() {
                     // lock_not_available (lock_timeout), serialization_failure, deadlock_detected,
                     // query_canceled (a statement_timeout, ours or one a DBA set on the role).
                     "55P03" | "40001" | "40P01" | "57014" => return LedgerError::Busy,
+                    // disk_full.
+                    "53100" => return LedgerError::StorageFull,
+                    // read_only_sql_transaction (a standby, or a read-only default), io_error.
+                    "25006" | "58030" => return LedgerError::StorageUnavailable,
                     // Connection exceptions, the server shutting down or out of connections.
                     c if c.starts_with("08") || c.starts_with("57P") || c == "53300" => {
                         return LedgerError::Unavailable

@@ -27,6 +27,8 @@ pub mod engine;
 #[cfg(feature = "store")]
 mod group;
 #[cfg(feature = "store")]
+pub mod health;
+#[cfg(feature = "store")]
 pub mod machine;
 #[cfg(feature = "store")]
 mod notify;
@@ -48,6 +50,8 @@ pub use command::{Action, Command, EntryKey, Evidence, Settlement};
 #[cfg(feature = "store")]
 pub use engine::Engine;
 pub use error::{LedgerError, Refusal};
+#[cfg(feature = "store")]
+pub use health::StorageFault;
 #[cfg(feature = "store")]
 pub use sessions::{
     EntriesPage, HistoryChunks, OperationHistoryChunks, Replay, ReplayChunks, ReplayEvent,
@@ -76,8 +80,10 @@ impl Ledger {
     /// Runs the numbered migrations. WAL journal with `synchronous=FULL`: a commit is on disk before the
     /// call returns, so a settlement that was answered survives a power cut (NORMAL in WAL mode can lose the
     /// last commits). Read connections get a 5 s busy timeout, the write connection `write_wait`; all get
-    /// foreign keys. A database file is created mode 0600 and an existing one (with its `-wal` and `-shm`)
-    /// is set to 0600: it holds what hosts recorded (docs/ledger.md "Files").
+    /// foreign keys. A database file is created mode 0600 and an existing ledger's (with its `-wal` and
+    /// `-shm`) is set to 0600: it holds what hosts recorded. An existing file that is not a ledger
+    /// (another application's tables, not SQLite) is refused with [`LedgerError::Invalid`] on `database`,
+    /// naming it, and left as it was (docs/ledger.md "Files").
     pub async fn open(database: &str, options: LedgerOptions) -> Result<Ledger, LedgerError> {
         let inner = Arc::new(store::Inner::open(database, options).await?);
         inner.start_listener().await?;
@@ -102,7 +108,9 @@ impl Ledger {
         SessionManager::new(self.inner.clone())
     }
 
-    /// Closes both pools (graceful shutdown).
+    /// Closes both pools (graceful shutdown); SQLite: the read connections first, then the write
+    /// connection after checkpointing the WAL into the database file, so the file alone holds the
+    /// whole ledger (docs/ledger.md "Files").
     pub async fn close(&self) {
         self.inner.close().await;
     }

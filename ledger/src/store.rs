@@ -294,6 +294,8 @@ pub(crate) struct Inner {
     pub(crate) clock: Arc<dyn Clock>,
     pub(crate) ttl_ms: i64,
     pub(crate) write_wait: Duration,
+    /// Whether writes currently fail for lack of storage (crate::health).
+    pub(crate) storage: crate::health::StorageHealth,
 }
 
 /// What a `database` argument names (docs/ledger.md "Backends").
@@ -402,15 +404,19 @@ impl Inner {
     /// SQLite: WAL journal with `synchronous=FULL`: a commit is on disk before the call returns, so a
     /// settlement that was answered survives a power cut (NORMAL in WAL mode can lose the last commits).
     /// Read connections get a 5 s busy timeout, the write connection `write_wait`; all get foreign keys.
-    /// A database file is created mode 0600 and an existing one (with its `-wal` and `-shm`) is set to
-    /// 0600: it holds what hosts recorded (docs/ledger.md "Files").
+    /// An existing file is checked first ([`check_database`]): one of another application, or not a SQLite
+    /// database, is refused and left as it was. A database file the ledger creates is mode 0600, and an
+    /// existing ledger's (with its `-wal` and `-shm`) is set to 0600: it holds what hosts recorded
+    /// (docs/ledger.md "Files"). The write connection that SQLite left inside a transaction it rolled back
+    /// itself (a full disk) is closed and a new one opened (docs/ledger.md "Storage faults").
     ///
     /// Postgres: one pool of `read_connections + 2` connections, `synchronous_commit` on, tables in the
     /// URL's `search_path` (`options=-c search_path=...`; `public` by default). Unreachable, or refusing
     /// the credentials: [`LedgerError::Unreachable`] naming the URL without its password.
     pub(crate) async fn open(database: &str, options: LedgerOptions) -> Result<Inner, LedgerError> {
+        let storage = crate::health::StorageHealth::default();
         let db = match Location::parse(database)? {
-            Location::Sqlite(path) => open_sqlite(&path, &options).await?,
+            Location::Sqlite(path) => open_sqlite(&path, &options, &storage).await?,
             Location::Postgres(url) => open_postgres(&url, &options).await?,
         };
         let emitter =
@@ -424,6 +430,7 @@ impl Inner {
             clock: options.clock,
             ttl_ms: i64::try_from(options.session_ttl.as_millis()).unwrap_or(i64::MAX),
             write_wait: options.write_wait,
+            storage,
         })
     }
 
@@ -507,12 +514,32 @@ impl Inner {
         now.saturating_sub(self.ttl_ms)
     }
 
-    /// Closes the pools (graceful shutdown).
+    /// Closes the pools (graceful shutdown). SQLite: the read connections first, then the write
+    /// connection checkpoints the WAL into the database file and truncates it, and closes last (the last
+    /// connection to close removes the WAL): the `.sqlite` file alone then holds the whole ledger
+    /// (docs/ledger.md "Files").
     pub(crate) async fn close(&self) {
         match &self.db {
             Db::Sqlite { write, read } => {
-                write.close().await;
                 read.close().await;
+                // Another process on the file (a running server, while `outcomes staff` closes) is
+                // waited for briefly only: its last connection checkpoints the WAL when it closes.
+                let _ = sqlx::query("PRAGMA busy_timeout = 200")
+                    .execute(write)
+                    .await;
+                match sqlx::query_as::<_, (i64, i64, i64)>("PRAGMA wal_checkpoint(TRUNCATE)")
+                    .fetch_one(write)
+                    .await
+                {
+                    Ok((0, _, _)) => {}
+                    Ok((_, log, done)) => tracing::info!(
+                        frames = log,
+                        checkpointed = done,
+                        "the WAL was not checkpointed whole at close: another process uses the ledger"
+                    ),
+                    Err(e) => tracing::warn!(error = %e, "WAL checkpoint at close failed"),
+                }
+                write.close().await;
             }
             Db::Postgres { pool, .. } => {
                 self.stop_listener();
@@ -534,7 +561,11 @@ impl Drop for Inner {
     }
 }
 
-async fn open_sqlite(database: &str, options: &LedgerOptions) -> Result<Db, LedgerError> {
+async fn open_sqlite(
+    database: &str,
+    options: &LedgerOptions,
+    storage: &crate::health::StorageHealth,
+) -> Result<Db, LedgerError> {
     let connect = if database.starts_with("sqlite:") {
         SqliteConnectOptions::from_str(database)?
     } else {
@@ -553,23 +584,293 @@ async fn open_sqlite(database: &str, options: &LedgerOptions) -> Result<Db, Ledg
     // What is deleted or overwritten (a session, replaced metadata) is zeroed in the file too.
     .pragma("secure_delete", "ON")
     .busy_timeout(Duration::from_secs(5));
-    if let Some(file) = database_file(database) {
-        restrict_files(&file).map_err(|e| LedgerError::Store(sqlx::Error::Io(e)))?;
+    let file = database_file(database);
+    if let Some(file) = &file {
+        // Another application's file, or not a database: refused before anything touches it.
+        if check_file(file).await?.restrict() {
+            restrict_files(file).map_err(|e| LedgerError::Store(sqlx::Error::Io(e)))?;
+        }
     }
+    let cannot_open = |e: sqlx::Error| match (&file, LedgerError::from(e)) {
+        (Some(file), LedgerError::Store(e)) => LedgerError::Unreachable {
+            database: file.display().to_string(),
+            reason: e.to_string(),
+        },
+        (_, e) => e,
+    };
 
+    let page_limit = storage.page_limit.clone();
     let write = SqlitePoolOptions::new()
         .max_connections(1)
         .acquire_timeout(options.write_wait.max(Duration::from_secs(1)) * 3)
+        .before_acquire(|conn, _| Box::pin(async move { Ok(usable(conn, "write")) }))
+        .after_connect(move |conn, _| {
+            let pages = page_limit.load(std::sync::atomic::Ordering::Acquire);
+            Box::pin(async move {
+                if pages > 0 {
+                    sqlx::query(&format!("PRAGMA max_page_count = {pages}"))
+                        .execute(conn)
+                        .await?;
+                }
+                Ok(())
+            })
+        })
         .connect_with(connect.clone().busy_timeout(options.write_wait))
-        .await?;
+        .await
+        .map_err(cannot_open)?;
     sqlx::migrate!("./migrations").run(&write).await?;
     scrub_metadata_at_rest(&write, options.clock.now_ms()).await?;
     let read = SqlitePoolOptions::new()
         .max_connections(options.read_connections.max(1))
         .acquire_timeout(options.write_wait.max(Duration::from_secs(1)))
+        .before_acquire(|conn, _| Box::pin(async move { Ok(usable(conn, "read")) }))
         .connect_with(connect.read_only(true))
-        .await?;
+        .await
+        .map_err(cannot_open)?;
     Ok(Db::Sqlite { write, read })
+}
+
+/// Whether a pooled SQLite connection may be handed out: not when sqlx still counts it inside a
+/// transaction. That happens when SQLite rolled a transaction back itself (`SQLITE_FULL`, some I/O
+/// errors): sqlx's `ROLLBACK` then fails and its transaction depth never comes down, so every later
+/// `BEGIN` on that connection would fail. Such a connection is closed and the pool opens a new one
+/// (docs/ledger.md "Storage faults").
+fn usable(conn: &mut sqlx::SqliteConnection, which: &str) -> bool {
+    use sqlx::Connection;
+    if conn.is_in_transaction() {
+        tracing::warn!(
+            connection = which,
+            "a ledger connection was left inside a transaction SQLite had rolled back; it is replaced"
+        );
+        return false;
+    }
+    true
+}
+
+/// What an existing SQLite file is to the ledger ([`check_file`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Found {
+    /// Missing or 0 bytes: the ledger creates it.
+    New,
+    /// A SQLite database without tables: the ledger creates its tables in it.
+    Empty,
+    /// A ledger (the ledger's tables and migration record, nothing else).
+    Ledger,
+}
+
+impl Found {
+    /// Whether the ledger sets the file's mode (0600): only on files it creates or already holds.
+    fn restrict(self) -> bool {
+        matches!(self, Found::New | Found::Ledger)
+    }
+}
+
+/// Checks that the SQLite ledger `database` names (a path or a `sqlite:` URL; Postgres and in-memory
+/// databases pass) is a file the ledger may open, without changing it: missing or empty, a SQLite
+/// database without tables, or a ledger. Refused with [`LedgerError::Invalid`] on `database`, naming the
+/// file: a file holding any table that is not the ledger's (another application's), a file with
+/// tables of the ledger's names but no migration record of the ledger, and a file that is not a SQLite
+/// database (docs/ledger.md "Files"). `outcomes serve` calls it before it creates anything.
+pub async fn check_database(database: &str) -> Result<(), LedgerError> {
+    match (Location::parse(database)?, database_file(database)) {
+        (Location::Sqlite(_), Some(file)) => check_file(&file).await.map(|_| ()),
+        _ => Ok(()),
+    }
+}
+
+/// [`check_database`] for a file. The file is read through a read-only connection (immutable when it
+/// has no `-wal`, so not even a `-shm` file is made); nothing is written.
+async fn check_file(file: &Path) -> Result<Found, LedgerError> {
+    use sqlx::Connection;
+    let shown = file.display();
+    let refuse = |message: String| LedgerError::invalid("database", message);
+    let meta = match std::fs::metadata(file) {
+        Ok(m) => m,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Found::New),
+        Err(e) => return Err(refuse(format!("cannot read {shown}: {e}"))),
+    };
+    if meta.is_dir() {
+        return Err(refuse(format!(
+            "{shown} is a directory; the ledger's database is a file"
+        )));
+    }
+    if meta.len() == 0 {
+        return Ok(Found::New);
+    }
+    let mut wal = file.as_os_str().to_owned();
+    wal.push("-wal");
+    let options = SqliteConnectOptions::new()
+        .filename(file)
+        .read_only(true)
+        .immutable(!Path::new(&wal).exists());
+    let tables: Result<Vec<String>, sqlx::Error> = async {
+        let mut conn = sqlx::SqliteConnection::connect_with(&options).await?;
+        let tables = sqlx::query_scalar(
+            "SELECT name FROM sqlite_schema WHERE type = 'table' \
+             AND name NOT LIKE 'sqlite!_%' ESCAPE '!' ORDER BY name",
+        )
+        .fetch_all(&mut conn)
+        .await;
+        let _ = conn.close().await;
+        tables
+    }
+    .await;
+    let tables = match tables {
+        Ok(t) => t,
+        Err(sqlx::Error::Database(e)) if e.code().as_deref() == Some("26") => {
+            return Err(refuse(format!(
+                "{shown} is not a SQLite database; the ledger opens only its own SQLite file or \
+                 creates a new one: give it another --database or --data-dir"
+            )))
+        }
+        Err(e) => {
+            return Err(refuse(format!(
+                "cannot read {shown} as a SQLite database: {e}"
+            )))
+        }
+    };
+    if tables.is_empty() {
+        return Ok(Found::Empty);
+    }
+    let ours = ledger_tables().await?;
+    let foreign: Vec<&str> = tables
+        .iter()
+        .map(String::as_str)
+        .filter(|t| !ours.iter().any(|o| o == t))
+        .collect();
+    let migrated = tables.iter().any(|t| t == "_sqlx_migrations");
+    if !foreign.is_empty() || !migrated {
+        let named = if foreign.is_empty() {
+            &tables.iter().map(String::as_str).collect::<Vec<_>>()
+        } else {
+            &foreign
+        };
+        let mut list = named.iter().take(5).copied().collect::<Vec<_>>().join(", ");
+        if named.len() > 5 {
+            list.push_str(&format!(" and {} more", named.len() - 5));
+        }
+        return Err(refuse(format!(
+            "{shown} is another application's database, not an outcomes ledger (it holds the \
+             table{} {list}); it was left as it was: give the ledger its own --database or --data-dir",
+            if named.len() == 1 { "" } else { "s" },
+        )));
+    }
+    Ok(Found::Ledger)
+}
+
+/// The tables a SQLite ledger has (its migration record `_sqlx_migrations` included): this build's
+/// migrations run on an in-memory database.
+async fn ledger_tables() -> Result<Vec<String>, LedgerError> {
+    use sqlx::Connection;
+    let mut conn =
+        sqlx::SqliteConnection::connect_with(&SqliteConnectOptions::from_str("sqlite::memory:")?)
+            .await?;
+    sqlx::migrate!("./migrations").run(&mut conn).await?;
+    let tables = sqlx::query_scalar(
+        "SELECT name FROM sqlite_schema WHERE type = 'table' AND name NOT LIKE 'sqlite!_%' ESCAPE '!'",
+    )
+        .fetch_all(&mut conn)
+        .await?;
+    let _ = conn.close().await;
+    Ok(tables)
+}
+
+/// Writes a consistent copy of the SQLite ledger `database` names (a path or a `sqlite:` URL) to the new
+/// file `to`, created mode 0600, with SQLite's `VACUUM INTO`: one read transaction, so a server may keep
+/// writing meanwhile; the copy is a whole database in one file (no `-wal`). Returns the copy's size in
+/// bytes (docs/ledger.md "Backups").
+///
+/// Errors, each [`LedgerError::Invalid`] on `database` or `to`: a Postgres URL (back it up with
+/// `pg_dump`), an in-memory database, no ledger at `database` (missing, or refused by
+/// [`check_database`]), `to` exists already (a backup never overwrites), or it cannot be created. A copy
+/// that fails half way is removed.
+pub async fn backup(database: &str, to: &Path) -> Result<u64, LedgerError> {
+    use sqlx::Connection;
+    if let Location::Postgres(url) = Location::parse(database)? {
+        return Err(LedgerError::invalid(
+            "database",
+            format!(
+                "{} is a Postgres ledger: back it up with Postgres's own tools, e.g. `pg_dump \
+                 --schema=<its schema> <url>`; `outcomes backup` copies SQLite ledgers",
+                redact_url(&url)
+            ),
+        ));
+    }
+    let Some(file) = database_file(database) else {
+        return Err(LedgerError::invalid(
+            "database",
+            "an in-memory database has nothing to back up",
+        ));
+    };
+    if check_file(&file).await? != Found::Ledger {
+        return Err(LedgerError::invalid(
+            "database",
+            format!("there is no ledger at {}", file.display()),
+        ));
+    }
+    let target = to.display();
+    let created = {
+        let mut o = std::fs::OpenOptions::new();
+        o.write(true).create_new(true);
+        #[cfg(unix)]
+        {
+            use std::os::unix::fs::OpenOptionsExt;
+            o.mode(0o600);
+        }
+        o.open(to)
+    };
+    match created {
+        Ok(_) => {}
+        Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {
+            return Err(LedgerError::invalid(
+                "to",
+                format!("{target} exists already; a backup is written to a new file only"),
+            ))
+        }
+        Err(e) => {
+            return Err(LedgerError::invalid(
+                "to",
+                format!("cannot create {target}: {e}"),
+            ))
+        }
+    }
+    let Some(to_text) = to.to_str() else {
+        let _ = std::fs::remove_file(to);
+        return Err(LedgerError::invalid(
+            "to",
+            format!("{target} is not a UTF-8 path"),
+        ));
+    };
+    let options = if database.starts_with("sqlite:") {
+        SqliteConnectOptions::from_str(database)?
+    } else {
+        SqliteConnectOptions::new().filename(database)
+    }
+    .create_if_missing(false)
+    .busy_timeout(Duration::from_secs(10));
+    let copied: Result<(), sqlx::Error> = async {
+        let mut conn = sqlx::SqliteConnection::connect_with(&options).await?;
+        let done = sqlx::query("VACUUM INTO ?")
+            .bind(to_text)
+            .execute(&mut conn)
+            .await;
+        let _ = conn.close().await;
+        done.map(|_| ())
+    }
+    .await;
+    if let Err(e) = copied {
+        let _ = std::fs::remove_file(to);
+        return Err(match LedgerError::from(e) {
+            LedgerError::Store(e) => LedgerError::invalid(
+                "to",
+                format!("copying {} to {target} failed: {e}", file.display()),
+            ),
+            other => other,
+        });
+    }
+    std::fs::metadata(to)
+        .map(|m| m.len())
+        .map_err(|e| LedgerError::invalid("to", format!("cannot read {target}: {e}")))
 }
 
 /// How long opening a Postgres ledger waits for its first connection.

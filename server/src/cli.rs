@@ -33,6 +33,8 @@ pub enum Command {
     /// Delete the sessions due for the retention purge now, a mass purge the server held included (with
     /// `--confirm`; without it, list them).
     Purge(crate::purge::PurgeArgs),
+    /// Write a consistent copy of a SQLite ledger to a new file, also while a server runs.
+    Backup(crate::backup::BackupArgs),
     /// Read ledger entries (contract example format), one JSON object per line on stdin, and print each
     /// published record (or `null`) as one line of JSON.
     Project,
@@ -48,6 +50,7 @@ pub async fn run(cli: Cli) -> ExitCode {
         Command::Staff(args) => crate::staff::run(args).await,
         Command::Purge(args) => crate::purge::run(args).await,
         Command::Project => crate::project::run(),
+        Command::Backup(args) => crate::backup::run(args).await,
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

@@ -13,7 +13,8 @@ pub struct ApiError {
     pub status: StatusCode,
     /// Boxed: a 409 carries the entry's state, and errors travel through every handler's `Result`.
     pub detail: Box<ErrorDetail>,
-    /// `Retry-After` in seconds; every 503 has [`RETRY_AFTER_SECS`] when this is `None`.
+    /// `Retry-After` in seconds; every 503 has [`RETRY_AFTER_SECS`] when this is `None` (storage faults
+    /// [`STORAGE_RETRY_AFTER_SECS`]).
     pub retry_after_secs: Option<u64>,
 }
 
@@ -208,6 +209,24 @@ impl From<LedgerError> for ApiError {
                     "the ledger is busy (another writer holds its write lock, or every connection is in use); nothing was changed, retry later",
                 )
             }
+            LedgerError::StorageFull => {
+                tracing::warn!("write refused: the ledger's storage is full");
+                let mut e = ApiError::unavailable(
+                    "storage_full",
+                    "the ledger's storage is full; nothing was changed, retry later (writes resume by themselves once space is freed)",
+                );
+                e.retry_after_secs = Some(STORAGE_RETRY_AFTER_SECS);
+                e
+            }
+            LedgerError::StorageUnavailable => {
+                tracing::warn!("write refused: the ledger's storage refuses writes");
+                let mut e = ApiError::unavailable(
+                    "storage_unavailable",
+                    "the ledger's storage refuses writes (read-only or failing); nothing was changed, retry later",
+                );
+                e.retry_after_secs = Some(STORAGE_RETRY_AFTER_SECS);
+                e
+            }
             LedgerError::Unavailable => {
                 tracing::warn!("ledger database unreachable: the connection was lost");
                 ApiError::unavailable(
@@ -230,6 +249,10 @@ pub fn whole_secs(wait: std::time::Duration) -> u64 {
 
 /// `Retry-After` of every 503 answer, in seconds.
 pub const RETRY_AFTER_SECS: u64 = 1;
+
+/// `Retry-After` of a 503 `storage_full` or `storage_unavailable` answer (and of `/healthz` during such a
+/// fault), in seconds: freeing space takes longer than a lock is held.
+pub const STORAGE_RETRY_AFTER_SECS: u64 = 5;
 
 impl ApiError {
     /// The `Retry-After` this error's answer carries, in seconds (at least 1): its own wait, else

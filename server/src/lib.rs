@@ -4,6 +4,7 @@
 
 pub mod access;
 pub mod auth;
+pub mod backup;
 pub mod cli;
 pub mod conn;
 pub mod demo;

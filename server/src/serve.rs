@@ -386,6 +386,8 @@ pub async fn serve(args: ServeArgs) -> Result<(), Box<dyn std::error::Error>> {
         )
         .into());
     }
+    // Another application's file, or not a database: refused before anything is created or changed.
+    ledger::store::check_database(&args.database()).await?;
     let _database_lock = lock_database(&args.database())?;
     let (token, source) = resolve_host_token(args.host_token.as_deref(), &args.data_dir)?;
     match source {

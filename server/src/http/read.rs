@@ -526,15 +526,39 @@ pub async fn unknowns(
     Ok(Json(page))
 }
 
-/// `GET /healthz` → 200 `{"status": "ok"}`.
+/// `GET /healthz` → 200 `{"status": "ok"}`; while the ledger's storage refuses writes (a full disk,
+/// docs/ledger.md "Storage faults") 503 with `Retry-After` and `{"status": "unavailable", "reason":
+/// "storage_full" | "storage_unavailable", "message", "since"}` (`since`: RFC 3339 UTC, the first
+/// refused write). It turns 200 by itself once a write or its probe write succeeds.
 #[utoipa::path(
     get,
     path = "/healthz",
     tag = "operations",
     responses(
         (status = 200, description = "the server is up: {\"status\": \"ok\"}"),
+        (status = 503, description = "the ledger's storage refuses writes: {\"status\": \"unavailable\", \"reason\": \"storage_full\" or \"storage_unavailable\", \"message\", \"since\"}, with Retry-After"),
     ),
 )]
-pub async fn healthz() -> Json<serde_json::Value> {
-    Json(serde_json::json!({ "status": "ok" }))
+pub async fn healthz(State(state): State<AppState>) -> Response {
+    use axum::response::IntoResponse;
+    match state.engine.storage_fault().await {
+        None => Json(serde_json::json!({ "status": "ok" })).into_response(),
+        Some(fault) => {
+            let mut r = (
+                axum::http::StatusCode::SERVICE_UNAVAILABLE,
+                Json(serde_json::json!({
+                    "status": "unavailable",
+                    "reason": fault.code,
+                    "message": fault.message,
+                    "since": ledger::store::format_time(fault.since_ms),
+                })),
+            )
+                .into_response();
+            r.headers_mut().insert(
+                axum::http::header::RETRY_AFTER,
+                axum::http::HeaderValue::from(crate::error::STORAGE_RETRY_AFTER_SECS),
+            );
+            r
+        }
+    }
 }

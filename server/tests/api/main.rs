@@ -21,6 +21,7 @@ mod paging;
 mod process;
 mod reliability;
 mod reliability_clock;
+mod reliability_disk;
 mod reliability_memory;
 mod replay;
 mod staff_cli;

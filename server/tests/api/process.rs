@@ -325,3 +325,342 @@ fn serve_on_an_unreachable_postgres_says_so_without_the_password() {
     assert!(!cwd.path().join("postgres:").exists());
     assert!(!cwd.path().join("d").join("ledger.sqlite").exists());
 }
+
+/// A SQLite file at `path` made by "another application": `sql` run on a new database (rollback journal,
+/// as most applications leave it), then mode `mode`.
+async fn foreign_sqlite(path: &std::path::Path, sql: &str, mode: u32) {
+    use sqlx::Connection;
+    let options = sqlx::sqlite::SqliteConnectOptions::new()
+        .filename(path)
+        .create_if_missing(true);
+    let mut conn = sqlx::SqliteConnection::connect_with(&options)
+        .await
+        .unwrap();
+    sqlx::raw_sql(sql).execute(&mut conn).await.unwrap();
+    conn.close().await.unwrap();
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::set_permissions(path, std::fs::Permissions::from_mode(mode)).unwrap();
+    }
+}
+
+/// The file's bytes and mode.
+fn snapshot(path: &std::path::Path) -> (Vec<u8>, u32) {
+    use std::os::unix::fs::PermissionsExt;
+    (
+        std::fs::read(path).unwrap(),
+        std::fs::metadata(path).unwrap().permissions().mode() & 0o777,
+    )
+}
+
+/// `serve --database <file>` on a file that is not the ledger's: another application's SQLite database
+/// (an unrelated `users` table; a `sessions` table named like the ledger's) or a file that is not SQLite
+/// at all. Each is refused at start with a non-zero exit and a message naming the file, and left exactly
+/// as it was: same bytes, same mode (no chmod), no `_sqlx_migrations` table, no WAL switch, no `-wal` or
+/// `-shm` file, no lock file, no data directory. (It used to add 12 tables to the first and serve, and
+/// chmod every file 0600 before any check.)
+#[tokio::test]
+async fn serve_refuses_another_applications_file_and_leaves_it_as_it_was() {
+    let cases: [(&str, Option<&str>, &str); 3] = [
+        (
+            "app.sqlite",
+            Some("CREATE TABLE users (id INTEGER PRIMARY KEY, name TEXT); INSERT INTO users (name) VALUES ('ada');"),
+            "is another application's database, not an outcomes ledger (it holds the table users); it was left as it was: give the ledger its own --database or --data-dir",
+        ),
+        (
+            "clash.sqlite",
+            Some("CREATE TABLE sessions (id INTEGER PRIMARY KEY, token TEXT); INSERT INTO sessions (token) VALUES ('x');"),
+            "is another application's database, not an outcomes ledger (it holds the table sessions); it was left as it was",
+        ),
+        (
+            "garbage.bin",
+            None,
+            "is not a SQLite database; the ledger opens only its own SQLite file or creates a new one",
+        ),
+    ];
+    for (name, sql, says) in cases {
+        let cwd = tempfile::tempdir().unwrap();
+        let file = cwd.path().join(name);
+        match sql {
+            Some(sql) => foreign_sqlite(&file, sql, 0o644).await,
+            None => {
+                let bytes: Vec<u8> = (0..5000u32).map(|i| (i * 7 % 251) as u8).collect();
+                std::fs::write(&file, bytes).unwrap();
+                use std::os::unix::fs::PermissionsExt;
+                std::fs::set_permissions(&file, std::fs::Permissions::from_mode(0o644)).unwrap();
+            }
+        }
+        let before = snapshot(&file);
+        // Not `serve_in`: a server that wrongly serves must fail the test, not hang it.
+        let mut child = Command::new(BIN)
+            .current_dir(cwd.path())
+            .args([
+                "serve",
+                "--addr",
+                "127.0.0.1:0",
+                "--data-dir",
+                "d",
+                "--host-token",
+                "t",
+            ])
+            .arg("--database")
+            .arg(&file)
+            .env_remove("OUTCOMES_DATABASE")
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        let deadline = Instant::now() + Duration::from_secs(20);
+        let status = loop {
+            if let Some(status) = child.try_wait().unwrap() {
+                break Some(status);
+            }
+            if Instant::now() > deadline {
+                let _ = child.kill();
+                let _ = child.wait();
+                break None;
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        };
+        let mut stderr = String::new();
+        use std::io::Read;
+        let _ = child.stderr.take().unwrap().read_to_string(&mut stderr);
+        assert!(
+            status.is_some_and(|s| !s.success()),
+            "{name}: not refused ({status:?}): {stderr}"
+        );
+        assert!(
+            stderr.contains(&format!("{} {says}", file.display())),
+            "{name}: {stderr}"
+        );
+        assert!(snapshot(&file) == before, "{name}: the file was changed");
+        assert_eq!(snapshot(&file).1, 0o644, "{name}");
+        let left: Vec<String> = std::fs::read_dir(cwd.path())
+            .unwrap()
+            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+            .collect();
+        assert_eq!(left, vec![name.to_owned()], "{name}: nothing else created");
+        // The staff command opens the ledger the same way: refused too, the file unchanged.
+        let out = Command::new(BIN)
+            .current_dir(cwd.path())
+            .args(["staff", "list", "--database", file.to_str().unwrap()])
+            .env_remove("OUTCOMES_DATABASE")
+            .output()
+            .unwrap();
+        assert!(!out.status.success(), "{name}");
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(stderr.contains(&file.display().to_string()), "{stderr}");
+        assert!(
+            snapshot(&file) == before,
+            "{name}: staff list changed the file"
+        );
+    }
+}
+
+/// A SQLite file with no tables (made by `sqlite3 x.db 'VACUUM'`, say) is used, its mode left alone;
+/// a new ledger file is created mode 0600.
+#[tokio::test]
+async fn an_empty_sqlite_file_is_used_without_a_chmod_and_a_new_one_is_0600() {
+    use std::os::unix::fs::PermissionsExt;
+    let dir = tempfile::tempdir().unwrap();
+    let empty = dir.path().join("empty.sqlite");
+    foreign_sqlite(&empty, "PRAGMA user_version = 0; VACUUM;", 0o640).await;
+    let ledger = ledger::Ledger::open(empty.to_str().unwrap(), ledger::LedgerOptions::default())
+        .await
+        .unwrap();
+    ledger.close().await;
+    assert_eq!(
+        std::fs::metadata(&empty).unwrap().permissions().mode() & 0o777,
+        0o640
+    );
+    let new = dir.path().join("new.sqlite");
+    let ledger = ledger::Ledger::open(new.to_str().unwrap(), ledger::LedgerOptions::default())
+        .await
+        .unwrap();
+    ledger.close().await;
+    assert_eq!(
+        std::fs::metadata(&new).unwrap().permissions().mode() & 0o777,
+        0o600
+    );
+}
+
+/// The rows of `table` in the SQLite file `path` opened alone (read-only, no `-wal` beside it).
+async fn count_rows(path: &std::path::Path, table: &str) -> i64 {
+    use sqlx::Connection;
+    let options = sqlx::sqlite::SqliteConnectOptions::new()
+        .filename(path)
+        .read_only(true);
+    let mut conn = sqlx::SqliteConnection::connect_with(&options)
+        .await
+        .unwrap();
+    let n = sqlx::query_scalar(&format!("SELECT count(*) FROM {table}"))
+        .fetch_one(&mut conn)
+        .await
+        .unwrap();
+    conn.close().await.unwrap();
+    n
+}
+
+/// `n` mutations approved, started and settled in session `session` of the server at `base`.
+async fn write_settled(base: &str, session: &str, from: usize, n: usize) {
+    let client = crate::reliability::support::client();
+    let token = crate::reliability::support::TOKEN;
+    let url = format!("{base}/api/host/sessions/{session}/mutations");
+    for i in from..from + n {
+        let m = format!("m{i}");
+        for (u, body, want) in [
+            (
+                url.clone(),
+                serde_json::json!({"logical_turn_id": "t1", "mutation_id": m, "tool": "x"}),
+                201,
+            ),
+            (
+                format!("{url}/{m}/intent"),
+                serde_json::json!({"attempt_id": "a"}),
+                200,
+            ),
+            (
+                format!("{url}/{m}/settlement"),
+                serde_json::json!({"attempt_id": "a", "status": "completed"}),
+                200,
+            ),
+        ] {
+            let r = client
+                .post(&u)
+                .bearer_auth(token)
+                .json(&body)
+                .send()
+                .await
+                .unwrap();
+            assert_eq!(r.status().as_u16(), want, "{u}");
+        }
+    }
+}
+
+/// After SIGTERM the `.sqlite` file alone is the whole ledger: the WAL was checkpointed into it and
+/// removed, so a copy of that one file (as `cp` takes a backup) opens with every entry. (It used to hold
+/// no tables at all: everything sat in the `-wal` file.)
+#[tokio::test]
+async fn a_stopped_server_leaves_the_whole_ledger_in_its_sqlite_file() {
+    if crate::helpers::skipped_on_postgres("the SQLite file after a stop") {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let mut server = crate::reliability::support::Server::start(dir.path(), &[]);
+    write_settled(&server.base, "stop", 0, 20).await;
+    let status = server.terminate().unwrap();
+    assert!(status.success(), "{}", server.log());
+    let db = dir.path().join("ledger.sqlite");
+    let wal = dir.path().join("ledger.sqlite-wal");
+    assert!(
+        std::fs::metadata(&wal).map_or(true, |m| m.len() == 0),
+        "the WAL still holds data after a clean stop"
+    );
+    let copy_dir = tempfile::tempdir().unwrap();
+    let copy = copy_dir.path().join("copy.sqlite");
+    std::fs::copy(&db, &copy).unwrap();
+    assert_eq!(count_rows(&copy, "entries").await, 20);
+    assert_eq!(count_rows(&copy, "sessions").await, 1);
+}
+
+/// `outcomes backup --to FILE` while the server runs and writes: the copy is one whole database file,
+/// mode 0600, with everything answered before the backup started; an existing target is refused and
+/// left alone; a Postgres ledger is pointed to `pg_dump`; a missing ledger is named.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn backup_copies_a_running_ledger_to_a_new_file_and_never_overwrites() {
+    use std::os::unix::fs::PermissionsExt;
+    if crate::helpers::skipped_on_postgres("outcomes backup of a SQLite file") {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let server = crate::reliability::support::Server::start(dir.path(), &[]);
+    write_settled(&server.base, "b", 0, 30).await;
+    // Writes go on while the backup runs.
+    let base = server.base.clone();
+    let more = tokio::spawn(async move { write_settled(&base, "b2", 0, 30).await });
+    let out_dir = tempfile::tempdir().unwrap();
+    let target = out_dir.path().join("backup.sqlite");
+    let backup = |to: &std::path::Path, db: Option<&str>| {
+        let mut c = Command::new(BIN);
+        c.arg("backup").arg("--to").arg(to);
+        match db {
+            Some(db) => c.args(["--database", db]),
+            None => c.arg("--data-dir").arg(dir.path()),
+        };
+        c.env_remove("OUTCOMES_DATABASE")
+            .env_remove("OUTCOMES_DATA_DIR")
+            .output()
+            .unwrap()
+    };
+    let out = backup(&target, None);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        stdout.starts_with(&format!(
+            "outcomes: backed up {} to {} (",
+            dir.path().join("ledger.sqlite").display(),
+            target.display()
+        )),
+        "{stdout}"
+    );
+    more.await.unwrap();
+    assert_eq!(
+        std::fs::metadata(&target).unwrap().permissions().mode() & 0o777,
+        0o600
+    );
+    let names: Vec<String> = std::fs::read_dir(out_dir.path())
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    assert_eq!(names, vec!["backup.sqlite".to_owned()], "one file, no -wal");
+    // Everything answered before the backup; of the writes during it, whole mutations only.
+    let entries = count_rows(&target, "entries").await;
+    assert!((30..=60).contains(&entries), "{entries}");
+    let settled = count_rows(&target, "history").await;
+    assert!(settled >= 90, "{settled}");
+
+    // An existing target: refused, left alone.
+    let before = std::fs::read(&target).unwrap();
+    let out = backup(&target, None);
+    assert!(!out.status.success());
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains(&format!(
+            "{} exists already; a backup is written to a new file only",
+            target.display()
+        )),
+        "{stderr}"
+    );
+    assert_eq!(std::fs::read(&target).unwrap(), before);
+
+    // Postgres: pg_dump, and the password never shown.
+    let out = backup(
+        &out_dir.path().join("pg.sqlite"),
+        Some("postgres://ada:s3cret@127.0.0.1:1/outcomes"),
+    );
+    assert!(!out.status.success());
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains("pg_dump"), "{stderr}");
+    assert!(!stderr.contains("s3cret"), "{stderr}");
+    assert!(!out_dir.path().join("pg.sqlite").exists());
+
+    // No ledger there: named, nothing created.
+    let missing = out_dir.path().join("none.sqlite");
+    let out = backup(
+        &out_dir.path().join("x.sqlite"),
+        Some(missing.to_str().unwrap()),
+    );
+    assert!(!out.status.success());
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains(&format!("there is no ledger at {}", missing.display())),
+        "{stderr}"
+    );
+    assert!(!out_dir.path().join("x.sqlite").exists());
+    assert!(!missing.exists());
+}
