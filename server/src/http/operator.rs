@@ -5,7 +5,7 @@
 //!
 //! Two ways in, one rule set:
 //! - JSON under `/api/sessions/{session_key}/mutations/{mutation_id}/…` (documented), errors as the host
-//!   API's: 401 → 403 → 400 → 422 → 404 → 409, each `{"error": …}`;
+//!   API's: 401 → 403 → 415 → 400 → 422 → 404 → 409, each `{"error": …}`;
 //! - no-JavaScript forms (`application/x-www-form-urlencoded`) under
 //!   `/sessions/{session_key}/operations/{mutation_id}/…` (pages, not in the API document): 303 back to
 //!   the operation page, or an HTML page saying what is wrong with the refusal's status.
@@ -76,12 +76,15 @@ fn staff(principal: Option<&Principal>) -> Result<Staff, ApiError> {
 #[derive(utoipa::IntoResponses)]
 #[allow(dead_code)]
 pub enum OperatorErrors {
-    /// Malformed JSON or path.
+    /// Malformed JSON (`malformed_json`), a key given twice (`duplicate_key`), or a malformed path.
     #[response(status = 400)]
     BadRequest(ledger::wire::ErrorBody),
     /// No credential (reads are closed), or a wrong token.
     #[response(status = 401)]
     Unauthorized(ledger::wire::ErrorBody),
+    /// `unsupported_media_type`: a body not sent as `Content-Type: application/json`.
+    #[response(status = 415)]
+    UnsupportedMediaType(ledger::wire::ErrorBody),
     /// `staff_only`: the caller is the host, a viewer, or nobody in open access mode; or
     /// `origin_mismatch`: a sign-in cookie or the proxy's user header without a matching `Origin`.
     #[response(status = 403)]

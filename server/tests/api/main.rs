@@ -22,3 +22,4 @@ mod process;
 mod reliability;
 mod replay;
 mod staff_cli;
+mod strict_input;
