@@ -82,9 +82,6 @@ pub enum OperatorErrors {
     /// No credential (reads are closed), or a wrong token.
     #[response(status = 401)]
     Unauthorized(ledger::wire::ErrorBody),
-    /// `unsupported_media_type`: a body not sent as `Content-Type: application/json`.
-    #[response(status = 415)]
-    UnsupportedMediaType(ledger::wire::ErrorBody),
     /// `staff_only`: the caller is the host, a viewer, or nobody in open access mode; or
     /// `origin_mismatch`: a sign-in cookie or the proxy's user header without a matching `Origin`.
     #[response(status = 403)]
@@ -118,6 +115,7 @@ pub enum OperatorErrors {
     responses(
         (status = 201, description = "the history row the note added, as the history API serves it", body = ledger::wire::HistoryChange),
         OperatorErrors,
+        super::write::JsonBodyErrors,
     ),
 )]
 pub async fn add_note(
@@ -144,6 +142,7 @@ pub async fn add_note(
     responses(
         (status = 200, description = "the entry after the change", body = ledger::wire::EntryState),
         OperatorErrors,
+        super::write::JsonBodyErrors,
     ),
 )]
 pub async fn reconcile(

@@ -73,6 +73,7 @@ pub fn new_token() -> String {
     responses(
         (status = 201, description = "the link: the token is shown this once, only its hash is stored", body = ViewerLinkCreated),
         HostErrors,
+        super::write::JsonBodyErrors,
     ),
     security(("host_token" = []))
 )]

@@ -61,6 +61,17 @@ impl<S: Send + Sync> FromRequest<S> for JsonBody {
     }
 }
 
+/// The answer of an operation that reads a JSON body when the body is not sent as JSON (documentation
+/// only; listed on every operation with a request body, docs/api.md "Errors").
+#[derive(utoipa::IntoResponses)]
+#[allow(dead_code)]
+pub enum JsonBodyErrors {
+    /// `unsupported_media_type` (`field` `Content-Type`): a non-empty body not sent as `Content-Type:
+    /// application/json` (parameters such as `charset` are accepted).
+    #[response(status = 415)]
+    UnsupportedMediaType(ledger::wire::ErrorBody),
+}
+
 /// Parses a JSON object body: 400 `malformed_json` when it is not JSON or not an object, 400
 /// `duplicate_key` naming a key an object holds twice ([`strict_json::parse`]), 422 naming the field
 /// whose type is wrong.

@@ -397,3 +397,49 @@ async fn authorization_sent_twice_is_400_and_changes_nothing() {
     .await;
     assert_eq!(s, StatusCode::CREATED);
 }
+
+#[tokio::test]
+async fn the_api_document_lists_415_exactly_where_a_json_body_is_read() {
+    let app = crate::helpers::spawn().await;
+    let doc: Value = app
+        .client
+        .get(format!("{}/api/openapi.json", app.base))
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    let mut with_body = Vec::new();
+    for (path, ops) in doc["paths"].as_object().unwrap() {
+        for (method, op) in ops.as_object().unwrap() {
+            let lists_415 = op["responses"].get("415").is_some();
+            let has_body = op.get("requestBody").is_some();
+            assert_eq!(lists_415, has_body, "{method} {path}");
+            if has_body {
+                assert!(
+                    op["requestBody"]["content"].get("application/json").is_some(),
+                    "{method} {path}"
+                );
+                with_body.push(format!("{method} {path}"));
+            }
+        }
+    }
+    with_body.sort();
+    assert_eq!(
+        with_body,
+        [
+            "post /api/host/batch",
+            "post /api/host/sessions/{session_key}/mutations",
+            "post /api/host/sessions/{session_key}/mutations/{mutation_id}/attempts",
+            "post /api/host/sessions/{session_key}/mutations/{mutation_id}/cancellation",
+            "post /api/host/sessions/{session_key}/mutations/{mutation_id}/intent",
+            "post /api/host/sessions/{session_key}/mutations/{mutation_id}/reconciliation",
+            "post /api/host/sessions/{session_key}/mutations/{mutation_id}/settlement",
+            "post /api/host/sessions/{session_key}/viewer-links",
+            "post /api/sessions/{session_key}/mutations/{mutation_id}/notes",
+            "post /api/sessions/{session_key}/mutations/{mutation_id}/reconciliation",
+            "put /api/host/sessions/{session_key}/mutations/{mutation_id}/metadata",
+        ]
+    );
+}

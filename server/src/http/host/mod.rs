@@ -17,7 +17,9 @@ use utoipa_axum::{router::OpenApiRouter, routes};
 
 use crate::error::ApiError;
 use crate::http::query::path;
-use crate::http::write::{body, required, EntryPath, JsonBody, SessionPath, Valid};
+use crate::http::write::{
+    body, required, EntryPath, JsonBody, JsonBodyErrors, SessionPath, Valid,
+};
 use crate::AppState;
 
 mod requests;
@@ -71,9 +73,6 @@ pub enum HostErrors {
     /// Missing or wrong host token.
     #[response(status = 401)]
     Unauthorized(ledger::wire::ErrorBody),
-    /// `unsupported_media_type`: a body not sent as `Content-Type: application/json`.
-    #[response(status = 415)]
-    UnsupportedMediaType(ledger::wire::ErrorBody),
     /// A field breaks a rule; `field` names it.
     #[response(status = 422)]
     Invalid(ledger::wire::ErrorBody),
@@ -101,6 +100,7 @@ pub enum HostErrors {
     responses(
         (status = 201, description = "approved: the entry exists, nothing is published yet", body = ledger::wire::EntryState),
         HostErrors,
+        JsonBodyErrors,
     ),
     security(("host_token" = []))
 )]
@@ -126,6 +126,7 @@ macro_rules! transition {
             responses(
                 (status = 200, description = "the entry after the change", body = ledger::wire::EntryState),
                 HostErrors,
+                JsonBodyErrors,
             ),
             security(("host_token" = []))
         )]
