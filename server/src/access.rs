@@ -575,7 +575,13 @@ pub async fn authenticate(
         // Static assets: nobody's data, no credential looked up.
         return next.run(request).await;
     }
-    if request.headers().get_all(AUTHORIZATION).iter().nth(1).is_some() {
+    if request
+        .headers()
+        .get_all(AUTHORIZATION)
+        .iter()
+        .nth(1)
+        .is_some()
+    {
         // Which of two credentials counts is a guess a proxy and this server could make differently.
         return ApiError::bad_request(
             "invalid_header",

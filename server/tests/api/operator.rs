@@ -474,7 +474,13 @@ async fn a_viewer_never_sees_a_staff_note_its_count_or_a_staff_name() {
     // A staff reconciliation: its row stays, its actor loses the name.
     let (s, v) = post(&app, staff, &reconciliation("s", "m"), evidence_body("a1")).await;
     assert_eq!(s, StatusCode::OK, "{v}");
-    let (s, _) = post(&app, staff, &notes("s", "m"), json!({"text": "second internal remark"})).await;
+    let (s, _) = post(
+        &app,
+        staff,
+        &notes("s", "m"),
+        json!({"text": "second internal remark"}),
+    )
+    .await;
     assert_eq!(s, StatusCode::CREATED);
     let cookie = viewer(&app, "s").await;
     let viewer = Who::CookieNoOrigin(&cookie);
@@ -489,7 +495,14 @@ async fn a_viewer_never_sees_a_staff_note_its_count_or_a_staff_name() {
         .collect();
     assert_eq!(
         kinds,
-        ["approval", "intent", "settlement", "note", "reconciliation", "note"]
+        [
+            "approval",
+            "intent",
+            "settlement",
+            "note",
+            "reconciliation",
+            "note"
+        ]
     );
     assert_eq!(full["changes"][3]["note"], NOTE);
     assert_eq!(full["changes"][4]["actor"], "staff:ada");
@@ -562,11 +575,27 @@ async fn a_viewer_never_sees_a_staff_note_its_count_or_a_staff_name() {
 
     // The pages render through the same API as their caller: staff see the note and the name, the
     // viewer neither, and "by support" where staff acted.
-    for path in ["/sessions/s/operations/m", "/operations/m", "/sessions/s", "/sessions/s/turns/t"] {
+    for path in [
+        "/sessions/s/operations/m",
+        "/operations/m",
+        "/sessions/s",
+        "/sessions/s/turns/t",
+    ] {
         let (s, html) = page_html(&app, viewer, path).await;
         assert_eq!(s, StatusCode::OK, "{path}");
-        for secret in [NOTE, "second internal remark", "staff:ada", "staff ada", "Add a note", "1 note", "2 notes"] {
-            assert!(!html.contains(secret), "{path} shows {secret:?} to a viewer");
+        for secret in [
+            NOTE,
+            "second internal remark",
+            "staff:ada",
+            "staff ada",
+            "Add a note",
+            "1 note",
+            "2 notes",
+        ] {
+            assert!(
+                !html.contains(secret),
+                "{path} shows {secret:?} to a viewer"
+            );
         }
     }
     let (_, html) = page_html(&app, viewer, "/sessions/s/operations/m").await;

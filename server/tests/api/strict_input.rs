@@ -205,7 +205,15 @@ async fn a_json_body_without_the_json_media_type_is_415_and_changes_nothing() {
         );
         let bad_path = path.replacen("/s/", "/%FF/", 1);
         if bad_path != path {
-            let (s, v) = send(&app, method.clone(), &bad_path, bearer, &["text/plain"], &body).await;
+            let (s, v) = send(
+                &app,
+                method.clone(),
+                &bad_path,
+                bearer,
+                &["text/plain"],
+                &body,
+            )
+            .await;
             assert_eq!(
                 (s, v),
                 (StatusCode::UNSUPPORTED_MEDIA_TYPE, unsupported()),
@@ -363,9 +371,21 @@ async fn authorization_sent_twice_is_400_and_changes_nothing() {
     let host = format!("Bearer {TOKEN}");
     let staff = format!("Bearer {staff}");
     for (method, path, second) in [
-        (Method::POST, "/api/host/sessions/new/mutations", host.as_str()),
-        (Method::POST, "/api/host/sessions/new/mutations", staff.as_str()),
-        (Method::POST, "/api/host/sessions/new/mutations", "Bearer wrong"),
+        (
+            Method::POST,
+            "/api/host/sessions/new/mutations",
+            host.as_str(),
+        ),
+        (
+            Method::POST,
+            "/api/host/sessions/new/mutations",
+            staff.as_str(),
+        ),
+        (
+            Method::POST,
+            "/api/host/sessions/new/mutations",
+            "Bearer wrong",
+        ),
         (Method::GET, "/api/sessions", staff.as_str()),
         (Method::GET, "/api/me", host.as_str()),
         (Method::GET, "/healthz", host.as_str()),
@@ -381,7 +401,11 @@ async fn authorization_sent_twice_is_400_and_changes_nothing() {
             .send()
             .await
             .unwrap();
-        assert_eq!(r.status(), StatusCode::BAD_REQUEST, "{method} {path} {second}");
+        assert_eq!(
+            r.status(),
+            StatusCode::BAD_REQUEST,
+            "{method} {path} {second}"
+        );
         assert_eq!(r.json::<Value>().await.unwrap(), expected, "{path}");
     }
     assert_eq!(ledger_state(&app).await, before);
@@ -418,7 +442,9 @@ async fn the_api_document_lists_415_exactly_where_a_json_body_is_read() {
             assert_eq!(lists_415, has_body, "{method} {path}");
             if has_body {
                 assert!(
-                    op["requestBody"]["content"].get("application/json").is_some(),
+                    op["requestBody"]["content"]
+                        .get("application/json")
+                        .is_some(),
                     "{method} {path}"
                 );
                 with_body.push(format!("{method} {path}"));

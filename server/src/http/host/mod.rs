@@ -17,9 +17,7 @@ use utoipa_axum::{router::OpenApiRouter, routes};
 
 use crate::error::ApiError;
 use crate::http::query::path;
-use crate::http::write::{
-    body, required, EntryPath, JsonBody, JsonBodyErrors, SessionPath, Valid,
-};
+use crate::http::write::{body, required, EntryPath, JsonBody, JsonBodyErrors, SessionPath, Valid};
 use crate::AppState;
 
 mod requests;
