@@ -13,7 +13,9 @@ export class Host {
   constructor(private request: APIRequestContext, private session: string) {}
 
   private async call(method: 'post' | 'put' | 'delete', path: string, data: unknown, expected = [200, 201]) {
-    const r = await this.request[method](path, { data, headers: { Authorization: `Bearer ${token}` } });
+    // The JSON endpoints answer 415 to a body not sent as application/json (docs/api.md "Errors").
+    const headers = { Authorization: `Bearer ${token}`, 'Content-Type': 'application/json' };
+    const r = await this.request[method](path, { data, headers });
     expect(expected, `${method} ${path}: ${r.status()} ${await r.text()}`).toContain(r.status());
     return r.json();
   }
@@ -72,7 +74,7 @@ export async function batch(request: APIRequestContext, ops: object[], base = ''
   for (let i = 0; i < ops.length; i += 1000) {
     const chunk = ops.slice(i, i + 1000);
     const r = await request.post(`${base}/api/host/batch`, {
-      data: { operations: chunk }, headers: { Authorization: `Bearer ${token}` },
+      data: { operations: chunk }, headers: { Authorization: `Bearer ${token}`, 'Content-Type': 'application/json' },
     });
     expect(r.status(), await r.text()).toBe(200);
     const body = await r.json();

@@ -177,3 +177,88 @@ test('the operation page offers no operator action to a viewer, and the session 
     await context.close();
   }
 });
+
+test('a viewer never sees a staff note, its count or a staff name: the history says "by support"', async ({ browser }, info) => {
+  test.setTimeout(180_000);
+  const session = unique('e2e-ops-internal');
+  const id = `${session}-refund`;
+  const host = new Host(api, session);
+  await host.settled('turn-1', id, 'outcome_unknown', 'execution_timeout');
+  const note = `Internal: the customer of ${id} is on the escalation list`;
+  const opPath = `/sessions/${enc(session)}/operations/${enc(id)}`;
+  const apiBase = `/api/sessions/${enc(session)}/mutations/${enc(id)}`;
+
+  // Staff note the operation and reconcile it (the JSON API with the sign-in cookie and its Origin), and
+  // see both on the page with their name.
+  const staff = await browser.newContext({ baseURL: signedInUrl });
+  try {
+    const page = await staff.newPage();
+    await signIn(page);
+    const headers = { Origin: signedInUrl, 'Content-Type': 'application/json' };
+    const noted = await page.request.post(`${apiBase}/notes`, { data: { text: note }, headers });
+    expect(noted.status(), await noted.text()).toBe(201);
+    const reconciled = await page.request.post(`${apiBase}/reconciliation`, {
+      data: { attempt_id: 'att-1', completed: true, evidence: { source: 'payments-api', reference: 'refund re_123', observed_at: '2026-12-01T18:30:00Z' } },
+      headers,
+    });
+    expect(reconciled.status(), await reconciled.text()).toBe(200);
+    await page.goto(opPath);
+    expect(await kinds(page)).toEqual(['approval', 'intent', 'settlement', 'note', 'reconciliation']);
+    await expect(page.locator('li.change[data-kind="note"] .note')).toHaveText(note);
+    await expect(page.locator('li.change[data-kind="note"]')).toContainText(`by staff ${staffName}`);
+    await expect(page.locator('li.change[data-kind="reconciliation"]')).toContainText(`by staff ${staffName}`);
+    await expect(page.locator('.note-internal')).toContainText('Notes are internal');
+  } finally {
+    await staff.close();
+  }
+
+  // The end user: the viewer link, the turn, "History →" on the operation's row.
+  const link = await host.viewerLink(3600);
+  const viewer = await browser.newContext({ baseURL: signedInUrl });
+  try {
+    const page = await viewer.newPage();
+    await page.goto(link.url);
+    await page.goto(host.turnPath('turn-1'));
+    const row = page.locator('.timeline-row', { has: page.locator(`.outcome[data-mutation-id="${id}"]`) });
+    await row.getByRole('link', { name: 'History →' }).click();
+    await expect(page).toHaveURL(`${signedInUrl}${opPath}`);
+    // Live: the page has hydrated and read the history again through the API as the viewer.
+    await expect(page.locator('.connection')).toHaveAttribute('data-state', 'live', { timeout: 15_000 });
+    expect(await kinds(page)).toEqual(['approval', 'intent', 'settlement', 'reconciliation']);
+    const rec = page.locator('li.change[data-kind="reconciliation"]');
+    await expect(rec).toContainText('by support');
+    await expect(rec).toHaveAttribute('data-actor', 'staff');
+    await expect(rec.locator('.evidence')).toContainText('refund re_123');
+    const text = await page.locator('body').innerText();
+    expect(text).not.toContain(note);
+    expect(text).not.toContain(staffName);
+    const html = await page.content();
+    expect(html).not.toContain(note);
+    expect(html).not.toContain(staffName);
+    await expect(page.locator('.operator-actions')).toHaveCount(0);
+
+    // The operation look-up page shows no count of notes.
+    await page.goto(`/operations/${enc(id)}`);
+    await expect(page.locator(`li.operation[data-mutation-id="${id}"]`)).toBeVisible();
+    await expect(page.locator('li.operation .notes')).toHaveCount(0);
+    expect(await page.content()).not.toContain(note);
+
+    // The APIs as the viewer: no note row, no name, no count.
+    const history = await (await page.request.get(`${apiBase}/history`)).json();
+    expect(history.changes.map((c: { kind: string }) => c.kind)).toEqual(['approval', 'intent', 'settlement', 'reconciliation']);
+    expect(history.changes.map((c: { actor: string }) => c.actor)).toEqual(['host', 'host', 'host', 'staff']);
+    const found = await (await page.request.get(`/api/operations/${enc(id)}`)).json();
+    expect(found.matches).toHaveLength(1);
+    expect(found.matches[0]).not.toHaveProperty('notes');
+    const exported = await (await page.request.get(`/api/sessions/${enc(session)}/export?history=true`)).text();
+    expect(exported).not.toContain(note);
+    expect(exported).not.toContain(staffName);
+
+    // Screenshots of the viewer's operation page.
+    const state = info.outputPath('viewer-state.json');
+    await viewer.storageState({ path: state });
+    await screenshots(browser, state, opPath, 'operation-viewer');
+  } finally {
+    await viewer.close();
+  }
+});

@@ -58,7 +58,7 @@ test('titles are text, links only to sanitised http(s) urls, opened safely; no t
   // The server withholds a javascript: url (sanitised to none) or refuses it; either way no link.
   const r = await request.put(`/api/host/sessions/${enc(session)}/mutations/js-1/metadata`, {
     data: { title: 'Click me', url: 'javascript:window.__pwned=3' },
-    headers: { Authorization: `Bearer ${process.env.OUTCOMES_HOST_TOKEN ?? ''}` },
+    headers: { Authorization: `Bearer ${process.env.OUTCOMES_HOST_TOKEN ?? ''}`, 'Content-Type': 'application/json' },
   });
   expect([200, 400, 422]).toContain(r.status());
   await host.settled('t', 'plain-1', 'completed', undefined);

@@ -834,7 +834,7 @@ fn matches(rows: &[MatchRow], now: i64) -> Vec<OperationMatch> {
                     .status_since
                     .filter(|_| open)
                     .map(|since| u64::try_from(now.saturating_sub(since) / 1000).unwrap_or(0)),
-                notes: u64::try_from(r.notes).unwrap_or(0),
+                notes: Some(u64::try_from(r.notes).unwrap_or(0)),
             })
         })
         .collect()

@@ -283,9 +283,10 @@ pub struct OperationMatch {
     /// entry is not open, or has no history (recorded before history was kept).
     #[serde(default)]
     pub age_secs: Option<u64>,
-    /// How many staff notes the entry's history holds.
-    #[serde(default)]
-    pub notes: u64,
+    /// How many staff notes the entry's history holds. Absent for a viewer (an end user): notes and
+    /// their count are internal to staff (docs/access.md "Viewer links").
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub notes: Option<u64>,
 }
 
 /// `GET /api/operations/{mutation_id}` body (the support queue answers [`UnknownsPage`]).

@@ -26,6 +26,7 @@ use cookie::Cookie;
 use ipnet::IpNet;
 use ledger::access::Access;
 use ledger::ids::SessionKey;
+use ledger::wire::{HistoryKind, OperationHistory};
 use subtle::ConstantTimeEq;
 
 use crate::error::ApiError;
@@ -145,6 +146,21 @@ impl Principal {
         }
     }
 
+    /// Whether the caller may see what is internal to staff: notes, their count, staff members' names.
+    /// Everyone but a viewer (docs/access.md "Viewer links": the end user never sees them).
+    pub fn sees_internal(&self) -> bool {
+        !matches!(self, Principal::Viewer { .. })
+    }
+
+    /// An operation's history as this caller may read it: unchanged, or for a viewer without what is
+    /// internal to staff ([`without_internal`]).
+    pub fn history(&self, mut history: OperationHistory) -> OperationHistory {
+        if !self.sees_internal() {
+            without_internal(&mut history);
+        }
+        history
+    }
+
     /// `Ok` when the caller may read across sessions (the sessions list, the unknowns queue); a viewer
     /// gets the 404 of a path that names no endpoint.
     pub fn may_read_all(&self) -> Result<(), ApiError> {
@@ -166,6 +182,21 @@ impl Principal {
                     ..
                 }
         )
+    }
+}
+
+/// The actor a viewer reads for any staff member: the name is internal (pages say "by support").
+pub const STAFF_ACTOR_FOR_VIEWER: &str = "staff";
+
+/// Takes out of `history` what only staff may see (docs/access.md "Viewer links" and "Operator
+/// actions"): the rows of kind `note` are removed, and an actor `staff:<name>`
+/// becomes `staff` ([`STAFF_ACTOR_FOR_VIEWER`]). Every other row and field is kept as it is.
+pub fn without_internal(history: &mut OperationHistory) {
+    history.changes.retain(|c| c.kind != HistoryKind::Note);
+    for change in &mut history.changes {
+        if change.actor.starts_with("staff:") {
+            change.actor = STAFF_ACTOR_FOR_VIEWER.to_owned();
+        }
     }
 }
 
@@ -524,7 +555,8 @@ pub async fn still_valid(state: &AppState, presented: &Presented) -> bool {
     held.unwrap_or(true)
 }
 
-/// Middleware on every request: resolves the caller ([`Principal`], put into the request's extensions),
+/// Middleware on every request: refuses a request carrying `Authorization` more than once (400
+/// `invalid_header` naming it), resolves the caller ([`Principal`], put into the request's extensions),
 /// then lets the request through or refuses it by the path's [`PathClass`]:
 /// - open paths: always through (with the caller when one was resolved);
 /// - the host API: the host token only, else 401 JSON;
@@ -542,6 +574,21 @@ pub async fn authenticate(
     if request.uri().path().starts_with("/pkg/") {
         // Static assets: nobody's data, no credential looked up.
         return next.run(request).await;
+    }
+    if request
+        .headers()
+        .get_all(AUTHORIZATION)
+        .iter()
+        .nth(1)
+        .is_some()
+    {
+        // Which of two credentials counts is a guess a proxy and this server could make differently.
+        return ApiError::bad_request(
+            "invalid_header",
+            "the Authorization header is sent more than once; send one",
+            Some("Authorization"),
+        )
+        .into_response();
     }
     let client = client_ip(request.extensions());
     let resolved = match resolve(&state, request.headers(), client, class).await {

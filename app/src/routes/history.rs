@@ -70,11 +70,13 @@ fn sets_reason(kind: HistoryKind) -> bool {
     )
 }
 
-/// Who made a change, in words: `host` → "the host", `staff:<name>` → "staff <name>".
+/// Who made a change, in words: `host` → "the host", `staff:<name>` → "staff <name>", and `staff` (what
+/// the server gives a viewer: staff names are internal, docs/access.md "Viewer links") → "support".
 pub fn actor_words(actor: &str) -> String {
     match actor.strip_prefix("staff:") {
         Some(name) => format!("staff {name}"),
         None if actor == "host" => "the host".to_owned(),
+        None if actor == "staff" => "support".to_owned(),
         None => actor.to_owned(),
     }
 }
@@ -296,7 +298,8 @@ fn OperatorActions(base: String, attempt: Memo<Option<String>>) -> impl IntoView
             <p class="text-sm opacity-80">"Recorded in the history with your name. Nothing here resends the write."</p>
             <form method="post" action=notes_action class="note-form space-y-2">
                 <label class="block text-sm font-medium" for="note-text">"Add a note"</label>
-                <textarea id="note-text" name="text" required maxlength="4096" rows="3" class=INPUT
+                <p id="note-internal" class="note-internal text-xs opacity-80">"Notes are internal: staff see them with your name; the end user's viewer link never shows a note, their count or who wrote them."</p>
+                <textarea id="note-text" name="text" aria-describedby="note-internal" required maxlength="4096" rows="3" class=INPUT
                     placeholder="What you found, whom you asked, what is next"></textarea>
                 <button type="submit" class=BUTTON>"Add note"</button>
             </form>
@@ -406,6 +409,7 @@ mod tests {
     fn actors_read_in_words() {
         assert_eq!(actor_words("host"), "the host");
         assert_eq!(actor_words("staff:alice"), "staff alice");
+        assert_eq!(actor_words("staff"), "support");
         assert_eq!(actor_words("other"), "other");
     }
 }

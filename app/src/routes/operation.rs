@@ -49,7 +49,8 @@ pub fn OperationList(matches: Vec<ledger::wire::OperationMatch>) -> impl IntoVie
                     let what = if in_flight { "in flight" } else { "unknown" };
                     format!("{what} {}", open_for(a))
                 });
-                let notes = match m.notes {
+                // Absent for a viewer: the server leaves staff notes out of what an end user reads.
+                let notes = match m.notes.unwrap_or(0) {
                     0 => None,
                     1 => Some("1 note".to_owned()),
                     n => Some(format!("{n} notes")),
@@ -67,7 +68,7 @@ pub fn OperationList(matches: Vec<ledger::wire::OperationMatch>) -> impl IntoVie
                         <OutcomeCard outcome=m.entry.outcome in_flight revision=m.entry.mutation_revision settled_at=m.entry.settled_at.clone()/>
                         <p class="mt-1 flex flex-wrap items-center gap-x-3 text-sm">
                             {open.map(|o| view! { <span class="age font-medium" data-age-secs=m.age_secs.unwrap_or(0)>{o}</span> })}
-                            {notes.map(|n| view! { <span class="notes" data-notes=m.notes>{n}</span> })}
+                            {notes.map(|n| view! { <span class="notes" data-notes=m.notes.unwrap_or(0)>{n}</span> })}
                             <a rel="external" class="history-link underline underline-offset-2" href=history>"History and actions →"</a>
                         </p>
                     </li>

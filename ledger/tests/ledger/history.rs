@@ -637,8 +637,8 @@ async fn the_support_queue_tells_how_long_an_outcome_is_open_and_how_many_notes_
     assert_eq!(
         queue,
         [
-            ("m-1".to_owned(), Some(25), 2),
-            ("m-2".to_owned(), Some(25), 0)
+            ("m-1".to_owned(), Some(25), Some(2)),
+            ("m-2".to_owned(), Some(25), Some(0))
         ]
     );
     let found = h.sessions.find_operation(&mid("m-3")).await.unwrap();
@@ -647,7 +647,7 @@ async fn the_support_queue_tells_how_long_an_outcome_is_open_and_how_many_notes_
             .iter()
             .map(|m| (m.age_secs, m.notes))
             .collect::<Vec<_>>(),
-        [(None, 1)]
+        [(None, Some(1))]
     );
 }
 

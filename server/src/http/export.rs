@@ -34,7 +34,8 @@ pub struct ExportParams {
 /// (`Content-Disposition: attachment`): every `mutation_outcome/v1` record of the session, one a line,
 /// exactly the records and order of `GET /api/mutation-outcomes?session_id=<key>`; with `history=true`,
 /// after them one line per operation of the session (published or not) in the shape of the history API's
-/// answer, in the same order. Streamed: the server holds one chunk of the read at a time.
+/// answer, in the same order (for a viewer, as the history API answers a viewer: no staff notes, staff
+/// actors as `staff`). Streamed: the server holds one chunk of the read at a time.
 #[utoipa::path(
     get,
     path = "/api/sessions/{session_key}/export",
@@ -75,7 +76,8 @@ pub async fn export(
     } else {
         None
     };
-    let mut response = sse::ndjson_stream(lines(records, histories));
+    let internal = principal.sees_internal();
+    let mut response = sse::ndjson_stream(lines(records, histories, internal));
     let disposition = format!("attachment; filename=\"{}\"", filename(&key));
     if let Ok(value) = HeaderValue::from_str(&disposition) {
         response.headers_mut().insert(CONTENT_DISPOSITION, value);
@@ -114,9 +116,12 @@ fn to_lines<T: Serialize>(items: &[T]) -> Result<Vec<u8>, serde_json::Error> {
 
 /// The records, a chunk per write, then (when asked) the operation histories, a chunk per write. A store
 /// failure ends the body early (the connection is closed before its end).
+/// Without `internal` (a viewer), each history is written without what is internal to staff
+/// ([`crate::access::without_internal`]).
 fn lines(
     mut records: HistoryChunks,
     histories: Option<OperationHistoryChunks>,
+    internal: bool,
 ) -> impl futures::Stream<Item = sse::Chunk> {
     async_stream::stream! {
         loop {
@@ -142,7 +147,12 @@ fn lines(
         let Some(mut histories) = histories else { return };
         loop {
             let chunk = match histories.next_chunk().await {
-                Ok(Some(chunk)) => chunk,
+                Ok(Some(mut chunk)) => {
+                    if !internal {
+                        chunk.iter_mut().for_each(crate::access::without_internal);
+                    }
+                    chunk
+                }
                 Ok(None) => break,
                 Err(e) => {
                     tracing::error!(error = %e, "export history read failed");

@@ -15,6 +15,7 @@ pub mod replay;
 pub mod security;
 pub mod sign_in;
 pub mod sse;
+pub mod strict_json;
 pub mod viewer_links;
 pub mod write;
 

@@ -5,7 +5,7 @@
 //!
 //! Two ways in, one rule set:
 //! - JSON under `/api/sessions/{session_key}/mutations/{mutation_id}/…` (documented), errors as the host
-//!   API's: 401 → 403 → 400 → 422 → 404 → 409, each `{"error": …}`;
+//!   API's: 401 → 403 → 415 → 400 → 422 → 404 → 409, each `{"error": …}`;
 //! - no-JavaScript forms (`application/x-www-form-urlencoded`) under
 //!   `/sessions/{session_key}/operations/{mutation_id}/…` (pages, not in the API document): 303 back to
 //!   the operation page, or an HTML page saying what is wrong with the refusal's status.
@@ -76,7 +76,7 @@ fn staff(principal: Option<&Principal>) -> Result<Staff, ApiError> {
 #[derive(utoipa::IntoResponses)]
 #[allow(dead_code)]
 pub enum OperatorErrors {
-    /// Malformed JSON or path.
+    /// Malformed JSON (`malformed_json`), a key given twice (`duplicate_key`), or a malformed path.
     #[response(status = 400)]
     BadRequest(ledger::wire::ErrorBody),
     /// No credential (reads are closed), or a wrong token.
@@ -115,6 +115,7 @@ pub enum OperatorErrors {
     responses(
         (status = 201, description = "the history row the note added, as the history API serves it", body = ledger::wire::HistoryChange),
         OperatorErrors,
+        super::write::JsonBodyErrors,
     ),
 )]
 pub async fn add_note(
@@ -141,6 +142,7 @@ pub async fn add_note(
     responses(
         (status = 200, description = "the entry after the change", body = ledger::wire::EntryState),
         OperatorErrors,
+        super::write::JsonBodyErrors,
     ),
 )]
 pub async fn reconcile(

@@ -352,8 +352,9 @@ pub async fn turn_entries(
 
 /// `GET /api/sessions/{session_key}/mutations/{mutation_id}/history` → `{"session_key",
 /// "logical_turn_id", "mutation_id", "commissioned_after", "commissioned", "changes"}`: every change of the
-/// entry, oldest first (docs/ledger.md "History"). 404 for an unknown or expired session (first) or an
-/// unknown mutation, including identifiers that could never have been stored.
+/// entry, oldest first (docs/ledger.md "History"). A viewer reads it without staff notes and with every
+/// staff actor as `staff` ([`crate::access::without_internal`]). 404 for an unknown or expired session
+/// (first) or an unknown mutation, including identifiers that could never have been stored.
 #[utoipa::path(
     get,
     path = "/api/sessions/{session_key}/mutations/{mutation_id}/history",
@@ -388,12 +389,12 @@ pub async fn operation_history(
         state.sessions.turns(&key).await?;
         return Err(unknown("mutation_id"));
     };
-    Ok(Json(
-        state.sessions.operation_history(&key, &mutation).await?,
-    ))
+    let history = state.sessions.operation_history(&key, &mutation).await?;
+    Ok(Json(principal.history(history)))
 }
 
-/// `GET /api/operations/{mutation_id}` → `{"matches": [...]}`: every published outcome with this id.
+/// `GET /api/operations/{mutation_id}` → `{"matches": [...]}`: every published outcome with this id; for
+/// a viewer only those of its session, without `notes` (internal to staff).
 #[utoipa::path(
     get,
     path = "/api/operations/{mutation_id}",
@@ -418,9 +419,14 @@ pub async fn operation(
         Some(id) => state.sessions.find_operation(&id).await?,
         None => Vec::new(),
     };
-    // A viewer sees only matches in their own session.
+    // A viewer sees only matches in their own session, and no count of staff notes.
     if let Some(own) = principal.viewer_session() {
         matches.retain(|m| m.session_key == own.as_str());
+    }
+    if !principal.sees_internal() {
+        for m in &mut matches {
+            m.notes = None;
+        }
     }
     Ok(Json(OperationMatches { matches }))
 }

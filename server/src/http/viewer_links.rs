@@ -3,19 +3,18 @@
 
 use std::time::Duration;
 
-use axum::extract::rejection::{BytesRejection, PathRejection};
+use axum::extract::rejection::PathRejection;
 use axum::extract::{Path, State};
 use axum::http::StatusCode;
 use axum::Json;
 use base64::Engine as _;
-use bytes::Bytes;
 use rand::RngCore;
 use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
 
 use super::host::{session, HostErrors};
 use super::query::path;
-use super::write::body;
+use super::write::{body, JsonBody};
 use crate::error::ApiError;
 use crate::AppState;
 use utoipa_axum::{router::OpenApiRouter, routes};
@@ -62,8 +61,9 @@ pub fn new_token() -> String {
 }
 
 /// `POST /api/host/sessions/{session_key}/viewer-links` `{"expires_in_secs"?}` → 201
-/// `{"url": "/v/<token>", "expires_at"}`. Errors: 400 (malformed JSON) → 422 (`expires_in_secs` out of
-/// range) → 404 (unknown or expired session).
+/// `{"url": "/v/<token>", "expires_at"}`. Errors: 415 (a body not sent as `application/json`; an empty
+/// body needs no `Content-Type`) → 400 (malformed JSON, a key given twice) → 422 (`expires_in_secs` out
+/// of range) → 404 (unknown or expired session).
 #[utoipa::path(
     post,
     path = "/api/host/sessions/{session_key}/viewer-links",
@@ -73,21 +73,22 @@ pub fn new_token() -> String {
     responses(
         (status = 201, description = "the link: the token is shown this once, only its hash is stored", body = ViewerLinkCreated),
         HostErrors,
+        super::write::JsonBodyErrors,
     ),
     security(("host_token" = []))
 )]
 pub async fn create(
     State(state): State<AppState>,
     p: Result<Path<String>, PathRejection>,
-    bytes: Result<Bytes, BytesRejection>,
+    JsonBody(bytes): JsonBody,
 ) -> Result<(StatusCode, Json<ViewerLinkCreated>), ApiError> {
     let key = path(p)?;
-    let b: ViewerLinkBody = match &bytes {
-        Ok(b) if b.iter().all(u8::is_ascii_whitespace) || b.trim_ascii() == b"null" => {
+    let b: ViewerLinkBody =
+        if bytes.iter().all(u8::is_ascii_whitespace) || bytes.trim_ascii() == b"null" {
             ViewerLinkBody::default()
-        }
-        _ => body(bytes)?,
-    };
+        } else {
+            body(&bytes)?
+        };
     let key = session(key)?;
     let secs = b.expires_in_secs.unwrap_or(DEFAULT_EXPIRES_IN_SECS);
     if !(1..=MAX_EXPIRES_IN_SECS).contains(&secs) {

@@ -14,6 +14,7 @@ use utoipa::openapi::schema::{ObjectBuilder, Schema, Type};
 use utoipa::openapi::{Ref, RefOr};
 use utoipa::{PartialSchema, ToSchema};
 
+use super::strict_json;
 use crate::error::ApiError;
 
 /// Largest request body, in bytes (axum's default body limit, 2 MiB): a larger one is 413 `body_too_large`,
@@ -42,20 +43,40 @@ pub(crate) fn raw(bytes: Result<Bytes, BytesRejection>) -> Result<Bytes, ApiErro
     })
 }
 
-/// Parses a JSON object body: 400 when it is not JSON or not an object, 422 naming the field whose type
-/// is wrong.
-pub(crate) fn body<T: DeserializeOwned>(
-    bytes: Result<Bytes, BytesRejection>,
-) -> Result<T, ApiError> {
-    let bytes = raw(bytes)?;
-    let value: serde_json::Value = serde_json::from_slice(&bytes).map_err(|e| {
-        ApiError::bad_request(
-            "malformed_json",
-            format!("the body is not valid JSON: {e}"),
-            None,
-        )
-    })?;
-    from_value(value)
+/// A JSON request body as received (an extractor; docs/api.md "Errors"): 413 `body_too_large` over the
+/// body limit, then 415 `unsupported_media_type` when the body is not empty and not sent as
+/// `Content-Type: application/json` ([`strict_json::require_json`]). Not parsed yet: see [`body`].
+pub struct JsonBody(pub Bytes);
+
+impl<S: Send + Sync> FromRequest<S> for JsonBody {
+    type Rejection = ApiError;
+
+    async fn from_request(req: axum::extract::Request, state: &S) -> Result<Self, ApiError> {
+        let media_type = strict_json::require_json(req.headers(), false);
+        let bytes = raw(Bytes::from_request(req, state).await)?;
+        if !bytes.is_empty() {
+            media_type?;
+        }
+        Ok(JsonBody(bytes))
+    }
+}
+
+/// The answer of an operation that reads a JSON body when the body is not sent as JSON (documentation
+/// only; listed on every operation with a request body, docs/api.md "Errors").
+#[derive(utoipa::IntoResponses)]
+#[allow(dead_code)]
+pub enum JsonBodyErrors {
+    /// `unsupported_media_type` (`field` `Content-Type`): a non-empty body not sent as `Content-Type:
+    /// application/json` (parameters such as `charset` are accepted).
+    #[response(status = 415)]
+    UnsupportedMediaType(ledger::wire::ErrorBody),
+}
+
+/// Parses a JSON object body: 400 `malformed_json` when it is not JSON or not an object, 400
+/// `duplicate_key` naming a key an object holds twice ([`strict_json::parse`]), 422 naming the field
+/// whose type is wrong.
+pub(crate) fn body<T: DeserializeOwned>(bytes: &[u8]) -> Result<T, ApiError> {
+    from_value(strict_json::parse(bytes)?)
 }
 
 /// Deserializes a JSON object body into `T`: 400 when it is not an object, 422 naming the first field
@@ -117,8 +138,9 @@ pub struct Request<P, B> {
     pub body: B,
 }
 
-/// A validated host write (an extractor): the path (400 `invalid_path`), then the body (413 over 2 MiB;
-/// 400 `malformed_json` when it is not a JSON object; 422 naming a field of the wrong JSON type), then the
+/// A validated host write (an extractor): the body's size and media type (413 over 2 MiB; 415 not
+/// `application/json`: [`JsonBody`]), the path (400 `invalid_path`), then the body (400 `malformed_json`
+/// when it is not a JSON object, `duplicate_key`; 422 naming a field of the wrong JSON type), then the
 /// identifiers and field rules (422 naming the field): the order of docs/api.md "Errors". Handlers get the
 /// ledger's [`Command`]; the rejection is the [`ApiError`] of the first problem.
 pub struct Valid<P, B> {
@@ -138,10 +160,11 @@ where
     async fn from_request(req: axum::extract::Request, state: &S) -> Result<Self, ApiError> {
         let (mut parts, raw_body) = req.into_parts();
         let p = Path::<P>::from_request_parts(&mut parts, state).await;
+        let JsonBody(bytes) =
+            JsonBody::from_request(axum::extract::Request::from_parts(parts, raw_body), state)
+                .await?;
         let path = super::query::path(p)?;
-        let bytes =
-            Bytes::from_request(axum::extract::Request::from_parts(parts, raw_body), state).await;
-        let body: B = body(bytes)?;
+        let body: B = body(&bytes)?;
         Ok(Valid {
             command: Command::try_from(Request { path, body })?,
             shape: PhantomData,

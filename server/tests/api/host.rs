@@ -49,6 +49,7 @@ async fn malformed_json_is_400_and_a_broken_field_is_422_naming_it() {
         .client
         .post(&url)
         .bearer_auth(TOKEN)
+        .header("content-type", "application/json")
         .body("{\"logical_turn_id\":")
         .send()
         .await
@@ -62,6 +63,7 @@ async fn malformed_json_is_400_and_a_broken_field_is_422_naming_it() {
         .client
         .post(&url)
         .bearer_auth(TOKEN)
+        .header("content-type", "application/json")
         .body("[1]")
         .send()
         .await

@@ -25,3 +25,4 @@ mod reliability_disk;
 mod reliability_memory;
 mod replay;
 mod staff_cli;
+mod strict_input;

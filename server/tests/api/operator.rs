@@ -432,6 +432,183 @@ async fn behind_the_sso_proxy_a_staff_change_needs_a_matching_origin_too() {
 }
 
 // ---------------------------------------------------------------------------------------------------
+// What a viewer sees of staff work
+// ---------------------------------------------------------------------------------------------------
+
+/// `history` as a viewer must read it: no `note` rows, every `staff:<name>` actor as `staff`.
+fn as_viewer_reads(history: &Value) -> Value {
+    let mut h = history.clone();
+    let changes: Vec<Value> = h["changes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|c| c["kind"] != "note")
+        .map(|c| {
+            let mut c = c.clone();
+            if c["actor"].as_str().unwrap().starts_with("staff:") {
+                c["actor"] = json!("staff");
+            }
+            c
+        })
+        .collect();
+    h["changes"] = Value::Array(changes);
+    h
+}
+
+/// A page's HTML with `who`.
+async fn page_html(app: &TestApp, who: Who<'_>, path: &str) -> (StatusCode, String) {
+    let (s, _, body) = get_text(app, who, path).await;
+    (s, body)
+}
+
+#[tokio::test]
+async fn a_viewer_never_sees_a_staff_note_its_count_or_a_staff_name() {
+    const NOTE: &str = "internal: customer is on the escalation list";
+    let app = signed_in().await;
+    app.settled("s", "t", "m", "outcome_unknown").await;
+    app.settled("s", "t", "other", "completed").await;
+    let token = staff_token(&app).await;
+    let staff = Who::Bearer(&token);
+    let (s, _) = post(&app, staff, &notes("s", "m"), json!({ "text": NOTE })).await;
+    assert_eq!(s, StatusCode::CREATED);
+    // A staff reconciliation: its row stays, its actor loses the name.
+    let (s, v) = post(&app, staff, &reconciliation("s", "m"), evidence_body("a1")).await;
+    assert_eq!(s, StatusCode::OK, "{v}");
+    let (s, _) = post(
+        &app,
+        staff,
+        &notes("s", "m"),
+        json!({"text": "second internal remark"}),
+    )
+    .await;
+    assert_eq!(s, StatusCode::CREATED);
+    let cookie = viewer(&app, "s").await;
+    let viewer = Who::CookieNoOrigin(&cookie);
+
+    // The history API: staff read everything, the viewer the same rows without notes and names.
+    let (_, full) = get(&app, staff, &history_path("s", "m")).await;
+    let kinds: Vec<&str> = full["changes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| c["kind"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        kinds,
+        [
+            "approval",
+            "intent",
+            "settlement",
+            "note",
+            "reconciliation",
+            "note"
+        ]
+    );
+    assert_eq!(full["changes"][3]["note"], NOTE);
+    assert_eq!(full["changes"][4]["actor"], "staff:ada");
+    let (s, seen) = get(&app, viewer, &history_path("s", "m")).await;
+    assert_eq!(s, StatusCode::OK);
+    assert_eq!(seen, as_viewer_reads(&full));
+    let actors: Vec<&str> = seen["changes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| c["actor"].as_str().unwrap())
+        .collect();
+    assert_eq!(actors, ["host", "host", "host", "staff"]);
+    // The host and open access are not viewers: they read the full history.
+    let (_, by_host) = get(&app, Who::Bearer(TOKEN), &history_path("s", "m")).await;
+    assert_eq!(by_host, full);
+
+    // `/api/operations/{id}`: the same match without `notes` for the viewer.
+    let (_, found) = get(&app, staff, "/api/operations/m").await;
+    assert_eq!(found["matches"][0]["notes"], 2);
+    let (s, seen) = get(&app, viewer, "/api/operations/m").await;
+    assert_eq!(s, StatusCode::OK);
+    let mut expected = found.clone();
+    expected["matches"][0]
+        .as_object_mut()
+        .unwrap()
+        .remove("notes");
+    assert_eq!(seen, expected);
+    assert!(seen["matches"][0].get("notes").is_none(), "{seen}");
+    let (_, none) = get(&app, viewer, "/api/operations/nope").await;
+    assert_eq!(none, json!({"matches": []}));
+
+    // Every other answer a viewer gets holds neither the note nor the name.
+    let export = "/api/sessions/s/export?history=true".to_owned();
+    for path in [
+        "/api/sessions/s/turns".to_owned(),
+        "/api/sessions/s/turns/t/entries".to_owned(),
+        "/api/mutation-outcomes?session_id=s".to_owned(),
+        "/api/mutation-events?session_id=s&logical_turn_id=t".to_owned(),
+        "/api/me".to_owned(),
+        export.clone(),
+    ] {
+        let (s, _, body) = get_text(&app, viewer, &path).await;
+        assert_eq!(s, StatusCode::OK, "{path}: {body}");
+        for secret in [NOTE, "second internal remark", "staff:ada", "\"notes\""] {
+            assert!(!body.contains(secret), "{path} shows {secret:?}: {body}");
+        }
+    }
+    // The export's histories are exactly what the history API answers the viewer.
+    let (_, _, staff_export) = get_text(&app, staff, &export).await;
+    let (_, _, viewer_export) = get_text(&app, viewer, &export).await;
+    let staff_lines = lines(&staff_export);
+    let viewer_lines = lines(&viewer_export);
+    assert_eq!(viewer_lines.len(), staff_lines.len());
+    for (v, s) in viewer_lines.iter().zip(&staff_lines) {
+        if s.get("changes").is_some() {
+            let (_, answer) = get(
+                &app,
+                viewer,
+                &history_path("s", s["mutation_id"].as_str().unwrap()),
+            )
+            .await;
+            assert_eq!(v, &answer);
+            assert_eq!(v, &as_viewer_reads(s));
+        } else {
+            assert_eq!(v, s);
+        }
+    }
+    assert!(staff_export.contains(NOTE));
+
+    // The pages render through the same API as their caller: staff see the note and the name, the
+    // viewer neither, and "by support" where staff acted.
+    for path in [
+        "/sessions/s/operations/m",
+        "/operations/m",
+        "/sessions/s",
+        "/sessions/s/turns/t",
+    ] {
+        let (s, html) = page_html(&app, viewer, path).await;
+        assert_eq!(s, StatusCode::OK, "{path}");
+        for secret in [
+            NOTE,
+            "second internal remark",
+            "staff:ada",
+            "staff ada",
+            "Add a note",
+            "1 note",
+            "2 notes",
+        ] {
+            assert!(
+                !html.contains(secret),
+                "{path} shows {secret:?} to a viewer"
+            );
+        }
+    }
+    let (_, html) = page_html(&app, viewer, "/sessions/s/operations/m").await;
+    assert!(html.contains("by support"), "{html}");
+    let (_, html) = page_html(&app, staff, "/sessions/s/operations/m").await;
+    assert!(html.contains(NOTE));
+    assert!(html.contains("by staff ada"));
+    assert!(html.contains("Notes are internal"));
+    let (_, html) = page_html(&app, staff, "/operations/m").await;
+    assert!(html.contains("2 notes"));
+}
+
+// ---------------------------------------------------------------------------------------------------
 // Reconciliation by staff
 // ---------------------------------------------------------------------------------------------------
 
@@ -1068,7 +1245,15 @@ async fn the_export_is_the_sessions_records_then_its_operation_histories() {
         &format!("{path}?history=true"),
     )
     .await;
-    assert_eq!((s, as_viewer), (StatusCode::OK, with_history));
+    // The viewer's export is the staff's without what is internal to staff: the note on `b` and the
+    // staff name are not in it (docs/access.md "Viewer links").
+    assert_eq!(s, StatusCode::OK);
+    assert!(as_viewer.starts_with(&body));
+    assert_eq!(
+        lines(&as_viewer[body.len()..]),
+        histories.iter().map(as_viewer_reads).collect::<Vec<_>>()
+    );
+    assert!(!as_viewer.contains("line one") && !as_viewer.contains("staff:ada"));
     let (s, _) = get(&app, Who::Nobody, &path).await;
     assert_eq!(s, StatusCode::UNAUTHORIZED);
 }

@@ -1,14 +1,14 @@
 //! The host write API (docs/api.md "Host write API"), under `/api/host`, guarded by the host token.
-//! Errors are checked in order: 401 (token, by middleware) → 400 (malformed JSON or path) → 422 (a field
+//! Errors are checked in order: 401 (token, by middleware) → 415 (a body not sent as `application/json`)
+//! → 400 (malformed JSON, a key given twice, or path) → 422 (a field
 //! breaks a rule; names the field) → 404 (unknown or expired session, unknown mutation) → 409 (a refused
 //! transition, with the entry's current state). Every error changes nothing.
 
-use axum::extract::rejection::{BytesRejection, PathRejection};
+use axum::extract::rejection::PathRejection;
 use axum::extract::{Path, State};
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use axum::Json;
-use bytes::Bytes;
 use ledger::wire::{EntryState, ErrorDetail};
 use ledger::Command;
 use serde::Serialize;
@@ -17,7 +17,7 @@ use utoipa_axum::{router::OpenApiRouter, routes};
 
 use crate::error::ApiError;
 use crate::http::query::path;
-use crate::http::write::{body, required, EntryPath, SessionPath, Valid};
+use crate::http::write::{body, required, EntryPath, JsonBody, JsonBodyErrors, SessionPath, Valid};
 use crate::AppState;
 
 mod requests;
@@ -65,7 +65,7 @@ pub struct MutationPath {
 #[derive(utoipa::IntoResponses)]
 #[allow(dead_code)]
 pub enum HostErrors {
-    /// Malformed JSON or path.
+    /// Malformed JSON (`malformed_json`), a key given twice (`duplicate_key`), or a malformed path.
     #[response(status = 400)]
     BadRequest(ledger::wire::ErrorBody),
     /// Missing or wrong host token.
@@ -98,6 +98,7 @@ pub enum HostErrors {
     responses(
         (status = 201, description = "approved: the entry exists, nothing is published yet", body = ledger::wire::EntryState),
         HostErrors,
+        JsonBodyErrors,
     ),
     security(("host_token" = []))
 )]
@@ -123,6 +124,7 @@ macro_rules! transition {
             responses(
                 (status = 200, description = "the entry after the change", body = ledger::wire::EntryState),
                 HostErrors,
+                JsonBodyErrors,
             ),
             security(("host_token" = []))
         )]
@@ -221,8 +223,9 @@ pub struct BatchResult {
     request_body = BatchBody,
     responses(
         (status = 200, description = "one result per operation, in order", body = BatchResults),
-        (status = 400, description = "malformed JSON", body = ledger::wire::ErrorBody),
+        (status = 400, description = "malformed JSON, or a key given twice", body = ledger::wire::ErrorBody),
         (status = 401, description = "missing or wrong host token", body = ledger::wire::ErrorBody),
+        (status = 415, description = "the body is not sent as `Content-Type: application/json`", body = ledger::wire::ErrorBody),
         (status = 422, description = "`operations` missing or too long", body = ledger::wire::ErrorBody),
         (status = 429, description = "too many failed tokens from this address; retry after `Retry-After` seconds", body = ledger::wire::ErrorBody),
         (status = 503, description = "the ledger is busy; nothing changed; retry after `Retry-After` seconds", body = ledger::wire::ErrorBody),
@@ -231,9 +234,9 @@ pub struct BatchResult {
 )]
 pub async fn batch(
     State(state): State<AppState>,
-    bytes: Result<Bytes, BytesRejection>,
+    JsonBody(bytes): JsonBody,
 ) -> Result<Response, ApiError> {
-    let b: BatchBody = body(bytes)?;
+    let b: BatchBody = body(&bytes)?;
     let ops = required(b.operations, "operations")?;
     if ops.len() > MAX_BATCH_OPERATIONS {
         return Err(ApiError::invalid_field(
