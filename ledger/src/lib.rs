@@ -51,7 +51,7 @@ pub use error::{LedgerError, Refusal};
 #[cfg(feature = "store")]
 pub use sessions::{
     EntriesPage, HistoryChunks, OperationHistoryChunks, Replay, ReplayChunks, ReplayEvent,
-    SessionManager, SessionsAfter, SessionsQuery, UnknownsAfter, UnknownsQuery,
+    SessionManager, SessionsAfter, SessionsQuery, TurnsPage, UnknownsAfter, UnknownsQuery,
 };
 #[cfg(feature = "store")]
 pub use store::{Clock, LedgerOptions, SystemClock};

@@ -21,4 +21,5 @@ mod paging;
 mod process;
 mod reliability;
 mod replay;
+mod session_page;
 mod staff_cli;
