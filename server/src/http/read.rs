@@ -395,7 +395,7 @@ pub async fn turn_entries(
     };
     let Some(turn) = turn else {
         // The session's own 404 (unknown, expired) comes first, as for a well-formed unknown turn.
-        state.sessions.turns(&key).await?;
+        state.sessions.check_session(&key).await?;
         return Err(unknown("logical_turn_id"));
     };
     let page = EntriesPage {
