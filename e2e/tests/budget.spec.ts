@@ -102,9 +102,10 @@ test('in flight and unknown are counted apart: badges, summary and filters', asy
   // One in-flight row, no settled unknown.
   await page.goto(host.sessionPath());
   const badges = page.locator('.turn[data-turn-id="t"] h2 [data-count]');
-  await expect(badges).toHaveCount(2);
+  // The exact text of each badge: its icon (hidden from screen readers), words and number.
+  await expect(badges).toHaveText(['…In flight1', '✓Completed1']);
   await expect(badges.nth(0)).toHaveAttribute('data-count', 'in_flight');
-  await expect(badges.nth(0).locator('[data-kind]')).toHaveText('In flight');
+  await expect(badges.nth(0).locator('[data-kind] span:not([aria-hidden])')).toHaveText('In flight');
   await expect(badges.nth(0).locator('.tabular-nums')).toHaveText('1');
   await expect(badges.nth(1)).toHaveAttribute('data-count', 'completed');
   await expect(page.locator('.turn h2')).not.toContainText('unknown');
@@ -113,14 +114,14 @@ test('in flight and unknown are counted apart: badges, summary and filters', asy
 
   await page.goto(`/?prefix=${enc(session)}`);
   const row = page.locator('.session');
-  await expect(row.locator('[data-count]')).toHaveCount(2);
+  await expect(row.locator('[data-count]')).toHaveText(['…In flight1', '✓Completed1']);
   await expect(row.locator('[data-count="in_flight"]')).toContainText('1');
   await expect(row.locator('[data-count="outcome_unknown"]')).toHaveCount(0);
 
   await page.goto(host.turnPath('t'));
   await expect(page.locator('html')).toHaveAttribute('data-interactive', 'true', { timeout: 20_000 });
   const count = (f: string) => page.locator(`.filter[data-filter="${f}"] .tabular-nums`);
-  await expect(page.locator('.filter[data-filter="in_flight"] [data-kind]')).toHaveText('In flight');
+  await expect(page.locator('.filter[data-filter="in_flight"] [data-kind]')).toHaveText('…In flight');
   await expect(count('in_flight')).toHaveText('1');
   await expect(count('outcome_unknown')).toHaveText('0');
   await expect(count('completed')).toHaveText('1');
@@ -143,7 +144,7 @@ test('in flight and unknown are counted apart: badges, summary and filters', asy
   await expect(rows.first()).toHaveAttribute('data-row-id', 'flying');
 
   await page.goto(host.sessionPath());
-  await expect(badges).toHaveCount(3);
+  await expect(badges).toHaveText(['?Outcome unknown1', '…In flight1', '✓Completed1']);
   await expect(badges.nth(0)).toHaveAttribute('data-count', 'outcome_unknown');
   await expect(badges.nth(0).locator('.tabular-nums')).toHaveText('1');
   await expect(badges.nth(1)).toHaveAttribute('data-count', 'in_flight');
