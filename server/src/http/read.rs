@@ -268,7 +268,7 @@ fn read_order(order: Option<&str>) -> Result<bool, ApiError> {
         ("session_key" = String, Path, description = "session key, percent-encoded"),
         ("limit" = Option<u32>, Query, minimum = 1, maximum = 1000, description = "turns at most, 1 to 1000, default 200"),
         ("after" = Option<String>, Query, description = "opaque cursor: the `next` of the previous page (of the same `order`)"),
-        ("order" = Option<String>, Query, description = "`oldest` (default): oldest turn first; `newest`: newest turn first"),
+        ("order" = Option<String>, Query, pattern = "^(oldest|newest)$", description = "`oldest` (default): oldest turn first; `newest`: newest turn first"),
     ),
     responses(
         (status = 200, description = "one page of the session's turns (oldest first, or newest first with `order=newest`), the whole session's counts, the next page's cursor or null, and the number of turns", body = ledger::wire::SessionTurns),
@@ -348,7 +348,7 @@ pub struct EntriesParams {
         ("after_revision" = Option<i64>, Query, minimum = 0, maximum = 9_223_372_036_854_774_784_i64, description = "only entries changed after this revision (ASCII digits, 0 to 2^63-1, at most the turn's latest revision); legacy entries without a revision only without it"),
         ("limit" = Option<u32>, Query, minimum = 1, maximum = 1000, description = "entries at most, 1 to 1000, default 1000"),
         ("after" = Option<String>, Query, description = "opaque cursor: the `next` of the previous page (of the same `order`)"),
-        ("order" = Option<String>, Query, description = "`oldest` (default): recorded order; `newest`: newest entry first"),
+        ("order" = Option<String>, Query, pattern = "^(oldest|newest)$", description = "`oldest` (default): recorded order; `newest`: newest entry first"),
     ),
     responses(
         (status = 200, description = "the turn's published entries in recorded order (newest first with `order=newest`; `counts` on a first read) (changed after `after_revision` when given), its latest revision, and the next page's cursor or null", body = ledger::wire::TurnEntries),
