@@ -194,6 +194,37 @@ impl Reader {
     }
 }
 
+impl Reader {
+    /// The newest `limit` (at most [`ENTRIES_PAGE`]) entries of a turn, newest first, with the turn's
+    /// counts read with them (`?order=newest`, docs/api.md "Turn entries").
+    pub fn newest_entries(
+        &self,
+        key: &str,
+        turn: &str,
+        limit: usize,
+    ) -> impl Future<Output = Result<TurnEntries, ApiError>> + Send + 'static {
+        self.get_json(format!(
+            "{}?order=newest&limit={}",
+            turn_entries_path(key, turn),
+            limit.clamp(1, ENTRIES_PAGE)
+        ))
+    }
+
+    /// The newest `limit` (1 to 1000) turns of a session, newest first, with the session's counts and
+    /// its number of turns (`?order=newest`, docs/api.md "Turns").
+    pub fn newest_turns(
+        &self,
+        key: &str,
+        limit: usize,
+    ) -> impl Future<Output = Result<SessionTurns, ApiError>> + Send + 'static {
+        self.get_json(format!(
+            "{}?order=newest&limit={}",
+            session_turns_path(key),
+            limit.clamp(1, 1000)
+        ))
+    }
+}
+
 /// The path of a turn's entries (docs/api.md "Dashboard reads").
 pub fn turn_entries_path(key: &str, turn: &str) -> String {
     format!("/api/sessions/{}/turns/{}/entries", enc(key), enc(turn))
@@ -234,11 +265,29 @@ pub fn me() -> impl Future<Output = Result<Caller, ApiError>> + Send + 'static {
     get_json("/api/me".to_owned())
 }
 
-/// `GET /api/sessions/{key}/turns`.
+/// `GET /api/sessions/{key}/turns?limit=1`: whether the session can be read (its 404s, a 401), and its
+/// counts and number of turns, for one turn's summary at most.
 pub fn session_turns(
     key: &str,
 ) -> impl Future<Output = Result<SessionTurns, ApiError>> + Send + 'static {
-    get_json(session_turns_path(key))
+    get_json(format!("{}?limit=1", session_turns_path(key)))
+}
+
+/// [`Reader::newest_turns`] from the browser.
+pub fn newest_turns(
+    key: &str,
+    limit: usize,
+) -> impl Future<Output = Result<SessionTurns, ApiError>> + Send + 'static {
+    reader().newest_turns(key, limit)
+}
+
+/// [`Reader::newest_entries`] from the browser.
+pub fn newest_entries(
+    key: &str,
+    turn: &str,
+    limit: usize,
+) -> impl Future<Output = Result<TurnEntries, ApiError>> + Send + 'static {
+    reader().newest_entries(key, turn, limit)
 }
 
 /// `GET /api/sessions/{key}/turns/{turn}/entries?after_revision=N`, every page: with `after_revision`,

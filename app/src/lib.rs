@@ -88,6 +88,7 @@ pub fn App() -> impl IntoView {
                     <Route path=path!("/") view=routes::home::HomePage ssr=SsrMode::Async/>
                     <Route path=path!("/find") view=routes::find::FindPage ssr=SsrMode::Async/>
                     <Route path=path!("/sessions/:session_id") view=routes::session::SessionPage ssr=SsrMode::Async/>
+                    <Route path=path!("/sessions/:session_id/turns") view=routes::turns::TurnsPage ssr=SsrMode::Async/>
                     <Route path=path!("/sessions/:session_id/turns/:turn_id") view=routes::turn::TurnPage ssr=SsrMode::Async/>
                     <Route path=path!("/sessions/:session_id/operations/:mutation_id") view=routes::history::HistoryPage ssr=SsrMode::Async/>
                     <Route path=path!("/operations/:mutation_id") view=routes::operation::OperationPage ssr=SsrMode::Async/>

@@ -395,6 +395,10 @@ pub struct TurnFeed {
     rest: RefCell<Option<String>>,
     reading: Cell<bool>,
     read_again: Cell<bool>,
+    /// For a timeline of the turn's newest rows only (the session page's row budget): how many rows it
+    /// shows. Its first read and every read after a change of an older entry read the newest rows again
+    /// (`order=newest`); it holds at most twice this many placed rows.
+    window: Option<usize>,
 }
 
 impl TurnFeed {
@@ -418,6 +422,26 @@ impl TurnFeed {
             rest: RefCell::new(rest),
             reading: Cell::new(false),
             read_again: Cell::new(false),
+            window: None,
+        })
+    }
+
+    /// A feed for a windowed timeline ([`Timeline::newest`]) that shows the turn's newest `shown` rows,
+    /// read through `read_through` (0: not read yet; the first read reads the newest rows).
+    pub fn windowed(
+        turn: String,
+        timeline: RwSignal<Timeline>,
+        read_through: i64,
+        shown: usize,
+    ) -> Rc<TurnFeed> {
+        Rc::new(TurnFeed {
+            turn,
+            timeline,
+            read_through: Cell::new(read_through),
+            rest: RefCell::new(None),
+            reading: Cell::new(false),
+            read_again: Cell::new(false),
+            window: Some(shown.max(1)),
         })
     }
 
@@ -492,11 +516,39 @@ impl TurnFeed {
                 return;
             }
             loop {
+                if let Some(shown) = feed.window {
+                    let renew = feed.read_through.get() == 0
+                        || feed.timeline.with_untracked(Timeline::older_changed);
+                    if renew {
+                        match api::newest_entries(live.session(), &feed.turn, shown).await {
+                            Ok(entries) => {
+                                feed.read_through
+                                    .set(feed.read_through.get().max(entries.latest_revision));
+                                feed.timeline.update(|t| t.renew(&entries));
+                            }
+                            Err(e) => {
+                                if live.stop_for(&e) {
+                                    break;
+                                }
+                            }
+                        }
+                        if !feed.read_again.replace(false) || live.stopped() {
+                            break;
+                        }
+                        continue;
+                    }
+                }
                 let after = feed.read_through.get();
                 // Nothing read yet (a turn first seen live, or after a 409): every entry, legacy ones too.
                 let since = (after > 0).then_some(after);
                 let read = api::turn_entries_since(live.session(), &feed.turn, since).await;
                 let read = match read {
+                    Err(api::ApiError::Status { status: 409, .. }) if feed.window.is_some() => {
+                        // The turn's revisions restarted: read the newest rows again.
+                        feed.read_through.set(0);
+                        feed.read_again.set(true);
+                        continue;
+                    }
                     Err(api::ApiError::Status { status: 409, .. }) => {
                         feed.read_through.set(0);
                         feed.timeline.update(|t| t.reset_cursor());
@@ -511,8 +563,17 @@ impl TurnFeed {
                         let whole = feed.read_through.get() == 0;
                         feed.read_through
                             .set(feed.read_through.get().max(entries.latest_revision));
-                        feed.timeline
-                            .maybe_update(|t| t.merge_page(&entries, whole));
+                        let window = feed.window;
+                        feed.timeline.maybe_update(|t| {
+                            let changed = t.merge_page(&entries, whole);
+                            if let Some(shown) = window {
+                                t.trim(2 * shown);
+                            }
+                            changed
+                        });
+                        if feed.timeline.with_untracked(Timeline::older_changed) {
+                            feed.read_again.set(true);
+                        }
                     }
                     Err(e) => {
                         if live.stop_for(&e) {

@@ -57,6 +57,22 @@ pub struct Timeline {
     complete: bool,
     /// The turn's counts as read from the turns API, shown while the timeline is not complete.
     read_counts: Option<StatusCounts>,
+    /// For a timeline that holds only the turn's newest entries ([`Timeline::newest`]): what it does not
+    /// hold.
+    window: Option<Window>,
+}
+
+/// What a windowed timeline does not hold: the counts of the turn's older entries, and where they end.
+#[derive(Debug, Clone, PartialEq, Eq)]
+struct Window {
+    /// Counts of the entries older than the rows held.
+    older: StatusCounts,
+    /// The `sequence` of the oldest row held: an entry below it is one of the older entries. `None`: the
+    /// turn had no older entries when read (every entry read since is new).
+    from: Option<i64>,
+    /// A read brought a change of an older entry: its earlier status is not known here, so the counts
+    /// are stale until the window is read again ([`Timeline::older_changed`]).
+    older_changed: bool,
 }
 
 impl Default for Timeline {
@@ -68,6 +84,7 @@ impl Default for Timeline {
             cursor: 0,
             complete: true,
             read_counts: None,
+            window: None,
         }
     }
 }
@@ -93,6 +110,75 @@ impl Timeline {
         let mut t = Timeline::from_entries(entries);
         t.read_counts = counts;
         t
+    }
+
+    /// A timeline of a turn's newest entries only (docs/design.md "What the person sees": the session
+    /// page's row budget), from a first read with `order=newest` (`entries` newest first, `counts` the
+    /// whole turn's, read with them). It counts the whole turn: the rows it holds, and the older entries
+    /// by their counts. A later read that changes an older entry marks it [`Timeline::older_changed`];
+    /// [`Timeline::trim`] moves the oldest rows held into the older counts.
+    pub fn newest(entries: &TurnEntries) -> Timeline {
+        let mut t = Timeline::from_entries(entries);
+        t.complete = true;
+        let mut older = entries.counts.clone().unwrap_or_default();
+        older.sub_all(&held_counts(&t.rows));
+        t.window = Some(Window {
+            older,
+            from: t.rows.iter().filter_map(|r| r.sequence).min(),
+            older_changed: false,
+        });
+        t
+    }
+
+    /// [`Timeline::newest`] read again (after [`Timeline::older_changed`]): the read replaces every row,
+    /// except those a live event brought at a higher revision than the read's, which stay.
+    pub fn renew(&mut self, entries: &TurnEntries) {
+        let mut fresh = Timeline::newest(entries);
+        for row in &self.rows {
+            if row.revision.is_some_and(|r| r > entries.latest_revision) {
+                fresh.upsert(row.revision, row.outcome.clone());
+            }
+        }
+        fresh.cursor = fresh.cursor.max(self.cursor);
+        *self = fresh;
+    }
+
+    /// Whether a read brought a change of an entry older than the rows held: the window must be read
+    /// again for exact counts.
+    pub fn older_changed(&self) -> bool {
+        self.window.as_ref().is_some_and(|w| w.older_changed)
+    }
+
+    /// Whether the timeline holds only the turn's newest entries.
+    pub fn windowed(&self) -> bool {
+        self.window.is_some()
+    }
+
+    /// Keeps at most `keep` placed rows of a windowed timeline: the oldest placed rows beyond it go into
+    /// the older counts (so memory stays bounded while a page stays open). Nothing for other timelines.
+    pub fn trim(&mut self, keep: usize) {
+        let Some(w) = self.window.as_mut() else {
+            return;
+        };
+        let placed = self.rows.iter().filter(|r| r.sequence.is_some()).count();
+        if placed <= keep {
+            return;
+        }
+        // Placed rows come first (recorded order), rows first seen live after them.
+        let drop = placed - keep;
+        for r in self.rows.drain(..drop) {
+            w.older.add(r.outcome.status, r.in_flight);
+        }
+        w.from = self.rows.iter().filter_map(|r| r.sequence).min();
+        self.index.clear();
+        for (i, r) in self.rows.iter().enumerate() {
+            self.index.insert(r.outcome.mutation_id.clone(), i);
+        }
+    }
+
+    /// The newest `n` rows, in recorded order.
+    pub fn newest_rows(&self, n: usize) -> &[Row] {
+        &self.rows[self.rows.len().saturating_sub(n)..]
     }
 
     pub fn rows(&self) -> &[Row] {
@@ -199,6 +285,13 @@ impl Timeline {
                 }
                 Some(_) => {}
                 None => {
+                    if let Some(w) = self.window.as_mut() {
+                        if w.from.is_some_and(|from| e.sequence < from) {
+                            // One of the older entries changed: its earlier status is not known here.
+                            w.older_changed = true;
+                            continue;
+                        }
+                    }
                     self.index
                         .insert(e.outcome.mutation_id.clone(), self.rows.len());
                     self.rows.push(fresh);
@@ -229,18 +322,28 @@ impl Timeline {
         if let Some(c) = self.read_counts.as_ref().filter(|_| !self.complete) {
             return c.get(status) as usize;
         }
-        self.rows
-            .iter()
-            .filter(|r| r.outcome.status == status)
-            .count()
+        let older = self.window.as_ref().map_or(0, |w| w.older.get(status)) as usize;
+        older
+            + self
+                .rows
+                .iter()
+                .filter(|r| r.outcome.status == status)
+                .count()
     }
 
-    /// How many outcomes the turn has: the rows held, or the turns API's total while not complete.
+    /// How many outcomes the turn has: the rows held (and the older entries of a windowed timeline), or
+    /// the turns API's total while not complete.
     pub fn len(&self) -> usize {
         match self.read_counts.as_ref().filter(|_| !self.complete) {
             Some(c) => (c.total() as usize).max(self.rows.len()),
-            None => self.rows.len(),
+            None => self.window.as_ref().map_or(0, |w| w.older.total()) as usize + self.rows.len(),
         }
+    }
+
+    /// How many of the turn's outcomes are not held (the older entries of a windowed timeline, or the
+    /// pages not read yet).
+    pub fn not_held(&self) -> usize {
+        self.len().saturating_sub(self.rows.len())
     }
 
     /// Whether the turn has no outcomes (as far as read).
@@ -271,8 +374,24 @@ impl Timeline {
         if let Some(c) = self.read_counts.as_ref().filter(|_| !self.complete) {
             return c.in_flight as usize;
         }
-        self.rows.iter().filter(|r| r.in_flight).count()
+        self.window.as_ref().map_or(0, |w| w.older.in_flight) as usize
+            + self.rows.iter().filter(|r| r.in_flight).count()
     }
+
+    /// Settled `outcome_unknown` outcomes (not in flight): the "Outcome unknown" count of the pages.
+    pub fn settled_unknown(&self) -> usize {
+        self.count(PublishedStatus::OutcomeUnknown)
+            .saturating_sub(self.in_flight())
+    }
+}
+
+/// The counts of `rows` (in flight as the rows say).
+fn held_counts(rows: &[Row]) -> StatusCounts {
+    let mut c = StatusCounts::default();
+    for r in rows {
+        c.add(r.outcome.status, r.in_flight);
+    }
+    c
 }
 
 #[cfg(test)]
@@ -451,6 +570,87 @@ mod tests {
         assert!(t.upsert(Some(3002), outcome("m5", PublishedStatus::Failed)));
         assert_eq!(t.rows()[5].outcome.status, PublishedStatus::Failed);
         assert_eq!(t.rows().len(), 3000);
+    }
+
+    /// The session page's window (issue 23): a turn of 61 outcomes read as its newest 50 counts all 61;
+    /// a live settle of a new row appears at the end; an in-flight row is counted in flight, not as a
+    /// settled unknown; trimming moves the oldest rows into the older counts; a change of an older entry
+    /// asks for the window again.
+    #[test]
+    fn a_windowed_timeline_holds_the_newest_rows_and_counts_the_whole_turn() {
+        let mut newest = read(
+            61,
+            (11..61)
+                .rev()
+                .map(|i| entry(i, i, &format!("m{i:02}"), PublishedStatus::Completed, false))
+                .collect(),
+        );
+        newest.counts = Some(StatusCounts {
+            completed: 60,
+            failed: 0,
+            not_executed: 0,
+            outcome_unknown: 1,
+            in_flight: 1,
+        });
+        let mut t = Timeline::newest(&newest);
+        assert!(t.windowed());
+        assert_eq!(t.rows().len(), 50);
+        assert_eq!(t.rows()[0].outcome.mutation_id, "m11");
+        assert_eq!(t.newest_rows(50).last().unwrap().outcome.mutation_id, "m60");
+        assert_eq!(t.len(), 61);
+        assert_eq!(t.not_held(), 11);
+        assert_eq!(t.count(PublishedStatus::Completed), 60);
+        assert_eq!(t.in_flight(), 1);
+        assert_eq!(t.settled_unknown(), 0);
+        // A new row, live: the newest shown.
+        assert!(t.upsert(Some(62), outcome("m61", PublishedStatus::Failed)));
+        assert_eq!(t.newest_rows(50).last().unwrap().outcome.mutation_id, "m61");
+        assert_eq!(t.newest_rows(50)[0].outcome.mutation_id, "m12");
+        assert_eq!(t.len(), 62);
+        // The catch-up read places it after the others; a new in-flight row comes with it.
+        assert!(t.merge(&read(
+            63,
+            vec![
+                entry(61, 62, "m61", PublishedStatus::Failed, false),
+                entry(62, 63, "m62", PublishedStatus::OutcomeUnknown, true),
+            ]
+        )));
+        assert_eq!(t.len(), 63);
+        assert_eq!(t.in_flight(), 2);
+        assert_eq!(t.settled_unknown(), 0);
+        assert!(!t.older_changed());
+        // Trimming to 10 rows keeps the counts.
+        t.trim(10);
+        assert_eq!(t.rows().len(), 10);
+        assert_eq!(t.rows()[0].outcome.mutation_id, "m53");
+        assert_eq!(t.len(), 63);
+        assert_eq!(t.count(PublishedStatus::Completed), 60);
+        assert_eq!(t.count(PublishedStatus::Failed), 1);
+        // A change of an older row (reconciled) is not counted twice: the window is read again.
+        t.merge(&read(
+            64,
+            vec![entry(5, 64, "m05", PublishedStatus::Failed, false)],
+        ));
+        assert!(t.older_changed());
+        assert!(t.rows().iter().all(|r| r.outcome.mutation_id != "m05"));
+        assert_eq!(t.len(), 63);
+        let mut again = read(
+            64,
+            vec![entry(62, 63, "m62", PublishedStatus::OutcomeUnknown, true)],
+        );
+        again.counts = Some(StatusCounts {
+            completed: 59,
+            failed: 2,
+            not_executed: 0,
+            outcome_unknown: 2,
+            in_flight: 1,
+        });
+        t.renew(&again);
+        assert!(!t.older_changed());
+        assert_eq!(t.len(), 63);
+        assert_eq!(t.count(PublishedStatus::Failed), 2);
+        assert_eq!(t.settled_unknown(), 1);
+        assert_eq!(t.cursor(), 64);
     }
 
     #[test]

@@ -55,7 +55,7 @@ pub use health::StorageFault;
 #[cfg(feature = "store")]
 pub use sessions::{
     EntriesPage, HistoryChunks, OperationHistoryChunks, Replay, ReplayChunks, ReplayEvent,
-    SessionManager, SessionsAfter, SessionsQuery, UnknownsAfter, UnknownsQuery,
+    SessionManager, SessionsAfter, SessionsQuery, TurnsPage, UnknownsAfter, UnknownsQuery,
 };
 #[cfg(feature = "store")]
 pub use store::{Clock, LedgerOptions, SystemClock};

@@ -52,6 +52,19 @@ pub struct EntriesPage {
     pub after_sequence: Option<i64>,
     /// At most this many entries (at least 1).
     pub limit: u32,
+    /// Newest first (`sequence` descending; `after_sequence` then goes on with older entries).
+    pub newest_first: bool,
+}
+
+/// What one page of a session's turns asks for ([`SessionManager::turns_page`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct TurnsPage {
+    /// Go on after the turn at this position (`turn_seq` of the previous page's last turn).
+    pub after: Option<i64>,
+    /// At most this many turns (at least 1).
+    pub limit: u32,
+    /// Newest turn first (`after` then goes on with older turns).
+    pub newest_first: bool,
 }
 
 /// The read side. Cheap to clone.
@@ -138,6 +151,9 @@ pub const UNKNOWNS_DEFAULT_LIMIT: u32 = 200;
 pub const UNKNOWNS_MAX_LIMIT: u32 = 1000;
 /// Entries one page of a turn's entries holds by default and at most (docs/api.md "Turn entries").
 pub const ENTRIES_MAX_LIMIT: u32 = 1000;
+/// Turns one page of a session's turns holds by default, and at most (docs/api.md "Turns").
+pub const TURNS_DEFAULT_LIMIT: u32 = 200;
+pub const TURNS_MAX_LIMIT: u32 = 1000;
 
 /// What one page of the sessions list asks for ([`SessionManager::sessions`]).
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -492,9 +508,15 @@ impl SessionManager {
             .bind(session_key.as_str())
             .fetch_all(pool)
             .await?);
+        let mut all = StatusCounts::default();
+        for (_, status, intent, n) in &counts {
+            add_counts(&mut all, status, *intent, *n);
+        }
         Ok(SessionTurns {
             session_key: session.session_key,
             last_activity: format_time(session.last_write_at),
+            counts: all,
+            total: turns.len() as u64,
             turns: turns
                 .into_iter()
                 .map(|(id, latest_revision, created_at)| {
@@ -510,7 +532,120 @@ impl SessionManager {
                     }
                 })
                 .collect(),
+            next: None,
         })
+    }
+
+    /// Whether the session can be read: `Ok` for a session that has not expired, else 404
+    /// (`SessionNotFound`, `SessionExpired`). Reads one row.
+    pub async fn check_session(&self, session_key: &SessionKey) -> Result<(), LedgerError> {
+        self.session(session_key).await.map(|_| ())
+    }
+
+    /// One page of the session's logical turns (docs/api.md "Turns"): oldest first (`turn_seq`), or
+    /// newest first with `page.newest_first`, after the turn at `page.after` when given, at most
+    /// `page.limit`, each with its latest revision and counts; with the whole session's counts and its
+    /// number of turns (`total`), all read in one read transaction, counts for the page's turns only.
+    /// Answers the page (its `next` left `None`) and the `turn_seq` to go on after, when more turns
+    /// follow. 404 for an unknown or expired session.
+    pub async fn turns_page(
+        &self,
+        session_key: &SessionKey,
+        page: &TurnsPage,
+    ) -> Result<(SessionTurns, Option<i64>), LedgerError> {
+        let session = self.session(session_key).await?;
+        let limit = page.limit.max(1);
+        let (total, mut rows, all, counts) = on_read!(self.inner, |pool, d| {
+            let mut tx = pool.begin_with(d.begin_read()).await?;
+            let total: i64 =
+                sqlx::query_scalar("SELECT COUNT(*) FROM turns WHERE session_key = $1")
+                    .bind(session_key.as_str())
+                    .fetch_one(&mut *tx)
+                    .await?;
+            let sql = if page.newest_first {
+                "SELECT turn_seq, logical_turn_id, latest_revision, created_at FROM turns \
+                 WHERE session_key = $1 AND turn_seq < $2 ORDER BY turn_seq DESC LIMIT $3"
+            } else {
+                "SELECT turn_seq, logical_turn_id, latest_revision, created_at FROM turns \
+                 WHERE session_key = $1 AND turn_seq > $2 ORDER BY turn_seq LIMIT $3"
+            };
+            let from = page.after.unwrap_or(if page.newest_first {
+                i64::MAX
+            } else {
+                i64::MIN
+            });
+            let rows: Vec<(i64, String, i64, i64)> = sqlx::query_as(sql)
+                .bind(session_key.as_str())
+                .bind(from)
+                .bind(i64::from(limit) + 1)
+                .fetch_all(&mut *tx)
+                .await?;
+            let all: Vec<(String, bool, i64)> = sqlx::query_as(
+                "SELECT status, intent_recorded, COUNT(*) FROM entries WHERE session_key = $1 \
+                 GROUP BY status, intent_recorded",
+            )
+            .bind(session_key.as_str())
+            .fetch_all(&mut *tx)
+            .await?;
+            let ids = serde_json::to_string(
+                &rows
+                    .iter()
+                    .take(limit as usize)
+                    .map(|r| &r.1)
+                    .collect::<Vec<_>>(),
+            )
+            .map_err(|e| LedgerError::Store(sqlx::Error::Protocol(e.to_string())))?;
+            let counts: Vec<(String, String, bool, i64)> = sqlx::query_as(&format!(
+                "SELECT logical_turn_id, status, intent_recorded, COUNT(*) FROM entries \
+                 WHERE session_key = $1 AND {} GROUP BY logical_turn_id, status, intent_recorded",
+                d.text_in("logical_turn_id", 2)
+            ))
+            .bind(session_key.as_str())
+            .bind(&ids)
+            .fetch_all(&mut *tx)
+            .await?;
+            tx.commit().await?;
+            (total, rows, all, counts)
+        });
+        let next = if rows.len() > limit as usize {
+            rows.truncate(limit as usize);
+            rows.last().map(|r| r.0)
+        } else {
+            None
+        };
+        let mut session_counts = StatusCounts::default();
+        for (status, intent, n) in &all {
+            add_counts(&mut session_counts, status, *intent, *n);
+        }
+        let mut by_turn: HashMap<&str, StatusCounts> = HashMap::with_capacity(rows.len());
+        for (turn, status, intent, n) in &counts {
+            add_counts(
+                by_turn.entry(turn.as_str()).or_default(),
+                status,
+                *intent,
+                *n,
+            );
+        }
+        let turns = rows
+            .iter()
+            .map(|(_, id, latest_revision, created_at)| TurnSummary {
+                logical_turn_id: id.clone(),
+                first_recorded_at: format_time(*created_at),
+                latest_revision: *latest_revision,
+                counts: by_turn.remove(id.as_str()).unwrap_or_default(),
+            })
+            .collect();
+        Ok((
+            SessionTurns {
+                session_key: session.session_key,
+                last_activity: format_time(session.last_write_at),
+                counts: session_counts,
+                turns,
+                next: None,
+                total: u64::try_from(total).unwrap_or(0),
+            },
+            next,
+        ))
     }
 
     /// The turn's published entries in recorded order, all of them, with the latest revision as the cursor
@@ -529,13 +664,16 @@ impl SessionManager {
             latest_revision,
             entries: rows.iter().filter_map(turn_entry).collect(),
             next: None,
+            counts: None,
         })
     }
 
     /// One page of the turn's published entries (docs/api.md "Dashboard reads", the entries API): in
-    /// recorded order (`sequence`), only those whose `mutation_revision` is above `after_revision` when
-    /// it is given (legacy entries, without a revision, only without it), after the entry
-    /// `after_sequence` when given, at most `limit`. `latest_revision` is the turn's latest, read in the
+    /// recorded order (`sequence`; newest first with `newest_first`), only those whose
+    /// `mutation_revision` is above `after_revision` when it is given (legacy entries, without a
+    /// revision, only without it), after the entry `after_sequence` when given (before it, newest first),
+    /// at most `limit`. A first read (neither `after_revision` nor `after_sequence`) carries the turn's
+    /// counts (`counts`), read in the same transaction. `latest_revision` is the turn's latest, read in the
     /// same read transaction before the entries, so an entry changed meanwhile is sent again on the next
     /// catch-up rather than missed. Answers the page (its `next` left `None`) and the `sequence` to go on
     /// after, when more entries match. Errors in order: 404 (session, expired, turn), then 409
@@ -548,7 +686,7 @@ impl SessionManager {
     ) -> Result<(TurnEntries, Option<i64>), LedgerError> {
         self.session(session_key).await?;
         let limit = page.limit.max(1);
-        let (latest_revision, mut rows) = on_read!(self.inner, |pool, d| {
+        let (latest_revision, mut rows, counts) = on_read!(self.inner, |pool, d| {
             let mut tx = pool.begin_with(d.begin_read()).await?;
             let latest_revision: i64 = sqlx::query_scalar(
                 "SELECT latest_revision FROM turns WHERE session_key = $1 AND logical_turn_id = $2",
@@ -566,21 +704,54 @@ impl SessionManager {
                     });
                 }
             }
+            let (from, order) = if page.newest_first {
+                ("seq < $3", "seq DESC")
+            } else {
+                ("seq > $3", "seq")
+            };
             let rows: Vec<EntryRow> = sqlx::query_as(&format!(
             "SELECT {ENTRY_COLUMNS} FROM entries WHERE session_key = $1 AND logical_turn_id = $2 \
-             AND seq > $3 AND (status <> 'approved' OR intent_recorded) \
-             AND ($4 IS NULL OR revision > $5) ORDER BY seq LIMIT $6"
+             AND {from} AND (status <> 'approved' OR intent_recorded) \
+             AND ($4 IS NULL OR revision > $5) ORDER BY {order} LIMIT $6"
         ))
             .bind(session_key.as_str())
             .bind(turn.as_str())
-            .bind(page.after_sequence.unwrap_or(i64::MIN))
+            .bind(page.after_sequence.unwrap_or(if page.newest_first {
+                i64::MAX
+            } else {
+                i64::MIN
+            }))
             .bind(page.after_revision)
             .bind(page.after_revision)
             .bind(i64::from(limit) + 1)
             .fetch_all(&mut *tx)
             .await?;
+            // A first read (no cursor of either kind) carries the turn's counts, read in this transaction.
+            let counts: Option<Vec<(String, bool, i64)>> =
+                if page.after_sequence.is_none() && page.after_revision.is_none() {
+                    Some(
+                        sqlx::query_as(
+                            "SELECT status, intent_recorded, COUNT(*) FROM entries \
+                             WHERE session_key = $1 AND logical_turn_id = $2 \
+                             GROUP BY status, intent_recorded",
+                        )
+                        .bind(session_key.as_str())
+                        .bind(turn.as_str())
+                        .fetch_all(&mut *tx)
+                        .await?,
+                    )
+                } else {
+                    None
+                };
             tx.commit().await?;
-            (latest_revision, rows)
+            (latest_revision, rows, counts)
+        });
+        let counts = counts.map(|rows| {
+            let mut c = StatusCounts::default();
+            for (status, intent, n) in &rows {
+                add_counts(&mut c, status, *intent, *n);
+            }
+            c
         });
         let next = if rows.len() > limit as usize {
             rows.truncate(limit as usize);
@@ -595,6 +766,7 @@ impl SessionManager {
                 latest_revision,
                 entries: rows.iter().filter_map(turn_entry).collect(),
                 next: None,
+                counts,
             },
             next,
         ))

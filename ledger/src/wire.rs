@@ -199,6 +199,30 @@ impl StatusCounts {
     pub fn total(&self) -> u64 {
         self.completed + self.failed + self.not_executed + self.outcome_unknown
     }
+
+    /// Settled `outcome_unknown` entries only (not in flight): what the pages count as "Outcome unknown";
+    /// in-flight entries are counted apart, as "In flight" (docs/design.md "What the person sees").
+    pub fn settled_unknown(&self) -> u64 {
+        self.outcome_unknown.saturating_sub(self.in_flight)
+    }
+
+    /// Adds `other`, status by status.
+    pub fn add_all(&mut self, other: &StatusCounts) {
+        self.completed += other.completed;
+        self.failed += other.failed;
+        self.not_executed += other.not_executed;
+        self.outcome_unknown += other.outcome_unknown;
+        self.in_flight += other.in_flight;
+    }
+
+    /// Takes `other` away, status by status (never below 0).
+    pub fn sub_all(&mut self, other: &StatusCounts) {
+        self.completed = self.completed.saturating_sub(other.completed);
+        self.failed = self.failed.saturating_sub(other.failed);
+        self.not_executed = self.not_executed.saturating_sub(other.not_executed);
+        self.outcome_unknown = self.outcome_unknown.saturating_sub(other.outcome_unknown);
+        self.in_flight = self.in_flight.saturating_sub(other.in_flight);
+    }
 }
 
 /// One row of `GET /api/sessions`. Times are RFC 3339 UTC strings.
@@ -235,13 +259,22 @@ pub struct TurnSummary {
     pub counts: StatusCounts,
 }
 
-/// `GET /api/sessions/{key}/turns` body.
+/// `GET /api/sessions/{key}/turns` body (docs/api.md "Turns"): one page of the session's turns, oldest
+/// first (`order=newest`: newest first); `counts` are the whole session's, `total` its number of turns,
+/// both read in the same transaction as the page; `next` is the opaque cursor of the following page
+/// (`?after=`), `null` on the last.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct SessionTurns {
     pub session_key: String,
     pub last_activity: String,
+    #[serde(default)]
+    pub counts: StatusCounts,
     pub turns: Vec<TurnSummary>,
+    #[serde(default)]
+    pub next: Option<String>,
+    #[serde(default)]
+    pub total: u64,
 }
 
 /// One published entry of a turn, in recorded order. `mutation_revision` is `null` for legacy entries
@@ -259,7 +292,10 @@ pub struct TurnEntry {
 
 /// `GET /api/sessions/{key}/turns/{turn}/entries` body (docs/api.md "Dashboard reads"). `latest_revision`
 /// is the turn's latest revision, the `after_revision` a client catches up from; `entries` are in recorded
-/// order (`sequence`); `next` is the opaque cursor of the following page (`?after=`), `null` on the last.
+/// order (`sequence`; `order=newest`: newest first); `next` is the opaque cursor of the following page
+/// (`?after=`), `null` on the last. `counts` (the whole turn's, read in the same transaction as the
+/// entries) comes with a first read, one without `after` and without `after_revision`, and is left out
+/// otherwise.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct TurnEntries {
@@ -269,6 +305,8 @@ pub struct TurnEntries {
     pub entries: Vec<TurnEntry>,
     #[serde(default)]
     pub next: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub counts: Option<StatusCounts>,
 }
 
 /// One match of a support look-up by `mutation_id` (`GET /api/operations/{mutation_id}`), or one item of the

@@ -4,29 +4,28 @@ pub mod marks;
 pub mod outcome;
 pub mod time;
 
-use ledger::wire::{PublishedStatus, StatusCounts};
+use ledger::wire::StatusCounts;
 use leptos::prelude::*;
 
-use self::outcome::StatusBadge;
+use self::outcome::{CountBadge, CountKind};
 
-/// Counts by status, unknown first, as badges with numbers.
+/// Counts as badges with numbers, unknown first: settled unknown and in flight each on their own
+/// ([`CountKind`]; docs/design.md "What the person sees"), zero counts left out.
 #[component]
 pub fn Counts(counts: StatusCounts) -> impl IntoView {
     view! {
-        <span class="flex flex-wrap gap-2">
-            {PublishedStatus::ALL
+        <span class="counts flex flex-wrap gap-2">
+            {CountKind::ALL
                 .into_iter()
-                .filter(|s| counts.get(*s) > 0)
-                .map(|s| view! {
-                    <span class="inline-flex items-center gap-1 text-sm" data-count=s.as_str()>
-                        <StatusBadge status=s/>
-                        <span class="font-semibold tabular-nums">{counts.get(s)}</span>
+                .map(|k| (k, k.of(&counts)))
+                .filter(|(_, n)| *n > 0)
+                .map(|(k, n)| view! {
+                    <span class="inline-flex items-center gap-1 text-sm" data-count=k.as_str()>
+                        <CountBadge kind=k/>
+                        <span class="font-semibold tabular-nums">{n}</span>
                     </span>
                 })
                 .collect_view()}
-            {(counts.in_flight > 0).then(|| view! {
-                <span class="text-xs opacity-80" data-count="in_flight">{format!("({} in flight)", counts.in_flight)}</span>
-            })}
         </span>
     }
 }

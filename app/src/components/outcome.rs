@@ -57,6 +57,87 @@ pub fn safe_href(url: &str) -> bool {
     url.starts_with("https://") || url.starts_with("http://")
 }
 
+/// What the pages count, each on its own (docs/design.md "What the person sees"): the settled statuses,
+/// and in flight apart. "Outcome unknown" counts settled `outcome_unknown` outcomes only: an in-flight
+/// write publishes `outcome_unknown` too, but it is counted (and filtered) as "In flight", never as
+/// unknown.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum CountKind {
+    OutcomeUnknown,
+    InFlight,
+    Failed,
+    NotExecuted,
+    Completed,
+}
+
+impl CountKind {
+    /// Unknown first, then in flight, then the other settled statuses (as [`PublishedStatus::ALL`]).
+    pub const ALL: [CountKind; 5] = [
+        CountKind::OutcomeUnknown,
+        CountKind::InFlight,
+        CountKind::Failed,
+        CountKind::NotExecuted,
+        CountKind::Completed,
+    ];
+
+    /// A stable name for tests and styling: the wire spelling of the status, or `in_flight`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            CountKind::OutcomeUnknown => "outcome_unknown",
+            CountKind::InFlight => "in_flight",
+            CountKind::Failed => "failed",
+            CountKind::NotExecuted => "not_executed",
+            CountKind::Completed => "completed",
+        }
+    }
+
+    /// Its number in `counts` (whose `outcome_unknown` includes in flight, as the API spells it).
+    pub fn of(self, counts: &ledger::wire::StatusCounts) -> u64 {
+        match self {
+            CountKind::OutcomeUnknown => counts.settled_unknown(),
+            CountKind::InFlight => counts.in_flight,
+            CountKind::Failed => counts.failed,
+            CountKind::NotExecuted => counts.not_executed,
+            CountKind::Completed => counts.completed,
+        }
+    }
+
+    /// Whether an outcome of `status`, in flight or not, is of this kind.
+    pub fn matches(self, status: PublishedStatus, in_flight: bool) -> bool {
+        match self {
+            CountKind::InFlight => in_flight,
+            CountKind::OutcomeUnknown => status == PublishedStatus::OutcomeUnknown && !in_flight,
+            CountKind::Failed => status == PublishedStatus::Failed,
+            CountKind::NotExecuted => status == PublishedStatus::NotExecuted,
+            CountKind::Completed => status == PublishedStatus::Completed,
+        }
+    }
+}
+
+/// The badge of a count: the status's icon, words and colours; "In flight" for in-flight writes.
+#[component]
+pub fn CountBadge(kind: CountKind) -> impl IntoView {
+    let (words, icon, classes) = match kind {
+        CountKind::InFlight => {
+            let (_, icon, classes) = status_look(PublishedStatus::OutcomeUnknown, true);
+            ("In flight", icon, classes)
+        }
+        CountKind::OutcomeUnknown => status_look(PublishedStatus::OutcomeUnknown, false),
+        CountKind::Failed => status_look(PublishedStatus::Failed, false),
+        CountKind::NotExecuted => status_look(PublishedStatus::NotExecuted, false),
+        CountKind::Completed => status_look(PublishedStatus::Completed, false),
+    };
+    view! {
+        <span
+            class=format!("inline-flex items-center gap-1 rounded border px-2 py-0.5 text-xs font-semibold {classes}")
+            data-kind=kind.as_str()
+        >
+            <span aria-hidden="true">{icon}</span>
+            <span>{words}</span>
+        </span>
+    }
+}
+
 /// A status badge: icon and words.
 #[component]
 pub fn StatusBadge(status: PublishedStatus, #[prop(optional)] in_flight: bool) -> impl IntoView {

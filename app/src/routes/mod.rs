@@ -7,6 +7,7 @@ pub mod listing;
 pub mod operation;
 pub mod session;
 pub mod turn;
+pub mod turns;
 pub mod unknowns;
 
 use leptos::prelude::*;
@@ -45,6 +46,11 @@ pub fn page_title(
 /// The page path of a session.
 pub fn session_href(key: &str) -> String {
     format!("/sessions/{}", crate::api::enc(key))
+}
+
+/// The page path of a session's turns, every one, a page at a time (`?after=` for a later page).
+pub fn turns_href(key: &str) -> String {
+    format!("/sessions/{}/turns", crate::api::enc(key))
 }
 
 /// The page path of a logical turn.

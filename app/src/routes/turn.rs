@@ -7,14 +7,14 @@
 //! turns API; the browser reads the other pages in the background, and shows [`ROWS_STEP`] more rows (of the
 //! status filtered on) per "Show more". The page's DOM holds only the rows shown.
 
-use ledger::wire::{PublishedStatus, SessionTurns, StatusCounts, TurnEntries};
+use ledger::wire::{StatusCounts, TurnEntries};
 use leptos::prelude::*;
 use leptos_meta::Title;
 use serde::{Deserialize, Serialize};
 
 use crate::api::{self, ApiError};
 use crate::components::marks::mark;
-use crate::components::outcome::StatusBadge;
+use crate::components::outcome::{CountBadge, CountKind};
 use crate::components::ApiErrorPanel;
 use crate::routes::{param, session_href};
 use crate::roving;
@@ -24,7 +24,7 @@ use crate::timeline::{Connection, Row, Timeline};
 pub const ROWS_STEP: usize = 200;
 
 /// What the page read: the first page of the turn's entries and, when there are more pages, the turn's
-/// counts from the turns API.
+/// counts (the first read's `counts`, read with the entries).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct TurnRead {
     pub entries: TurnEntries,
@@ -38,18 +38,8 @@ async fn read(
     turn: String,
     rows: usize,
 ) -> Result<TurnRead, ApiError> {
-    let entries = reader.first_entries(&key, &turn, rows).await?;
-    let counts = match entries.next {
-        None => None,
-        Some(_) => {
-            let turns: SessionTurns = reader.get_json(api::session_turns_path(&key)).await?;
-            turns
-                .turns
-                .into_iter()
-                .find(|t| t.logical_turn_id == turn)
-                .map(|t| t.counts)
-        }
-    };
+    let mut entries = reader.first_entries(&key, &turn, rows).await?;
+    let counts = entries.counts.take().filter(|_| entries.next.is_some());
     Ok(TurnRead { entries, counts })
 }
 
@@ -118,7 +108,7 @@ fn LiveTimeline(read: TurnRead, shown: usize) -> impl IntoView {
     let entries = read.entries;
     let timeline = RwSignal::new(Timeline::from_first_page(&entries, read.counts));
     let connection = RwSignal::new(Connection::Snapshot);
-    let filter = RwSignal::new(None::<PublishedStatus>);
+    let filter = RwSignal::new(None::<CountKind>);
     let shown = RwSignal::new(shown);
     let session_key = entries.session_key.clone();
     let row_session = entries.session_key.clone();
@@ -148,7 +138,7 @@ fn LiveTimeline(read: TurnRead, shown: usize) -> impl IntoView {
         timeline.with(|t| {
             t.rows()
                 .iter()
-                .filter(|r| f.is_none_or(|f| r.outcome.status == f))
+                .filter(|r| f.is_none_or(|f| f.matches(r.outcome.status, r.in_flight)))
                 .take(n)
                 .cloned()
                 .collect::<Vec<Row>>()
@@ -159,7 +149,7 @@ fn LiveTimeline(read: TurnRead, shown: usize) -> impl IntoView {
         let f = filter.get();
         timeline.with(|t| match f {
             None => t.len(),
-            Some(s) => t.count(s),
+            Some(k) => kind_count(t, k),
         })
     };
     let more = move || {
@@ -208,17 +198,17 @@ fn LiveTimeline(read: TurnRead, shown: usize) -> impl IntoView {
                 {pressed_mark()}
                 <span class="label">{move || format!("All ({})", timeline.with(Timeline::len))}</span>
             </button>
-            {PublishedStatus::ALL.into_iter().map(|s| view! {
+            {CountKind::ALL.into_iter().map(|k| view! {
                 <button
                     type="button"
                     class=FILTER
-                    data-filter=s.as_str()
-                    aria-pressed=move || (filter.get() == Some(s)).to_string()
-                    on:click=move |_| filter.set(Some(s))
+                    data-filter=k.as_str()
+                    aria-pressed=move || (filter.get() == Some(k)).to_string()
+                    on:click=move |_| filter.set(Some(k))
                 >
                     {pressed_mark()}
-                    <StatusBadge status=s/>
-                    <span class="tabular-nums">{move || timeline.with(|t| t.count(s))}</span>
+                    <CountBadge kind=k/>
+                    <span class="tabular-nums">{move || timeline.with(|t| kind_count(t, k))}</span>
                 </button>
             }).collect_view()}
         </div>
@@ -226,5 +216,16 @@ fn LiveTimeline(read: TurnRead, shown: usize) -> impl IntoView {
         <roving::TimelineRows session=row_session rows label="Outcomes of this turn, in recorded order".to_owned() class="timeline space-y-3" revisions=true/>
         {more}
         {move || timeline.with(|t| t.is_empty()).then(|| view! { <p>"No published outcomes in this turn yet."</p> })}
+    }
+}
+
+/// How many of the turn's outcomes are of `kind` (settled unknown and in flight apart).
+fn kind_count(t: &Timeline, kind: CountKind) -> usize {
+    match kind {
+        CountKind::InFlight => t.in_flight(),
+        CountKind::OutcomeUnknown => t.settled_unknown(),
+        CountKind::Failed => t.count(ledger::wire::PublishedStatus::Failed),
+        CountKind::NotExecuted => t.count(ledger::wire::PublishedStatus::NotExecuted),
+        CountKind::Completed => t.count(ledger::wire::PublishedStatus::Completed),
     }
 }

@@ -18,9 +18,22 @@ pub const MAX_CURSOR_LEN: usize = 1024;
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(tag = "l", deny_unknown_fields)]
 pub enum Position {
-    /// A turn's entries: the `sequence` of the page's last entry.
+    /// A turn's entries: the `sequence` of the page's last entry, and whether the listing runs newest
+    /// first (`order=newest`; left out when not, so older cursors stay valid).
     #[serde(rename = "entries")]
-    Entries { seq: i64 },
+    Entries {
+        seq: i64,
+        #[serde(default, skip_serializing_if = "is_false")]
+        newest: bool,
+    },
+    /// A session's turns: the position (`turn_seq`) of the page's last turn, and whether the listing
+    /// runs newest first (`order=newest`).
+    #[serde(rename = "turns")]
+    Turns {
+        seq: i64,
+        #[serde(default, skip_serializing_if = "is_false")]
+        newest: bool,
+    },
     /// The sessions list: the page's last session (`last_write_at` in ms, key).
     #[serde(rename = "sessions")]
     Sessions { at: i64, key: String },
@@ -34,7 +47,13 @@ pub enum Position {
 pub enum Listing {
     Entries,
     Sessions,
+    Turns,
     Unknowns,
+}
+
+/// For `skip_serializing_if`: a `false` flag is left out of the cursor.
+fn is_false(b: &bool) -> bool {
+    !b
 }
 
 impl Position {
@@ -42,6 +61,7 @@ impl Position {
         match self {
             Position::Entries { .. } => Listing::Entries,
             Position::Sessions { .. } => Listing::Sessions,
+            Position::Turns { .. } => Listing::Turns,
             Position::Unknowns { .. } => Listing::Unknowns,
         }
     }
@@ -95,9 +115,25 @@ mod tests {
         );
         assert!(!c.contains(['+', '/', '=']));
         assert_eq!(decode(&c, Listing::Sessions).unwrap(), p);
-        let e = Position::Entries { seq: 7 };
+        let e = Position::Entries {
+            seq: 7,
+            newest: false,
+        };
         assert_eq!(e.encode(), "eyJsIjoiZW50cmllcyIsInNlcSI6N30");
         assert_eq!(decode(&e.encode(), Listing::Entries).unwrap(), e);
+        let n = Position::Turns {
+            seq: 9,
+            newest: true,
+        };
+        assert_eq!(
+            String::from_utf8(URL_SAFE_NO_PAD.decode(n.encode()).unwrap()).unwrap(),
+            r#"{"l":"turns","seq":9,"newest":true}"#
+        );
+        assert_eq!(decode(&n.encode(), Listing::Turns).unwrap(), n);
+        // `"newest":false` is not how this module writes it: not a cursor.
+        let spelled = URL_SAFE_NO_PAD.encode(r#"{"l":"turns","seq":9,"newest":false}"#);
+        assert!(decode(&spelled, Listing::Turns).is_err());
+        assert!(decode(&n.encode(), Listing::Entries).is_err());
     }
 
     #[test]
@@ -128,7 +164,11 @@ mod tests {
             assert_eq!(e.detail.field.as_deref(), Some("after"));
         }
         // The same position with non-canonical trailing bits is refused too.
-        let good = Position::Entries { seq: 7 }.encode();
+        let good = Position::Entries {
+            seq: 7,
+            newest: false,
+        }
+        .encode();
         let mut tweaked = good.clone();
         tweaked.pop();
         tweaked.push('1');

@@ -97,7 +97,7 @@ pub async fn run_events(
     });
     let subscription = state.hub.subscribe(&key);
     // Checked after subscribing: a change committed in between is both queued and replayed, never lost.
-    state.sessions.turns(&key).await?;
+    state.sessions.check_session(&key).await?;
     let mut subscription = subscription.map_err(|limit| {
         tracing::warn!(%limit, "live stream refused");
         ApiError::unavailable("too_many_streams", limit.to_string())

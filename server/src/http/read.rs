@@ -13,7 +13,8 @@ use ledger::wire::{
     OperationHistory, OperationMatches, SessionList, SessionTurns, TurnEntries, UnknownsPage,
 };
 use ledger::{
-    EntriesPage, HistoryChunks, SessionsAfter, SessionsQuery, UnknownsAfter, UnknownsQuery,
+    EntriesPage, HistoryChunks, SessionsAfter, SessionsQuery, TurnsPage, UnknownsAfter,
+    UnknownsQuery,
 };
 use serde::Deserialize;
 
@@ -42,8 +43,8 @@ pub fn router() -> OpenApiRouter<AppState> {
 }
 
 pub use ledger::sessions::{
-    ENTRIES_MAX_LIMIT, SESSIONS_DEFAULT_LIMIT, SESSIONS_MAX_LIMIT, UNKNOWNS_DEFAULT_LIMIT,
-    UNKNOWNS_MAX_LIMIT,
+    ENTRIES_MAX_LIMIT, SESSIONS_DEFAULT_LIMIT, SESSIONS_MAX_LIMIT, TURNS_DEFAULT_LIMIT,
+    TURNS_MAX_LIMIT, UNKNOWNS_DEFAULT_LIMIT, UNKNOWNS_MAX_LIMIT,
 };
 
 /// `?session_id=<key>`.
@@ -230,46 +231,111 @@ fn filter_id<T>(
     }
 }
 
-/// `GET /api/sessions/{session_key}/turns` → the session's turns, oldest first, with counts.
+/// `?limit=&after=&order=` of the turns listing, read as text and checked by the handler.
+#[derive(Deserialize)]
+pub struct TurnsParams {
+    limit: Option<String>,
+    after: Option<String>,
+    order: Option<String>,
+}
+
+/// `order=oldest` (the default) or `order=newest`; anything else is 400 `invalid_parameter` naming
+/// `order`.
+fn read_order(order: Option<&str>) -> Result<bool, ApiError> {
+    match order {
+        None | Some("oldest") => Ok(false),
+        Some("newest") => Ok(true),
+        Some(_) => Err(ApiError::bad_request(
+            "invalid_parameter",
+            "order is oldest or newest",
+            Some("order"),
+        )),
+    }
+}
+
+/// `GET /api/sessions/{session_key}/turns[?limit=&after=&order=]` → `{"session_key", "last_activity",
+/// "counts", "turns": [{"logical_turn_id", "first_recorded_at", "latest_revision", "counts"}], "next",
+/// "total"}` (docs/api.md "Turns"): one page of the session's turns, oldest first (`order=newest`:
+/// newest first), at most `limit` (1 to 1000, default 200), after `after` (the previous answer's
+/// `next`, of the same order); `counts` are the whole session's and `total` its number of turns. Errors
+/// in order: 400 (`invalid_parameter` naming `limit` or `order`, `invalid_cursor` naming `after`,
+/// `invalid_query`, a malformed path) → 404 (`session_not_found`, `session_expired`).
 #[utoipa::path(
     get,
     path = "/api/sessions/{session_key}/turns",
     tag = "read",
-    params(("session_key" = String, Path, description = "session key, percent-encoded")),
+    params(
+        ("session_key" = String, Path, description = "session key, percent-encoded"),
+        ("limit" = Option<u32>, Query, minimum = 1, maximum = 1000, description = "turns at most, 1 to 1000, default 200"),
+        ("after" = Option<String>, Query, description = "opaque cursor: the `next` of the previous page (of the same `order`)"),
+        ("order" = Option<String>, Query, pattern = "^(oldest|newest)$", description = "`oldest` (default): oldest turn first; `newest`: newest turn first"),
+    ),
     responses(
-        (status = 200, description = "the session's turns, oldest first", body = ledger::wire::SessionTurns),
-        (status = 400, description = "missing or empty parameter, or a malformed query or path", body = ledger::wire::ErrorBody),
-        (status = 404, description = "unknown or expired session, or unknown turn", body = ledger::wire::ErrorBody),
+        (status = 200, description = "one page of the session's turns (oldest first, or newest first with `order=newest`), the whole session's counts, the next page's cursor or null, and the number of turns", body = ledger::wire::SessionTurns),
+        (status = 400, description = "invalid `limit`, `after` or `order`, or a malformed query or path", body = ledger::wire::ErrorBody),
+        (status = 404, description = "unknown or expired session", body = ledger::wire::ErrorBody),
     ),
 )]
 pub async fn turns(
     State(state): State<AppState>,
     principal: Principal,
     p: Result<Path<String>, PathRejection>,
+    q: Result<Query<TurnsParams>, QueryRejection>,
 ) -> Result<Json<SessionTurns>, ApiError> {
     let key = read_path(p)?.map_err(|_| unknown("session_id"))?;
+    let params = query(q)?;
+    let limit = read_limit(
+        params.limit.as_deref(),
+        "limit",
+        TURNS_DEFAULT_LIMIT,
+        TURNS_MAX_LIMIT,
+    )?;
+    let newest_first = read_order(params.order.as_deref())?;
+    let after = match params.after.as_deref() {
+        None => None,
+        Some(a) => match cursor::decode(a, Listing::Turns)? {
+            Position::Turns { seq, newest } if newest == newest_first => Some(seq),
+            _ => return Err(cursor::invalid_cursor()),
+        },
+    };
     let key = read_param(Some(key), "session_id", SessionKey::parse)?;
     principal.may_read(&key)?;
-    Ok(Json(state.sessions.turns(&key).await?))
+    let page = TurnsPage {
+        after,
+        limit,
+        newest_first,
+    };
+    let (mut turns, next) = state.sessions.turns_page(&key, &page).await?;
+    turns.next = next.map(|seq| {
+        Position::Turns {
+            seq,
+            newest: newest_first,
+        }
+        .encode()
+    });
+    Ok(Json(turns))
 }
 
-/// `?after_revision=&limit=&after=` of the entries API, read as text and checked by the handler.
+/// `?after_revision=&limit=&after=&order=` of the entries API, read as text and checked by the handler.
 #[derive(Deserialize)]
 pub struct EntriesParams {
     after_revision: Option<String>,
     limit: Option<String>,
     after: Option<String>,
+    order: Option<String>,
 }
 
 /// `GET /api/sessions/{session_key}/turns/{logical_turn_id}/entries[?after_revision=N][&limit=n][&after=c]`
 /// → `{"session_key", "logical_turn_id", "latest_revision", "entries": [{"sequence", "mutation_revision",
-/// "outcome", "ledger_status", "recorded_at", "settled_at"}], "next"}` (docs/api.md "Dashboard reads"):
-/// the turn's published entries in recorded order (`sequence`), with `after_revision` only those whose
+/// "outcome", "ledger_status", "recorded_at", "settled_at"}], "next", "counts"?}` (docs/api.md "Turn
+/// entries"): the turn's published entries in recorded order (`sequence`; `order=newest`: newest first,
+/// `next` going on with older ones), and on a first read (neither `after_revision` nor `after`) the
+/// turn's counts read in the same transaction; with `after_revision` only those whose
 /// `mutation_revision` is above N (legacy entries without a revision only without it), in flight ones
 /// included, so a page catches up after a `turn_changed` hint. `latest_revision` is always the turn's
 /// latest. At most `limit` entries (1 to 1000, default 1000); `next` is the opaque cursor of the next
 /// page (`?after=`, the other parameters unchanged), `null` on the last. Errors in order: 400
-/// (`invalid_cursor` naming `after_revision` or `after`, `invalid_parameter` naming `limit`, a malformed
+/// (`invalid_cursor` naming `after_revision` or `after`, `invalid_parameter` naming `limit` or `order`, a malformed
 /// query or path) → 404 (`session_not_found`, `session_expired`, `turn_not_found`) → 409
 /// (`cursor_ahead` naming `after_revision`: above the turn's latest revision).
 #[utoipa::path(
@@ -281,11 +347,12 @@ pub struct EntriesParams {
         ("logical_turn_id" = String, Path, description = "logical turn, percent-encoded"),
         ("after_revision" = Option<i64>, Query, minimum = 0, maximum = 9_223_372_036_854_774_784_i64, description = "only entries changed after this revision (ASCII digits, 0 to 2^63-1, at most the turn's latest revision); legacy entries without a revision only without it"),
         ("limit" = Option<u32>, Query, minimum = 1, maximum = 1000, description = "entries at most, 1 to 1000, default 1000"),
-        ("after" = Option<String>, Query, description = "opaque cursor: the `next` of the previous page"),
+        ("after" = Option<String>, Query, description = "opaque cursor: the `next` of the previous page (of the same `order`)"),
+        ("order" = Option<String>, Query, pattern = "^(oldest|newest)$", description = "`oldest` (default): recorded order; `newest`: newest entry first"),
     ),
     responses(
-        (status = 200, description = "the turn's published entries in recorded order (changed after `after_revision` when given), its latest revision, and the next page's cursor or null", body = ledger::wire::TurnEntries),
-        (status = 400, description = "invalid `after_revision`, `limit` or `after`, or a malformed query or path", body = ledger::wire::ErrorBody),
+        (status = 200, description = "the turn's published entries in recorded order (newest first with `order=newest`; `counts` on a first read) (changed after `after_revision` when given), its latest revision, and the next page's cursor or null", body = ledger::wire::TurnEntries),
+        (status = 400, description = "invalid `after_revision`, `limit`, `after` or `order`, or a malformed query or path", body = ledger::wire::ErrorBody),
         (status = 404, description = "unknown or expired session, or unknown turn", body = ledger::wire::ErrorBody),
         (status = 409, description = "`after_revision` is past the turn's latest revision (`cursor_ahead`)", body = ledger::wire::ErrorBody),
     ),
@@ -306,10 +373,11 @@ pub async fn turn_entries(
         ENTRIES_MAX_LIMIT,
         ENTRIES_MAX_LIMIT,
     )?;
+    let newest_first = read_order(params.order.as_deref())?;
     let after_sequence = match params.after.as_deref() {
         None => None,
         Some(a) => match cursor::decode(a, Listing::Entries)? {
-            Position::Entries { seq } => Some(seq),
+            Position::Entries { seq, newest } if newest == newest_first => Some(seq),
             _ => return Err(cursor::invalid_cursor()),
         },
     };
@@ -327,13 +395,14 @@ pub async fn turn_entries(
     };
     let Some(turn) = turn else {
         // The session's own 404 (unknown, expired) comes first, as for a well-formed unknown turn.
-        state.sessions.turns(&key).await?;
+        state.sessions.check_session(&key).await?;
         return Err(unknown("logical_turn_id"));
     };
     let page = EntriesPage {
         after_revision,
         after_sequence,
         limit,
+        newest_first,
     };
     let (mut entries, next) = state
         .sessions
@@ -346,7 +415,13 @@ pub async fn turn_entries(
             }
             error
         })?;
-    entries.next = next.map(|seq| Position::Entries { seq }.encode());
+    entries.next = next.map(|seq| {
+        Position::Entries {
+            seq,
+            newest: newest_first,
+        }
+        .encode()
+    });
     Ok(Json(entries))
 }
 

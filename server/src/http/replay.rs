@@ -161,7 +161,7 @@ pub async fn mutation_events(
     let key = key.ok_or_else(|| unknown("session_id"))?;
     principal.may_read(&key)?;
     let Some(turn) = turn else {
-        state.sessions.turns(&key).await?;
+        state.sessions.check_session(&key).await?;
         return Err(unknown("logical_turn_id"));
     };
     let chunks = state

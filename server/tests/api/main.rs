@@ -24,5 +24,6 @@ mod reliability_clock;
 mod reliability_disk;
 mod reliability_memory;
 mod replay;
+mod session_page;
 mod staff_cli;
 mod strict_input;

@@ -333,14 +333,27 @@ async fn the_paged_reads_document_their_parameters_ranges_and_400() {
     );
     assert_eq!(
         entries.keys().collect::<Vec<_>>(),
-        ["after", "after_revision", "limit"]
+        ["after", "after_revision", "limit", "order"]
     );
     assert_eq!(entries["after"], opaque);
     assert_eq!(entries["limit"]["schema"]["maximum"], 1000);
     assert_eq!(entries["after_revision"]["schema"]["minimum"], 0);
+    let order =
+        json!({"schema": {"type": "string", "pattern": "^(oldest|newest)$"}, "required": false});
+    assert_eq!(entries["order"], order);
+    let turns = query_params(&doc, "/api/sessions/{session_key}/turns");
+    assert_eq!(
+        turns.keys().collect::<Vec<_>>(),
+        ["after", "limit", "order"]
+    );
+    assert_eq!(turns["after"], opaque);
+    assert_eq!(turns["order"], order);
+    assert_eq!(turns["limit"]["schema"]["minimum"], 1);
+    assert_eq!(turns["limit"]["schema"]["maximum"], 1000);
     for path in [
         "/api/sessions",
         "/api/unknowns",
+        "/api/sessions/{session_key}/turns",
         "/api/sessions/{session_key}/turns/{logical_turn_id}/entries",
     ] {
         assert!(
