@@ -246,7 +246,7 @@ async fn end_streams_of_expired_sessions(state: &AppState) {
         let Ok(key) = ledger::ids::SessionKey::parse(key) else {
             continue;
         };
-        if let Err(ledger::LedgerError::SessionExpired) = state.sessions.turns(&key).await {
+        if let Err(ledger::LedgerError::SessionExpired) = state.sessions.check_session(&key).await {
             state.hub.end_session(&key, ledger::SessionEnd::Expired);
         }
     }

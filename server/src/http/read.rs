@@ -461,7 +461,7 @@ pub async fn operation_history(
     };
     let Some(mutation) = mutation else {
         // The session's own 404 (unknown, expired) comes first, as for a well-formed unknown mutation.
-        state.sessions.turns(&key).await?;
+        state.sessions.check_session(&key).await?;
         return Err(unknown("mutation_id"));
     };
     let history = state.sessions.operation_history(&key, &mutation).await?;
