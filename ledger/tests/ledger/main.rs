@@ -15,5 +15,6 @@ mod retention;
 mod revisions;
 mod sanitize_rules;
 mod several_instances;
+mod sign_ins;
 mod streamed_reads;
 mod transitions;

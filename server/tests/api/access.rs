@@ -1131,7 +1131,7 @@ async fn viewer_links_are_minted_checked_opened_and_revoked() {
             .to_str()
             .unwrap()
             .starts_with("text/html"));
-        assert!(r.body.contains("This link is not valid."), "{}", r.body);
+        assert!(r.body.contains("This link no longer works."), "{}", r.body);
         assert!(set_cookies(&r.headers).is_empty());
     }
 
@@ -1140,17 +1140,30 @@ async fn viewer_links_are_minted_checked_opened_and_revoked() {
     let r = get(&app, "/api/sessions/charlie/turns", &v).await;
     assert_eq!(r.status, StatusCode::UNAUTHORIZED, "{}", r.body);
     assert!(clears(&r.headers, "outcomes_viewer"));
+    // A page opened with the revoked link's cookie: the end user's plain page (this link no longer
+    // works), never the staff sign-in form; the cookie is cleared, so the next page asks for a sign-in.
     let r = get(&app, "/sessions/charlie", &v).await;
+    assert_eq!(r.status, StatusCode::NOT_FOUND, "{}", r.body);
+    assert!(r.body.contains("This link no longer works."), "{}", r.body);
+    assert!(
+        r.body.contains("Ask whoever shared it with you for a new link."),
+        "{}",
+        r.body
+    );
+    assert!(!r.body.contains("/sign-in"), "{}", r.body);
+    assert!(!r.body.contains("Password"), "{}", r.body);
+    assert!(clears(&r.headers, "outcomes_viewer"));
+    let r = get(&app, "/sessions/charlie", &[]).await;
     assert_eq!(r.status, StatusCode::SEE_OTHER);
     assert!(
         sends_to_sign_in(&location(&r), "/sessions/charlie"),
         "{}",
         location(&r)
     );
-    assert_eq!(
-        get(&app, &url_of(&token), &[]).await.status,
-        StatusCode::NOT_FOUND
-    );
+    let r = get(&app, &url_of(&token), &[]).await;
+    assert_eq!(r.status, StatusCode::NOT_FOUND);
+    assert!(r.body.contains("This link no longer works."), "{}", r.body);
+    assert!(!r.body.contains("/sign-in"), "{}", r.body);
     assert_eq!(revoke(&app, "charlie").await, json!({"revoked": 0}));
     // Revoking all six of alpha's links (the expired one included).
     assert_eq!(revoke(&app, "alpha").await, json!({"revoked": 6}));
