@@ -209,25 +209,31 @@ impl From<ReconcileForm> for OperatorInput {
     }
 }
 
-/// What an operator form's handler starts from: the caller may act (staff), or the answer to send
-/// instead. A person whose sign-in ended (no credential, or open access) gets the sign-in page keeping
-/// what they typed (401; docs/access.md "Signing in"), so nothing typed is lost and nothing is sent twice;
-/// the host and a viewer get the refusal page (403).
-fn staff_or_answer(
+/// Who sends an operator form, looked at before the form is read: staff (`Ok(Some(name))`); a person
+/// whose sign-in ended, sending from this server's page (no credential, or open access, with a matching
+/// `Origin`: `Ok(None)`, answered once the form is read by [`keep_across_sign_in`]); anyone else is
+/// refused now (the host, a viewer, open access from elsewhere: 403).
+fn sender(
     principal: &Result<Principal, ApiError>,
     headers: &HeaderMap,
-    pending: &PendingForm,
+    action: OperatorAction,
     back: &str,
-) -> Result<String, Response> {
+) -> Result<Option<String>, Response> {
     match principal {
-        Ok(Principal::Staff { name, .. }) => Ok(name.clone()),
-        Err(_) | Ok(Principal::Open) if origin_matches(headers) => Err(html(
-            StatusCode::UNAUTHORIZED,
-            sign_in_page_keeping(back, "", None, Some(pending)),
-        )),
-        Err(e) => Err(refusal_page(e, pending.action, back)),
-        Ok(_) => Err(refusal_page(&ApiError::staff_only(), pending.action, back)),
+        Ok(Principal::Staff { name, .. }) => Ok(Some(name.clone())),
+        Err(_) | Ok(Principal::Open) if origin_matches(headers) => Ok(None),
+        Err(e) => Err(refusal_page(e, action, back)),
+        Ok(_) => Err(refusal_page(&ApiError::staff_only(), action, back)),
     }
+}
+
+/// The sign-in page keeping what was typed (401; docs/api.md "The operation page's forms"): nothing typed
+/// is lost, and nothing is sent until the person, signed in again, sends it.
+fn keep_across_sign_in(pending: &PendingForm, back: &str) -> Response {
+    html(
+        StatusCode::UNAUTHORIZED,
+        sign_in_page_keeping(back, "", None, Some(pending)),
+    )
 }
 
 /// The form a request posted, kept: its action, its path (as the server names it) and what was typed.
@@ -250,14 +256,17 @@ async fn note_form(
     form: Result<StrictForm<NoteForm>, ApiError>,
 ) -> Response {
     let back = back_to(&p);
+    let who = match sender(&principal, &headers, OperatorAction::Note, &back) {
+        Ok(who) => who,
+        Err(answer) => return answer,
+    };
     let StrictForm(f) = match form {
         Ok(f) => f,
         Err(e) => return refusal_page(&e, OperatorAction::Note, &back),
     };
     let kept = pending(OperatorAction::Note, &back, OperatorInput::from(f));
-    let name = match staff_or_answer(&principal, &headers, &kept, &back) {
-        Ok(name) => name,
-        Err(answer) => return answer,
+    let Some(name) = who else {
+        return keep_across_sign_in(&kept, &back);
     };
     let done = async {
         let path = path(p)?;
@@ -285,6 +294,10 @@ async fn reconcile_form(
     form: Result<StrictForm<ReconcileForm>, ApiError>,
 ) -> Response {
     let back = back_to(&p);
+    let who = match sender(&principal, &headers, OperatorAction::Reconciliation, &back) {
+        Ok(who) => who,
+        Err(answer) => return answer,
+    };
     let StrictForm(f) = match form {
         Ok(f) => f,
         Err(e) => return refusal_page(&e, OperatorAction::Reconciliation, &back),
@@ -294,9 +307,8 @@ async fn reconcile_form(
         &back,
         OperatorInput::from(f),
     );
-    let name = match staff_or_answer(&principal, &headers, &kept, &back) {
-        Ok(name) => name,
-        Err(answer) => return answer,
+    let Some(name) = who else {
+        return keep_across_sign_in(&kept, &back);
     };
     let done = async {
         let path = path(p)?;
