@@ -6,7 +6,7 @@
 //!   `Origin`.
 //! - `POST /sign-out`: ends the sign-in, clears the cookies, 303 to `/sign-in`.
 //! - `GET /v/{token}`: a valid link sets the viewer cookie and 303s to its session's page; any other
-//!   token answers 404 with a page that says the link is not valid.
+//!   token answers 404 with a plain page for the end user: this link no longer works.
 //! - `GET /api/me`: `{"access", "name"?, "session_key"?}`, what the page header shows.
 
 use std::sync::Arc;
