@@ -35,6 +35,11 @@ use crate::AppState;
 pub const SIGN_IN_COOKIE: &str = "outcomes_sign_in";
 /// The cookie that holds a viewer link's token.
 pub const VIEWER_COOKIE: &str = "outcomes_viewer";
+/// Set (`1`, until the browser closes) when a viewer cookie is cleared because its link ended: a page
+/// then asked for without a credential is the end user's "this link no longer works" page, not the staff
+/// sign-in form, even when a read of the open page cleared the cookie first. Cleared by opening a link,
+/// signing in and signing out.
+pub const VIEWER_ENDED_COOKIE: &str = "outcomes_viewer_ended";
 
 /// Whether reads need a credential.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -560,8 +565,15 @@ pub async fn authenticate(
     // credential: the end user's plain "this link no longer works" page, never the staff sign-in form.
     let viewer_link_ended = class == PathClass::Page
         && !unsafe_method
-        && resolved.clear == [VIEWER_COOKIE]
-        && matches!(resolved.principal, None | Some(Principal::Open));
+        && !resolved.clear.contains(&SIGN_IN_COOKIE)
+        && match resolved.principal {
+            None => {
+                resolved.clear.contains(&VIEWER_COOKIE)
+                    || cookie_value(request.headers(), VIEWER_ENDED_COOKIE).is_some()
+            }
+            Some(Principal::Open) => resolved.clear.contains(&VIEWER_COOKIE),
+            Some(_) => false,
+        };
     let refused = match (&resolved.principal, class) {
         _ if viewer_link_ended => Some(crate::http::sign_in::html(
             StatusCode::NOT_FOUND,
@@ -622,6 +634,12 @@ pub async fn authenticate(
         response
             .headers_mut()
             .append(SET_COOKIE, set_cookie(name, "", CookieLife::Clear, secure));
+        if name == VIEWER_COOKIE {
+            response.headers_mut().append(
+                SET_COOKIE,
+                set_cookie(VIEWER_ENDED_COOKIE, "1", CookieLife::Browser, secure),
+            );
+        }
     }
     response
 }

@@ -24,7 +24,7 @@ use serde::Deserialize;
 
 use crate::access::{
     self, client_ip, cookie_value, is_https, local_next, origin_matches, set_cookie, CookieLife,
-    Principal, StaffVia, SIGN_IN_COOKIE, VIEWER_COOKIE,
+    Principal, StaffVia, SIGN_IN_COOKIE, VIEWER_COOKIE, VIEWER_ENDED_COOKIE,
 };
 use crate::error::ApiError;
 use crate::AppState;
@@ -229,6 +229,12 @@ pub async fn sign_in(
         SET_COOKIE,
         set_cookie(SIGN_IN_COOKIE, &id, CookieLife::Browser, secure),
     );
+    if cookie_value(&headers, VIEWER_ENDED_COOKIE).is_some() {
+        h.append(
+            SET_COOKIE,
+            set_cookie(VIEWER_ENDED_COOKIE, "", CookieLife::Clear, secure),
+        );
+    }
     response
 }
 
@@ -324,7 +330,9 @@ pub async fn sign_out(
     }
     let secure = is_https(&state, &request_extensions, &headers);
     let mut response = see_other("/sign-in");
-    for name in [SIGN_IN_COOKIE, VIEWER_COOKIE] {
+    let marked = cookie_value(&headers, VIEWER_ENDED_COOKIE).is_some();
+    let names = [SIGN_IN_COOKIE, VIEWER_COOKIE, VIEWER_ENDED_COOKIE];
+    for name in names.into_iter().take(if marked { 3 } else { 2 }) {
         response
             .headers_mut()
             .append(SET_COOKIE, set_cookie(name, "", CookieLife::Clear, secure));
@@ -356,6 +364,12 @@ pub async fn open_viewer_link(
                 SET_COOKIE,
                 set_cookie(VIEWER_COOKIE, &token, CookieLife::For(left), secure),
             );
+            if cookie_value(&headers, VIEWER_ENDED_COOKIE).is_some() {
+                response.headers_mut().append(
+                    SET_COOKIE,
+                    set_cookie(VIEWER_ENDED_COOKIE, "", CookieLife::Clear, secure),
+                );
+            }
             response
         }
         Ok(None) => match state.failures.fail(client) {

@@ -1154,6 +1154,20 @@ async fn viewer_links_are_minted_checked_opened_and_revoked() {
     assert!(!r.body.contains("/sign-in"), "{}", r.body);
     assert!(!r.body.contains("Password"), "{}", r.body);
     assert!(clears(&r.headers, "outcomes_viewer"));
+    // The cleared cookie leaves a marker behind (an open page's read may clear it before the end user
+    // reloads): a page asked for with only the marker is the same plain page, not the sign-in form.
+    let marker = set_cookies(&r.headers)
+        .into_iter()
+        .find(|c| c.starts_with("outcomes_viewer_ended=1"))
+        .expect("the link-ended marker");
+    assert!(marker.contains("HttpOnly"), "{marker}");
+    let m = vec![cookie("outcomes_viewer_ended", "1")];
+    let r = get(&app, "/sessions/charlie", &m).await;
+    assert_eq!(r.status, StatusCode::NOT_FOUND, "{}", r.body);
+    assert!(r.body.contains("This link no longer works."), "{}", r.body);
+    let r = get(&app, "/api/sessions/charlie/turns", &m).await;
+    assert_eq!(r.status, StatusCode::UNAUTHORIZED, "{}", r.body);
+    // Without it (a new browser, or after signing in or out): the sign-in form, as for anyone.
     let r = get(&app, "/sessions/charlie", &[]).await;
     assert_eq!(r.status, StatusCode::SEE_OTHER);
     assert!(
