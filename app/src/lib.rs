@@ -68,6 +68,8 @@ pub fn App() -> impl IntoView {
         }
     });
     provide_context(CallerResource(caller));
+    #[cfg(feature = "hydrate")]
+    components::CALLER.with(|c| c.set(Some(CallerResource(caller))));
     view! {
         <Stylesheet id="leptos" href="/pkg/outcomes.css"/>
         <Title text="Outcome ledger"/>

@@ -124,11 +124,18 @@ pub fn SignedOut() -> impl IntoView {
     .into_any()
 }
 
+#[cfg(feature = "hydrate")]
+thread_local! {
+    /// The page header's caller, for [`caller_gone`] called outside the app's reactive tree (a live
+    /// stream's callbacks).
+    pub static CALLER: std::cell::Cell<Option<crate::CallerResource>> = const { std::cell::Cell::new(None) };
+}
+
 /// Reads who is calling again (once interactive), after a read was refused for want of a credential:
 /// the page header then says "Signed out" instead of "Signed in".
 pub fn caller_gone() {
     #[cfg(feature = "hydrate")]
-    if let Some(c) = use_context::<crate::CallerResource>() {
+    if let Some(c) = use_context::<crate::CallerResource>().or_else(|| CALLER.with(|c| c.get())) {
         let signed_in = c
             .0
             .get_untracked()
