@@ -136,10 +136,12 @@ thread_local! {
 pub fn caller_gone() {
     #[cfg(feature = "hydrate")]
     if let Some(c) = use_context::<crate::CallerResource>().or_else(|| CALLER.with(|c| c.get())) {
+        // Staff only: a viewer whose link ended is told so by the page, and never offered the staff
+        // sign-in in the header.
         let signed_in = c
             .0
             .get_untracked()
-            .is_some_and(|c| c.is_ok_and(|c| c.access != "open"));
+            .is_some_and(|c| c.is_ok_and(|c| c.access == "staff"));
         if signed_in {
             c.0.refetch();
         }
