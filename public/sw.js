@@ -4,13 +4,15 @@
 // stores a page, an API answer or a live stream, so it can never show an outcome that is not current; and it
 // never stores the app's script or wasm (/pkg/), so it can never hand out a stale or mismatched pair.
 //
-// - A navigation goes to the network. Only when the network fails is the answer the offline page, which says
-//   that nothing can be shown while offline and that no outcome is current.
+// - A navigation goes to the network. Only when it fails is the answer a page of the worker's: when this device
+//   is offline (navigator.onLine is false), the offline page; when it is online and only the server did not
+//   answer, the "server cannot be reached" page. Both say that nothing can be shown and no outcome is current.
 // - The shell files above: network first (refreshing the cache), the cache only when the network fails.
 // - Anything else (/api/, /pkg/, live streams, forms): not touched, the browser fetches it as without a worker.
-const CACHE = 'outcomes-shell-v1';
+const CACHE = 'outcomes-shell-v2';
 const SHELL = [
   '/offline.html',
+  '/unreachable.html',
   '/offline.css',
   '/manifest.webmanifest',
   '/icon.svg',
@@ -38,11 +40,17 @@ self.addEventListener('activate', (event) => {
   );
 });
 
+// The answer to a navigation the network could not carry: "this device is offline" only when it is, else
+// "the server cannot be reached" (the device is online; the server is stopped or unreachable).
 async function offline() {
-  const page = await caches.match('/offline.html');
+  const deviceOffline = self.navigator.onLine === false;
+  const page = await caches.match(deviceOffline ? '/offline.html' : '/unreachable.html');
+  const words = deviceOffline
+    ? 'You are offline: nothing can be shown, and no outcome is current.'
+    : 'The server cannot be reached: nothing can be shown, and no outcome is current.';
   return (
     page ??
-    new Response('You are offline: nothing can be shown, and no outcome is current.', {
+    new Response(words, {
       status: 503,
       headers: { 'content-type': 'text/plain; charset=utf-8' },
     })

@@ -63,11 +63,39 @@ impl ApiError {
                 "This session has no logical turn with this id.".to_owned()
             }
             ApiError::NotFound { message, .. } => message.clone(),
-            ApiError::Status { status, message } => {
-                format!("The server answered {status}: {message}")
+            // Never the API's own words here: they speak of bearer tokens to programs.
+            ApiError::Status { status: 401, .. } => {
+                "Your sign-in has ended, so nothing more can be shown. Sign in again to go on.".to_owned()
             }
-            ApiError::Network(m) => format!("The server could not be reached: {m}"),
+            ApiError::Status { status: 403, .. } => {
+                "You may not see this: it is for signed-in staff.".to_owned()
+            }
+            ApiError::Status { status: 429, .. } => {
+                "Too many failed sign-ins from this address. Wait a minute, then try again.".to_owned()
+            }
+            ApiError::Status { status: 503, .. } => {
+                "The ledger is busy or its database cannot be reached. Try again in a moment.".to_owned()
+            }
+            ApiError::Status { status, .. } if *status >= 500 => {
+                format!("The server failed to answer ({status}); its log says why.")
+            }
+            ApiError::Status { status, message } => {
+                format!("The server refused this read ({status}): {message}")
+            }
+            ApiError::Network(m) if m.starts_with("unexpected body") => {
+                "The server's answer could not be read.".to_owned()
+            }
+            ApiError::Network(_) => {
+                "The server cannot be reached. Check that it is running and that this device is online."
+                    .to_owned()
+            }
         }
+    }
+
+    /// Whether the read was refused for want of a credential (401): the sign-in ended, or a viewer
+    /// link no longer works.
+    pub fn signed_out(&self) -> bool {
+        matches!(self, ApiError::Status { status: 401, .. })
     }
 }
 
@@ -404,5 +432,26 @@ mod tests {
         assert_eq!(answer(503, "busy").page_status(), 503);
         assert_eq!(answer(200, "not json").page_status(), 502);
         assert_eq!(ApiError::Network("refused".into()).page_status(), 502);
+    }
+
+    #[test]
+    fn errors_read_in_words_without_the_apis_hints_for_programs() {
+        let signed_out = answer(
+            401,
+            r#"{"error":{"code":"unauthorized","message":"a credential is required: Authorization: Bearer <host or staff token>"}}"#,
+        );
+        assert!(signed_out.signed_out());
+        assert_eq!(
+            signed_out.describe(),
+            "Your sign-in has ended, so nothing more can be shown. Sign in again to go on."
+        );
+        assert_eq!(
+            ApiError::Network("TypeError: Failed to fetch".into()).describe(),
+            "The server cannot be reached. Check that it is running and that this device is online."
+        );
+        for e in [signed_out, ApiError::Network("TypeError: Failed to fetch".into())] {
+            assert!(!e.describe().contains("Bearer"));
+            assert!(!e.describe().contains("TypeError"));
+        }
     }
 }

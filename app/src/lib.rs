@@ -68,6 +68,8 @@ pub fn App() -> impl IntoView {
         }
     });
     provide_context(CallerResource(caller));
+    #[cfg(feature = "hydrate")]
+    components::CALLER.with(|c| c.set(Some(CallerResource(caller))));
     view! {
         <Stylesheet id="leptos" href="/pkg/outcomes.css"/>
         <Title text="Outcome ledger"/>
@@ -77,8 +79,12 @@ pub fn App() -> impl IntoView {
                 <nav class="mx-auto flex max-w-5xl flex-wrap items-center gap-4 px-4 py-3" aria-label="Main">
                     <Transition fallback=|| view! { <span class="font-semibold">"Outcome ledger"</span> }>
                         {move || Suspend::new(async move {
-                            let caller = caller.await.ok();
-                            view! { <HeaderLinks caller/> }
+                            let caller = caller.await;
+                            // Who is calling could not be read for want of a credential: the sign-in
+                            // ended (or a viewer link no longer works). Never "Signed in" then.
+                            let signed_out = caller.as_ref().is_err_and(api::ApiError::signed_out);
+                            let caller = caller.ok();
+                            view! { <HeaderLinks caller signed_out/> }
                         })}
                     </Transition>
                 </nav>
@@ -106,7 +112,18 @@ pub struct CallerResource(pub Resource<Result<ledger::wire::Caller, api::ApiErro
 /// The header's links and the caller's access: a viewer sees no links to other sessions, only what they
 /// are looking at and how to leave; staff see their name and a sign-out button; open access says so.
 #[component]
-fn HeaderLinks(caller: Option<ledger::wire::Caller>) -> impl IntoView {
+fn HeaderLinks(caller: Option<ledger::wire::Caller>, signed_out: bool) -> impl IntoView {
+    if signed_out {
+        let href = format!("/sign-in?next={}", api::enc(&components::here()));
+        return view! {
+            <span class="font-semibold">"Outcome ledger"</span>
+            <span class="access ml-auto flex items-center gap-3 text-sm">
+                <span data-access="signed-out">"Signed out"</span>
+                <a href=href rel="external" class="underline-offset-2 hover:underline">"Sign in"</a>
+            </span>
+        }
+        .into_any();
+    }
     let Some(access) = caller.as_ref().map(|c| c.access.clone()) else {
         // Who is calling could not be read (a page outside the app's routes): the name only.
         return view! { <span class="font-semibold">"Outcome ledger"</span> }.into_any();

@@ -367,6 +367,8 @@ impl Live {
         match error {
             api::ApiError::Status { status: 401, .. } => {
                 self.stop(Connection::AccessEnded);
+                // The page header reads who is calling again: never "Signed in" once it ended.
+                crate::components::caller_gone();
                 true
             }
             api::ApiError::NotFound { .. } => {

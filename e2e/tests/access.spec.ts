@@ -159,7 +159,7 @@ test('every page works under its Content Security Policy, and the app hydrates',
   // The pages the server renders outside the app: no script at all, styled by the same stylesheet.
   const standalone: [string, string, number, string][] = [
     ['sign-in', '/sign-in', 200, 'Sign in'],
-    ['bad viewer link', '/v/not-a-valid-link', 404, 'This link is not valid.'],
+    ['bad viewer link', '/v/not-a-valid-link', 404, 'This link no longer works.'],
   ];
   for (const [name, path, status, heading] of standalone) {
     const response = await page.goto(path);
@@ -364,18 +364,22 @@ test.describe('on the signed-in server', () => {
       // Only reads of its own session were refused while it learnt so: one or two, not a retry loop.
       expect(seen.state.denied.length).toBeLessThanOrEqual(3);
       for (const url of seen.state.denied) expect(url).toContain(enc(a));
-      await page.reload();
-      expectSignInPage(page, hostA.turnPath('turn-1'));
+      // A reload: the end user's plain page (this link no longer works), never the staff sign-in form.
+      const ended = await page.reload();
+      expect(ended?.status()).toBe(404);
+      await expect(page.locator('main h1')).toHaveText('This link no longer works.');
+      await expect(page.locator('input[type="password"]')).toHaveCount(0);
       expect((await context.cookies()).map(c => c.name)).not.toContain('outcomes_viewer');
       expect((await page.request.get(`/api/sessions/${enc(a)}/turns`)).status()).toBe(401);
       // The revoked link and a made-up one are not valid.
       const revoked = await page.goto(link.url);
       expect(revoked?.status()).toBe(404);
-      await expect(page.locator('main h1')).toHaveText('This link is not valid.');
+      await expect(page.locator('main h1')).toHaveText('This link no longer works.');
       const bad = await page.goto('/v/' + 'x'.repeat(43));
       expect(bad?.status()).toBe(404);
-      await expect(page.locator('main h1')).toHaveText('This link is not valid.');
-      await expect(page.getByRole('link', { name: 'sign in' })).toHaveAttribute('href', '/sign-in');
+      await expect(page.locator('main h1')).toHaveText('This link no longer works.');
+      await expect(page.locator('main')).toContainText('Ask whoever shared it with you for a new link.');
+      await expect(page.getByRole('link', { name: 'sign in' })).toHaveCount(0);
 
       expect(seen.csp, 'Content Security Policy messages').toEqual([]);
       expect(seen.errors, 'console errors and uncaught exceptions').toEqual([]);

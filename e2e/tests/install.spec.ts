@@ -113,7 +113,7 @@ test('the service worker registers, keeps only shell files, and offline a naviga
   });
   expect(cached).toContain('/offline.html');
   for (const path of cached) {
-    expect(path, 'a cached path').toMatch(/^\/(offline\.(html|css)|manifest\.webmanifest|icon[-a-z0-9]*\.(svg|png)|apple-touch-icon\.png)$/);
+    expect(path, 'a cached path').toMatch(/^\/(offline\.(html|css)|unreachable\.html|manifest\.webmanifest|icon[-a-z0-9]*\.(svg|png)|apple-touch-icon\.png)$/);
   }
 
   await context.setOffline(true);

@@ -113,7 +113,9 @@ test('staff walk an unknown outcome from the queue to its page, note it, reconci
     // Reconcile with the evidence observed at the provider, bound to the attempt the page shows.
     const form = page.locator('form.reconcile-form');
     await expect(form.locator('input[name="attempt_id"]')).toHaveValue('att-1');
-    await expect(form.getByLabel('Observed at (RFC 3339)')).toHaveValue(/^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d/);
+    // "Observed at" is never guessed (it was the page's load time): empty until the operator enters it.
+    await expect(form.getByLabel('Observed at (RFC 3339)')).toHaveValue('');
+    await form.getByLabel('Observed at (RFC 3339)').fill('2026-12-01T18:30:00Z');
     await form.getByLabel('It took effect (completed)').check();
     await form.getByLabel('Evidence source').fill('payments-api');
     await form.getByLabel('Evidence reference').fill('refund re_123');

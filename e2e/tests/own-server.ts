@@ -1,11 +1,16 @@
 // A server of the test's own (the one scripts/test.sh started cannot be stopped, frozen or restarted from
 // a test): the release binary on a random port, over a data directory the test chooses.
-import { spawn, ChildProcess } from 'child_process';
+import { spawn, execFileSync, ChildProcess } from 'child_process';
 import * as path from 'path';
 
 const root = path.resolve(process.cwd(), '..');
 // OUTCOMES_BIN overrides the binary (a debug build, locally).
 const binary = process.env.OUTCOMES_BIN ?? path.join(root, 'target/release/outcomes');
+
+/** Runs `outcomes <args>` to its end; its stdout. */
+export function outcomes(args: string[]): string {
+  return execFileSync(binary, args, { env: { ...process.env }, encoding: 'utf8' });
+}
 
 export class OwnServer {
   readonly base: string;
@@ -15,10 +20,10 @@ export class OwnServer {
     this.base = `http://127.0.0.1:${port}`;
   }
 
-  /** Starts the server on `dataDir` and waits for `/healthz`. */
-  async start(dataDir: string): Promise<void> {
+  /** Starts the server on `dataDir` (with `serve`'s `extra` arguments) and waits for `/healthz`. */
+  async start(dataDir: string, extra: string[] = []): Promise<void> {
     const child = spawn(binary, ['serve', '--addr', `127.0.0.1:${this.port}`, '--data-dir', dataDir,
-      '--site-root', path.join(root, 'target/site')], { env: { ...process.env }, stdio: 'ignore' });
+      '--site-root', path.join(root, 'target/site'), ...extra], { env: { ...process.env }, stdio: 'ignore' });
     for (let i = 0; i < 100; i++) {
       try {
         const r = await fetch(`${this.base}/healthz`);

@@ -18,8 +18,16 @@ use crate::store::{on_read, on_tx, on_write, Inner};
 pub const STAFF_NAME_MAX: usize = 64;
 
 /// A sign-in's `last_seen_at` is written at most this often (ms), so reading pages does not write the
-/// database on every request.
+/// database on every request; with a short idle expiry, at most every quarter of it ([`touch_every_ms`]).
 pub const TOUCH_EVERY_MS: i64 = 60_000;
+
+/// How stale a sign-in's `last_seen_at` may get before a request moves it to now: [`TOUCH_EVERY_MS`], or a
+/// quarter of `idle_ms` when that is shorter. So a request at least every three quarters of the idle time
+/// keeps a sign-in alive at any idle setting (docs/access.md "Signing in"): at the shortest, 60 s, a page
+/// that refreshes every 15 s keeps its person signed in.
+pub fn touch_every_ms(idle_ms: i64) -> i64 {
+    TOUCH_EVERY_MS.min(idle_ms / 4).max(1)
+}
 
 /// The SHA-256 of a random secret, lower-case hex: what is stored instead of the secret.
 pub fn secret_hash(secret: &str) -> String {
@@ -189,9 +197,9 @@ impl Access {
         Ok(done == 1)
     }
 
-    /// The staff name of a live sign-in session: one seen within `idle_ms`. Its `last_seen_at` is moved
-    /// to now when it is older than [`TOUCH_EVERY_MS`] and no ledger write is under way (a read never
-    /// waits for writers). `None` for an unknown, ended or idle one.
+    /// The staff name of a live sign-in session: one seen within `idle_ms` (a sliding expiry). Its
+    /// `last_seen_at` is moved to now when it is older than [`touch_every_ms`] and no ledger write is
+    /// under way (a read never waits for writers). `None` for an unknown, ended or idle one.
     pub async fn sign_in(&self, id: &str, idle_ms: i64) -> Result<Option<String>, LedgerError> {
         let hash = secret_hash(id);
         let now = self.now_ms();
@@ -209,7 +217,7 @@ impl Access {
         }
         // Best effort: a read never waits for the ledger's writers; a touch skipped now is made by the
         // next request.
-        if last_seen < now.saturating_sub(TOUCH_EVERY_MS) {
+        if last_seen < now.saturating_sub(touch_every_ms(idle_ms)) {
             if let Ok(_writer) = self.inner.write_lock.try_lock() {
                 on_write!(self.inner, |pool, d| sqlx::query(
                     "UPDATE sign_ins SET last_seen_at = $1 WHERE id_hash = $2"

@@ -36,6 +36,11 @@ use crate::AppState;
 pub const SIGN_IN_COOKIE: &str = "outcomes_sign_in";
 /// The cookie that holds a viewer link's token.
 pub const VIEWER_COOKIE: &str = "outcomes_viewer";
+/// Set (`1`, until the browser closes) when a viewer cookie is cleared because its link ended: a page
+/// then asked for without a credential is the end user's "this link no longer works" page, not the staff
+/// sign-in form, even when a read of the open page cleared the cookie first. Cleared by opening a link,
+/// signing in and signing out.
+pub const VIEWER_ENDED_COOKIE: &str = "outcomes_viewer_ended";
 
 /// Whether reads need a credential.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -228,9 +233,10 @@ pub enum PathClass {
     Page,
 }
 
-/// The files that make the dashboard installable and its offline page (`public/`): nobody's data. A browser
+/// The files that make the dashboard installable and its offline pages (`public/`: the device is offline,
+/// the server cannot be reached): nobody's data. A browser
 /// fetches the manifest's icons without cookies, and the service worker must load before anyone signs in.
-pub const INSTALL_FILES: [&str; 10] = [
+pub const INSTALL_FILES: [&str; 11] = [
     "/manifest.webmanifest",
     "/icon.svg",
     "/icon-192.png",
@@ -240,6 +246,7 @@ pub const INSTALL_FILES: [&str; 10] = [
     "/sw.js",
     "/sw-register.js",
     "/offline.html",
+    "/unreachable.html",
     "/offline.css",
 ];
 
@@ -597,7 +604,28 @@ pub async fn authenticate(
         Err(response) => return response,
     };
     let secure = is_https(&state, request.extensions(), request.headers());
+    let unsafe_method = !matches!(
+        *request.method(),
+        Method::GET | Method::HEAD | Method::OPTIONS
+    );
+    // A page opened with a viewer cookie whose link has ended since (revoked, expired) and no other
+    // credential: the end user's plain "this link no longer works" page, never the staff sign-in form.
+    let viewer_link_ended = class == PathClass::Page
+        && !unsafe_method
+        && !resolved.clear.contains(&SIGN_IN_COOKIE)
+        && match resolved.principal {
+            None => {
+                resolved.clear.contains(&VIEWER_COOKIE)
+                    || cookie_value(request.headers(), VIEWER_ENDED_COOKIE).is_some()
+            }
+            Some(Principal::Open) => resolved.clear.contains(&VIEWER_COOKIE),
+            Some(_) => false,
+        };
     let refused = match (&resolved.principal, class) {
+        _ if viewer_link_ended => Some(crate::http::sign_in::html(
+            StatusCode::NOT_FOUND,
+            app::standalone::link_not_valid_page(),
+        )),
         (_, PathClass::Open) => None,
         (Some(Principal::Host), PathClass::Host) => None,
         // No token (or a cookie) on the host API counts as a failed token.
@@ -609,12 +637,18 @@ pub async fn authenticate(
         )),
         (Some(_), PathClass::Api | PathClass::Page) => None,
         (None, PathClass::Api) => Some(ApiError::credential_required().into_response()),
+        // An operator form sent from this server's page after its sign-in ended: through to its handler,
+        // which keeps what was typed across the sign-in (crate::http::operator). Nothing is read or changed
+        // without a credential there.
+        (None, PathClass::Page)
+            if *request.method() == Method::POST
+                && is_operator_form(request.uri().path())
+                && origin_matches(request.headers()) =>
+        {
+            None
+        }
         (None, PathClass::Page) => Some(to_sign_in(request.uri())),
     };
-    let unsafe_method = !matches!(
-        *request.method(),
-        Method::GET | Method::HEAD | Method::OPTIONS
-    );
     let refused = refused.or_else(|| match (&resolved.principal, class) {
         (Some(Principal::Viewer { session_key, .. }), PathClass::Page)
             if !viewer_may_open(request.uri().path(), session_key) =>
@@ -647,6 +681,12 @@ pub async fn authenticate(
         response
             .headers_mut()
             .append(SET_COOKIE, set_cookie(name, "", CookieLife::Clear, secure));
+        if name == VIEWER_COOKIE {
+            response.headers_mut().append(
+                SET_COOKIE,
+                set_cookie(VIEWER_ENDED_COOKIE, "1", CookieLife::Browser, secure),
+            );
+        }
     }
     response
 }
@@ -675,6 +715,19 @@ pub fn viewer_may_open(path: &str, own: &SessionKey) -> bool {
     percent_encoding::percent_decode_str(segment)
         .decode_utf8()
         .is_ok_and(|key| key == own.as_str())
+}
+
+/// Whether `path` is an operator form of the operation page:
+/// `/sessions/{session_key}/operations/{mutation_id}/notes` or `…/reconciliation`.
+pub fn is_operator_form(path: &str) -> bool {
+    let Some(rest) = path.strip_prefix("/sessions/") else {
+        return false;
+    };
+    let parts: Vec<&str> = rest.split('/').collect();
+    matches!(
+        parts.as_slice(),
+        [key, "operations", id, "notes" | "reconciliation"] if !key.is_empty() && !id.is_empty()
+    )
 }
 
 /// The 404 page a viewer gets for a page it may not see (existence is not revealed).
@@ -783,6 +836,26 @@ mod tests {
             "/sessionsx",
         ] {
             assert!(!viewer_may_open(no, &own), "{no}");
+        }
+    }
+
+    #[test]
+    fn operator_forms_are_known_by_their_path() {
+        for yes in [
+            "/sessions/a/operations/m/notes",
+            "/sessions/a%2Fb/operations/m%3A1/reconciliation",
+        ] {
+            assert!(is_operator_form(yes), "{yes}");
+        }
+        for no in [
+            "/sessions/a/operations/m",
+            "/sessions/a/operations/m/notes/x",
+            "/sessions//operations/m/notes",
+            "/sessions/a/turns/m/notes",
+            "/api/sessions/a/mutations/m/notes",
+            "/sign-in",
+        ] {
+            assert!(!is_operator_form(no), "{no}");
         }
     }
 

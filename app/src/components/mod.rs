@@ -71,7 +71,80 @@ pub fn set_page_status(status: u16) {
 #[component]
 pub fn ApiErrorPanel(error: crate::api::ApiError) -> impl IntoView {
     set_page_status(error.page_status());
-    view! { <ErrorPanel message=error.describe()/> }
+    if error.signed_out() {
+        return view! { <SignedOut/> }.into_any();
+    }
+    view! { <ErrorPanel message=error.describe()/> }.into_any()
+}
+
+/// The path and query of this page, for `/sign-in?next=` (`/` on the server, where it is not needed).
+pub fn here() -> String {
+    #[cfg(feature = "hydrate")]
+    {
+        web_sys::window()
+            .and_then(|w| w.location().pathname().ok().zip(w.location().search().ok()))
+            .map(|(p, q)| format!("{p}{q}"))
+            .unwrap_or_else(|| "/".to_owned())
+    }
+    #[cfg(not(feature = "hydrate"))]
+    {
+        "/".to_owned()
+    }
+}
+
+/// A read was refused for want of a credential (401): for staff, the sign-in ended; for a viewer, the
+/// link no longer works. Says so in words, offers the sign-in (staff) and asks the page header to read
+/// who is calling again, so it never keeps saying "Signed in" ([`caller_gone`]).
+#[component]
+pub fn SignedOut() -> impl IntoView {
+    let caller = use_context::<crate::CallerResource>();
+    let was_viewer = caller
+        .and_then(|c| c.0.get_untracked())
+        .is_some_and(|c| c.is_ok_and(|c| c.access == "viewer"));
+    caller_gone();
+    if was_viewer {
+        return view! {
+            <div role="alert" class="error-panel signed-out rounded-md border-l-4 border-red-600 bg-red-50 p-3 text-red-900 dark:bg-red-950 dark:text-red-100">
+                "This link no longer works. Ask whoever shared it with you for a new link."
+            </div>
+        }
+        .into_any();
+    }
+    let href = format!(
+        "/sign-in?next={}",
+        crate::api::enc(&here())
+    );
+    view! {
+        <div role="alert" class="error-panel signed-out rounded-md border-l-4 border-red-600 bg-red-50 p-3 text-red-900 dark:bg-red-950 dark:text-red-100">
+            "Your sign-in has ended, so nothing more can be shown. "
+            <a rel="external" class="font-medium underline underline-offset-2" href=href>"Sign in again"</a>
+        </div>
+    }
+    .into_any()
+}
+
+#[cfg(feature = "hydrate")]
+thread_local! {
+    /// The page header's caller, for [`caller_gone`] called outside the app's reactive tree (a live
+    /// stream's callbacks).
+    pub static CALLER: std::cell::Cell<Option<crate::CallerResource>> = const { std::cell::Cell::new(None) };
+}
+
+/// Reads who is calling again (once interactive), after a read was refused for want of a credential:
+/// the page header then says "Signed out" instead of "Signed in".
+pub fn caller_gone() {
+    #[cfg(feature = "hydrate")]
+    if let Some(c) = use_context::<crate::CallerResource>().or_else(|| CALLER.with(|c| c.get())) {
+        // Staff only: a viewer whose link ended is told so by the page, and never offered the staff
+        // sign-in in the header.
+        let signed_in = c
+            .0
+            .get_untracked()
+            .is_some_and(|c| c.is_ok_and(|c| c.access == "staff"));
+        if signed_in {
+            c.0.refetch();
+        }
+    }
 }
 
 /// For a viewer (an end user who opened a viewer link): what this page is and what to do with an unknown
@@ -154,14 +227,50 @@ pub fn refresh_ticker() -> RwSignal<u64> {
     tick
 }
 
-/// "As of <time>" for a listing read at `at` (RFC 3339), with a button that reads it again now.
+/// "As of <time>" for a listing read at `at` (RFC 3339), with a button that reads it again now. When the
+/// last read failed (`stale`: why, [`crate::routes::listing::Stale`]), the list shown is the one read at
+/// `at`: "Stale since <time>" and why, in words, instead.
 #[component]
-pub fn AsOf(at: String, refresh: RwSignal<u64>) -> impl IntoView {
-    view! {
-        <p class="as-of mb-3 flex flex-wrap items-center gap-2 text-sm opacity-90">
-            <span>"As of " <time::Time at/>{format!(" · refreshes every {REFRESH_SECS} s")}</span>
-            <button type="button" class="refresh rounded border border-slate-400 px-2 py-0.5 text-xs hover:bg-slate-100 dark:border-slate-600 dark:hover:bg-slate-800"
-                on:click=move |_| refresh.update(|t| *t += 1)>"Refresh now"</button>
-        </p>
+pub fn AsOf(
+    at: String,
+    refresh: RwSignal<u64>,
+    stale: Option<crate::routes::listing::Stale>,
+) -> impl IntoView {
+    let button = view! {
+        <button type="button" class="refresh rounded border border-slate-400 px-2 py-0.5 text-xs hover:bg-slate-100 dark:border-slate-600 dark:hover:bg-slate-800"
+            on:click=move |_| refresh.update(|t| *t += 1)>"Refresh now"</button>
+    };
+    match stale {
+        None => view! {
+            <p class="as-of mb-3 flex flex-wrap items-center gap-2 text-sm opacity-90" data-stale="false">
+                <span>"As of " <time::Time at/>{format!(" · refreshes every {REFRESH_SECS} s")}</span>
+                {button}
+            </p>
+        }
+        .into_any(),
+        Some(why) => {
+            let words = match why {
+                crate::routes::listing::Stale::SignedOut => {
+                    caller_gone();
+                    view! {
+                        "your sign-in has ended. "
+                        <a rel="external" class="font-medium underline underline-offset-2" href=format!("/sign-in?next={}", crate::api::enc(&here()))>"Sign in again"</a>
+                    }
+                    .into_any()
+                }
+                crate::routes::listing::Stale::Unreachable => {
+                    view! { {format!("the server cannot be reached; trying again every {REFRESH_SECS} s.")} }.into_any()
+                }
+                crate::routes::listing::Stale::Failed(w) => view! { {w} }.into_any(),
+            };
+            view! {
+                <p class="as-of stale mb-3 flex flex-wrap items-center gap-2 rounded-md border-l-4 border-amber-500 bg-amber-50 p-2 text-sm text-amber-950 dark:bg-amber-950 dark:text-amber-50"
+                    role="status" data-stale="true">
+                    <span><strong class="font-semibold">"Stale since " <time::Time at/></strong>": " {words}</span>
+                    {button}
+                </p>
+            }
+            .into_any()
+        }
     }
 }

@@ -11,7 +11,7 @@ use leptos_meta::Title;
 use crate::api;
 use crate::components::marks::mark;
 use crate::components::outcome::{reason_text, CopyButton, OutcomeCard, StatusBadge};
-use crate::components::time::Time;
+use crate::components::time::{now_rfc3339, Time};
 use crate::components::ApiErrorPanel;
 use crate::routes::{history_href, param, session_href, turn_href};
 use crate::timeline::Connection;
@@ -286,12 +286,13 @@ const BUTTON: &str = "rounded bg-slate-900 px-3 py-1 text-sm font-medium text-wh
 fn OperatorActions(base: String, attempt: Memo<Option<String>>) -> impl IntoView {
     let notes_action = format!("{base}/notes");
     let reconcile_action = format!("{base}/reconciliation");
+    // "Observed at" is what the operator saw at the provider: empty until they enter it (the server
+    // refuses a missing one), never the page's load time. Once the page is interactive, a button fills in
+    // the current time for an observation made just now.
     let observed = RwSignal::new(String::new());
+    let interactive = RwSignal::new(false);
     #[cfg(feature = "hydrate")]
-    Effect::new(move |_| {
-        let now: String = js_sys::Date::new_0().to_iso_string().into();
-        observed.set(now);
-    });
+    Effect::new(move |_| interactive.set(true));
     view! {
         <section class="operator-actions mb-6 space-y-6 rounded-md border border-slate-200 p-4 dark:border-slate-800" aria-labelledby="actions-heading">
             <h2 id="actions-heading" class="text-lg font-semibold">"Operator actions"</h2>
@@ -319,7 +320,16 @@ fn OperatorActions(base: String, attempt: Memo<Option<String>>) -> impl IntoView
                     </fieldset>
                     <label class="block text-sm font-medium">"Evidence source" <input name="source" required maxlength="256" class=INPUT placeholder="payments-api"/></label>
                     <label class="block text-sm font-medium">"Evidence reference" <input name="reference" required maxlength="256" class=INPUT placeholder="refund re_123"/></label>
-                    <label class="block text-sm font-medium">"Observed at (RFC 3339)" <input name="observed_at" required class=INPUT placeholder="2026-12-01T18:30:00Z" prop:value=move || observed.get()/></label>
+                    <label class="block text-sm font-medium" for="observed-at">"Observed at (RFC 3339)"</label>
+                    <div class="flex items-center gap-2">
+                        <input id="observed-at" name="observed_at" required class=INPUT placeholder="2026-12-01T18:30:00Z" aria-describedby="observed-at-hint"
+                            prop:value=move || observed.get() on:input=move |ev| observed.set(event_target_value(&ev))/>
+                        {move || interactive.get().then(|| view! {
+                            <button type="button" class="observed-now shrink-0 rounded border border-slate-400 px-2 py-1 text-xs hover:bg-slate-100 dark:border-slate-600 dark:hover:bg-slate-800"
+                                on:click=move |_| observed.set(now_rfc3339())>"Now"</button>
+                        })}
+                    </div>
+                    <p id="observed-at-hint" class="text-xs opacity-80">"When you saw it at the provider, with its time zone. Nothing is filled in for you."</p>
                     <button type="submit" class=BUTTON>"Reconcile"</button>
                 </form>
             })}

@@ -38,7 +38,7 @@ pub fn HomePage() -> impl IntoView {
                         Ok(list) => {
                             let shown = list.page.sessions.len();
                             view! {
-                                <AsOf at=list.as_of.clone() refresh/>
+                                <AsOf at=list.as_of.clone() refresh stale=list.stale.clone()/>
                                 {(shown == 0).then(|| view! { <p>{if filters.is_empty() { "No sessions yet." } else { "No session matches these filters." }}</p> })}
                                 <ul class="sessions divide-y divide-slate-200 dark:divide-slate-800">
                                     {list.page.sessions.into_iter().map(|s| view! { <SessionRow s/> }).collect_view()}

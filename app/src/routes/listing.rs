@@ -3,6 +3,8 @@
 //! are (a mark of an invisible character, `⟨U+200B⟩`, read back as that character), and each page says
 //! how many match in all ("50 of 218") with a link to the next page.
 
+use std::sync::{Arc, Mutex};
+
 use leptos::prelude::*;
 use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
@@ -23,6 +25,32 @@ pub struct Listed<T> {
     /// When the page read it (RFC 3339).
     #[serde(default)]
     pub as_of: String,
+    /// Set when a later read failed: the page is the last one read (at `as_of`), kept on screen as
+    /// "stale since" instead of being replaced by the error.
+    #[serde(default)]
+    pub stale: Option<Stale>,
+}
+
+/// Why a listing shows the last page it read instead of a fresh one.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub enum Stale {
+    /// The server could not be reached (or failed to answer).
+    Unreachable,
+    /// The read was refused for want of a credential: the sign-in ended.
+    SignedOut,
+    /// Any other refusal, in words.
+    Failed(String),
+}
+
+impl Stale {
+    fn of(e: &api::ApiError) -> Stale {
+        match e {
+            api::ApiError::Network(_) => Stale::Unreachable,
+            api::ApiError::Status { status, .. } if *status >= 500 => Stale::Unreachable,
+            e if e.signed_out() => Stale::SignedOut,
+            e => Stale::Failed(e.describe()),
+        }
+    }
 }
 
 /// A listing page's read: the resource (read again at every tick of `refresh`), the filters in force
@@ -52,19 +80,43 @@ where
     let path = format!("{api_path}{}", query_string(&query));
     let refresh = refresh_ticker();
     let reader = api::reader();
+    // The last page read, kept so that a failed refresh shows it as stale instead of an error
+    // (docs/design.md "What the person sees").
+    let last: Arc<Mutex<Option<Listed<T>>>> = Arc::new(Mutex::new(None));
+    let kept = last.clone();
     let read = Resource::new(
         move || refresh.get(),
         move |_| {
             let read = reader.get_json::<T>(path.clone());
+            let last = kept.clone();
             async move {
-                let page = read.await?;
-                Ok(Listed {
-                    page,
-                    as_of: now_rfc3339(),
-                })
+                match read.await {
+                    Ok(page) => Ok(Listed {
+                        page,
+                        as_of: now_rfc3339(),
+                        stale: None,
+                    }),
+                    Err(e) => match last.lock().ok().and_then(|l| l.clone()) {
+                        Some(shown) => Ok(Listed {
+                            stale: Some(Stale::of(&e)),
+                            ..shown
+                        }),
+                        None => Err(e),
+                    },
+                }
             }
         },
     );
+    // Every fresh page read (the server-rendered one included, once hydrated) is the one kept.
+    Effect::new(move |_| {
+        if let Some(Ok(l)) = read.get() {
+            if l.stale.is_none() {
+                if let Ok(mut kept) = last.lock() {
+                    *kept = Some(l);
+                }
+            }
+        }
+    });
     Listing {
         read,
         refresh,

@@ -34,7 +34,7 @@ pub fn UnknownsQueuePage() -> impl IntoView {
                         Ok(q) => {
                             let shown = q.page.matches.len();
                             view! {
-                                <AsOf at=q.as_of.clone() refresh/>
+                                <AsOf at=q.as_of.clone() refresh stale=q.stale.clone()/>
                                 {(shown == 0).then(|| view! { <p>{if filters.is_empty() { "No open unknown outcomes." } else { "No open unknown outcome matches these filters." }}</p> })}
                                 <OperationList matches=q.page.matches/>
                                 <PageNav shown total=q.page.total next=q.page.next page_path="/unknowns" filters later noun="open unknown" nouns="open unknowns"/>

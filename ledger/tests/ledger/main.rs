@@ -15,6 +15,7 @@ mod retention;
 mod revisions;
 mod sanitize_rules;
 mod several_instances;
+mod sign_ins;
 mod storage_faults;
 mod streamed_reads;
 mod transitions;

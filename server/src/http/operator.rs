@@ -32,6 +32,12 @@ use utoipa_axum::{router::OpenApiRouter, routes};
 use super::host::{MutationPath, NoteBody, ReconcileBody};
 use super::query::path;
 use super::sign_in::html;
+use crate::access::origin_matches;
+use app::standalone::{
+    operator_form_page, sign_in_page_keeping, FormProblem, OperatorAction, OperatorInput,
+    PendingForm,
+};
+use axum::http::HeaderMap;
 use super::write::{EntryPath, Request, Valid};
 use crate::access::Principal;
 use crate::error::ApiError;
@@ -44,12 +50,19 @@ pub fn router() -> OpenApiRouter<AppState> {
         .routes(routes!(reconcile))
         .route(
             "/sessions/{session_key}/operations/{mutation_id}/notes",
-            post(note_form),
+            post(note_form).get(to_operation_page),
         )
         .route(
             "/sessions/{session_key}/operations/{mutation_id}/reconciliation",
-            post(reconcile_form),
+            post(reconcile_form).get(to_operation_page),
         )
+}
+
+/// `GET` on a form's path (a bookmark, or where a sign-in came back to): 303 to its operation page.
+async fn to_operation_page(p: Result<Path<EntryPath>, PathRejection>) -> Response {
+    let back = back_to(&p);
+    let location = HeaderValue::from_str(&back).unwrap_or(HeaderValue::from_static("/"));
+    (StatusCode::SEE_OTHER, [(LOCATION, location)]).into_response()
 }
 
 /// The staff member asking (an extractor): 401 without a caller (reads closed, no credential), 403
@@ -175,51 +188,135 @@ pub struct ReconcileForm {
     provider_status: Option<String>,
 }
 
-/// What a form asks for, for the words of its refusal page.
-#[derive(Clone, Copy, PartialEq, Eq)]
-enum FormAction {
-    Note,
-    Reconciliation,
+impl From<NoteForm> for OperatorInput {
+    fn from(f: NoteForm) -> Self {
+        OperatorInput {
+            text: f.text,
+            ..OperatorInput::default()
+        }
+    }
+}
+
+impl From<ReconcileForm> for OperatorInput {
+    fn from(f: ReconcileForm) -> Self {
+        OperatorInput {
+            text: None,
+            attempt_id: f.attempt_id,
+            completed: f.completed,
+            source: f.source,
+            reference: f.reference,
+            observed_at: f.observed_at,
+            provider_status: f.provider_status,
+        }
+    }
+}
+
+/// Who sends an operator form, looked at before the form is read: staff (`Ok(Some(name))`); a person
+/// whose sign-in ended, sending from this server's page (no credential, or open access, with a matching
+/// `Origin`: `Ok(None)`, answered once the form is read by [`keep_across_sign_in`]); anyone else is
+/// refused now (the host, a viewer, open access from elsewhere: 403).
+fn sender(
+    principal: &Result<Principal, ApiError>,
+    headers: &HeaderMap,
+    action: OperatorAction,
+    back: &str,
+) -> Result<Option<String>, Response> {
+    match principal {
+        Ok(Principal::Staff { name, .. }) => Ok(Some(name.clone())),
+        Err(_) | Ok(Principal::Open) if origin_matches(headers) => Ok(None),
+        Err(e) => Err(refusal_page(e, action, back)),
+        Ok(_) => Err(refusal_page(&ApiError::staff_only(), action, back)),
+    }
+}
+
+/// The sign-in page keeping what was typed (401; docs/api.md "The operation page's forms"): nothing typed
+/// is lost, and nothing is sent until the person, signed in again, sends it.
+fn keep_across_sign_in(pending: &PendingForm, back: &str) -> Response {
+    html(
+        StatusCode::UNAUTHORIZED,
+        sign_in_page_keeping(back, "", None, Some(pending)),
+    )
+}
+
+/// The form a request posted, kept: its action, its path (as the server names it) and what was typed.
+fn pending(action: OperatorAction, back: &str, input: OperatorInput) -> PendingForm {
+    PendingForm {
+        action,
+        path: format!("{back}/{}", action.segment()),
+        input,
+    }
 }
 
 /// `POST /sessions/{session_key}/operations/{mutation_id}/notes` (form field `text`) → 303 to the
-/// operation page, or its refusal page.
+/// operation page; on a refusal the form again, filled in with what was typed and the problem next to
+/// its field; after the sign-in ended, the sign-in page keeping the form.
 async fn note_form(
     State(state): State<AppState>,
     principal: Result<Principal, ApiError>,
+    headers: HeaderMap,
     p: Result<Path<EntryPath>, PathRejection>,
     form: Result<StrictForm<NoteForm>, ApiError>,
 ) -> Response {
     let back = back_to(&p);
+    let who = match sender(&principal, &headers, OperatorAction::Note, &back) {
+        Ok(who) => who,
+        Err(answer) => return answer,
+    };
+    let StrictForm(f) = match form {
+        Ok(f) => f,
+        Err(e) => return refusal_page(&e, OperatorAction::Note, &back),
+    };
+    let kept = pending(OperatorAction::Note, &back, OperatorInput::from(f));
+    let Some(name) = who else {
+        return keep_across_sign_in(&kept, &back);
+    };
     let done = async {
-        let Staff(name) = staff(principal.as_ref().ok())?;
         let path = path(p)?;
-        let StrictForm(f) = form?;
         let command = Command::try_from(Request {
             path,
-            body: NoteBody::from_field(f.text),
+            body: NoteBody::from_field(kept.input.text.clone()),
         })?;
         state.engine.note_as(Actor::Staff(name), command).await?;
         Ok(())
     }
     .await;
-    answer(done, FormAction::Note, &back)
+    answer(done, &kept, &back)
 }
 
 /// `POST /sessions/{session_key}/operations/{mutation_id}/reconciliation` (form fields `attempt_id`,
-/// `completed`, `source`, `reference`, `observed_at`, `provider_status`) → 303 to the operation page, or
-/// its refusal page.
+/// `completed`, `source`, `reference`, `observed_at`, `provider_status`) → 303 to the operation page; on a
+/// refusal the form again, filled in, the problem next to its field (a missing `observed_at` is 422
+/// naming `evidence.observed_at`: the time is never guessed); after the sign-in ended, the sign-in page
+/// keeping the form.
 async fn reconcile_form(
     State(state): State<AppState>,
     principal: Result<Principal, ApiError>,
+    headers: HeaderMap,
     p: Result<Path<EntryPath>, PathRejection>,
     form: Result<StrictForm<ReconcileForm>, ApiError>,
 ) -> Response {
     let back = back_to(&p);
+    let who = match sender(&principal, &headers, OperatorAction::Reconciliation, &back) {
+        Ok(who) => who,
+        Err(answer) => return answer,
+    };
+    let StrictForm(f) = match form {
+        Ok(f) => f,
+        Err(e) => return refusal_page(&e, OperatorAction::Reconciliation, &back),
+    };
+    let kept = pending(
+        OperatorAction::Reconciliation,
+        &back,
+        OperatorInput::from(f),
+    );
+    let Some(name) = who else {
+        return keep_across_sign_in(&kept, &back);
+    };
     let done = async {
-        let Staff(name) = staff(principal.as_ref().ok())?;
         let path = path(p)?;
-        let StrictForm(f) = form?;
+        let f = kept.input.clone();
+        // An empty field is a missing one (a browser sends every field of the form).
+        let given = |v: Option<String>| v.filter(|v| !v.trim().is_empty());
         let completed = match f.completed.as_deref() {
             None => None,
             Some("true") => Some(true),
@@ -236,7 +333,7 @@ async fn reconcile_form(
             completed,
             f.source,
             f.reference,
-            f.observed_at,
+            given(f.observed_at),
             f.provider_status,
         );
         let command = Command::try_from(Request { path, body })?;
@@ -248,7 +345,7 @@ async fn reconcile_form(
             .map_err(ApiError::from)
     }
     .await;
-    answer(done, FormAction::Reconciliation, &back)
+    answer(done, &kept, &back)
 }
 
 /// The operation page the forms come from and go back to (`/` when the path could not be read).
@@ -310,34 +407,91 @@ impl<T: DeserializeOwned, S: Send + Sync> FromRequest<S> for StrictForm<T> {
     }
 }
 
-/// 303 back to the operation page, or the refusal page with the error's status.
-fn answer(done: Result<(), ApiError>, action: FormAction, back: &str) -> Response {
+/// The heading of a refused form's page.
+fn not_done(action: OperatorAction) -> &'static str {
+    match action {
+        OperatorAction::Note => "The note was not saved.",
+        OperatorAction::Reconciliation => "The outcome was not reconciled.",
+    }
+}
+
+/// `e`'s status with `Retry-After` when it has one.
+fn with_status(e: &ApiError, page: String) -> Response {
+    let mut response = html(e.status, page);
+    if let Some(secs) = e.retry_after() {
+        response
+            .headers_mut()
+            .insert(RETRY_AFTER, HeaderValue::from(secs));
+    }
+    response
+}
+
+/// The refusal page of a form that could not be read or may not be sent by this caller: what is wrong,
+/// that nothing changed, the way back.
+fn refusal_page(e: &ApiError, action: OperatorAction, back: &str) -> Response {
+    let page = app::standalone::operator_refusal_page(not_done(action), &plain_words(e), back);
+    with_status(e, page)
+}
+
+/// 303 back to the operation page, or the form again with what was typed and the refusal next to its
+/// field, with the error's status.
+fn answer(done: Result<(), ApiError>, kept: &PendingForm, back: &str) -> Response {
     match done {
         Ok(()) => {
             let location = HeaderValue::from_str(back).unwrap_or(HeaderValue::from_static("/"));
             (StatusCode::SEE_OTHER, [(LOCATION, location)]).into_response()
         }
         Err(e) => {
-            let heading = match action {
-                FormAction::Note => "The note was not saved.",
-                FormAction::Reconciliation => "The outcome was not reconciled.",
+            let problem = FormProblem {
+                heading: not_done(kept.action).to_owned(),
+                message: plain_words(&e),
+                field: e.detail.field.clone(),
+                refused: true,
             };
-            let page = app::standalone::operator_refusal_page(heading, &plain_words(&e), back);
-            let mut response = html(e.status, page);
-            if let Some(secs) = e.retry_after() {
-                response
-                    .headers_mut()
-                    .insert(RETRY_AFTER, HeaderValue::from(secs));
-            }
-            response
+            with_status(&e, operator_form_page(kept, back, &problem))
         }
     }
+}
+
+/// The form a sign-in carried (`pending_action` and `pending_<field>`, [`sign_in_page_keeping`]), when
+/// `pending_action` names an operator form of this server; its operation page's path with it.
+pub fn kept_form(
+    action_path: Option<&str>,
+    field: impl Fn(&str) -> Option<String>,
+) -> Option<(PendingForm, String)> {
+    let path = action_path?;
+    if !crate::access::is_operator_form(path) {
+        return None;
+    }
+    let parts: Vec<&str> = path.trim_start_matches("/sessions/").split('/').collect();
+    let decode = |s: &str| {
+        percent_encoding::percent_decode_str(s)
+            .decode_utf8()
+            .ok()
+            .map(|s| s.into_owned())
+    };
+    let (key, id) = (decode(parts[0])?, decode(parts[2])?);
+    let action = OperatorAction::from_segment(parts[3])?;
+    let back = app::routes::history_href(&key, &id);
+    let input = OperatorInput {
+        text: field("text"),
+        attempt_id: field("attempt_id"),
+        completed: field("completed"),
+        source: field("source"),
+        reference: field("reference"),
+        observed_at: field("observed_at"),
+        provider_status: field("provider_status"),
+    };
+    Some((pending(action, &back, input), back))
 }
 
 /// What a refusal means, for a person at the form.
 fn plain_words(e: &ApiError) -> String {
     let d = &e.detail;
     let words = match (e.status, d.code.as_str(), d.field.as_deref()) {
+        (StatusCode::UNAUTHORIZED, _, _) => {
+            "Your sign-in has ended. Sign in again, then send the form again."
+        }
         (StatusCode::FORBIDDEN, "staff_only", _) => {
             "Only signed-in staff can add notes or reconcile outcomes."
         }
@@ -357,7 +511,7 @@ fn plain_words(e: &ApiError) -> String {
             "Give the provider's reference for the original operation: it cannot be empty."
         }
         (StatusCode::UNPROCESSABLE_ENTITY, _, Some("evidence.observed_at")) => {
-            "When the provider observed it must be a date and time such as 2026-11-29T10:00:00Z (RFC 3339)."
+            "Enter when you observed it at the provider: a date and time with its time zone, such as 2026-11-29T10:00:00Z (RFC 3339)."
         }
         (StatusCode::UNPROCESSABLE_ENTITY, _, Some("evidence.provider_status")) => {
             return format!(

@@ -6,7 +6,7 @@
 //!   `Origin`.
 //! - `POST /sign-out`: ends the sign-in, clears the cookies, 303 to `/sign-in`.
 //! - `GET /v/{token}`: a valid link sets the viewer cookie and 303s to its session's page; any other
-//!   token answers 404 with a page that says the link is not valid.
+//!   token answers 404 with a plain page for the end user: this link no longer works.
 //! - `GET /api/me`: `{"access", "name"?, "session_key"?}`, what the page header shows.
 
 use std::sync::Arc;
@@ -24,7 +24,7 @@ use serde::Deserialize;
 
 use crate::access::{
     self, client_ip, cookie_value, is_https, local_next, origin_matches, set_cookie, CookieLife,
-    Principal, StaffVia, SIGN_IN_COOKIE, VIEWER_COOKIE,
+    Principal, StaffVia, SIGN_IN_COOKIE, VIEWER_COOKIE, VIEWER_ENDED_COOKIE,
 };
 use crate::error::ApiError;
 use crate::AppState;
@@ -39,7 +39,10 @@ pub fn router() -> OpenApiRouter<AppState> {
         .route("/sign-out", post(sign_out))
         .route("/v/{token}", get(open_viewer_link))
 }
-use app::standalone::{link_not_valid_page, sign_in_page, SignInProblem};
+use app::standalone::{
+    link_not_valid_page, operator_form_page, sign_in_page, sign_in_page_keeping, FormProblem,
+    OperatorAction, PendingForm, SignInProblem,
+};
 
 /// Longest name and password a sign-in form may carry, in bytes.
 const MAX_FIELD: usize = 1024;
@@ -89,11 +92,40 @@ pub async fn sign_in_form(request: Request) -> Response {
     html(StatusCode::OK, sign_in_page(&next, "", None))
 }
 
+/// The sign-in form's fields; `pending_action` and `pending_<field>` carry an operator form whose sign-in
+/// had ended ([`app::standalone::sign_in_page_keeping`]).
 #[derive(Deserialize)]
 pub struct SignInForm {
     name: Option<String>,
     password: Option<String>,
     next: Option<String>,
+    pending_action: Option<String>,
+    pending_text: Option<String>,
+    pending_attempt_id: Option<String>,
+    pending_completed: Option<String>,
+    pending_source: Option<String>,
+    pending_reference: Option<String>,
+    pending_observed_at: Option<String>,
+    pending_provider_status: Option<String>,
+}
+
+impl SignInForm {
+    /// The operator form this sign-in carries, when it names one of this server's.
+    fn kept(&self) -> Option<(PendingForm, String)> {
+        crate::http::operator::kept_form(self.pending_action.as_deref(), |field| {
+            match field {
+                "text" => &self.pending_text,
+                "attempt_id" => &self.pending_attempt_id,
+                "completed" => &self.pending_completed,
+                "source" => &self.pending_source,
+                "reference" => &self.pending_reference,
+                "observed_at" => &self.pending_observed_at,
+                "provider_status" => &self.pending_provider_status,
+                _ => &None,
+            }
+            .clone()
+        })
+    }
 }
 
 /// `POST /sign-in`.
@@ -112,14 +144,19 @@ pub async fn sign_in(
             return ApiError::bad_request("invalid_form", e.body_text(), None).into_response()
         }
     };
-    let next = local_next(form.next.as_deref());
+    let kept = form.kept();
+    let next = match &kept {
+        Some((_, back)) => back.clone(),
+        None => local_next(form.next.as_deref()),
+    };
+    let keep = kept.as_ref().map(|(p, _)| p);
     let client = client_ip(&request_extensions);
     if let Some(wait) = state.failures.blocked_for(client) {
         tracing::warn!(%client, "sign-in refused: too many failures");
-        return too_many(&next, form.name.as_deref().unwrap_or(""), wait);
+        return too_many(&next, form.name.as_deref().unwrap_or(""), wait, keep);
     }
-    let name = form.name.unwrap_or_default().trim().to_owned();
-    let password = form.password.unwrap_or_default();
+    let name = form.name.clone().unwrap_or_default().trim().to_owned();
+    let password = form.password.clone().unwrap_or_default();
     let fits = !name.is_empty()
         && name.len() <= MAX_FIELD
         && !password.is_empty()
@@ -133,7 +170,7 @@ pub async fn sign_in(
         Ok(Checked::Right) => {}
         Ok(Checked::Blocked(wait)) => {
             tracing::warn!(%client, "sign-in refused: too many failures");
-            return too_many(&next, &name, wait);
+            return too_many(&next, &name, wait, keep);
         }
         Ok(Checked::Wrong) => {
             return match state.failures.fail(client) {
@@ -141,16 +178,16 @@ pub async fn sign_in(
                     tracing::warn!(%client, "sign-in refused: wrong name or password");
                     html(
                         StatusCode::UNAUTHORIZED,
-                        sign_in_page(&next, &name, Some(SignInProblem::Invalid)),
+                        sign_in_page_keeping(&next, &name, Some(SignInProblem::Invalid), keep),
                     )
                 }
                 Err(wait) => {
                     tracing::warn!(%client, "sign-in refused: too many failures");
-                    too_many(&next, &name, wait)
+                    too_many(&next, &name, wait, keep)
                 }
             }
         }
-        Err(e) => return unavailable(&next, &name, e),
+        Err(e) => return unavailable(&next, &name, e, keep),
     }
     let id = crate::staff::new_sign_in_id();
     match state.access.store.start_sign_in(&name, &id).await {
@@ -159,19 +196,44 @@ pub async fn sign_in(
         Ok(false) => {
             return html(
                 StatusCode::UNAUTHORIZED,
-                sign_in_page(&next, &name, Some(SignInProblem::Invalid)),
+                sign_in_page_keeping(&next, &name, Some(SignInProblem::Invalid), keep),
             )
         }
-        Err(e) => return unavailable(&next, &name, ApiError::from(e)),
+        Err(e) => return unavailable(&next, &name, ApiError::from(e), keep),
     }
     tracing::info!(staff = %name, %client, "signed in");
     let secure = is_https(&state, &request_extensions, &headers);
-    let mut response = see_other(&next);
+    // A form kept across the sign-in comes back filled in, for the person to check and send: it is
+    // never sent by itself, so an operator action is never made twice.
+    let mut response = match &kept {
+        Some((form, back)) => {
+            let what = match form.action {
+                OperatorAction::Note => "Your note is not saved yet",
+                OperatorAction::Reconciliation => "The outcome is not reconciled yet",
+            };
+            let problem = FormProblem {
+                heading: format!("Signed in as {name}. {what}."),
+                message: "Your sign-in had ended before the form arrived, so nothing was saved. \
+                          Check what you entered and send it: nothing is sent until you press the button."
+                    .to_owned(),
+                field: None,
+                refused: false,
+            };
+            html(StatusCode::OK, operator_form_page(form, back, &problem))
+        }
+        None => see_other(&next),
+    };
     let h = response.headers_mut();
     h.append(
         SET_COOKIE,
         set_cookie(SIGN_IN_COOKIE, &id, CookieLife::Browser, secure),
     );
+    if cookie_value(&headers, VIEWER_ENDED_COOKIE).is_some() {
+        h.append(
+            SET_COOKIE,
+            set_cookie(VIEWER_ENDED_COOKIE, "", CookieLife::Clear, secure),
+        );
+    }
     response
 }
 
@@ -216,16 +278,17 @@ async fn check_password(
     })
 }
 
-fn too_many(next: &str, name: &str, wait: Duration) -> Response {
+fn too_many(next: &str, name: &str, wait: Duration, keep: Option<&PendingForm>) -> Response {
     let secs = crate::error::whole_secs(wait);
     let mut r = html(
         StatusCode::TOO_MANY_REQUESTS,
-        sign_in_page(
+        sign_in_page_keeping(
             next,
             name,
             Some(SignInProblem::TooMany {
                 retry_after_secs: secs.max(1),
             }),
+            keep,
         ),
     );
     r.headers_mut().insert(
@@ -235,11 +298,11 @@ fn too_many(next: &str, name: &str, wait: Duration) -> Response {
     r
 }
 
-fn unavailable(next: &str, name: &str, e: ApiError) -> Response {
+fn unavailable(next: &str, name: &str, e: ApiError, keep: Option<&PendingForm>) -> Response {
     let status = e.status;
     let mut r = html(
         status,
-        sign_in_page(next, name, Some(SignInProblem::Unavailable)),
+        sign_in_page_keeping(next, name, Some(SignInProblem::Unavailable), keep),
     );
     if status == StatusCode::SERVICE_UNAVAILABLE {
         r.headers_mut().insert(
@@ -266,7 +329,9 @@ pub async fn sign_out(
     }
     let secure = is_https(&state, &request_extensions, &headers);
     let mut response = see_other("/sign-in");
-    for name in [SIGN_IN_COOKIE, VIEWER_COOKIE] {
+    let marked = cookie_value(&headers, VIEWER_ENDED_COOKIE).is_some();
+    let names = [SIGN_IN_COOKIE, VIEWER_COOKIE, VIEWER_ENDED_COOKIE];
+    for name in names.into_iter().take(if marked { 3 } else { 2 }) {
         response
             .headers_mut()
             .append(SET_COOKIE, set_cookie(name, "", CookieLife::Clear, secure));
@@ -298,6 +363,12 @@ pub async fn open_viewer_link(
                 SET_COOKIE,
                 set_cookie(VIEWER_COOKIE, &token, CookieLife::For(left), secure),
             );
+            if cookie_value(&headers, VIEWER_ENDED_COOKIE).is_some() {
+                response.headers_mut().append(
+                    SET_COOKIE,
+                    set_cookie(VIEWER_ENDED_COOKIE, "", CookieLife::Clear, secure),
+                );
+            }
             response
         }
         Ok(None) => match state.failures.fail(client) {

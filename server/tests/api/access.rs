@@ -436,7 +436,7 @@ async fn every_role_gets_exactly_its_answer_from_every_endpoint() {
         "200",
         "200",
         "303 sign-in",
-        "303 sign-in",
+        "404",
     ];
     const P_B: [&str; 9] = [
         "303 sign-in",
@@ -447,7 +447,7 @@ async fn every_role_gets_exactly_its_answer_from_every_endpoint() {
         "200",
         "404",
         "303 sign-in",
-        "303 sign-in",
+        "404",
     ];
     const OPEN: [&str; 9] = [
         "200", "401", "200", "200", "200", "200", "200", "200", "200",
@@ -455,6 +455,7 @@ async fn every_role_gets_exactly_its_answer_from_every_endpoint() {
     #[rustfmt::skip]
     let table: &[(&str, [&str; 9])] = &[
         // none, wrong bearer, host, staff Bearer, staff bearer, staff cookie, viewer of alpha, forged, revoked
+        // (a page with a revoked viewer cookie: the end user's "this link no longer works" page, 404)
         ("GET /api/sessions", B),
         ("GET /api/unknowns", B),
         ("GET /api/sessions/alpha/turns", A),
@@ -1131,7 +1132,7 @@ async fn viewer_links_are_minted_checked_opened_and_revoked() {
             .to_str()
             .unwrap()
             .starts_with("text/html"));
-        assert!(r.body.contains("This link is not valid."), "{}", r.body);
+        assert!(r.body.contains("This link no longer works."), "{}", r.body);
         assert!(set_cookies(&r.headers).is_empty());
     }
 
@@ -1140,17 +1141,44 @@ async fn viewer_links_are_minted_checked_opened_and_revoked() {
     let r = get(&app, "/api/sessions/charlie/turns", &v).await;
     assert_eq!(r.status, StatusCode::UNAUTHORIZED, "{}", r.body);
     assert!(clears(&r.headers, "outcomes_viewer"));
+    // A page opened with the revoked link's cookie: the end user's plain page (this link no longer
+    // works), never the staff sign-in form; the cookie is cleared, so the next page asks for a sign-in.
     let r = get(&app, "/sessions/charlie", &v).await;
+    assert_eq!(r.status, StatusCode::NOT_FOUND, "{}", r.body);
+    assert!(r.body.contains("This link no longer works."), "{}", r.body);
+    assert!(
+        r.body.contains("Ask whoever shared it with you for a new link."),
+        "{}",
+        r.body
+    );
+    assert!(!r.body.contains("/sign-in"), "{}", r.body);
+    assert!(!r.body.contains("Password"), "{}", r.body);
+    assert!(clears(&r.headers, "outcomes_viewer"));
+    // The cleared cookie leaves a marker behind (an open page's read may clear it before the end user
+    // reloads): a page asked for with only the marker is the same plain page, not the sign-in form.
+    let marker = set_cookies(&r.headers)
+        .into_iter()
+        .find(|c| c.starts_with("outcomes_viewer_ended=1"))
+        .expect("the link-ended marker");
+    assert!(marker.contains("HttpOnly"), "{marker}");
+    let m = vec![cookie("outcomes_viewer_ended", "1")];
+    let r = get(&app, "/sessions/charlie", &m).await;
+    assert_eq!(r.status, StatusCode::NOT_FOUND, "{}", r.body);
+    assert!(r.body.contains("This link no longer works."), "{}", r.body);
+    let r = get(&app, "/api/sessions/charlie/turns", &m).await;
+    assert_eq!(r.status, StatusCode::UNAUTHORIZED, "{}", r.body);
+    // Without it (a new browser, or after signing in or out): the sign-in form, as for anyone.
+    let r = get(&app, "/sessions/charlie", &[]).await;
     assert_eq!(r.status, StatusCode::SEE_OTHER);
     assert!(
         sends_to_sign_in(&location(&r), "/sessions/charlie"),
         "{}",
         location(&r)
     );
-    assert_eq!(
-        get(&app, &url_of(&token), &[]).await.status,
-        StatusCode::NOT_FOUND
-    );
+    let r = get(&app, &url_of(&token), &[]).await;
+    assert_eq!(r.status, StatusCode::NOT_FOUND);
+    assert!(r.body.contains("This link no longer works."), "{}", r.body);
+    assert!(!r.body.contains("/sign-in"), "{}", r.body);
     assert_eq!(revoke(&app, "charlie").await, json!({"revoked": 0}));
     // Revoking all six of alpha's links (the expired one included).
     assert_eq!(revoke(&app, "alpha").await, json!({"revoked": 6}));
