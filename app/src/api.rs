@@ -449,7 +449,10 @@ mod tests {
             ApiError::Network("TypeError: Failed to fetch".into()).describe(),
             "The server cannot be reached. Check that it is running and that this device is online."
         );
-        for e in [signed_out, ApiError::Network("TypeError: Failed to fetch".into())] {
+        for e in [
+            signed_out,
+            ApiError::Network("TypeError: Failed to fetch".into()),
+        ] {
             assert!(!e.describe().contains("Bearer"));
             assert!(!e.describe().contains("TypeError"));
         }

@@ -280,7 +280,10 @@ pub fn operator_form_page(form: &PendingForm, back: &str, problem: &FormProblem)
             "evidence.provider_status",
         ],
     };
-    let at_field = field.as_deref().filter(|f| shown.contains(f)).map(str::to_owned);
+    let at_field = field
+        .as_deref()
+        .filter(|f| shown.contains(f))
+        .map(str::to_owned);
     let top = at_field.is_none().then(|| message.clone());
     let error_at = move |name: &'static str| -> Option<String> {
         (at_field.as_deref() == Some(name)).then(|| message.clone())
@@ -308,7 +311,8 @@ pub fn operator_form_page(form: &PendingForm, back: &str, problem: &FormProblem)
         OperatorAction::Note => {
             // Escaped here: the renderer writes a textarea's text as it is (raw text), so a note holding
             // `</textarea>` would otherwise end the element.
-            let text = html_escape::encode_text(&input.text.clone().unwrap_or_default()).into_owned();
+            let text =
+                html_escape::encode_text(&input.text.clone().unwrap_or_default()).into_owned();
             view! {
                 <form method="post" action=path class="note-form space-y-2">
                     <label class="block text-sm font-medium" for="note-text">"Add a note"</label>
@@ -376,7 +380,11 @@ pub fn operator_form_page(form: &PendingForm, back: &str, problem: &FormProblem)
         }
     };
     document(
-        if refused { "Not saved" } else { "Check and send" },
+        if refused {
+            "Not saved"
+        } else {
+            "Check and send"
+        },
         view! {
             <section class="max-w-prose space-y-4">
                 <h1 class="text-2xl font-semibold">{heading}</h1>

@@ -171,6 +171,7 @@ pub async fn sweep_periodically(
     };
     let mut tick = tokio::time::interval(Duration::from_secs(options.purge_interval_secs));
     let mut said = Said::Nothing;
+    let mut latched = false;
     loop {
         tokio::select! {
             _ = tick.tick() => {}
@@ -193,13 +194,37 @@ pub async fn sweep_periodically(
             tracing::info!("purge resumed: the wall clock agrees with the monotonic clock again");
             said = Said::Nothing;
         }
-        let held = match state.engine.purge_expired(rules).await {
+        // Once held, the hold stays until nothing is due (the clock is right again, or an operator's
+        // `outcomes purge --confirm` deleted them): new sessions written meanwhile must not dilute a
+        // mass purge below a tenth and release it. While latched, a sweep only looks (a dry run).
+        let asked = PurgeRules {
+            mode: if latched {
+                PurgeMode::DryRun
+            } else {
+                PurgeMode::Sweep
+            },
+            ..rules
+        };
+        let held = match state.engine.purge_expired(asked).await {
+            Ok(Purge { due, total, .. }) if latched && !due.is_empty() => {
+                if said != Said::Held(due.len(), total) {
+                    tracing::warn!(
+                        due = due.len(),
+                        total,
+                        "purge still held since a mass purge was found; nothing was deleted; if the clock \
+                         is right, run `outcomes purge --confirm`"
+                    );
+                    said = Said::Held(due.len(), total);
+                }
+                true
+            }
             Ok(Purge {
                 held: true,
                 due,
                 total,
                 ..
             }) => {
+                latched = true;
                 if said != Said::Held(due.len(), total) {
                     tracing::warn!(
                         due = due.len(),
@@ -213,6 +238,10 @@ pub async fn sweep_periodically(
                 true
             }
             Ok(purge) => {
+                if latched {
+                    tracing::info!("purge hold released: no session is due any more");
+                    latched = false;
+                }
                 said = Said::Nothing;
                 if !purge.deleted.is_empty() {
                     tracing::info!(sessions = purge.deleted.len(), "expired sessions purged");

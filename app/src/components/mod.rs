@@ -110,10 +110,7 @@ pub fn SignedOut() -> impl IntoView {
         }
         .into_any();
     }
-    let href = format!(
-        "/sign-in?next={}",
-        crate::api::enc(&here())
-    );
+    let href = format!("/sign-in?next={}", crate::api::enc(&here()));
     view! {
         <div role="alert" class="error-panel signed-out rounded-md border-l-4 border-red-600 bg-red-50 p-3 text-red-900 dark:bg-red-950 dark:text-red-100">
             "Your sign-in has ended, so nothing more can be shown. "
@@ -137,10 +134,9 @@ pub fn caller_gone() {
     if let Some(c) = use_context::<crate::CallerResource>().or_else(|| CALLER.with(|c| c.get())) {
         // Staff only: a viewer whose link ended is told so by the page, and never offered the staff
         // sign-in in the header.
-        let signed_in = c
-            .0
-            .get_untracked()
-            .is_some_and(|c| c.is_ok_and(|c| c.access == "staff"));
+        let signed_in =
+            c.0.get_untracked()
+                .is_some_and(|c| c.is_ok_and(|c| c.access == "staff"));
         if signed_in {
             c.0.refetch();
         }

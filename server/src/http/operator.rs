@@ -32,16 +32,16 @@ use utoipa_axum::{router::OpenApiRouter, routes};
 use super::host::{MutationPath, NoteBody, ReconcileBody};
 use super::query::path;
 use super::sign_in::html;
+use super::write::{EntryPath, Request, Valid};
 use crate::access::origin_matches;
+use crate::access::Principal;
+use crate::error::ApiError;
+use crate::AppState;
 use app::standalone::{
     operator_form_page, sign_in_page_keeping, FormProblem, OperatorAction, OperatorInput,
     PendingForm,
 };
 use axum::http::HeaderMap;
-use super::write::{EntryPath, Request, Valid};
-use crate::access::Principal;
-use crate::error::ApiError;
-use crate::AppState;
 
 /// The documented JSON routes, and the form routes of the operation page (undocumented).
 pub fn router() -> OpenApiRouter<AppState> {

@@ -1147,7 +1147,8 @@ async fn viewer_links_are_minted_checked_opened_and_revoked() {
     assert_eq!(r.status, StatusCode::NOT_FOUND, "{}", r.body);
     assert!(r.body.contains("This link no longer works."), "{}", r.body);
     assert!(
-        r.body.contains("Ask whoever shared it with you for a new link."),
+        r.body
+            .contains("Ask whoever shared it with you for a new link."),
         "{}",
         r.body
     );

@@ -1006,7 +1006,10 @@ async fn the_operation_page_forms_post_notes_and_reconciliations_and_go_back() {
         body.contains(r#"aria-invalid="true" aria-describedby="observed-at-error""#),
         "{body}"
     );
-    assert!(body.contains(r#"<span id="observed-at-error" role="alert""#), "{body}");
+    assert!(
+        body.contains(r#"<span id="observed-at-error" role="alert""#),
+        "{body}"
+    );
     // The time observed at the provider is never guessed: an empty or missing one is refused, naming it.
     for fields in [with("observed_at", ""), with("observed_at", "  ")] {
         let (s, _, _, body) = post_form(
@@ -1017,16 +1020,45 @@ async fn the_operation_page_forms_post_notes_and_reconciliations_and_go_back() {
         )
         .await;
         assert_eq!(s, StatusCode::UNPROCESSABLE_ENTITY, "{body}");
-        assert!(body.contains("Enter when you observed it at the provider"), "{body}");
+        assert!(
+            body.contains("Enter when you observed it at the provider"),
+            "{body}"
+        );
         assert!(body.contains(r#"value="issue #419""#), "{body}");
     }
     let mut body = json!({"attempt_id": "a1", "completed": true,
         "evidence": {"source": "codehost-status", "reference": "issue #419"}});
-    let (s, e) = post(&app, Who::Cookie(&signed), &reconciliation(session, mutation), body.clone()).await;
-    assert_eq!((s, e["error"]["field"].as_str()), (StatusCode::UNPROCESSABLE_ENTITY, Some("evidence.observed_at")), "{e}");
+    let (s, e) = post(
+        &app,
+        Who::Cookie(&signed),
+        &reconciliation(session, mutation),
+        body.clone(),
+    )
+    .await;
+    assert_eq!(
+        (s, e["error"]["field"].as_str()),
+        (
+            StatusCode::UNPROCESSABLE_ENTITY,
+            Some("evidence.observed_at")
+        ),
+        "{e}"
+    );
     body["evidence"]["observed_at"] = json!("");
-    let (s, e) = post(&app, Who::Cookie(&signed), &reconciliation(session, mutation), body).await;
-    assert_eq!((s, e["error"]["field"].as_str()), (StatusCode::UNPROCESSABLE_ENTITY, Some("evidence.observed_at")), "{e}");
+    let (s, e) = post(
+        &app,
+        Who::Cookie(&signed),
+        &reconciliation(session, mutation),
+        body,
+    )
+    .await;
+    assert_eq!(
+        (s, e["error"]["field"].as_str()),
+        (
+            StatusCode::UNPROCESSABLE_ENTITY,
+            Some("evidence.observed_at")
+        ),
+        "{e}"
+    );
     assert_eq!(snapshot(&app, session, "t", mutation).await, before);
     // A form is read strictly: a byte that is not UTF-8 once percent-decoded is refused (never replaced
     // by U+FFFD), so is a field given twice, or another media type; the media type's case does not matter.
@@ -1208,9 +1240,18 @@ async fn a_form_sent_after_the_sign_in_ended_comes_back_filled_after_signing_in_
         assert_eq!(s, StatusCode::UNAUTHORIZED, "{access:?}: {body}");
         assert_eq!(location, "");
         assert!(content_type.starts_with("text/html"));
-        assert!(body.contains(r#"<form method="post" action="/sign-in""#), "{body}");
-        assert!(body.contains("your note was not saved. It is kept"), "{body}");
-        assert!(body.contains(&hidden("pending_action", &format!("{page}/notes"))), "{body}");
+        assert!(
+            body.contains(r#"<form method="post" action="/sign-in""#),
+            "{body}"
+        );
+        assert!(
+            body.contains("your note was not saved. It is kept"),
+            "{body}"
+        );
+        assert!(
+            body.contains(&hidden("pending_action", &format!("{page}/notes"))),
+            "{body}"
+        );
         assert!(body.contains(&hidden("pending_text", note)), "{body}");
         assert!(!body.contains("Bearer"), "{body}");
         assert_eq!(rows(&app, session, mutation).await, before);
@@ -1239,20 +1280,30 @@ async fn a_form_sent_after_the_sign_in_ended_comes_back_filled_after_signing_in_
                 .body(body)
                 .send()
         };
-        let r = send(fields("wrong", format!("{page}/notes"))).await.unwrap();
+        let r = send(fields("wrong", format!("{page}/notes")))
+            .await
+            .unwrap();
         assert_eq!(r.status(), StatusCode::UNAUTHORIZED);
         let body = r.text().await.unwrap();
-        assert!(body.contains("The name or the password is wrong."), "{body}");
+        assert!(
+            body.contains("The name or the password is wrong."),
+            "{body}"
+        );
         assert!(body.contains(&hidden("pending_text", note)), "{body}");
 
         // Signing in: the note form again, filled in, for the person to check and send; not sent yet.
-        let r = send(fields(PASSWORD, format!("{page}/notes"))).await.unwrap();
+        let r = send(fields(PASSWORD, format!("{page}/notes")))
+            .await
+            .unwrap();
         assert_eq!(r.status(), StatusCode::OK);
         let cookie = r.headers()["set-cookie"].to_str().unwrap();
         let fresh = cookie.split(';').next().unwrap().to_owned();
         assert!(fresh.starts_with("outcomes_sign_in="), "{fresh}");
         let body = r.text().await.unwrap();
-        assert!(body.contains("Signed in as ada. Your note is not saved yet."), "{body}");
+        assert!(
+            body.contains("Signed in as ada. Your note is not saved yet."),
+            "{body}"
+        );
         assert!(
             body.contains(&format!(r#"<form method="post" action="{page}/notes""#)),
             "{body}"
@@ -1272,10 +1323,16 @@ async fn a_form_sent_after_the_sign_in_ended_comes_back_filled_after_signing_in_
             &[("text", note)],
         )
         .await;
-        assert_eq!((s, location.as_str()), (StatusCode::SEE_OTHER, page.as_str()));
+        assert_eq!(
+            (s, location.as_str()),
+            (StatusCode::SEE_OTHER, page.as_str())
+        );
         let after = rows(&app, session, mutation).await;
         assert_eq!(after.len(), before.len() + 1);
-        assert_eq!(after.last().unwrap(), &("note".to_owned(), Some(note.to_owned())));
+        assert_eq!(
+            after.last().unwrap(),
+            &("note".to_owned(), Some(note.to_owned()))
+        );
 
         // A reconciliation keeps every field it had.
         let typed = [
@@ -1295,17 +1352,19 @@ async fn a_form_sent_after_the_sign_in_ended_comes_back_filled_after_signing_in_
         .await;
         assert_eq!(s, StatusCode::UNAUTHORIZED, "{body}");
         for (k, v) in typed {
-            assert!(body.contains(&hidden(&format!("pending_{k}"), v)), "{k}: {body}");
+            assert!(
+                body.contains(&hidden(&format!("pending_{k}"), v)),
+                "{k}: {body}"
+            );
         }
-        let mut again: Vec<(&str, &str)> = vec![
-            ("name", STAFF),
-            ("password", PASSWORD),
-            ("next", "/"),
-        ];
+        let mut again: Vec<(&str, &str)> =
+            vec![("name", STAFF), ("password", PASSWORD), ("next", "/")];
         let action = format!("{page}/reconciliation");
         again.push(("pending_action", action.as_str()));
-        let pending: Vec<(String, &str)> =
-            typed.iter().map(|(k, v)| (format!("pending_{k}"), *v)).collect();
+        let pending: Vec<(String, &str)> = typed
+            .iter()
+            .map(|(k, v)| (format!("pending_{k}"), *v))
+            .collect();
         again.extend(pending.iter().map(|(k, v)| (k.as_str(), *v)));
         let r = no_redirects()
             .post(format!("{}/sign-in", app.base))
@@ -1317,7 +1376,10 @@ async fn a_form_sent_after_the_sign_in_ended_comes_back_filled_after_signing_in_
             .unwrap();
         assert_eq!(r.status(), StatusCode::OK);
         let body = r.text().await.unwrap();
-        assert!(body.contains("The outcome is not reconciled yet."), "{body}");
+        assert!(
+            body.contains("The outcome is not reconciled yet."),
+            "{body}"
+        );
         for needle in [
             r#"value="payments-api""#,
             r#"value="refund re_1""#,

@@ -392,3 +392,59 @@ async fn an_expiring_session_ends_its_live_streams_but_is_not_deleted() {
         "0 session(s) of 1 due for the purge; nothing deleted (give --confirm to delete them)\n"
     );
 }
+
+/// A held purge stays held: 20 sessions, a restart 60 days ahead (the sweep, every second, holds the
+/// purge), then the host writes 190 new sessions, so the 20 due are under a tenth of all. Three more
+/// sweeps delete nothing ("purge still held"); restarted with the clock right, all 20 are readable.
+/// (Before: the next sweep logged "expired sessions purged sessions=20" and they were gone for good.)
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_held_purge_is_not_released_by_new_sessions_diluting_it() {
+    if crate::helpers::postgres().is_some() {
+        eprintln!("skipped on Postgres: the purge reads the database's clock");
+        return;
+    }
+    let n = 20;
+    let dir = tempfile::tempdir().unwrap();
+    let data = dir.path().join("data");
+    let clock = ShiftedClock::new(dir.path());
+    let client = support::client();
+
+    let mut server = Server::start_with_env(&data, &[], &clock.env());
+    write_sessions(&client, &server, n).await;
+    server.terminate();
+
+    clock.set(60 * DAY);
+    let mut server = Server::start_with_env(&data, &["--purge-interval-secs", "1"], &clock.env());
+    assert!(
+        wait_for_log(&server, "purge held", Duration::from_secs(20)),
+        "{}",
+        server.log()
+    );
+    for i in 0..190 {
+        let r = client
+            .post(format!(
+                "{}/api/host/sessions/fresh-{i:03}/mutations",
+                server.base
+            ))
+            .bearer_auth(TOKEN)
+            .json(&json!({"logical_turn_id": "t", "mutation_id": "m", "tool": "tool"}))
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(r.status().as_u16(), 201, "fresh session {i}");
+    }
+    assert!(
+        wait_for_log(&server, "purge still held", Duration::from_secs(20)),
+        "{}",
+        server.log()
+    );
+    std::thread::sleep(Duration::from_secs(3));
+    let log = server.log();
+    assert!(!log.contains("purged"), "{log}");
+    server.terminate();
+
+    clock.set(0);
+    let mut server = Server::start_with_env(&data, &[], &clock.env());
+    assert_eq!(read_sessions(&client, &server, n).await, all(n, "200"));
+    server.terminate();
+}
