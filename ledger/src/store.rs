@@ -650,9 +650,10 @@ fn usable(conn: &mut sqlx::SqliteConnection, which: &str) -> bool {
 /// What an existing SQLite file is to the ledger ([`check_file`]).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Found {
-    /// Missing or 0 bytes: the ledger creates it.
+    /// Missing: the ledger creates it (mode 0600).
     New,
-    /// A SQLite database without tables: the ledger creates its tables in it.
+    /// An empty file or a SQLite database without tables, made by someone else: the ledger creates its
+    /// tables in it and leaves its mode alone.
     Empty,
     /// A ledger (the ledger's tables and migration record, nothing else).
     Ledger,
@@ -694,8 +695,16 @@ async fn check_file(file: &Path) -> Result<Found, LedgerError> {
             "{shown} is a directory; the ledger's database is a file"
         )));
     }
+    if !meta.is_file() {
+        // A device node, FIFO or socket: never opened, never chmod'ed (`--database /dev/null` as root
+        // would otherwise make it 0600 for the whole machine).
+        return Err(refuse(format!(
+            "{shown} is not a regular file; the ledger's database is a regular file"
+        )));
+    }
     if meta.len() == 0 {
-        return Ok(Found::New);
+        // Made by someone else (the ledger creates its file 0600): used, its mode left alone.
+        return Ok(Found::Empty);
     }
     let mut wal = file.as_os_str().to_owned();
     wal.push("-wal");
@@ -703,19 +712,33 @@ async fn check_file(file: &Path) -> Result<Found, LedgerError> {
         .filename(file)
         .read_only(true)
         .immutable(!Path::new(&wal).exists());
-    let tables: Result<Vec<String>, sqlx::Error> = async {
+    type Recorded = Vec<(i64, Vec<u8>)>;
+    let read: Result<(Vec<String>, Recorded), sqlx::Error> = async {
         let mut conn = sqlx::SqliteConnection::connect_with(&options).await?;
-        let tables = sqlx::query_scalar(
-            "SELECT name FROM sqlite_schema WHERE type = 'table' \
-             AND name NOT LIKE 'sqlite!_%' ESCAPE '!' ORDER BY name",
-        )
-        .fetch_all(&mut conn)
+        let read = async {
+            let tables: Vec<String> = sqlx::query_scalar(
+                "SELECT name FROM sqlite_schema WHERE type = 'table' \
+                 AND name NOT LIKE 'sqlite!_%' ESCAPE '!' ORDER BY name",
+            )
+            .fetch_all(&mut conn)
+            .await?;
+            // Another sqlx application has a migration table too: what it records must be the ledger's
+            // own migrations (version and checksum).
+            let recorded = if tables.iter().any(|t| t == "_sqlx_migrations") {
+                sqlx::query_as("SELECT version, checksum FROM _sqlx_migrations ORDER BY version")
+                    .fetch_all(&mut conn)
+                    .await?
+            } else {
+                Vec::new()
+            };
+            Ok::<_, sqlx::Error>((tables, recorded))
+        }
         .await;
         let _ = conn.close().await;
-        tables
+        read
     }
     .await;
-    let tables = match tables {
+    let (tables, recorded) = match read {
         Ok(t) => t,
         Err(sqlx::Error::Database(e)) if e.code().as_deref() == Some("26") => {
             return Err(refuse(format!(
@@ -738,7 +761,19 @@ async fn check_file(file: &Path) -> Result<Found, LedgerError> {
         .map(String::as_str)
         .filter(|t| !ours.iter().any(|o| o == t))
         .collect();
-    let migrated = tables.iter().any(|t| t == "_sqlx_migrations");
+    let migrator = sqlx::migrate!("./migrations");
+    let migrated = !recorded.is_empty()
+        && recorded.iter().all(|(version, checksum)| {
+            migrator
+                .iter()
+                .any(|m| m.version == *version && m.checksum.as_ref() == checksum.as_slice())
+        });
+    if !migrated && foreign.is_empty() && tables.iter().any(|t| t == "_sqlx_migrations") {
+        return Err(refuse(format!(
+            "{shown} holds another application's migration record, not an outcomes ledger's; it was \
+             left as it was: give the ledger its own --database or --data-dir"
+        )));
+    }
     if !foreign.is_empty() || !migrated {
         let named = if foreign.is_empty() {
             &tables.iter().map(String::as_str).collect::<Vec<_>>()

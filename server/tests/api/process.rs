@@ -362,7 +362,22 @@ fn snapshot(path: &std::path::Path) -> (Vec<u8>, u32) {
 /// chmod every file 0600 before any check.)
 #[tokio::test]
 async fn serve_refuses_another_applications_file_and_leaves_it_as_it_was() {
-    let cases: [(&str, Option<&str>, &str); 3] = [
+    const SQLX_TABLE: &str = "CREATE TABLE _sqlx_migrations (version BIGINT PRIMARY KEY, description TEXT NOT NULL, installed_on TIMESTAMP NOT NULL DEFAULT CURRENT_TIMESTAMP, success BOOLEAN NOT NULL, checksum BLOB NOT NULL, execution_time BIGINT NOT NULL);";
+    let sqlx_app = format!("{SQLX_TABLE} INSERT INTO _sqlx_migrations (version, description, success, checksum, execution_time) VALUES (20240101000000, 'init', 1, x'00', 1); CREATE TABLE sessions (id INTEGER PRIMARY KEY);");
+    let sqlx_empty = format!("{SQLX_TABLE} CREATE TABLE staff (name TEXT, pw TEXT);");
+    let cases: [(&str, Option<&str>, &str); 5] = [
+        // Another sqlx application: a migration table, but not the ledger's migrations (it used to be
+        // taken for a ledger: switched to WAL, chmod'ed, migrated).
+        (
+            "sqlxapp.sqlite",
+            Some(&sqlx_app),
+            "holds another application's migration record, not an outcomes ledger's; it was left as it was",
+        ),
+        (
+            "sqlx-empty.sqlite",
+            Some(&sqlx_empty),
+            "holds another application's migration record, not an outcomes ledger's; it was left as it was",
+        ),
         (
             "app.sqlite",
             Some("CREATE TABLE users (id INTEGER PRIMARY KEY, name TEXT); INSERT INTO users (name) VALUES ('ada');"),
@@ -473,6 +488,40 @@ async fn an_empty_sqlite_file_is_used_without_a_chmod_and_a_new_one_is_0600() {
     assert_eq!(
         std::fs::metadata(&empty).unwrap().permissions().mode() & 0o777,
         0o640
+    );
+    // A 0-byte file someone else made: used, its mode left alone too.
+    let zero = dir.path().join("zero.sqlite");
+    std::fs::write(&zero, b"").unwrap();
+    std::fs::set_permissions(&zero, std::fs::Permissions::from_mode(0o644)).unwrap();
+    let ledger = ledger::Ledger::open(zero.to_str().unwrap(), ledger::LedgerOptions::default())
+        .await
+        .unwrap();
+    ledger.close().await;
+    assert_eq!(
+        std::fs::metadata(&zero).unwrap().permissions().mode() & 0o777,
+        0o644
+    );
+    // A FIFO (or a device node) is refused, naming it, and never chmod'ed.
+    let fifo = dir.path().join("fifo");
+    assert!(Command::new("mkfifo")
+        .arg(&fifo)
+        .status()
+        .unwrap()
+        .success());
+    std::fs::set_permissions(&fifo, std::fs::Permissions::from_mode(0o644)).unwrap();
+    let refused = ledger::Ledger::open(fifo.to_str().unwrap(), ledger::LedgerOptions::default())
+        .await
+        .err()
+        .expect("a FIFO is refused");
+    assert!(
+        refused
+            .to_string()
+            .contains(&format!("{} is not a regular file", fifo.display())),
+        "{refused}"
+    );
+    assert_eq!(
+        std::fs::metadata(&fifo).unwrap().permissions().mode() & 0o777,
+        0o644
     );
     let new = dir.path().join("new.sqlite");
     let ledger = ledger::Ledger::open(new.to_str().unwrap(), ledger::LedgerOptions::default())
