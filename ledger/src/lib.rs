@@ -111,7 +111,26 @@ impl Ledger {
     /// Closes both pools (graceful shutdown); SQLite: the read connections first, then the write
     /// connection after checkpointing the WAL into the database file, so the file alone holds the
     /// whole ledger (docs/ledger.md "Files").
+    ///
+    /// A checkpoint that fails (a full disk, a read-only file) is logged as an error: the committed
+    /// writes are then still in the `-wal` file beside the database, which must be kept with it. Use
+    /// [`Ledger::close_whole`] to be told.
     pub async fn close(&self) {
-        self.inner.close().await;
+        let _ = self.close_whole().await;
+    }
+
+    /// [`Ledger::close`], answering `Err` with the reason when the WAL could not be checkpointed into
+    /// the database file (the `.sqlite` alone is then not whole: keep its `-wal`). `outcomes serve` exits
+    /// non-zero then.
+    pub async fn close_whole(&self) -> Result<(), String> {
+        let closed = self.inner.close().await;
+        if let Err(e) = &closed {
+            tracing::error!(
+                error = %e,
+                "the WAL could not be checkpointed at close: the database file alone is not the whole \
+                 ledger; keep its -wal file beside it (do not copy or delete the .sqlite alone)"
+            );
+        }
+        closed
     }
 }

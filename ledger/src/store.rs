@@ -518,7 +518,10 @@ impl Inner {
     /// connection checkpoints the WAL into the database file and truncates it, and closes last (the last
     /// connection to close removes the WAL): the `.sqlite` file alone then holds the whole ledger
     /// (docs/ledger.md "Files").
-    pub(crate) async fn close(&self) {
+    ///
+    /// Answers `Err` with the reason when the checkpoint failed (a full disk, a read-only file): the
+    /// committed writes are then still in the `-wal` file, which must be kept beside the database.
+    pub(crate) async fn close(&self) -> Result<(), String> {
         match &self.db {
             Db::Sqlite { write, read } => {
                 read.close().await;
@@ -537,13 +540,18 @@ impl Inner {
                         checkpointed = done,
                         "the WAL was not checkpointed whole at close: another process uses the ledger"
                     ),
-                    Err(e) => tracing::warn!(error = %e, "WAL checkpoint at close failed"),
+                    Err(e) => {
+                        write.close().await;
+                        return Err(e.to_string());
+                    }
                 }
                 write.close().await;
+                Ok(())
             }
             Db::Postgres { pool, .. } => {
                 self.stop_listener();
-                pool.close().await
+                pool.close().await;
+                Ok(())
             }
         }
     }

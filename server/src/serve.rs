@@ -466,7 +466,11 @@ pub async fn serve(args: ServeArgs) -> Result<(), Box<dyn std::error::Error>> {
         shutdown.cancel();
     })
     .await;
-    built.ledger.close().await;
+    built
+        .ledger
+        .close_whole()
+        .await
+        .map_err(|e| format!("the ledger closed without checkpointing its WAL ({e}): keep the -wal file beside the database"))?;
     tracing::info!("ledger closed");
     Ok(())
 }

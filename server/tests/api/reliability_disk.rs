@@ -489,3 +489,74 @@ async fn a_real_full_tmpfs_answers_503_and_recovers_when_space_is_freed() {
     assert!(lost.is_empty(), "{lost:?}");
     server.terminate();
 }
+
+/// A clean stop on a full disk cannot checkpoint the WAL into the database file: `outcomes serve` then
+/// exits non-zero and says the `-wal` must be kept (it used to exit 0 with a warning, and a copy of the
+/// `.sqlite` alone was malformed). Restarted once space is freed, with the `-wal` kept, every answered
+/// write is there. Needs `mount` like the test above.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_stop_on_a_full_disk_exits_non_zero_and_says_to_keep_the_wal() {
+    if helpers::skipped_on_postgres("a SQLite file on a full tmpfs") {
+        return;
+    }
+    let Some(fs) = Tmpfs::mount() else {
+        return;
+    };
+    let filler = fs.dir.path().join("filler");
+    std::fs::write(&filler, vec![0u8; 6_500_000]).expect("filler");
+    let data = fs.dir.path().join("data");
+    let mut server = support::Server::start(&data, &[]);
+    let client = support::client();
+    let base = server.base.clone();
+    let pad = "p".repeat(200);
+    let mut answered = 0;
+    for i in 0..20_000 {
+        let code = client
+            .post(format!("{base}/api/host/sessions/stop/mutations"))
+            .bearer_auth(support::TOKEN)
+            .json(&json!({"logical_turn_id": format!("t{i}-{pad}"), "mutation_id": format!("m{i}"), "tool": "x"}))
+            .send()
+            .await
+            .expect("write")
+            .status()
+            .as_u16();
+        if code != 201 {
+            assert_eq!(code, 503, "{}", server.log());
+            break;
+        }
+        answered += 1;
+    }
+    assert!(answered > 0);
+    let status = server.terminate().expect("the server stopped");
+    let log = server.log();
+    assert!(
+        !status.success(),
+        "a stop that left the WAL unmerged exited 0\n{log}"
+    );
+    assert!(
+        log.contains("keep the -wal file beside the database"),
+        "{log}"
+    );
+    std::fs::remove_file(&filler).expect("free space");
+    let mut server = support::Server::start(&data, &[]);
+    // Approvals only (no intent) are not published: each one's history says it is there.
+    let mut lost = 0;
+    for i in 0..answered {
+        let ok = client
+            .get(format!(
+                "{}/api/sessions/stop/mutations/m{i}/history",
+                server.base
+            ))
+            .bearer_auth(support::TOKEN)
+            .send()
+            .await
+            .expect("history")
+            .status()
+            == reqwest::StatusCode::OK;
+        if !ok {
+            lost += 1;
+        }
+    }
+    assert_eq!(lost, 0, "of {answered} answered");
+    server.terminate();
+}
