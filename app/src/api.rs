@@ -214,15 +214,9 @@ impl Reader {
         turn: &str,
         limit: usize,
     ) -> impl Future<Output = Result<TurnEntries, ApiError>> + Send + 'static {
-        self.get_json(format!(
-            "{}?limit={}",
-            turn_entries_path(key, turn),
-            limit.clamp(1, ENTRIES_PAGE)
-        ))
+        self.entries_page(key, turn, "", limit)
     }
-}
 
-impl Reader {
     /// The newest `limit` (at most [`ENTRIES_PAGE`]) entries of a turn, newest first, with the turn's
     /// counts read with them (`?order=newest`, docs/api.md "Turn entries").
     pub fn newest_entries(
@@ -231,11 +225,7 @@ impl Reader {
         turn: &str,
         limit: usize,
     ) -> impl Future<Output = Result<TurnEntries, ApiError>> + Send + 'static {
-        self.get_json(format!(
-            "{}?order=newest&limit={}",
-            turn_entries_path(key, turn),
-            limit.clamp(1, ENTRIES_PAGE)
-        ))
+        self.entries_page(key, turn, "order=newest&", limit)
     }
 
     /// The newest `limit` (1 to 1000) turns of a session, newest first, with the session's counts and
@@ -249,6 +239,21 @@ impl Reader {
             "{}?order=newest&limit={}",
             session_turns_path(key),
             limit.clamp(1, 1000)
+        ))
+    }
+
+    /// One page of a turn's entries: `query` is what goes before `limit=` (empty, or `order=newest&`).
+    fn entries_page(
+        &self,
+        key: &str,
+        turn: &str,
+        query: &str,
+        limit: usize,
+    ) -> impl Future<Output = Result<TurnEntries, ApiError>> + Send + 'static {
+        self.get_json(format!(
+            "{}?{query}limit={}",
+            turn_entries_path(key, turn),
+            limit.clamp(1, ENTRIES_PAGE)
         ))
     }
 }

@@ -626,7 +626,7 @@ async fn open_sqlite(
         .connect_with(connect.clone().busy_timeout(options.write_wait))
         .await
         .map_err(cannot_open)?;
-    sqlx::migrate!("./migrations").run(&write).await?;
+    SQLITE_MIGRATIONS.run(&write).await?;
     scrub_metadata_at_rest(&write, options.clock.now_ms()).await?;
     let read = SqlitePoolOptions::new()
         .max_connections(options.read_connections.max(1))
@@ -654,6 +654,10 @@ fn usable(conn: &mut sqlx::SqliteConnection, which: &str) -> bool {
     }
     true
 }
+
+/// The SQLite ledger's migrations (`ledger/migrations`), embedded once: run when a ledger opens, and
+/// the record a file's `_sqlx_migrations` must match to count as a ledger ([`check_file`]).
+static SQLITE_MIGRATIONS: sqlx::migrate::Migrator = sqlx::migrate!("./migrations");
 
 /// What an existing SQLite file is to the ledger ([`check_file`]).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -769,10 +773,9 @@ async fn check_file(file: &Path) -> Result<Found, LedgerError> {
         .map(String::as_str)
         .filter(|t| !ours.iter().any(|o| o == t))
         .collect();
-    let migrator = sqlx::migrate!("./migrations");
     let migrated = !recorded.is_empty()
         && recorded.iter().all(|(version, checksum)| {
-            migrator
+            SQLITE_MIGRATIONS
                 .iter()
                 .any(|m| m.version == *version && m.checksum.as_ref() == checksum.as_slice())
         });
@@ -808,7 +811,7 @@ async fn ledger_tables() -> Result<Vec<String>, LedgerError> {
     let mut conn =
         sqlx::SqliteConnection::connect_with(&SqliteConnectOptions::from_str("sqlite::memory:")?)
             .await?;
-    sqlx::migrate!("./migrations").run(&mut conn).await?;
+    SQLITE_MIGRATIONS.run(&mut conn).await?;
     let tables = sqlx::query_scalar(
         "SELECT name FROM sqlite_schema WHERE type = 'table' AND name NOT LIKE 'sqlite!_%' ESCAPE '!'",
     )

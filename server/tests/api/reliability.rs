@@ -33,6 +33,16 @@ pub(crate) mod support {
     /// The host token every server of this suite is started with.
     pub const TOKEN: &str = "reliability-host-token";
 
+    /// Resident memory of a process, in KiB (`VmRSS` of `/proc/<pid>/status`; 0 when unreadable).
+    pub fn rss_kib(pid: u32) -> u64 {
+        let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap_or_default();
+        status
+            .lines()
+            .find_map(|l| l.strip_prefix("VmRSS:"))
+            .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
+            .unwrap_or(0)
+    }
+
     /// True when the long (soak) variants are asked for: `OUTCOMES_SOAK=1`.
     pub fn soak() -> bool {
         std::env::var("OUTCOMES_SOAK").is_ok_and(|v| v == "1")
@@ -882,16 +892,6 @@ async fn a_second_serve_on_the_same_sqlite_file_is_refused_at_start_and_the_firs
 // Live subscriptions of vanished clients
 // ---------------------------------------------------------------------------------------------------------
 
-/// Resident memory of a process, in KiB (`VmRSS` of `/proc/<pid>/status`).
-fn rss_kib(pid: u32) -> u64 {
-    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap_or_default();
-    status
-        .lines()
-        .find_map(|l| l.strip_prefix("VmRSS:"))
-        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
-        .unwrap_or(0)
-}
-
 /// Opens a live stream of `session` and resets it (RST) as soon as the response head arrived.
 fn open_and_reset(addr: std::net::SocketAddr, session: &str) {
     use std::io::{Read, Write};
@@ -947,12 +947,12 @@ async fn dead_live_subscriptions_on_a_quiet_session_give_their_memory_back() {
         .await
         .unwrap();
     tokio::time::sleep(Duration::from_millis(500)).await;
-    let baseline = rss_kib(server.pid());
+    let baseline = support::rss_kib(server.pid());
     tokio::task::spawn_blocking(move || (0..n).for_each(|_| open_and_reset(addr, "quiet")))
         .await
         .unwrap();
     tokio::time::sleep(Duration::from_millis(500)).await;
-    let after = rss_kib(server.pid());
+    let after = support::rss_kib(server.pid());
     // 6 KiB a leaked subscription (what the old hub kept) would be n * 6 KiB; allow a tenth of that.
     let allowed = (n as u64 * 6 / 10).max(4 * 1024);
     assert!(

@@ -110,19 +110,20 @@ fn session(i: usize) -> String {
 /// Writes one mutation into each of `n` sessions.
 async fn write_sessions(client: &reqwest::Client, server: &Server, n: usize) {
     for i in 0..n {
-        let r = client
-            .post(format!(
-                "{}/api/host/sessions/{}/mutations",
-                server.base,
-                session(i)
-            ))
-            .bearer_auth(TOKEN)
-            .json(&json!({"logical_turn_id": "t", "mutation_id": "m", "tool": "tool"}))
-            .send()
-            .await
-            .unwrap();
-        assert_eq!(r.status().as_u16(), 201, "session {i}");
+        write_session(client, server, &session(i)).await;
     }
+}
+
+/// Writes one mutation (an approval) into the session `key`, creating it.
+async fn write_session(client: &reqwest::Client, server: &Server, key: &str) {
+    let r = client
+        .post(format!("{}/api/host/sessions/{key}/mutations", server.base))
+        .bearer_auth(TOKEN)
+        .json(&json!({"logical_turn_id": "t", "mutation_id": "m", "tool": "tool"}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status().as_u16(), 201, "session {key}");
 }
 
 /// How each of the `n` sessions answers `GET /api/sessions/{key}/turns`: its status and, for a 404,
@@ -421,17 +422,7 @@ async fn a_held_purge_is_not_released_by_new_sessions_diluting_it() {
         server.log()
     );
     for i in 0..190 {
-        let r = client
-            .post(format!(
-                "{}/api/host/sessions/fresh-{i:03}/mutations",
-                server.base
-            ))
-            .bearer_auth(TOKEN)
-            .json(&json!({"logical_turn_id": "t", "mutation_id": "m", "tool": "tool"}))
-            .send()
-            .await
-            .unwrap();
-        assert_eq!(r.status().as_u16(), 201, "fresh session {i}");
+        write_session(&client, &server, &format!("fresh-{i:03}")).await;
     }
     assert!(
         wait_for_log(&server, "purge still held", Duration::from_secs(20)),

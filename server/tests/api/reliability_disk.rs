@@ -388,27 +388,26 @@ impl Drop for Tmpfs {
     }
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_real_full_tmpfs_answers_503_and_recovers_when_space_is_freed() {
-    if helpers::skipped_on_postgres("a SQLite file on a full tmpfs") {
-        return;
-    }
-    let Some(fs) = Tmpfs::mount() else {
-        return;
-    };
+/// The tmpfs nearly filled (a 6.5 MB `filler` file in it) and the ledger's data directory in it.
+fn nearly_full(fs: &Tmpfs) -> (std::path::PathBuf, std::path::PathBuf) {
     let filler = fs.dir.path().join("filler");
     std::fs::write(&filler, vec![0u8; 6_500_000]).expect("filler");
-    let data = fs.dir.path().join("data");
-    let mut server = support::Server::start(&data, &[]);
-    let client = support::client();
-    let base = server.base.clone();
+    (filler, fs.dir.path().join("data"))
+}
+
+/// Approves mutations (`m<i>-<200 bytes>`, each in a turn of its own) in `session` until one is not
+/// answered 201: the mutation ids answered, and the refusal's status, `Retry-After` and body.
+async fn write_until_refused(
+    client: &reqwest::Client,
+    base: &str,
+    session: &str,
+) -> (Vec<String>, (u16, Option<String>, Value)) {
     let pad = "p".repeat(200);
     let mut answered = Vec::new();
-    let mut refused = None;
     for i in 0..20_000 {
         let m = format!("m{i}-{pad}");
         let r = client
-            .post(format!("{base}/api/host/sessions/tmpfs/mutations"))
+            .post(format!("{base}/api/host/sessions/{session}/mutations"))
             .bearer_auth(support::TOKEN)
             .json(&json!({"logical_turn_id": format!("t{i}-{pad}"), "mutation_id": m, "tool": "x"}))
             .send()
@@ -421,14 +420,27 @@ async fn a_real_full_tmpfs_answers_503_and_recovers_when_space_is_freed() {
             .and_then(|v| v.to_str().ok())
             .map(str::to_owned);
         let v: Value = r.json().await.unwrap_or(Value::Null);
-        if code == 201 {
-            answered.push(m);
-            continue;
+        if code != 201 {
+            return (answered, (code, retry, v));
         }
-        refused = Some((code, retry, v));
-        break;
+        answered.push(m);
     }
-    let (code, retry, v) = refused.expect("the disk never filled");
+    panic!("the disk never filled");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_real_full_tmpfs_answers_503_and_recovers_when_space_is_freed() {
+    if helpers::skipped_on_postgres("a SQLite file on a full tmpfs") {
+        return;
+    }
+    let Some(fs) = Tmpfs::mount() else {
+        return;
+    };
+    let (filler, data) = nearly_full(&fs);
+    let mut server = support::Server::start(&data, &[]);
+    let client = support::client();
+    let base = server.base.clone();
+    let (answered, (code, retry, v)) = write_until_refused(&client, &base, "tmpfs").await;
     assert_eq!(
         (code, v["error"]["code"].as_str(), retry.as_deref()),
         (503, Some("storage_full"), Some("5")),
@@ -502,31 +514,12 @@ async fn a_stop_on_a_full_disk_exits_non_zero_and_says_to_keep_the_wal() {
     let Some(fs) = Tmpfs::mount() else {
         return;
     };
-    let filler = fs.dir.path().join("filler");
-    std::fs::write(&filler, vec![0u8; 6_500_000]).expect("filler");
-    let data = fs.dir.path().join("data");
+    let (filler, data) = nearly_full(&fs);
     let mut server = support::Server::start(&data, &[]);
     let client = support::client();
-    let base = server.base.clone();
-    let pad = "p".repeat(200);
-    let mut answered = 0;
-    for i in 0..20_000 {
-        let code = client
-            .post(format!("{base}/api/host/sessions/stop/mutations"))
-            .bearer_auth(support::TOKEN)
-            .json(&json!({"logical_turn_id": format!("t{i}-{pad}"), "mutation_id": format!("m{i}"), "tool": "x"}))
-            .send()
-            .await
-            .expect("write")
-            .status()
-            .as_u16();
-        if code != 201 {
-            assert_eq!(code, 503, "{}", server.log());
-            break;
-        }
-        answered += 1;
-    }
-    assert!(answered > 0);
+    let (answered, (code, _, _)) = write_until_refused(&client, &server.base, "stop").await;
+    assert_eq!(code, 503, "{}", server.log());
+    assert!(!answered.is_empty());
     let status = server.terminate().expect("the server stopped");
     let log = server.log();
     assert!(
@@ -541,11 +534,12 @@ async fn a_stop_on_a_full_disk_exits_non_zero_and_says_to_keep_the_wal() {
     let mut server = support::Server::start(&data, &[]);
     // Approvals only (no intent) are not published: each one's history says it is there.
     let mut lost = 0;
-    for i in 0..answered {
+    for m in &answered {
         let ok = client
             .get(format!(
-                "{}/api/sessions/stop/mutations/m{i}/history",
-                server.base
+                "{}/api/sessions/stop/mutations/{}/history",
+                server.base,
+                helpers::enc(m)
             ))
             .bearer_auth(support::TOKEN)
             .send()
@@ -557,6 +551,6 @@ async fn a_stop_on_a_full_disk_exits_non_zero_and_says_to_keep_the_wal() {
             lost += 1;
         }
     }
-    assert_eq!(lost, 0, "of {answered} answered");
+    assert_eq!(lost, 0, "of {} answered", answered.len());
     server.terminate();
 }

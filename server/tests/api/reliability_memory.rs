@@ -15,17 +15,7 @@ use std::time::{Duration, Instant};
 
 use serde_json::{json, Value};
 
-use crate::reliability::support::{self, Server, TOKEN};
-
-/// Resident memory of a process, in KiB.
-fn rss_kib(pid: u32) -> u64 {
-    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap_or_default();
-    status
-        .lines()
-        .find_map(|l| l.strip_prefix("VmRSS:"))
-        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
-        .unwrap_or(0)
-}
+use crate::reliability::support::{self, rss_kib, Server, TOKEN};
 
 /// One wrong sign-in from `from` (a loopback address of its own): its status.
 async fn wrong_sign_in(base: &str, from: IpAddr, i: usize) -> u16 {
