@@ -43,6 +43,11 @@ pub const QUEUED_JOBS: usize = 4_096;
 /// mass purge: a sweep holds it for an operator (docs/ledger.md "Retention").
 pub const MASS_PURGE_SESSIONS: usize = 10;
 
+/// The purge's own clock moves at most this many times as fast as the monotonic clock while it is behind
+/// the wall clock (docs/ledger.md "Retention"): a restart after the wall clock jumped ahead by D deletes
+/// nothing the jump made due until the server has run D / (this - 1).
+pub const PURGE_CLOCK_CATCH_UP: i64 = 2;
+
 /// How [`Engine::purge_expired`] decides.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct PurgeRules {
@@ -50,6 +55,12 @@ pub struct PurgeRules {
     /// 7 days).
     pub grace: std::time::Duration,
     pub mode: PurgeMode,
+    /// `None`: "now" is the wall clock (an operator's `outcomes purge`, whose `--confirm` also sets the
+    /// purge clock to it). `Some(elapsed)`: the server's sweep, with the monotonic time since this
+    /// process's previous sweep (zero for its first): "now" is the purge clock stored in the ledger
+    /// (table `purge_clock`; at its first use the newest session write), moved on by
+    /// [`PURGE_CLOCK_CATCH_UP`] × `elapsed`, never past the wall clock, and stored again.
+    pub paced: Option<std::time::Duration>,
 }
 
 /// Who asks for a purge.
@@ -74,6 +85,9 @@ pub struct Purge {
     pub deleted: Vec<String>,
     /// True when a sweep found a mass purge and deleted nothing.
     pub held: bool,
+    /// How far the purge's "now" was behind the wall clock, in ms (0 unless [`PurgeRules::paced`] held
+    /// it back: a restart after downtime, or a wall clock that jumped ahead).
+    pub behind_ms: i64,
 }
 
 impl Purge {
@@ -563,7 +577,7 @@ impl Engine {
     pub async fn purge_expired(&self, rules: PurgeRules) -> Result<Purge, LedgerError> {
         let _writer = self.inner.writer().await?;
         let mut tx = self.inner.begin_write().await?;
-        let now = match &mut tx {
+        let wall = match &mut tx {
             WriteTx::Postgres(t) if self.inner.clock.is_system() => {
                 sqlx::query_scalar::<_, i64>(
                     "SELECT CAST(EXTRACT(EPOCH FROM now()) * 1000 AS BIGINT)",
@@ -572,6 +586,15 @@ impl Engine {
                 .await?
             }
             _ => self.inner.clock.now_ms(),
+        };
+        let now = match rules.paced {
+            Some(elapsed) => paced_now(&mut tx, wall, elapsed).await?,
+            None => {
+                if rules.mode == PurgeMode::Confirmed {
+                    store_purge_clock(&mut tx, wall).await?;
+                }
+                wall
+            }
         };
         let grace = i64::try_from(rules.grace.as_millis()).unwrap_or(i64::MAX);
         let before = self.inner.live_since(now).saturating_sub(grace);
@@ -593,12 +616,13 @@ impl Engine {
             due,
             deleted: Vec::new(),
             held: false,
+            behind_ms: wall.saturating_sub(now),
         };
-        if purge.due.is_empty() || rules.mode == PurgeMode::DryRun {
-            return Ok(purge);
-        }
-        if rules.mode == PurgeMode::Sweep && purge.is_mass() {
-            purge.held = true;
+        let held = rules.mode == PurgeMode::Sweep && purge.is_mass();
+        if purge.due.is_empty() || rules.mode == PurgeMode::DryRun || held {
+            purge.held = held;
+            // The purge clock moved (or was set) all the same.
+            tx.commit().await?;
             return Ok(purge);
         }
         tx.lock_sessions(purge.due.iter().map(String::as_str))
@@ -747,4 +771,48 @@ pub(crate) fn announce_turn(adapter: &Arc<dyn Adapter>, t: TurnChange) {
         }
         Err(_) => tracing::error!(revision = t.latest_revision, "turn hint delivery panicked"),
     }
+}
+
+/// The purge's "now" for a server sweep (docs/ledger.md "Retention"): the stored purge clock (at its first
+/// use the newest session write, or `wall` in an empty ledger) moved on by [`PURGE_CLOCK_CATCH_UP`] ×
+/// `elapsed`, never past `wall`; stored again in the same transaction. A wall clock that jumped ahead at a
+/// restart is thus followed only as fast as the server runs, and one set back is followed at once.
+async fn paced_now(
+    tx: &mut WriteTx,
+    wall: i64,
+    elapsed: std::time::Duration,
+) -> Result<i64, LedgerError> {
+    let stored: Option<i64> = on_tx!(&mut *tx, |c, d| sqlx::query_scalar(
+        "SELECT at_ms FROM purge_clock WHERE id = 1"
+    )
+    .fetch_optional(c)
+    .await?);
+    let from = match stored {
+        Some(at) => at,
+        None => on_tx!(&mut *tx, |c, d| sqlx::query_scalar::<_, Option<i64>>(
+            "SELECT MAX(last_write_at) FROM sessions"
+        )
+        .fetch_one(c)
+        .await?)
+        .unwrap_or(wall),
+    };
+    let step = i64::try_from(elapsed.as_millis())
+        .unwrap_or(i64::MAX)
+        .saturating_mul(PURGE_CLOCK_CATCH_UP);
+    let now = wall.min(from.saturating_add(step));
+    store_purge_clock(tx, now).await?;
+    Ok(now)
+}
+
+/// Sets the stored purge clock to `at_ms` (ms since the Unix epoch).
+async fn store_purge_clock(tx: &mut WriteTx, at_ms: i64) -> Result<(), LedgerError> {
+    on_tx!(&mut *tx, |c, d| sqlx::query(
+        "INSERT INTO purge_clock (id, at_ms) VALUES (1, $1) \
+         ON CONFLICT (id) DO UPDATE SET at_ms = excluded.at_ms"
+    )
+    .bind(at_ms)
+    .execute(c)
+    .await
+    .map(|_| ())?);
+    Ok(())
 }

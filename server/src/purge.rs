@@ -85,6 +85,8 @@ pub async fn run(args: PurgeArgs) -> Result<(), Box<dyn std::error::Error>> {
         } else {
             PurgeMode::DryRun
         },
+        // The operator's word: the wall clock is right (with --confirm, the purge clock is set to it).
+        paced: None,
     };
     let result = ledger.engine().purge_expired(rules).await;
     ledger.close().await;
@@ -168,7 +170,12 @@ pub async fn sweep_periodically(
     let rules = PurgeRules {
         grace: Duration::from_secs(options.purge_after_secs),
         mode: PurgeMode::Sweep,
+        paced: Some(Duration::ZERO),
     };
+    // The monotonic time since the previous sweep moves the purge clock on (`PurgeRules::paced`); none
+    // before the first, so a restart resumes from the clock stored in the ledger.
+    let mut previous: Option<Instant> = None;
+    let mut behind_said = false;
     let mut tick = tokio::time::interval(Duration::from_secs(options.purge_interval_secs));
     let mut said = Said::Nothing;
     let mut latched = false;
@@ -203,9 +210,28 @@ pub async fn sweep_periodically(
             } else {
                 PurgeMode::Sweep
             },
+            paced: Some(previous.map_or(Duration::ZERO, |p| p.elapsed())),
             ..rules
         };
-        let held = match state.engine.purge_expired(asked).await {
+        previous = Some(Instant::now());
+        let result = state.engine.purge_expired(asked).await;
+        let mut behind = false;
+        if let Ok(purge) = &result {
+            behind = purge.behind_ms > CLOCK_JUMP_TOLERANCE.as_millis() as i64;
+            if behind && !behind_said {
+                tracing::warn!(
+                    behind_secs = purge.behind_ms / 1000,
+                    "purge clock behind the wall clock (a restart after downtime, or a wall clock that \
+                     jumped ahead): the purge deletes only what its own clock says is due and catches up at \
+                     twice the monotonic pace; if the wall clock is right, `outcomes purge --confirm` deletes \
+                     what is due now"
+                );
+            } else if !behind && behind_said {
+                tracing::info!("purge clock caught up with the wall clock");
+            }
+            behind_said = behind;
+        }
+        let held = match result {
             Ok(Purge { due, total, .. }) if latched && !due.is_empty() => {
                 if said != Said::Held(due.len(), total) {
                     tracing::warn!(
@@ -253,8 +279,9 @@ pub async fn sweep_periodically(
                 false
             }
         };
-        // A held purge suggests a clock that jumped ahead: viewer links and sign-ins are kept too.
-        if !held {
+        // A held purge or a purge clock behind suggests a clock that jumped ahead: viewer links and
+        // sign-ins are kept too (they are refused while expired by the wall clock all the same).
+        if !held && !behind {
             if let Err(e) = state
                 .access
                 .store

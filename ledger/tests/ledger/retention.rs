@@ -139,7 +139,11 @@ async fn row_counts(path: &str) -> [i64; 5] {
 /// Runs the purge with `grace` after expiry.
 pub(crate) async fn purge(h: &Harness, grace: Duration, mode: PurgeMode) -> Purge {
     h.engine
-        .purge_expired(PurgeRules { grace, mode })
+        .purge_expired(PurgeRules {
+            grace,
+            mode,
+            paced: None,
+        })
         .await
         .unwrap()
 }
@@ -211,7 +215,8 @@ async fn a_sweep_that_would_delete_every_session_at_once_is_held_until_an_operat
             total: 20,
             due: keys(0..20),
             deleted: Vec::new(),
-            held: true
+            held: true,
+            behind_ms: 0
         }
     );
     assert!(held.is_mass());
@@ -291,4 +296,89 @@ async fn delete_session_removes_all_its_rows() {
         h.engine.delete_session(&sk(SESSION)).await,
         Err(LedgerError::SessionNotFound)
     ));
+}
+
+/// A server's sweep: the purge clock moved on by `elapsed` of monotonic time (docs/ledger.md "Retention").
+async fn sweep(h: &Harness, elapsed: Duration) -> Purge {
+    h.engine
+        .purge_expired(PurgeRules {
+            grace: Duration::ZERO,
+            mode: PurgeMode::Sweep,
+            paced: Some(elapsed),
+        })
+        .await
+        .unwrap()
+}
+
+const MS: Duration = Duration::from_millis(1);
+
+/// Three sessions (fewer than a mass purge, which the 10-session rule cannot hold) and a restart with the
+/// wall clock 60 days ahead: the sweeps delete nothing until the purge clock, moving 2 ms per ms of
+/// monotonic time from the newest write, has passed their expiry; then they go. (Before the purge clock:
+/// the first sweep after the restart deleted all three.)
+#[tokio::test]
+async fn a_restart_far_ahead_deletes_nothing_until_the_purge_clock_has_run_to_the_expiry() {
+    let h = open().await;
+    for i in 0..3 {
+        h.ok(approve_in(&format!("s-{i:02}"), "t", "m")).await;
+    }
+    let first = sweep(&h, Duration::ZERO).await;
+    assert_eq!((first.total, first.due.len(), first.behind_ms), (3, 0, 0));
+    let ahead = Duration::from_secs(60 * 24 * 3600);
+    h.clock.advance(ahead);
+    let restart = sweep(&h, Duration::ZERO).await;
+    assert_eq!(
+        (restart.due.len(), restart.deleted.len(), restart.held),
+        (0, 0, false)
+    );
+    assert_eq!(restart.behind_ms, ahead.as_millis() as i64);
+    // Half the time to live of running: the purge clock is at the expiry, less 2 ms.
+    let running = sweep(&h, TTL / 2 - MS).await;
+    assert_eq!((running.due.len(), running.deleted.len()), (0, 0));
+    assert_eq!(
+        running.behind_ms,
+        (ahead - TTL + 2 * MS).as_millis() as i64
+    );
+    // Exactly at the expiry: not yet past it.
+    assert!(sweep(&h, MS).await.deleted.is_empty());
+    assert_eq!(sweep(&h, MS).await.deleted, keys(0..3));
+}
+
+/// The wall clock put right before the purge clock caught up: the purge clock follows it back at once,
+/// nothing was deleted and every session reads again; the sweeps then go on from the right time.
+#[tokio::test]
+async fn a_wall_clock_put_right_again_is_followed_at_once_and_nothing_was_deleted() {
+    let h = open().await;
+    for i in 0..3 {
+        h.ok(approve_in(&format!("s-{i:02}"), "t", "m")).await;
+    }
+    h.clock.advance(Duration::from_secs(60 * 24 * 3600));
+    sweep(&h, Duration::ZERO).await;
+    sweep(&h, TTL / 4).await;
+    h.clock.set(T0 + 1000);
+    let right = sweep(&h, Duration::from_secs(60)).await;
+    assert_eq!((right.due.len(), right.behind_ms), (0, 0));
+    assert_eq!(h.sessions.list().await.sessions.len(), 3);
+    // From the right time on, the purge clock keeps up with the wall clock.
+    h.clock.advance(TTL);
+    let due = sweep(&h, TTL).await;
+    assert_eq!((due.deleted, due.behind_ms), (keys(0..3), 0));
+}
+
+/// An operator's `outcomes purge --confirm` says the wall clock is right: it deletes what is due by the
+/// wall clock and sets the purge clock to it, so the next sweep is not behind.
+#[tokio::test]
+async fn a_confirmed_purge_sets_the_purge_clock_to_the_wall_clock() {
+    let h = open().await;
+    h.ok(approve_in("s-00", "t", "m")).await;
+    sweep(&h, Duration::ZERO).await;
+    h.clock.advance(TTL + Duration::from_secs(3600));
+    h.ok(approve_in("s-01", "t", "m")).await;
+    let restart = sweep(&h, Duration::ZERO).await;
+    assert_eq!(restart.deleted.len(), 0);
+    assert!(restart.behind_ms > 0);
+    let confirmed = purge(&h, Duration::ZERO, PurgeMode::Confirmed).await;
+    assert_eq!(confirmed.deleted, ["s-00"]);
+    let next = sweep(&h, Duration::ZERO).await;
+    assert_eq!((next.total, next.due.len(), next.behind_ms), (1, 0, 0));
 }

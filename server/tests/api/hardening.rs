@@ -76,6 +76,7 @@ async fn an_expired_session_gets_session_ended_when_the_retention_sweep_deletes_
     let rules = ledger::engine::PurgeRules {
         grace: Duration::ZERO,
         mode: ledger::engine::PurgeMode::Sweep,
+        paced: None,
     };
     assert_eq!(
         app.state.engine.purge_expired(rules).await.unwrap().deleted,

@@ -4,7 +4,9 @@
 //!
 //! | test | proves |
 //! |---|---|
-//! | [`a_restart_sixty_days_ahead_deletes_nothing_and_every_session_is_back_once_the_clock_is_right`] | 20 sessions, a restart 60 days ahead: all hidden (404 `session_expired`), the purge held and logged, nothing deleted; with the clock right again every session is readable; `outcomes purge --confirm` then deletes them and prints them |
+//! | [`a_restart_sixty_days_ahead_deletes_nothing_and_every_session_is_back_once_the_clock_is_right`] | 20 sessions, a restart 60 days ahead: all hidden (404 `session_expired`), the purge clock behind (logged), nothing deleted; with the clock right again every session is readable; `outcomes purge --confirm` then deletes them and prints them |
+//! | [`a_restart_far_ahead_deletes_nothing_even_of_fewer_sessions_than_a_mass_purge`] | 3 sessions, a restart 60 days ahead: the purge clock moves only as fast as the server runs, nothing is deleted; all 3 read with the clock right |
+//! | [`a_held_purge_is_not_released_by_new_sessions_diluting_it`] | 20 sessions due at once are held; 190 new sessions do not release the hold |
 //! | [`a_wall_clock_that_jumps_while_serving_suspends_the_purge`] | a running server whose wall clock jumps 60 days: the purge is suspended (logged), nothing deleted; back to the right time, every session reads again |
 //! | [`an_expiring_session_ends_its_live_streams_but_is_not_deleted`] | expiry ends a watching live stream with `session_ended` `"expired"`, the session stays (hidden) until the purge |
 //!
@@ -164,8 +166,9 @@ fn wait_for_log(server: &Server, needle: &str, within: Duration) -> bool {
 }
 
 /// 20 sessions; the server restarts with its wall clock 60 days ahead (past the 30-day time to live and
-/// the 7-day purge grace): every session is hidden (404 `session_expired`), the first sweep finds all 20
-/// due at once and holds the purge (logged), nothing is deleted, viewer links neither. Restarted with the
+/// the 7-day purge grace): every session is hidden (404 `session_expired`), the first sweep finds the
+/// purge clock stored in the ledger 60 days behind (logged) and nothing due by it, nothing is deleted,
+/// viewer links neither. Restarted with the
 /// clock right, every session is readable and the viewer link opens. Then `outcomes purge` (60 days ahead) lists the 20 and deletes nothing, and
 /// `outcomes purge --confirm` deletes them and prints each. (Before: "expired sessions deleted
 /// sessions=20" at the restart and every session gone for good.)
@@ -207,8 +210,8 @@ async fn a_restart_sixty_days_ahead_deletes_nothing_and_every_session_is_back_on
     clock.set(60 * DAY);
     let mut server = Server::start_with_env(&data, &[], &clock.env());
     assert!(
-        wait_for_log(&server, "purge held", Duration::from_secs(20)),
-        "the first sweep holds the purge\n{}",
+        wait_for_log(&server, "purge clock behind", Duration::from_secs(20)),
+        "the first sweep finds its clock behind the wall clock\n{}",
         server.log()
     );
     assert_eq!(
@@ -216,7 +219,13 @@ async fn a_restart_sixty_days_ahead_deletes_nothing_and_every_session_is_back_on
         all(n, "404 session_expired")
     );
     let log = server.log();
-    assert!(log.contains(&format!("due={n} total={n}")), "{log}");
+    // 60 days, plus the seconds since the first server's sweep stored the purge clock.
+    let behind: i64 = regex::Regex::new(r"behind_secs=(\d+)")
+        .unwrap()
+        .captures(&log)
+        .and_then(|c| c[1].parse().ok())
+        .unwrap_or_else(|| panic!("no behind_secs in {log}"));
+    assert!((60 * DAY..60 * DAY + 600).contains(&behind), "{log}");
     assert!(!log.contains("purged"), "{log}");
     server.terminate();
 
@@ -233,7 +242,7 @@ async fn a_restart_sixty_days_ahead_deletes_nothing_and_every_session_is_back_on
         .await
         .unwrap();
     assert_eq!(list["total"], n);
-    assert!(!server.log().contains("purge held"), "{}", server.log());
+    assert!(!server.log().contains("purge clock behind"), "{}", server.log());
     let no_redirects = reqwest::Client::builder()
         .redirect(reqwest::redirect::Policy::none())
         .build()
@@ -394,9 +403,9 @@ async fn an_expiring_session_ends_its_live_streams_but_is_not_deleted() {
     );
 }
 
-/// A held purge stays held: 20 sessions, a restart 60 days ahead (the sweep, every second, holds the
-/// purge), then the host writes 190 new sessions, so the 20 due are under a tenth of all. Three more
-/// sweeps delete nothing ("purge still held"); restarted with the clock right, all 20 are readable.
+/// A held purge stays held: 20 sessions written at once 60 days ago, the purge clock right (the sweep,
+/// every second, finds all 20 due and holds the purge), then the host writes 190 new sessions, so the 20 due are under a tenth of all. Three more
+/// sweeps delete nothing ("purge still held"); restarted, all 20 are still there.
 /// (Before: the next sweep logged "expired sessions purged sessions=20" and they were gone for good.)
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_held_purge_is_not_released_by_new_sessions_diluting_it() {
@@ -410,11 +419,15 @@ async fn a_held_purge_is_not_released_by_new_sessions_diluting_it() {
     let clock = ShiftedClock::new(dir.path());
     let client = support::client();
 
+    // The 20 sessions were written 60 days ago, all at once, and the purge clock kept up since (as a
+    // server running all along keeps it): they are due together, a mass purge.
+    clock.set(-60 * DAY);
     let mut server = Server::start_with_env(&data, &[], &clock.env());
     write_sessions(&client, &server, n).await;
     server.terminate();
+    set_purge_clock_to_now(&data).await;
 
-    clock.set(60 * DAY);
+    clock.set(0);
     let mut server = Server::start_with_env(&data, &["--purge-interval-secs", "1"], &clock.env());
     assert!(
         wait_for_log(&server, "purge held", Duration::from_secs(20)),
@@ -434,8 +447,69 @@ async fn a_held_purge_is_not_released_by_new_sessions_diluting_it() {
     assert!(!log.contains("purged"), "{log}");
     server.terminate();
 
-    clock.set(0);
+    // They are still there for the operator to confirm (readable with the clock of their time).
+    clock.set(-60 * DAY);
     let mut server = Server::start_with_env(&data, &[], &clock.env());
+    assert_eq!(read_sessions(&client, &server, n).await, all(n, "200"));
+    server.terminate();
+}
+
+/// Sets the stopped server's stored purge clock (docs/ledger.md "Retention") to the real time.
+async fn set_purge_clock_to_now(data: &Path) {
+    let url = format!("sqlite://{}", data.join("ledger.sqlite").display());
+    let pool = sqlx::SqlitePool::connect(&url).await.unwrap();
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_millis() as i64;
+    let set = sqlx::query("UPDATE purge_clock SET at_ms = ?1 WHERE id = 1")
+        .bind(now)
+        .execute(&pool)
+        .await
+        .unwrap();
+    assert_eq!(set.rows_affected(), 1);
+    pool.close().await;
+}
+
+/// Three sessions, fewer than the 10 of a mass purge, and a restart with the wall clock 60 days ahead,
+/// sweeping every second: the purge clock stored in the ledger moves only as fast as the server runs, so
+/// nothing is deleted (logged "purge clock behind"), and with the clock right again all three read. (Before
+/// the purge clock: "expired sessions purged sessions=3" at the first sweep, all gone for good.)
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_restart_far_ahead_deletes_nothing_even_of_fewer_sessions_than_a_mass_purge() {
+    if crate::helpers::postgres().is_some() {
+        eprintln!("skipped on Postgres: the purge reads the database's clock");
+        return;
+    }
+    let n = 3;
+    let dir = tempfile::tempdir().unwrap();
+    let data = dir.path().join("data");
+    let clock = ShiftedClock::new(dir.path());
+    let client = support::client();
+    let mut server = Server::start_with_env(&data, &[], &clock.env());
+    write_sessions(&client, &server, n).await;
+    server.terminate();
+
+    clock.set(60 * DAY);
+    let mut server = Server::start_with_env(&data, &["--purge-interval-secs", "1"], &clock.env());
+    assert!(
+        wait_for_log(&server, "purge clock behind", Duration::from_secs(20)),
+        "{}",
+        server.log()
+    );
+    // A few sweeps while it is wrong.
+    tokio::time::sleep(Duration::from_millis(3500)).await;
+    assert_eq!(
+        read_sessions(&client, &server, n).await,
+        all(n, "404 session_expired")
+    );
+    let log = server.log();
+    assert!(!log.contains("purged"), "{log}");
+    assert_eq!(log.matches("purge clock behind").count(), 1, "{log}");
+    server.terminate();
+
+    clock.set(0);
+    let mut server = Server::start_with_env(&data, &["--purge-interval-secs", "1"], &clock.env());
     assert_eq!(read_sessions(&client, &server, n).await, all(n, "200"));
     server.terminate();
 }
