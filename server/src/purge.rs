@@ -296,14 +296,23 @@ pub async fn sweep_periodically(
 }
 
 /// Ends the live streams of sessions that expired (hidden, not yet purged) with `session_ended`
-/// `"expired"`: their pages say so at once, not only at the purge.
+/// `"expired"`: their pages say so at once, not only at the purge; and those of sessions another process
+/// deleted (`outcomes purge --confirm`) with `"deleted"`.
 async fn end_streams_of_expired_sessions(state: &AppState) {
     for key in state.hub.subscribed_sessions() {
         let Ok(key) = ledger::ids::SessionKey::parse(key) else {
             continue;
         };
-        if let Err(ledger::LedgerError::SessionExpired) = state.sessions.check_session(&key).await {
-            state.hub.end_session(&key, ledger::SessionEnd::Expired);
+        match state.sessions.check_session(&key).await {
+            Err(ledger::LedgerError::SessionExpired) => {
+                state.hub.end_session(&key, ledger::SessionEnd::Expired);
+            }
+            // A stream opens only on an existing session: gone since, it was deleted by another process
+            // (an operator's `outcomes purge --confirm` on the same SQLite file).
+            Err(ledger::LedgerError::SessionNotFound) => {
+                state.hub.end_session(&key, ledger::SessionEnd::Deleted);
+            }
+            _ => {}
         }
     }
 }

@@ -7,6 +7,7 @@
 //! | [`a_restart_sixty_days_ahead_deletes_nothing_and_every_session_is_back_once_the_clock_is_right`] | 20 sessions, a restart 60 days ahead: all hidden (404 `session_expired`), the purge clock behind (logged), nothing deleted; with the clock right again every session is readable; `outcomes purge --confirm` then deletes them and prints them |
 //! | [`a_restart_far_ahead_deletes_nothing_even_of_fewer_sessions_than_a_mass_purge`] | 3 sessions, a restart 60 days ahead: the purge clock moves only as fast as the server runs, nothing is deleted; all 3 read with the clock right |
 //! | [`a_held_purge_is_not_released_by_new_sessions_diluting_it`] | 20 sessions due at once are held; 190 new sessions do not release the hold |
+//! | [`a_session_purged_by_another_process_ends_its_live_streams`] | `outcomes purge --confirm` deletes a watched session: the server's next sweep ends the stream with `session_ended` `"deleted"` |
 //! | [`a_wall_clock_that_jumps_while_serving_suspends_the_purge`] | a running server whose wall clock jumps 60 days: the purge is suspended (logged), nothing deleted; back to the right time, every session reads again |
 //! | [`an_expiring_session_ends_its_live_streams_but_is_not_deleted`] | expiry ends a watching live stream with `session_ended` `"expired"`, the session stays (hidden) until the purge |
 //!
@@ -511,5 +512,57 @@ async fn a_restart_far_ahead_deletes_nothing_even_of_fewer_sessions_than_a_mass_
     clock.set(0);
     let mut server = Server::start_with_env(&data, &["--purge-interval-secs", "1"], &clock.env());
     assert_eq!(read_sessions(&client, &server, n).await, all(n, "200"));
+    server.terminate();
+}
+
+/// An operator's `outcomes purge --confirm` (another process, on the same SQLite file) deletes a session a
+/// live stream watches: the server's next sweep ends that stream with `session_ended` `"deleted"`. (Before:
+/// the stream stayed open, heartbeats only, on a session that no longer existed.)
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_session_purged_by_another_process_ends_its_live_streams() {
+    if crate::helpers::postgres().is_some() {
+        // There the deleting process notifies the others (docs/ledger.md "Several instances").
+        eprintln!("skipped on Postgres: the purge reads the database's clock");
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let data = dir.path().join("data");
+    let clock = ShiftedClock::new(dir.path());
+    let client = support::client();
+    let mut server = Server::start(&data, &["--purge-interval-secs", "1"]);
+    write_sessions(&client, &server, 1).await;
+    let mut stream = client
+        .get(format!(
+            "{}/api/run-events?session_id={}",
+            server.base,
+            session(0)
+        ))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(stream.status().as_u16(), 200);
+    clock.set(60 * DAY);
+    let mut purge = Command::new(BIN);
+    purge.args(["purge", "--confirm", "--data-dir"]).arg(&data);
+    for (k, v) in clock.env() {
+        purge.env(k, v);
+    }
+    let out = purge.output().unwrap();
+    assert_eq!(
+        String::from_utf8_lossy(&out.stdout),
+        format!("deleted\t{}\n1 session(s) deleted of 1\n", session(0))
+    );
+    let mut got = String::new();
+    let ended = tokio::time::timeout(Duration::from_secs(10), async {
+        while let Ok(Some(chunk)) = stream.chunk().await {
+            got.push_str(&String::from_utf8_lossy(&chunk));
+        }
+    })
+    .await;
+    assert!(ended.is_ok(), "the stream did not close: {got}");
+    assert!(
+        got.ends_with("event: session_ended\ndata: {\"reason\":\"deleted\"}\n\n"),
+        "{got}"
+    );
     server.terminate();
 }
