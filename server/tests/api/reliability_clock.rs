@@ -154,6 +154,19 @@ fn all(n: usize, what: &str) -> Vec<String> {
     vec![what.to_owned(); n]
 }
 
+/// Reads a live stream until the server closes it (at most 10 s): what arrived.
+async fn read_until_closed(stream: &mut reqwest::Response) -> String {
+    let mut got = String::new();
+    let ended = tokio::time::timeout(Duration::from_secs(10), async {
+        while let Ok(Some(chunk)) = stream.chunk().await {
+            got.push_str(&String::from_utf8_lossy(&chunk));
+        }
+    })
+    .await;
+    assert!(ended.is_ok(), "the stream did not close: {got}");
+    got
+}
+
 /// Waits until the server's log contains `needle` (or `within` passes).
 fn wait_for_log(server: &Server, needle: &str, within: Duration) -> bool {
     let deadline = Instant::now() + within;
@@ -176,9 +189,7 @@ fn wait_for_log(server: &Server, needle: &str, within: Duration) -> bool {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_restart_sixty_days_ahead_deletes_nothing_and_every_session_is_back_once_the_clock_is_right(
 ) {
-    if crate::helpers::postgres().is_some() {
-        // The purge reads the database's clock there (`now()`), which the shim does not move.
-        eprintln!("skipped on Postgres: the purge reads the database's clock");
+    if crate::helpers::skipped_on_postgres("the purge reads the database's clock (`now()`)") {
         return;
     }
     let n = if support::soak() { 200 } else { 20 };
@@ -373,14 +384,7 @@ async fn an_expiring_session_ends_its_live_streams_but_is_not_deleted() {
         .await
         .unwrap();
     assert_eq!(stream.status().as_u16(), 200);
-    let mut got = String::new();
-    let ended = tokio::time::timeout(Duration::from_secs(10), async {
-        while let Ok(Some(chunk)) = stream.chunk().await {
-            got.push_str(&String::from_utf8_lossy(&chunk));
-        }
-    })
-    .await;
-    assert!(ended.is_ok(), "the stream did not close: {got}");
+    let got = read_until_closed(&mut stream).await;
     assert!(
         got.ends_with("event: session_ended\ndata: {\"reason\":\"expired\"}\n\n"),
         "{got}"
@@ -405,13 +409,12 @@ async fn an_expiring_session_ends_its_live_streams_but_is_not_deleted() {
 }
 
 /// A held purge stays held: 20 sessions written at once 60 days ago, the purge clock right (the sweep,
-/// every second, finds all 20 due and holds the purge), then the host writes 190 new sessions, so the 20 due are under a tenth of all. Three more
-/// sweeps delete nothing ("purge still held"); restarted, all 20 are still there.
+/// every second, finds all 20 due and holds the purge), then the host writes 190 new sessions, so the 20
+/// due are under a tenth of all. Three more sweeps delete nothing ("purge still held"); restarted, all 20 are still there.
 /// (Before: the next sweep logged "expired sessions purged sessions=20" and they were gone for good.)
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_held_purge_is_not_released_by_new_sessions_diluting_it() {
-    if crate::helpers::postgres().is_some() {
-        eprintln!("skipped on Postgres: the purge reads the database's clock");
+    if crate::helpers::skipped_on_postgres("the purge reads the database's clock (`now()`)") {
         return;
     }
     let n = 20;
@@ -478,8 +481,7 @@ async fn set_purge_clock_to_now(data: &Path) {
 /// the purge clock: "expired sessions purged sessions=3" at the first sweep, all gone for good.)
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_restart_far_ahead_deletes_nothing_even_of_fewer_sessions_than_a_mass_purge() {
-    if crate::helpers::postgres().is_some() {
-        eprintln!("skipped on Postgres: the purge reads the database's clock");
+    if crate::helpers::skipped_on_postgres("the purge reads the database's clock (`now()`)") {
         return;
     }
     let n = 3;
@@ -520,9 +522,7 @@ async fn a_restart_far_ahead_deletes_nothing_even_of_fewer_sessions_than_a_mass_
 /// the stream stayed open, heartbeats only, on a session that no longer existed.)
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_session_purged_by_another_process_ends_its_live_streams() {
-    if crate::helpers::postgres().is_some() {
-        // There the deleting process notifies the others (docs/ledger.md "Several instances").
-        eprintln!("skipped on Postgres: the purge reads the database's clock");
+    if crate::helpers::skipped_on_postgres("the CLI's purge reads the database's clock (`now()`)") {
         return;
     }
     let dir = tempfile::tempdir().unwrap();
@@ -552,14 +552,7 @@ async fn a_session_purged_by_another_process_ends_its_live_streams() {
         String::from_utf8_lossy(&out.stdout),
         format!("deleted\t{}\n1 session(s) deleted of 1\n", session(0))
     );
-    let mut got = String::new();
-    let ended = tokio::time::timeout(Duration::from_secs(10), async {
-        while let Ok(Some(chunk)) = stream.chunk().await {
-            got.push_str(&String::from_utf8_lossy(&chunk));
-        }
-    })
-    .await;
-    assert!(ended.is_ok(), "the stream did not close: {got}");
+    let got = read_until_closed(&mut stream).await;
     assert!(
         got.ends_with("event: session_ended\ndata: {\"reason\":\"deleted\"}\n\n"),
         "{got}"
