@@ -174,14 +174,41 @@ fn HeaderLinks(caller: Option<ledger::wire::Caller>, signed_out: bool) -> impl I
     .into_any()
 }
 
-/// Any path that names no page: a readable page with status 404.
+/// Any path that names no page: a readable page with status 404. Its way back is the sessions list, or
+/// for a viewer (who reads one session, docs/access.md) that session.
 #[component]
 fn NotFoundPage() -> impl IntoView {
     components::set_page_status(404);
+    let caller = use_context::<CallerResource>().map(|c| c.0);
+    let all_sessions =
+        || view! { <A href="/" attr:class="underline underline-offset-2">"All sessions"</A> };
     view! {
         <Title text="Page not found · Outcome ledger"/>
         <h1 class="mb-2 text-2xl font-semibold">"Page not found."</h1>
-        <p>"No page has this address. " <A href="/" attr:class="underline underline-offset-2">"All sessions"</A></p>
+        <p>
+            "No page has this address. "
+            <Transition fallback=all_sessions>
+                {move || Suspend::new(async move {
+                    let own = match caller {
+                        Some(caller) => caller
+                            .await
+                            .ok()
+                            .filter(|c| c.access == "viewer")
+                            .and_then(|c| c.session_key),
+                        None => None,
+                    };
+                    match own {
+                        Some(key) => view! {
+                            <a class="underline underline-offset-2" href=format!("/sessions/{}", api::enc(&key))>
+                                "Back to the session shared with you"
+                            </a>
+                        }
+                        .into_any(),
+                        None => all_sessions().into_any(),
+                    }
+                })}
+            </Transition>
+        </p>
     }
 }
 

@@ -330,6 +330,15 @@ test.describe('on the signed-in server', () => {
       await expect(page.locator('main a')).toHaveAttribute('href', hostA.sessionPath());
       expect((await page.locator('main').innerText()).replace(b, 'X')).toBe(nowhereText.replace(/no-such-session-[\w-]+/, 'X'));
       await expect(page.locator('main')).not.toContainText(`${b}-ok`);
+      // A path under its own session that names no page: the app's 404 page, whose way back is the
+      // viewer's own session, never the sessions list it may not read (before: "All sessions", a link to
+      // a 404), also once hydrated.
+      const noPage = await page.goto(`${hostA.sessionPath()}/no-such-page`);
+      expect(noPage?.status()).toBe(404);
+      await expect(page.locator('main a')).toHaveAttribute('href', hostA.sessionPath());
+      await hydrated(page);
+      await expect(page.locator('main a')).toHaveText('Back to the session shared with you');
+      await expect(page.locator('main a')).toHaveAttribute('href', hostA.sessionPath());
       const gone: [string, string][] = [
         [`/sessions/${enc(b)}/turns/turn-1`, '.timeline-row'],
         [`/operations/${enc(b + '-ok')}`, '.operation'],
