@@ -129,15 +129,31 @@ pub fn counts_as_done(current: &serde_json::Value, expected: &Expected) -> bool 
 /// Why a host API write did not land.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum WriteError {
-    /// The server answered and refused it (any status but 2xx, or a retryable one once the budget is
-    /// spent): the HTTP status, the error body's `code` and `message` (empty when it had none).
+    /// The server answered and refused it (any status but 2xx, or 503/429 once the budget is spent:
+    /// the server changed nothing): the HTTP status, the error body's `code` and `message` (empty when
+    /// it had none).
     Refused {
         status: u16,
         code: String,
         message: String,
     },
-    /// The server could not be reached (or did not answer) within the budget.
-    Unreachable(String),
+    /// The server could not be reached, or did not answer, within the budget. `maybe_landed`: some try
+    /// may have reached it (no answer in time, a connection lost after sending, a gateway's 502/504);
+    /// false when every try failed to connect at all, so nothing was written.
+    Unreachable { why: String, maybe_landed: bool },
+}
+
+impl WriteError {
+    /// Whether the write may have been applied although no success came back.
+    pub fn maybe_landed(&self) -> bool {
+        matches!(
+            self,
+            WriteError::Unreachable {
+                maybe_landed: true,
+                ..
+            }
+        )
+    }
 }
 
 impl std::fmt::Display for WriteError {
@@ -150,7 +166,9 @@ impl std::fmt::Display for WriteError {
             } => {
                 write!(f, "the ledger answered {status} {code}: {message}")
             }
-            WriteError::Unreachable(why) => write!(f, "the ledger could not be reached: {why}"),
+            WriteError::Unreachable { why, .. } => {
+                write!(f, "the ledger could not be reached: {why}")
+            }
         }
     }
 }
@@ -169,6 +187,7 @@ impl HostClient {
     ) -> Result<serde_json::Value, WriteError> {
         let started = std::time::Instant::now();
         let mut delay = retry.first_delay;
+        let mut maybe_landed = false;
         loop {
             let sent = self
                 .request(method.clone(), url.clone())
@@ -213,13 +232,23 @@ impl HostClient {
                         code: text("code"),
                         message: text("message"),
                     };
-                    let retryable = matches!(status.as_u16(), 429 | 502 | 503 | 504);
-                    if !retryable {
-                        return Err(refused);
+                    match status.as_u16() {
+                        429 | 503 => (refused, retry_after),
+                        // A gateway between us and the server: the server may have applied it.
+                        502 | 504 => {
+                            maybe_landed = true;
+                            let why = format!("a gateway answered {status}");
+                            (WriteError::Unreachable { why, maybe_landed }, retry_after)
+                        }
+                        _ => return Err(refused),
                     }
-                    (refused, retry_after)
                 }
-                Err(e) => (WriteError::Unreachable(error_chain(&e)), None),
+                Err(e) => {
+                    // A connection that could not be made carried nothing; anything else may have.
+                    maybe_landed |= !e.is_connect();
+                    let why = error_chain(&e);
+                    (WriteError::Unreachable { why, maybe_landed }, None)
+                }
             };
             let wait = wait.unwrap_or(delay).min(retry.max_delay);
             if started.elapsed() + wait > retry.budget {

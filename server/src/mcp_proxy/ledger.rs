@@ -246,7 +246,10 @@ impl Recorder {
     fn url(&self, segments: &[&str]) -> Result<Url, WriteError> {
         self.client
             .url(segments)
-            .map_err(|e| WriteError::Unreachable(format!("the server URL cannot take a path: {e}")))
+            .map_err(|e| WriteError::Unreachable {
+                why: format!("the server URL cannot take a path: {e}"),
+                maybe_landed: false,
+            })
     }
 
     /// One background write with the long retry budget; logged on failure. Answers whether it landed.

@@ -394,12 +394,15 @@ async fn client_line(state: &Arc<State>, line: Vec<u8>, turns: &mut TurnClock) -
     }
 
     let news: Vec<NewCall> = calls.iter().map(|(_, _, c)| c.clone()).collect();
+    // Per call: recorded, or why not and whether the batch may have landed all the same.
+    let mut maybe_landed = false;
     let results: Vec<Result<(), String>> = match state.recorder.record(&news).await {
         Ok(r) => r,
         Err(e) => {
-            // The batch's fate is unknown (its answer lost) or it was refused whole: the calls are not
-            // forwarded, so any intent that did land is withdrawn (cancelled before the router).
-            if state.cfg.on_ledger_down == OnLedgerDown::Refuse {
+            maybe_landed = e.maybe_landed();
+            // The batch's answer lost: its intents may be recorded. A call not forwarded is then
+            // withdrawn (cancelled before the router: the truth, not_executed).
+            if state.cfg.on_ledger_down == OnLedgerDown::Refuse && maybe_landed {
                 for c in &news {
                     let (st, op) = (state.clone(), c.op.clone());
                     state
@@ -430,6 +433,11 @@ async fn client_line(state: &Arc<State>, line: Vec<u8>, turns: &mut TurnClock) -
                     "the ledger could not record the call, forwarded anyway (--on-ledger-down forward), \
                      nothing recorded: {why}"
                 );
+                // Its intent may have landed all the same: then its answer still settles it (a settle of
+                // nothing recorded is refused and logged).
+                if let (true, Some(id)) = (maybe_landed, id) {
+                    watch_call(state, id, call.op);
+                }
             }
             (Err(why), id) => {
                 tracing::warn!(
