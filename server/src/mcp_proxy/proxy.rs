@@ -698,13 +698,14 @@ fn answer(state: &Arc<State>, watch: Watch, line: &Bytes, parsed: Option<&Value>
 async fn settle_answer(state: &State, op: &Operation, answer: &Value) {
     let r = &state.recorder;
     match outcome::decide(answer, state.cfg.is_error_as) {
-        Decision::Completed => {
-            if r.settle(op, Settle::Completed).await && !state.cfg.metadata.is_empty() {
-                if let Some(fields) = state.cfg.metadata.extract(answer) {
-                    r.attach(op, &fields).await;
-                }
+        Decision::Completed => match state.cfg.metadata.extract(answer) {
+            Some(fields) => {
+                r.complete_with_metadata(op, &fields).await;
             }
-        }
+            None => {
+                r.settle(op, Settle::Completed).await;
+            }
+        },
         Decision::Failed => {
             r.settle(op, Settle::Failed).await;
         }
