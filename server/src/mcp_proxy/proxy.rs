@@ -35,6 +35,9 @@ pub const CALL_TIMED_OUT: i64 = -32001;
 /// stop at about 30 s), and after a termination signal (the client may kill the proxy soon after).
 const DRAIN_AFTER_EXIT: std::time::Duration = std::time::Duration::from_secs(35);
 const DRAIN_AFTER_SIGNAL: std::time::Duration = std::time::Duration::from_secs(5);
+/// How long a `tools/call` waits for the answers to the `initialize` and `tools/list` requests the
+/// client sent before it (a client that sends everything at once, without waiting for answers).
+const LIST_WAIT: std::time::Duration = std::time::Duration::from_secs(10);
 /// How long a terminated child gets to exit after SIGTERM before it is killed.
 const CHILD_GRACE: std::time::Duration = std::time::Duration::from_secs(3);
 
@@ -55,6 +58,12 @@ enum Watch {
         settled: Option<JoinHandle<()>>,
         forward_late: bool,
     },
+}
+
+impl Watch {
+    fn is_list(&self) -> bool {
+        matches!(self, Watch::Initialize | Watch::ToolsList)
+    }
 }
 
 /// A recorded call waiting for its answer.
@@ -82,6 +91,9 @@ struct State {
     next_op: AtomicU64,
     /// Signalled after each recorded call (the viewer link waits for the session to exist).
     recorded: Notify,
+    /// How many `initialize` and `tools/list` requests await their answer: a `tools/call` that follows
+    /// them waits (at most [`LIST_WAIT`]) until the answers named the server and listed its tools.
+    lists: tokio::sync::watch::Sender<usize>,
 }
 
 impl State {
@@ -126,6 +138,8 @@ impl State {
     fn give_up_all(self: &Arc<Self>) {
         let calls: Vec<Arc<Pending>> = {
             let mut w = self.lock_watched();
+            w.retain(|_, v| !v.is_list());
+            self.lists.send_replace(0);
             let keys: Vec<String> = w
                 .iter()
                 .filter(|(_, v)| matches!(v, Watch::Call { .. }))
@@ -190,6 +204,7 @@ pub(super) async fn run(
         tracker: TaskTracker::new(),
         next_op: AtomicU64::new(0),
         recorded: Notify::new(),
+        lists: tokio::sync::watch::Sender::new(0),
     });
     let viewer = state
         .cfg
@@ -348,20 +363,22 @@ async fn client_line(state: &Arc<State>, line: Vec<u8>, turns: &mut TurnClock) -
         Line::Single(m) => std::slice::from_ref(m),
         Line::Batch(ms) => ms,
     };
+    let has_call = messages.iter().any(|m| {
+        matches!(m, Message::Request { method, .. } | Message::Notification { method, .. } if method == "tools/call")
+    });
+    if has_call {
+        await_lists(state).await;
+    }
     // (index in the line, request id, new call)
     let mut calls: Vec<(usize, Option<Value>, NewCall)> = Vec::new();
     let now = Instant::now();
     for (i, m) in messages.iter().enumerate() {
         match m {
             Message::Request { id, method, .. } if method == "initialize" => {
-                state
-                    .lock_watched()
-                    .insert(message::id_key(id), Watch::Initialize);
+                watch(state, message::id_key(id), Watch::Initialize);
             }
             Message::Request { id, method, .. } if method == "tools/list" => {
-                state
-                    .lock_watched()
-                    .insert(message::id_key(id), Watch::ToolsList);
+                watch(state, message::id_key(id), Watch::ToolsList);
             }
             Message::Request {
                 id,
@@ -472,6 +489,54 @@ async fn client_line(state: &Arc<State>, line: Vec<u8>, turns: &mut TurnClock) -
     }
 }
 
+/// Watches the answer to an `initialize` or `tools/list` request.
+fn watch(state: &Arc<State>, key: String, w: Watch) {
+    let earlier = state.lock_watched().insert(key, w);
+    state.lists.send_modify(|n| *n += 1);
+    replaced(state, earlier);
+}
+
+/// A watch replaced by a request reusing its id (which JSON-RPC forbids while it is in flight): a list
+/// is no longer awaited; a protected call's answer can no longer be told apart, so it is settled
+/// `outcome_unknown`.
+fn replaced(state: &Arc<State>, earlier: Option<Watch>) {
+    match earlier {
+        Some(w) if w.is_list() => state.lists.send_modify(|n| *n = n.saturating_sub(1)),
+        Some(Watch::Call { op, timer }) => {
+            if let Some(t) = timer {
+                t.abort();
+            }
+            tracing::warn!(
+                operation_id = %op.op.mutation_id,
+                "the client sent another request with the same id before this call's answer: recorded outcome_unknown"
+            );
+            state.spawn_settle(op.op.clone(), Settle::Unknown);
+        }
+        _ => {}
+    }
+}
+
+/// Waits until the `initialize` and `tools/list` requests sent so far are answered, at most
+/// [`LIST_WAIT`]; after that they are no longer awaited (the server may never answer them).
+async fn await_lists(state: &Arc<State>) {
+    if *state.lists.borrow() == 0 {
+        return;
+    }
+    let mut rx = state.lists.subscribe();
+    if tokio::time::timeout(LIST_WAIT, rx.wait_for(|n| *n == 0))
+        .await
+        .is_err()
+    {
+        tracing::warn!(
+            "no answer to the client's initialize or tools/list within {} s: calls are classified without it \
+             (an unlisted tool is recorded)",
+            LIST_WAIT.as_secs()
+        );
+        state.lock_watched().retain(|_, v| !v.is_list());
+        state.lists.send_replace(0);
+    }
+}
+
 /// A new protected call of `tool`, or `None` when the tool is not protected.
 fn new_call(
     state: &State,
@@ -513,16 +578,7 @@ fn watch_call(state: &Arc<State>, id: Value, op: Operation) {
     let earlier = state
         .lock_watched()
         .insert(key, Watch::Call { op: pending, timer });
-    if let Some(Watch::Call { op, timer }) = earlier {
-        if let Some(t) = timer {
-            t.abort();
-        }
-        tracing::warn!(
-            operation_id = %op.op.mutation_id,
-            "the client sent another request with the same id before this call's answer: recorded outcome_unknown"
-        );
-        state.spawn_settle(op.op.clone(), Settle::Unknown);
-    }
+    replaced(state, earlier);
 }
 
 /// `--call-timeout-secs` elapsed without an answer: answer the client, settle `outcome_unknown` with
@@ -561,6 +617,12 @@ fn timed_out(state: &Arc<State>, key: &str, pending: &Arc<Pending>, after: std::
 fn cancelled(state: &Arc<State>, id: &Value) {
     let key = message::id_key(id);
     let mut w = state.lock_watched();
+    if w.get(&key).is_some_and(Watch::is_list) {
+        // A cancelled list may never be answered: it is no longer awaited.
+        w.remove(&key);
+        state.lists.send_modify(|n| *n = n.saturating_sub(1));
+        return;
+    }
     let Some(Watch::Call { .. }) = w.get(&key) else {
         return;
     };
@@ -641,6 +703,7 @@ fn answer(state: &Arc<State>, watch: Watch, line: &Bytes, parsed: Option<&Value>
                 *state.server_name.lock().unwrap_or_else(|p| p.into_inner()) =
                     Some(name.to_owned());
             }
+            state.lists.send_modify(|n| *n = n.saturating_sub(1));
             true
         }
         Watch::ToolsList => {
@@ -651,6 +714,7 @@ fn answer(state: &Arc<State>, watch: Watch, line: &Bytes, parsed: Option<&Value>
                     .unwrap_or_else(|p| p.into_inner())
                     .learn(result);
             }
+            state.lists.send_modify(|n| *n = n.saturating_sub(1));
             true
         }
         Watch::Call { op, timer } => {
