@@ -38,6 +38,9 @@ const DRAIN_AFTER_SIGNAL: std::time::Duration = std::time::Duration::from_secs(5
 /// How long a `tools/call` waits for the answers to the `initialize` and `tools/list` requests the
 /// client sent before it (a client that sends everything at once, without waiting for answers).
 const LIST_WAIT: std::time::Duration = std::time::Duration::from_secs(10);
+/// Lines queued for the client at most: past it, reading the server's output waits (so a client that
+/// stops reading holds the server back instead of filling the proxy's memory).
+const OUT_QUEUE: usize = 1024;
 /// How long a terminated child gets to exit after SIGTERM before it is killed.
 const CHILD_GRACE: std::time::Duration = std::time::Duration::from_secs(3);
 
@@ -85,7 +88,7 @@ struct State {
     /// `serverInfo.name` of the `initialize` answer.
     server_name: Mutex<Option<String>>,
     watched: Mutex<HashMap<String, Watch>>,
-    out: mpsc::UnboundedSender<Out>,
+    out: mpsc::Sender<Out>,
     /// The background ledger writes (settle, cancel, reconcile, metadata).
     tracker: TaskTracker,
     next_op: AtomicU64,
@@ -112,8 +115,9 @@ impl State {
             .unwrap_or_else(|| self.cfg.fallback_name.clone())
     }
 
-    fn send(&self, bytes: impl Into<Bytes>) {
-        let _ = self.out.send(Out::Line(bytes.into()));
+    /// Queues a line for the client; waits while [`OUT_QUEUE`] lines are queued (a client not reading).
+    async fn send(&self, bytes: impl Into<Bytes>) {
+        let _ = self.out.send(Out::Line(bytes.into())).await;
     }
 
     fn new_operation(&self) -> Operation {
@@ -191,7 +195,7 @@ pub(super) async fn run(
         .take()
         .ok_or("the MCP server's stdout is not piped")?;
 
-    let (tx, rx) = mpsc::unbounded_channel();
+    let (tx, rx) = mpsc::channel(OUT_QUEUE);
     let writer = tokio::spawn(write_client(rx));
     let turns = TurnClock::new(cfg.turn_gap, &cfg.run);
     let state = Arc::new(State {
@@ -244,7 +248,11 @@ pub(super) async fn run(
         );
     }
     let (ack, acked) = oneshot::channel();
-    let _ = state.out.send(Out::Flush(ack));
+    let _ = tokio::time::timeout(
+        std::time::Duration::from_secs(2),
+        state.out.send(Out::Flush(ack)),
+    )
+    .await;
     let _ = tokio::time::timeout(std::time::Duration::from_secs(2), acked).await;
     writer.abort();
     Ok(exit_code(status))
@@ -306,7 +314,7 @@ fn exit_code(status: std::io::Result<std::process::ExitStatus>) -> i32 {
 
 /// Writes lines to the client (stdout) in the order they were sent, flushing whenever nothing else is
 /// queued.
-async fn write_client(mut rx: mpsc::UnboundedReceiver<Out>) {
+async fn write_client(mut rx: mpsc::Receiver<Out>) {
     let mut out = tokio::io::stdout();
     let mut gone = false;
     while let Some(m) = rx.recv().await {
@@ -462,7 +470,7 @@ async fn client_line(state: &Arc<State>, line: Vec<u8>, turns: &mut TurnClock) -
                     "the ledger could not record the call: NOT forwarded: {why}"
                 );
                 if let Some(id) = id {
-                    state.send(message::error_line(
+                    let refusal = message::error_line(
                         &id,
                         LEDGER_REFUSED,
                         &format!(
@@ -471,7 +479,8 @@ async fn client_line(state: &Arc<State>, line: Vec<u8>, turns: &mut TurnClock) -
                             call.op.mutation_id
                         ),
                         json!({"operation_id": call.op.mutation_id, "tool_called": false}),
-                    ));
+                    );
+                    state.send(refusal).await;
                 }
                 refused.push(i);
             }
@@ -571,7 +580,9 @@ fn watch_call(state: &Arc<State>, id: Value, op: Operation) {
         let (st, p, k) = (state.clone(), pending.clone(), key.clone());
         tokio::spawn(async move {
             tokio::time::sleep(after).await;
-            timed_out(&st, &k, &p, after);
+            if let Some(line) = timed_out(&st, &k, &p, after) {
+                st.send(line).await;
+            }
         })
         .abort_handle()
     });
@@ -581,17 +592,22 @@ fn watch_call(state: &Arc<State>, id: Value, op: Operation) {
     replaced(state, earlier);
 }
 
-/// `--call-timeout-secs` elapsed without an answer: answer the client, settle `outcome_unknown` with
-/// `execution_timeout`.
-fn timed_out(state: &Arc<State>, key: &str, pending: &Arc<Pending>, after: std::time::Duration) {
+/// `--call-timeout-secs` elapsed without an answer: settle `outcome_unknown` with `execution_timeout`
+/// and answer the line for the client (`None`: the answer came first).
+fn timed_out(
+    state: &Arc<State>,
+    key: &str,
+    pending: &Arc<Pending>,
+    after: std::time::Duration,
+) -> Option<Vec<u8>> {
     let mut w = state.lock_watched();
     match w.get(key) {
         Some(Watch::Call { op, .. }) if Arc::ptr_eq(op, pending) => {}
-        _ => return,
+        _ => return None,
     }
     let id = &pending.op.mutation_id;
     tracing::warn!(operation_id = %id, "no answer within {} s: recorded outcome_unknown (execution_timeout)", after.as_secs());
-    state.send(message::error_line(
+    let line = message::error_line(
         &pending.request_id,
         CALL_TIMED_OUT,
         &format!(
@@ -600,7 +616,7 @@ fn timed_out(state: &Arc<State>, key: &str, pending: &Arc<Pending>, after: std::
             after.as_secs()
         ),
         json!({"operation_id": id, "outcome": "outcome_unknown", "reason": "execution_timeout"}),
-    ));
+    );
     let settled = state.spawn_settle(pending.op.clone(), Settle::TimedOut);
     w.insert(
         key.to_owned(),
@@ -610,6 +626,7 @@ fn timed_out(state: &Arc<State>, key: &str, pending: &Arc<Pending>, after: std::
             forward_late: false,
         },
     );
+    Some(line)
 }
 
 /// The client's `notifications/cancelled` for request `id` (forwarded unchanged by the caller): a
@@ -660,22 +677,22 @@ async fn server_to_client(state: Arc<State>, child_out: ChildStdout) {
             }
         }
         if message::is_batch(&line) {
-            server_batch(&state, line);
+            server_batch(&state, line).await;
             continue;
         }
         let Some(id) = message::response_id(&line) else {
-            state.send(line);
+            state.send(line).await;
             continue;
         };
         let key = message::id_key(&id);
         let watch = state.lock_watched().remove(&key);
         let line = Bytes::from(line);
         match watch {
-            None => state.send(line),
+            None => state.send(line).await,
             Some(w) => {
                 let forward = answer(&state, w, &line, None);
                 if forward {
-                    state.send(line);
+                    state.send(line).await;
                 }
             }
         }
@@ -784,9 +801,9 @@ async fn settle_answer(state: &State, op: &Operation, answer: &Value) {
 
 /// A batch from the server: each answer in it handled as a single one; late answers after the proxy's
 /// timeout are left out of the forwarded array (the rest forwarded unchanged when nothing is left out).
-fn server_batch(state: &Arc<State>, line: Vec<u8>) {
+async fn server_batch(state: &Arc<State>, line: Vec<u8>) {
     let Ok(Value::Array(items)) = serde_json::from_slice::<Value>(&line) else {
-        state.send(line);
+        state.send(line).await;
         return;
     };
     let line = Bytes::from(line);
@@ -803,9 +820,9 @@ fn server_batch(state: &Arc<State>, line: Vec<u8>) {
         }
     }
     if dropped.is_empty() {
-        state.send(line);
+        state.send(line).await;
     } else if let Some(rest) = without(&line, &dropped) {
-        state.send(rest);
+        state.send(rest).await;
     }
 }
 
