@@ -753,7 +753,7 @@ fn answer(state: &Arc<State>, watch: Watch, line: &Bytes, parsed: Option<&Value>
             forward_late,
         } => {
             let observed_at = ledger::store::format_time(now_ms());
-            let reference = format!("{} request {}", state.server_name(), op.request_id);
+            let reference = late_reference(&state.server_name(), &op.request_id);
             let st = state.clone();
             let (line, parsed) = (line.clone(), parsed.cloned());
             state.tracker.spawn(async move {
@@ -858,6 +858,15 @@ async fn viewer_link(state: Arc<State>) {
     }
 }
 
+/// The evidence reference of a late answer: `<server name> request <id>`, a string id as its text, a
+/// number as its digits (`secure-filesystem-server request 7`).
+fn late_reference(server: &str, id: &Value) -> String {
+    match id {
+        Value::String(s) => format!("{server} request {s}"),
+        other => format!("{server} request {other}"),
+    }
+}
+
 fn now_ms() -> i64 {
     SystemTime::now()
         .duration_since(SystemTime::UNIX_EPOCH)
@@ -882,6 +891,12 @@ mod tests {
         );
         assert_eq!(without(line, &[0, 1, 2]), None);
         assert_eq!(without(b"not json", &[0]), None);
+    }
+
+    #[test]
+    fn a_late_answer_is_referenced_by_server_and_request_id() {
+        assert_eq!(late_reference("fs", &json!(7)), "fs request 7");
+        assert_eq!(late_reference("fs", &json!("call-7")), "fs request call-7");
     }
 
     #[test]
