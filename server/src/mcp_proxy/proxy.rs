@@ -260,6 +260,7 @@ pub(super) async fn run(
 
 /// Waits for the child to exit. On SIGTERM, SIGINT or SIGHUP to the proxy, passes SIGTERM to the child
 /// and kills it after [`CHILD_GRACE`]. Answers its status and whether a signal ended the wait.
+#[cfg(unix)]
 async fn wait_child(
     child: &mut tokio::process::Child,
 ) -> (std::io::Result<std::process::ExitStatus>, bool) {
@@ -297,14 +298,31 @@ async fn wait_child(
     (status, true)
 }
 
+/// Waits for the child to exit; on Ctrl-C, kills it (there is no SIGTERM to pass on).
+#[cfg(not(unix))]
+async fn wait_child(
+    child: &mut tokio::process::Child,
+) -> (std::io::Result<std::process::ExitStatus>, bool) {
+    tokio::select! {
+        status = child.wait() => return (status, false),
+        _ = tokio::signal::ctrl_c() => {}
+    }
+    let _ = child.start_kill();
+    (child.wait().await, true)
+}
+
 /// The child's exit code, 128 + the signal that ended it, or 1 when its status could not be read.
 fn exit_code(status: std::io::Result<std::process::ExitStatus>) -> i32 {
+    #[cfg(unix)]
     use std::os::unix::process::ExitStatusExt;
     match status {
+        #[cfg(unix)]
         Ok(s) => s
             .code()
             .or_else(|| s.signal().map(|sig| 128 + sig))
             .unwrap_or(1),
+        #[cfg(not(unix))]
+        Ok(s) => s.code().unwrap_or(1),
         Err(e) => {
             tracing::error!("cannot read the MCP server's exit status: {e}");
             1
@@ -899,6 +917,7 @@ mod tests {
         assert_eq!(late_reference("fs", &json!("call-7")), "fs request call-7");
     }
 
+    #[cfg(unix)]
     #[test]
     fn exit_codes_are_the_childs() {
         use std::os::unix::process::ExitStatusExt;
