@@ -44,7 +44,7 @@ def reconcile(session_key: str, mutation_id: str, attempt_id: str, completed: bo
               evidence: Evidence) -> Call:
     body = {"attempt_id": attempt_id, "completed": completed, "evidence": evidence.to_json()}
     return Call("reconcile", "POST", mutation_path(session_key, mutation_id, "reconciliation"), body,
-                requested=Requested("completed" if completed else "failed", attempt_id))
+                requested=Requested("completed" if completed else "approved", attempt_id))
 
 
 def attach_metadata(session_key: str, mutation_id: str, id: Optional[str], url: Optional[str],

@@ -73,7 +73,9 @@ def requested_for_batch_op(op: dict[str, Any]) -> Optional[Requested]:
     if kind == "cancel":
         return Requested("approved", attempt, op.get("reason"))
     if kind == "reconcile":
-        return Requested("completed" if op.get("completed") else "failed", attempt)
+        # completed: false means the provider did not take it: the entry publishes not_executed
+        # (ledger status approved, intent recorded).
+        return Requested("completed" if op.get("completed") else "approved", attempt)
     return None
 
 
