@@ -81,6 +81,8 @@ class Operation:
         self.attempt_id = attempt_id
         self.entry: Optional[Entry] = None
         """The entry after intent; after the block, the settled entry."""
+        self.outcome: Optional[str] = None
+        """After the block: `completed`, `failed`, `not_executed` or `outcome_unknown`."""
         self._declared: Optional[tuple[str, Optional[str]]] = None
         self._metadata: Optional[dict[str, Optional[str]]] = None
 
@@ -143,6 +145,7 @@ class Operation:
             kind, reason = "outcome_unknown", "execution_timeout"
         else:
             kind, reason = "outcome_unknown", None
+        self.outcome = kind
         if kind == "not_executed":
             last = ops.cancel(s, m, a, reason)
         else:

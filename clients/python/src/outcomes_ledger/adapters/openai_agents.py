@@ -20,9 +20,12 @@ enclosing `run_turn(...)` (one agent run = one logical turn) or `ledger.turn(...
 
 A tool that raises settles by the client's rules (any exception but `NotDispatched` /
 `ProviderFailed` → `outcome_unknown`; a `TimeoutError` adds `execution_timeout`); the exception
-then goes on to the SDK, which by default tells the model the tool failed
-(`failure_error_function`, passed through). A tool called outside a turn raises before it runs and
-records nothing.
+then goes on to the SDK. The SDK's own default tells the model "Please try again", which for an
+unknown outcome invites a second write; so the adapter's default `failure_error_function` is
+`tool_error_message`, which tells the model what the ledger recorded (unknown: do not call again,
+quote the operation id; not executed; failed; not run because the ledger could not record it).
+Pass `failure_error_function=` to replace it, or `None` to let the exception end the run. A tool
+called outside a turn raises before it runs and records nothing.
 """
 
 from __future__ import annotations
@@ -36,7 +39,12 @@ from agents.result import RunResult
 from agents.tool_context import ToolContext
 
 from .._client import AsyncLedger
-from . import require_turn, takes_context, tool_name, with_context_signature
+from . import mark_outcome, outcome_message, require_turn, takes_context, tool_name, with_context_signature
+
+
+def tool_error_message(ctx: RunContextWrapper[Any], error: Exception) -> str:
+    """The message the model gets for a protected tool that raised (see the module's doc)."""
+    return outcome_message(error, getattr(ctx, "tool_call_id", None))
 
 
 def protected_function_tool(
@@ -54,18 +62,24 @@ def protected_function_tool(
         @functools.wraps(fn)
         async def wrapper(ctx: ToolContext[Any], *args: Any, **kwargs: Any) -> Any:
             turn = require_turn(ledger_tool)
-            async with ledger.protected_write(
+            write = ledger.protected_write(
                 session_key=turn.session_key,
                 logical_turn_id=turn.logical_turn_id,
                 mutation_id=ctx.tool_call_id,
                 tool=ledger_tool,
-            ):
-                result = fn(ctx, *args, **kwargs) if fn_takes_ctx else fn(*args, **kwargs)
-                if inspect.isawaitable(result):
-                    result = await result
-                return result
+            )
+            try:
+                async with write:
+                    result = fn(ctx, *args, **kwargs) if fn_takes_ctx else fn(*args, **kwargs)
+                    if inspect.isawaitable(result):
+                        result = await result
+                    return result
+            except Exception as exc:
+                mark_outcome(exc, write.op)
+                raise
 
         with_context_signature(wrapper, fn, ToolContext, fn_takes_ctx)
+        function_tool_kwargs.setdefault("failure_error_function", tool_error_message)
         return function_tool(wrapper, **function_tool_kwargs)
 
     return decorate
