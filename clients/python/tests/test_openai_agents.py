@@ -67,7 +67,7 @@ def test_two_tool_calls_in_one_run_are_two_entries_of_one_turn(server, reads, se
                 """
                 created.append(title)
                 op = current_write()
-                op.attach(id=f"dash-{len(created)}", url=f"https://app.example.com/d/{len(created)}", title=title)
+                op.attach(id="dash-7f3a", url="https://app.example.com/d/dash-7f3a", title=title)
                 return f"created {title}"
 
             @protected_function_tool(ledger, tool="mcp__codehost__create_issue")
@@ -94,7 +94,7 @@ def test_two_tool_calls_in_one_run_are_two_entries_of_one_turn(server, reads, se
         "call_dash_1": ("run-1", "mcp__dashboards__create", "completed"),
         "call_issue_2": ("run-1", "mcp__codehost__create_issue", "completed"),
     }
-    assert (records["call_dash_1"]["resource_id"], records["call_dash_1"]["title"]) == ("dash-1", "Service overview")
+    assert (records["call_dash_1"]["resource_id"], records["call_dash_1"]["title"]) == ("dash-7f3a", "Service overview")
     assert len(reads.entries(session_key, "run-1")) == 2
 
 

@@ -6,7 +6,7 @@ import asyncio
 import functools
 import inspect
 import time
-from typing import Any, Callable, Optional, Sequence, TypeVar
+from typing import Any, Callable, Literal, Optional, Sequence, TypeVar
 
 import httpx
 
@@ -99,7 +99,7 @@ class Ledger(_Base):
     def __exit__(self, *exc: Any) -> None:
         self.close()
 
-    def _run(self, call: Call) -> Any:
+    def _run(self, call: Call[T]) -> T:
         backoff = Backoff(self.retry_total_secs)
         attempt = 0
         while True:
@@ -223,7 +223,7 @@ class ProtectedWrite:
         self._token = _write.set(self.op)
         return self.op
 
-    def __exit__(self, exc_type: Any, exc: Optional[BaseException], tb: Any) -> bool:
+    def __exit__(self, exc_type: Any, exc: Optional[BaseException], tb: Any) -> Literal[False]:
         _write.reset(self._token)
         batch, outcome = self.op.finish_ops(exc)
         try:
@@ -276,7 +276,7 @@ class AsyncLedger(_Base):
     async def __aexit__(self, *exc: Any) -> None:
         await self.aclose()
 
-    async def _run(self, call: Call) -> Any:
+    async def _run(self, call: Call[T]) -> T:
         backoff = Backoff(self.retry_total_secs)
         attempt = 0
         while True:
@@ -379,7 +379,7 @@ class AsyncProtectedWrite:
         self._token = _write.set(self.op)
         return self.op
 
-    async def __aexit__(self, exc_type: Any, exc: Optional[BaseException], tb: Any) -> bool:
+    async def __aexit__(self, exc_type: Any, exc: Optional[BaseException], tb: Any) -> Literal[False]:
         _write.reset(self._token)
         batch, outcome = self.op.finish_ops(exc)
         try:

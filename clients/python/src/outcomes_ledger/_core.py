@@ -8,7 +8,7 @@ import random
 import re
 import time
 from dataclasses import dataclass
-from typing import Any, Callable, Optional
+from typing import Any, Callable, Generic, Optional, TypeVar
 from urllib.parse import quote
 
 import httpx
@@ -79,16 +79,19 @@ def requested_for_batch_op(op: dict[str, Any]) -> Optional[Requested]:
     return None
 
 
+T = TypeVar("T")
+
+
 @dataclass
-class Call:
-    """One HTTP request of the host API and how to read its success."""
+class Call(Generic[T]):
+    """One HTTP request of the host API and how to read its success (`parse`)."""
 
     operation: str
     method: str
     path: str
-    body: Any = None
+    body: Any
+    parse: Callable[[Any], T]
     has_body: bool = True
-    parse: Callable[[Any], Any] = lambda data: Entry.from_json(data)
     requested: Optional[Requested] = None
     # A retried DELETE of a session whose first try was taken answers 404: success then.
     retried_404_is_success: bool = False
@@ -139,7 +142,7 @@ class Backoff:
         return time.monotonic() - self.started
 
 
-def exhausted(base_url: str, call: Call, backoff: Backoff, last: BaseException) -> LedgerUnavailable:
+def exhausted(base_url: str, call: Call[Any], backoff: Backoff, last: BaseException) -> LedgerUnavailable:
     cause = last.cause if isinstance(last, Retry) else last
     if isinstance(cause, LedgerError):
         what = str(cause)
@@ -156,7 +159,7 @@ def exhausted(base_url: str, call: Call, backoff: Backoff, last: BaseException) 
     return err
 
 
-def request_kwargs(call: Call) -> dict[str, Any]:
+def request_kwargs(call: Call[Any]) -> dict[str, Any]:
     if call.body is None and not call.has_body:
         return {}
     content = json.dumps(call.body, ensure_ascii=False, separators=(",", ":")).encode("utf-8")
@@ -176,7 +179,7 @@ def _retry_after(response: httpx.Response) -> Optional[float]:
 _TITLE = re.compile(r"<title[^>]*>(.*?)</title>", re.I | re.S)
 
 
-def _not_json(base_url: str, call: Call, response: httpx.Response, ctype: str, why: str) -> UnexpectedResponse:
+def _not_json(base_url: str, call: Call[Any], response: httpx.Response, ctype: str, why: str) -> UnexpectedResponse:
     text = response.text
     excerpt = text[:200]
     title = _TITLE.search(text)
@@ -191,11 +194,11 @@ def _not_json(base_url: str, call: Call, response: httpx.Response, ctype: str, w
     )
 
 
-def interpret(base_url: str, call: Call, response: httpx.Response, attempt: int) -> Any:
+def interpret(base_url: str, call: Call[T], response: httpx.Response, attempt: int) -> T:
     """Read one answer: return the parsed success, raise `Retry`, or raise the `LedgerError`."""
     status = response.status_code
     if status == 204:
-        return None
+        return call.parse(None)
     ctype = response.headers.get("Content-Type", "")
     media = ctype.split(";")[0].strip().lower()
     if media != "application/json":
@@ -219,33 +222,32 @@ def interpret(base_url: str, call: Call, response: httpx.Response, attempt: int)
     if not isinstance(error, dict) or "code" not in error:
         raise _not_json(base_url, call, response, ctype, "without the ledger's error body")
     detail = ErrorDetail.from_json(error)
-    kwargs = dict(status=status, code=detail.code, field=detail.field, current=detail.current)
     message = f"{call.operation}: {detail.message}"
     if status == 401:
-        raise Unauthorized(
+        raise make(Unauthorized, (
             f"{call.operation}: the ledger refused the host token (check the token given to the "
-            f"client: the server's --host-token / OUTCOMES_HOST_TOKEN): {detail.message}",
-            **kwargs,
-        )
+            f"client: the server's --host-token / OUTCOMES_HOST_TOKEN): {detail.message}"), status, detail)
     if status == 429 and detail.code == "too_many_failures":
-        raise Unauthorized(
+        raise make(Unauthorized, (
             f"{call.operation}: the ledger refuses this address after repeated failed credentials "
-            f"(a right token is never refused, so the host token is wrong): {detail.message}",
-            **kwargs,
-        )
+            f"(a right token is never refused, so the host token is wrong): {detail.message}"), status, detail)
     if status in (429, 503):
-        raise Retry(LedgerError(message, **kwargs), _retry_after(response))
+        raise Retry(make(LedgerError, message, status, detail), _retry_after(response))
     if status == 409:
         if call.requested is not None and call.requested.shown_by(detail.current):
-            return detail.current
-        raise Conflict(message, **kwargs)
+            return call.parse(detail.current)
+        raise make(Conflict, message, status, detail)
     if status == 404:
         if call.retried_404_is_success and attempt > 1:
-            return None
-        raise NotFound(message, **kwargs)
+            return call.parse(None)
+        raise make(NotFound, message, status, detail)
     if status in (400, 413, 415, 422):
-        raise InvalidRequest(message, **kwargs)
-    raise LedgerError(message, **kwargs)
+        raise make(InvalidRequest, message, status, detail)
+    raise make(LedgerError, message, status, detail)
+
+
+def make(cls: type[LedgerError], message: str, status: int, detail: ErrorDetail) -> LedgerError:
+    return cls(message, status=status, code=detail.code, field=detail.field, current=detail.current)
 
 
 def parse_batch(ops: list[dict[str, Any]]) -> Callable[[Any], list[BatchResult]]:
@@ -280,14 +282,14 @@ def batch_error(result: BatchResult, operation: str) -> LedgerError:
     """The exception the single call would have raised for a failed batch result."""
     detail = result.error
     assert detail is not None
-    kwargs = dict(status=result.status, code=detail.code, field=detail.field, current=detail.current)
+    status = result.status
     message = f"{operation}: {detail.message}"
-    if result.status == 409:
-        return Conflict(message, **kwargs)
-    if result.status == 404:
-        return NotFound(message, **kwargs)
-    if result.status in (400, 413, 415, 422):
-        return InvalidRequest(message, **kwargs)
-    if result.status == 401:
-        return Unauthorized(message, **kwargs)
-    return LedgerError(message, **kwargs)
+    if status == 409:
+        return make(Conflict, message, status, detail)
+    if status == 404:
+        return make(NotFound, message, status, detail)
+    if status in (400, 413, 415, 422):
+        return make(InvalidRequest, message, status, detail)
+    if status == 401:
+        return make(Unauthorized, message, status, detail)
+    return make(LedgerError, message, status, detail)

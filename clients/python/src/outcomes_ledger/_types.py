@@ -43,7 +43,7 @@ class Entry:
             return "not_executed" if self.intent_recorded else None
         if self.ledger_status == "execution_started":
             return "outcome_unknown"
-        return self.ledger_status  # type: ignore[return-value]
+        return self.ledger_status
 
     @classmethod
     def from_json(cls, data: Any) -> "Entry":

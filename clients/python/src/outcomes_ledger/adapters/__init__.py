@@ -62,7 +62,7 @@ def with_context_signature(wrapper: Callable[..., Any], fn: Callable[..., Any], 
 
 
 def tool_name(fn: Callable[..., Any], tool: Optional[str]) -> str:
-    return tool or getattr(fn, "__name__", "tool")
+    return tool or str(getattr(fn, "__name__", "tool"))
 
 
 def mark_outcome(exc: BaseException, op: Operation) -> None:

@@ -34,9 +34,14 @@ import functools
 import inspect
 from typing import Any, Callable, Optional
 
-from agents import Agent, FunctionTool, RunContextWrapper, Runner, function_tool
-from agents.result import RunResult
-from agents.tool_context import ToolContext
+try:
+    from agents import Agent, FunctionTool, RunContextWrapper, Runner, function_tool
+    from agents.result import RunResult
+    from agents.tool_context import ToolContext
+except ImportError as exc:  # pragma: no cover - depends on the installed extras
+    raise ImportError(
+        f"outcomes_ledger.adapters.openai_agents needs openai-agents: pip install 'outcomes-ledger[openai-agents]' ({exc})"
+    ) from exc
 
 from .._client import AsyncLedger
 from . import mark_outcome, outcome_message, require_turn, takes_context, tool_name, with_context_signature

@@ -31,8 +31,13 @@ import functools
 import inspect
 from typing import Any, Callable, Optional, TypeVar
 
-from pydantic_ai import Agent, RunContext
-from pydantic_ai.agent import AgentRunResult
+try:
+    from pydantic_ai import Agent, RunContext
+    from pydantic_ai.agent import AgentRunResult
+except ImportError as exc:  # pragma: no cover - depends on the installed extras
+    raise ImportError(
+        f"outcomes_ledger.adapters.pydantic_ai needs pydantic-ai-slim: pip install 'outcomes-ledger[pydantic-ai]' ({exc})"
+    ) from exc
 
 from .._client import AsyncLedger
 from . import require_turn, takes_context, tool_name, with_context_signature
