@@ -288,3 +288,76 @@ def test_64_concurrent_sync_protected_writes_from_threads(ledger, reads, session
     records = reads.outcomes(session_key)
     assert sorted(r["mutation_id"] for r in records) == [f"op-{i:02d}" for i in range(64)]
     assert {r["status"] for r in records} == {"completed"}
+
+
+def test_a_pre_approved_mutation_runs_in_its_own_turn(ledger, reads, session_key):
+    # An approval given beforehand (same turn) is the approval of this write.
+    ledger.approve(session_key, "turn-1", "op-pre", TOOL)
+    with write(ledger, session_key, "op-pre") as op:
+        pass
+    assert op.entry.ledger_status == "completed"
+    assert reads.history_kinds(session_key, "op-pre") == ["approval", "intent", "settlement"]
+
+
+def test_a_mutation_approved_in_another_turn_is_refused_and_not_left_in_flight(ledger, reads, session_key):
+    ledger.approve(session_key, "turn-A", "op-other", TOOL)
+    side_effects = 0
+    with pytest.raises(Conflict) as info:
+        with write(ledger, session_key, "op-other", turn="turn-B"):
+            side_effects += 1
+    assert side_effects == 0
+    assert info.value.code == "already_recorded" and info.value.current.logical_turn_id == "turn-A"
+    # The batch recorded the intent before the approval's refusal was known: it is cancelled, so
+    # the entry says "not executed" rather than staying in flight.
+    record = reads.by_id(session_key)["op-other"]
+    assert (record["status"], record["logical_turn_id"]) == ("not_executed", "turn-A")
+
+
+def test_a_cancelled_task_is_outcome_unknown(server, reads, session_key):
+    started = asyncio.Event()
+
+    async def main():
+        async with AsyncLedger(server.base_url, server.token) as ledger:
+            async def tool():
+                async with ledger.protected_write(session_key=session_key, logical_turn_id="turn-1",
+                                                  mutation_id="op-c", tool=TOOL):
+                    started.set()
+                    await asyncio.sleep(10)
+
+            task = asyncio.create_task(tool())
+            await started.wait()
+            task.cancel()
+            with pytest.raises(asyncio.CancelledError):
+                await task
+
+    asyncio.run(main())
+    record = reads.by_id(session_key)["op-c"]
+    assert (record["status"], record.get("reason")) == ("outcome_unknown", None)
+    [entry] = reads.entries(session_key, "turn-1")
+    assert entry["ledger_status"] == "outcome_unknown"
+
+
+def test_a_settlement_the_ledger_cannot_take_is_raised_never_silent(lossy_proxy, server, reads, session_key):
+    # Request 1 (approve + intent) goes through; every later request answers 503.
+    proxy = lossy_proxy({i: "busy" for i in range(2, 100)}, retry_after="0")
+    ran = 0
+    with Ledger(proxy.base_url, server.token, retry_total_secs=0.5) as ledger:
+        with pytest.raises(LedgerUnavailable) as info:
+            with write(ledger, session_key, "op-s"):
+                ran += 1
+        assert ran == 1
+        notes = "\n".join(getattr(info.value, "__notes__", []))
+        assert "stays in flight, published as outcome_unknown" in notes and "'op-s'" in notes
+    assert proxy.seen[0][2] == "forward"
+    # The block's own exception wins; the lost settlement is added as a note.
+    proxy2 = lossy_proxy({i: "busy" for i in range(2, 100)}, retry_after="0")
+    with Ledger(proxy2.base_url, server.token, retry_total_secs=0.5) as ledger:
+        with pytest.raises(ProviderFailed) as info2:
+            with write(ledger, session_key, "op-s2"):
+                raise ProviderFailed("refused")
+    assert any("stays in flight" in n for n in info2.value.__notes__)
+    entries = {e["outcome"]["mutation_id"]: e for e in reads.entries(session_key, "turn-1")}
+    assert entries["op-s"]["ledger_status"] == "execution_started"  # in flight: published unknown
+    assert entries["op-s"]["outcome"]["status"] == "outcome_unknown"
+    assert entries["op-s2"]["ledger_status"] == "execution_started"
+    assert str(info.value).endswith("last: batch: the ledger is busy (HTTP 503 busy)")

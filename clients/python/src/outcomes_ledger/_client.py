@@ -219,7 +219,12 @@ class ProtectedWrite:
 
     def __enter__(self) -> Operation:
         results = self._ledger.batch(self.op.start_ops())
-        self.op.check_start(results)
+        try:
+            self.op.check_start(results)
+        except LedgerError:
+            if results[1].ok:  # intent recorded, yet the block will not run: say so
+                self._ledger.cancel(self.op.session_key, self.op.mutation_id, self.op.attempt_id)
+            raise
         self._token = _write.set(self.op)
         return self.op
 
@@ -375,7 +380,12 @@ class AsyncProtectedWrite:
 
     async def __aenter__(self) -> Operation:
         results = await self._ledger.batch(self.op.start_ops())
-        self.op.check_start(results)
+        try:
+            self.op.check_start(results)
+        except LedgerError:
+            if results[1].ok:  # intent recorded, yet the block will not run: say so
+                await self._ledger.cancel(self.op.session_key, self.op.mutation_id, self.op.attempt_id)
+            raise
         self._token = _write.set(self.op)
         return self.op
 

@@ -145,7 +145,7 @@ class Backoff:
 def exhausted(base_url: str, call: Call[Any], backoff: Backoff, last: BaseException) -> LedgerUnavailable:
     cause = last.cause if isinstance(last, Retry) else last
     if isinstance(cause, LedgerError):
-        what = str(cause)
+        what = cause.message
         status, code = cause.status, cause.code
     else:
         what = f"{type(cause).__name__}: {cause}" if str(cause) else type(cause).__name__
