@@ -237,3 +237,4 @@ def test_connection_errors_are_retried_with_backoff_until_the_budget(reads):
     elapsed = time.monotonic() - started
     assert elapsed <= 1.5
     assert "tries" in str(info.value) and isinstance(info.value.__cause__, httpx.ConnectError)
+    assert info.value.code == "connection_failed" and info.value.tries >= 2

@@ -171,4 +171,5 @@ def test_ledger_down_the_tool_does_not_run_and_the_model_is_told(session_key):
     model = asyncio.run(main())
     assert ran == []
     assert function_outputs(model)["call_d"] == (
-        "The tool was not called: the outcome ledger could not record the call (LedgerUnavailable); nothing was done.")
+        "The tool was not called: the outcome ledger could not record the call (LedgerConnectionError "
+        "connection_failed); nothing was done.")

@@ -13,10 +13,14 @@ from outcomes_ledger import (
     Conflict,
     InvalidRequest,
     Ledger,
+    LedgerConnectionError,
+    LedgerSettleError,
     LedgerUnavailable,
     NotDispatched,
     ProviderFailed,
+    RecordedOutcome,
     current_write,
+    recorded_outcome,
 )
 
 from conftest import free_port
@@ -56,10 +60,11 @@ def test_op_failed_settles_failed(ledger, reads, session_key):
 
 
 def test_provider_failed_settles_failed_and_is_reraised(ledger, reads, session_key):
-    with pytest.raises(ProviderFailed, match="quota"):
+    with pytest.raises(ProviderFailed, match="quota") as info:
         with write(ledger, session_key, "op-pf"):
             raise ProviderFailed("quota exceeded: the provider refused the write")
     assert reads.by_id(session_key)["op-pf"]["status"] == "failed"
+    assert recorded_outcome(info.value) == RecordedOutcome("failed", "op-pf")
 
 
 def test_op_not_executed_cancels(ledger, reads, session_key):
@@ -72,17 +77,19 @@ def test_op_not_executed_cancels(ledger, reads, session_key):
 
 
 def test_not_dispatched_cancels_with_its_reason_and_is_reraised(ledger, reads, session_key):
-    with pytest.raises(NotDispatched):
+    with pytest.raises(NotDispatched) as info:
         with write(ledger, session_key, "op-nd"):
             raise NotDispatched("deadline passed before dispatch", reason="pre_dispatch_deadline")
+    assert recorded_outcome(info.value) == RecordedOutcome("not_executed", "op-nd")
     record = reads.by_id(session_key)["op-nd"]
     assert (record["status"], record["reason"]) == ("not_executed", "pre_dispatch_deadline")
 
 
 def test_arbitrary_exception_is_outcome_unknown_and_reraised(ledger, reads, session_key):
-    with pytest.raises(KeyError):
+    with pytest.raises(KeyError) as info:
         with write(ledger, session_key, "op-u"):
             raise KeyError("the provider's answer had no id")
+    assert recorded_outcome(info.value) == RecordedOutcome("outcome_unknown", "op-u")
     record = reads.by_id(session_key)["op-u"]
     assert record["status"] == "outcome_unknown"
     assert "reason" not in record
@@ -144,12 +151,14 @@ def test_attach_on_an_unknown_outcome_keeps_it_unknown(ledger, reads, session_ke
 def test_block_never_runs_when_the_ledger_is_down(reads):
     side_effects = 0
     down = Ledger(f"http://127.0.0.1:{free_port()}", "any-token", retry_total_secs=0.5)
-    with pytest.raises(LedgerUnavailable) as info:
+    with pytest.raises(LedgerConnectionError) as info:
         with down.protected_write(session_key="py-down", logical_turn_id="turn-1", mutation_id="op-d", tool=TOOL):
             side_effects += 1
     assert side_effects == 0
-    assert info.value.code == "unavailable"
-    assert "did not take batch" in str(info.value) and "ConnectError" in str(info.value)
+    assert (info.value.code, info.value.status) == ("connection_failed", None)
+    assert str(info.value).startswith("no answer from the ledger at http://127.0.0.1:")
+    assert "for batch after" in str(info.value) and "ConnectError" in str(info.value)
+    assert recorded_outcome(info.value) == RecordedOutcome("not_called", "op-d")
     assert reads.outcomes_status("py-down") == 404
 
 
@@ -340,14 +349,19 @@ def test_a_cancelled_task_is_outcome_unknown(server, reads, session_key):
 def test_a_settlement_the_ledger_cannot_take_is_raised_never_silent(lossy_proxy, server, reads, session_key):
     # Request 1 (approve + intent) goes through; every later request answers 503.
     proxy = lossy_proxy({i: "busy" for i in range(2, 100)}, retry_after="0")
-    ran = 0
-    with Ledger(proxy.base_url, server.token, retry_total_secs=0.5) as ledger:
-        with pytest.raises(LedgerUnavailable) as info:
-            with write(ledger, session_key, "op-s"):
-                ran += 1
-        assert ran == 1
-        notes = "\n".join(getattr(info.value, "__notes__", []))
-        assert "stays in flight, published as outcome_unknown" in notes and "'op-s'" in notes
+    with Ledger(proxy.base_url, server.token, retry_total_secs=0.5) as ledger, ledger.turn(session_key, "turn-1"):
+        @ledger.protect(tool=TOOL)
+        def create():
+            return {"id": "dash-1"}
+
+        with pytest.raises(LedgerSettleError) as info:
+            create(mutation_id="op-s")
+    err = info.value
+    assert (err.code, err.status, err.mutation_id, err.intended) == ("settle_failed", 503, "op-s", "completed")
+    assert err.result == {"id": "dash-1"}  # what the block returned is not lost
+    assert isinstance(err.__cause__, LedgerUnavailable) and err.__cause__.code == "busy"
+    assert "stays in flight (published outcome_unknown); do not run it again" in str(err)
+    assert recorded_outcome(err) == RecordedOutcome("outcome_unknown", "op-s")
     assert proxy.seen[0][2] == "forward"
     # The block's own exception wins; the lost settlement is added as a note.
     proxy2 = lossy_proxy({i: "busy" for i in range(2, 100)}, retry_after="0")
@@ -356,8 +370,22 @@ def test_a_settlement_the_ledger_cannot_take_is_raised_never_silent(lossy_proxy,
             with write(ledger, session_key, "op-s2"):
                 raise ProviderFailed("refused")
     assert any("stays in flight" in n for n in info2.value.__notes__)
+    assert recorded_outcome(info2.value) == RecordedOutcome("outcome_unknown", "op-s2")
     entries = {e["outcome"]["mutation_id"]: e for e in reads.entries(session_key, "turn-1")}
     assert entries["op-s"]["ledger_status"] == "execution_started"  # in flight: published unknown
     assert entries["op-s"]["outcome"]["status"] == "outcome_unknown"
     assert entries["op-s2"]["ledger_status"] == "execution_started"
-    assert str(info.value).endswith("last: batch: the ledger is busy (HTTP 503 busy)")
+
+
+def test_protect_refuses_the_wrong_kind_of_function(server):
+    async def coro():
+        pass
+
+    def plain():
+        pass
+
+    with Ledger(server.base_url, server.token) as ledger:
+        with pytest.raises(TypeError, match="AsyncLedger.protect"):
+            ledger.protect(tool=TOOL)(coro)
+    with pytest.raises(TypeError, match="Ledger.protect"):
+        AsyncLedger(server.base_url, server.token).protect(tool=TOOL)(plain)

@@ -14,12 +14,23 @@ returned → `completed` (or `op.failed()` / `op.not_executed()`), `NotDispatche
 """
 
 from ._client import AsyncLedger, AsyncProtectedWrite, Ledger, ProtectedWrite
-from ._protected import Operation, Turn, TurnScope, current_turn, current_write
+from ._protected import (
+    Operation,
+    RecordedOutcome,
+    Turn,
+    TurnScope,
+    current_turn,
+    current_write,
+    outcome_message,
+    recorded_outcome,
+)
 from ._types import BatchResult, Entry, ErrorDetail, Evidence, LedgerStatus, PublishedStatus, ViewerLink
 from .errors import (
     Conflict,
     InvalidRequest,
+    LedgerConnectionError,
     LedgerError,
+    LedgerSettleError,
     LedgerUnavailable,
     NotDispatched,
     NotFound,
@@ -39,7 +50,9 @@ __all__ = [
     "Evidence",
     "InvalidRequest",
     "Ledger",
+    "LedgerConnectionError",
     "LedgerError",
+    "LedgerSettleError",
     "LedgerStatus",
     "LedgerUnavailable",
     "NotDispatched",
@@ -48,6 +61,7 @@ __all__ = [
     "ProtectedWrite",
     "ProviderFailed",
     "PublishedStatus",
+    "RecordedOutcome",
     "Turn",
     "TurnScope",
     "Unauthorized",
@@ -55,6 +69,8 @@ __all__ = [
     "ViewerLink",
     "current_turn",
     "current_write",
+    "outcome_message",
+    "recorded_outcome",
     "ops",
 ]
 __version__ = "0.1.0"

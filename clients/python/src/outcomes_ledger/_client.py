@@ -12,7 +12,7 @@ import httpx
 
 from . import _calls
 from ._core import RETRYABLE_TRANSPORT, Backoff, Call, Retry, exhausted, interpret, request_kwargs
-from ._protected import Operation, TurnScope, _write, current_turn, new_id, note_unrecorded
+from ._protected import Operation, TurnScope, _write, current_turn, mark, new_id, settle_failed
 from ._types import BatchResult, Entry, Evidence, SettleStatus, ViewerLink
 from .errors import LedgerError
 
@@ -197,12 +197,15 @@ class Ledger(_Base):
         the `op`."""
 
         def decorate(fn: F) -> F:
+            if inspect.iscoroutinefunction(fn):
+                raise TypeError("Ledger.protect decorates a sync function; use AsyncLedger.protect for an async def")
             pick = _pop_mutation_id(fn)
 
             @functools.wraps(fn)
             def wrapper(*args: Any, **kwargs: Any) -> Any:
-                with self.protected_write(tool=tool, mutation_id=pick(kwargs)):
-                    return fn(*args, **kwargs)
+                with self.protected_write(tool=tool, mutation_id=pick(kwargs)) as op:
+                    op.result = fn(*args, **kwargs)
+                    return op.result
 
             return wrapper  # type: ignore[return-value]
 
@@ -218,12 +221,16 @@ class ProtectedWrite:
         self._token: Any = None
 
     def __enter__(self) -> Operation:
-        results = self._ledger.batch(self.op.start_ops())
         try:
-            self.op.check_start(results)
-        except LedgerError:
-            if results[1].ok:  # intent recorded, yet the block will not run: say so
-                self._ledger.cancel(self.op.session_key, self.op.mutation_id, self.op.attempt_id)
+            results = self._ledger.batch(self.op.start_ops())
+            try:
+                self.op.check_start(results)
+            except LedgerError:
+                if results[1].ok:  # intent recorded, yet the block will not run: say so
+                    self._ledger.cancel(self.op.session_key, self.op.mutation_id, self.op.attempt_id)
+                raise
+        except Exception as exc:
+            mark(exc, "not_called", self.op.mutation_id)
             raise
         self._token = _write.set(self.op)
         return self.op
@@ -231,15 +238,14 @@ class ProtectedWrite:
     def __exit__(self, exc_type: Any, exc: Optional[BaseException], tb: Any) -> Literal[False]:
         _write.reset(self._token)
         batch, outcome = self.op.finish_ops(exc)
+        if exc is not None:
+            mark(exc, outcome, self.op.mutation_id)  # type: ignore[arg-type]
         try:
             self.op.check_finish(self._ledger.batch(batch))
         except LedgerError as err:
-            note_unrecorded(err, self.op, outcome)
-            if exc is None:
-                raise
-            exc.add_note(str(err))
-            for note in getattr(err, "__notes__", []):
-                exc.add_note(note)
+            settle_error = settle_failed(err, self.op, exc)
+            if settle_error is not None:
+                raise settle_error from err
         return False
 
 
@@ -362,8 +368,9 @@ class AsyncLedger(_Base):
 
             @functools.wraps(fn)
             async def wrapper(*args: Any, **kwargs: Any) -> Any:
-                async with self.protected_write(tool=tool, mutation_id=pick(kwargs)):
-                    return await fn(*args, **kwargs)
+                async with self.protected_write(tool=tool, mutation_id=pick(kwargs)) as op:
+                    op.result = await fn(*args, **kwargs)
+                    return op.result
 
             return wrapper  # type: ignore[return-value]
 
@@ -379,12 +386,16 @@ class AsyncProtectedWrite:
         self._token: Any = None
 
     async def __aenter__(self) -> Operation:
-        results = await self._ledger.batch(self.op.start_ops())
         try:
-            self.op.check_start(results)
-        except LedgerError:
-            if results[1].ok:  # intent recorded, yet the block will not run: say so
-                await self._ledger.cancel(self.op.session_key, self.op.mutation_id, self.op.attempt_id)
+            results = await self._ledger.batch(self.op.start_ops())
+            try:
+                self.op.check_start(results)
+            except LedgerError:
+                if results[1].ok:  # intent recorded, yet the block will not run: say so
+                    await self._ledger.cancel(self.op.session_key, self.op.mutation_id, self.op.attempt_id)
+                raise
+        except Exception as exc:
+            mark(exc, "not_called", self.op.mutation_id)
             raise
         self._token = _write.set(self.op)
         return self.op
@@ -392,14 +403,12 @@ class AsyncProtectedWrite:
     async def __aexit__(self, exc_type: Any, exc: Optional[BaseException], tb: Any) -> Literal[False]:
         _write.reset(self._token)
         batch, outcome = self.op.finish_ops(exc)
+        if exc is not None:
+            mark(exc, outcome, self.op.mutation_id)  # type: ignore[arg-type]
         try:
             self.op.check_finish(await self._ledger.batch(batch))
         except LedgerError as err:
-            note_unrecorded(err, self.op, outcome)
-            if exc is None:
-                raise
-            exc.add_note(str(err))
-            for note in getattr(err, "__notes__", []):
-                exc.add_note(note)
+            settle_error = settle_failed(err, self.op, exc)
+            if settle_error is not None:
+                raise settle_error from err
         return False
-

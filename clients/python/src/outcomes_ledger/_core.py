@@ -17,6 +17,7 @@ from ._types import BatchResult, Entry, ErrorDetail
 from .errors import (
     Conflict,
     InvalidRequest,
+    LedgerConnectionError,
     LedgerError,
     LedgerUnavailable,
     NotFound,
@@ -144,18 +145,20 @@ class Backoff:
 
 def exhausted(base_url: str, call: Call[Any], backoff: Backoff, last: BaseException) -> LedgerUnavailable:
     cause = last.cause if isinstance(last, Retry) else last
+    tries = f"{backoff.tries} tr{'y' if backoff.tries == 1 else 'ies'} in {backoff.elapsed():.1f} s"
+    err: LedgerUnavailable
     if isinstance(cause, LedgerError):
-        what = cause.message
-        status, code = cause.status, cause.code
+        err = LedgerUnavailable(
+            f"the ledger at {base_url} did not take {call.operation} after {tries}; last: {cause.message}",
+            status=cause.status, code=cause.code,
+        )
     else:
         what = f"{type(cause).__name__}: {cause}" if str(cause) else type(cause).__name__
-        status, code = 0, "unavailable"
-    err = LedgerUnavailable(
-        f"the ledger at {base_url} did not take {call.operation} after {backoff.tries} "
-        f"tr{'y' if backoff.tries == 1 else 'ies'} in {backoff.elapsed():.1f} s; last: {what}",
-        status=status,
-        code=code,
-    )
+        err = LedgerConnectionError(
+            f"no answer from the ledger at {base_url} for {call.operation} after {tries}; last: {what}",
+            status=None, code="connection_failed",
+        )
+    err.tries = backoff.tries
     return err
 
 

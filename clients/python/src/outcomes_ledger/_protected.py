@@ -5,12 +5,12 @@ from __future__ import annotations
 import contextvars
 import uuid
 from dataclasses import dataclass
-from typing import Any, Optional
+from typing import Any, Literal, Optional
 
 from . import ops
 from ._core import batch_error
 from ._types import BatchResult, Entry
-from .errors import LedgerError, NotDispatched, ProviderFailed
+from .errors import LedgerError, LedgerSettleError, NotDispatched, ProviderFailed
 
 
 @dataclass(frozen=True)
@@ -81,6 +81,8 @@ class Operation:
         self.attempt_id = attempt_id
         self.entry: Optional[Entry] = None
         """The entry after intent; after the block, the settled entry."""
+        self.result: Any = None
+        """What the block returned, when a `protect`-decorated function was the block."""
         self.outcome: Optional[str] = None
         """After the block: `completed`, `failed`, `not_executed` or `outcome_unknown`."""
         self._declared: Optional[tuple[str, Optional[str]]] = None
@@ -166,9 +168,72 @@ class Operation:
         return (["attach_metadata"] if n == 2 else []) + ["settle"]
 
 
-def note_unrecorded(error: LedgerError, op: Operation, outcome: str) -> None:
-    error.add_note(
-        f"The protected block of {op.tool} ran and ended as {outcome}, but the ledger did not record "
-        f"it: operation {op.mutation_id!r} (attempt {op.attempt_id!r}) stays in flight, published "
-        "as outcome_unknown. Do not resend it; reconcile it once its outcome is known."
-    )
+RecordedKind = Literal["outcome_unknown", "failed", "not_executed", "not_called"]
+
+
+@dataclass(frozen=True)
+class RecordedOutcome:
+    """What the ledger recorded for an exception that left a protected write: `not_called` when the
+    ledger could not record the intent (the block never ran), else how the block's end was settled
+    (`outcome_unknown` also when its settlement could not be recorded: the entry stays in flight)."""
+
+    outcome: RecordedKind
+    mutation_id: str
+
+
+_MARK = "__outcomes_ledger_recorded__"
+
+
+def mark(exc: BaseException, outcome: RecordedKind, mutation_id: str) -> None:
+    try:
+        setattr(exc, _MARK, RecordedOutcome(outcome, mutation_id))
+    except AttributeError:  # an exception type with __slots__: nothing to note on
+        pass
+
+
+def recorded_outcome(exc: BaseException) -> Optional[RecordedOutcome]:
+    """What the ledger recorded for an exception a protected write raised or re-raised; `None` for
+    any other exception."""
+    found = getattr(exc, _MARK, None)
+    return found if isinstance(found, RecordedOutcome) else None
+
+
+def outcome_message(exc: BaseException, call_id: Optional[str] = None) -> str:
+    """The message an agent framework should give the model for a protected tool call that raised:
+    what the ledger recorded, so that the model does not call again what may have happened (an
+    unknown outcome is not resent; new work is a new operation). `call_id` names the operation when
+    the exception carries no record."""
+    record = recorded_outcome(exc)
+    op = record.mutation_id if record else (call_id or "?")
+    kind = record.outcome if record else None
+    if kind == "outcome_unknown":
+        return (f"The outcome of this tool call is unknown (operation id {op}): it may or may not "
+                "have taken effect. Do not call the tool again for this request; tell the user the "
+                "result is being checked and give them the operation id.")
+    if kind == "not_executed":
+        return f"The tool call was not executed (operation id {op}); nothing was done."
+    if kind == "failed":
+        return f"The tool call failed (operation id {op}): the provider refused it; nothing was done."
+    if kind == "not_called":
+        name = f"{type(exc).__name__} {exc.code}" if isinstance(exc, LedgerError) else type(exc).__name__
+        return f"The tool was not called: the outcome ledger could not record the call ({name}); nothing was done."
+    return f"The tool was not called: {exc}"
+
+
+def settle_failed(err: LedgerError, op: Operation, exc: Optional[BaseException]) -> Optional[LedgerError]:
+    """The settlement after the block could not be recorded. With the block's own exception: note it
+    on that exception (which is re-raised) and answer `None`; after a block that returned: answer
+    the `LedgerSettleError` to raise."""
+    if exc is not None:
+        exc.add_note(
+            f"outcomes_ledger: the ledger did not record this block's end ({op.outcome}): {err}. "
+            f"Operation {op.mutation_id!r} (attempt {op.attempt_id!r}) stays in flight, published as "
+            "outcome_unknown; do not run it again, reconcile it once its outcome is known."
+        )
+        mark(exc, "outcome_unknown", op.mutation_id)
+        return None
+    settle_error = LedgerSettleError(err, mutation_id=op.mutation_id, attempt_id=op.attempt_id,
+                                     intended=op.outcome or "completed", result=op.result)
+    settle_error.__cause__ = err
+    mark(settle_error, "outcome_unknown", op.mutation_id)
+    return settle_error

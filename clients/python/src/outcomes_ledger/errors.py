@@ -9,28 +9,31 @@ Every refusal of the ledger is a `LedgerError` carrying the JSON error's `code`,
   `code` `invalid_field`, `field` `mutation_id`).
 - `NotFound`: 404 (`session_not_found`, `session_expired`, `mutation_not_found`).
 - `Conflict`: 409, a refused transition; `current` is the entry's unchanged state.
-- `LedgerUnavailable`: the ledger could not be reached, or kept answering 503/429, for the whole
-  retry budget; nothing is known to be recorded by the last try.
+- `LedgerUnavailable`: the ledger kept answering 503/429 for the whole retry budget (`code` is
+  its last code, e.g. `busy`); `LedgerConnectionError`, its subclass: no answer at all (connection
+  refused or reset, timed out), `code` `connection_failed`, `status` `None`.
+- `LedgerSettleError`: the block of a protected write returned, but its settlement could not be
+  recorded (`code` `settle_failed`): the entry stays in flight, published `outcome_unknown`.
 - `UnexpectedResponse`: the answer is not the ledger's JSON (an HTML page from a proxy, another
   service on that address).
 """
 
 from __future__ import annotations
 
-from typing import Optional
+from typing import Any, Optional
 
 from ._types import Entry
 
 
 class LedgerError(Exception):
-    """A request to the ledger did not succeed. `status` is the HTTP status (0 when there was no
-    answer); `code`, `field`, `current` come from the JSON error body when there was one."""
+    """A request to the ledger did not succeed. `status` is the HTTP status (`None` when there was
+    no answer); `code`, `field`, `current` come from the JSON error body when there was one."""
 
     def __init__(
         self,
         message: str,
         *,
-        status: int = 0,
+        status: Optional[int] = None,
         code: str = "error",
         field: Optional[str] = None,
         current: Optional[Entry] = None,
@@ -68,8 +71,38 @@ class Conflict(LedgerError):
 
 
 class LedgerUnavailable(LedgerError):
-    """The ledger could not be reached (connection refused, reset, timed out) or answered 503/429
-    on every try within the client's retry budget (`retry_total_secs`)."""
+    """The ledger answered 503/429 on every try within the client's retry budget
+    (`retry_total_secs`), or could not be reached at all (`LedgerConnectionError`). `tries` is how
+    many requests were sent."""
+
+    tries: int = 0
+
+
+class LedgerConnectionError(LedgerUnavailable):
+    """No answer from the ledger after every retry (connection refused or reset, a request that
+    timed out): `code` `connection_failed`, `status` `None`; `__cause__` is the last network error."""
+
+
+class LedgerSettleError(LedgerError):
+    """The block of a protected write returned, but its settlement could not be recorded (the
+    ledger stayed down past the retries, or refused it): `code` `settle_failed`. The entry stays
+    `execution_started`, which the ledger publishes as `outcome_unknown`: the side effect may well
+    have happened, so do not run it again; reconcile the entry with `attempt_id` once its outcome
+    is known. `result` is what the block (a `protect`-decorated function) returned, `intended` the
+    outcome that was not recorded; `__cause__` the settlement's own error."""
+
+    def __init__(self, cause: LedgerError, *, mutation_id: str, attempt_id: str, intended: str,
+                 result: Any = None) -> None:
+        super().__init__(
+            f"the block of mutation {mutation_id!r} (attempt {attempt_id!r}) returned, but its settlement "
+            f"({intended}) could not be recorded: {cause.message}. The entry stays in flight (published "
+            "outcome_unknown); do not run it again, reconcile it with this attempt id",
+            status=cause.status, code="settle_failed", field=cause.field, current=cause.current,
+        )
+        self.mutation_id = mutation_id
+        self.attempt_id = attempt_id
+        self.intended = intended
+        self.result = result
 
 
 class UnexpectedResponse(LedgerError):

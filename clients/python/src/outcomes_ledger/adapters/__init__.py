@@ -9,11 +9,7 @@ import inspect
 import typing
 from typing import Any, Callable, Optional
 
-from .._protected import Operation, Turn, current_turn
-from ..errors import LedgerError
-
-_OUTCOME = "outcomes_ledger_outcome"
-_OPERATION = "outcomes_ledger_mutation_id"
+from .._protected import Turn, current_turn
 
 
 def require_turn(tool: str) -> Turn:
@@ -64,31 +60,3 @@ def with_context_signature(wrapper: Callable[..., Any], fn: Callable[..., Any], 
 def tool_name(fn: Callable[..., Any], tool: Optional[str]) -> str:
     return tool or str(getattr(fn, "__name__", "tool"))
 
-
-def mark_outcome(exc: BaseException, op: Operation) -> None:
-    """Note on the exception what the ledger recorded for it (`op.outcome`, `None` when the block
-    never ran), for the message the model gets."""
-    try:
-        setattr(exc, _OUTCOME, op.outcome)
-        setattr(exc, _OPERATION, op.mutation_id)
-    except AttributeError:
-        pass
-
-
-def outcome_message(exc: BaseException, call_id: Optional[str]) -> str:
-    """What to tell a model about a protected tool call that raised."""
-    outcome = getattr(exc, _OUTCOME, "unmarked")
-    op = getattr(exc, _OPERATION, None) or call_id or "?"
-    # "completed" here: the block returned but the ledger did not record it (in flight: unknown).
-    if outcome in ("outcome_unknown", "completed"):
-        return (f"The outcome of this tool call is unknown (operation id {op}): it may or may not "
-                "have taken effect. Do not call the tool again for this request; tell the user the "
-                "result is being checked and give them the operation id.")
-    if outcome == "not_executed":
-        return f"The tool call was not executed (operation id {op}); nothing was done."
-    if outcome == "failed":
-        return f"The tool call failed (operation id {op}): the provider refused it; nothing was done."
-    if outcome is None or isinstance(exc, LedgerError):
-        return (f"The tool was not called: the outcome ledger could not record the call "
-                f"({type(exc).__name__}); nothing was done.")
-    return f"The tool was not called: {exc}"

@@ -44,11 +44,13 @@ except ImportError as exc:  # pragma: no cover - depends on the installed extras
     ) from exc
 
 from .._client import AsyncLedger
-from . import mark_outcome, outcome_message, require_turn, takes_context, tool_name, with_context_signature
+from .._protected import outcome_message
+from . import require_turn, takes_context, tool_name, with_context_signature
 
 
 def tool_error_message(ctx: RunContextWrapper[Any], error: Exception) -> str:
-    """The message the model gets for a protected tool that raised (see the module's doc)."""
+    """The message the model gets for a protected tool that raised (see the module's doc):
+    `outcomes_ledger.outcome_message(error, tool call id)`."""
     return outcome_message(error, getattr(ctx, "tool_call_id", None))
 
 
@@ -67,21 +69,17 @@ def protected_function_tool(
         @functools.wraps(fn)
         async def wrapper(ctx: ToolContext[Any], *args: Any, **kwargs: Any) -> Any:
             turn = require_turn(ledger_tool)
-            write = ledger.protected_write(
+            async with ledger.protected_write(
                 session_key=turn.session_key,
                 logical_turn_id=turn.logical_turn_id,
                 mutation_id=ctx.tool_call_id,
                 tool=ledger_tool,
-            )
-            try:
-                async with write:
-                    result = fn(ctx, *args, **kwargs) if fn_takes_ctx else fn(*args, **kwargs)
-                    if inspect.isawaitable(result):
-                        result = await result
-                    return result
-            except Exception as exc:
-                mark_outcome(exc, write.op)
-                raise
+            ) as op:
+                result = fn(ctx, *args, **kwargs) if fn_takes_ctx else fn(*args, **kwargs)
+                if inspect.isawaitable(result):
+                    result = await result
+                op.result = result
+                return result
 
         with_context_signature(wrapper, fn, ToolContext, fn_takes_ctx)
         function_tool_kwargs.setdefault("failure_error_function", tool_error_message)
