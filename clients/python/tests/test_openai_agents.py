@@ -173,3 +173,22 @@ def test_ledger_down_the_tool_does_not_run_and_the_model_is_told(session_key):
     assert function_outputs(model)["call_d"] == (
         "The tool was not called: the outcome ledger could not record the call (LedgerConnectionError "
         "connection_failed); nothing was done.")
+
+
+def test_timeout_seconds_is_applied_inside_the_block_as_execution_timeout(server, reads, session_key):
+    async def main():
+        async with AsyncLedger(server.base_url, server.token) as ledger:
+            @protected_function_tool(ledger, tool="mcp__codehost__create_issue", timeout_seconds=0.05)
+            async def create_issue(title: str) -> str:
+                await asyncio.sleep(5)
+                return "never"
+
+            model = ScriptedModel([("call_slow", "create_issue", {"title": "x"})])
+            agent = Agent(name="builder", model=model, tools=[create_issue])
+            await run_turn(ledger, agent, "go", session_key=session_key, logical_turn_id="run-t", run_config=NO_TRACING)
+            return model
+
+    model = asyncio.run(main())
+    assert function_outputs(model)["call_slow"].startswith("The outcome of this tool call is unknown (operation id call_slow)")
+    record = reads.by_id(session_key)["call_slow"]
+    assert (record["status"], record["reason"]) == ("outcome_unknown", "execution_timeout")

@@ -30,6 +30,7 @@ called outside a turn raises before it runs and records nothing.
 
 from __future__ import annotations
 
+import asyncio
 import functools
 import inspect
 from typing import Any, Callable, Optional
@@ -60,11 +61,17 @@ def protected_function_tool(
     """Decorator: `fn` (sync or async, optionally taking `RunContextWrapper`/`ToolContext` first)
     becomes an SDK `FunctionTool` whose every call is a protected write of `tool` (default: the
     function's name). Other keywords go to `agents.function_tool` (`name_override`,
-    `failure_error_function`, `timeout_seconds`, …)."""
+    `failure_error_function`, …), except `timeout_seconds` for an async `fn`: the adapter applies
+    it inside the protected block, so a call that runs out of time is recorded `outcome_unknown`
+    with `execution_timeout` (the SDK's own timeout cancels the block from outside, which records
+    `outcome_unknown` without a reason)."""
 
     def decorate(fn: Callable[..., Any]) -> FunctionTool:
         ledger_tool = tool_name(fn, tool)
         fn_takes_ctx = takes_context(fn, (RunContextWrapper,))
+        timeout: Optional[float] = None
+        if inspect.iscoroutinefunction(fn):
+            timeout = function_tool_kwargs.pop("timeout_seconds", None)
 
         @functools.wraps(fn)
         async def wrapper(ctx: ToolContext[Any], *args: Any, **kwargs: Any) -> Any:
@@ -77,7 +84,7 @@ def protected_function_tool(
             ) as op:
                 result = fn(ctx, *args, **kwargs) if fn_takes_ctx else fn(*args, **kwargs)
                 if inspect.isawaitable(result):
-                    result = await result
+                    result = await (result if timeout is None else asyncio.wait_for(result, timeout))
                 op.result = result
                 return result
 
