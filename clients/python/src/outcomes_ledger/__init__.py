@@ -1,0 +1,76 @@
+"""Client of the outcome ledger's host write API (docs/api.md "Host write API").
+
+    from outcomes_ledger import Ledger
+
+    ledger = Ledger("http://127.0.0.1:3000", token)
+    with ledger.protected_write(session_key="chat-42", logical_turn_id="turn-1",
+                                mutation_id="op-1", tool="mcp__dashboards__create") as op:
+        create_dashboard()
+
+The block runs only once the ledger recorded its intent; how it ends is settled honestly:
+returned → `completed` (or `op.failed()` / `op.not_executed()`), `NotDispatched` →
+`not_executed`, `ProviderFailed` → `failed`, `TimeoutError` → `outcome_unknown` with
+`execution_timeout`, any other exception → `outcome_unknown`.
+"""
+
+from ._client import AsyncLedger, AsyncProtectedWrite, Ledger, ProtectedWrite
+from ._protected import (
+    Operation,
+    RecordedOutcome,
+    Turn,
+    TurnScope,
+    current_turn,
+    current_write,
+    outcome_message,
+    recorded_outcome,
+)
+from ._types import BatchResult, Entry, ErrorDetail, Evidence, LedgerStatus, PublishedStatus, ViewerLink
+from .errors import (
+    Conflict,
+    InvalidRequest,
+    LedgerConnectionError,
+    LedgerError,
+    LedgerSettleError,
+    LedgerUnavailable,
+    NotDispatched,
+    NotFound,
+    ProviderFailed,
+    Unauthorized,
+    UnexpectedResponse,
+)
+from . import ops
+
+__all__ = [
+    "AsyncLedger",
+    "AsyncProtectedWrite",
+    "BatchResult",
+    "Conflict",
+    "Entry",
+    "ErrorDetail",
+    "Evidence",
+    "InvalidRequest",
+    "Ledger",
+    "LedgerConnectionError",
+    "LedgerError",
+    "LedgerSettleError",
+    "LedgerStatus",
+    "LedgerUnavailable",
+    "NotDispatched",
+    "NotFound",
+    "Operation",
+    "ProtectedWrite",
+    "ProviderFailed",
+    "PublishedStatus",
+    "RecordedOutcome",
+    "Turn",
+    "TurnScope",
+    "Unauthorized",
+    "UnexpectedResponse",
+    "ViewerLink",
+    "current_turn",
+    "current_write",
+    "outcome_message",
+    "recorded_outcome",
+    "ops",
+]
+__version__ = "0.1.0"

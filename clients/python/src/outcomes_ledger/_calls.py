@@ -1,0 +1,86 @@
+"""One request builder per host operation (docs/api.md "Host write API"), shared by `Ledger` and
+`AsyncLedger`."""
+
+from __future__ import annotations
+
+from typing import Any, Optional, Sequence
+
+from ._core import HOST, Call, Requested, mutation_path, parse_batch, seg
+from ._types import BatchResult, Entry, Evidence, SettleStatus, ViewerLink
+
+
+def entry(data: Any) -> Entry:
+    return data if isinstance(data, Entry) else Entry.from_json(data)
+
+
+def approve(session_key: str, logical_turn_id: str, mutation_id: str, tool: str,
+            commissioned_after: Optional[str]) -> Call[Entry]:
+    body: dict[str, Any] = {"logical_turn_id": logical_turn_id, "mutation_id": mutation_id, "tool": tool}
+    if commissioned_after is not None:
+        body["commissioned_after"] = commissioned_after
+    return Call("approve", "POST", f"{HOST}/sessions/{seg(session_key)}/mutations", body, entry,
+                requested=Requested("approved", None, None, logical_turn_id))
+
+
+def intent(session_key: str, mutation_id: str, attempt_id: str) -> Call[Entry]:
+    return Call("intent", "POST", mutation_path(session_key, mutation_id, "intent"),
+                {"attempt_id": attempt_id}, entry, requested=Requested("execution_started", attempt_id))
+
+
+def settle(session_key: str, mutation_id: str, attempt_id: str, status: SettleStatus,
+           reason: Optional[str]) -> Call[Entry]:
+    body: dict[str, Any] = {"attempt_id": attempt_id, "status": status}
+    if reason is not None:
+        body["reason"] = reason
+    return Call("settle", "POST", mutation_path(session_key, mutation_id, "settlement"), body, entry,
+                requested=Requested(status, attempt_id, reason))
+
+
+def cancel(session_key: str, mutation_id: str, attempt_id: str, reason: Optional[str]) -> Call[Entry]:
+    body: dict[str, Any] = {"attempt_id": attempt_id}
+    if reason is not None:
+        body["reason"] = reason
+    return Call("cancel", "POST", mutation_path(session_key, mutation_id, "cancellation"), body, entry,
+                requested=Requested("approved", attempt_id, reason))
+
+
+def reconcile(session_key: str, mutation_id: str, attempt_id: str, completed: bool,
+              evidence: Evidence) -> Call[Entry]:
+    body = {"attempt_id": attempt_id, "completed": completed, "evidence": evidence.to_json()}
+    return Call("reconcile", "POST", mutation_path(session_key, mutation_id, "reconciliation"), body, entry,
+                requested=Requested("completed" if completed else "approved", attempt_id))
+
+
+def attach_metadata(session_key: str, mutation_id: str, id: Optional[str], url: Optional[str],
+                    title: Optional[str]) -> Call[Entry]:
+    return Call("attach_metadata", "PUT", mutation_path(session_key, mutation_id, "metadata"),
+                {"id": id, "url": url, "title": title}, entry)
+
+
+def fresh_attempt(session_key: str, mutation_id: str, attempt_id: str) -> Call[Entry]:
+    return Call("fresh_attempt", "POST", mutation_path(session_key, mutation_id, "attempts"),
+                {"attempt_id": attempt_id}, entry, requested=Requested("execution_started", attempt_id))
+
+
+def delete_session(session_key: str) -> Call[None]:
+    return Call("delete_session", "DELETE", f"{HOST}/sessions/{seg(session_key)}", None,
+                lambda data: None, has_body=False, retried_404_is_success=True)
+
+
+def batch(operations: Sequence[dict[str, Any]]) -> Call[list[BatchResult]]:
+    ops = [dict(op) for op in operations]
+    return Call("batch", "POST", f"{HOST}/batch", {"operations": ops}, parse_batch(ops),
+                batch_ops=ops)
+
+
+def mint_viewer_link(session_key: str, expires_in_secs: Optional[int]) -> Call[ViewerLink]:
+    body = None if expires_in_secs is None else {"expires_in_secs": expires_in_secs}
+    return Call("mint_viewer_link", "POST", f"{HOST}/sessions/{seg(session_key)}/viewer-links", body,
+                lambda data: ViewerLink(url=data["url"], expires_at=data["expires_at"]),
+                has_body=body is not None)
+
+
+def revoke_viewer_links(session_key: str) -> Call[int]:
+    return Call("revoke_viewer_links", "DELETE", f"{HOST}/sessions/{seg(session_key)}/viewer-links",
+                None, lambda data: int(data["revoked"]), has_body=False)
+

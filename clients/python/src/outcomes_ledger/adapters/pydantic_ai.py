@@ -1,0 +1,91 @@
+"""Pydantic AI adapter: protected tools.
+
+    from pydantic_ai import Agent
+    from outcomes_ledger import AsyncLedger
+    from outcomes_ledger.adapters.pydantic_ai import protected_tool, run_turn
+
+    ledger = AsyncLedger("http://127.0.0.1:3000", token)
+
+    @protected_tool(ledger, tool="mcp__dashboards__create")
+    async def create_dashboard(title: str) -> str:
+        ...
+
+    agent = Agent(model, tools=[create_dashboard])
+    result = await run_turn(ledger, agent, "Make a dashboard", session_key="chat-42")
+
+`protected_tool` returns a function taking `RunContext` first, usable in `Agent(tools=[...])` or
+under `@agent.tool`. Each call is one protected write (`AsyncLedger.protected_write`): its
+`mutation_id` is the model's tool call id (`RunContext.tool_call_id`), its session and logical turn
+those of the enclosing `run_turn(...)` (one agent run = one logical turn) or `ledger.turn(...)`.
+Inside the tool, `outcomes_ledger.current_write()` is the `op`.
+
+A tool that raises settles by the client's rules (any exception but `NotDispatched` /
+`ProviderFailed` → `outcome_unknown`, `ModelRetry` included: the tool ran as far as it did); the
+exception then goes on to Pydantic AI. A tool called outside a turn raises before it runs and
+records nothing.
+"""
+
+from __future__ import annotations
+
+import functools
+import inspect
+from typing import Any, Callable, Optional, TypeVar
+
+try:
+    from pydantic_ai import Agent, RunContext
+    from pydantic_ai.agent import AgentRunResult
+except ImportError as exc:  # pragma: no cover - depends on the installed extras
+    raise ImportError(
+        f"outcomes_ledger.adapters.pydantic_ai needs pydantic-ai-slim: pip install 'outcomes-ledger[pydantic-ai]' ({exc})"
+    ) from exc
+
+from .._client import AsyncLedger
+from . import require_turn, takes_context, tool_name, with_context_signature
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+def protected_tool(ledger: AsyncLedger, *, tool: Optional[str] = None) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
+    """Decorator: `fn` (sync or async, optionally taking `RunContext` first) becomes a tool
+    function taking `RunContext` first whose every call is a protected write of `tool` (default:
+    the function's name)."""
+
+    def decorate(fn: Callable[..., Any]) -> Callable[..., Any]:
+        ledger_tool = tool_name(fn, tool)
+        fn_takes_ctx = takes_context(fn, (RunContext,))
+
+        @functools.wraps(fn)
+        async def wrapper(ctx: RunContext[Any], *args: Any, **kwargs: Any) -> Any:
+            turn = require_turn(ledger_tool)
+            if not ctx.tool_call_id:
+                raise RuntimeError(f"the protected tool {ledger_tool!r} was called without a tool call id")
+            async with ledger.protected_write(
+                session_key=turn.session_key,
+                logical_turn_id=turn.logical_turn_id,
+                mutation_id=ctx.tool_call_id,
+                tool=ledger_tool,
+            ):
+                result = fn(ctx, *args, **kwargs) if fn_takes_ctx else fn(*args, **kwargs)
+                if inspect.isawaitable(result):
+                    result = await result
+                return result
+
+        with_context_signature(wrapper, fn, RunContext[Any], fn_takes_ctx)
+        return wrapper
+
+    return decorate
+
+
+async def run_turn(
+    ledger: AsyncLedger,
+    agent: Agent[Any, Any],
+    user_prompt: Any = None,
+    *,
+    session_key: str,
+    logical_turn_id: Optional[str] = None,
+    **run_kwargs: Any,
+) -> AgentRunResult[Any]:
+    """`agent.run(user_prompt, **run_kwargs)` as one logical turn of `session_key`
+    (`logical_turn_id` generated when not given)."""
+    async with ledger.turn(session_key, logical_turn_id):
+        return await agent.run(user_prompt, **run_kwargs)
