@@ -1,0 +1,58 @@
+/**
+ * OpenAI Agents SDK for JS (`@openai/agents`) adapter: function tools whose calls are protected writes.
+ *
+ * `protectedTool(ledger, turn, options)` takes the options of the SDK's `tool()` and builds the
+ * tool with `tool()`, its `execute` wrapped: each call is one protected write (see
+ * `Ledger.protectedWrite`) whose `mutation_id` is the SDK's tool call id
+ * (`details.toolCall.callId`), whose `tool` is the tool's name, and whose logical turn is the
+ * agent run: by default one new UUID per run (per `RunContext`), or `turn.logicalTurnId` (a
+ * string, or a function of the run context). The original `execute(input, runContext, details)`
+ * gets a fourth argument, the protected write's `op`. A tool that throws settles by the protected
+ * write's rules; the error then reaches the SDK unchanged (which, by default, tells the model the
+ * tool failed and goes on).
+ *
+ * ```js
+ * const createIssue = protectedTool(ledger, { sessionKey: 'chat-42' }, { name: 'create_issue', description, parameters, execute });
+ * await run(new Agent({ name: 'triage', model, tools: [createIssue] }), 'File the bug');
+ * ```
+ */
+import { tool } from '@openai/agents';
+import { newId } from '../client.js';
+const turnsByRun = new WeakMap();
+function resolve(value, runContext) {
+    return typeof value === 'function' ? value(runContext) : value;
+}
+function turnOf(turn, runContext) {
+    if (turn.logicalTurnId !== undefined)
+        return resolve(turn.logicalTurnId, runContext);
+    if (!runContext)
+        throw new TypeError('protected tool: no run context, so no agent run to name a logical turn after');
+    let id = turnsByRun.get(runContext);
+    if (id === undefined) {
+        id = newId();
+        turnsByRun.set(runContext, id);
+    }
+    return id;
+}
+/** Build an `@openai/agents` function tool whose every call is a protected write. */
+export function protectedTool(ledger, turn, options) {
+    const execute = options.execute;
+    const name = options.name;
+    const wrapped = async (input, runContext, details) => {
+        const callId = details?.toolCall?.callId;
+        if (typeof callId !== 'string' || callId === '') {
+            throw new TypeError(`protected tool ${name}: the SDK gave no tool call id, the mutation id`);
+        }
+        return ledger.protectedWrite({
+            sessionKey: resolve(turn.sessionKey, runContext),
+            logicalTurnId: turnOf(turn, runContext),
+            mutationId: callId,
+            tool: name,
+        }, async (op) => execute(input, runContext, details, op));
+    };
+    return tool({ ...options, execute: wrapped });
+}
+/** The logical turn id the adapter uses for an agent run (its `RunContext`), if it has made one. */
+export function logicalTurnOf(runContext) {
+    return turnsByRun.get(runContext);
+}
