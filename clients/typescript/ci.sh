@@ -1,0 +1,37 @@
+#!/usr/bin/env bash
+# CI for clients/typescript (the npm package outcomes-ledger): install pinned, build, check that the
+# committed types and build output are current, run the node --test suite against the real server.
+#
+# Environment (scripts/test.sh sets them):
+#   OUTCOMES_BIN         absolute path of the `outcomes` binary (tests that kill and restart a server,
+#                        or need wrong tokens, start their own on a free loopback port)
+#   BASE_URL             a running `outcomes serve` (the suite's shared server)
+#   OUTCOMES_HOST_TOKEN  its host token
+# Without BASE_URL the suite starts its own server from OUTCOMES_BIN.
+# Needs node >= 18 (with npm) and the sqlite3 shell (the busy-ledger test holds the write lock with it).
+set -euo pipefail
+cd "$(dirname "$0")"
+
+: "${OUTCOMES_BIN:?OUTCOMES_BIN must name the outcomes binary}"
+[ -x "$OUTCOMES_BIN" ] || { echo "ci.sh: OUTCOMES_BIN=$OUTCOMES_BIN is not executable" >&2; exit 2; }
+command -v sqlite3 >/dev/null || { echo "ci.sh: the sqlite3 shell is needed (apt-get install sqlite3)" >&2; exit 2; }
+
+# 1. install exactly what package-lock.json pins (idempotent: npm ci starts from a clean node_modules)
+npm ci --no-audit --no-fund --loglevel=error
+
+# 2. build src/ -> dist/ and regenerate the types from the running server: both must match what is
+#    committed (test/generated-types.test.mjs fails on any difference; this step says it first)
+npm run --silent build
+if [ -n "${BASE_URL:-}" ]; then
+  BASE_URL="$BASE_URL" node scripts/generate-types.mjs --check
+fi
+if git rev-parse --is-inside-work-tree >/dev/null 2>&1; then
+  git diff --exit-code --stat -- dist src/generated || {
+    echo "ci.sh: dist/ or src/generated/ differ from what is committed: npm run generate && npm run build, then commit" >&2
+    exit 1
+  }
+fi
+
+# 3. the suite (no network: scripted models only; servers on loopback)
+export OUTCOMES_BIN
+node --test --test-concurrency=2 test/*.test.mjs
