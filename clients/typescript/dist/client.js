@@ -187,7 +187,7 @@ export class Ledger {
         }
         return list;
     }
-    // ---- the protected write (docs/api.md; the rules of DESIGN's "Agent integration") ----
+    // ---- the protected write (its rules: clients/typescript/README.md "The protected write") ----
     /**
      * Run `block` as one protected write.
      *

@@ -1,6 +1,6 @@
 /**
  * outcomes-ledger: a client of the outcome ledger's host write API (docs/api.md "Host write API")
- * and the protected write of DESIGN's "Agent integration": the outcome of a tool call is recorded
+ * and the protected write (clients/typescript/README.md "The protected write"): the outcome of a tool call is recorded
  * as it happened, and when the block cannot prove what happened it is `outcome_unknown`.
  *
  * ```js

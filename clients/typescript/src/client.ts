@@ -309,7 +309,7 @@ export class Ledger {
     return list as MutationOutcome[];
   }
 
-  // ---- the protected write (docs/api.md; the rules of DESIGN's "Agent integration") ----
+  // ---- the protected write (its rules: clients/typescript/README.md "The protected write") ----
 
   /**
    * Run `block` as one protected write.

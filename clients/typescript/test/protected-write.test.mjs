@@ -1,5 +1,5 @@
-// ledger.protectedWrite against the real server: every settle rule of docs/api.md and DESIGN's
-// "Agent integration", read back from the published records and the entries API.
+// ledger.protectedWrite against the real server: every settle rule (README.md "The protected write")
+// and docs/api.md, read back from the published records and the entries API.
 import { test, before } from 'node:test';
 import assert from 'node:assert/strict';
 import { Ledger, LedgerError, LedgerConnectionError, NotDispatched, ProviderFailed } from 'outcomes-ledger';
