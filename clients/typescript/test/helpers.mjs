@@ -2,7 +2,7 @@
 // or one this suite starts from OUTCOMES_BIN), and reads of what the ledger published, made with
 // plain fetch so that the client under test never checks itself.
 import { spawn } from 'node:child_process';
-import { mkdtempSync, rmSync } from 'node:fs';
+import { mkdtempSync, rmSync, openSync, closeSync, readFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import net from 'node:net';
@@ -45,14 +45,14 @@ export async function startServer({ extraArgs = [] } = {}) {
   const token = `tok-${randomUUID()}`;
   const baseUrl = `http://127.0.0.1:${port}`;
   let child;
-  let log = '';
+  const logFile = join(dataDir, 'server.log');
   const launch = async () => {
+    const out = openSync(logFile, 'a');
     child = spawn(OUTCOMES_BIN, ['serve', '--addr', `127.0.0.1:${port}`, '--data-dir', dataDir, ...extraArgs], {
       env: { ...process.env, OUTCOMES_HOST_TOKEN: token },
-      stdio: ['ignore', 'pipe', 'pipe'],
+      stdio: ['ignore', out, out],
     });
-    child.stdout.on('data', (d) => (log += d));
-    child.stderr.on('data', (d) => (log += d));
+    closeSync(out);
     await waitHealthy(baseUrl, child);
   };
   await launch();
@@ -62,13 +62,24 @@ export async function startServer({ extraArgs = [] } = {}) {
     token,
     dataDir,
     port,
-    log: () => log,
+    log: () => readFileSync(logFile, 'utf8'),
     async kill9() {
       child.kill('SIGKILL');
       await exited();
     },
     async restart() {
       await launch();
+    },
+    /** For a server that lives as long as this test process: it no longer holds the event loop, and dies with it. */
+    unrefUntilExit() {
+      const kill = () => {
+        try {
+          child.kill('SIGKILL');
+        } catch {}
+        rmSync(dataDir, { recursive: true, force: true });
+      };
+      process.once('exit', kill);
+      child.unref();
     },
     async stop() {
       if (child.exitCode === null && child.signalCode === null) {
@@ -86,7 +97,10 @@ export async function sharedServer() {
   if (process.env.BASE_URL && process.env.OUTCOMES_HOST_TOKEN) {
     return { baseUrl: process.env.BASE_URL.replace(/\/+$/, ''), token: process.env.OUTCOMES_HOST_TOKEN, stop: async () => {} };
   }
-  shared ??= startServer();
+  shared ??= startServer().then((s) => {
+    s.unrefUntilExit();
+    return s;
+  });
   return shared;
 }
 
