@@ -8,13 +8,13 @@
 #   BASE_URL             a running `outcomes serve` (the suite's shared server)
 #   OUTCOMES_HOST_TOKEN  its host token
 # Without BASE_URL the suite starts its own server from OUTCOMES_BIN.
-# Needs node >= 18 (with npm) and the sqlite3 shell (the busy-ledger test holds the write lock with it).
+# Needs node >= 18 (with npm), git, and python3 (the busy-ledger test holds SQLite's write lock with its sqlite3 module).
 set -euo pipefail
 cd "$(dirname "$0")"
 
 : "${OUTCOMES_BIN:?OUTCOMES_BIN must name the outcomes binary}"
 [ -x "$OUTCOMES_BIN" ] || { echo "ci.sh: OUTCOMES_BIN=$OUTCOMES_BIN is not executable" >&2; exit 2; }
-command -v sqlite3 >/dev/null || { echo "ci.sh: the sqlite3 shell is needed (apt-get install sqlite3)" >&2; exit 2; }
+command -v python3 >/dev/null || { echo "ci.sh: python3 is needed (the busy-ledger test holds the ledger's write lock with it)" >&2; exit 2; }
 
 # 1. install exactly what package-lock.json pins (idempotent: npm ci starts from a clean node_modules)
 npm ci --no-audit --no-fund --loglevel=error

@@ -156,16 +156,28 @@ test('answers lost after the ledger committed: the retried batch, settle and rec
   }
 });
 
-/** Holds SQLite's write lock on the server's ledger file from another process (the sqlite3 shell) for `ms`. */
+/**
+ * Holds SQLite's write lock on the server's ledger file from another process for `ms` (Python's
+ * sqlite3 module: BEGIN IMMEDIATE, as a backup or the sqlite3 shell would), resolving once released.
+ */
 function holdWriteLock(dataDir, ms) {
-  const shell = spawn('sqlite3', [join(dataDir, 'ledger.sqlite')], { stdio: ['pipe', 'ignore', 'inherit'] });
-  shell.stdin.write('BEGIN IMMEDIATE;\n');
-  return new Promise((resolve) => {
-    setTimeout(() => {
-      shell.stdin.end('COMMIT;\n');
-      shell.on('exit', resolve);
-    }, ms);
+  const script = [
+    'import sqlite3, sys, time',
+    'c = sqlite3.connect(sys.argv[1], isolation_level=None)',
+    "c.execute('BEGIN IMMEDIATE')",
+    "print('locked', flush=True)",
+    'time.sleep(float(sys.argv[2]))',
+    "c.execute('COMMIT')",
+  ].join('\n');
+  const holder = spawn('python3', ['-c', script, join(dataDir, 'ledger.sqlite'), String(ms / 1000)], {
+    stdio: ['ignore', 'pipe', 'inherit'],
   });
+  const locked = new Promise((resolve, reject) => {
+    holder.stdout.once('data', () => resolve());
+    holder.once('exit', (code) => reject(new Error(`the lock holder exited with ${code} before locking`)));
+  });
+  const released = new Promise((resolve) => holder.once('exit', resolve));
+  return { locked, released };
 }
 
 test('the ledger busy (503 busy, Retry-After: 1) is retried after Retry-After; past the budget it is raised and the block never runs', async () => {
@@ -176,7 +188,7 @@ test('the ledger busy (503 busy, Retry-After: 1) is retried after Retry-After; p
   await ledger.protectedWrite({ sessionKey: key, logicalTurnId: 't', mutationId: 'warm', tool: TOOL }, async () => {});
 
   const lock = holdWriteLock(server.dataDir, 1500);
-  await sleep(200);
+  await lock.locked;
   let runs = 0;
   await assert.rejects(
     impatient.protectedWrite({ sessionKey: key, logicalTurnId: 't', mutationId: 'impatient', tool: TOOL }, async () => {
@@ -195,7 +207,7 @@ test('the ledger busy (503 busy, Retry-After: 1) is retried after Retry-After; p
     runs += 1;
   });
   const waited = Date.now() - started;
-  await lock;
+  assert.equal(await lock.released, 0);
   assert.equal(runs, 1);
   assert.ok(waited >= 1000, `waited ${waited} ms: at least Retry-After`);
   const records = await outcomes(server, key);
