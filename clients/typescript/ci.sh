@@ -19,6 +19,23 @@ command -v python3 >/dev/null || { echo "ci.sh: python3 is needed (the busy-ledg
 # 1. install exactly what package-lock.json pins (idempotent: npm ci starts from a clean node_modules)
 npm ci --no-audit --no-fund --loglevel=error
 
+# 1b. `npm install ./clients/typescript` in a new project holding only the committed files (a fresh
+#     checkout: no node_modules, no build). This is an install step like npm ci (npm may use the registry:
+#     a linked folder gets its devDependencies too); test/install.test.mjs then repeats it offline.
+if git rev-parse --is-inside-work-tree >/dev/null 2>&1; then
+  scratch=$(mktemp -d)
+  trap 'rm -rf "$scratch"' EXIT
+  (cd "$(git rev-parse --show-toplevel)" && git archive HEAD clients/typescript) | tar -x -C "$scratch"
+  echo '{"name": "fresh-checkout-check", "private": true, "type": "module"}' > "$scratch/package.json"
+  (cd "$scratch" && npm install --no-audit --no-fund --loglevel=error ./clients/typescript >/dev/null \
+    && node -e "import('outcomes-ledger').then((m) => { if (typeof m.Ledger !== 'function') process.exit(1); })" \
+    && node -e "import('outcomes-ledger/ai-sdk').then((m) => { if (typeof m.protectTools !== 'function') process.exit(1); })") || {
+    echo "ci.sh: npm install ./clients/typescript failed on a fresh checkout" >&2
+    exit 1
+  }
+  echo "npm install ./clients/typescript works on a fresh checkout"
+fi
+
 # 2. build src/ -> dist/ and regenerate the types from the running server: both must match what is
 #    committed (test/generated-types.test.mjs fails on any difference; this step says it first)
 npm run --silent build

@@ -1,7 +1,7 @@
 // `npm install ./clients/typescript` works on a fresh checkout: the package's committed files
 // alone (git ls-files: no node_modules, no build step) are installed into a new project, as a
-// link (npm's default for a folder) and as a copy (--install-links), offline, and the installed
-// package records a protected write on the real server.
+// link (npm's default for a folder) and as a copy (--install-links), and the installed package
+// records a protected write on the real server.
 import { test, before } from 'node:test';
 import assert from 'node:assert/strict';
 import { execFile } from 'node:child_process';
@@ -38,8 +38,12 @@ for (const mode of ['link', 'copy']) {
       await freshCheckout(checkout);
       const project = join(root, 'repo');
       writeFileSync(join(project, 'package.json'), JSON.stringify({ name: 'agent-app', private: true, type: 'module' }));
-      const args = ['install', '--offline', '--no-audit', '--no-fund', '--ignore-scripts=false', './clients/typescript'];
-      if (mode === 'copy') args.splice(1, 0, '--install-links');
+      // copy: the packed package alone, which has no dependency: fully offline. link: npm also resolves
+      // the folder's devDependencies, from the cache that ci.sh's install steps filled (no network here).
+      const args =
+        mode === 'copy'
+          ? ['install', '--install-links', '--offline', '--no-audit', '--no-fund', './clients/typescript']
+          : ['install', '--prefer-offline', '--no-audit', '--no-fund', './clients/typescript'];
       await run('npm', args, { cwd: project, timeout: 120_000 });
       const key = sessionKey(`install-${mode}`);
       writeFileSync(
