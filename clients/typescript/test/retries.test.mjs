@@ -187,7 +187,7 @@ test('the ledger busy (503 busy, Retry-After: 1) is retried after Retry-After; p
   const key = 'busy';
   await ledger.protectedWrite({ sessionKey: key, logicalTurnId: 't', mutationId: 'warm', tool: TOOL }, async () => {});
 
-  const lock = holdWriteLock(server.dataDir, 1500);
+  const lock = holdWriteLock(server.dataDir, 2000);
   await lock.locked;
   let runs = 0;
   await assert.rejects(
