@@ -52,6 +52,25 @@ export interface ProtectedWriteOp {
     attach(metadata: HostMetadata): Promise<EntryState>;
 }
 /**
+ * What the ledger holds for a protected write that ended in an error (see {@link recordedOutcome}):
+ * `outcome_unknown` (also when the block returned or failed but its settlement could not be
+ * recorded: the entry is then in flight, published `outcome_unknown`), `failed`, `not_executed`,
+ * or `not_called` (the ledger could not record the intent, so the block never ran).
+ */
+export interface RecordedOutcome {
+    outcome: 'outcome_unknown' | 'failed' | 'not_executed' | 'not_called';
+    mutationId: string;
+}
+/** What the ledger recorded for an error `protectedWrite` rejected with; `undefined` for any other value. */
+export declare function recordedOutcome(error: unknown): RecordedOutcome | undefined;
+/**
+ * The message an agent framework should give the model for a protected tool call that threw: what
+ * the ledger recorded, so that the model does not call again what may have happened (an unknown
+ * outcome is not resent; new work is a new operation). `callId` names the operation when the error
+ * carries no record.
+ */
+export declare function outcomeMessage(error: unknown, callId?: string): string;
+/**
  * A client of the outcome ledger's host write API (docs/api.md "Host write API"), one method per
  * operation, each resolving to the entry's state (`EntryState`: `ledger_status`, `attempt_id`,
  * `revision`, …) and rejecting with a {@link LedgerError}.

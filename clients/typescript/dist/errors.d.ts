@@ -93,3 +93,19 @@ export declare class ProviderFailed extends Error {
         cause?: unknown;
     });
 }
+/**
+ * What the AI SDK adapter throws to the SDK for a protected tool call that threw: its `message` is
+ * the model-facing `outcomeMessage` (what the ledger recorded: an unknown outcome says not to call
+ * the tool again and names the operation id), `cause` the tool's own error, `outcome` and
+ * `mutationId` what was recorded.
+ */
+export declare class ProtectedToolError extends Error {
+    readonly outcome: 'outcome_unknown' | 'failed' | 'not_executed' | 'not_called' | null;
+    readonly mutationId: string;
+    constructor(init: {
+        message: string;
+        cause: unknown;
+        outcome: 'outcome_unknown' | 'failed' | 'not_executed' | 'not_called' | null;
+        mutationId: string;
+    });
+}

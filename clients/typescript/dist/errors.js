@@ -104,3 +104,19 @@ export class ProviderFailed extends Error {
         this.name = 'ProviderFailed';
     }
 }
+/**
+ * What the AI SDK adapter throws to the SDK for a protected tool call that threw: its `message` is
+ * the model-facing `outcomeMessage` (what the ledger recorded: an unknown outcome says not to call
+ * the tool again and names the operation id), `cause` the tool's own error, `outcome` and
+ * `mutationId` what was recorded.
+ */
+export class ProtectedToolError extends Error {
+    outcome;
+    mutationId;
+    constructor(init) {
+        super(init.message, { cause: init.cause });
+        this.name = 'ProtectedToolError';
+        this.outcome = init.outcome;
+        this.mutationId = init.mutationId;
+    }
+}

@@ -9,8 +9,8 @@
  * await ledger.protectedWrite({ sessionKey, logicalTurnId, mutationId, tool }, async (op) => createIssue());
  * ```
  */
-export { Ledger, newId } from './client.js';
-export type { LedgerOptions, RetryOptions, ProtectedWriteOptions, ProtectedWriteOp } from './client.js';
-export { LedgerError, LedgerConnectionError, LedgerSettleError, NotDispatched, ProviderFailed } from './errors.js';
+export { Ledger, newId, recordedOutcome, outcomeMessage } from './client.js';
+export type { LedgerOptions, RetryOptions, ProtectedWriteOptions, ProtectedWriteOp, RecordedOutcome } from './client.js';
+export { LedgerError, LedgerConnectionError, LedgerSettleError, NotDispatched, ProviderFailed, ProtectedToolError } from './errors.js';
 export type * from './types.js';
 export type { paths, components, operations } from './generated/openapi.js';

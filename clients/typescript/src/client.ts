@@ -81,6 +81,58 @@ interface Sent {
 const RETRYABLE = new Set([429, 503]);
 
 /**
+ * What the ledger holds for a protected write that ended in an error (see {@link recordedOutcome}):
+ * `outcome_unknown` (also when the block returned or failed but its settlement could not be
+ * recorded: the entry is then in flight, published `outcome_unknown`), `failed`, `not_executed`,
+ * or `not_called` (the ledger could not record the intent, so the block never ran).
+ */
+export interface RecordedOutcome {
+  outcome: 'outcome_unknown' | 'failed' | 'not_executed' | 'not_called';
+  mutationId: string;
+}
+
+const recorded = new WeakMap<object, RecordedOutcome>();
+
+function mark(error: unknown, outcome: RecordedOutcome): void {
+  if ((typeof error === 'object' && error !== null) || typeof error === 'function') recorded.set(error as object, outcome);
+}
+
+/** What the ledger recorded for an error `protectedWrite` rejected with; `undefined` for any other value. */
+export function recordedOutcome(error: unknown): RecordedOutcome | undefined {
+  return (typeof error === 'object' && error !== null) || typeof error === 'function' ? recorded.get(error as object) : undefined;
+}
+
+/**
+ * The message an agent framework should give the model for a protected tool call that threw: what
+ * the ledger recorded, so that the model does not call again what may have happened (an unknown
+ * outcome is not resent; new work is a new operation). `callId` names the operation when the error
+ * carries no record.
+ */
+export function outcomeMessage(error: unknown, callId?: string): string {
+  const record = recordedOutcome(error);
+  const op = record?.mutationId ?? callId ?? '?';
+  switch (record?.outcome) {
+    case 'outcome_unknown':
+      return (
+        `The outcome of this tool call is unknown (operation id ${op}): it may or may not have taken effect. ` +
+        'Do not call the tool again for this request; tell the user the result is being checked and give them the operation id.'
+      );
+    case 'not_executed':
+      return `The tool call was not executed (operation id ${op}); nothing was done.`;
+    case 'failed':
+      return `The tool call failed (operation id ${op}): the provider refused it; nothing was done.`;
+    case 'not_called':
+      return `The tool was not called: the outcome ledger could not record the call (${errorName(error)}); nothing was done.`;
+    default:
+      return `The tool was not called: ${error instanceof Error ? error.message : String(error)}`;
+  }
+}
+
+function errorName(error: unknown): string {
+  return error instanceof LedgerError ? `${error.name} ${error.code}` : error instanceof Error ? error.name : typeof error;
+}
+
+/**
  * A client of the outcome ledger's host write API (docs/api.md "Host write API"), one method per
  * operation, each resolving to the entry's state (`EntryState`: `ledger_status`, `attempt_id`,
  * `revision`, …) and rejecting with a {@link LedgerError}.
@@ -346,7 +398,14 @@ export class Ledger {
     };
     if (options.commissionedAfter !== undefined) approve.commissioned_after = options.commissionedAfter;
     const intent = { op: 'intent', session_key: sessionKey, mutation_id: mutationId, attempt_id: attemptId };
-    const [approved, started] = await this.batch([approve as BatchItem, intent as BatchItem]);
+    let approved: BatchResult;
+    let started: BatchResult;
+    try {
+      [approved, started] = (await this.batch([approve as BatchItem, intent as BatchItem])) as [BatchResult, BatchResult];
+    } catch (error) {
+      mark(error, { outcome: 'not_called', mutationId });
+      throw error;
+    }
     const intentLanded =
       started.status === 200 ||
       (started.status === 409 &&
@@ -358,7 +417,9 @@ export class Ledger {
         }));
     if (!intentLanded) {
       const failed = approved.status === 201 || approved.status === 409 ? started : approved;
-      throw this.#batchItemError('protectedWrite', failed, approved === failed ? 'approve' : 'intent');
+      const error = this.#batchItemError('protectedWrite', failed, approved === failed ? 'approve' : 'intent');
+      mark(error, { outcome: 'not_called', mutationId });
+      throw error;
     }
 
     let outcome = 'completed' as 'completed' | 'failed' | 'not_executed';
@@ -387,11 +448,14 @@ export class Ledger {
     try {
       result = await block(op);
     } catch (error) {
+      let settled: RecordedOutcome['outcome'] = 'outcome_unknown';
       try {
         if (error instanceof NotDispatched) {
           await this.cancel({ ...ids, ...(error.reason ? { reason: error.reason } : {}) });
+          settled = 'not_executed';
         } else if (error instanceof ProviderFailed) {
           await this.settle({ ...ids, status: 'failed' });
+          settled = 'failed';
         } else if (isTimeout(error)) {
           await this.settle({ ...ids, status: 'outcome_unknown', reason: 'execution_timeout' });
         } else {
@@ -400,7 +464,9 @@ export class Ledger {
       } catch {
         // The entry stays execution_started, published outcome_unknown: honest whatever the
         // block's error said. The block's own error is what the caller must see.
+        settled = 'outcome_unknown';
       }
+      mark(error, { outcome: settled, mutationId });
       throw error;
     }
 
@@ -412,7 +478,9 @@ export class Ledger {
       }
     } catch (error) {
       if (error instanceof LedgerError) {
-        throw new LedgerSettleError({ cause: error, result, mutationId, attemptId, intendedStatus: outcome });
+        const settleError = new LedgerSettleError({ cause: error, result, mutationId, attemptId, intendedStatus: outcome });
+        mark(settleError, { outcome: 'outcome_unknown', mutationId });
+        throw settleError;
       }
       throw error;
     }

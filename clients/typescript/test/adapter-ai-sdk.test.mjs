@@ -5,9 +5,9 @@ import assert from 'node:assert/strict';
 import { generateText, tool, stepCountIs } from 'ai';
 import { MockLanguageModelV3 } from 'ai/test';
 import { z } from 'zod';
-import { Ledger } from 'outcomes-ledger';
+import { Ledger, ProtectedToolError, ProviderFailed } from 'outcomes-ledger';
 import { protectTools } from 'outcomes-ledger/ai-sdk';
-import { sharedServer, sessionKey, outcomes, entries } from './helpers.mjs';
+import { sharedServer, sessionKey, outcomes, entries, freePort } from './helpers.mjs';
 
 let server;
 let ledger;
@@ -102,20 +102,30 @@ test('a tool that throws lands as outcome_unknown; the SDK gets the error as a t
       execute: async () => 'sent',
     }),
   });
+  const model = scriptedModel([
+    ['call_charge', 'charge_card', { cents: 1299 }],
+    ['call_mail', 'send_email', { to: 'a@example.com' }],
+  ]);
   const result = await generateText({
-    model: scriptedModel([
-      ['call_charge', 'charge_card', { cents: 1299 }],
-      ['call_mail', 'send_email', { to: 'a@example.com' }],
-    ]),
+    model,
     tools,
     stopWhen: stepCountIs(3),
     prompt: 'Charge and confirm',
   });
   assert.equal(calls, 1);
   const errors = result.steps[0].content.filter((p) => p.type === 'tool-error');
-  assert.deepEqual(errors.map((p) => [p.toolCallId, String(p.error.message)]), [
-    ['call_charge', 'connection reset by the payment provider'],
-  ]);
+  assert.equal(errors.length, 1);
+  const [{ toolCallId, error }] = errors;
+  assert.equal(toolCallId, 'call_charge');
+  assert.ok(error instanceof ProtectedToolError);
+  assert.equal(error.outcome, 'outcome_unknown');
+  assert.equal(error.mutationId, 'call_charge');
+  assert.equal(error.cause.message, 'connection reset by the payment provider');
+  assert.match(error.message, /^The outcome of this tool call is unknown \(operation id call_charge\)/);
+  assert.match(error.message, /Do not call the tool again/);
+  // and that is what the model reads in the next step
+  const toolMessage = model.doGenerateCalls[1].prompt.find((m) => m.role === 'tool');
+  assert.match(JSON.stringify(toolMessage.content), /unknown \(operation id call_charge\)/);
   const records = await outcomes(server, key);
   const byId = Object.fromEntries(records.map((r) => [r.mutation_id, r]));
   assert.equal(byId.call_charge.status, 'outcome_unknown');
@@ -125,4 +135,35 @@ test('a tool that throws lands as outcome_unknown; the SDK gets the error as a t
   // no logicalTurnId given: both calls of the run share one generated turn
   assert.equal(byId.call_charge.logical_turn_id, byId.call_mail.logical_turn_id);
   assert.match(byId.call_charge.logical_turn_id, /^[0-9a-f-]{36}$/);
+});
+
+test('a provider refusal lands as failed, and with the ledger down the tool never runs: the model is told so', async () => {
+  const key = sessionKey('ai-sdk-failed');
+  let runs = 0;
+  const make = (l) =>
+    protectTools(l, { sessionKey: key, logicalTurnId: 'run-f' }, {
+      create_issue: tool({
+        description: 'Create an issue',
+        inputSchema: z.object({ title: z.string() }),
+        execute: async () => {
+          runs += 1;
+          throw new ProviderFailed('422 from the code host: title too long');
+        },
+      }),
+    });
+  const first = await generateText({ model: scriptedModel([['call_f1', 'create_issue', { title: 'x' }]]), tools: make(ledger), stopWhen: stepCountIs(3), prompt: 'p' });
+  const [refused] = first.steps[0].content.filter((p) => p.type === 'tool-error');
+  assert.equal(refused.error.outcome, 'failed');
+  assert.match(refused.error.message, /^The tool call failed \(operation id call_f1\)/);
+  assert.equal(runs, 1);
+  const r = (await outcomes(server, key))[0];
+  assert.deepEqual([r.mutation_id, r.status], ['call_f1', 'failed']);
+
+  const down = new Ledger({ baseUrl: `http://127.0.0.1:${await freePort()}`, token: 't', retry: { maxTotalMs: 200, baseDelayMs: 10 } });
+  const second = await generateText({ model: scriptedModel([['call_f2', 'create_issue', { title: 'y' }]]), tools: make(down), stopWhen: stepCountIs(3), prompt: 'p' });
+  const [notCalled] = second.steps[0].content.filter((p) => p.type === 'tool-error');
+  assert.equal(notCalled.error.outcome, 'not_called');
+  assert.equal(notCalled.error.cause.code, 'connection_failed');
+  assert.match(notCalled.error.message, /^The tool was not called: the outcome ledger could not record the call/);
+  assert.equal(runs, 1, 'the tool never ran');
 });

@@ -4,9 +4,9 @@ import { test, before } from 'node:test';
 import assert from 'node:assert/strict';
 import { Agent, run, Usage, setTracingDisabled } from '@openai/agents';
 import { z } from 'zod';
-import { Ledger } from 'outcomes-ledger';
+import { Ledger, NotDispatched } from 'outcomes-ledger';
 import { protectedTool, logicalTurnOf } from 'outcomes-ledger/openai-agents';
-import { sharedServer, sessionKey, outcomes, entries } from './helpers.mjs';
+import { sharedServer, sessionKey, outcomes, entries, freePort } from './helpers.mjs';
 
 setTracingDisabled(true); // no trace export: no network
 
@@ -110,11 +110,44 @@ test('a tool that throws lands as outcome_unknown; the SDK tells the model and t
   // the SDK handed the error to the model as the tool's output
   const toolOutput = model.requests[1].input.find((item) => item.type === 'function_call_result');
   assert.equal(toolOutput.callId, 'call_charge');
-  assert.match(JSON.stringify(toolOutput.output), /connection reset by the payment provider/);
+  // what the ledger recorded, not the SDK's default "Please try again"
+  const said = JSON.stringify(toolOutput.output);
+  assert.match(said, /The outcome of this tool call is unknown \(operation id call_charge\)/);
+  assert.match(said, /Do not call the tool again/);
+  assert.doesNotMatch(said, /try again/i);
   const records = await outcomes(server, key);
   assert.equal(records.length, 1);
   assert.equal(records[0].mutation_id, 'call_charge');
   assert.equal(records[0].logical_turn_id, 'run-7');
   assert.equal(records[0].status, 'outcome_unknown');
   assert.equal('reason' in records[0], false);
+});
+
+test('NotDispatched lands as not_executed; with the ledger down the tool never runs; the model is told each', async () => {
+  const key = sessionKey('agents-not-run');
+  let runs = 0;
+  const make = (l) =>
+    protectedTool(l, { sessionKey: key, logicalTurnId: 'run-n' }, {
+      name: 'send_email',
+      description: 'Send an email',
+      parameters: z.object({ to: z.string() }),
+      execute: async () => {
+        runs += 1;
+        throw new NotDispatched('the mail relay refused the connection before the request');
+      },
+    });
+  const first = new ScriptedModel([[functionCall('call_n1', 'send_email', { to: 'a@example.com' })], [message('ok')]]);
+  await run(new Agent({ name: 'mail', model: first, tools: [make(ledger)] }), 'Send it');
+  const told1 = JSON.stringify(first.requests[1].input.find((i) => i.type === 'function_call_result').output);
+  assert.match(told1, /The tool call was not executed \(operation id call_n1\); nothing was done/);
+  assert.equal(runs, 1);
+  const [record] = await outcomes(server, key);
+  assert.deepEqual([record.mutation_id, record.status], ['call_n1', 'not_executed']);
+
+  const down = new Ledger({ baseUrl: `http://127.0.0.1:${await freePort()}`, token: 't', retry: { maxTotalMs: 200, baseDelayMs: 10 } });
+  const second = new ScriptedModel([[functionCall('call_n2', 'send_email', { to: 'b@example.com' })], [message('ok')]]);
+  await run(new Agent({ name: 'mail', model: second, tools: [make(down)] }), 'Send it');
+  const told2 = JSON.stringify(second.requests[1].input.find((i) => i.type === 'function_call_result').output);
+  assert.match(told2, /The tool was not called: the outcome ledger could not record the call \(LedgerConnectionError connection_failed\)/);
+  assert.equal(runs, 1, 'the tool never ran');
 });

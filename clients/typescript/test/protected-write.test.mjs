@@ -2,7 +2,7 @@
 // and docs/api.md, read back from the published records and the entries API.
 import { test, before } from 'node:test';
 import assert from 'node:assert/strict';
-import { Ledger, LedgerError, LedgerConnectionError, NotDispatched, ProviderFailed } from 'outcomes-ledger';
+import { Ledger, LedgerError, LedgerConnectionError, NotDispatched, ProviderFailed, recordedOutcome } from 'outcomes-ledger';
 import { sharedServer, sessionKey, outcomes, entries, history, byMutation, freePort } from './helpers.mjs';
 
 let server;
@@ -96,13 +96,14 @@ test('errors settle by their kind and are rethrown unchanged', async () => {
     ['type-error', new TypeError('x is undefined'), 'outcome_unknown', undefined, 'outcome_unknown'],
     ['thrown-string', 'not even an Error', 'outcome_unknown', undefined, 'outcome_unknown'],
   ];
-  for (const [id, error] of cases) {
+  for (const [id, error, status] of cases) {
     await assert.rejects(
       ledger.protectedWrite({ sessionKey: key, logicalTurnId: 't', mutationId: id, tool: TOOL }, async () => {
         throw error;
       }),
       (thrown) => thrown === error,
     );
+    if (typeof error === 'object') assert.deepEqual(recordedOutcome(error), { outcome: status, mutationId: id });
   }
   const r = byMutation(await outcomes(server, key));
   const e = Object.fromEntries((await entries(server, key, 't')).map((x) => [x.outcome.mutation_id, x.ledger_status]));
@@ -208,6 +209,7 @@ test('the block never runs when the ledger is down: a LedgerConnectionError, the
       assert.ok(error.attempts >= 2, `retried (${error.attempts} tries)`);
       assert.match(error.message, new RegExp(`could not reach the ledger at http://127\\.0\\.0\\.1:${port}/api/host/batch`));
       assert.match(error.message, /ECONNREFUSED/);
+      assert.deepEqual(recordedOutcome(error), { outcome: 'not_called', mutationId: 'm' });
       return true;
     },
   );

@@ -5,9 +5,12 @@
  * the SDK's `toolCallId` is the `mutation_id`, the tool's key in the tools object its `tool`
  * name, and the run one logical turn (`logicalTurnId`, a new UUID when not given: wrap the
  * tools once per run). The original `execute(input, options)` is called with a third argument,
- * the protected write's `op` (`op.attach`, `op.failed()`, `op.notExecuted()`); a tool that
- * throws settles by the protected write's rules and the error reaches the SDK unchanged (which
- * hands it to the model as a tool error).
+ * the protected write's `op` (`op.attach`, `op.failed()`, `op.notExecuted()`). A tool that
+ * throws settles by the protected write's rules; the SDK then gets a `ProtectedToolError` whose
+ * message is what the ledger recorded, which the SDK hands to the model as the tool error (an
+ * unknown outcome: do not call again, quote the operation id; the SDK's model would otherwise read
+ * a bare error as an invitation to retry, a second write of what may have happened). The tool's
+ * own error is its `cause`.
  *
  * ```js
  * const tools = protectTools(ledger, { sessionKey: 'chat-42' }, { create_issue: tool({ … }) });

@@ -1,4 +1,5 @@
-import { newId } from '../client.js';
+import { newId, outcomeMessage, recordedOutcome } from '../client.js';
+import { ProtectedToolError } from '../errors.js';
 /**
  * Wrap one AI SDK tool so that each of its calls is a protected write named `name`.
  * A tool without `execute` (run on the client, or by the provider) is returned unchanged.
@@ -12,7 +13,17 @@ export function protectTool(ledger, turn, name, tool) {
         if (!options || typeof options.toolCallId !== 'string' || options.toolCallId === '') {
             throw new TypeError(`protected tool ${name}: the AI SDK gave no toolCallId, the mutation id`);
         }
-        return ledger.protectedWrite({ sessionKey: turn.sessionKey, logicalTurnId, mutationId: options.toolCallId, tool: name }, async (op) => execute.call(tool, input, options, op));
+        const mutationId = options.toolCallId;
+        return ledger
+            .protectedWrite({ sessionKey: turn.sessionKey, logicalTurnId, mutationId, tool: name }, async (op) => execute.call(tool, input, options, op))
+            .catch((error) => {
+            throw new ProtectedToolError({
+                message: outcomeMessage(error, mutationId),
+                cause: error,
+                outcome: recordedOutcome(error)?.outcome ?? null,
+                mutationId,
+            });
+        });
     };
     return { ...tool, execute: wrapped };
 }
