@@ -182,7 +182,12 @@ function holdWriteLock(dataDir, ms) {
 
 test('the ledger busy (503 busy, Retry-After: 1) is retried after Retry-After; past the budget it is raised and the block never runs', async () => {
   const server = await own({ extraArgs: ['--write-wait-ms', '100'] });
-  const ledger = new Ledger({ baseUrl: server.baseUrl, token: server.token });
+  const sent = [];
+  const loggingFetch = async (url, init) => {
+    sent.push({ url: String(url), at: Date.now() });
+    return fetch(url, init);
+  };
+  const ledger = new Ledger({ baseUrl: server.baseUrl, token: server.token, fetch: loggingFetch });
   const impatient = new Ledger({ baseUrl: server.baseUrl, token: server.token, retry: { maxTotalMs: 500 } });
   const key = 'busy';
   await ledger.protectedWrite({ sessionKey: key, logicalTurnId: 't', mutationId: 'warm', tool: TOOL }, async () => {});
@@ -210,6 +215,12 @@ test('the ledger busy (503 busy, Retry-After: 1) is retried after Retry-After; p
   assert.equal(await lock.released, 0);
   assert.equal(runs, 1);
   assert.ok(waited >= 1000, `waited ${waited} ms: at least Retry-After`);
+  // each retry came Retry-After (1 s) after the previous try, which had waited --write-wait-ms
+  const batches = sent.filter((r) => r.at >= started && r.url.endsWith('/api/host/batch'));
+  assert.ok(batches.length >= 2 && batches.length <= 4, `${batches.length} tries of the batch`);
+  for (let i = 1; i < batches.length; i++) {
+    assert.ok(batches[i].at - batches[i - 1].at >= 1000, `try ${i + 1} came ${batches[i].at - batches[i - 1].at} ms after try ${i}`);
+  }
   const records = await outcomes(server, key);
   assert.deepEqual(records.map((r) => [r.mutation_id, r.status]), [
     ['warm', 'completed'],
