@@ -51,6 +51,12 @@ export interface ProtectedWriteOp {
     /** Attach host metadata now (docs/api.md "attach host metadata"); resolves to the entry's state. */
     attach(metadata: HostMetadata): Promise<EntryState>;
 }
+/** A logical turn of a session, from {@link Ledger.turn}. */
+export interface LedgerTurn {
+    readonly sessionKey: string;
+    readonly logicalTurnId: string;
+    protectedWrite<T>(options: Omit<ProtectedWriteOptions, 'sessionKey' | 'logicalTurnId'>, block: (op: ProtectedWriteOp) => Promise<T> | T): Promise<T>;
+}
 /**
  * What the ledger holds for a protected write that ended in an error (see {@link recordedOutcome}):
  * `outcome_unknown` (also when the block returned or failed but its settlement could not be
@@ -172,6 +178,15 @@ export declare class Ledger {
     mutationOutcomes(args: {
         sessionKey: string;
     }): Promise<MutationOutcome[]>;
+    /**
+     * One logical turn of a session (an agent run): `turn.protectedWrite({ mutationId?, tool }, block)`
+     * is `ledger.protectedWrite` with this turn's `sessionKey` and `logicalTurnId` (a new UUID when not
+     * given). Nothing is recorded until a write.
+     */
+    turn(args: {
+        sessionKey: string;
+        logicalTurnId?: string;
+    }): LedgerTurn;
     /**
      * Run `block` as one protected write.
      *

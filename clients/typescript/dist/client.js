@@ -224,6 +224,20 @@ export class Ledger {
     }
     // ---- the protected write (its rules: clients/typescript/README.md "The protected write") ----
     /**
+     * One logical turn of a session (an agent run): `turn.protectedWrite({ mutationId?, tool }, block)`
+     * is `ledger.protectedWrite` with this turn's `sessionKey` and `logicalTurnId` (a new UUID when not
+     * given). Nothing is recorded until a write.
+     */
+    turn(args) {
+        const sessionKey = args.sessionKey;
+        const logicalTurnId = args.logicalTurnId ?? newId();
+        return {
+            sessionKey,
+            logicalTurnId,
+            protectedWrite: (options, block) => this.protectedWrite({ ...options, sessionKey, logicalTurnId }, block),
+        };
+    }
+    /**
      * Run `block` as one protected write.
      *
      * Before the block: approve + intent in one batch (one round trip, a fresh attempt id). If the

@@ -66,6 +66,16 @@ export interface ProtectedWriteOp {
   attach(metadata: HostMetadata): Promise<EntryState>;
 }
 
+/** A logical turn of a session, from {@link Ledger.turn}. */
+export interface LedgerTurn {
+  readonly sessionKey: string;
+  readonly logicalTurnId: string;
+  protectedWrite<T>(
+    options: Omit<ProtectedWriteOptions, 'sessionKey' | 'logicalTurnId'>,
+    block: (op: ProtectedWriteOp) => Promise<T> | T,
+  ): Promise<T>;
+}
+
 interface Expectation {
   ledger_status: LedgerStatus;
   attempt_id: string | null;
@@ -362,6 +372,21 @@ export class Ledger {
   }
 
   // ---- the protected write (its rules: clients/typescript/README.md "The protected write") ----
+
+  /**
+   * One logical turn of a session (an agent run): `turn.protectedWrite({ mutationId?, tool }, block)`
+   * is `ledger.protectedWrite` with this turn's `sessionKey` and `logicalTurnId` (a new UUID when not
+   * given). Nothing is recorded until a write.
+   */
+  turn(args: { sessionKey: string; logicalTurnId?: string }): LedgerTurn {
+    const sessionKey = args.sessionKey;
+    const logicalTurnId = args.logicalTurnId ?? newId();
+    return {
+      sessionKey,
+      logicalTurnId,
+      protectedWrite: (options, block) => this.protectedWrite({ ...options, sessionKey, logicalTurnId }, block),
+    };
+  }
 
   /**
    * Run `block` as one protected write.

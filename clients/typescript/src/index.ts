@@ -10,7 +10,7 @@
  * ```
  */
 export { Ledger, newId, recordedOutcome, outcomeMessage } from './client.js';
-export type { LedgerOptions, RetryOptions, ProtectedWriteOptions, ProtectedWriteOp, RecordedOutcome } from './client.js';
+export type { LedgerOptions, RetryOptions, ProtectedWriteOptions, ProtectedWriteOp, RecordedOutcome, LedgerTurn } from './client.js';
 export { LedgerError, LedgerConnectionError, LedgerSettleError, NotDispatched, ProviderFailed, ProtectedToolError } from './errors.js';
 export type * from './types.js';
 export type { paths, components, operations } from './generated/openapi.js';

@@ -256,3 +256,24 @@ test('new work after an unknown outcome is a new mutation commissioned after it;
   assert.equal(r.second.status, 'completed');
   assert.deepEqual((await history(server, key, 'first')).commissioned, ['second']);
 });
+
+test('ledger.turn: writes of one turn share its session and logical turn (a new UUID when not given)', async () => {
+  const key = sessionKey('turn');
+  const turn = ledger.turn({ sessionKey: key });
+  assert.match(turn.logicalTurnId, /^[0-9a-f-]{36}$/);
+  await turn.protectedWrite({ mutationId: 'a', tool: TOOL }, async () => {});
+  await assert.rejects(
+    turn.protectedWrite({ mutationId: 'b', tool: TOOL }, async () => {
+      throw new ProviderFailed('refused');
+    }),
+    ProviderFailed,
+  );
+  const named = ledger.turn({ sessionKey: key, logicalTurnId: 'turn-2' });
+  await named.protectedWrite({ mutationId: 'c', tool: TOOL }, async () => {});
+  const records = await outcomes(server, key);
+  assert.deepEqual(records.map((r) => [r.mutation_id, r.logical_turn_id, r.status]), [
+    ['a', turn.logicalTurnId, 'completed'],
+    ['b', turn.logicalTurnId, 'failed'],
+    ['c', 'turn-2', 'completed'],
+  ]);
+});
