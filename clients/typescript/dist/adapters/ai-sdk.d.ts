@@ -1,0 +1,38 @@
+/**
+ * Vercel AI SDK (`ai`) adapter: protected tools for one `generateText` / `streamText` run.
+ *
+ * Each call of a wrapped tool's `execute` is one protected write (see `Ledger.protectedWrite`):
+ * the SDK's `toolCallId` is the `mutation_id`, the tool's key in the tools object its `tool`
+ * name, and the run one logical turn (`logicalTurnId`, a new UUID when not given: wrap the
+ * tools once per run). The original `execute(input, options)` is called with a third argument,
+ * the protected write's `op` (`op.attach`, `op.failed()`, `op.notExecuted()`). A tool that
+ * throws settles by the protected write's rules; the SDK then gets a `ProtectedToolError` whose
+ * message is what the ledger recorded, which the SDK hands to the model as the tool error (an
+ * unknown outcome: do not call again, quote the operation id; the SDK's model would otherwise read
+ * a bare error as an invitation to retry, a second write of what may have happened). The tool's
+ * own error is its `cause`.
+ *
+ * ```js
+ * const tools = protectTools(ledger, { sessionKey: 'chat-42' }, { create_issue: tool({ … }) });
+ * await generateText({ model, tools, prompt });
+ * ```
+ */
+import type { Ledger, ProtectedWriteOp } from '../client.js';
+/** The one logical turn a run's tool calls belong to. */
+export interface TurnOptions {
+    sessionKey: string;
+    /** Default: a new UUID per `protectTools` / `protectTool` call, i.e. per run. */
+    logicalTurnId?: string;
+}
+/** The part of an AI SDK tool this adapter touches: its `execute(input, options)` (`options.toolCallId`). */
+export interface ExecutableTool {
+    execute?: (input: any, options: any, op?: ProtectedWriteOp) => any;
+    [key: string]: any;
+}
+/**
+ * Wrap one AI SDK tool so that each of its calls is a protected write named `name`.
+ * A tool without `execute` (run on the client, or by the provider) is returned unchanged.
+ */
+export declare function protectTool<T extends ExecutableTool>(ledger: Ledger, turn: TurnOptions, name: string, tool: T): T;
+/** Wrap every tool of an AI SDK tools object (`{ name: tool(…) }`) for one run: one logical turn. */
+export declare function protectTools<T extends Record<string, ExecutableTool>>(ledger: Ledger, turn: TurnOptions, tools: T): T;

@@ -1,0 +1,211 @@
+import type { BatchItem, BatchResult, EntryState, Evidence, HostMetadata, MutationOutcome, ViewerLinkCreated, ViewerLinksRevoked } from './types.js';
+/** How a call is retried: on 503 and 429 (honouring `Retry-After`) and on connection errors. */
+export interface RetryOptions {
+    /** Requests sent at most, the first included. Default 10. */
+    maxAttempts?: number;
+    /** Milliseconds a call may spend retrying, from its first request; a wait that would pass it is not taken. Default 30000. */
+    maxTotalMs?: number;
+    /** First backoff ceiling in milliseconds, doubled per try (full jitter: a random wait up to the ceiling). Default 100. */
+    baseDelayMs?: number;
+    /** Highest backoff ceiling in milliseconds. Default 2000. */
+    maxDelayMs?: number;
+}
+/** Options of {@link Ledger}. */
+export interface LedgerOptions {
+    /** The server's origin, e.g. `http://127.0.0.1:3000` (the host API is under `/api/host`, docs/api.md). */
+    baseUrl: string;
+    /** The host token (`--host-token` / `OUTCOMES_HOST_TOKEN`, else `<data dir>/host-token`), sent as `Authorization: Bearer`. */
+    token: string;
+    /** Retries (see {@link RetryOptions}). */
+    retry?: RetryOptions;
+    /** Milliseconds one request may take before it counts as a connection failure (and is retried). Default 30000. */
+    requestTimeoutMs?: number;
+    /** The `fetch` to use; default the global one (Node 18+, browsers). */
+    fetch?: typeof fetch;
+}
+/** Identifies a protected write: one ledger entry `(sessionKey, mutationId)` of one logical turn. */
+export interface ProtectedWriteOptions {
+    sessionKey: string;
+    logicalTurnId: string;
+    /** The operation id, unique in the session (a framework's tool call id); default a new UUID. */
+    mutationId?: string;
+    /** The tool's name as the dashboard shows it, e.g. `mcp__dashboards__create`. */
+    tool: string;
+    /** Another mutation of the session this new work follows (e.g. after an unknown outcome). */
+    commissionedAfter?: string;
+}
+/** What a protected write's block receives. */
+export interface ProtectedWriteOp {
+    readonly sessionKey: string;
+    readonly logicalTurnId: string;
+    readonly mutationId: string;
+    /** The attempt id this client minted and recorded with the intent (a UUID). */
+    readonly attemptId: string;
+    readonly tool: string;
+    /** Settle `failed` when the block returns: the provider stated that the operation failed. */
+    failed(): void;
+    /** Cancel (published `not_executed`) when the block returns: the tool was provably never called. */
+    notExecuted(options?: {
+        reason?: 'pre_dispatch_deadline';
+    }): void;
+    /** Attach host metadata now (docs/api.md "attach host metadata"); resolves to the entry's state. */
+    attach(metadata: HostMetadata): Promise<EntryState>;
+}
+/** A logical turn of a session, from {@link Ledger.turn}. */
+export interface LedgerTurn {
+    readonly sessionKey: string;
+    readonly logicalTurnId: string;
+    protectedWrite<T>(options: Omit<ProtectedWriteOptions, 'sessionKey' | 'logicalTurnId'>, block: (op: ProtectedWriteOp) => Promise<T> | T): Promise<T>;
+}
+/**
+ * What the ledger holds for a protected write that ended in an error (see {@link recordedOutcome}):
+ * `outcome_unknown` (also when the block returned or failed but its settlement could not be
+ * recorded: the entry is then in flight, published `outcome_unknown`), `failed`, `not_executed`,
+ * or `not_called` (the ledger could not record the intent, so the block never ran).
+ */
+export interface RecordedOutcome {
+    outcome: 'outcome_unknown' | 'failed' | 'not_executed' | 'not_called';
+    mutationId: string;
+}
+/** What the ledger recorded for an error `protectedWrite` rejected with; `undefined` for any other value. */
+export declare function recordedOutcome(error: unknown): RecordedOutcome | undefined;
+/**
+ * The message an agent framework should give the model for a protected tool call that threw: what
+ * the ledger recorded, so that the model does not call again what may have happened (an unknown
+ * outcome is not resent; new work is a new operation). `callId` names the operation when the error
+ * carries no record.
+ */
+export declare function outcomeMessage(error: unknown, callId?: string): string;
+/**
+ * A client of the outcome ledger's host write API (docs/api.md "Host write API"), one method per
+ * operation, each resolving to the entry's state (`EntryState`: `ledger_status`, `attempt_id`,
+ * `revision`, …) and rejecting with a {@link LedgerError}.
+ *
+ * Retries: a 503 or 429 is retried after its `Retry-After` (seconds), a connection error after a
+ * backoff with full jitter, within `retry.maxTotalMs`. A retry is safe because the ledger refuses
+ * redelivery: a 409 whose `current` already shows the requested change (same `ledger_status`,
+ * `attempt_id` and `reason`) means an earlier try landed, and resolves as success whatever its
+ * code (a retried settle answers `not_in_flight`, a retried reconcile `already_settled`). Any other
+ * 409 rejects, with `current`.
+ */
+export declare class Ledger {
+    #private;
+    readonly baseUrl: string;
+    constructor(options: LedgerOptions);
+    /** Approve a mutation: `POST /api/host/sessions/{session_key}/mutations` → `approved`, no intent (201). */
+    approve(args: {
+        sessionKey: string;
+        logicalTurnId: string;
+        mutationId: string;
+        tool: string;
+        commissionedAfter?: string;
+    }): Promise<EntryState>;
+    /** Record intent (the dispatcher captured the attempt): `approved` → `execution_started`. */
+    intent(args: {
+        sessionKey: string;
+        mutationId: string;
+        attemptId: string;
+    }): Promise<EntryState>;
+    /**
+     * Settle the in-flight attempt: `completed`, `failed`, or `outcome_unknown` (with `reason`
+     * `execution_timeout` only). A timeout is not a failure: settle it `outcome_unknown`.
+     */
+    settle(args: {
+        sessionKey: string;
+        mutationId: string;
+        attemptId: string;
+        status: 'completed' | 'failed' | 'outcome_unknown';
+        reason?: 'execution_timeout';
+    }): Promise<EntryState>;
+    /** Cancel before the router (the tool was never called): published `not_executed`. */
+    cancel(args: {
+        sessionKey: string;
+        mutationId: string;
+        attemptId: string;
+        reason?: 'pre_dispatch_deadline';
+    }): Promise<EntryState>;
+    /**
+     * Reconcile the ORIGINAL attempt with authoritative evidence: `completed: true` → `completed`,
+     * `false` → `not_executed`. Inconclusive provider statuses are refused (422): the outcome stays unknown.
+     */
+    reconcile(args: {
+        sessionKey: string;
+        mutationId: string;
+        attemptId: string;
+        completed: boolean;
+        evidence: Evidence;
+    }): Promise<EntryState>;
+    /** Attach host metadata (all three at once; missing or empty → `null`; identical → no change). */
+    attachMetadata(args: {
+        sessionKey: string;
+        mutationId: string;
+    } & HostMetadata): Promise<EntryState>;
+    /** A fresh attempt of a `not_executed` entry (never after an unknown outcome; never a used attempt id). */
+    freshAttempt(args: {
+        sessionKey: string;
+        mutationId: string;
+        attemptId: string;
+    }): Promise<EntryState>;
+    /**
+     * Delete a session and everything in it (204). A retry after a lost answer that finds the
+     * session gone (404 `session_not_found`) resolves too.
+     */
+    deleteSession(args: {
+        sessionKey: string;
+    }): Promise<void>;
+    /**
+     * Apply up to 1000 operations in one transaction (docs/api.md "Batch"): `[{op, session_key, …}]`
+     * with `op` one of `approve`, `intent`, `settle`, `cancel`, `reconcile`, `metadata`, `attempt`.
+     * Resolves to one result per operation, `{status, entry?, error?}`, as the server answered them:
+     * an invalid or refused operation does not reject the call, read each result's `status`.
+     */
+    batch(operations: BatchItem[]): Promise<BatchResult[]>;
+    /**
+     * Mint a viewer link to one session (201): `{url: "/v/<token>", expires_at}`, plus `href`, the
+     * link made absolute on `baseUrl`. `expiresInSecs` defaults to 7 days, at most 366 days.
+     */
+    mintViewerLink(args: {
+        sessionKey: string;
+        expiresInSecs?: number;
+    }): Promise<ViewerLinkCreated & {
+        href: string;
+    }>;
+    /** Revoke every viewer link of a session: `{revoked: n}`. */
+    revokeViewerLinks(args: {
+        sessionKey: string;
+    }): Promise<ViewerLinksRevoked>;
+    /** The session's published outcomes, oldest logical turn first (`GET /api/mutation-outcomes?session_id=`). */
+    mutationOutcomes(args: {
+        sessionKey: string;
+    }): Promise<MutationOutcome[]>;
+    /**
+     * One logical turn of a session (an agent run): `turn.protectedWrite({ mutationId?, tool }, block)`
+     * is `ledger.protectedWrite` with this turn's `sessionKey` and `logicalTurnId` (a new UUID when not
+     * given). Nothing is recorded until a write.
+     */
+    turn(args: {
+        sessionKey: string;
+        logicalTurnId?: string;
+    }): LedgerTurn;
+    /**
+     * Run `block` as one protected write.
+     *
+     * Before the block: approve + intent in one batch (one round trip, a fresh attempt id). If the
+     * ledger cannot record the intent (down past the retries, a refusal, a bad id), this rejects with
+     * a {@link LedgerError} and the block never runs.
+     *
+     * After the block:
+     * - it returned → settle `completed`, or `failed` if it called `op.failed()`, or cancel
+     *   (`not_executed`) if it called `op.notExecuted()`; resolves to the block's value. If that
+     *   settlement cannot be recorded, rejects with a {@link LedgerSettleError} (the entry stays
+     *   `outcome_unknown`; it carries the block's `result`).
+     * - it threw → {@link NotDispatched}: cancel (`not_executed`, its `reason`); {@link ProviderFailed}:
+     *   settle `failed`; an error named `TimeoutError` (also `AbortSignal.timeout()`'s DOMException):
+     *   `outcome_unknown` with `execution_timeout`; anything else: `outcome_unknown`. The block's
+     *   error is then rethrown unchanged (also when its settlement could not be recorded: the entry
+     *   then stays in flight, which publishes `outcome_unknown`).
+     */
+    protectedWrite<T>(options: ProtectedWriteOptions, block: (op: ProtectedWriteOp) => Promise<T> | T): Promise<T>;
+}
+/** A new UUID (v4) for mutation and attempt ids. */
+export declare function newId(): string;

@@ -1,0 +1,749 @@
+import { LedgerConnectionError, LedgerError, LedgerSettleError, NotDispatched, ProviderFailed } from './errors.js';
+import type {
+  BatchItem,
+  BatchResult,
+  EntryState,
+  Evidence,
+  HostMetadata,
+  LedgerStatus,
+  MutationOutcome,
+  Reason,
+  ViewerLinkCreated,
+  ViewerLinksRevoked,
+} from './types.js';
+
+/** How a call is retried: on 503 and 429 (honouring `Retry-After`) and on connection errors. */
+export interface RetryOptions {
+  /** Requests sent at most, the first included. Default 10. */
+  maxAttempts?: number;
+  /** Milliseconds a call may spend retrying, from its first request; a wait that would pass it is not taken. Default 30000. */
+  maxTotalMs?: number;
+  /** First backoff ceiling in milliseconds, doubled per try (full jitter: a random wait up to the ceiling). Default 100. */
+  baseDelayMs?: number;
+  /** Highest backoff ceiling in milliseconds. Default 2000. */
+  maxDelayMs?: number;
+}
+
+/** Options of {@link Ledger}. */
+export interface LedgerOptions {
+  /** The server's origin, e.g. `http://127.0.0.1:3000` (the host API is under `/api/host`, docs/api.md). */
+  baseUrl: string;
+  /** The host token (`--host-token` / `OUTCOMES_HOST_TOKEN`, else `<data dir>/host-token`), sent as `Authorization: Bearer`. */
+  token: string;
+  /** Retries (see {@link RetryOptions}). */
+  retry?: RetryOptions;
+  /** Milliseconds one request may take before it counts as a connection failure (and is retried). Default 30000. */
+  requestTimeoutMs?: number;
+  /** The `fetch` to use; default the global one (Node 18+, browsers). */
+  fetch?: typeof fetch;
+}
+
+/** Identifies a protected write: one ledger entry `(sessionKey, mutationId)` of one logical turn. */
+export interface ProtectedWriteOptions {
+  sessionKey: string;
+  logicalTurnId: string;
+  /** The operation id, unique in the session (a framework's tool call id); default a new UUID. */
+  mutationId?: string;
+  /** The tool's name as the dashboard shows it, e.g. `mcp__dashboards__create`. */
+  tool: string;
+  /** Another mutation of the session this new work follows (e.g. after an unknown outcome). */
+  commissionedAfter?: string;
+}
+
+/** What a protected write's block receives. */
+export interface ProtectedWriteOp {
+  readonly sessionKey: string;
+  readonly logicalTurnId: string;
+  readonly mutationId: string;
+  /** The attempt id this client minted and recorded with the intent (a UUID). */
+  readonly attemptId: string;
+  readonly tool: string;
+  /** Settle `failed` when the block returns: the provider stated that the operation failed. */
+  failed(): void;
+  /** Cancel (published `not_executed`) when the block returns: the tool was provably never called. */
+  notExecuted(options?: { reason?: 'pre_dispatch_deadline' }): void;
+  /** Attach host metadata now (docs/api.md "attach host metadata"); resolves to the entry's state. */
+  attach(metadata: HostMetadata): Promise<EntryState>;
+}
+
+/** A logical turn of a session, from {@link Ledger.turn}. */
+export interface LedgerTurn {
+  readonly sessionKey: string;
+  readonly logicalTurnId: string;
+  protectedWrite<T>(
+    options: Omit<ProtectedWriteOptions, 'sessionKey' | 'logicalTurnId'>,
+    block: (op: ProtectedWriteOp) => Promise<T> | T,
+  ): Promise<T>;
+}
+
+interface Expectation {
+  ledger_status: LedgerStatus;
+  attempt_id: string | null;
+  reason: Reason | null;
+  logical_turn_id?: string;
+}
+
+interface Sent {
+  status: number;
+  body: unknown;
+}
+
+const RETRYABLE = new Set([429, 503]);
+
+/**
+ * What the ledger holds for a protected write that ended in an error (see {@link recordedOutcome}):
+ * `outcome_unknown` (also when the block returned or failed but its settlement could not be
+ * recorded: the entry is then in flight, published `outcome_unknown`), `failed`, `not_executed`,
+ * or `not_called` (the ledger could not record the intent, so the block never ran).
+ */
+export interface RecordedOutcome {
+  outcome: 'outcome_unknown' | 'failed' | 'not_executed' | 'not_called';
+  mutationId: string;
+}
+
+const recorded = new WeakMap<object, RecordedOutcome>();
+
+function mark(error: unknown, outcome: RecordedOutcome): void {
+  if ((typeof error === 'object' && error !== null) || typeof error === 'function') recorded.set(error as object, outcome);
+}
+
+/** What the ledger recorded for an error `protectedWrite` rejected with; `undefined` for any other value. */
+export function recordedOutcome(error: unknown): RecordedOutcome | undefined {
+  return (typeof error === 'object' && error !== null) || typeof error === 'function' ? recorded.get(error as object) : undefined;
+}
+
+/**
+ * The message an agent framework should give the model for a protected tool call that threw: what
+ * the ledger recorded, so that the model does not call again what may have happened (an unknown
+ * outcome is not resent; new work is a new operation). `callId` names the operation when the error
+ * carries no record.
+ */
+export function outcomeMessage(error: unknown, callId?: string): string {
+  const record = recordedOutcome(error);
+  const op = record?.mutationId ?? callId ?? '?';
+  switch (record?.outcome) {
+    case 'outcome_unknown':
+      return (
+        `The outcome of this tool call is unknown (operation id ${op}): it may or may not have taken effect. ` +
+        'Do not call the tool again for this request; tell the user the result is being checked and give them the operation id.'
+      );
+    case 'not_executed':
+      return `The tool call was not executed (operation id ${op}); nothing was done.`;
+    case 'failed':
+      return `The tool call failed (operation id ${op}): the provider refused it; nothing was done.`;
+    case 'not_called':
+      return `The tool was not called: the outcome ledger could not record the call (${errorName(error)}); nothing was done.`;
+    default:
+      return `The tool was not called: ${error instanceof Error ? error.message : String(error)}`;
+  }
+}
+
+function errorName(error: unknown): string {
+  return error instanceof LedgerError ? `${error.name} ${error.code}` : error instanceof Error ? error.name : typeof error;
+}
+
+/**
+ * A client of the outcome ledger's host write API (docs/api.md "Host write API"), one method per
+ * operation, each resolving to the entry's state (`EntryState`: `ledger_status`, `attempt_id`,
+ * `revision`, …) and rejecting with a {@link LedgerError}.
+ *
+ * Retries: a 503 or 429 is retried after its `Retry-After` (seconds), a connection error after a
+ * backoff with full jitter, within `retry.maxTotalMs`. A retry is safe because the ledger refuses
+ * redelivery: a 409 whose `current` already shows the requested change (same `ledger_status`,
+ * `attempt_id` and `reason`) means an earlier try landed, and resolves as success whatever its
+ * code (a retried settle answers `not_in_flight`, a retried reconcile `already_settled`). Any other
+ * 409 rejects, with `current`.
+ */
+export class Ledger {
+  readonly baseUrl: string;
+  readonly #token: string;
+  readonly #fetch: typeof fetch;
+  readonly #retry: Required<RetryOptions>;
+  readonly #requestTimeoutMs: number;
+
+  constructor(options: LedgerOptions) {
+    if (!options || typeof options.baseUrl !== 'string' || options.baseUrl === '') {
+      throw new TypeError('new Ledger({ baseUrl, token }): baseUrl is required, e.g. http://127.0.0.1:3000');
+    }
+    if (typeof options.token !== 'string' || options.token === '') {
+      throw new TypeError(
+        'new Ledger({ baseUrl, token }): token is required: the host token (OUTCOMES_HOST_TOKEN or <data dir>/host-token)',
+      );
+    }
+    let parsed: URL;
+    try {
+      parsed = new URL(options.baseUrl);
+    } catch {
+      throw new TypeError(`new Ledger: baseUrl ${JSON.stringify(options.baseUrl)} is not an absolute URL`);
+    }
+    if (parsed.protocol !== 'http:' && parsed.protocol !== 'https:') {
+      throw new TypeError(`new Ledger: baseUrl must be http or https, not ${parsed.protocol}`);
+    }
+    this.baseUrl = options.baseUrl.replace(/\/+$/, '');
+    this.#token = options.token;
+    const fetchImpl = options.fetch ?? globalThis.fetch;
+    if (typeof fetchImpl !== 'function') {
+      throw new TypeError('new Ledger: no global fetch (Node 18+ or a browser), pass options.fetch');
+    }
+    this.#fetch = fetchImpl.bind(globalThis);
+    this.#retry = {
+      maxAttempts: options.retry?.maxAttempts ?? 10,
+      maxTotalMs: options.retry?.maxTotalMs ?? 30_000,
+      baseDelayMs: options.retry?.baseDelayMs ?? 100,
+      maxDelayMs: options.retry?.maxDelayMs ?? 2_000,
+    };
+    this.#requestTimeoutMs = options.requestTimeoutMs ?? 30_000;
+  }
+
+  // ---- host operations (docs/api.md "Host write API") ----
+
+  /** Approve a mutation: `POST /api/host/sessions/{session_key}/mutations` → `approved`, no intent (201). */
+  approve(args: {
+    sessionKey: string;
+    logicalTurnId: string;
+    mutationId: string;
+    tool: string;
+    commissionedAfter?: string;
+  }): Promise<EntryState> {
+    const body: Record<string, unknown> = {
+      logical_turn_id: args.logicalTurnId,
+      mutation_id: args.mutationId,
+      tool: args.tool,
+    };
+    if (args.commissionedAfter !== undefined) body.commissioned_after = args.commissionedAfter;
+    return this.#entry('approve', 'POST', `/api/host/sessions/${seg(args.sessionKey)}/mutations`, body, {
+      ledger_status: 'approved',
+      attempt_id: null,
+      reason: null,
+      logical_turn_id: args.logicalTurnId,
+    });
+  }
+
+  /** Record intent (the dispatcher captured the attempt): `approved` → `execution_started`. */
+  intent(args: { sessionKey: string; mutationId: string; attemptId: string }): Promise<EntryState> {
+    return this.#entry('intent', 'POST', `${mutationPath(args)}/intent`, { attempt_id: args.attemptId }, {
+      ledger_status: 'execution_started',
+      attempt_id: args.attemptId,
+      reason: null,
+    });
+  }
+
+  /**
+   * Settle the in-flight attempt: `completed`, `failed`, or `outcome_unknown` (with `reason`
+   * `execution_timeout` only). A timeout is not a failure: settle it `outcome_unknown`.
+   */
+  settle(args: {
+    sessionKey: string;
+    mutationId: string;
+    attemptId: string;
+    status: 'completed' | 'failed' | 'outcome_unknown';
+    reason?: 'execution_timeout';
+  }): Promise<EntryState> {
+    const body: Record<string, unknown> = { attempt_id: args.attemptId, status: args.status };
+    if (args.reason !== undefined) body.reason = args.reason;
+    return this.#entry('settle', 'POST', `${mutationPath(args)}/settlement`, body, {
+      ledger_status: args.status,
+      attempt_id: args.attemptId,
+      reason: args.reason ?? null,
+    });
+  }
+
+  /** Cancel before the router (the tool was never called): published `not_executed`. */
+  cancel(args: {
+    sessionKey: string;
+    mutationId: string;
+    attemptId: string;
+    reason?: 'pre_dispatch_deadline';
+  }): Promise<EntryState> {
+    const body: Record<string, unknown> = { attempt_id: args.attemptId };
+    if (args.reason !== undefined) body.reason = args.reason;
+    return this.#entry('cancel', 'POST', `${mutationPath(args)}/cancellation`, body, {
+      ledger_status: 'approved',
+      attempt_id: args.attemptId,
+      reason: args.reason ?? null,
+    });
+  }
+
+  /**
+   * Reconcile the ORIGINAL attempt with authoritative evidence: `completed: true` → `completed`,
+   * `false` → `not_executed`. Inconclusive provider statuses are refused (422): the outcome stays unknown.
+   */
+  reconcile(args: {
+    sessionKey: string;
+    mutationId: string;
+    attemptId: string;
+    completed: boolean;
+    evidence: Evidence;
+  }): Promise<EntryState> {
+    const evidence: Record<string, unknown> = {
+      source: args.evidence.source,
+      reference: args.evidence.reference,
+      observed_at:
+        args.evidence.observedAt instanceof Date ? args.evidence.observedAt.toISOString() : args.evidence.observedAt,
+    };
+    if (args.evidence.providerStatus !== undefined) evidence.provider_status = args.evidence.providerStatus;
+    return this.#entry(
+      'reconcile',
+      'POST',
+      `${mutationPath(args)}/reconciliation`,
+      { attempt_id: args.attemptId, completed: args.completed, evidence },
+      { ledger_status: args.completed ? 'completed' : 'approved', attempt_id: args.attemptId, reason: null },
+    );
+  }
+
+  /** Attach host metadata (all three at once; missing or empty → `null`; identical → no change). */
+  attachMetadata(args: { sessionKey: string; mutationId: string } & HostMetadata): Promise<EntryState> {
+    return this.#entry('attachMetadata', 'PUT', `${mutationPath(args)}/metadata`, {
+      id: args.id ?? null,
+      url: args.url ?? null,
+      title: args.title ?? null,
+    });
+  }
+
+  /** A fresh attempt of a `not_executed` entry (never after an unknown outcome; never a used attempt id). */
+  freshAttempt(args: { sessionKey: string; mutationId: string; attemptId: string }): Promise<EntryState> {
+    return this.#entry('freshAttempt', 'POST', `${mutationPath(args)}/attempts`, { attempt_id: args.attemptId }, {
+      ledger_status: 'execution_started',
+      attempt_id: args.attemptId,
+      reason: null,
+    });
+  }
+
+  /**
+   * Delete a session and everything in it (204). A retry after a lost answer that finds the
+   * session gone (404 `session_not_found`) resolves too.
+   */
+  async deleteSession(args: { sessionKey: string }): Promise<void> {
+    await this.#send('deleteSession', 'DELETE', `/api/host/sessions/${seg(args.sessionKey)}`, undefined, {
+      goneIsDone: true,
+    });
+  }
+
+  /**
+   * Apply up to 1000 operations in one transaction (docs/api.md "Batch"): `[{op, session_key, …}]`
+   * with `op` one of `approve`, `intent`, `settle`, `cancel`, `reconcile`, `metadata`, `attempt`.
+   * Resolves to one result per operation, `{status, entry?, error?}`, as the server answered them:
+   * an invalid or refused operation does not reject the call, read each result's `status`.
+   */
+  async batch(operations: BatchItem[]): Promise<BatchResult[]> {
+    const sent = await this.#send('batch', 'POST', '/api/host/batch', { operations });
+    const results = (sent.body as { results?: unknown })?.results;
+    if (!Array.isArray(results) || results.length !== operations.length) {
+      throw this.#unexpected('batch', 'POST', '/api/host/batch', sent.status, 'a batch answer without one result per operation');
+    }
+    return results as BatchResult[];
+  }
+
+  /**
+   * Mint a viewer link to one session (201): `{url: "/v/<token>", expires_at}`, plus `href`, the
+   * link made absolute on `baseUrl`. `expiresInSecs` defaults to 7 days, at most 366 days.
+   */
+  async mintViewerLink(args: { sessionKey: string; expiresInSecs?: number }): Promise<ViewerLinkCreated & { href: string }> {
+    const body = args.expiresInSecs === undefined ? undefined : { expires_in_secs: args.expiresInSecs };
+    const path = `/api/host/sessions/${seg(args.sessionKey)}/viewer-links`;
+    const sent = await this.#send('mintViewerLink', 'POST', path, body);
+    const link = sent.body as ViewerLinkCreated;
+    if (!link || typeof link.url !== 'string' || typeof link.expires_at !== 'string') {
+      throw this.#unexpected('mintViewerLink', 'POST', path, sent.status, 'a viewer link answer without url and expires_at');
+    }
+    return { ...link, href: new URL(link.url, this.baseUrl + '/').toString() };
+  }
+
+  /** Revoke every viewer link of a session: `{revoked: n}`. */
+  async revokeViewerLinks(args: { sessionKey: string }): Promise<ViewerLinksRevoked> {
+    const path = `/api/host/sessions/${seg(args.sessionKey)}/viewer-links`;
+    const sent = await this.#send('revokeViewerLinks', 'DELETE', path, undefined);
+    const body = sent.body as ViewerLinksRevoked;
+    if (!body || typeof body.revoked !== 'number') {
+      throw this.#unexpected('revokeViewerLinks', 'DELETE', path, sent.status, 'an answer without revoked');
+    }
+    return body;
+  }
+
+  /** The session's published outcomes, oldest logical turn first (`GET /api/mutation-outcomes?session_id=`). */
+  async mutationOutcomes(args: { sessionKey: string }): Promise<MutationOutcome[]> {
+    const path = `/api/mutation-outcomes?session_id=${encodeURIComponent(args.sessionKey)}`;
+    const sent = await this.#send('mutationOutcomes', 'GET', path, undefined);
+    const list = (sent.body as { mutation_outcomes?: unknown })?.mutation_outcomes;
+    if (!Array.isArray(list)) {
+      throw this.#unexpected('mutationOutcomes', 'GET', path, sent.status, 'an answer without mutation_outcomes');
+    }
+    return list as MutationOutcome[];
+  }
+
+  // ---- the protected write (its rules: clients/typescript/README.md "The protected write") ----
+
+  /**
+   * One logical turn of a session (an agent run): `turn.protectedWrite({ mutationId?, tool }, block)`
+   * is `ledger.protectedWrite` with this turn's `sessionKey` and `logicalTurnId` (a new UUID when not
+   * given). Nothing is recorded until a write.
+   */
+  turn(args: { sessionKey: string; logicalTurnId?: string }): LedgerTurn {
+    const sessionKey = args.sessionKey;
+    const logicalTurnId = args.logicalTurnId ?? newId();
+    return {
+      sessionKey,
+      logicalTurnId,
+      protectedWrite: (options, block) => this.protectedWrite({ ...options, sessionKey, logicalTurnId }, block),
+    };
+  }
+
+  /**
+   * Run `block` as one protected write.
+   *
+   * Before the block: approve + intent in one batch (one round trip, a fresh attempt id). If the
+   * ledger cannot record the intent (down past the retries, a refusal, a bad id), this rejects with
+   * a {@link LedgerError} and the block never runs.
+   *
+   * After the block:
+   * - it returned → settle `completed`, or `failed` if it called `op.failed()`, or cancel
+   *   (`not_executed`) if it called `op.notExecuted()`; resolves to the block's value. If that
+   *   settlement cannot be recorded, rejects with a {@link LedgerSettleError} (the entry stays
+   *   `outcome_unknown`; it carries the block's `result`).
+   * - it threw → {@link NotDispatched}: cancel (`not_executed`, its `reason`); {@link ProviderFailed}:
+   *   settle `failed`; an error named `TimeoutError` (also `AbortSignal.timeout()`'s DOMException):
+   *   `outcome_unknown` with `execution_timeout`; anything else: `outcome_unknown`. The block's
+   *   error is then rethrown unchanged (also when its settlement could not be recorded: the entry
+   *   then stays in flight, which publishes `outcome_unknown`).
+   */
+  async protectedWrite<T>(options: ProtectedWriteOptions, block: (op: ProtectedWriteOp) => Promise<T> | T): Promise<T> {
+    if (typeof block !== 'function') throw new TypeError('protectedWrite(options, block): block must be a function');
+    const sessionKey = options.sessionKey;
+    const logicalTurnId = options.logicalTurnId;
+    const mutationId = options.mutationId ?? newId();
+    const tool = options.tool;
+    const attemptId = newId();
+
+    const approve: Record<string, unknown> = {
+      op: 'approve',
+      session_key: sessionKey,
+      logical_turn_id: logicalTurnId,
+      mutation_id: mutationId,
+      tool,
+    };
+    if (options.commissionedAfter !== undefined) approve.commissioned_after = options.commissionedAfter;
+    const intent = { op: 'intent', session_key: sessionKey, mutation_id: mutationId, attempt_id: attemptId };
+    let approved: BatchResult;
+    let started: BatchResult;
+    try {
+      [approved, started] = (await this.batch([approve as BatchItem, intent as BatchItem])) as [BatchResult, BatchResult];
+    } catch (error) {
+      mark(error, { outcome: 'not_called', mutationId });
+      throw error;
+    }
+    const intentLanded =
+      started.status === 200 ||
+      (started.status === 409 &&
+        matches(started.error?.current ?? null, {
+          ledger_status: 'execution_started',
+          attempt_id: attemptId,
+          reason: null,
+          logical_turn_id: logicalTurnId,
+        }));
+    if (!intentLanded) {
+      const failed = approved.status === 201 || approved.status === 409 ? started : approved;
+      const error = this.#batchItemError('protectedWrite', failed, approved === failed ? 'approve' : 'intent');
+      mark(error, { outcome: 'not_called', mutationId });
+      throw error;
+    }
+
+    let outcome = 'completed' as 'completed' | 'failed' | 'not_executed';
+    let cancelReason = undefined as 'pre_dispatch_deadline' | undefined;
+    const ledger = this;
+    const op: ProtectedWriteOp = {
+      sessionKey,
+      logicalTurnId,
+      mutationId,
+      attemptId,
+      tool,
+      failed() {
+        outcome = 'failed';
+      },
+      notExecuted(opts) {
+        outcome = 'not_executed';
+        cancelReason = opts?.reason;
+      },
+      attach(metadata: HostMetadata) {
+        return ledger.attachMetadata({ sessionKey, mutationId, ...metadata });
+      },
+    };
+    const ids = { sessionKey, mutationId, attemptId };
+
+    let result: T;
+    try {
+      result = await block(op);
+    } catch (error) {
+      let settled: RecordedOutcome['outcome'] = 'outcome_unknown';
+      try {
+        if (error instanceof NotDispatched) {
+          await this.cancel({ ...ids, ...(error.reason ? { reason: error.reason } : {}) });
+          settled = 'not_executed';
+        } else if (error instanceof ProviderFailed) {
+          await this.settle({ ...ids, status: 'failed' });
+          settled = 'failed';
+        } else if (isTimeout(error)) {
+          await this.settle({ ...ids, status: 'outcome_unknown', reason: 'execution_timeout' });
+        } else {
+          await this.settle({ ...ids, status: 'outcome_unknown' });
+        }
+      } catch {
+        // The entry stays execution_started, published outcome_unknown: honest whatever the
+        // block's error said. The block's own error is what the caller must see.
+        settled = 'outcome_unknown';
+      }
+      mark(error, { outcome: settled, mutationId });
+      throw error;
+    }
+
+    try {
+      if (outcome === 'not_executed') {
+        await this.cancel({ ...ids, ...(cancelReason ? { reason: cancelReason } : {}) });
+      } else {
+        await this.settle({ ...ids, status: outcome });
+      }
+    } catch (error) {
+      if (error instanceof LedgerError) {
+        const settleError = new LedgerSettleError({ cause: error, result, mutationId, attemptId, intendedStatus: outcome });
+        mark(settleError, { outcome: 'outcome_unknown', mutationId });
+        throw settleError;
+      }
+      throw error;
+    }
+    return result;
+  }
+
+  // ---- transport ----
+
+  async #entry(operation: string, method: string, path: string, body: unknown, expect?: Expectation): Promise<EntryState> {
+    const sent = await this.#send(operation, method, path, body, { expect });
+    const entry = sent.body as EntryState;
+    if (!entry || typeof entry !== 'object' || typeof entry.ledger_status !== 'string') {
+      throw this.#unexpected(operation, method, path, sent.status, 'an answer without the entry\'s ledger_status');
+    }
+    return entry;
+  }
+
+  async #send(
+    operation: string,
+    method: string,
+    path: string,
+    body: unknown,
+    options: { expect?: Expectation; goneIsDone?: boolean } = {},
+  ): Promise<Sent> {
+    const url = this.baseUrl + path;
+    const request = `${method} ${url}`;
+    const headers: Record<string, string> = { Authorization: `Bearer ${this.#token}`, Accept: 'application/json' };
+    let payload: string | undefined;
+    if (body !== undefined) {
+      headers['Content-Type'] = 'application/json';
+      payload = JSON.stringify(body);
+    }
+    const started = Date.now();
+    let attempt = 0;
+    let mayHaveLanded = false;
+    for (;;) {
+      attempt += 1;
+      let response: Response;
+      let text: string;
+      try {
+        response = await this.#fetch(url, {
+          method,
+          headers,
+          body: payload,
+          signal: AbortSignal.timeout(this.#requestTimeoutMs),
+        });
+        text = await response.text();
+      } catch (cause) {
+        mayHaveLanded = true;
+        const wait = this.#backoff(attempt);
+        if (attempt >= this.#retry.maxAttempts || Date.now() - started + wait > this.#retry.maxTotalMs) {
+          const seconds = ((Date.now() - started) / 1000).toFixed(1);
+          throw new LedgerConnectionError({
+            message:
+              `could not reach the ledger at ${url} (${operation}) after ${attempt} ${attempt === 1 ? 'try' : 'tries'} ` +
+              `over ${seconds} s: ${describe(cause)}`,
+            operation,
+            request,
+            attempts: attempt,
+            cause,
+          });
+        }
+        await sleep(wait);
+        continue;
+      }
+
+      const status = response.status;
+      const contentType = response.headers.get('content-type') ?? '';
+      let json: unknown = undefined;
+      const isJson = /^application\/json\b/i.test(contentType.trim());
+      if (isJson && text !== '') {
+        try {
+          json = JSON.parse(text);
+        } catch {
+          json = undefined;
+        }
+      }
+      const emptyOk = status === 204 && text === '';
+      if (!emptyOk && json === undefined) {
+        if (RETRYABLE.has(status) && (await this.#waitToRetry(attempt, started, response))) continue;
+        throw new LedgerError({
+          message:
+            `the server at ${url} (${operation}) answered ${status} ${contentType || 'without a Content-Type'}, not ` +
+            `the ledger's JSON${htmlHint(text)}: is baseUrl the ledger's own address (not a proxy's error page or another site)?`,
+          code: 'unexpected_response',
+          status,
+          operation,
+          request,
+        });
+      }
+
+      if (status >= 200 && status < 300) return { status, body: json };
+
+      const detail = (json as { error?: Record<string, unknown> } | undefined)?.error;
+      if (!detail || typeof detail !== 'object' || typeof detail.code !== 'string') {
+        throw new LedgerError({
+          message: `the server at ${url} (${operation}) answered ${status} with JSON that is not the ledger's error body`,
+          code: 'unexpected_response',
+          status,
+          operation,
+          request,
+        });
+      }
+      const current = (detail.current ?? null) as EntryState | null;
+      if (status === 409 && options.expect && matches(current, options.expect)) {
+        return { status, body: current };
+      }
+      if (status === 404 && options.goneIsDone && mayHaveLanded && detail.code === 'session_not_found') {
+        return { status: 204, body: undefined };
+      }
+      if (RETRYABLE.has(status) && (await this.#waitToRetry(attempt, started, response))) continue;
+      throw new LedgerError({
+        message: errorMessage(operation, status, detail),
+        code: detail.code,
+        status,
+        field: typeof detail.field === 'string' ? detail.field : null,
+        current,
+        operation,
+        request,
+      });
+    }
+  }
+
+  /** Waits before another try of a 503/429; false when the tries or the time are used up. */
+  async #waitToRetry(attempt: number, started: number, response: Response): Promise<boolean> {
+    if (attempt >= this.#retry.maxAttempts) return false;
+    const retryAfter = parseRetryAfter(response.headers.get('retry-after'));
+    const wait = retryAfter === null ? this.#backoff(attempt) : retryAfter + Math.random() * 100;
+    if (Date.now() - started + wait > this.#retry.maxTotalMs) return false;
+    await sleep(wait);
+    return true;
+  }
+
+  #backoff(attempt: number): number {
+    const ceiling = Math.min(this.#retry.maxDelayMs, this.#retry.baseDelayMs * 2 ** (attempt - 1));
+    return Math.random() * ceiling;
+  }
+
+  #unexpected(operation: string, method: string, path: string, status: number, what: string): LedgerError {
+    return new LedgerError({
+      message: `the server at ${this.baseUrl + path} (${operation}) answered ${status} with ${what}: is baseUrl the ledger?`,
+      code: 'unexpected_response',
+      status,
+      operation,
+      request: `${method} ${this.baseUrl + path}`,
+    });
+  }
+
+  #batchItemError(operation: string, item: BatchResult, which: string): LedgerError {
+    const detail = item.error;
+    return new LedgerError({
+      message: errorMessage(`${operation} (${which})`, item.status, {
+        code: detail?.code ?? 'unexpected_response',
+        message: detail?.message ?? 'no error in the batch result',
+        field: detail?.field ?? undefined,
+      }),
+      code: detail?.code ?? 'unexpected_response',
+      status: item.status,
+      field: detail?.field ?? null,
+      current: detail?.current ?? null,
+      operation,
+      request: `POST ${this.baseUrl}/api/host/batch`,
+    });
+  }
+}
+
+function matches(current: EntryState | null, expect: Expectation): boolean {
+  if (!current) return false;
+  if (current.ledger_status !== expect.ledger_status) return false;
+  if ((current.attempt_id ?? null) !== expect.attempt_id) return false;
+  if ((current.reason ?? null) !== expect.reason) return false;
+  if (expect.logical_turn_id !== undefined && current.logical_turn_id !== expect.logical_turn_id) return false;
+  return true;
+}
+
+function errorMessage(operation: string, status: number, detail: Record<string, unknown>): string {
+  const code = String(detail.code);
+  const field = typeof detail.field === 'string' ? ` (field ${detail.field})` : '';
+  if (status === 401) {
+    return (
+      `the ledger refused the host token (${operation}: 401 ${code}): pass the server's host token ` +
+      `(its --host-token / OUTCOMES_HOST_TOKEN, else <data dir>/host-token) as new Ledger({ token })`
+    );
+  }
+  return `${operation}: ${status} ${code}${field}: ${String(detail.message ?? '')}`;
+}
+
+function htmlHint(text: string): string {
+  const title = /<title[^>]*>([^<]{1,200})<\/title>/i.exec(text)?.[1]?.trim();
+  if (title) return ` (an HTML page titled ${JSON.stringify(title)})`;
+  if (/^\s*</.test(text)) return ' (an HTML or XML page)';
+  if (text === '') return ' (an empty body)';
+  return ` (${JSON.stringify(text.slice(0, 80))})`;
+}
+
+function parseRetryAfter(value: string | null): number | null {
+  if (value === null) return null;
+  const trimmed = value.trim();
+  if (/^\d+$/.test(trimmed)) return Number(trimmed) * 1000;
+  const date = Date.parse(trimmed);
+  if (!Number.isNaN(date)) return Math.max(0, date - Date.now());
+  return null;
+}
+
+function isTimeout(error: unknown): boolean {
+  return typeof error === 'object' && error !== null && (error as { name?: unknown }).name === 'TimeoutError';
+}
+
+function describe(cause: unknown): string {
+  if (cause instanceof Error) {
+    const inner = (cause as { cause?: unknown }).cause;
+    const innerText = inner instanceof Error ? `: ${(inner as { code?: string }).code ?? inner.message}` : '';
+    return `${cause.name === 'TimeoutError' ? 'no answer in time' : cause.message}${innerText}`;
+  }
+  return String(cause);
+}
+
+function seg(id: string): string {
+  return encodeURIComponent(id);
+}
+
+function mutationPath(args: { sessionKey: string; mutationId: string }): string {
+  return `/api/host/sessions/${seg(args.sessionKey)}/mutations/${seg(args.mutationId)}`;
+}
+
+function sleep(ms: number): Promise<void> {
+  return new Promise((resolve) => setTimeout(resolve, ms));
+}
+
+/** A new UUID (v4) for mutation and attempt ids. */
+export function newId(): string {
+  const c = (globalThis as { crypto?: Crypto }).crypto;
+  if (c && typeof c.randomUUID === 'function') return c.randomUUID();
+  const bytes = new Uint8Array(16);
+  if (c && typeof c.getRandomValues === 'function') c.getRandomValues(bytes);
+  else for (let i = 0; i < 16; i++) bytes[i] = Math.floor(Math.random() * 256);
+  bytes[6] = (bytes[6]! & 0x0f) | 0x40;
+  bytes[8] = (bytes[8]! & 0x3f) | 0x80;
+  const hex = Array.from(bytes, (b) => b.toString(16).padStart(2, '0')).join('');
+  return `${hex.slice(0, 8)}-${hex.slice(8, 12)}-${hex.slice(12, 16)}-${hex.slice(16, 20)}-${hex.slice(20)}`;
+}
