@@ -149,6 +149,8 @@ pub async fn add_note(
 #[utoipa::path(
     post,
     path = "/api/sessions/{session_key}/mutations/{mutation_id}/reconciliation",
+    // Not `reconcile`: the host's reconciliation has that name, and an operationId is unique.
+    operation_id = "reconcile_as_staff",
     tag = "operator",
     params(MutationPath),
     request_body = ReconcileBody,

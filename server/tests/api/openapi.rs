@@ -367,3 +367,25 @@ async fn the_paged_reads_document_their_parameters_ranges_and_400() {
             .is_object()
     );
 }
+
+/// Every operation has an operationId of its own (OpenAPI requires it unique; generators such as
+/// openapi-typescript, which builds clients/typescript's types, refuse a document that repeats one).
+/// (Before: the host's and the operator's reconciliation were both `reconcile`.)
+#[tokio::test]
+async fn every_operation_id_is_unique() {
+    let app = spawn().await;
+    let (_, doc) = app.get_json("/api/openapi.json").await;
+    let mut ids: Vec<String> = doc["paths"]
+        .as_object()
+        .unwrap()
+        .values()
+        .flat_map(|ops| ops.as_object().unwrap().values())
+        .map(|op| op["operationId"].as_str().expect("an operationId").to_owned())
+        .collect();
+    let all = ids.len();
+    ids.sort();
+    ids.dedup();
+    assert_eq!(ids.len(), all, "{ids:?}");
+    assert!(ids.contains(&"reconcile".to_owned()));
+    assert!(ids.contains(&"reconcile_as_staff".to_owned()));
+}

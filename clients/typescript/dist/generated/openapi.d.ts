@@ -413,7 +413,7 @@ export interface paths {
          *     (`{"attempt_id", "completed", "evidence": {"source", "reference", "observed_at",
          *     "provider_status"?}}`) → 200 with the entry's state: the host's reconciliation, asked by staff.
          */
-        post: operations["reconcile__post_api_sessions_session_key_mutations_mutation_id_reconciliation"];
+        post: operations["reconcile_as_staff"];
         delete?: never;
         options?: never;
         head?: never;
@@ -2579,7 +2579,7 @@ export interface operations {
             };
         };
     };
-    reconcile__post_api_sessions_session_key_mutations_mutation_id_reconciliation: {
+    reconcile_as_staff: {
         parameters: {
             query?: never;
             header?: never;
