@@ -83,3 +83,12 @@ cd e2e
 BASE_URL="http://127.0.0.1:$port" OUTCOMES_DATA_DIR="$data" OUTCOMES_PORT="$port" \
   SIGNED_IN_URL="http://127.0.0.1:$signed_port" STAFF_NAME="$staff_name" STAFF_PASSWORD="$staff_password" \
   ../node_modules/.bin/playwright test "$@"
+cd ..
+
+# The host clients against the same server, after the browser tests (they add sessions and open unknowns
+# that the pages' counts must not see). Each script installs its pinned packages, then runs its suite;
+# tests that kill and restart a server start their own from OUTCOMES_BIN.
+echo "== Python client (clients/python/ci.sh: pytest, OpenAI Agents SDK and Pydantic AI with scripted models)"
+BASE_URL="http://127.0.0.1:$port" bash clients/python/ci.sh
+echo "== TypeScript client (clients/typescript/ci.sh: node --test, AI SDK and OpenAI Agents SDK for JS)"
+BASE_URL="http://127.0.0.1:$port" bash clients/typescript/ci.sh
