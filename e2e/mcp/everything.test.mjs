@@ -1,0 +1,174 @@
+// `outcomes mcp-proxy` in front of the real "everything" MCP server (@modelcontextprotocol/server-everything),
+// driven by the official MCP TypeScript SDK's client, with its long-running tool (progress notifications, a
+// duration in seconds): progress still reaches the client, and what the proxy did not see is recorded
+// outcome_unknown, never guessed: the child killed mid-call, the client's cancellation, a call past
+// --call-timeout-secs (then reconciled by the server's late success). The tool is annotated read-only, so
+// the tests protect it with --protect. The rules are docs/mcp-proxy.md's.
+//
+// Run by scripts/test.sh (`node --test e2e/mcp/`). Alone, against a server of your own:
+//   OUTCOMES_HOST_TOKEN=t target/debug/outcomes serve --addr 127.0.0.1:3350 --data-dir "$(mktemp -d)" &
+//   BASE_URL=http://127.0.0.1:3350 OUTCOMES_HOST_TOKEN=t OUTCOMES_BIN=target/debug/outcomes \
+//     node --test e2e/mcp/everything.test.mjs
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { readFile } from 'node:fs/promises';
+import { McpError } from '@modelcontextprotocol/sdk/types.js';
+import {
+  EVERYTHING_NAME, childrenOf, close, everythingEntry, ledgerOf, proxied, sessionKey, until,
+} from './support.mjs';
+
+const LONG = 'trigger-long-running-operation';
+const LONG_TOOL = `mcp__${EVERYTHING_NAME}__${LONG}`;
+
+function start(label, proxyArgs = []) {
+  const session = sessionKey(label);
+  return proxied({ session, server: everythingEntry, proxyArgs: ['--protect', LONG, ...proxyArgs] }).then((conn) => ({
+    session,
+    conn,
+  }));
+}
+
+/** The session's ledger once it has `n` entries and `ok(ledger)` holds (else fails after the deadline). */
+function ledgerWhen(session, n, ok, what) {
+  return until(`${what} (${session})`, async () => {
+    const l = await ledgerOf(session);
+    return l && l.entries.length === n && ok(l) && l;
+  });
+}
+
+const kinds = (l, id) => l.histories[id].changes.map((c) => c.kind);
+
+test('progress notifications of a protected call reach the client; the call is recorded completed', async () => {
+  const { session, conn } = await start('progress');
+  try {
+    const progress = [];
+    const res = await conn.client.callTool({ name: LONG, arguments: { duration: 1, steps: 4 } }, undefined, {
+      onprogress: (p) => progress.push(p),
+    });
+    assert.equal(res.content[0].text, 'Long running operation completed. Duration: 1 seconds, Steps: 4.');
+    // What the proxy wrote to the client: the 4 notifications, in order, then the answer.
+    const callId = conn.transport.requestId('tools/call');
+    const token = conn.transport.sent.find((m) => m.id === callId).params._meta.progressToken;
+    const forCall = conn.transport
+      .rawMessages()
+      .filter((m) => m.id === callId || m.params?.progressToken === token)
+      .map((m) => (m.id === callId ? 'answer' : `${m.method} ${m.params.progress}/${m.params.total}`));
+    assert.deepEqual(forCall, [1, 2, 3, 4].map((i) => `notifications/progress ${i}/4`).concat('answer'));
+    // The SDK's client runs notification handlers a microtask after a response read in the same chunk, so
+    // the last one may come after the answer and be reported as for an unknown token (the same directly).
+    assert.deepEqual(progress.slice(0, 3), [1, 2, 3].map((i) => ({ progress: i, total: 4 })));
+    const late = (e) => String(e).startsWith('Error: Received a progress notification for an unknown token') && /"progress":4,/.test(String(e));
+    assert.equal(progress.length + conn.errors.filter(late).length, 4);
+    conn.errors.splice(0, conn.errors.length, ...conn.errors.filter((e) => !late(e)));
+    // A read-only tool on the same server: no record.
+    const echoed = await conn.client.callTool({ name: 'echo', arguments: { message: 'hi' } });
+    assert.equal(echoed.content[0].text, 'Echo: hi');
+    const l = await ledgerWhen(session, 1, (x) => x.entries[0].ledger_status === 'completed', 'completed');
+    assert.equal(l.records[0].tool, LONG_TOOL);
+    assert.equal(l.records[0].status, 'completed');
+    assert.deepEqual(kinds(l, l.records[0].mutation_id), ['approval', 'intent', 'settlement']);
+    assert.deepEqual(conn.errors, []);
+  } finally {
+    await close(conn);
+  }
+});
+
+test('the child killed mid-call: the client gets an error, the proxy ends with its status, recorded outcome_unknown', async () => {
+  const { session, conn } = await start('kill');
+  let firstProgress;
+  const started = new Promise((r) => (firstProgress = r));
+  const call = conn.client
+    .callTool({ name: LONG, arguments: { duration: 30, steps: 30 } }, undefined, { onprogress: () => firstProgress() })
+    .then((r) => assert.fail(`answered ${JSON.stringify(r)}`), (e) => e);
+  await started; // the server is inside the tool
+  const kids = await childrenOf(conn.transport.pid);
+  assert.equal(kids.length, 1, `children of the proxy ${conn.transport.pid}: ${kids}`);
+  const cmdline = (await readFile(`/proc/${kids[0]}/cmdline`, 'utf8')).split('\0');
+  assert.ok(cmdline.includes(everythingEntry), cmdline.join(' '));
+  process.kill(kids[0], 'SIGKILL');
+
+  const err = await call;
+  assert.ok(err instanceof McpError, `${err}`);
+  const exit = await conn.transport.exited;
+  assert.ok(exit.code === 137 || exit.signal === 'SIGKILL', `proxy exit ${JSON.stringify(exit)}`);
+  const l = await ledgerWhen(session, 1, (x) => x.entries[0].ledger_status !== 'execution_started', 'settled');
+  assert.equal(l.entries[0].ledger_status, 'outcome_unknown');
+  assert.equal(l.records[0].status, 'outcome_unknown');
+  assert.equal(l.records[0].tool, LONG_TOOL);
+  assert.equal('reason' in l.records[0], false);
+  assert.deepEqual(kinds(l, l.records[0].mutation_id), ['approval', 'intent', 'settlement']);
+  await close(conn);
+});
+
+test("the client's cancellation (notifications/cancelled) mid-call is recorded outcome_unknown", async () => {
+  const { session, conn } = await start('cancel');
+  try {
+    const abort = new AbortController();
+    const call = conn.client
+      .callTool({ name: LONG, arguments: { duration: 30, steps: 30 } }, undefined, {
+        onprogress: () => abort.abort('the user stopped it'),
+        signal: abort.signal,
+      })
+      .then((r) => assert.fail(`answered ${JSON.stringify(r)}`), (e) => e);
+    const err = await call;
+    assert.match(String(err), /the user stopped it/);
+    assert.equal(conn.transport.sent.filter((m) => m.method === 'notifications/cancelled').length, 1);
+    const l = await ledgerWhen(session, 1, (x) => x.entries[0].ledger_status !== 'execution_started', 'settled');
+    assert.equal(l.entries[0].ledger_status, 'outcome_unknown');
+    assert.equal(l.records[0].status, 'outcome_unknown');
+    assert.equal('reason' in l.records[0], false);
+    // The proxy and its server still answer after the cancelled call.
+    const echoed = await conn.client.callTool({ name: 'echo', arguments: { message: 'still here' } });
+    assert.equal(echoed.content[0].text, 'Echo: still here');
+  } finally {
+    await close(conn);
+  }
+});
+
+test('a call past --call-timeout-secs: an error naming the operation id, outcome_unknown execution_timeout, then reconciled completed by the late success', async () => {
+  const { session, conn } = await start('timeout', ['--call-timeout-secs', '2']);
+  try {
+    // The server answers after 6 s; the proxy gives up after 2 s.
+    const err = await conn.client
+      .callTool({ name: LONG, arguments: { duration: 6, steps: 2 } })
+      .then((r) => assert.fail(`answered ${JSON.stringify(r)}`), (e) => e);
+    assert.ok(err instanceof McpError, `${err}`);
+    const callId = conn.transport.requestId('tools/call');
+
+    const unknown = await ledgerWhen(session, 1, (x) => x.entries[0].ledger_status !== 'execution_started', 'settled');
+    const id = unknown.records[0].mutation_id;
+    assert.ok(err.message.includes(id), `the error names the operation id ${id}: ${err.message}`);
+    assert.equal(unknown.entries[0].ledger_status, 'outcome_unknown');
+    assert.equal(unknown.records[0].status, 'outcome_unknown');
+    assert.equal(unknown.records[0].reason, 'execution_timeout');
+    assert.equal(unknown.records[0].tool, LONG_TOOL);
+
+    const done = await until(
+      'reconciled by the late answer',
+      async () => {
+        const l = await ledgerOf(session);
+        return l.entries[0].ledger_status === 'completed' && l;
+      },
+      20_000,
+    );
+    assert.equal(done.records[0].mutation_id, id);
+    assert.equal(done.records[0].status, 'completed');
+    assert.equal('reason' in done.records[0], false);
+    const changes = done.histories[id].changes;
+    assert.deepEqual(changes.map((c) => c.kind), ['approval', 'intent', 'settlement', 'reconciliation']);
+    assert.equal(changes[2].ledger_status, 'outcome_unknown');
+    assert.equal(changes[2].reason, 'execution_timeout');
+    const { evidence } = changes[3];
+    assert.equal(evidence.source, 'mcp-late-answer');
+    assert.equal(evidence.reference, `${EVERYTHING_NAME} request ${callId}`);
+    assert.ok(!Number.isNaN(Date.parse(evidence.observed_at)), evidence.observed_at);
+
+    // The late answer was evidence only: not forwarded (the SDK would report an unknown message id).
+    const echoed = await conn.client.callTool({ name: 'echo', arguments: { message: 'after' } });
+    assert.equal(echoed.content[0].text, 'Echo: after');
+    assert.deepEqual(conn.errors.map(String), []);
+    assert.equal(conn.transport.rawResponseCount(callId), 1);
+  } finally {
+    await close(conn);
+  }
+});

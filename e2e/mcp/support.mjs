@@ -1,0 +1,228 @@
+// Shared by the MCP proxy tests (e2e/mcp/*.test.mjs): start the real MCP servers from npm directly or
+// through `outcomes mcp-proxy` with the official MCP TypeScript SDK's client, and read what the proxy
+// recorded through the ledger's public read APIs (docs/api.md "Export", "Turn entries").
+//
+// Environment (scripts/test.sh sets all three):
+//   OUTCOMES_BIN         the `outcomes` binary (default: target/release/outcomes, then target/debug/outcomes)
+//   BASE_URL             a running `outcomes serve` (default http://127.0.0.1:3100)
+//   OUTCOMES_HOST_TOKEN  its host token (the proxy writes with it; the tests read with it as bearer)
+import assert from 'node:assert/strict';
+import { existsSync, readFileSync } from 'node:fs';
+import { readdir, readFile } from 'node:fs/promises';
+import { createServer } from 'node:net';
+import { fileURLToPath } from 'node:url';
+import { Client } from '@modelcontextprotocol/sdk/client/index.js';
+import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
+
+export const repo = fileURLToPath(new URL('../../', import.meta.url));
+export const base = (process.env.BASE_URL ?? 'http://127.0.0.1:3100').replace(/\/$/, '');
+export const token = process.env.OUTCOMES_HOST_TOKEN ?? '';
+export const outcomesBin =
+  process.env.OUTCOMES_BIN ??
+  [`${repo}target/release/outcomes`, `${repo}target/debug/outcomes`].find((p) => existsSync(p)) ??
+  `${repo}target/release/outcomes`;
+
+/** The installed server's entry point (its package.json `bin`), run as `node <entry>`: never npx at test time. */
+function serverEntry(pkg) {
+  const dir = `${repo}node_modules/@modelcontextprotocol/${pkg}/`;
+  const { bin } = JSON.parse(readFileSync(`${dir}package.json`, 'utf8'));
+  return dir + (typeof bin === 'string' ? bin : Object.values(bin)[0]);
+}
+export const filesystemEntry = serverEntry('server-filesystem');
+export const everythingEntry = serverEntry('server-everything');
+/** `serverInfo.name` of each installed server (checked by tools-list.test.mjs against the real answer). */
+export const FILESYSTEM_NAME = 'secure-filesystem-server';
+export const EVERYTHING_NAME = 'mcp-servers/everything';
+
+let counter = 0;
+/** A session key unique to this run and call: `mcp-e2e-<label>-<ms>-<pid>-<n>`. */
+export function sessionKey(label) {
+  counter += 1;
+  return `mcp-e2e-${label}-${Date.now()}-${process.pid}-${counter}`;
+}
+
+/**
+ * The SDK's stdio transport, also keeping every byte the process wrote to stdout (`raw`), so a test can
+ * compare a message byte for byte. `start()` resolves on spawn, before any output, so nothing is missed.
+ */
+export class RecordingStdioTransport extends StdioClientTransport {
+  constructor(params) {
+    super(params);
+    this.raw = [];
+    this.sent = [];
+  }
+  async start() {
+    await super.start();
+    // `_process` is the SDK's own child handle (pinned SDK version, package.json).
+    this.child = this._process;
+    this.exited = new Promise((resolve) => this.child.once('exit', (code, signal) => resolve({ code, signal })));
+    this.child.stdout.on('data', (chunk) => this.raw.push(chunk));
+  }
+  send(message) {
+    this.sent.push(message);
+    return super.send(message);
+  }
+  /** Every message the process wrote, parsed, in order. */
+  rawMessages() {
+    return Buffer.concat(this.raw)
+      .toString('utf8')
+      .split('\n')
+      .filter((l) => l.length > 0)
+      .map((l) => JSON.parse(l));
+  }
+  /** The raw lines (without their newline) of the responses to request `id`. */
+  rawResponses(id) {
+    return Buffer.concat(this.raw)
+      .toString('utf8')
+      .split('\n')
+      .filter((l) => {
+        try {
+          const m = JSON.parse(l);
+          return m.id === id && ('result' in m || 'error' in m);
+        } catch {
+          return false;
+        }
+      });
+  }
+  /** How many responses to request `id` the process wrote. */
+  rawResponseCount(id) {
+    return this.rawResponses(id).length;
+  }
+  /** The one raw response line to request `id`. */
+  rawResponse(id) {
+    const found = this.rawResponses(id);
+    assert.equal(found.length, 1, `one response to id ${id}`);
+    return found[0];
+  }
+  /** The JSON-RPC id of the n-th request the client sent with this method (0-based). */
+  requestId(method, n = 0) {
+    return this.sent.filter((m) => m.method === method && 'id' in m)[n]?.id;
+  }
+}
+
+/**
+ * Connects the SDK's client to `command args` over stdio. Returns {client, transport, stderr(), errors}:
+ * `stderr()` is what the process wrote to stderr so far, `errors` what the client reported through
+ * `onerror` (e.g. "Received a response for an unknown message ID").
+ */
+export async function connect(command, args, { env = {}, clientName = 'outcomes-e2e' } = {}) {
+  const transport = new RecordingStdioTransport({ command, args, env, stderr: 'pipe', cwd: repo });
+  let stderrText = '';
+  transport.stderr.on('data', (c) => {
+    stderrText += c.toString('utf8');
+  });
+  const client = new Client({ name: clientName, version: '1.0.0' });
+  const errors = [];
+  client.onerror = (e) => errors.push(e);
+  try {
+    await client.connect(transport);
+  } catch (e) {
+    await transport.close().catch(() => {});
+    throw new Error(`${command} ${args.join(' ')}: the MCP handshake failed: ${e.message}; stderr: ${stderrText}`);
+  }
+  return { client, transport, stderr: () => stderrText, errors };
+}
+
+/** The server directly (no proxy): `node <entry> <args>`. */
+export function direct(server, serverArgs = []) {
+  return connect(process.execPath, [server, ...serverArgs]);
+}
+
+/**
+ * The server through the proxy: `outcomes mcp-proxy --server <BASE_URL> --session-key <key> <proxyArgs> --
+ * node <entry> <serverArgs>`, with OUTCOMES_HOST_TOKEN in its environment.
+ */
+export function proxied({ session, server, serverArgs = [], proxyArgs = [], ledger = base, env = {} }) {
+  const args = ['mcp-proxy', '--server', ledger, '--session-key', session, ...proxyArgs, '--', process.execPath, server, ...serverArgs];
+  return connect(outcomesBin, args, { env: { OUTCOMES_HOST_TOKEN: token, ...env } });
+}
+
+/** Closes a connection, ignoring a transport that is already gone. */
+export async function close(conn) {
+  await conn.client.close().catch(() => {});
+}
+
+const enc = encodeURIComponent;
+async function read(path) {
+  const r = await fetch(`${base}${path}`, { headers: { authorization: `Bearer ${token}` } });
+  return { status: r.status, text: await r.text() };
+}
+
+/**
+ * What the ledger holds for a session, through the public read APIs with the host token:
+ * `null` when the session is unknown (404 `session_not_found`: nothing was ever recorded), else
+ * `{records, entries, histories}`:
+ *   records   `GET /api/mutation-outcomes?session_id=` (the published mutation_outcome/v1 records, in order)
+ *   entries   every turn's `GET /api/sessions/{key}/turns/{turn}/entries` ({outcome, ledger_status, …}), in
+ *             turn then recorded order, so a test tells a settled outcome_unknown from one still in flight
+ *   histories `GET /api/sessions/{key}/mutations/{id}/history` by mutation id (every change, evidence included)
+ */
+export async function ledgerOf(session) {
+  const h = await read(`/api/mutation-outcomes?session_id=${enc(session)}`);
+  if (h.status === 404) {
+    assert.equal(JSON.parse(h.text).error.code, 'session_not_found', h.text);
+    return null;
+  }
+  assert.equal(h.status, 200, h.text);
+  const records = JSON.parse(h.text).mutation_outcomes;
+  const turns = await read(`/api/sessions/${enc(session)}/turns?limit=1000`);
+  assert.equal(turns.status, 200, turns.text);
+  const entries = [];
+  for (const t of JSON.parse(turns.text).turns) {
+    const e = await read(`/api/sessions/${enc(session)}/turns/${enc(t.logical_turn_id)}/entries?limit=1000`);
+    assert.equal(e.status, 200, e.text);
+    entries.push(...JSON.parse(e.text).entries);
+  }
+  const histories = {};
+  for (const r of records) {
+    const x = await read(`/api/sessions/${enc(session)}/mutations/${enc(r.mutation_id)}/history`);
+    assert.equal(x.status, 200, x.text);
+    histories[r.mutation_id] = JSON.parse(x.text);
+  }
+  return { records, entries, histories };
+}
+
+/** Polls `probe()` (async) until it returns a truthy value or `ms` pass; then fails with `what` and the last value. */
+export async function until(what, probe, ms = 15_000) {
+  const deadline = Date.now() + ms;
+  let last;
+  for (;;) {
+    last = await probe();
+    if (last) return last;
+    if (Date.now() > deadline) assert.fail(`${what}: not reached within ${ms} ms; last: ${JSON.stringify(last)}`);
+    await new Promise((r) => setTimeout(r, 100));
+  }
+}
+
+/** The pids whose parent is `pid` (from /proc/<pid>/stat), e.g. the proxy's child server. */
+export async function childrenOf(pid) {
+  const out = [];
+  for (const name of await readdir('/proc')) {
+    if (!/^\d+$/.test(name)) continue;
+    try {
+      const stat = await readFile(`/proc/${name}/stat`, 'utf8');
+      // pid (comm) state ppid …: comm may hold spaces and parentheses, so split after the last ')'.
+      const ppid = Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[1]);
+      if (ppid === pid) out.push(Number(name));
+    } catch {
+      // the process ended meanwhile
+    }
+  }
+  return out;
+}
+
+/** A loopback port nothing listens on (bound, then closed). */
+export async function closedPort() {
+  const srv = createServer();
+  await new Promise((r) => srv.listen(0, '127.0.0.1', r));
+  const { port } = srv.address();
+  await new Promise((r) => srv.close(r));
+  return port;
+}
+
+/** Counts of published statuses: {completed: n, …}. */
+export function countBy(records, key = 'status') {
+  const c = {};
+  for (const r of records) c[r[key]] = (c[r[key]] ?? 0) + 1;
+  return c;
+}
