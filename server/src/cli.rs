@@ -35,6 +35,9 @@ pub enum Command {
     Purge(crate::purge::PurgeArgs),
     /// Write a consistent copy of a SQLite ledger to a new file, also while a server runs.
     Backup(crate::backup::BackupArgs),
+    /// Proxy an MCP server over stdio and record each protected tool call in the ledger (docs/mcp-proxy.md):
+    /// `outcomes mcp-proxy [options] -- <server command> [args…]`.
+    McpProxy(crate::mcp_proxy::McpProxyArgs),
     /// Read ledger entries (contract example format), one JSON object per line on stdin, and print each
     /// published record (or `null`) as one line of JSON.
     Project,
@@ -51,6 +54,11 @@ pub async fn run(cli: Cli) -> ExitCode {
         Command::Purge(args) => crate::purge::run(args).await,
         Command::Project => crate::project::run(),
         Command::Backup(args) => crate::backup::run(args).await,
+        Command::McpProxy(args) => match crate::mcp_proxy::run(args).await {
+            // The child's exit code. Exiting here: the runtime's blocking read of stdin never returns.
+            Ok(code) => std::process::exit(code),
+            Err(e) => Err(format!("mcp-proxy: {e}").into()),
+        },
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

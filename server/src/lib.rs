@@ -13,6 +13,7 @@ pub mod host_client;
 pub mod http;
 pub mod import;
 pub mod live;
+pub mod mcp_proxy;
 pub mod project;
 pub mod purge;
 pub mod serve;

@@ -1,0 +1,257 @@
+//! `outcomes mcp-proxy [options] -- <MCP server command> [args…]` (docs/mcp-proxy.md): an MCP stdio
+//! proxy between any MCP client and any MCP server that records each protected `tools/call` in the
+//! ledger through the host API. The client starts the proxy instead of the server; the proxy starts the
+//! server as its child and forwards every JSON-RPC line unchanged and in order both ways.
+//!
+//! One concern per module: [`message`] reads messages, [`tools`] says which calls are protected,
+//! [`turns`] assigns logical turns, [`outcome`] decides what an answer means, [`ledger`] writes the
+//! entries, and `proxy` runs the two pipelines and the child.
+
+pub mod ledger;
+pub mod message;
+pub mod outcome;
+mod proxy;
+pub mod tools;
+pub mod turns;
+
+use std::time::Duration;
+
+use crate::host_client::{HostArgs, HostClient};
+use outcome::{IsErrorAs, MetadataMap};
+
+/// What the proxy does with a protected call the ledger cannot record (down or refusing).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum OnLedgerDown {
+    /// Do not forward it: the client gets a JSON-RPC error saying the tool was NOT called (fail closed).
+    Refuse,
+    /// Forward it anyway; nothing is recorded for that call.
+    Forward,
+}
+
+/// `outcomes mcp-proxy` arguments (docs/mcp-proxy.md "Options").
+#[derive(Debug, Clone, clap::Args)]
+pub struct McpProxyArgs {
+    #[command(flatten)]
+    pub host: HostArgs,
+    /// The ledger session the calls are recorded in. Default: a new key per run, `mcp-<12 hex digits>`.
+    #[arg(long, env = "OUTCOMES_MCP_SESSION_KEY")]
+    pub session_key: Option<String>,
+    /// The server name in recorded tool names (`mcp__<name>__<tool>`). Default: the `serverInfo.name`
+    /// of the server's `initialize` answer (before it: the command's file name).
+    #[arg(long, env = "OUTCOMES_MCP_NAME")]
+    pub name: Option<String>,
+    /// Tools always recorded, by the server's tool name (comma-separated), even when annotated read-only.
+    #[arg(long, env = "OUTCOMES_MCP_PROTECT", value_delimiter = ',')]
+    pub protect: Vec<String>,
+    /// Tools never recorded, by the server's tool name (comma-separated).
+    #[arg(long, env = "OUTCOMES_MCP_SKIP", value_delimiter = ',')]
+    pub skip: Vec<String>,
+    /// A call more than this many seconds after the previous call starts a new logical turn (unless the
+    /// client names the turn in `params._meta["outcomes/logical_turn_id"]`).
+    #[arg(long, env = "OUTCOMES_MCP_TURN_GAP_SECS", default_value_t = 30)]
+    pub turn_gap_secs: u64,
+    /// Seconds a protected call may go unanswered before the proxy records `outcome_unknown` (reason
+    /// `execution_timeout`) and answers the client itself. 0: no proxy timeout.
+    #[arg(long, env = "OUTCOMES_MCP_CALL_TIMEOUT_SECS", default_value_t = 0)]
+    pub call_timeout_secs: u64,
+    /// When the ledger cannot record a protected call: `refuse` (the call is not forwarded) or
+    /// `forward` (it is, unrecorded).
+    #[arg(
+        long,
+        env = "OUTCOMES_MCP_ON_LEDGER_DOWN",
+        value_enum,
+        default_value = "refuse"
+    )]
+    pub on_ledger_down: OnLedgerDown,
+    /// How a result with `isError: true` is recorded: `failed` or `unknown` (`outcome_unknown`).
+    #[arg(
+        long,
+        env = "OUTCOMES_MCP_IS_ERROR_AS",
+        value_enum,
+        default_value = "failed"
+    )]
+    pub is_error_as: IsErrorAs,
+    /// Host metadata from a completed call's `structuredContent`: `id=/ptr,url=/ptr,title=/ptr` (JSON
+    /// pointers; each key optional). Nothing from tool output is published otherwise.
+    #[arg(long, env = "OUTCOMES_MCP_METADATA")]
+    pub metadata: Option<String>,
+    /// Mint a viewer link of the session for the end user and print it to stderr.
+    #[arg(long, env = "OUTCOMES_MCP_VIEWER_LINK")]
+    pub viewer_link: bool,
+    /// The MCP server to start, after `--`: its command and arguments.
+    #[arg(last = true, required = true, num_args = 1.., value_name = "SERVER COMMAND")]
+    pub command: Vec<String>,
+}
+
+/// The proxy's own settings, checked.
+#[derive(Debug, Clone)]
+pub(crate) struct Config {
+    /// This run's random id (12 hex digits): in default session keys, turn and operation ids.
+    pub run: String,
+    pub fixed_name: Option<String>,
+    /// The server name until `initialize` names it: the command's file name.
+    pub fallback_name: String,
+    pub call_timeout: Option<Duration>,
+    pub turn_gap: Duration,
+    pub on_ledger_down: OnLedgerDown,
+    pub is_error_as: IsErrorAs,
+    pub metadata: MetadataMap,
+    pub viewer_link: bool,
+}
+
+/// Runs the proxy until the child exits (or the proxy is told to stop) and answers the exit code to end
+/// the process with: the child's (128 + the signal when a signal ended it). Errors, as sentences, before
+/// anything is forwarded: bad options, no host token, the server command not startable.
+pub async fn run(args: McpProxyArgs) -> Result<i32, String> {
+    let tools = tools::ToolSet::new(&args.protect, &args.skip)?;
+    let metadata = match &args.metadata {
+        Some(spec) => MetadataMap::parse(spec)?,
+        None => MetadataMap::default(),
+    };
+    let run = format!("{:012x}", rand::random::<u64>() >> 16);
+    let session = match args.session_key {
+        Some(k) => {
+            check_identifier("--session-key", &k)?;
+            k
+        }
+        None => format!("mcp-{run}"),
+    };
+    if let Some(n) = &args.name {
+        check_identifier("--name", n)?;
+    }
+    let client = HostClient::new(
+        args.host.server.clone(),
+        args.host.host_token.as_deref(),
+        &args.host.data_dir,
+    )?;
+    let page = client
+        .url(&["sessions", &session])
+        .map_err(|e| format!("--server {}: {e}", args.host.server))?;
+    let fallback_name = std::path::Path::new(&args.command[0])
+        .file_stem()
+        .and_then(|s| s.to_str())
+        .filter(|s| !s.is_empty())
+        .unwrap_or("server")
+        .to_owned();
+    let config = Config {
+        run,
+        fixed_name: args.name,
+        fallback_name,
+        call_timeout: (args.call_timeout_secs > 0)
+            .then(|| Duration::from_secs(args.call_timeout_secs)),
+        turn_gap: Duration::from_secs(args.turn_gap_secs),
+        on_ledger_down: args.on_ledger_down,
+        is_error_as: args.is_error_as,
+        metadata,
+        viewer_link: args.viewer_link,
+    };
+    eprintln!("outcomes mcp-proxy: session {session}: {page}");
+    let recorder = ledger::Recorder::new(client, session);
+    proxy::run(config, tools, recorder, &args.command).await
+}
+
+/// An identifier the ledger would refuse (docs/api.md "Limits"), refused at start instead of on every
+/// call: empty, over 256 bytes, a control character, `.` or `..`.
+fn check_identifier(flag: &str, v: &str) -> Result<(), String> {
+    if v.is_empty() || v.len() > 256 || v.chars().any(char::is_control) || v == "." || v == ".." {
+        return Err(format!(
+            "{flag} {v:?}: an identifier is 1 to 256 bytes without control characters, not . or .."
+        ));
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::Parser;
+
+    #[derive(Parser)]
+    struct Cli {
+        #[command(subcommand)]
+        c: Cmd,
+    }
+    #[derive(clap::Subcommand)]
+    enum Cmd {
+        McpProxy(McpProxyArgs),
+    }
+
+    fn parse(args: &[&str]) -> Result<McpProxyArgs, String> {
+        let mut all = vec!["outcomes", "mcp-proxy"];
+        all.extend_from_slice(args);
+        Cli::try_parse_from(all)
+            .map(|c| match c.c {
+                Cmd::McpProxy(a) => a,
+            })
+            .map_err(|e| e.to_string())
+    }
+
+    #[test]
+    fn the_command_line_of_the_issue_parses() {
+        let a = parse(&[
+            "--server",
+            "http://127.0.0.1:3300",
+            "--session-key",
+            "s-1",
+            "--name",
+            "fs",
+            "--protect",
+            "a,b",
+            "--skip",
+            "c",
+            "--turn-gap-secs",
+            "5",
+            "--call-timeout-secs",
+            "2",
+            "--on-ledger-down",
+            "forward",
+            "--is-error-as",
+            "unknown",
+            "--metadata",
+            "id=/id,url=/html_url,title=/title",
+            "--viewer-link",
+            "--",
+            "npx",
+            "-y",
+            "@modelcontextprotocol/server-filesystem",
+            "--flag",
+            "/tmp/x",
+        ])
+        .expect("parse");
+        assert_eq!(a.host.server.as_str(), "http://127.0.0.1:3300/");
+        assert_eq!(a.session_key.as_deref(), Some("s-1"));
+        assert_eq!(a.protect, ["a", "b"]);
+        assert_eq!(a.skip, ["c"]);
+        assert_eq!((a.turn_gap_secs, a.call_timeout_secs), (5, 2));
+        assert_eq!(a.on_ledger_down, OnLedgerDown::Forward);
+        assert_eq!(a.is_error_as, IsErrorAs::Unknown);
+        assert!(a.viewer_link);
+        // Everything after `--` is the server's, its own flags included.
+        assert_eq!(
+            a.command,
+            [
+                "npx",
+                "-y",
+                "@modelcontextprotocol/server-filesystem",
+                "--flag",
+                "/tmp/x"
+            ]
+        );
+        let d = parse(&["--", "srv"]).expect("defaults");
+        assert_eq!((d.turn_gap_secs, d.call_timeout_secs), (30, 0));
+        assert_eq!(d.on_ledger_down, OnLedgerDown::Refuse);
+        assert_eq!(d.is_error_as, IsErrorAs::Failed);
+        assert!(!d.viewer_link && d.protect.is_empty() && d.metadata.is_none());
+        // No server command is an error, as is an unknown choice.
+        assert!(parse(&[]).is_err());
+        assert!(parse(&["--on-ledger-down", "maybe", "--", "srv"]).is_err());
+    }
+
+    #[test]
+    fn identifiers_the_ledger_would_refuse_are_refused_at_start() {
+        assert_eq!(check_identifier("--session-key", "chat-42"), Ok(()));
+        for bad in ["", ".", "..", "a\nb", &"x".repeat(257)] {
+            assert!(check_identifier("--session-key", bad).is_err(), "{bad:?}");
+        }
+    }
+}
