@@ -14,26 +14,18 @@ import assert from 'node:assert/strict';
 import { readFile } from 'node:fs/promises';
 import { McpError } from '@modelcontextprotocol/sdk/types.js';
 import {
-  EVERYTHING_NAME, childrenOf, close, everythingEntry, ledgerOf, proxied, sessionKey, until,
+  EVERYTHING_NAME, childrenOf, close, everythingEntry, proxied, sessionKey, settledLedger,
 } from './support.mjs';
 
 const LONG = 'trigger-long-running-operation';
 const LONG_TOOL = `mcp__${EVERYTHING_NAME}__${LONG}`;
 
-function start(label, proxyArgs = []) {
+/** The proxy in front of the everything server, the long-running tool protected; the tools listed first. */
+async function start(label, proxyArgs = []) {
   const session = sessionKey(label);
-  return proxied({ session, server: everythingEntry, proxyArgs: ['--protect', LONG, ...proxyArgs] }).then((conn) => ({
-    session,
-    conn,
-  }));
-}
-
-/** The session's ledger once it has `n` entries and `ok(ledger)` holds (else fails after the deadline). */
-function ledgerWhen(session, n, ok, what) {
-  return until(`${what} (${session})`, async () => {
-    const l = await ledgerOf(session);
-    return l && l.entries.length === n && ok(l) && l;
-  });
+  const conn = await proxied({ session, server: everythingEntry, proxyArgs: ['--protect', LONG, ...proxyArgs] });
+  await conn.client.listTools();
+  return { session, conn };
 }
 
 const kinds = (l, id) => l.histories[id].changes.map((c) => c.kind);
@@ -63,7 +55,7 @@ test('progress notifications of a protected call reach the client; the call is r
     // A read-only tool on the same server: no record.
     const echoed = await conn.client.callTool({ name: 'echo', arguments: { message: 'hi' } });
     assert.equal(echoed.content[0].text, 'Echo: hi');
-    const l = await ledgerWhen(session, 1, (x) => x.entries[0].ledger_status === 'completed', 'completed');
+    const l = await settledLedger(session, 1);
     assert.equal(l.records[0].tool, LONG_TOOL);
     assert.equal(l.records[0].status, 'completed');
     assert.deepEqual(kinds(l, l.records[0].mutation_id), ['approval', 'intent', 'settlement']);
@@ -91,7 +83,7 @@ test('the child killed mid-call: the client gets an error, the proxy ends with i
   assert.ok(err instanceof McpError, `${err}`);
   const exit = await conn.transport.exited;
   assert.ok(exit.code === 137 || exit.signal === 'SIGKILL', `proxy exit ${JSON.stringify(exit)}`);
-  const l = await ledgerWhen(session, 1, (x) => x.entries[0].ledger_status !== 'execution_started', 'settled');
+  const l = await settledLedger(session, 1);
   assert.equal(l.entries[0].ledger_status, 'outcome_unknown');
   assert.equal(l.records[0].status, 'outcome_unknown');
   assert.equal(l.records[0].tool, LONG_TOOL);
@@ -113,7 +105,7 @@ test("the client's cancellation (notifications/cancelled) mid-call is recorded o
     const err = await call;
     assert.match(String(err), /the user stopped it/);
     assert.equal(conn.transport.sent.filter((m) => m.method === 'notifications/cancelled').length, 1);
-    const l = await ledgerWhen(session, 1, (x) => x.entries[0].ledger_status !== 'execution_started', 'settled');
+    const l = await settledLedger(session, 1);
     assert.equal(l.entries[0].ledger_status, 'outcome_unknown');
     assert.equal(l.records[0].status, 'outcome_unknown');
     assert.equal('reason' in l.records[0], false);
@@ -135,7 +127,7 @@ test('a call past --call-timeout-secs: an error naming the operation id, outcome
     assert.ok(err instanceof McpError, `${err}`);
     const callId = conn.transport.requestId('tools/call');
 
-    const unknown = await ledgerWhen(session, 1, (x) => x.entries[0].ledger_status !== 'execution_started', 'settled');
+    const unknown = await settledLedger(session, 1);
     const id = unknown.records[0].mutation_id;
     assert.ok(err.message.includes(id), `the error names the operation id ${id}: ${err.message}`);
     assert.equal(unknown.entries[0].ledger_status, 'outcome_unknown');
@@ -143,14 +135,7 @@ test('a call past --call-timeout-secs: an error naming the operation id, outcome
     assert.equal(unknown.records[0].reason, 'execution_timeout');
     assert.equal(unknown.records[0].tool, LONG_TOOL);
 
-    const done = await until(
-      'reconciled by the late answer',
-      async () => {
-        const l = await ledgerOf(session);
-        return l.entries[0].ledger_status === 'completed' && l;
-      },
-      20_000,
-    );
+    const done = await settledLedger(session, 1, (l) => l.entries[0].ledger_status === 'completed', 20_000);
     assert.equal(done.records[0].mutation_id, id);
     assert.equal(done.records[0].status, 'completed');
     assert.equal('reason' in done.records[0], false);

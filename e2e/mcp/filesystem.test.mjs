@@ -14,28 +14,27 @@ import { mkdtemp, readFile, readdir } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { McpError } from '@modelcontextprotocol/sdk/types.js';
 import {
-  FILESYSTEM_NAME, base, close, closedPort, countBy, filesystemEntry, ledgerOf, proxied, sessionKey, until,
+  FILESYSTEM_NAME, base, close, closedPort, countBy, filesystemEntry, ledgerOf, proxied, sessionKey, settledLedger, until,
 } from './support.mjs';
 
 const WRITE = `mcp__${FILESYSTEM_NAME}__write_file`;
 
-/** A fresh allowed directory, a fresh session, and the proxy in front of the filesystem server. */
-async function start(label, opts = {}) {
+/**
+ * A fresh allowed directory, a fresh session, and the proxy in front of the filesystem server. Like every
+ * real MCP client, it lists the tools first (`list: false` leaves that out): the proxy learns the read-only
+ * annotations only from a `tools/list` answer it forwarded.
+ */
+async function start(label, { list = true, ...opts } = {}) {
   const dir = await mkdtemp(`${tmpdir()}/mcp-fs-${label}-`);
   const session = sessionKey(label);
   const conn = await proxied({ session, server: filesystemEntry, serverArgs: [dir], ...opts });
+  if (list) await conn.client.listTools();
   return { dir, session, conn };
 }
 
 const text = (result) => result.content.map((c) => c.text).join('');
 
-/** The session's ledger once every entry is settled and there are `n` of them (else fails after the deadline). */
-function settled(session, n) {
-  return until(`${n} settled entries in ${session}`, async () => {
-    const l = await ledgerOf(session);
-    return l && l.entries.length === n && l.entries.every((e) => e.ledger_status !== 'execution_started') && l;
-  });
-}
+const settled = (session, n) => settledLedger(session, n);
 
 /** The published record for a proxy-recorded call, with its ids taken from the record itself. */
 function expectRecord(r, tool, status) {
@@ -105,6 +104,24 @@ test('a session of read-only calls only is never created', async () => {
     await close(conn);
   }
   assert.equal(await ledgerOf(session), null);
+});
+
+test('a tool the proxy has not seen in a tools/list answer is protected, read-only or not', async () => {
+  const { dir, session, conn } = await start('unlisted', { list: false });
+  try {
+    const listed = await conn.client.callTool({ name: 'list_directory', arguments: { path: dir } });
+    assert.notEqual(listed.isError, true);
+    const l = await settled(session, 1);
+    expectRecord(l.records[0], `mcp__${FILESYSTEM_NAME}__list_directory`, 'completed');
+    // Once the client has listed the tools, the annotation counts: no second record.
+    await conn.client.listTools();
+    await conn.client.callTool({ name: 'list_directory', arguments: { path: dir } });
+    await conn.client.callTool({ name: 'write_file', arguments: { path: `${dir}/a.txt`, content: 'x' } });
+    const l2 = await settled(session, 2);
+    assert.deepEqual(l2.records.map((r) => r.tool), [`mcp__${FILESYSTEM_NAME}__list_directory`, WRITE]);
+  } finally {
+    await close(conn);
+  }
 });
 
 test('a path outside the allowed directory (isError) is recorded failed', async () => {

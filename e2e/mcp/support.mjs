@@ -10,6 +10,7 @@ import assert from 'node:assert/strict';
 import { existsSync, readFileSync } from 'node:fs';
 import { readdir, readFile } from 'node:fs/promises';
 import { createServer } from 'node:net';
+import { isDeepStrictEqual } from 'node:util';
 import { fileURLToPath } from 'node:url';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
@@ -134,12 +135,17 @@ export function direct(server, serverArgs = []) {
  */
 export function proxied({ session, server, serverArgs = [], proxyArgs = [], ledger = base, env = {} }) {
   const args = ['mcp-proxy', '--server', ledger, '--session-key', session, ...proxyArgs, '--', process.execPath, server, ...serverArgs];
-  return connect(outcomesBin, args, { env: { OUTCOMES_HOST_TOKEN: token, ...env } });
+  const log = process.env.RUST_LOG ? { RUST_LOG: process.env.RUST_LOG } : {};
+  return connect(outcomesBin, args, { env: { OUTCOMES_HOST_TOKEN: token, ...log, ...env } });
 }
 
-/** Closes a connection, ignoring a transport that is already gone. */
+/**
+ * Closes a connection, ignoring a transport that is already gone. With MCP_E2E_STDERR=1 in the
+ * environment it then prints what the process wrote to stderr (with RUST_LOG=debug: the proxy's log).
+ */
 export async function close(conn) {
   await conn.client.close().catch(() => {});
+  if (process.env.MCP_E2E_STDERR) console.error(conn.stderr());
 }
 
 const enc = encodeURIComponent;
@@ -151,21 +157,22 @@ async function read(path) {
 /**
  * What the ledger holds for a session, through the public read APIs with the host token:
  * `null` when the session is unknown (404 `session_not_found`: nothing was ever recorded), else
- * `{records, entries, histories}`:
- *   records   `GET /api/mutation-outcomes?session_id=` (the published mutation_outcome/v1 records, in order)
+ * `{records, entries, histories, consistent}`:
  *   entries   every turn's `GET /api/sessions/{key}/turns/{turn}/entries` ({outcome, ledger_status, …}), in
  *             turn then recorded order, so a test tells a settled outcome_unknown from one still in flight
- *   histories `GET /api/sessions/{key}/mutations/{id}/history` by mutation id (every change, evidence included)
+ *             (both publish `outcome_unknown`)
+ *   records   `GET /api/mutation-outcomes?session_id=` (the published mutation_outcome/v1 records, in order),
+ *             read after the entries
+ *   histories `GET /api/sessions/{key}/mutations/{id}/history` by mutation id (every change, evidence
+ *             included), read last
+ *   consistent  whether the records equal the entries' outcomes (nothing changed between the reads)
  */
 export async function ledgerOf(session) {
-  const h = await read(`/api/mutation-outcomes?session_id=${enc(session)}`);
-  if (h.status === 404) {
-    assert.equal(JSON.parse(h.text).error.code, 'session_not_found', h.text);
+  const turns = await read(`/api/sessions/${enc(session)}/turns?limit=1000`);
+  if (turns.status === 404) {
+    assert.equal(JSON.parse(turns.text).error.code, 'session_not_found', turns.text);
     return null;
   }
-  assert.equal(h.status, 200, h.text);
-  const records = JSON.parse(h.text).mutation_outcomes;
-  const turns = await read(`/api/sessions/${enc(session)}/turns?limit=1000`);
   assert.equal(turns.status, 200, turns.text);
   const entries = [];
   for (const t of JSON.parse(turns.text).turns) {
@@ -173,13 +180,34 @@ export async function ledgerOf(session) {
     assert.equal(e.status, 200, e.text);
     entries.push(...JSON.parse(e.text).entries);
   }
+  const h = await read(`/api/mutation-outcomes?session_id=${enc(session)}`);
+  assert.equal(h.status, 200, h.text);
+  const records = JSON.parse(h.text).mutation_outcomes;
   const histories = {};
   for (const r of records) {
     const x = await read(`/api/sessions/${enc(session)}/mutations/${enc(r.mutation_id)}/history`);
     assert.equal(x.status, 200, x.text);
     histories[r.mutation_id] = JSON.parse(x.text);
   }
-  return { records, entries, histories };
+  const consistent = isDeepStrictEqual(records, entries.map((e) => e.outcome));
+  return { records, entries, histories, consistent };
+}
+
+/**
+ * The session's ledger once it has `n` entries, none in flight (`execution_started`), the reads agree, and
+ * `ok(ledger)` holds; fails after `ms` with the last read.
+ */
+export function settledLedger(session, n, ok = () => true, ms = 15_000) {
+  return until(
+    `${n} settled entries in ${session}`,
+    async () => {
+      const l = await ledgerOf(session);
+      return (
+        l && l.consistent && l.entries.length === n && l.entries.every((e) => e.ledger_status !== 'execution_started') && ok(l) && l
+      );
+    },
+    ms,
+  );
 }
 
 /** Polls `probe()` (async) until it returns a truthy value or `ms` pass; then fails with `what` and the last value. */

@@ -68,6 +68,10 @@ for (const [label, entry, args] of [
         p.stderr().split('\n').includes(`outcomes mcp-proxy: session ${session}: ${base}/sessions/${session}`),
         `stderr: ${p.stderr()}`,
       );
+      // The child's stderr passed through (its first line, written at start).
+      const childLine = d.stderr().split('\n')[0];
+      assert.ok(childLine.length > 0);
+      assert.ok(p.stderr().split('\n').includes(childLine), `stderr: ${p.stderr()}`);
       assert.deepEqual(p.errors, []);
     } finally {
       await close(d);
