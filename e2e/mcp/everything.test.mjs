@@ -14,7 +14,7 @@ import assert from 'node:assert/strict';
 import { readFile } from 'node:fs/promises';
 import { McpError } from '@modelcontextprotocol/sdk/types.js';
 import {
-  EVERYTHING_NAME, childrenOf, close, everythingEntry, proxied, sessionKey, settledLedger,
+  EVERYTHING_NAME, childrenOf, close, everythingEntry, ledgerOf, proxied, sessionKey, settledLedger,
 } from './support.mjs';
 
 const LONG = 'trigger-long-running-operation';
@@ -73,6 +73,10 @@ test('the child killed mid-call: the client gets an error, the proxy ends with i
     .callTool({ name: LONG, arguments: { duration: 30, steps: 30 } }, undefined, { onprogress: () => firstProgress() })
     .then((r) => assert.fail(`answered ${JSON.stringify(r)}`), (e) => e);
   await started; // the server is inside the tool
+  // Approve + intent were recorded before the call was forwarded: in flight now.
+  const inFlight = await ledgerOf(session);
+  assert.deepEqual(inFlight.entries.map((e) => e.ledger_status), ['execution_started']);
+  assert.equal(inFlight.records[0].status, 'outcome_unknown');
   const kids = await childrenOf(conn.transport.pid);
   assert.equal(kids.length, 1, `children of the proxy ${conn.transport.pid}: ${kids}`);
   const cmdline = (await readFile(`/proc/${kids[0]}/cmdline`, 'utf8')).split('\0');

@@ -12,7 +12,7 @@ import assert from 'node:assert/strict';
 import { existsSync } from 'node:fs';
 import { mkdtemp, readFile, readdir } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
-import { McpError } from '@modelcontextprotocol/sdk/types.js';
+import { CallToolResultSchema, McpError } from '@modelcontextprotocol/sdk/types.js';
 import {
   FILESYSTEM_NAME, base, close, closedPort, countBy, filesystemEntry, ledgerOf, proxied, sessionKey, settledLedger, until,
 } from './support.mjs';
@@ -136,6 +136,26 @@ test('a path outside the allowed directory (isError) is recorded failed', async 
     expectRecord(l.records[0], WRITE, 'failed');
     assert.equal(l.entries[0].ledger_status, 'failed');
     assert.equal('reason' in l.records[0], false);
+  } finally {
+    await close(conn);
+  }
+});
+
+test('a JSON-RPC error other than -32601/-32602 is forwarded unchanged and recorded outcome_unknown', async () => {
+  const { dir, session, conn } = await start('rpc-error');
+  try {
+    // `arguments` must be an object: the SDK server answers -32603 (internal error), the kind of error that
+    // proves nothing about what the tool did.
+    const err = await conn.client
+      .request({ method: 'tools/call', params: { name: 'write_file', arguments: 'not an object' } }, CallToolResultSchema)
+      .then((r) => assert.fail(`answered ${JSON.stringify(r)}`), (e) => e);
+    assert.ok(err instanceof McpError, `${err}`);
+    assert.equal(err.code, -32603);
+    assert.match(err.message, /expected record, received string/);
+    const l = await settled(session, 1);
+    expectRecord(l.records[0], WRITE, 'outcome_unknown');
+    assert.equal(l.entries[0].ledger_status, 'outcome_unknown');
+    assert.deepEqual(await readdir(dir), []);
   } finally {
     await close(conn);
   }

@@ -77,6 +77,8 @@ for (const [label, entry, args] of [
       await close(d);
       await close(p);
     }
+    // The client closed stdin: the child exits, and the proxy with the child's status.
+    assert.deepEqual(await p.transport.exited, await d.transport.exited);
     assert.equal(await ledgerOf(session), null);
   });
 }
