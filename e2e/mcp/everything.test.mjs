@@ -12,7 +12,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { readFile } from 'node:fs/promises';
-import { McpError } from '@modelcontextprotocol/sdk/types.js';
+import { CreateMessageRequestSchema, ElicitRequestSchema, McpError } from '@modelcontextprotocol/sdk/types.js';
 import {
   EVERYTHING_NAME, childrenOf, close, everythingEntry, ledgerOf, proxied, sessionKey, settledLedger,
 } from './support.mjs';
@@ -21,9 +21,9 @@ const LONG = 'trigger-long-running-operation';
 const LONG_TOOL = `mcp__${EVERYTHING_NAME}__${LONG}`;
 
 /** The proxy in front of the everything server, the long-running tool protected; the tools listed first. */
-async function start(label, proxyArgs = []) {
+async function start(label, proxyArgs = [], opts = {}) {
   const session = sessionKey(label);
-  const conn = await proxied({ session, server: everythingEntry, proxyArgs: ['--protect', LONG, ...proxyArgs] });
+  const conn = await proxied({ session, server: everythingEntry, proxyArgs: ['--protect', LONG, ...proxyArgs], ...opts });
   await conn.client.listTools();
   return { session, conn };
 }
@@ -157,6 +157,71 @@ test('a call past --call-timeout-secs: an error naming the operation id, outcome
     assert.equal(echoed.content[0].text, 'Echo: after');
     assert.deepEqual(conn.errors.map(String), []);
     assert.equal(conn.transport.rawResponseCount(callId), 1);
+  } finally {
+    await close(conn);
+  }
+});
+
+test('sampling and elicitation requests from the server reach the client through the proxy and its answers go back; both calls recorded completed', async () => {
+  const asked = [];
+  const { session, conn } = await start('server-requests', [], {
+    capabilities: { sampling: {}, elicitation: {} },
+    setup: (client) => {
+      client.setRequestHandler(CreateMessageRequestSchema, (req) => {
+        asked.push(req.method);
+        return { model: 'scripted-model', role: 'assistant', content: { type: 'text', text: `scripted answer to ${req.params.messages[0].content.text}` } };
+      });
+      client.setRequestHandler(ElicitRequestSchema, (req) => {
+        asked.push(req.method);
+        return { action: 'accept', content: { name: 'Ada Lovelace', check: true } };
+      });
+    },
+  });
+  try {
+    const sampled = await conn.client.callTool({ name: 'trigger-sampling-request', arguments: { prompt: 'hello', maxTokens: 5 } });
+    assert.notEqual(sampled.isError, true);
+    assert.match(sampled.content[0].text, /scripted answer to Resource trigger-sampling-request context: hello/);
+    const elicited = await conn.client.callTool({ name: 'trigger-elicitation-request', arguments: {} });
+    assert.notEqual(elicited.isError, true);
+    assert.equal(elicited.content[1].text, 'User inputs:\n- Name: Ada Lovelace\n- Agreed to terms: true');
+    assert.deepEqual(asked, ['sampling/createMessage', 'elicitation/create']);
+    const l = await settledLedger(session, 2);
+    assert.deepEqual(
+      l.records.map((r) => [r.tool, r.status]),
+      [
+        [`mcp__${EVERYTHING_NAME}__trigger-sampling-request`, 'completed'],
+        [`mcp__${EVERYTHING_NAME}__trigger-elicitation-request`, 'completed'],
+      ],
+    );
+    assert.deepEqual(conn.errors, []);
+  } finally {
+    await close(conn);
+  }
+});
+
+test('--metadata maps the result\'s structuredContent to the record (id, title); nothing else from tool output is published', async () => {
+  const { session, conn } = await start('metadata', [
+    '--protect', 'get-structured-content,get-sum',
+    '--metadata', 'id=/temperature,title=/conditions',
+  ]);
+  try {
+    const res = await conn.client.callTool({ name: 'get-structured-content', arguments: { location: 'Chicago' } });
+    assert.deepEqual(res.structuredContent, { temperature: 36, conditions: 'Light rain / drizzle', humidity: 82 });
+    // No structuredContent: nothing attached.
+    const sum = await conn.client.callTool({ name: 'get-sum', arguments: { a: 2, b: 3 } });
+    assert.equal(sum.structuredContent, undefined);
+    const l = await settledLedger(session, 2, (x) => x.records[0].title !== null);
+    assert.equal(l.records[0].tool, `mcp__${EVERYTHING_NAME}__get-structured-content`);
+    assert.equal(l.records[0].status, 'completed');
+    assert.equal(l.records[0].resource_id, '36');
+    assert.equal(l.records[0].title, 'Light rain / drizzle');
+    assert.equal(l.records[0].url, null);
+    assert.deepEqual(
+      l.histories[l.records[0].mutation_id].changes.map((c) => c.kind),
+      ['approval', 'intent', 'settlement', 'metadata'],
+    );
+    assert.equal(l.records[1].tool, `mcp__${EVERYTHING_NAME}__get-sum`);
+    assert.deepEqual([l.records[1].status, l.records[1].resource_id, l.records[1].url, l.records[1].title], ['completed', null, null, null]);
   } finally {
     await close(conn);
   }

@@ -102,17 +102,19 @@ export class RecordingStdioTransport extends StdioClientTransport {
 }
 
 /**
- * Connects the SDK's client to `command args` over stdio. Returns {client, transport, stderr(), errors}:
+ * Connects the SDK's client to `command args` over stdio (`capabilities`: the client's, e.g. `{sampling: {}}`;
+ * `setup(client)` runs before the handshake). Returns {client, transport, stderr(), errors}:
  * `stderr()` is what the process wrote to stderr so far, `errors` what the client reported through
  * `onerror` (e.g. "Received a response for an unknown message ID").
  */
-export async function connect(command, args, { env = {}, clientName = 'outcomes-e2e' } = {}) {
+export async function connect(command, args, { env = {}, clientName = 'outcomes-e2e', capabilities, setup } = {}) {
   const transport = new RecordingStdioTransport({ command, args, env, stderr: 'pipe', cwd: repo });
   let stderrText = '';
   transport.stderr.on('data', (c) => {
     stderrText += c.toString('utf8');
   });
-  const client = new Client({ name: clientName, version: '1.0.0' });
+  const client = new Client({ name: clientName, version: '1.0.0' }, capabilities ? { capabilities } : undefined);
+  setup?.(client); // request handlers for what the server asks the client (sampling, elicitation)
   const errors = [];
   client.onerror = (e) => errors.push(e);
   try {
@@ -125,18 +127,18 @@ export async function connect(command, args, { env = {}, clientName = 'outcomes-
 }
 
 /** The server directly (no proxy): `node <entry> <args>`. */
-export function direct(server, serverArgs = []) {
-  return connect(process.execPath, [server, ...serverArgs]);
+export function direct(server, serverArgs = [], opts = {}) {
+  return connect(process.execPath, [server, ...serverArgs], opts);
 }
 
 /**
  * The server through the proxy: `outcomes mcp-proxy --server <BASE_URL> --session-key <key> <proxyArgs> --
  * node <entry> <serverArgs>`, with OUTCOMES_HOST_TOKEN in its environment.
  */
-export function proxied({ session, server, serverArgs = [], proxyArgs = [], ledger = base, env = {} }) {
+export function proxied({ session, server, serverArgs = [], proxyArgs = [], ledger = base, env = {}, ...opts }) {
   const args = ['mcp-proxy', '--server', ledger, '--session-key', session, ...proxyArgs, '--', process.execPath, server, ...serverArgs];
   const log = process.env.RUST_LOG ? { RUST_LOG: process.env.RUST_LOG } : {};
-  return connect(outcomesBin, args, { env: { OUTCOMES_HOST_TOKEN: token, ...log, ...env } });
+  return connect(outcomesBin, args, { env: { OUTCOMES_HOST_TOKEN: token, ...log, ...env }, ...opts });
 }
 
 /**
