@@ -202,12 +202,79 @@ impl Recorder {
             .await
     }
 
-    /// Attaches host metadata (`PUT …/metadata`, `{"id", "url", "title"}`, `null` for a field not found).
-    pub async fn attach(&self, op: &Operation, fields: &[Option<String>; 3]) -> bool {
+    /// Settles `op` completed and attaches its host metadata (`{"id", "url", "title"}`, `null` for a field
+    /// not found) in one batch: one round trip, as a plain settle. Errors are logged with the operation id.
+    pub async fn complete_with_metadata(
+        &self,
+        op: &Operation,
+        fields: &[Option<String>; 3],
+    ) -> bool {
         let [id, url, title] = fields;
-        let body = json!({"id": id, "url": url, "title": title});
-        self.background(op, "metadata", Method::PUT, &body, None)
-            .await
+        let body = json!({"operations": [
+            {"op": "settle", "session_key": self.session, "mutation_id": op.mutation_id,
+             "attempt_id": op.attempt_id, "status": "completed"},
+            {"op": "metadata", "session_key": self.session, "mutation_id": op.mutation_id,
+             "id": id, "url": url, "title": title},
+        ]});
+        let expected = Expected {
+            ledger_status: "completed",
+            intent_recorded: None,
+            attempt_id: op.attempt_id.clone(),
+            reason: None,
+        };
+        let answer = match self.url(&["api", "host", "batch"]) {
+            Ok(url) => {
+                self.client
+                    .write(Method::POST, url, &body, None, &Retry::BACKGROUND)
+                    .await
+            }
+            Err(e) => Err(e),
+        };
+        let results = match answer {
+            Ok(v) => v
+                .get("results")
+                .and_then(Value::as_array)
+                .cloned()
+                .unwrap_or_default(),
+            Err(e) => {
+                self.log_failure(op, "settlement and metadata", &e.to_string());
+                return false;
+            }
+        };
+        let mut landed = true;
+        for (what, r) in ["settlement", "metadata"]
+            .into_iter()
+            .zip([results.first(), results.get(1)])
+        {
+            let status = r.and_then(|r| r.get("status")).and_then(Value::as_u64);
+            let current = r
+                .and_then(|r| r.get("error"))
+                .and_then(|e| e.get("current"));
+            let done = status == Some(200)
+                || (what == "settlement"
+                    && status == Some(409)
+                    && current.is_some_and(|c| crate::host_client::counts_as_done(c, &expected)));
+            if !done {
+                landed = false;
+                let e = r.and_then(|r| r.get("error"));
+                let text = |k: &str| {
+                    e.and_then(|e| e.get(k))
+                        .and_then(Value::as_str)
+                        .unwrap_or_default()
+                };
+                self.log_failure(
+                    op,
+                    what,
+                    &format!(
+                        "the ledger answered {} {}: {}",
+                        status.unwrap_or_default(),
+                        text("code"),
+                        text("message")
+                    ),
+                );
+            }
+        }
+        landed
     }
 
     /// Mints a viewer link of the session (`POST /api/host/sessions/{key}/viewer-links`, default
@@ -275,15 +342,19 @@ impl Recorder {
                 true
             }
             Err(e) => {
-                tracing::error!(
-                    session_key = %self.session, operation_id = %op.mutation_id,
-                    "the {what} of operation {} could not be written: {e}; the ledger keeps its earlier \
-                     state (an entry in flight is published outcome_unknown)",
-                    op.mutation_id
-                );
+                self.log_failure(op, what, &e.to_string());
                 false
             }
         }
+    }
+
+    fn log_failure(&self, op: &Operation, what: &str, why: &str) {
+        tracing::error!(
+            session_key = %self.session, operation_id = %op.mutation_id,
+            "the {what} of operation {} could not be written: {why}; the ledger keeps its earlier \
+             state (an entry in flight is published outcome_unknown)",
+            op.mutation_id
+        );
     }
 }
 

@@ -35,6 +35,12 @@ pub const CALL_TIMED_OUT: i64 = -32001;
 /// stop at about 30 s), and after a termination signal (the client may kill the proxy soon after).
 const DRAIN_AFTER_EXIT: std::time::Duration = std::time::Duration::from_secs(35);
 const DRAIN_AFTER_SIGNAL: std::time::Duration = std::time::Duration::from_secs(5);
+/// How long a `tools/call` waits for the answers to the `initialize` and `tools/list` requests the
+/// client sent before it (a client that sends everything at once, without waiting for answers).
+const LIST_WAIT: std::time::Duration = std::time::Duration::from_secs(10);
+/// Lines queued for the client at most: past it, reading the server's output waits (so a client that
+/// stops reading holds the server back instead of filling the proxy's memory).
+const OUT_QUEUE: usize = 1024;
 /// How long a terminated child gets to exit after SIGTERM before it is killed.
 const CHILD_GRACE: std::time::Duration = std::time::Duration::from_secs(3);
 
@@ -57,6 +63,12 @@ enum Watch {
     },
 }
 
+impl Watch {
+    fn is_list(&self) -> bool {
+        matches!(self, Watch::Initialize | Watch::ToolsList)
+    }
+}
+
 /// A recorded call waiting for its answer.
 #[derive(Debug)]
 struct Pending {
@@ -76,12 +88,15 @@ struct State {
     /// `serverInfo.name` of the `initialize` answer.
     server_name: Mutex<Option<String>>,
     watched: Mutex<HashMap<String, Watch>>,
-    out: mpsc::UnboundedSender<Out>,
+    out: mpsc::Sender<Out>,
     /// The background ledger writes (settle, cancel, reconcile, metadata).
     tracker: TaskTracker,
     next_op: AtomicU64,
     /// Signalled after each recorded call (the viewer link waits for the session to exist).
     recorded: Notify,
+    /// How many `initialize` and `tools/list` requests await their answer: a `tools/call` that follows
+    /// them waits (at most [`LIST_WAIT`]) until the answers named the server and listed its tools.
+    lists: tokio::sync::watch::Sender<usize>,
 }
 
 impl State {
@@ -100,8 +115,9 @@ impl State {
             .unwrap_or_else(|| self.cfg.fallback_name.clone())
     }
 
-    fn send(&self, bytes: impl Into<Bytes>) {
-        let _ = self.out.send(Out::Line(bytes.into()));
+    /// Queues a line for the client; waits while [`OUT_QUEUE`] lines are queued (a client not reading).
+    async fn send(&self, bytes: impl Into<Bytes>) {
+        let _ = self.out.send(Out::Line(bytes.into())).await;
     }
 
     fn new_operation(&self) -> Operation {
@@ -126,6 +142,8 @@ impl State {
     fn give_up_all(self: &Arc<Self>) {
         let calls: Vec<Arc<Pending>> = {
             let mut w = self.lock_watched();
+            w.retain(|_, v| !v.is_list());
+            self.lists.send_replace(0);
             let keys: Vec<String> = w
                 .iter()
                 .filter(|(_, v)| matches!(v, Watch::Call { .. }))
@@ -177,7 +195,7 @@ pub(super) async fn run(
         .take()
         .ok_or("the MCP server's stdout is not piped")?;
 
-    let (tx, rx) = mpsc::unbounded_channel();
+    let (tx, rx) = mpsc::channel(OUT_QUEUE);
     let writer = tokio::spawn(write_client(rx));
     let turns = TurnClock::new(cfg.turn_gap, &cfg.run);
     let state = Arc::new(State {
@@ -190,6 +208,7 @@ pub(super) async fn run(
         tracker: TaskTracker::new(),
         next_op: AtomicU64::new(0),
         recorded: Notify::new(),
+        lists: tokio::sync::watch::Sender::new(0),
     });
     let viewer = state
         .cfg
@@ -229,7 +248,11 @@ pub(super) async fn run(
         );
     }
     let (ack, acked) = oneshot::channel();
-    let _ = state.out.send(Out::Flush(ack));
+    let _ = tokio::time::timeout(
+        std::time::Duration::from_secs(2),
+        state.out.send(Out::Flush(ack)),
+    )
+    .await;
     let _ = tokio::time::timeout(std::time::Duration::from_secs(2), acked).await;
     writer.abort();
     Ok(exit_code(status))
@@ -291,7 +314,7 @@ fn exit_code(status: std::io::Result<std::process::ExitStatus>) -> i32 {
 
 /// Writes lines to the client (stdout) in the order they were sent, flushing whenever nothing else is
 /// queued.
-async fn write_client(mut rx: mpsc::UnboundedReceiver<Out>) {
+async fn write_client(mut rx: mpsc::Receiver<Out>) {
     let mut out = tokio::io::stdout();
     let mut gone = false;
     while let Some(m) = rx.recv().await {
@@ -348,20 +371,22 @@ async fn client_line(state: &Arc<State>, line: Vec<u8>, turns: &mut TurnClock) -
         Line::Single(m) => std::slice::from_ref(m),
         Line::Batch(ms) => ms,
     };
+    let has_call = messages.iter().any(|m| {
+        matches!(m, Message::Request { method, .. } | Message::Notification { method, .. } if method == "tools/call")
+    });
+    if has_call {
+        await_lists(state).await;
+    }
     // (index in the line, request id, new call)
     let mut calls: Vec<(usize, Option<Value>, NewCall)> = Vec::new();
     let now = Instant::now();
     for (i, m) in messages.iter().enumerate() {
         match m {
             Message::Request { id, method, .. } if method == "initialize" => {
-                state
-                    .lock_watched()
-                    .insert(message::id_key(id), Watch::Initialize);
+                watch(state, message::id_key(id), Watch::Initialize);
             }
             Message::Request { id, method, .. } if method == "tools/list" => {
-                state
-                    .lock_watched()
-                    .insert(message::id_key(id), Watch::ToolsList);
+                watch(state, message::id_key(id), Watch::ToolsList);
             }
             Message::Request {
                 id,
@@ -445,7 +470,7 @@ async fn client_line(state: &Arc<State>, line: Vec<u8>, turns: &mut TurnClock) -
                     "the ledger could not record the call: NOT forwarded: {why}"
                 );
                 if let Some(id) = id {
-                    state.send(message::error_line(
+                    let refusal = message::error_line(
                         &id,
                         LEDGER_REFUSED,
                         &format!(
@@ -454,7 +479,8 @@ async fn client_line(state: &Arc<State>, line: Vec<u8>, turns: &mut TurnClock) -
                             call.op.mutation_id
                         ),
                         json!({"operation_id": call.op.mutation_id, "tool_called": false}),
-                    ));
+                    );
+                    state.send(refusal).await;
                 }
                 refused.push(i);
             }
@@ -469,6 +495,54 @@ async fn client_line(state: &Arc<State>, line: Vec<u8>, turns: &mut TurnClock) -
     match inspected {
         Line::Single(_) => None,
         Line::Batch(_) => without(&line, &refused),
+    }
+}
+
+/// Watches the answer to an `initialize` or `tools/list` request.
+fn watch(state: &Arc<State>, key: String, w: Watch) {
+    let earlier = state.lock_watched().insert(key, w);
+    state.lists.send_modify(|n| *n += 1);
+    replaced(state, earlier);
+}
+
+/// A watch replaced by a request reusing its id (which JSON-RPC forbids while it is in flight): a list
+/// is no longer awaited; a protected call's answer can no longer be told apart, so it is settled
+/// `outcome_unknown`.
+fn replaced(state: &Arc<State>, earlier: Option<Watch>) {
+    match earlier {
+        Some(w) if w.is_list() => state.lists.send_modify(|n| *n = n.saturating_sub(1)),
+        Some(Watch::Call { op, timer }) => {
+            if let Some(t) = timer {
+                t.abort();
+            }
+            tracing::warn!(
+                operation_id = %op.op.mutation_id,
+                "the client sent another request with the same id before this call's answer: recorded outcome_unknown"
+            );
+            state.spawn_settle(op.op.clone(), Settle::Unknown);
+        }
+        _ => {}
+    }
+}
+
+/// Waits until the `initialize` and `tools/list` requests sent so far are answered, at most
+/// [`LIST_WAIT`]; after that they are no longer awaited (the server may never answer them).
+async fn await_lists(state: &Arc<State>) {
+    if *state.lists.borrow() == 0 {
+        return;
+    }
+    let mut rx = state.lists.subscribe();
+    if tokio::time::timeout(LIST_WAIT, rx.wait_for(|n| *n == 0))
+        .await
+        .is_err()
+    {
+        tracing::warn!(
+            "no answer to the client's initialize or tools/list within {} s: calls are classified without it \
+             (an unlisted tool is recorded)",
+            LIST_WAIT.as_secs()
+        );
+        state.lock_watched().retain(|_, v| !v.is_list());
+        state.lists.send_replace(0);
     }
 }
 
@@ -506,36 +580,34 @@ fn watch_call(state: &Arc<State>, id: Value, op: Operation) {
         let (st, p, k) = (state.clone(), pending.clone(), key.clone());
         tokio::spawn(async move {
             tokio::time::sleep(after).await;
-            timed_out(&st, &k, &p, after);
+            if let Some(line) = timed_out(&st, &k, &p, after) {
+                st.send(line).await;
+            }
         })
         .abort_handle()
     });
     let earlier = state
         .lock_watched()
         .insert(key, Watch::Call { op: pending, timer });
-    if let Some(Watch::Call { op, timer }) = earlier {
-        if let Some(t) = timer {
-            t.abort();
-        }
-        tracing::warn!(
-            operation_id = %op.op.mutation_id,
-            "the client sent another request with the same id before this call's answer: recorded outcome_unknown"
-        );
-        state.spawn_settle(op.op.clone(), Settle::Unknown);
-    }
+    replaced(state, earlier);
 }
 
-/// `--call-timeout-secs` elapsed without an answer: answer the client, settle `outcome_unknown` with
-/// `execution_timeout`.
-fn timed_out(state: &Arc<State>, key: &str, pending: &Arc<Pending>, after: std::time::Duration) {
+/// `--call-timeout-secs` elapsed without an answer: settle `outcome_unknown` with `execution_timeout`
+/// and answer the line for the client (`None`: the answer came first).
+fn timed_out(
+    state: &Arc<State>,
+    key: &str,
+    pending: &Arc<Pending>,
+    after: std::time::Duration,
+) -> Option<Vec<u8>> {
     let mut w = state.lock_watched();
     match w.get(key) {
         Some(Watch::Call { op, .. }) if Arc::ptr_eq(op, pending) => {}
-        _ => return,
+        _ => return None,
     }
     let id = &pending.op.mutation_id;
     tracing::warn!(operation_id = %id, "no answer within {} s: recorded outcome_unknown (execution_timeout)", after.as_secs());
-    state.send(message::error_line(
+    let line = message::error_line(
         &pending.request_id,
         CALL_TIMED_OUT,
         &format!(
@@ -544,7 +616,7 @@ fn timed_out(state: &Arc<State>, key: &str, pending: &Arc<Pending>, after: std::
             after.as_secs()
         ),
         json!({"operation_id": id, "outcome": "outcome_unknown", "reason": "execution_timeout"}),
-    ));
+    );
     let settled = state.spawn_settle(pending.op.clone(), Settle::TimedOut);
     w.insert(
         key.to_owned(),
@@ -554,6 +626,7 @@ fn timed_out(state: &Arc<State>, key: &str, pending: &Arc<Pending>, after: std::
             forward_late: false,
         },
     );
+    Some(line)
 }
 
 /// The client's `notifications/cancelled` for request `id` (forwarded unchanged by the caller): a
@@ -561,6 +634,12 @@ fn timed_out(state: &Arc<State>, key: &str, pending: &Arc<Pending>, after: std::
 fn cancelled(state: &Arc<State>, id: &Value) {
     let key = message::id_key(id);
     let mut w = state.lock_watched();
+    if w.get(&key).is_some_and(Watch::is_list) {
+        // A cancelled list may never be answered: it is no longer awaited.
+        w.remove(&key);
+        state.lists.send_modify(|n| *n = n.saturating_sub(1));
+        return;
+    }
     let Some(Watch::Call { .. }) = w.get(&key) else {
         return;
     };
@@ -598,22 +677,22 @@ async fn server_to_client(state: Arc<State>, child_out: ChildStdout) {
             }
         }
         if message::is_batch(&line) {
-            server_batch(&state, line);
+            server_batch(&state, line).await;
             continue;
         }
         let Some(id) = message::response_id(&line) else {
-            state.send(line);
+            state.send(line).await;
             continue;
         };
         let key = message::id_key(&id);
         let watch = state.lock_watched().remove(&key);
         let line = Bytes::from(line);
         match watch {
-            None => state.send(line),
+            None => state.send(line).await,
             Some(w) => {
                 let forward = answer(&state, w, &line, None);
                 if forward {
-                    state.send(line);
+                    state.send(line).await;
                 }
             }
         }
@@ -641,6 +720,7 @@ fn answer(state: &Arc<State>, watch: Watch, line: &Bytes, parsed: Option<&Value>
                 *state.server_name.lock().unwrap_or_else(|p| p.into_inner()) =
                     Some(name.to_owned());
             }
+            state.lists.send_modify(|n| *n = n.saturating_sub(1));
             true
         }
         Watch::ToolsList => {
@@ -651,6 +731,7 @@ fn answer(state: &Arc<State>, watch: Watch, line: &Bytes, parsed: Option<&Value>
                     .unwrap_or_else(|p| p.into_inner())
                     .learn(result);
             }
+            state.lists.send_modify(|n| *n = n.saturating_sub(1));
             true
         }
         Watch::Call { op, timer } => {
@@ -698,13 +779,14 @@ fn answer(state: &Arc<State>, watch: Watch, line: &Bytes, parsed: Option<&Value>
 async fn settle_answer(state: &State, op: &Operation, answer: &Value) {
     let r = &state.recorder;
     match outcome::decide(answer, state.cfg.is_error_as) {
-        Decision::Completed => {
-            if r.settle(op, Settle::Completed).await && !state.cfg.metadata.is_empty() {
-                if let Some(fields) = state.cfg.metadata.extract(answer) {
-                    r.attach(op, &fields).await;
-                }
+        Decision::Completed => match state.cfg.metadata.extract(answer) {
+            Some(fields) => {
+                r.complete_with_metadata(op, &fields).await;
             }
-        }
+            None => {
+                r.settle(op, Settle::Completed).await;
+            }
+        },
         Decision::Failed => {
             r.settle(op, Settle::Failed).await;
         }
@@ -719,9 +801,9 @@ async fn settle_answer(state: &State, op: &Operation, answer: &Value) {
 
 /// A batch from the server: each answer in it handled as a single one; late answers after the proxy's
 /// timeout are left out of the forwarded array (the rest forwarded unchanged when nothing is left out).
-fn server_batch(state: &Arc<State>, line: Vec<u8>) {
+async fn server_batch(state: &Arc<State>, line: Vec<u8>) {
     let Ok(Value::Array(items)) = serde_json::from_slice::<Value>(&line) else {
-        state.send(line);
+        state.send(line).await;
         return;
     };
     let line = Bytes::from(line);
@@ -738,9 +820,9 @@ fn server_batch(state: &Arc<State>, line: Vec<u8>) {
         }
     }
     if dropped.is_empty() {
-        state.send(line);
+        state.send(line).await;
     } else if let Some(rest) = without(&line, &dropped) {
-        state.send(rest);
+        state.send(rest).await;
     }
 }
 
