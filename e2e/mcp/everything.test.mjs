@@ -134,6 +134,10 @@ test('a call past --call-timeout-secs: an error naming the operation id, outcome
     const unknown = await settledLedger(session, 1);
     const id = unknown.records[0].mutation_id;
     assert.ok(err.message.includes(id), `the error names the operation id ${id}: ${err.message}`);
+    // docs/mcp-proxy.md "Outcome rules": -32001 (the MCP SDKs' request timeout) with the operation id.
+    assert.equal(err.code, -32001);
+    assert.deepEqual(err.data, { operation_id: id, outcome: 'outcome_unknown', reason: 'execution_timeout' });
+    assert.match(err.message, /the outcome is unknown/);
     assert.equal(unknown.entries[0].ledger_status, 'outcome_unknown');
     assert.equal(unknown.records[0].status, 'outcome_unknown');
     assert.equal(unknown.records[0].reason, 'execution_timeout');
@@ -225,4 +229,41 @@ test('--metadata maps the result\'s structuredContent to the record (id, title);
   } finally {
     await close(conn);
   }
+});
+
+test('SIGTERM to the proxy mid-call: passed on to the child, the call recorded outcome_unknown, the proxy ends with the child\'s status', async () => {
+  const { session, conn } = await start('sigterm');
+  let firstProgress;
+  const started = new Promise((r) => (firstProgress = r));
+  const call = conn.client
+    .callTool({ name: LONG, arguments: { duration: 30, steps: 30 } }, undefined, { onprogress: () => firstProgress() })
+    .then((r) => assert.fail(`answered ${JSON.stringify(r)}`), (e) => e);
+  await started;
+  const [child] = await childrenOf(conn.transport.pid);
+  process.kill(conn.transport.pid, 'SIGTERM');
+  assert.ok((await call) instanceof McpError);
+  // Node ends on SIGTERM by the signal: 128 + 15.
+  assert.deepEqual(await conn.transport.exited, { code: 143, signal: null });
+  await assert.rejects(readFile(`/proc/${child}/stat`), { code: 'ENOENT' }); // the child is gone too
+  const l = await settledLedger(session, 1);
+  assert.equal(l.entries[0].ledger_status, 'outcome_unknown');
+  assert.equal('reason' in l.records[0], false);
+  await close(conn);
+});
+
+test('the client closes stdin with a call in flight: the server finishes it, the answer settles it completed, the proxy exits 0', async () => {
+  const { session, conn } = await start('stdin-closed');
+  let firstProgress;
+  const started = new Promise((r) => (firstProgress = r));
+  const call = conn.client
+    .callTool({ name: LONG, arguments: { duration: 2, steps: 2 } }, undefined, { onprogress: () => firstProgress() })
+    .then((r) => r, (e) => e);
+  await started;
+  conn.transport.child.stdin.end(); // what a client does to stop a stdio server
+  assert.deepEqual(await conn.transport.exited, { code: 0, signal: null });
+  const answer = await call;
+  assert.equal(answer.content?.[0]?.text, 'Long running operation completed. Duration: 2 seconds, Steps: 2.', `${answer}`);
+  const l = await settledLedger(session, 1);
+  assert.equal(l.entries[0].ledger_status, 'completed');
+  await close(conn);
 });

@@ -185,6 +185,12 @@ test('the ledger unreachable: the write is refused with a JSON-RPC error, the fi
       .then((r) => assert.fail(`answered ${JSON.stringify(r)}`), (e) => e);
     assert.ok(err instanceof McpError, `${err}`);
     assert.match(err.message, /ledger/i, `after ${Date.now() - t0} ms`);
+    // docs/mcp-proxy.md "Failure behaviour": -32010, the tool was not called, with the operation id.
+    assert.equal(err.code, -32010);
+    assert.equal(err.data.tool_called, false);
+    assert.match(err.data.operation_id, /^op-[0-9a-f]{12}-1$/);
+    assert.ok(err.message.includes(err.data.operation_id));
+    assert.match(err.message, /the tool was NOT called/);
     // The connection is still up (a JSON-RPC error, not a closed pipe), and read-only calls need no ledger.
     const listed = await conn.client.callTool({ name: 'list_directory', arguments: { path: dir } });
     assert.notEqual(listed.isError, true);
@@ -205,6 +211,9 @@ test('the ledger refusing (a wrong host token): the write is refused, the file n
       .then((r) => assert.fail(`answered ${JSON.stringify(r)}`), (e) => e);
     assert.ok(err instanceof McpError, `${err}`);
     assert.match(err.message, /ledger/i);
+    assert.equal(err.code, -32010);
+    assert.equal(err.data.tool_called, false);
+    assert.match(err.message, /401/);
     assert.deepEqual(await readdir(dir), []);
   } finally {
     await close(conn);
@@ -267,6 +276,31 @@ test('logical turns: the client\'s _meta "outcomes/logical_turn_id", else a new 
   } finally {
     await close(conn);
   }
+});
+
+test('two proxy runs with one --session-key: one session, each call its own operation id; a viewer link at start for an existing session', async () => {
+  const dir = await mkdtemp(`${tmpdir()}/mcp-fs-shared-`);
+  const session = sessionKey('shared');
+  const ids = [];
+  for (const run of [1, 2]) {
+    const conn = await proxied({ session, server: filesystemEntry, serverArgs: [dir], proxyArgs: run === 2 ? ['--viewer-link'] : [] });
+    try {
+      await conn.client.listTools();
+      if (run === 2) {
+        // The session exists already: the link is printed at start, before any call.
+        assert.match(conn.stderr(), /^outcomes mcp-proxy: viewer link: http:\/\/.*\/v\/[A-Za-z0-9_-]{43}$/m);
+      }
+      await conn.client.callTool({ name: 'write_file', arguments: { path: `${dir}/run${run}.txt`, content: `${run}` } });
+      const l = await settled(session, run);
+      ids.push(l.records[run - 1].mutation_id);
+    } finally {
+      await close(conn);
+    }
+  }
+  assert.notEqual(ids[0], ids[1]);
+  const l = await settled(session, 2);
+  assert.deepEqual(l.records.map((r) => r.mutation_id), ids);
+  assert.deepEqual(countBy(l.records), { completed: 2 });
 });
 
 test('16 concurrent calls: 16 entries, each with its own operation id and the right status', async () => {
