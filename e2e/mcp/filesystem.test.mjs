@@ -256,15 +256,15 @@ test('--protect and --skip override the annotations by name; --name names the se
 });
 
 test('logical turns: the client\'s _meta "outcomes/logical_turn_id", else a new turn after --turn-gap-secs', async () => {
-  const { dir, session, conn } = await start('turns', { proxyArgs: ['--turn-gap-secs', '1'] });
+  const { dir, session, conn } = await start('turns', { proxyArgs: ['--turn-gap-secs', '2'] });
   const write = (name, _meta) =>
     conn.client.callTool({ name: 'write_file', arguments: { path: `${dir}/${name}`, content: name }, ...(_meta ? { _meta } : {}) });
   try {
     await write('1', { 'outcomes/logical_turn_id': 'turn-from-client' });
     await write('2');
     await write('3'); // right after: the same turn as 2
-    await new Promise((r) => setTimeout(r, 2_500));
-    await write('4'); // after a gap over 1 s: a new turn
+    await new Promise((r) => setTimeout(r, 3_500));
+    await write('4'); // after a gap over 2 s: a new turn
     const l = await settled(session, 4);
     const turns = l.records.map((r) => r.logical_turn_id);
     assert.equal(turns[0], 'turn-from-client');
@@ -273,6 +273,19 @@ test('logical turns: the client\'s _meta "outcomes/logical_turn_id", else a new 
     assert.notEqual(turns[3], turns[2]);
     assert.notEqual(turns[3], 'turn-from-client');
     assert.deepEqual(countBy(l.records), { completed: 4 });
+  } finally {
+    await close(conn);
+  }
+});
+
+test('--turn-gap-secs 0: every call not naming a turn is a turn of its own', async () => {
+  const { dir, session, conn } = await start('turns-zero', { proxyArgs: ['--turn-gap-secs', '0'] });
+  try {
+    for (const name of ['1', '2', '3']) {
+      await conn.client.callTool({ name: 'write_file', arguments: { path: `${dir}/${name}`, content: name } });
+    }
+    const l = await settled(session, 3);
+    assert.equal(new Set(l.records.map((r) => r.logical_turn_id)).size, 3);
   } finally {
     await close(conn);
   }
