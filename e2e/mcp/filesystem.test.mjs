@@ -14,7 +14,7 @@ import { mkdtemp, readFile, readdir } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { CallToolResultSchema, McpError } from '@modelcontextprotocol/sdk/types.js';
 import {
-  FILESYSTEM_NAME, base, close, closedPort, countBy, filesystemEntry, ledgerOf, proxied, sessionKey, settledLedger, until,
+  FILESYSTEM_NAME, base, close, closedPort, countBy, filesystemEntry, holdingLedger, ledgerOf, proxied, sessionKey, settledLedger, until,
 } from './support.mjs';
 
 const WRITE = `mcp__${FILESYSTEM_NAME}__write_file`;
@@ -314,6 +314,32 @@ test('two proxy runs with one --session-key: one session, each call its own oper
   const l = await settled(session, 2);
   assert.deepEqual(l.records.map((r) => r.mutation_id), ids);
   assert.deepEqual(countBy(l.records), { completed: 2 });
+});
+
+test('a slow ledger: a settle held in the background holds back neither the answer nor the calls after it', async () => {
+  // Every settle (alone or in a batch) waits until the test releases it; approve + intent pass at once.
+  const isSettle = (method, path, body) => path.endsWith('/settlement') || /"op"\s*:\s*"settle"/.test(body);
+  const ledger = await holdingLedger(isSettle);
+  const { dir, session, conn } = await start('slow-ledger', { ledger: ledger.url });
+  try {
+    const first = await conn.client.callTool({ name: 'write_file', arguments: { path: `${dir}/a.txt`, content: '1' } });
+    assert.notEqual(first.isError, true);
+    // The answer came back while its settle is still held: in flight in the ledger.
+    await until('the settle reached the ledger', () => ledger.held() === 1);
+    const listed = await conn.client.callTool({ name: 'list_directory', arguments: { path: dir } });
+    assert.equal(text(listed), '[FILE] a.txt');
+    const second = await conn.client.callTool({ name: 'write_file', arguments: { path: `${dir}/b.txt`, content: '2' } });
+    assert.notEqual(second.isError, true);
+    await until('both settles held', () => ledger.held() === 2);
+    const inFlight = await ledgerOf(session);
+    assert.deepEqual(inFlight.entries.map((e) => e.ledger_status), ['execution_started', 'execution_started']);
+    await ledger.release();
+    const l = await settled(session, 2);
+    assert.deepEqual(countBy(l.records), { completed: 2 });
+  } finally {
+    await close(conn);
+    await ledger.close();
+  }
 });
 
 test('16 concurrent calls: 16 entries, each with its own operation id and the right status', async () => {

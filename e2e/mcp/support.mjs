@@ -9,6 +9,7 @@
 import assert from 'node:assert/strict';
 import { existsSync, readFileSync } from 'node:fs';
 import { readdir, readFile } from 'node:fs/promises';
+import { createServer as createHttpServer } from 'node:http';
 import { createServer } from 'node:net';
 import { isDeepStrictEqual } from 'node:util';
 import { fileURLToPath } from 'node:url';
@@ -255,4 +256,46 @@ export function countBy(records, key = 'status') {
   const c = {};
   for (const r of records) c[r[key]] = (c[r[key]] ?? 0) + 1;
   return c;
+}
+
+/**
+ * A forwarder in front of the real ledger (BASE_URL) that holds back every write whose `hold(method, path,
+ * body)` is true until `release()` (the others pass at once), so a test can make the ledger slow for
+ * exactly the writes it names without a mock: the answers are the real server's.
+ * Returns {url, held() (how many are waiting), release(), close()}.
+ */
+export async function holdingLedger(hold) {
+  let waiting = [];
+  let released = false;
+  const srv = createHttpServer(async (req, res) => {
+    const chunks = [];
+    for await (const c of req) chunks.push(c);
+    const body = Buffer.concat(chunks).toString('utf8');
+    const pass = async () => {
+      const headers = { ...req.headers };
+      delete headers.host;
+      delete headers['content-length'];
+      delete headers.connection;
+      const r = await fetch(`${base}${req.url}`, { method: req.method, headers, body: body.length ? body : undefined });
+      res.writeHead(r.status, { 'content-type': r.headers.get('content-type') ?? 'application/json' });
+      res.end(Buffer.from(await r.arrayBuffer()));
+    };
+    if (!released && hold(req.method, req.url, body)) waiting.push(pass);
+    else await pass();
+  });
+  await new Promise((r) => srv.listen(0, '127.0.0.1', r));
+  return {
+    url: `http://127.0.0.1:${srv.address().port}`,
+    held: () => waiting.length,
+    release: async () => {
+      released = true;
+      const w = waiting;
+      waiting = [];
+      await Promise.all(w.map((f) => f()));
+    },
+    close: () => {
+      srv.closeAllConnections();
+      return new Promise((r) => srv.close(r));
+    },
+  };
 }
