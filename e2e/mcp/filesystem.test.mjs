@@ -14,7 +14,7 @@ import { mkdtemp, readFile, readdir } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { CallToolResultSchema, McpError } from '@modelcontextprotocol/sdk/types.js';
 import {
-  FILESYSTEM_NAME, base, close, closedPort, countBy, filesystemEntry, holdingLedger, ledgerOf, proxied, sessionKey, settledLedger, until,
+  FILESYSTEM_NAME, base, close, closedPort, countBy, faultyLedger, filesystemEntry, isSettle, ledgerOf, proxied, sessionKey, settledLedger, until,
 } from './support.mjs';
 
 const WRITE = `mcp__${FILESYSTEM_NAME}__write_file`;
@@ -318,8 +318,7 @@ test('two proxy runs with one --session-key: one session, each call its own oper
 
 test('a slow ledger: a settle held in the background holds back neither the answer nor the calls after it', async () => {
   // Every settle (alone or in a batch) waits until the test releases it; approve + intent pass at once.
-  const isSettle = (method, path, body) => path.endsWith('/settlement') || /"op"\s*:\s*"settle"/.test(body);
-  const ledger = await holdingLedger(isSettle);
+  const ledger = await faultyLedger((r) => (isSettle(r) ? 'hold' : 'pass'));
   const { dir, session, conn } = await start('slow-ledger', { ledger: ledger.url });
   try {
     const first = await conn.client.callTool({ name: 'write_file', arguments: { path: `${dir}/a.txt`, content: '1' } });

@@ -259,33 +259,51 @@ export function countBy(records, key = 'status') {
 }
 
 /**
- * A forwarder in front of the real ledger (BASE_URL) that holds back every write whose `hold(method, path,
- * body)` is true until `release()` (the others pass at once), so a test can make the ledger slow for
- * exactly the writes it names without a mock: the answers are the real server's.
- * Returns {url, held() (how many are waiting), release(), close()}.
+ * A forwarder in front of the real ledger (BASE_URL) that lets a test make the ledger slow or faulty for
+ * exactly the requests it names, without a mock: every answer that is not an injected fault is the real
+ * server's. `decide({method, path, body, n})` (`n`: how many requests came before this one) answers
+ *   'pass'        forward it now (also for anything else returned)
+ *   'hold'        keep it until `release()`, then forward it
+ *   503 (a number) answer that status with a JSON error body, without forwarding
+ *   'lose'        forward it, then answer 503 as if its answer were lost (the write landed)
+ * Returns {url, seen (every {method, path, body} in order), held(), release(), close()}.
  */
-export async function holdingLedger(hold) {
+export async function faultyLedger(decide) {
   let waiting = [];
   let released = false;
+  const seen = [];
   const srv = createHttpServer(async (req, res) => {
     const chunks = [];
     for await (const c of req) chunks.push(c);
     const body = Buffer.concat(chunks).toString('utf8');
-    const pass = async () => {
+    const forward = async () => {
       const headers = { ...req.headers };
       delete headers.host;
       delete headers['content-length'];
       delete headers.connection;
       const r = await fetch(`${base}${req.url}`, { method: req.method, headers, body: body.length ? body : undefined });
-      res.writeHead(r.status, { 'content-type': r.headers.get('content-type') ?? 'application/json' });
-      res.end(Buffer.from(await r.arrayBuffer()));
+      return { status: r.status, type: r.headers.get('content-type') ?? 'application/json', bytes: Buffer.from(await r.arrayBuffer()) };
     };
-    if (!released && hold(req.method, req.url, body)) waiting.push(pass);
-    else await pass();
+    const send = (a) => {
+      res.writeHead(a.status, { 'content-type': a.type });
+      res.end(a.bytes);
+    };
+    const fault = (status) =>
+      send({ status, type: 'application/json', bytes: Buffer.from(JSON.stringify({ error: { code: 'unavailable', message: 'injected by the test' } })) });
+    const request = { method: req.method, path: req.url, body, n: seen.length };
+    seen.push(request);
+    const what = released ? 'pass' : decide(request);
+    if (what === 'hold') waiting.push(async () => send(await forward()));
+    else if (typeof what === 'number') fault(what);
+    else if (what === 'lose') {
+      await forward();
+      fault(503);
+    } else send(await forward());
   });
   await new Promise((r) => srv.listen(0, '127.0.0.1', r));
   return {
     url: `http://127.0.0.1:${srv.address().port}`,
+    seen,
     held: () => waiting.length,
     release: async () => {
       released = true;
@@ -299,3 +317,8 @@ export async function holdingLedger(hold) {
     },
   };
 }
+
+/** Whether a ledger request (as `faultyLedger` sees it) is a settle, alone or in a batch. */
+export const isSettle = ({ path, body }) => path.endsWith('/settlement') || /"op"\s*:\s*"settle"/.test(body);
+/** Whether a ledger request is an approve + intent batch. */
+export const isApproveBatch = ({ path, body }) => path === '/api/host/batch' && /"op"\s*:\s*"approve"/.test(body);
