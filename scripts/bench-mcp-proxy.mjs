@@ -7,7 +7,8 @@
 //   node scripts/bench-mcp-proxy.mjs --server filesystem     # list_allowed_directories of server-filesystem
 //   OUTCOMES_BIN=target/debug/outcomes node scripts/bench-mcp-proxy.mjs   # another binary
 //
-// It starts an `outcomes serve` of its own (default the release binary target/release/outcomes, a free
+// Each connection lists the tools first, as MCP clients do (the proxy records a tool it has not seen in a
+// tools/list answer). It starts an `outcomes serve` of its own (default the release binary target/release/outcomes, a free
 // loopback port, a temporary data directory, a random host token) and, with the official MCP TypeScript
 // SDK's client (npm, package.json), two connections to the same real MCP server from npm: one to the
 // server directly (`node <entry>`), one through `outcomes mcp-proxy -- node <entry>`. It calls one read-only
@@ -110,6 +111,9 @@ async function connect(label, command, args, env = {}) {
   transport.stderr.on('data', () => {});
   const client = new Client({ name: 'bench-mcp-proxy', version: '1.0.0' });
   await client.connect(transport);
+  // As every MCP client does before calling: the proxy learns which tools are read-only only from a
+  // tools/list answer it forwarded (a tool it has not seen listed is protected, so recorded).
+  await client.listTools();
   return { label, client, times: [] };
 }
 
@@ -147,8 +151,8 @@ const stats = conns.map((c) => {
 });
 console.log(`MCP proxy latency: ${calls} calls of ${opts.server}'s read-only ${target.tool} per connection after ${warmup} of warm-up, one at a time, rounds of ${round} (${elapsed.toFixed(1)} s)`);
 console.log(`binary ${bin}`);
-console.log(`${'connection'.padEnd(46)} ${'p50 ms'.padStart(8)} ${'p99 ms'.padStart(8)} ${'mean ms'.padStart(8)} ${'max ms'.padStart(8)}`);
-for (const s of stats) console.log(`${s.label.padEnd(46)} ${fmt(s.p50)} ${fmt(s.p99)} ${fmt(s.mean)} ${fmt(s.max)}`);
+console.log(`${'connection'.padEnd(58)} ${'p50 ms'.padStart(8)} ${'p99 ms'.padStart(8)} ${'mean ms'.padStart(8)} ${'max ms'.padStart(8)}`);
+for (const s of stats) console.log(`${s.label.padEnd(58)} ${fmt(s.p50)} ${fmt(s.p99)} ${fmt(s.mean)} ${fmt(s.max)}`);
 const [d, p, q] = stats;
 const added50 = p.p50 - d.p50;
 console.log(`added by the proxy (read-only): p50 ${added50.toFixed(3)} ms, p99 ${(p.p99 - d.p99).toFixed(3)} ms; target p50 < 1 ms: ${added50 < 1 ? 'PASS' : 'MISS'}`);
