@@ -204,7 +204,21 @@ impl HostClient {
                         .and_then(|v| v.to_str().ok())
                         .and_then(|v| v.trim().parse::<u64>().ok())
                         .map(std::time::Duration::from_secs);
-                    let bytes = resp.bytes().await.unwrap_or_default();
+                    let bytes = match resp.bytes().await {
+                        Ok(b) => b,
+                        Err(e) => {
+                            // The answer was cut off: the write may have been applied.
+                            maybe_landed = true;
+                            let why = error_chain(&e);
+                            let failure = WriteError::Unreachable { why, maybe_landed };
+                            if started.elapsed() + delay > retry.budget {
+                                return Err(failure);
+                            }
+                            tokio::time::sleep(delay).await;
+                            delay = (delay * 2).min(retry.max_delay);
+                            continue;
+                        }
+                    };
                     let json: serde_json::Value =
                         serde_json::from_slice(&bytes).unwrap_or(serde_json::Value::Null);
                     if status.is_success() {

@@ -1,8 +1,8 @@
-//! What the proxy reads in a JSON-RPC message (docs/mcp-proxy.md "What the proxy reads"). MCP's stdio
-//! transport frames one JSON-RPC message (or a batch: a JSON array of them) per line; the proxy forwards
-//! each line's bytes unchanged and only inspects a parsed copy. Everything here is pure: bytes in, a
-//! description out. A line that is not JSON, or JSON that is not a message, is described as
-//! [`Message::Other`] and forwarded untouched.
+//! What the proxy reads in a JSON-RPC message (docs/mcp-proxy.md "Ordering"). MCP's stdio transport
+//! frames one JSON-RPC message (or a batch: a JSON array of them) per line; the proxy forwards each line's
+//! bytes unchanged and only inspects a parsed copy. Everything here is pure: bytes in, a description out.
+//! A line that is not JSON, or JSON that is not a message, is described as [`Message::Other`] and
+//! forwarded untouched.
 
 use serde::de::IgnoredAny;
 use serde::Deserialize;

@@ -150,8 +150,8 @@ pub async fn run(args: McpProxyArgs) -> Result<i32, String> {
     proxy::run(config, tools, recorder, &args.command).await
 }
 
-/// An identifier the ledger would refuse (docs/api.md "Limits"), refused at start instead of on every
-/// call: empty, over 256 bytes, a control character, `.` or `..`.
+/// An identifier the ledger would refuse (docs/api.md "Host write API", its limits), refused at start
+/// instead of on every call: empty, over 256 bytes, a control character, `.` or `..`.
 fn check_identifier(flag: &str, v: &str) -> Result<(), String> {
     if v.is_empty() || v.len() > 256 || v.chars().any(char::is_control) || v == "." || v == ".." {
         return Err(format!(

@@ -260,6 +260,7 @@ pub(super) async fn run(
 
 /// Waits for the child to exit. On SIGTERM, SIGINT or SIGHUP to the proxy, passes SIGTERM to the child
 /// and kills it after [`CHILD_GRACE`]. Answers its status and whether a signal ended the wait.
+#[cfg(unix)]
 async fn wait_child(
     child: &mut tokio::process::Child,
 ) -> (std::io::Result<std::process::ExitStatus>, bool) {
@@ -297,14 +298,31 @@ async fn wait_child(
     (status, true)
 }
 
+/// Waits for the child to exit; on Ctrl-C, kills it (there is no SIGTERM to pass on).
+#[cfg(not(unix))]
+async fn wait_child(
+    child: &mut tokio::process::Child,
+) -> (std::io::Result<std::process::ExitStatus>, bool) {
+    tokio::select! {
+        status = child.wait() => return (status, false),
+        _ = tokio::signal::ctrl_c() => {}
+    }
+    let _ = child.start_kill();
+    (child.wait().await, true)
+}
+
 /// The child's exit code, 128 + the signal that ended it, or 1 when its status could not be read.
 fn exit_code(status: std::io::Result<std::process::ExitStatus>) -> i32 {
+    #[cfg(unix)]
     use std::os::unix::process::ExitStatusExt;
     match status {
+        #[cfg(unix)]
         Ok(s) => s
             .code()
             .or_else(|| s.signal().map(|sig| 128 + sig))
             .unwrap_or(1),
+        #[cfg(not(unix))]
+        Ok(s) => s.code().unwrap_or(1),
         Err(e) => {
             tracing::error!("cannot read the MCP server's exit status: {e}");
             1
@@ -753,7 +771,7 @@ fn answer(state: &Arc<State>, watch: Watch, line: &Bytes, parsed: Option<&Value>
             forward_late,
         } => {
             let observed_at = ledger::store::format_time(now_ms());
-            let reference = format!("{} request {}", state.server_name(), op.request_id);
+            let reference = late_reference(&state.server_name(), &op.request_id);
             let st = state.clone();
             let (line, parsed) = (line.clone(), parsed.cloned());
             state.tracker.spawn(async move {
@@ -858,6 +876,15 @@ async fn viewer_link(state: Arc<State>) {
     }
 }
 
+/// The evidence reference of a late answer: `<server name> request <id>`, a string id as its text, a
+/// number as its digits (`secure-filesystem-server request 7`).
+fn late_reference(server: &str, id: &Value) -> String {
+    match id {
+        Value::String(s) => format!("{server} request {s}"),
+        other => format!("{server} request {other}"),
+    }
+}
+
 fn now_ms() -> i64 {
     SystemTime::now()
         .duration_since(SystemTime::UNIX_EPOCH)
@@ -884,6 +911,13 @@ mod tests {
         assert_eq!(without(b"not json", &[0]), None);
     }
 
+    #[test]
+    fn a_late_answer_is_referenced_by_server_and_request_id() {
+        assert_eq!(late_reference("fs", &json!(7)), "fs request 7");
+        assert_eq!(late_reference("fs", &json!("call-7")), "fs request call-7");
+    }
+
+    #[cfg(unix)]
     #[test]
     fn exit_codes_are_the_childs() {
         use std::os::unix::process::ExitStatusExt;
