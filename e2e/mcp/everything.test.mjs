@@ -86,7 +86,8 @@ test('the child killed mid-call: the client gets an error, the proxy ends with i
   const err = await call;
   assert.ok(err instanceof McpError, `${err}`);
   const exit = await conn.transport.exited;
-  assert.ok(exit.code === 137 || exit.signal === 'SIGKILL', `proxy exit ${JSON.stringify(exit)}`);
+  // The child's status: killed by SIGKILL, 128 + 9 (docs/mcp-proxy.md "Failure behaviour").
+  assert.deepEqual(exit, { code: 137, signal: null });
   const l = await settledLedger(session, 1);
   assert.equal(l.entries[0].ledger_status, 'outcome_unknown');
   assert.equal(l.records[0].status, 'outcome_unknown');
