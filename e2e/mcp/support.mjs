@@ -1,6 +1,6 @@
 // Shared by the MCP proxy tests (e2e/mcp/*.test.mjs): start the real MCP servers from npm directly or
 // through `outcomes mcp-proxy` with the official MCP TypeScript SDK's client, and read what the proxy
-// recorded through the ledger's public read APIs (docs/api.md "Export", "Turn entries").
+// recorded through the ledger's public read APIs (docs/api.md "History", "Turn entries", "Dashboard reads").
 //
 // Environment (scripts/test.sh sets all three):
 //   OUTCOMES_BIN         the `outcomes` binary (default: target/release/outcomes, then target/debug/outcomes)
