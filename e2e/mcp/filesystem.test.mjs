@@ -341,6 +341,23 @@ test('a slow ledger: a settle held in the background holds back neither the answ
   }
 });
 
+test('a stuck ledger (nothing answered): read-only calls are answered, no ledger request made at all', async () => {
+  const ledger = await faultyLedger(() => 'hold');
+  const { dir, conn } = await start('stuck-ledger', { ledger: ledger.url });
+  try {
+    for (let i = 0; i < 3; i++) {
+      const listed = await conn.client.callTool({ name: 'list_directory', arguments: { path: dir } });
+      assert.notEqual(listed.isError, true);
+    }
+    const info = await conn.client.callTool({ name: 'get_file_info', arguments: { path: dir } });
+    assert.notEqual(info.isError, true);
+    assert.deepEqual(ledger.seen, []);
+  } finally {
+    await close(conn);
+    await ledger.close();
+  }
+});
+
 test('16 concurrent calls: 16 entries, each with its own operation id and the right status', async () => {
   const { dir, session, conn } = await start('concurrent');
   const outside = await mkdtemp(`${tmpdir()}/mcp-fs-not-allowed-`);
