@@ -14,7 +14,7 @@ import { mkdtemp, readFile, readdir } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { CallToolResultSchema, McpError } from '@modelcontextprotocol/sdk/types.js';
 import {
-  FILESYSTEM_NAME, base, close, closedPort, countBy, faultyLedger, filesystemEntry, isSettle, ledgerOf, proxied, sessionKey, settledLedger, until,
+  FILESYSTEM_NAME, base, close, closedPort, countBy, faultyLedger, filesystemEntry, isSettle, ledgerOf, proxied, sessionKey, settledLedger, token, until,
 } from './support.mjs';
 
 const WRITE = `mcp__${FILESYSTEM_NAME}__write_file`;
@@ -355,6 +355,41 @@ test('a stuck ledger (nothing answered): read-only calls are answered, no ledger
   } finally {
     await close(conn);
     await ledger.close();
+  }
+});
+
+test('a session key with a space, a slash, non-ASCII and %: recorded under that exact key; the printed page URL opens it', async () => {
+  const dir = await mkdtemp(`${tmpdir()}/mcp-fs-key-`);
+  const session = `${sessionKey('odd')} chat/ü%`;
+  const conn = await proxied({ session, server: filesystemEntry, serverArgs: [dir] });
+  try {
+    await conn.client.listTools();
+    await conn.client.callTool({ name: 'write_file', arguments: { path: `${dir}/a.txt`, content: 'x' } });
+    const l = await settled(session, 1);
+    assert.equal(l.records[0].status, 'completed');
+    const page = `${base}/sessions/${encodeURIComponent(session)}`;
+    assert.ok(conn.stderr().split('\n').includes(`outcomes mcp-proxy: session ${session}: ${page}`), conn.stderr());
+    const r = await fetch(page, { headers: { authorization: `Bearer ${token}` } });
+    assert.equal(r.status, 200);
+    assert.ok((await r.text()).includes(l.records[0].mutation_id));
+  } finally {
+    await close(conn);
+  }
+});
+
+test('large messages (a 2 MiB file) pass through unchanged both ways', async () => {
+  const { dir, session, conn } = await start('large');
+  const content = 'ü'.repeat(1024 * 1024) + '\n' + 'end'; // 2 MiB of UTF-8 and a newline inside the JSON string
+  try {
+    const w = await conn.client.callTool({ name: 'write_file', arguments: { path: `${dir}/big.txt`, content } });
+    assert.notEqual(w.isError, true);
+    assert.equal(await readFile(`${dir}/big.txt`, 'utf8'), content);
+    const r = await conn.client.callTool({ name: 'read_text_file', arguments: { path: `${dir}/big.txt` } });
+    assert.equal(text(r), content);
+    const l = await settled(session, 1);
+    assert.equal(l.records[0].status, 'completed');
+  } finally {
+    await close(conn);
   }
 });
 
