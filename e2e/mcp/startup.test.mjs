@@ -61,6 +61,26 @@ test('a client that pipelines initialize, tools/list and its calls: classified b
   assert.equal(l.records[0].status, 'completed');
 });
 
+test('a tools/call sent as a notification (no id, never answered) is recorded outcome_unknown once forwarded', async () => {
+  const dir = await mkdtemp(`${tmpdir()}/mcp-fs-notification-`);
+  const session = sessionKey('call-notification');
+  const lines = [
+    { jsonrpc: '2.0', id: 1, method: 'initialize', params: { protocolVersion: '2025-06-18', capabilities: {}, clientInfo: { name: 'raw', version: '1' } } },
+    { jsonrpc: '2.0', method: 'notifications/initialized' },
+    { jsonrpc: '2.0', id: 2, method: 'tools/list' },
+    { jsonrpc: '2.0', method: 'tools/call', params: { name: 'write_file', arguments: { path: `${dir}/a.txt`, content: 'n' } } },
+    { jsonrpc: '2.0', id: 3, method: 'ping' },
+  ];
+  const input = lines.map((l) => `${JSON.stringify(l)}\n`).join('');
+  const out = await run(['mcp-proxy', '--server', base, '--session-key', session, '--', process.execPath, filesystemEntry, dir], { input });
+  assert.equal(out.code, 0, out.stderr);
+  assert.deepEqual(out.stdout.trim().split('\n').map((l) => JSON.parse(l).id), [1, 2, 3]);
+  const l = await settledLedger(session, 1);
+  assert.equal(l.records[0].tool, `mcp__${FILESYSTEM_NAME}__write_file`);
+  assert.equal(l.entries[0].ledger_status, 'outcome_unknown');
+  assert.equal('reason' in l.records[0], false);
+});
+
 // [what, options, exit status (1: the proxy's own check; 2: clap's usage error), what stderr says]
 const refusedAtStart = [
   ['a tool both in --protect and --skip', ['--protect', 'write_file', '--skip', 'write_file'], 1,
