@@ -4,7 +4,8 @@
 #   - Debian: rustc-web, cargo-web, rust-web-src (Rust for wasm32 with -Zbuild-std), lld-22 (wasm linker),
 #     chromium (browser tests), postgresql (the suites on Postgres, scripts/postgres.sh)
 #   - cargo: wasm-bindgen-cli at exactly the wasm-bindgen version in Cargo.lock
-#   - npm: the Tailwind CLI and Playwright from package-lock.json (no browser download: Debian's Chromium)
+#   - npm: the Tailwind CLI, Playwright (no browser download: Debian's Chromium), and the MCP SDK and reference
+#     MCP servers of the mcp-proxy tests (e2e/mcp), all from package-lock.json
 #   - pip: jsonschema and pytest (the contract schema under Python, e2e/contract)
 #   - pip: Schemathesis (API fuzzing against the OpenAPI document, scripts/schemathesis.sh)
 set -euo pipefail

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Runs every test: installs what is missing, builds, runs the Rust tests (ledger, importer, server, app), then starts
-# the built server on a fresh data directory and runs the Playwright browser tests against it.
+# the built server on a fresh data directory and runs the node client tests (e2e/clients, e2e/mcp) and the
+# Playwright browser tests against it.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 # A clean build in CI gains nothing from incremental compilation, whose caches would double target/debug
@@ -46,6 +47,11 @@ trap 'kill $server 2>/dev/null || true; rm -rf "$data" "$pg_dir"' EXIT
 for _ in $(seq 1 100); do curl -sf -o /dev/null "http://127.0.0.1:$port/healthz" && break; sleep 0.1; done
 echo "== third-party replay client (npm eventsource, node --test)"
 BASE_URL="http://127.0.0.1:$port" node --test e2e/clients/
+
+echo "== MCP proxy: the official MCP SDK client through outcomes mcp-proxy to real MCP servers (node --test)"
+BASE_URL="http://127.0.0.1:$port" node --test e2e/mcp/
+# Its latency benchmark, a short run so the script keeps working (figures only; the full run is README "Benchmark").
+node scripts/bench-mcp-proxy.mjs --calls 200 --warmup 20
 
 echo "== Schemathesis against the OpenAPI document (about 60 s, a server of its own)"
 fuzz_port=$((port + 1))
