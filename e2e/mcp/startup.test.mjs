@@ -124,3 +124,28 @@ test('a server command that cannot be started is an error at start', async () =>
   assert.match(out.stderr, /cannot start the MCP server "\/nonexistent\/mcp-server"/);
   assert.equal(out.stdout, '');
 });
+
+test('a server that takes 11 s to start, with a pipelining client: still named by serverInfo, still classified by tools/list', async () => {
+  const dir = await mkdtemp(`${tmpdir()}/mcp-fs-slow-start-`);
+  const session = sessionKey('slow-start');
+  const lines = [
+    { jsonrpc: '2.0', id: 1, method: 'initialize', params: { protocolVersion: '2025-06-18', capabilities: {}, clientInfo: { name: 'raw', version: '1' } } },
+    { jsonrpc: '2.0', method: 'notifications/initialized' },
+    { jsonrpc: '2.0', id: 2, method: 'tools/list' },
+    { jsonrpc: '2.0', id: 3, method: 'tools/call', params: { name: 'list_directory', arguments: { path: dir } } },
+    { jsonrpc: '2.0', id: 4, method: 'tools/call', params: { name: 'write_file', arguments: { path: `${dir}/a.txt`, content: 'slow' } } },
+  ];
+  const input = lines.map((l) => `${JSON.stringify(l)}\n`).join('');
+  // As `npx -y` on a cold cache: the server answers nothing for 11 s (more than the proxy's 10 s wait for
+  // a tools/list). Before: the calls were classified and named without the answers (`mcp__sh__write_file`,
+  // and the read-only list_directory recorded).
+  const slow = `sleep 11; exec "$0" "$@"`;
+  const out = await run(
+    ['mcp-proxy', '--server', base, '--session-key', session, '--', 'sh', '-c', slow, process.execPath, filesystemEntry, dir],
+    { input, timeoutMs: 45_000 },
+  );
+  assert.equal(out.code, 0, out.stderr);
+  assert.deepEqual(out.stdout.trim().split('\n').map((l) => JSON.parse(l).id), [1, 2, 3, 4]);
+  const l = await settledLedger(session, 1);
+  assert.deepEqual(l.records.map((r) => [r.tool, r.status]), [[`mcp__${FILESYSTEM_NAME}__write_file`, 'completed']]);
+});

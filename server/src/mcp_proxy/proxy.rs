@@ -543,20 +543,36 @@ fn replaced(state: &Arc<State>, earlier: Option<Watch>) {
     }
 }
 
-/// Waits until the `initialize` and `tools/list` requests sent so far are answered, at most
-/// [`LIST_WAIT`]; after that they are no longer awaited (the server may never answer them).
+/// Waits until the `initialize` and `tools/list` requests sent so far are answered. An `initialize` is
+/// awaited as long as the child runs, however slowly it starts (`npx -y` on a cold cache): the tool names
+/// recorded come from its `serverInfo.name` (docs/mcp-proxy.md "Ordering"), and a server that never
+/// answers it answers no call either; the child's exit releases the wait ([`State::give_up_all`]). Then a
+/// `tools/list` is awaited at most [`LIST_WAIT`] (the server may never answer it; an unlisted tool is then
+/// recorded, the safe side).
 async fn await_lists(state: &Arc<State>) {
-    if *state.lists.borrow() == 0 {
+    let mut rx = state.lists.subscribe();
+    loop {
+        let initializing = state
+            .lock_watched()
+            .values()
+            .any(|v| matches!(v, Watch::Initialize));
+        if !initializing || *rx.borrow_and_update() == 0 {
+            break;
+        }
+        if rx.changed().await.is_err() {
+            return;
+        }
+    }
+    if *rx.borrow() == 0 {
         return;
     }
-    let mut rx = state.lists.subscribe();
     if tokio::time::timeout(LIST_WAIT, rx.wait_for(|n| *n == 0))
         .await
         .is_err()
     {
         tracing::warn!(
-            "no answer to the client's initialize or tools/list within {} s: calls are classified without it \
-             (an unlisted tool is recorded)",
+            "no answer to the client's tools/list within {} s: calls are classified without it (an unlisted \
+             tool is recorded)",
             LIST_WAIT.as_secs()
         );
         state.lock_watched().retain(|_, v| !v.is_list());
