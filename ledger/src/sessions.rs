@@ -1007,6 +1007,8 @@ fn matches(rows: &[MatchRow], now: i64) -> Vec<OperationMatch> {
                     .filter(|_| open)
                     .map(|since| u64::try_from(now.saturating_sub(since) / 1000).unwrap_or(0)),
                 notes: Some(u64::try_from(r.notes).unwrap_or(0)),
+                last_note: None,
+                claim: None,
             })
         })
         .collect()

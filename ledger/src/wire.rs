@@ -325,6 +325,57 @@ pub struct OperationMatch {
     /// their count are internal to staff (docs/access.md "Viewer links").
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub notes: Option<u64>,
+    /// The text of the entry's latest staff note. Absent when it has none, and for a viewer (internal to
+    /// staff, like `notes`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub last_note: Option<String>,
+    /// Who is working on the entry ("I am on it", docs/api.md "Claims"). Absent when nobody holds it, and
+    /// for a viewer.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub claim: Option<Claim>,
+}
+
+/// A staff member's claim on an operation (docs/api.md "Claims"): who holds it (the staff name) and since
+/// when (RFC 3339 UTC).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+pub struct Claim {
+    pub by: String,
+    pub at: String,
+}
+
+/// `GET /api/search` body (docs/api.md "Search"): sessions and published operations whose ids (session
+/// key, `mutation_id`), title or resource id contain the query, case-insensitively, newest first; `next`
+/// is the opaque cursor of the following page (`?after=`), `null` on the last.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+pub struct SearchResults {
+    pub sessions: Vec<SessionHit>,
+    pub operations: Vec<OperationHit>,
+    #[serde(default)]
+    pub next: Option<String>,
+}
+
+/// A session of [`SearchResults`]: its key, last write (RFC 3339 UTC) and counts by status.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+pub struct SessionHit {
+    pub session_key: String,
+    pub last_activity: String,
+    pub counts: StatusCounts,
+}
+
+/// A published operation of [`SearchResults`]: where it is, its tool, its published title (or `null`) and
+/// its published status.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+pub struct OperationHit {
+    pub session_key: String,
+    pub logical_turn_id: String,
+    pub mutation_id: String,
+    pub tool: String,
+    pub title: Option<String>,
+    pub status: PublishedStatus,
 }
 
 /// `GET /api/operations/{mutation_id}` body (the support queue answers [`UnknownsPage`]).
@@ -362,11 +413,13 @@ pub enum HistoryKind {
     Attempt,
     Note,
     Imported,
+    Claim,
+    Release,
 }
 
 impl HistoryKind {
     /// Every kind, in the order of the table in docs/ledger.md "History".
-    pub const ALL: [HistoryKind; 9] = [
+    pub const ALL: [HistoryKind; 11] = [
         HistoryKind::Approval,
         HistoryKind::Intent,
         HistoryKind::Settlement,
@@ -376,6 +429,8 @@ impl HistoryKind {
         HistoryKind::Attempt,
         HistoryKind::Note,
         HistoryKind::Imported,
+        HistoryKind::Claim,
+        HistoryKind::Release,
     ];
 
     /// The stored and wire spelling (`"approval"`, …).
@@ -390,7 +445,18 @@ impl HistoryKind {
             HistoryKind::Attempt => "attempt",
             HistoryKind::Note => "note",
             HistoryKind::Imported => "imported",
+            HistoryKind::Claim => "claim",
+            HistoryKind::Release => "release",
         }
+    }
+
+    /// Whether rows of this kind are internal to staff (notes and claims): a viewer never sees them
+    /// (docs/access.md "Viewer links").
+    pub fn is_internal(self) -> bool {
+        matches!(
+            self,
+            HistoryKind::Note | HistoryKind::Claim | HistoryKind::Release
+        )
     }
 
     /// Parses the spelling; `None` for anything else.

@@ -26,7 +26,7 @@ use cookie::Cookie;
 use ipnet::IpNet;
 use ledger::access::Access;
 use ledger::ids::SessionKey;
-use ledger::wire::{HistoryKind, OperationHistory};
+use ledger::wire::OperationHistory;
 use subtle::ConstantTimeEq;
 
 use crate::error::ApiError;
@@ -194,10 +194,10 @@ impl Principal {
 pub const STAFF_ACTOR_FOR_VIEWER: &str = "staff";
 
 /// Takes out of `history` what only staff may see (docs/access.md "Viewer links" and "Operator
-/// actions"): the rows of kind `note` are removed, and an actor `staff:<name>`
+/// actions"): the rows of kind `note`, `claim` and `release` are removed, and an actor `staff:<name>`
 /// becomes `staff` ([`STAFF_ACTOR_FOR_VIEWER`]). Every other row and field is kept as it is.
 pub fn without_internal(history: &mut OperationHistory) {
-    history.changes.retain(|c| c.kind != HistoryKind::Note);
+    history.changes.retain(|c| !c.kind.is_internal());
     for change in &mut history.changes {
         if change.actor.starts_with("staff:") {
             change.actor = STAFF_ACTOR_FOR_VIEWER.to_owned();

@@ -57,6 +57,8 @@ pub fn kind_words(change: &HistoryChange) -> String {
         HistoryKind::Attempt => format!("Fresh attempt{attempt}"),
         HistoryKind::Note => "Note".to_owned(),
         HistoryKind::Imported => "Imported (recorded before history was kept)".to_owned(),
+        HistoryKind::Claim => "Claimed: working on it".to_owned(),
+        HistoryKind::Release => "Claim released".to_owned(),
     }
 }
 
@@ -89,7 +91,7 @@ fn current(
         .changes
         .iter()
         .rev()
-        .find(|c| c.kind != HistoryKind::Note);
+        .find(|c| !c.kind.is_internal());
     let outcome = history.changes.iter().rev().find_map(|c| c.outcome.clone());
     let in_flight = last.is_some_and(|c| c.ledger_status == LedgerStatus::ExecutionStarted);
     let revision = history.changes.iter().rev().find_map(|c| c.revision);
@@ -102,7 +104,7 @@ pub fn reconcilable_attempt(history: &OperationHistory) -> Option<String> {
         .changes
         .iter()
         .rev()
-        .find(|c| c.kind != HistoryKind::Note)?;
+        .find(|c| !c.kind.is_internal())?;
     (last.ledger_status == LedgerStatus::OutcomeUnknown)
         .then(|| last.attempt_id.clone())
         .flatten()
@@ -217,7 +219,8 @@ fn Change(change: HistoryChange) -> impl IntoView {
     let status = change.outcome.as_ref().map(|o| o.status);
     let in_flight = change.ledger_status == LedgerStatus::ExecutionStarted;
     let badge = match (change.kind, status) {
-        (HistoryKind::Note, _) | (_, None) => None,
+        (k, _) if k.is_internal() => None,
+        (_, None) => None,
         (_, Some(s)) => Some(
             view! { <StatusBadge status=s in_flight=in_flight && s == PublishedStatus::OutcomeUnknown/> },
         ),

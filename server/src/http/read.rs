@@ -494,13 +494,15 @@ pub async fn operation(
         Some(id) => state.sessions.find_operation(&id).await?,
         None => Vec::new(),
     };
-    // A viewer sees only matches in their own session, and no count of staff notes.
+    // A viewer sees only matches in their own session, and no staff notes or claims.
     if let Some(own) = principal.viewer_session() {
         matches.retain(|m| m.session_key == own.as_str());
     }
     if !principal.sees_internal() {
         for m in &mut matches {
             m.notes = None;
+            m.last_note = None;
+            m.claim = None;
         }
     }
     Ok(Json(OperationMatches { matches }))
