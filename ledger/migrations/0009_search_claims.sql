@@ -47,8 +47,10 @@ CREATE TRIGGER entries_search_insert AFTER INSERT ON entries BEGIN
     INSERT INTO entries_search (rowid, session_key, mutation_id, title, resource_id)
         VALUES (new.seq, new.session_key, new.mutation_id, new.meta_title, new.meta_id);
 END;
--- Only a change of what is searched touches the index (a settle does not).
-CREATE TRIGGER entries_search_update AFTER UPDATE OF meta_title, meta_id ON entries BEGIN
+-- Only a change of what is searched touches the index: the group's UPDATE names every column, so the
+-- trigger compares the values (a settle leaves the title and resource id as they were).
+CREATE TRIGGER entries_search_update AFTER UPDATE OF meta_title, meta_id ON entries
+    WHEN old.meta_title IS NOT new.meta_title OR old.meta_id IS NOT new.meta_id BEGIN
     DELETE FROM entries_search WHERE rowid = old.seq;
     INSERT INTO entries_search (rowid, session_key, mutation_id, title, resource_id)
         VALUES (new.seq, new.session_key, new.mutation_id, new.meta_title, new.meta_id);

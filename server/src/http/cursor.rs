@@ -174,11 +174,45 @@ mod tests {
         let spelled = URL_SAFE_NO_PAD.encode(r#"{"l":"turns","seq":9,"newest":false}"#);
         assert!(decode(&spelled, Listing::Turns).is_err());
         assert!(decode(&n.encode(), Listing::Entries).is_err());
+        // The queue's first order writes the cursor it always wrote; another order adds its key and tag.
+        let u = Position::Unknowns {
+            at: 5,
+            seq: 6,
+            key: None,
+            by: None,
+        };
+        assert_eq!(
+            String::from_utf8(URL_SAFE_NO_PAD.decode(u.encode()).unwrap()).unwrap(),
+            r#"{"l":"unknowns","at":5,"seq":6}"#
+        );
+        let sorted = Position::Unknowns {
+            at: 5,
+            seq: 6,
+            key: Some("github.create_issue".into()),
+            by: Some("tool.desc".into()),
+        };
+        assert_eq!(decode(&sorted.encode(), Listing::Unknowns).unwrap(), sorted);
+        let search = Position::Search {
+            s: None,
+            k: None,
+            o: Some(41),
+        };
+        assert_eq!(
+            String::from_utf8(URL_SAFE_NO_PAD.decode(search.encode()).unwrap()).unwrap(),
+            r#"{"l":"search","o":41}"#
+        );
+        assert!(decode(&search.encode(), Listing::Unknowns).is_err());
     }
 
     #[test]
     fn garbage_other_listings_and_huge_values_are_invalid() {
-        let other = Position::Unknowns { at: 1, seq: 2 }.encode();
+        let other = Position::Unknowns {
+            at: 1,
+            seq: 2,
+            key: None,
+            by: None,
+        }
+        .encode();
         let b64 = |s: &str| URL_SAFE_NO_PAD.encode(s);
         for bad in [
             String::new(),

@@ -51,7 +51,16 @@ const ROUTES: &[(&str, &str)] = &[
         "/api/sessions/{session_key}/mutations/{mutation_id}/history",
     ),
     ("get", "/api/unknowns"),
+    ("get", "/api/search"),
     ("get", "/api/sessions/{session_key}/export"),
+    (
+        "post",
+        "/api/sessions/{session_key}/mutations/{mutation_id}/claim",
+    ),
+    (
+        "delete",
+        "/api/sessions/{session_key}/mutations/{mutation_id}/claim",
+    ),
     (
         "post",
         "/api/sessions/{session_key}/mutations/{mutation_id}/notes",
@@ -322,11 +331,38 @@ async fn the_paged_reads_document_their_parameters_ranges_and_400() {
     let unknowns = query_params(&doc, "/api/unknowns");
     assert_eq!(
         unknowns.keys().collect::<Vec<_>>(),
-        ["after", "limit", "min_age_secs", "session_key", "tool"]
+        [
+            "after",
+            "limit",
+            "min_age_secs",
+            "order",
+            "session_key",
+            "session_like",
+            "settled_after",
+            "settled_before",
+            "sort",
+            "tool",
+            "tool_like"
+        ]
     );
     assert_eq!(unknowns["after"], opaque);
     assert_eq!(unknowns["limit"]["schema"]["maximum"], 1000);
     assert_eq!(unknowns["min_age_secs"]["schema"]["minimum"], 0);
+    assert_eq!(
+        unknowns["sort"]["schema"]["pattern"],
+        "^(age|tool|session)$"
+    );
+    assert_eq!(unknowns["order"]["schema"]["pattern"], "^(asc|desc)$");
+    assert_eq!(unknowns["tool_like"]["schema"]["maxLength"], 256);
+    assert_eq!(unknowns["settled_after"]["schema"]["format"], "date-time");
+    let search = query_params(&doc, "/api/search");
+    assert_eq!(
+        search.keys().collect::<Vec<_>>(),
+        ["after", "limit", "q"]
+    );
+    assert_eq!(search["q"]["required"], true);
+    assert_eq!(search["q"]["schema"]["maxLength"], 256);
+    assert_eq!(search["limit"]["schema"]["maximum"], 100);
     let entries = query_params(
         &doc,
         "/api/sessions/{session_key}/turns/{logical_turn_id}/entries",
@@ -353,6 +389,7 @@ async fn the_paged_reads_document_their_parameters_ranges_and_400() {
     for path in [
         "/api/sessions",
         "/api/unknowns",
+        "/api/search",
         "/api/sessions/{session_key}/turns",
         "/api/sessions/{session_key}/turns/{logical_turn_id}/entries",
     ] {

@@ -520,16 +520,16 @@ async fn a_viewer_never_sees_a_staff_note_its_count_or_a_staff_name() {
     let (_, by_host) = get(&app, Who::Bearer(TOKEN), &history_path("s", "m")).await;
     assert_eq!(by_host, full);
 
-    // `/api/operations/{id}`: the same match without `notes` for the viewer.
+    // `/api/operations/{id}`: the same match without `notes` and `last_note` for the viewer.
     let (_, found) = get(&app, staff, "/api/operations/m").await;
     assert_eq!(found["matches"][0]["notes"], 2);
+    assert_eq!(found["matches"][0]["last_note"], "second internal remark");
     let (s, seen) = get(&app, viewer, "/api/operations/m").await;
     assert_eq!(s, StatusCode::OK);
     let mut expected = found.clone();
-    expected["matches"][0]
-        .as_object_mut()
-        .unwrap()
-        .remove("notes");
+    let internal = expected["matches"][0].as_object_mut().unwrap();
+    internal.remove("notes");
+    internal.remove("last_note");
     assert_eq!(seen, expected);
     assert!(seen["matches"][0].get("notes").is_none(), "{seen}");
     let (_, none) = get(&app, viewer, "/api/operations/nope").await;
