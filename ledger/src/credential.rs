@@ -40,6 +40,10 @@ struct Rule {
     regex: Regex,
     group: usize,
     accept: Accept,
+    /// For a token shape (the whole match, behind a word boundary): the same shape without that
+    /// boundary, to find a token glued right after another one (`…EXAMPLEAKIA…`), see
+    /// [`credential_spans`].
+    glued: Option<Regex>,
 }
 
 /// The check a matched secret must also pass.
@@ -271,9 +275,42 @@ static RULES: LazyLock<Vec<Rule>> = LazyLock::new(|| {
             regex: compile(&pattern),
             group,
             accept,
+            glued: (group == 0)
+                .then(|| pattern.strip_prefix(r"\b"))
+                .flatten()
+                .map(compile),
         })
         .collect()
 });
+
+/// How far past the end of a credential a glued token is looked for, in bytes: a longer token is found
+/// in pieces of this size, one after the other (each glued to the one before).
+const GLUED_WINDOW: usize = 512;
+
+/// The end of a token shape that starts exactly at `at`, glued to the word character before it (where
+/// the shapes' own word boundary cannot match), looked for within [`GLUED_WINDOW`] bytes.
+fn glued_token_end(s: &str, at: usize) -> Option<usize> {
+    let bytes = s.as_bytes();
+    let word = |b: u8| b.is_ascii_alphanumeric() || b == b'_';
+    if at == 0 || at >= bytes.len() || !word(bytes[at - 1]) || !word(bytes[at]) {
+        return None;
+    }
+    let mut end = (at + GLUED_WINDOW).min(s.len());
+    while !s.is_char_boundary(end) {
+        end -= 1;
+    }
+    let window = &s[..end];
+    RULES
+        .iter()
+        .filter_map(|rule| rule.glued.as_ref().map(|g| (g, rule.accept)))
+        .filter_map(|(glued, accept)| {
+            glued
+                .find_at(window, at)
+                .filter(|m| m.start() == at && accept(m.as_str()))
+                .map(|m| m.end())
+        })
+        .max()
+}
 
 /// Compiles one of this module's constant patterns. `\b` is an ASCII word boundary: a token glued to a
 /// non-ASCII letter is still found, and the DFA stays fast.
@@ -325,7 +362,26 @@ fn credential_spans(s: &str) -> Vec<Range<usize>> {
             _ => merged.push(span),
         }
     }
-    merged
+    // A token glued right after a credential (`AKIA…AKIA…`) has no word boundary in front of it: it
+    // would only be found once the first was redacted, one more pass per token. The tokens glued behind
+    // each span are spans of their own (one marker each, as separate passes gave), so one pass redacts a
+    // whole chain and redacting again changes nothing.
+    let mut chained: Vec<Range<usize>> = Vec::with_capacity(merged.len());
+    for span in merged {
+        if let Some(last) = chained.last_mut() {
+            if span.start < last.end {
+                last.end = last.end.max(span.end);
+                continue;
+            }
+        }
+        let mut end = span.end;
+        chained.push(span);
+        while let Some(next) = glued_token_end(s, end) {
+            chained.push(end..next);
+            end = next;
+        }
+    }
+    chained
 }
 
 /// Whether `s` contains anything that resembles a credential (the shapes listed in the module docs).
