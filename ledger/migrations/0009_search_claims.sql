@@ -36,24 +36,25 @@ CREATE INDEX history_staff_by_entry ON history (entry_seq, kind, id) WHERE kind 
 -- 2. Search: substrings of session keys, mutation ids, titles and resource ids, case-insensitively, through
 --    FTS5 trigram indexes (a query of 3 or more characters is an index look-up, never a scan). Contentless:
 --    the text stays in `entries` and `sessions`; the index holds only trigrams and row ids.
---    Entries: the row id is the entry's `seq` (its INTEGER PRIMARY KEY, stable across VACUUM).
+--    Entries: the row id is the entry's `seq` (its INTEGER PRIMARY KEY, stable across VACUUM); an
+--    operation is found by its own fields, not by its session's key (the sessions have their own index).
 CREATE VIRTUAL TABLE entries_search USING fts5(
-    session_key, mutation_id, title, resource_id,
+    mutation_id, title, resource_id,
     content = '', contentless_delete = 1, tokenize = 'trigram'
 );
-INSERT INTO entries_search (rowid, session_key, mutation_id, title, resource_id)
-    SELECT seq, session_key, mutation_id, meta_title, meta_id FROM entries;
+INSERT INTO entries_search (rowid, mutation_id, title, resource_id)
+    SELECT seq, mutation_id, meta_title, meta_id FROM entries;
 CREATE TRIGGER entries_search_insert AFTER INSERT ON entries BEGIN
-    INSERT INTO entries_search (rowid, session_key, mutation_id, title, resource_id)
-        VALUES (new.seq, new.session_key, new.mutation_id, new.meta_title, new.meta_id);
+    INSERT INTO entries_search (rowid, mutation_id, title, resource_id)
+        VALUES (new.seq, new.mutation_id, new.meta_title, new.meta_id);
 END;
 -- Only a change of what is searched touches the index: the group's UPDATE names every column, so the
 -- trigger compares the values (a settle leaves the title and resource id as they were).
 CREATE TRIGGER entries_search_update AFTER UPDATE OF meta_title, meta_id ON entries
     WHEN old.meta_title IS NOT new.meta_title OR old.meta_id IS NOT new.meta_id BEGIN
     DELETE FROM entries_search WHERE rowid = old.seq;
-    INSERT INTO entries_search (rowid, session_key, mutation_id, title, resource_id)
-        VALUES (new.seq, new.session_key, new.mutation_id, new.meta_title, new.meta_id);
+    INSERT INTO entries_search (rowid, mutation_id, title, resource_id)
+        VALUES (new.seq, new.mutation_id, new.meta_title, new.meta_id);
 END;
 CREATE TRIGGER entries_search_delete AFTER DELETE ON entries BEGIN
     DELETE FROM entries_search WHERE rowid = old.seq;

@@ -188,10 +188,8 @@ impl SessionManager {
                     };
                     let pattern = match (d, substring) {
                         (_, false) => text.to_owned(),
-                        // Operations match on their own fields, not on their session's key.
-                        (Dialect::Sqlite, true) => {
-                            format!("{{mutation_id title resource_id}} : {}", fts_phrase(text))
-                        }
+                        // Operations match on their own fields only (the index holds no session key).
+                        (Dialect::Sqlite, true) => fts_phrase(text),
                         (Dialect::Postgres, true) => like_anywhere(text),
                     };
                     sqlx::query_as(&sql)
