@@ -99,11 +99,10 @@ pub struct Live {
     stopped: Cell<bool>,
 }
 
-/// The local time of `ms` (`Date.now()` scale), `HH:MM:SS`.
+/// The local time of `ms` (`Date.now()` scale) in the format of every time on the page
+/// ([`crate::components::time::clock_text`]: `07:15:03` today).
 fn clock(ms: f64) -> String {
-    js_sys::Date::new(&wasm_bindgen::JsValue::from_f64(ms))
-        .to_locale_time_string("en-GB")
-        .into()
+    crate::components::time::local_text(ms).unwrap_or_default()
 }
 
 /// Adds a listener for the named event; it lives as long as the stream.

@@ -2,6 +2,7 @@
 import { test, expect, Page } from '@playwright/test';
 import AxeBuilder from '@axe-core/playwright';
 import { Host, unique, enc } from './host';
+import { writeFortyTurns } from './forty';
 
 let paths: Record<string, string> = {};
 
@@ -18,6 +19,8 @@ test.beforeAll(async ({ request }) => {
   await host.approve('turn-1', `${session}-fly`);
   await host.intent(`${session}-fly`);
   await host.settled('turn-2', `${session}-ok2`, 'completed');
+  const forty = unique('e2e-look-map');
+  await writeFortyTurns(request, forty);
   paths = {
     home: '/',
     session: `/sessions/${enc(session)}`,
@@ -25,15 +28,17 @@ test.beforeAll(async ({ request }) => {
     operation: `/operations/${enc(session + '-unk')}`,
     history: `/sessions/${enc(session)}/operations/${enc(session + '-unk')}`,
     unknowns: '/unknowns',
+    // The 40-turn session as a map, a few turns collapsed (issue 26).
+    map: `/sessions/${enc(forty)}?collapsed=1-5,12`,
   };
 });
 
 async function settle(page: Page, name: string) {
-  if (name === 'turn' || name === 'history' || name === 'session') await expect(page.locator('.connection')).toHaveAttribute('data-state', 'live', { timeout: 15_000 });
+  if (name === 'turn' || name === 'history' || name === 'session' || name === 'map') await expect(page.locator('.connection')).toHaveAttribute('data-state', 'live', { timeout: 15_000 });
   else await expect(page.locator('main h1')).toBeVisible();
 }
 
-for (const name of ['home', 'session', 'turn', 'operation', 'history', 'unknowns']) {
+for (const name of ['home', 'session', 'map', 'turn', 'operation', 'history', 'unknowns']) {
   test(`axe: no serious or critical violations on the ${name} page, light and dark`, async ({ page }) => {
     for (const scheme of ['light', 'dark'] as const) {
       await page.emulateMedia({ colorScheme: scheme });

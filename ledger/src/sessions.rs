@@ -124,7 +124,9 @@ const MATCH_COLUMNS: &str = "\
      AND h.kind IN ('claim', 'release') ORDER BY h.id DESC LIMIT 1) AS claim_at";
 
 /// The filter of [`SessionManager::sessions`] over `sessions s`, numbered parameters: `?1` live since
-/// (ms), `?2` has_unknown (1, 0 or NULL), `?3` tool, `?4` prefix. The prefix is compared as bytes (`substr`
+/// (ms; or the `active_after` bound when later), `?2` has_unknown (1, 0 or NULL), `?3` tool, `?4` prefix,
+/// `?5` active before (ms, exclusive; `i64::MAX` when unbounded). Both activity bounds are plain
+/// comparisons on `last_write_at`, a range of the index `sessions_by_activity`. The prefix is compared as bytes (`substr`
 /// of BLOBs), so `%` and `_` are literal. "Open unknown" is the status test of the partial index
 /// `entries_open_unknown_by_turn`, word for word, so the test reads that index.
 fn session_filter(d: Dialect) -> String {
@@ -137,7 +139,7 @@ fn session_filter(d: Dialect) -> String {
         Dialect::Postgres => "starts_with(s.session_key, $4)",
     };
     format!(
-        "s.last_write_at >= $1 \
+        "s.last_write_at >= $1 AND s.last_write_at < $5 \
     AND ($2 IS NULL OR $2 = CASE WHEN EXISTS (SELECT 1 FROM entries e \
          WHERE e.session_key = s.session_key \
          AND e.status IN ('outcome_unknown', 'execution_started')) THEN 1 ELSE 0 END) \
@@ -193,6 +195,10 @@ pub struct SessionsQuery {
     pub tool: Option<String>,
     /// Only sessions whose key starts with these bytes.
     pub prefix: Option<String>,
+    /// Only sessions last active at or after this time (ms since the epoch).
+    pub active_after: Option<i64>,
+    /// Only sessions last active before this time (ms since the epoch).
+    pub active_before: Option<i64>,
 }
 
 impl Default for SessionsQuery {
@@ -204,6 +210,8 @@ impl Default for SessionsQuery {
             has_unknown: None,
             tool: None,
             prefix: None,
+            active_after: None,
+            active_before: None,
         }
     }
 }
@@ -469,7 +477,8 @@ impl SessionManager {
     /// (`last_write_at DESC, session_key`), after `query.after` (the previous page's last session), at
     /// most `query.limit`, filtered: `has_unknown` (with / without an open unknown: an entry
     /// `outcome_unknown` or in flight `execution_started`, what `counts.outcome_unknown` counts), `tool`
-    /// (at least one published entry of that exact tool), `prefix` (the key starts with these bytes).
+    /// (at least one published entry of that exact tool), `prefix` (the key starts with these bytes),
+    /// `active_after` / `active_before` (last write in `[after, before)`, ms).
     /// `total` counts every matching session. Counts and turn counts are read for the page's sessions
     /// only; everything is read in one read transaction. Answers the page (its `next` left `None`) and
     /// the position to go on after, when more sessions match.
@@ -485,27 +494,32 @@ impl SessionManager {
             None => (i64::MAX, ""),
         };
         let has_unknown = query.has_unknown.map(i64::from);
+        // The activity range: the later of "not expired" and `active_after`, up to `active_before`.
+        let from = query.active_after.map_or(live_since, |a| a.max(live_since));
+        let before = query.active_before.unwrap_or(i64::MAX);
         let (total, rows, next, counts, turns) = on_read!(self.inner, |pool, d| {
             let mut tx = pool.begin_with(d.begin_read()).await?;
             let filter = session_filter(d);
             let total: i64 =
                 sqlx::query_scalar(&format!("SELECT COUNT(*) FROM sessions s WHERE {filter}"))
-                    .bind(live_since)
+                    .bind(from)
                     .bind(has_unknown)
                     .bind(query.tool.as_deref())
                     .bind(query.prefix.as_deref())
+                    .bind(before)
                     .fetch_one(&mut *tx)
                     .await?;
             let mut rows: Vec<SessionRow> = sqlx::query_as(&format!(
                 "SELECT s.session_key, s.created_at, s.last_write_at FROM sessions s \
              WHERE {filter} \
-             AND s.last_write_at <= $5 AND (s.last_write_at < $5 OR s.session_key > $6) \
-             ORDER BY s.last_write_at DESC, s.session_key LIMIT $7"
+             AND s.last_write_at <= $6 AND (s.last_write_at < $6 OR s.session_key > $7) \
+             ORDER BY s.last_write_at DESC, s.session_key LIMIT $8"
             ))
-            .bind(live_since)
+            .bind(from)
             .bind(has_unknown)
             .bind(query.tool.as_deref())
             .bind(query.prefix.as_deref())
+            .bind(before)
             .bind(after_at)
             .bind(after_key)
             .bind(i64::from(limit) + 1)

@@ -171,16 +171,25 @@ pub fn ViewerNotice() -> impl IntoView {
 }
 
 /// Download links of a session's export (docs/api.md "Export"): its records as JSON Lines, and the same
-/// with every operation's history after them.
+/// with every operation's history after them. End-user words: "Download (JSON Lines)".
 #[component]
 pub fn ExportLinks(session_key: String) -> impl IntoView {
     let link = "rounded border border-slate-300 px-2 py-0.5 underline-offset-2 hover:bg-slate-100 dark:border-slate-700 dark:hover:bg-slate-800";
     view! {
         <p class="export mb-4 flex flex-wrap items-center gap-2 text-sm">
-            <span class="opacity-80">"Download this session:"</span>
-            <a class=link href=crate::api::export_url(&session_key, false) download="" rel="external" data-export="records">"Records (NDJSON)"</a>
-            <a class=link href=crate::api::export_url(&session_key, true) download="" rel="external" data-export="history">"Records and history (NDJSON)"</a>
+            <span class="opacity-80">"This session:"</span>
+            <a class=link href=crate::api::export_url(&session_key, false) download="" rel="external" data-export="records">"Download (JSON Lines)"</a>
+            <a class=link href=crate::api::export_url(&session_key, true) download="" rel="external" data-export="history">"Download with every change (JSON Lines)"</a>
         </p>
+    }
+}
+
+/// Whether the caller is a viewer (an end user who opened a viewer link), once read; `false` without a
+/// caller in context. Await it inside the page's `Suspense`, so the server and the browser render alike.
+pub async fn is_viewer(caller: Option<crate::CallerResource>) -> bool {
+    match caller {
+        Some(c) => c.0.await.is_ok_and(|c| c.access == "viewer"),
+        None => false,
     }
 }
 

@@ -296,12 +296,15 @@ pub fn OutcomeCard(
     };
     let reason = outcome.reason.map(reason_text);
     let mutation_id = outcome.mutation_id.clone();
-    // The tool heads the card when there is no title; then it is not repeated below.
+    // The tool heads the card when there is no title; then it is not repeated below. The resource id
+    // only with what names it (its title or its link): "resource 478" alone tells an end user nothing.
+    let named = outcome.title.is_some() || outcome.url.as_deref().is_some_and(safe_href);
     let details = [
         outcome.title.is_some().then(|| mark(&outcome.tool)),
         outcome
             .resource_id
             .as_ref()
+            .filter(|_| named)
             .map(|id| format!("resource {}", marked(id))),
         revision.map(|r| format!("revision {r}")),
     ]

@@ -1,6 +1,8 @@
 //! Times as people read them (docs/design.md "What the person sees"): a `<time datetime="<RFC 3339>">` element. The server
-//! renders the UTC time; once the page is interactive the browser shows it in the reader's local time
-//! with its relative age ("3 min ago"), kept current every 30 s.
+//! renders the UTC time; once the page is interactive the browser shows it in the reader's local time, in
+//! the one format every time of a page uses, the live indicator's included ([`clock_text`]: 24-hour,
+//! `07:15:03` today, `2026-12-02 07:15:03` on another day), with its relative age ("3 min ago"), kept
+//! current every 30 s. The UTC time is the element's title (hover).
 
 use leptos::prelude::*;
 
@@ -16,6 +18,48 @@ pub fn utc_text(rfc3339: &str) -> String {
     } else {
         rfc3339.to_owned()
     }
+}
+
+/// A local date and time as the browser reads it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct LocalTime {
+    pub year: i32,
+    pub month: u32,
+    pub day: u32,
+    pub hour: u32,
+    pub minute: u32,
+    pub second: u32,
+}
+
+/// The one format of every time a page shows once interactive: 24-hour local time, `07:15:03` on the
+/// reader's `today` (year, month, day), `2026-12-02 07:15:03` on any other day.
+pub fn clock_text(at: LocalTime, today: (i32, u32, u32)) -> String {
+    let clock = format!("{:02}:{:02}:{:02}", at.hour, at.minute, at.second);
+    if (at.year, at.month, at.day) == today {
+        clock
+    } else {
+        format!("{:04}-{:02}-{:02} {clock}", at.year, at.month, at.day)
+    }
+}
+
+/// `ms` (`Date.now()` scale) in the reader's local time, as [`clock_text`] writes it; `None` for a time
+/// the browser cannot read.
+#[cfg(feature = "hydrate")]
+pub fn local_text(ms: f64) -> Option<String> {
+    let parts = |d: &js_sys::Date| LocalTime {
+        year: d.get_full_year() as i32,
+        month: d.get_month() + 1,
+        day: d.get_date(),
+        hour: d.get_hours(),
+        minute: d.get_minutes(),
+        second: d.get_seconds(),
+    };
+    let date = js_sys::Date::new(&wasm_bindgen::JsValue::from_f64(ms));
+    if date.get_time().is_nan() {
+        return None;
+    }
+    let now = parts(&js_sys::Date::new_0());
+    Some(clock_text(parts(&date), (now.year, now.month, now.day)))
 }
 
 /// A relative age in words: `just now` under 5 s, then seconds, minutes, hours and days, rounded down
@@ -60,7 +104,8 @@ pub fn now_rfc3339() -> String {
     }
 }
 
-/// `<time datetime=at>`: UTC from the server, the local time and its age in the browser.
+/// `<time datetime=at title="<UTC>">`: UTC from the server; in the browser the local time
+/// ([`clock_text`]) and its age.
 #[component]
 pub fn Time(at: String) -> impl IntoView {
     let text = RwSignal::new(utc_text(&at));
@@ -70,14 +115,10 @@ pub fn Time(at: String) -> impl IntoView {
         Effect::new(move |_| {
             let at = at.clone();
             let local = move || {
-                let date = js_sys::Date::new(&wasm_bindgen::JsValue::from_str(&at));
-                let ms = date.get_time();
-                if ms.is_nan() {
+                let ms = js_sys::Date::new(&wasm_bindgen::JsValue::from_str(&at)).get_time();
+                let Some(shown) = local_text(ms) else {
                     return;
-                }
-                let shown: String = date
-                    .to_locale_string("default", &wasm_bindgen::JsValue::UNDEFINED)
-                    .into();
+                };
                 let age = ((js_sys::Date::now() - ms) / 1000.0).floor() as i64;
                 text.set(format!("{shown} · {}", age_words(age)));
             };
@@ -88,7 +129,8 @@ pub fn Time(at: String) -> impl IntoView {
             }
         });
     }
-    view! { <time datetime=at.clone() title=at>{move || text.get()}</time> }
+    let utc = utc_text(&at);
+    view! { <time datetime=at title=utc>{move || text.get()}</time> }
 }
 
 #[cfg(test)]
@@ -107,6 +149,27 @@ mod tests {
             utc_text("2026-11-29T19:18:38+01:00"),
             "2026-11-29T19:18:38+01:00"
         );
+    }
+
+    #[test]
+    fn every_time_reads_in_one_24_hour_format_with_the_date_when_not_today() {
+        let at = LocalTime {
+            year: 2026,
+            month: 12,
+            day: 3,
+            hour: 7,
+            minute: 5,
+            second: 9,
+        };
+        assert_eq!(clock_text(at, (2026, 12, 3)), "07:05:09");
+        assert_eq!(clock_text(at, (2026, 12, 4)), "2026-12-03 07:05:09");
+        let late = LocalTime {
+            hour: 23,
+            minute: 59,
+            second: 59,
+            ..at
+        };
+        assert_eq!(clock_text(late, (2027, 12, 3)), "2026-12-03 23:59:59");
     }
 
     #[test]

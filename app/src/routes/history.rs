@@ -24,16 +24,18 @@ pub fn HistoryPage() -> impl IntoView {
         move || (key.get(), id.get()),
         |(k, m)| api::operation_history(&k, &m),
     );
+    let caller = use_context::<crate::CallerResource>();
     view! {
         <Title text=crate::routes::page_title(move || format!("Operation {} · Outcome ledger", mark(&id.get())))/>
         <Suspense fallback=|| view! { <p>"Loading the operation…"</p> }>
             {move || Suspend::new(async move {
+                let viewer = crate::components::is_viewer(caller).await;
                 match found.await {
                     Err(e) => view! {
                         <h1 class="mb-4 break-all text-2xl font-semibold">"Operation " <bdi class="font-mono">{mark(&id.get_untracked())}</bdi></h1>
                         <ApiErrorPanel error=e/>
                     }.into_any(),
-                    Ok(h) => view! { <LiveHistory history=h/> }.into_any(),
+                    Ok(h) => view! { <LiveHistory history=h viewer/> }.into_any(),
                 }
             })}
         </Suspense>
@@ -87,11 +89,7 @@ pub fn actor_words(actor: &str) -> String {
 fn current(
     history: &OperationHistory,
 ) -> (Option<ledger::wire::MutationOutcome>, bool, Option<i64>) {
-    let last = history
-        .changes
-        .iter()
-        .rev()
-        .find(|c| !c.kind.is_internal());
+    let last = history.changes.iter().rev().find(|c| !c.kind.is_internal());
     let outcome = history.changes.iter().rev().find_map(|c| c.outcome.clone());
     let in_flight = last.is_some_and(|c| c.ledger_status == LedgerStatus::ExecutionStarted);
     let revision = history.changes.iter().rev().find_map(|c| c.revision);
@@ -110,8 +108,10 @@ pub fn reconcilable_attempt(history: &OperationHistory) -> Option<String> {
         .flatten()
 }
 
+/// The operation, live. `viewer`: the reader is an end user (a viewer link), who reads no revision
+/// numbers (docs/design.md "What the person sees").
 #[component]
-fn LiveHistory(history: OperationHistory) -> impl IntoView {
+fn LiveHistory(history: OperationHistory, viewer: bool) -> impl IntoView {
     let (key, turn, id) = (
         history.session_key.clone(),
         history.logical_turn_id.clone(),
@@ -145,6 +145,7 @@ fn LiveHistory(history: OperationHistory) -> impl IntoView {
         <section class="current mb-6" aria-label="Where it stands">
             {move || {
                 let (outcome, in_flight, revision) = history.with(current);
+                let revision = revision.filter(|_| !viewer);
                 match outcome {
                     Some(o) => view! { <OutcomeCard outcome=o in_flight revision/> }.into_any(),
                     None => view! {
@@ -160,7 +161,7 @@ fn LiveHistory(history: OperationHistory) -> impl IntoView {
             <h2 id="history-heading" class="mb-2 text-lg font-semibold">"History"</h2>
             <p class="mb-3 text-sm opacity-80">"Every change of this operation, oldest first, with who made it."</p>
             <ol class="history space-y-3 border-l-2 border-slate-300 pl-4 dark:border-slate-700">
-                {move || history.with(|h| h.changes.iter().map(|c| view! { <Change change=c.clone()/> }).collect_view())}
+                {move || history.with(|h| h.changes.iter().map(|c| view! { <Change change=c.clone() viewer/> }).collect_view())}
             </ol>
         </section>
         {move || history.with(current).0.and_then(|o| serde_json::to_string_pretty(&o).ok()).map(|json| view! {
@@ -213,9 +214,9 @@ fn Commissioned(history: OperationHistory) -> impl IntoView {
     view! { <div class="mb-4">{after}{later}</div> }
 }
 
-/// One change of the timeline.
+/// One change of the timeline (its revision number for staff only: `viewer` leaves it out).
 #[component]
-fn Change(change: HistoryChange) -> impl IntoView {
+fn Change(change: HistoryChange, viewer: bool) -> impl IntoView {
     let status = change.outcome.as_ref().map(|o| o.status);
     let in_flight = change.ledger_status == LedgerStatus::ExecutionStarted;
     let badge = match (change.kind, status) {
@@ -226,7 +227,10 @@ fn Change(change: HistoryChange) -> impl IntoView {
         ),
     };
     let details = [
-        change.revision.map(|r| format!("revision {r}")),
+        change
+            .revision
+            .filter(|_| !viewer)
+            .map(|r| format!("revision {r}")),
         Some(format!("by {}", actor_words(&change.actor))),
     ]
     .into_iter()

@@ -1,5 +1,7 @@
 //! Home: find a session or an operation by id; the sessions, most recently active first, paged and
-//! filtered in the address (`?prefix=&has_unknown=&tool=&after=`), "as of" the read, refreshing itself.
+//! filtered in the address (`?prefix=&has_unknown=&tool=&active_after=&active_before=&after=`), "as of"
+//! the read, refreshing itself. The time range is in UTC (the form's fields, `datetime-local`, read as
+//! UTC: [`crate::routes::listing::api_time`]), so it works without JavaScript.
 
 use ledger::wire::{SessionList, SessionSummary};
 use leptos::prelude::*;
@@ -9,11 +11,17 @@ use crate::components::marks::mark;
 use crate::components::time::Time;
 use crate::components::{count, ApiErrorPanel, AsOf, Counts};
 use crate::routes::find::SearchForm;
-use crate::routes::listing::{listing, value_of, Listing, PageNav, FIELD, ID_FIELD};
+use crate::routes::listing::{field_time, listing, value_of, Listing, PageNav, FIELD, ID_FIELD};
 use crate::routes::session_href;
 
-/// The filters of the sessions listing, as the API names them (docs/api.md "Dashboard reads").
-const FILTERS: [&str; 3] = ["prefix", "has_unknown", "tool"];
+/// The filters of the sessions listing, as the API names them (docs/api.md "Sessions").
+const FILTERS: [&str; 5] = [
+    "prefix",
+    "has_unknown",
+    "tool",
+    "active_after",
+    "active_before",
+];
 
 #[component]
 pub fn HomePage() -> impl IntoView {
@@ -76,8 +84,11 @@ fn SessionFilters(filters: Vec<(&'static str, String)>) -> impl IntoView {
     let prefix = value_of(&filters, "prefix");
     let tool = value_of(&filters, "tool");
     let has_unknown = value_of(&filters, "has_unknown");
+    let active_after = field_time(&value_of(&filters, "active_after"));
+    let active_before = field_time(&value_of(&filters, "active_before"));
+    let time_field = format!("{FIELD} dark:[color-scheme:dark]");
     view! {
-        <form method="get" action="/" class="filters mb-3 grid gap-2 sm:grid-cols-4 sm:items-end" aria-label="Filter sessions">
+        <form method="get" action="/" class="filters mb-3 grid gap-2 sm:grid-cols-3 sm:items-end" aria-label="Filter sessions">
             <label class="flex flex-col text-sm">"Session id starts with"
                 <input name="prefix" type="text" value=prefix class=ID_FIELD autocomplete="off" spellcheck="false"/>
             </label>
@@ -90,6 +101,12 @@ fn SessionFilters(filters: Vec<(&'static str, String)>) -> impl IntoView {
                     <option value="true" selected=has_unknown == "true">"Has an open unknown"</option>
                     <option value="false" selected=has_unknown == "false">"Has none"</option>
                 </select>
+            </label>
+            <label class="flex flex-col text-sm">"Last active from (UTC)"
+                <input name="active_after" type="datetime-local" step="1" value=active_after class=time_field.clone()/>
+            </label>
+            <label class="flex flex-col text-sm">"Last active before (UTC)"
+                <input name="active_before" type="datetime-local" step="1" value=active_before class=time_field/>
             </label>
             <div class="flex gap-2">
                 <button type="submit" class="rounded bg-sky-700 px-3 py-1 text-sm font-semibold text-white hover:bg-sky-800">"Filter"</button>

@@ -74,7 +74,13 @@ where
     // the person sees"); the form keeps what was typed.
     let mut query: Vec<(&'static str, String)> = filters
         .iter()
-        .map(|(k, v)| (*k, crate::components::marks::unmarked(v).into_owned()))
+        .map(|(k, v)| {
+            let v = crate::components::marks::unmarked(v).into_owned();
+            match *k {
+                "active_after" | "active_before" => (*k, api_time(&v)),
+                _ => (*k, v),
+            }
+        })
         .collect();
     query.extend(after.iter().cloned());
     let path = format!("{api_path}{}", query_string(&query));
@@ -136,6 +142,45 @@ pub fn asked(names: &[&'static str]) -> Vec<(&'static str, String)> {
                 .map(|v| (*n, v))
         })
         .collect()
+}
+
+/// A time filter as the API takes it (RFC 3339): a form's `datetime-local` value (`2026-12-03T07:15` or
+/// `2026-12-03T07:15:30`, no offset) is read as UTC (`2026-12-03T07:15:00Z`); anything else is passed
+/// as it is (the API names a bad one, docs/api.md "Sessions").
+pub fn api_time(value: &str) -> String {
+    let local = |v: &str| {
+        let b = v.as_bytes();
+        v.is_ascii()
+            && b.len() >= 16
+            && b[4] == b'-'
+            && b[7] == b'-'
+            && b[10] == b'T'
+            && b[13] == b':'
+            && (b.len() == 16 || (b.len() == 19 && b[16] == b':'))
+            && b.iter()
+                .enumerate()
+                .all(|(i, c)| [4, 7, 10, 13, 16].contains(&i) || c.is_ascii_digit())
+    };
+    match value.len() {
+        16 if local(value) => format!("{value}:00Z"),
+        19 if local(value) => format!("{value}Z"),
+        _ => value.to_owned(),
+    }
+}
+
+/// A time filter as a `datetime-local` field shows it: the form's own value, or a UTC RFC 3339 time to
+/// the second (`2026-12-03T07:15:30.123Z` → `2026-12-03T07:15:30`); "" for what the field cannot show.
+pub fn field_time(value: &str) -> String {
+    if api_time(value) != value {
+        return value.to_owned();
+    }
+    let head = value.get(..19).unwrap_or_default();
+    let utc = value.ends_with('Z') || value.ends_with("+00:00");
+    if utc && api_time(head) != head {
+        head.to_owned()
+    } else {
+        String::new()
+    }
 }
 
 /// `pairs` as a query string (form-encoded; "" when empty), with `?` when not empty.
@@ -213,5 +258,24 @@ mod tests {
             Some("x+y/z=")
         );
         assert_eq!(query_string(&[]), "");
+    }
+
+    #[test]
+    fn a_form_time_is_read_as_utc_and_shown_back() {
+        assert_eq!(api_time("2026-12-03T07:15"), "2026-12-03T07:15:00Z");
+        assert_eq!(api_time("2026-12-03T07:15:30"), "2026-12-03T07:15:30Z");
+        assert_eq!(
+            api_time("2026-12-03T07:15:30+01:00"),
+            "2026-12-03T07:15:30+01:00"
+        );
+        assert_eq!(api_time("yesterday"), "yesterday");
+        assert_eq!(api_time("2026-12-03 07:15"), "2026-12-03 07:15");
+        assert_eq!(field_time("2026-12-03T07:15"), "2026-12-03T07:15");
+        assert_eq!(
+            field_time("2026-12-03T07:15:30.123Z"),
+            "2026-12-03T07:15:30"
+        );
+        assert_eq!(field_time("2026-12-03T07:15:30+01:00"), "");
+        assert_eq!(field_time("yesterday"), "");
     }
 }

@@ -61,6 +61,7 @@ pub fn TurnPage() -> impl IntoView {
         move || (key.get(), turn.get()),
         move |(k, t)| read(reader.clone(), k, t, rows),
     );
+    let caller = use_context::<crate::CallerResource>();
     view! {
         <Title text=crate::routes::page_title(move || format!("Turn {} · Outcome ledger", mark(&turn.get())))/>
         <p class="mb-1 text-sm">
@@ -72,11 +73,12 @@ pub fn TurnPage() -> impl IntoView {
         <crate::components::ViewerNotice/>
         <Suspense fallback=|| view! { <p>"Loading the timeline…"</p> }>
             {move || Suspend::new(async move {
+                let viewer = crate::components::is_viewer(caller).await;
                 match entries.await {
                     Err(e) => view! { <ApiErrorPanel error=e/> }.into_any(),
                     Ok(r) => view! {
                         <crate::components::ExportLinks session_key=r.entries.session_key.clone()/>
-                        <LiveTimeline read=r shown=rows/>
+                        <LiveTimeline read=r shown=rows viewer/>
                     }.into_any(),
                 }
             })}
@@ -103,8 +105,10 @@ fn show_more_href(shown: usize) -> String {
     format!("?rows={}", shown + ROWS_STEP)
 }
 
+/// The turn's rows, live. `viewer`: the reader is an end user (a viewer link), who reads no revision
+/// numbers nor the change read through (docs/design.md "What the person sees").
 #[component]
-fn LiveTimeline(read: TurnRead, shown: usize) -> impl IntoView {
+fn LiveTimeline(read: TurnRead, shown: usize, viewer: bool) -> impl IntoView {
     let entries = read.entries;
     let timeline = RwSignal::new(Timeline::from_first_page(&entries, read.counts));
     let connection = RwSignal::new(Connection::Snapshot);
@@ -185,7 +189,9 @@ fn LiveTimeline(read: TurnRead, shown: usize) -> impl IntoView {
     view! {
         <div class="mb-3 flex flex-wrap items-center justify-between gap-3">
             <crate::components::ConnectionIndicator connection/>
-            <p class="text-xs opacity-80">"Read through change " <span class="cursor tabular-nums">{move || timeline.with(|t| t.cursor())}</span></p>
+            {(!viewer).then(|| view! {
+                <p class="text-xs opacity-80">"Read through change " <span class="cursor tabular-nums">{move || timeline.with(|t| t.cursor())}</span></p>
+            })}
         </div>
         <div class="summary mb-4 flex flex-wrap gap-2" role="group" aria-label="Filter by status">
             <button
@@ -213,7 +219,7 @@ fn LiveTimeline(read: TurnRead, shown: usize) -> impl IntoView {
             }).collect_view()}
         </div>
         <roving::KeysHelp/>
-        <roving::TimelineRows session=row_session rows label="Outcomes of this turn, in recorded order".to_owned() class="timeline space-y-3" revisions=true/>
+        <roving::TimelineRows session=row_session rows label="Outcomes of this turn, in recorded order".to_owned() class="timeline space-y-3" revisions=!viewer/>
         {more}
         {move || timeline.with(|t| t.is_empty()).then(|| view! { <p>"No published outcomes in this turn yet."</p> })}
     }

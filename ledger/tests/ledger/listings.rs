@@ -186,6 +186,59 @@ async fn sessions_filter_by_open_unknown_tool_and_byte_prefix_and_total_counts_a
     assert_eq!(keys(&h, q()).await.1, 1);
 }
 
+/// Issue 26: `active_after` / `active_before` keep the sessions whose last activity is in `[after, before)`
+/// (docs/api.md "Sessions"), with the other filters, paged, `total` counting every match.
+#[tokio::test]
+async fn sessions_filter_by_last_activity_in_a_half_open_range() {
+    let h = sessions_fixture().await;
+    let range = |after: Option<i64>, before: Option<i64>| SessionsQuery {
+        active_after: after,
+        active_before: before,
+        ..q()
+    };
+    // `a%1` at T0, `a_2`, `ab`, `b` at T0 + 1 s, `c` at T0 + 2 s.
+    assert_eq!(
+        keys(&h, range(Some(T0 + 1000), None)).await.0,
+        ["c", "a_2", "ab", "b"]
+    );
+    assert_eq!(keys(&h, range(None, Some(T0 + 1000))).await.0, ["a%1"]);
+    assert_eq!(keys(&h, range(None, Some(T0 + 1001))).await.1, 4);
+    let (page, total, _) = keys(&h, range(Some(T0 + 1000), Some(T0 + 2000))).await;
+    assert_eq!(
+        (page, total),
+        (vec!["a_2".to_string(), "ab".into(), "b".into()], 3)
+    );
+    // Empty ranges match nothing.
+    assert_eq!(keys(&h, range(Some(T0 + 1000), Some(T0 + 1000))).await.1, 0);
+    assert_eq!(keys(&h, range(Some(T0 + 2000), Some(T0))).await.1, 0);
+    assert_eq!(keys(&h, range(Some(T0 + 2001), None)).await.1, 0);
+    // With another filter, a page at a time.
+    let (page, total, next) = keys(
+        &h,
+        SessionsQuery {
+            limit: 1,
+            has_unknown: Some(true),
+            ..range(Some(T0 + 1000), Some(T0 + 2000))
+        },
+    )
+    .await;
+    assert_eq!((page, total), (vec!["a_2".to_string()], 2));
+    let (page, total, next) = keys(
+        &h,
+        SessionsQuery {
+            limit: 1,
+            after: next,
+            has_unknown: Some(true),
+            ..range(Some(T0 + 1000), Some(T0 + 2000))
+        },
+    )
+    .await;
+    assert_eq!((page, total, next), (vec!["ab".to_string()], 2, None));
+    // A lower bound before the retention window lists only what has not expired.
+    h.clock.advance(TTL - Duration::from_millis(500));
+    assert_eq!(keys(&h, range(Some(0), Some(i64::MAX))).await.0, ["c"]);
+}
+
 fn uq() -> UnknownsQuery {
     UnknownsQuery::default()
 }

@@ -120,8 +120,8 @@ fn history_body(mut chunks: HistoryChunks) -> impl futures::Stream<Item = sse::C
     }
 }
 
-/// `?limit=&after=&has_unknown=&tool=&prefix=` of the sessions list, read as text and checked by the
-/// handler.
+/// `?limit=&after=&has_unknown=&tool=&prefix=&active_after=&active_before=` of the sessions list, read
+/// as text and checked by the handler.
 #[derive(Deserialize)]
 pub struct SessionsParams {
     limit: Option<String>,
@@ -129,6 +129,27 @@ pub struct SessionsParams {
     has_unknown: Option<String>,
     tool: Option<String>,
     prefix: Option<String>,
+    active_after: Option<String>,
+    active_before: Option<String>,
+}
+
+/// An optional RFC 3339 time parameter (`2026-11-29T20:00:00Z`, any offset) as ms since the epoch (finer
+/// digits cut); anything else, empty included, is 400 `invalid_parameter` naming `field`.
+fn read_time(value: Option<&str>, field: &str) -> Result<Option<i64>, ApiError> {
+    let Some(v) = value else {
+        return Ok(None);
+    };
+    time::OffsetDateTime::parse(v, &time::format_description::well_known::Rfc3339)
+        .ok()
+        .and_then(|t| i64::try_from(t.unix_timestamp_nanos().div_euclid(1_000_000)).ok())
+        .map(Some)
+        .ok_or_else(|| {
+            ApiError::bad_request(
+                "invalid_parameter",
+                format!("{field} is an RFC 3339 time, e.g. 2026-11-29T20:00:00Z"),
+                Some(field),
+            )
+        })
 }
 
 /// `GET /api/sessions[?limit=&after=&has_unknown=&tool=&prefix=]` → `{"sessions": [{"session_key",
@@ -137,9 +158,10 @@ pub struct SessionsParams {
 /// at most `limit` (1 to 200, default 50), after `after` (the previous answer's `next`); `has_unknown`
 /// `true` / `false` keeps the sessions with / without an open unknown (`counts.outcome_unknown` above 0:
 /// settled unknown or in flight); `tool` those with a published entry of that exact tool; `prefix` those
-/// whose key starts with these bytes (`%` and `_` are literal). `total` counts every matching session.
-/// Errors: 400 (`invalid_parameter` naming `limit`, `has_unknown` or `tool`, `invalid_cursor` naming
-/// `after`, `invalid_query`); a viewer gets 404 `not_found`. A `tool` that could never have been stored
+/// whose key starts with these bytes (`%` and `_` are literal); `active_after` / `active_before` (RFC 3339)
+/// those last active in `[after, before)`. `total` counts every matching session. Errors: 400
+/// (`invalid_parameter` naming `limit`, `has_unknown`, `tool`, `active_after` or `active_before`,
+/// `invalid_cursor` naming `after`, `invalid_query`); a viewer gets 404 `not_found`. A `tool` that could never have been stored
 /// (over 256 bytes, a control character) matches nothing. Other parameters are ignored.
 #[utoipa::path(
     get,
@@ -151,10 +173,12 @@ pub struct SessionsParams {
         ("has_unknown" = Option<bool>, Query, description = "`true`: only sessions with an open unknown (settled `outcome_unknown` or in flight); `false`: only sessions without one"),
         ("tool" = Option<String>, Query, min_length = 1, description = "only sessions with a published entry of this exact tool"),
         ("prefix" = Option<String>, Query, description = "only sessions whose key starts with these bytes (`%` and `_` are literal)"),
+        ("active_after" = Option<String>, Query, format = DateTime, description = "RFC 3339: only sessions whose last activity is at or after this time"),
+        ("active_before" = Option<String>, Query, format = DateTime, description = "RFC 3339: only sessions whose last activity is before this time"),
     ),
     responses(
         (status = 200, description = "one page of the sessions that have not expired, most recently active first, the next page's cursor or null, and how many sessions match", body = ledger::wire::SessionList),
-        (status = 400, description = "invalid `limit`, `after`, `has_unknown` or `tool`, or a malformed query", body = ledger::wire::ErrorBody),
+        (status = 400, description = "invalid `limit`, `after`, `has_unknown`, `tool`, `active_after` or `active_before`, or a malformed query", body = ledger::wire::ErrorBody),
         (status = 404, description = "a viewer (who reads one session only)", body = ledger::wire::ErrorBody),
     ),
 )]
@@ -193,6 +217,8 @@ pub async fn sessions(
             ))
         }
     };
+    let active_after = read_time(params.active_after.as_deref(), "active_after")?;
+    let active_before = read_time(params.active_before.as_deref(), "active_before")?;
     let Some(tool) = filter_id(params.tool, "tool", ToolName::parse)? else {
         return Ok(Json(SessionList {
             sessions: Vec::new(),
@@ -206,6 +232,8 @@ pub async fn sessions(
         has_unknown,
         tool,
         prefix: params.prefix,
+        active_after,
+        active_before,
     };
     let (mut list, next) = state.sessions.sessions(&query).await?;
     list.next = next.map(|n| {

@@ -321,9 +321,20 @@ async fn the_paged_reads_document_their_parameters_ranges_and_400() {
     let sessions = query_params(&doc, "/api/sessions");
     assert_eq!(
         sessions.keys().collect::<Vec<_>>(),
-        ["after", "has_unknown", "limit", "prefix", "tool"]
+        [
+            "active_after",
+            "active_before",
+            "after",
+            "has_unknown",
+            "limit",
+            "prefix",
+            "tool"
+        ]
     );
     assert_eq!(sessions["after"], opaque);
+    let time = json!({"schema": {"type": "string", "format": "date-time"}, "required": false});
+    assert_eq!(sessions["active_after"], time);
+    assert_eq!(sessions["active_before"], time);
     assert_eq!(sessions["limit"]["schema"]["minimum"], 1);
     assert_eq!(sessions["limit"]["schema"]["maximum"], 200);
     assert_eq!(sessions["has_unknown"]["schema"]["type"], "boolean");
@@ -417,7 +428,12 @@ async fn every_operation_id_is_unique() {
         .unwrap()
         .values()
         .flat_map(|ops| ops.as_object().unwrap().values())
-        .map(|op| op["operationId"].as_str().expect("an operationId").to_owned())
+        .map(|op| {
+            op["operationId"]
+                .as_str()
+                .expect("an operationId")
+                .to_owned()
+        })
         .collect();
     let all = ids.len();
     ids.sort();

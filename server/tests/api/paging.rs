@@ -499,6 +499,108 @@ async fn sessions_list_refuses_malformed_parameters_naming_them() {
     assert_eq!((s, v["total"].clone()), (StatusCode::OK, json!(1)));
 }
 
+/// Issue 26: `active_after` / `active_before` (RFC 3339) keep the sessions whose last activity is in
+/// `[after, before)`, with the other filters and paging (docs/api.md "Sessions"); a bad time is 400 naming
+/// its field.
+#[tokio::test]
+async fn sessions_list_filters_by_last_activity_in_a_half_open_range() {
+    let app = spawn().await;
+    let pause = || tokio::time::sleep(std::time::Duration::from_millis(5));
+    app.settled("a", "t", "m", "completed").await;
+    pause().await;
+    app.settled("b", "t", "m", "outcome_unknown").await;
+    pause().await;
+    app.settled("c", "t", "m", "failed").await;
+    let (_, v) = app.get_json("/api/sessions").await;
+    assert_eq!(ids(&v, "sessions"), ["c", "b", "a"]);
+    let at = |i: usize| {
+        v["sessions"][i]["last_activity"]
+            .as_str()
+            .unwrap()
+            .to_owned()
+    };
+    let (c, b, a) = (at(0), at(1), at(2));
+    for (query, expected, total) in [
+        (format!("active_after={b}"), vec!["c", "b"], 2),
+        (format!("active_before={b}"), vec!["a"], 1),
+        (
+            format!("active_after={a}&active_before={c}"),
+            vec!["b", "a"],
+            2,
+        ),
+        (
+            format!("active_after={a}&active_before={c}&limit=1"),
+            vec!["b"],
+            2,
+        ),
+        (
+            format!("active_after={a}&active_before={c}&has_unknown=true"),
+            vec!["b"],
+            1,
+        ),
+        (format!("active_after={b}&active_before={b}"), vec![], 0),
+        (format!("active_after={c}&active_before={a}"), vec![], 0),
+        ("active_after=2999-01-01T00:00:00Z".to_owned(), vec![], 0),
+        ("active_before=2000-01-01T00:00:00Z".to_owned(), vec![], 0),
+        // An offset other than Z (`+` sent as %2B) is the same instant.
+        (
+            "active_after=2000-01-01T01:00:00%2B01:00&active_before=2999-01-01T00:00:00-00:30"
+                .to_owned(),
+            vec!["c", "b", "a"],
+            3,
+        ),
+    ] {
+        let (s, v) = app.get_json(&format!("/api/sessions?{query}")).await;
+        assert_eq!(s, StatusCode::OK, "{query}: {v}");
+        assert_eq!(
+            (
+                ids(&v, "sessions")
+                    .iter()
+                    .map(String::as_str)
+                    .collect::<Vec<_>>(),
+                v["total"].as_u64()
+            ),
+            (expected, Some(total)),
+            "{query}"
+        );
+    }
+    // The next page keeps the range.
+    let (_, page) = app
+        .get_json(&format!(
+            "/api/sessions?active_after={a}&active_before={c}&limit=1"
+        ))
+        .await;
+    let next = page["next"].as_str().unwrap().to_owned();
+    let (_, v) = app
+        .get_json(&format!(
+            "/api/sessions?active_after={a}&active_before={c}&limit=1&after={next}"
+        ))
+        .await;
+    assert_eq!(
+        (ids(&v, "sessions"), v["next"].clone()),
+        (vec!["a".to_owned()], json!(null))
+    );
+    for field in ["active_after", "active_before"] {
+        let body = json!({"error": {"code": "invalid_parameter",
+            "message": format!("{field} is an RFC 3339 time, e.g. 2026-11-29T20:00:00Z"), "field": field}});
+        for value in [
+            "",
+            "yesterday",
+            "2026-11-29",
+            "2026-11-29T20:00Z",
+            "2026-11-29T20:00:00",
+            "1796000000000",
+        ] {
+            let query = format!("{field}={value}");
+            assert_eq!(
+                app.get_json(&format!("/api/sessions?{query}")).await,
+                (StatusCode::BAD_REQUEST, body.clone()),
+                "{query}"
+            );
+        }
+    }
+}
+
 #[tokio::test]
 async fn the_sessions_list_answers_50_by_default_and_never_every_session() {
     let app = spawn().await;
