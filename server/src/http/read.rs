@@ -574,23 +574,9 @@ fn like_filter(value: Option<String>, field: &str) -> Result<Option<String>, Api
     Ok(Some(v))
 }
 
-/// An RFC 3339 time (`2026-12-03T10:00:00Z`) as ms since the Unix epoch, else 400 `invalid_parameter`
-/// naming `field`. Empty is no filter, as a form sends it.
+/// [`read_time`] for a filter a GET form sends: empty is no filter.
 fn time_filter(value: Option<&str>, field: &str) -> Result<Option<i64>, ApiError> {
-    let Some(v) = value.filter(|v| !v.is_empty()) else {
-        return Ok(None);
-    };
-    time::OffsetDateTime::parse(v, &time::format_description::well_known::Rfc3339)
-        .ok()
-        .and_then(|t| i64::try_from(t.unix_timestamp_nanos() / 1_000_000).ok())
-        .map(Some)
-        .ok_or_else(|| {
-            ApiError::bad_request(
-                "invalid_parameter",
-                format!("{field} is an RFC 3339 time, e.g. 2026-12-03T10:00:00Z"),
-                Some(field),
-            )
-        })
+    read_time(value.filter(|v| !v.is_empty()), field)
 }
 
 /// `sort=age|tool|session` and `order=asc|desc` of the support queue; the default order is `desc` by age
