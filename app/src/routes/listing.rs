@@ -68,13 +68,35 @@ pub fn listing<T>(api_path: &'static str, filter_names: &[&'static str]) -> List
 where
     T: DeserializeOwned + Serialize + Clone + Send + Sync + 'static,
 {
+    listing_as::<T, T>(api_path, filter_names, |_, v| v, |page| page)
+}
+
+/// [`listing`] whose page keeps `shown(answer)` (of the API's answer `A`) rather than the answer itself:
+/// what the page renders and hands to the browser for hydration, so a page may keep only what it shows.
+/// `to_api(name, value)` turns a filter's value as the address holds it into the value sent to the API
+/// (after the marks of invisible characters are read back).
+pub fn listing_as<A, T>(
+    api_path: &'static str,
+    filter_names: &[&'static str],
+    to_api: fn(&str, String) -> String,
+    shown: fn(A) -> T,
+) -> Listing<T>
+where
+    A: DeserializeOwned + Send + 'static,
+    T: DeserializeOwned + Serialize + Clone + Send + Sync + 'static,
+{
     let filters = asked(filter_names);
     let after = asked(&["after"]);
     // An id or tool typed as the page shows it (`a⟨U+200B⟩b`) filters by the raw id (docs/design.md "What
     // the person sees"); the form keeps what was typed.
     let mut query: Vec<(&'static str, String)> = filters
         .iter()
-        .map(|(k, v)| (*k, crate::components::marks::unmarked(v).into_owned()))
+        .map(|(k, v)| {
+            (
+                *k,
+                to_api(k, crate::components::marks::unmarked(v).into_owned()),
+            )
+        })
         .collect();
     query.extend(after.iter().cloned());
     let path = format!("{api_path}{}", query_string(&query));
@@ -87,12 +109,12 @@ where
     let read = Resource::new(
         move || refresh.get(),
         move |_| {
-            let read = reader.get_json::<T>(path.clone());
+            let read = reader.get_json::<A>(path.clone());
             let last = kept.clone();
             async move {
                 match read.await {
                     Ok(page) => Ok(Listed {
-                        page,
+                        page: shown(page),
                         as_of: now_rfc3339(),
                         stale: None,
                     }),
