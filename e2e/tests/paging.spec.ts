@@ -14,20 +14,20 @@ test('the unknowns queue pages 218 open unknowns as 200 + 18 with the total, fil
 
   await page.goto(`/unknowns?session_key=${enc(session)}&tool=tool.queue`);
   await expect(page.locator('.page-count')).toHaveText('Showing 200 of 218 open unknowns');
-  await expect(page.locator('.operations > li')).toHaveCount(200);
+  await expect(page.locator('.operations > tr')).toHaveCount(200);
   await expect(page.locator('input[name="session_key"]')).toHaveValue(session);
   await expect(page.locator('.as-of time')).toHaveAttribute('datetime', /^\d{4}-\d\d-\d\dT/);
-  const first = await page.locator('.operations > li').first().getAttribute('data-mutation-id');
+  const first = await page.locator('.operations > tr').first().getAttribute('data-mutation-id');
   expect(first).toBe('q-000');
 
   await page.locator('a.next-page').click();
   await expect(page).toHaveURL(/after=/);
-  await expect(page.locator('.operations > li')).toHaveCount(18);
+  await expect(page.locator('.operations > tr')).toHaveCount(18);
   await expect(page.locator('.page-count')).toContainText('18 of 218');
   await expect(page.locator('a.next-page')).toHaveCount(0);
-  expect(await page.locator('.operations > li').last().getAttribute('data-mutation-id')).toBe('q-217');
+  expect(await page.locator('.operations > tr').last().getAttribute('data-mutation-id')).toBe('q-217');
   await page.locator('a.first-page').click();
-  await expect(page.locator('.operations > li')).toHaveCount(200);
+  await expect(page.locator('.operations > tr')).toHaveCount(200);
 
   // The age filter: none of these has been open a day.
   await page.goto(`/unknowns?session_key=${enc(session)}&min_age_secs=86400`);
