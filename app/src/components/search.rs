@@ -226,7 +226,7 @@ pub fn HeaderSearch() -> impl IntoView {
         })
     };
     view! {
-        <form method="get" action="/find" role="search" class="header-search relative order-last w-full sm:order-none sm:w-72" on:focusout=on_blur>
+        <form method="get" action="/find" role="search" aria-label="Search" class="header-search relative order-last w-full sm:order-none sm:w-72" on:focusout=on_blur>
             <label for="header-q" class="sr-only">"Search sessions and operations"</label>
             <input id="header-q" name="q" type="search" role="combobox" autocomplete="off" spellcheck="false"
                 placeholder="Search ids, titles…"
