@@ -163,6 +163,15 @@ pub enum Action {
     /// state unchanged, and not session activity (the time to live still counts from the last change).
     #[serde(rename = "note")]
     Note { text: String },
+    /// A staff member takes the entry ("I am on it", docs/api.md "Claims"): one `claim` history row with
+    /// its actor, unless the actor already holds it (nothing is written); held by another staff member,
+    /// `LedgerError::AlreadyClaimed`. No revision, no live event, not session activity.
+    #[serde(rename = "claim")]
+    Claim,
+    /// Ends the entry's claim, whoever holds it: one `release` history row with its actor when a claim was
+    /// held, nothing otherwise. No revision, no live event, not session activity.
+    #[serde(rename = "release")]
+    Release,
 }
 
 #[cfg(test)]

@@ -100,11 +100,12 @@ impl Purge {
 /// What one command gave.
 type Applied = Result<Done, LedgerError>;
 
-/// What a caller is answered for one applied operation: the entry's state after it, and for a note the
-/// history row it added.
+/// What a caller is answered for one applied operation: the entry's state after it, and for a note or a
+/// claim its history row and whether it was added (`Done`).
 struct Answered {
     state: EntryState,
     note: Option<HistoryChange>,
+    added: bool,
 }
 
 /// One commit's jobs with what each gave, and the turns it changed visibly.
@@ -273,6 +274,7 @@ fn send_answers(answers: Vec<(Job, Result<Vec<Applied>, LedgerError>)>) {
                         r.map(|done| Answered {
                             state: done.state,
                             note: done.note,
+                            added: done.added,
                         })
                     })
                     .collect()
@@ -441,6 +443,48 @@ impl Engine {
                 "a note was applied without its history row".into(),
             ))
         })
+    }
+
+    /// Takes the claim of an entry for `actor` ([`Action::Claim`], docs/api.md "Claims") and answers its
+    /// `claim` history row and whether this call added it (`false`: `actor` already held it, and the row is
+    /// the one that took it). Another holder: [`LedgerError::AlreadyClaimed`]. Errors otherwise as
+    /// [`Self::apply_as`] (`SessionNotFound`, `SessionExpired`, `MutationNotFound`).
+    pub async fn claim_as(
+        &self,
+        actor: Actor,
+        session_key: SessionKey,
+        mutation_id: MutationId,
+    ) -> Result<(HistoryChange, bool), LedgerError> {
+        let op = Command::new(session_key, mutation_id, Action::Claim);
+        let answered = self
+            .submit(actor, vec![op])
+            .await?
+            .pop()
+            .unwrap_or(Err(LedgerError::MutationNotFound))?;
+        let added = answered.added;
+        answered.note.map(|row| (row, added)).ok_or_else(|| {
+            LedgerError::Store(sqlx::Error::Protocol(
+                "a claim was applied without its history row".into(),
+            ))
+        })
+    }
+
+    /// Ends the claim of an entry, whoever holds it ([`Action::Release`]), and answers the `release`
+    /// history row it added, or `None` when nobody held it. Errors as [`Self::claim_as`] but for
+    /// `AlreadyClaimed`.
+    pub async fn release_as(
+        &self,
+        actor: Actor,
+        session_key: SessionKey,
+        mutation_id: MutationId,
+    ) -> Result<Option<HistoryChange>, LedgerError> {
+        let op = Command::new(session_key, mutation_id, Action::Release);
+        let answered = self
+            .submit(actor, vec![op])
+            .await?
+            .pop()
+            .unwrap_or(Err(LedgerError::MutationNotFound))?;
+        Ok(answered.note)
     }
 
     /// The storage fault the ledger is in, if any (docs/ledger.md "Storage faults"): a write failed

@@ -82,6 +82,10 @@ pub enum LedgerError {
         refusal: Refusal,
         current: Box<EntryState>,
     },
+    /// A claim on an entry another staff member holds (HTTP 409 `already_claimed`, docs/api.md "Claims"):
+    /// who (the staff name) and since when.
+    #[error("{} is already on it", .claim.by)]
+    AlreadyClaimed { claim: crate::wire::Claim },
     /// A replay cursor past the turn's latest revision.
     #[error("cursor {cursor} is past the turn's latest revision {latest}")]
     CursorAhead { cursor: i64, latest: i64 },

@@ -28,12 +28,23 @@ pub(crate) struct Announcement {
     pub revision: i64,
 }
 
-/// What one command did: the entry's state after it, its live announcement, if any, and for a note the
-/// history row it adds, as the history API serves it (its time is the group's).
+/// What one command did: the entry's state after it, its live announcement, if any, and for a note or a
+/// claim the history row it is answered with, as the history API serves it (a new row's time is the
+/// group's); `added` says whether that row was added by this command (a claim its actor already held
+/// answers the row that took it).
 pub(crate) struct Done {
     pub state: EntryState,
     pub announcement: Option<Announcement>,
     pub note: Option<HistoryChange>,
+    pub added: bool,
+}
+
+/// Who holds an entry's claim (docs/api.md "Claims"): the actor's spelling (`staff:<name>`) and since when
+/// (ms since the Unix epoch).
+#[derive(Clone)]
+struct ClaimHeld {
+    actor: String,
+    at: i64,
 }
 
 type Key = (String, String);
@@ -75,6 +86,8 @@ pub(crate) struct Group {
     /// Attempt ids to remember, per entry.
     attempts: Vec<(Key, String)>,
     attempts_seen: HashSet<(Key, String)>,
+    /// The claims of the entries a claim or release named, read on first use, then kept up to date.
+    claims: HashMap<Key, Option<ClaimHeld>>,
     /// Evidence to record: entry, attempt, completed, source, reference, observed_at.
     reconciliations: Vec<(Key, String, bool, Evidence)>,
     /// History rows to write, in the order of the changes (docs/ledger.md "History").
@@ -229,6 +242,7 @@ impl Group {
             entries,
             attempts: Vec::new(),
             attempts_seen: HashSet::new(),
+            claims: HashMap::new(),
             reconciliations: Vec::new(),
             history: Vec::new(),
             changed_turns: Vec::new(),
@@ -372,6 +386,7 @@ impl Group {
                     state,
                     announcement: None,
                     note: None,
+                    added: false,
                 })
             }
             Decision::Unchanged => Ok(Done {
@@ -380,6 +395,7 @@ impl Group {
                     .ok_or(LedgerError::MutationNotFound)?,
                 announcement: None,
                 note: None,
+                added: false,
             }),
             Decision::Change(change) => {
                 let revision = self.next_revision(&key)?;
@@ -477,11 +493,104 @@ impl Group {
                     None,
                     Some(text),
                 ));
-                let note = note_change(&slot.row, actor, text, self.now);
+                let note = note_change(&slot.row, HistoryKind::Note, actor, Some(text), self.now);
                 Ok(Done {
                     state: slot.row.state(),
                     announcement: None,
                     note: Some(note),
+                    added: true,
+                })
+            }
+            Decision::Claim => {
+                let seq = self
+                    .entries
+                    .get(&key)
+                    .ok_or(LedgerError::MutationNotFound)?
+                    .row
+                    .seq;
+                let held = self.claim_of(tx, &key, seq).await?;
+                let slot = self
+                    .entries
+                    .get(&key)
+                    .ok_or(LedgerError::MutationNotFound)?;
+                let spelling = actor.spelling();
+                if let Some(held) = held {
+                    if held.actor != spelling {
+                        return Err(LedgerError::AlreadyClaimed {
+                            claim: crate::wire::Claim {
+                                by: staff_name(&held.actor).to_owned(),
+                                at: format_time(held.at),
+                            },
+                        });
+                    }
+                    // Its holder asks again: answered with the row that took it, nothing written.
+                    return Ok(Done {
+                        state: slot.row.state(),
+                        announcement: None,
+                        note: Some(note_change(&slot.row, HistoryKind::Claim, actor, None, held.at)),
+                        added: false,
+                    });
+                }
+                self.history.push(history_row(
+                    &slot.row,
+                    HistoryKind::Claim,
+                    None,
+                    actor,
+                    None,
+                    None,
+                ));
+                let change = note_change(&slot.row, HistoryKind::Claim, actor, None, now);
+                let state = slot.row.state();
+                self.claims.insert(
+                    key,
+                    Some(ClaimHeld {
+                        actor: spelling,
+                        at: now,
+                    }),
+                );
+                Ok(Done {
+                    state,
+                    announcement: None,
+                    note: Some(change),
+                    added: true,
+                })
+            }
+            Decision::Release => {
+                let seq = self
+                    .entries
+                    .get(&key)
+                    .ok_or(LedgerError::MutationNotFound)?
+                    .row
+                    .seq;
+                let held = self.claim_of(tx, &key, seq).await?;
+                let slot = self
+                    .entries
+                    .get(&key)
+                    .ok_or(LedgerError::MutationNotFound)?;
+                let state = slot.row.state();
+                if held.is_none() {
+                    return Ok(Done {
+                        state,
+                        announcement: None,
+                        note: None,
+                        added: false,
+                    });
+                }
+                self.history.push(history_row(
+                    &slot.row,
+                    HistoryKind::Release,
+                    None,
+                    actor,
+                    None,
+                    None,
+                ));
+                let change = note_change(&slot.row, HistoryKind::Release, actor, None, now);
+                self.claims.insert(key, None);
+                Ok(Done {
+                    state,
+                    announcement: None,
+                    note: Some(change),
+                    added: true,
                 })
             }
         }
@@ -567,6 +676,35 @@ impl Group {
     }
 
     /// Whether `attempt_id` was ever an attempt of the entry: in this group, or stored.
+    /// Who holds the claim of the entry `key` (stored as `seq`; 0 for an entry this group records): its
+    /// latest `claim` or `release` history row, read once per group (one index range of
+    /// `history_by_entry`), then what this group's claims and releases made of it.
+    async fn claim_of(
+        &mut self,
+        tx: &mut WriteTx,
+        key: &Key,
+        seq: i64,
+    ) -> Result<Option<ClaimHeld>, LedgerError> {
+        if let Some(held) = self.claims.get(key) {
+            return Ok(held.clone());
+        }
+        let held = if seq == 0 {
+            None
+        } else {
+            let last: Option<(String, String, i64)> = on_tx!(tx, |c, d| sqlx::query_as(
+                "SELECT kind, actor, at FROM history WHERE entry_seq = $1 \
+                 AND kind IN ('claim', 'release') ORDER BY id DESC LIMIT 1"
+            )
+            .bind(seq)
+            .fetch_optional(c)
+            .await?);
+            last.filter(|(kind, _, _)| kind == "claim")
+                .map(|(_, actor, at)| ClaimHeld { actor, at })
+        };
+        self.claims.insert(key.clone(), held.clone());
+        Ok(held)
+    }
+
     async fn attempt_used(
         &self,
         tx: &mut WriteTx,
@@ -1103,22 +1241,34 @@ fn announce_if(row: &EntryRow, revision: i64, live: bool) -> Done {
         state: row.state(),
         announcement,
         note: None,
+        added: false,
     }
 }
 
-/// The `note` history row [`history_json`] writes for a note on `row`, as the history API serves it
-/// (docs/ledger.md "History"): no revision, the entry's state fields unchanged, its record as of now.
-fn note_change(row: &EntryRow, actor: &Actor, text: &str, now: i64) -> HistoryChange {
+/// A staff member's name from an actor spelling `staff:<name>` (the spelling itself otherwise).
+fn staff_name(actor: &str) -> &str {
+    actor.strip_prefix("staff:").unwrap_or(actor)
+}
+
+/// The `note`, `claim` or `release` history row the group writes on `row`, as the history API serves it
+/// (docs/ledger.md "History"): no revision, the entry's state fields unchanged, its record as of `at`.
+fn note_change(
+    row: &EntryRow,
+    kind: HistoryKind,
+    actor: &Actor,
+    text: Option<&str>,
+    at: i64,
+) -> HistoryChange {
     HistoryChange {
-        kind: HistoryKind::Note,
-        at: format_time(now),
+        kind,
+        at: format_time(at),
         revision: None,
         actor: actor.spelling(),
         attempt_id: row.attempt_id.clone(),
         ledger_status: row.status,
         reason: row.reason,
         evidence: None,
-        note: Some(text.to_owned()),
+        note: text.map(str::to_owned),
         outcome: project(&row.ledger_entry()),
     }
 }

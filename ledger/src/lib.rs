@@ -39,6 +39,8 @@ mod rows;
 #[cfg(feature = "store")]
 pub mod sanitize;
 #[cfg(feature = "store")]
+pub mod search;
+#[cfg(feature = "store")]
 pub mod sessions;
 #[cfg(feature = "store")]
 pub mod store;

@@ -91,6 +91,10 @@ pub enum Decision {
     Unchanged,
     /// Keep the action's note as a history row: no revision, no event, the entry's state unchanged.
     Note,
+    /// Take or end the entry's claim (the group checks who holds it): at most one history row, no
+    /// revision, no event, the entry's state unchanged.
+    Claim,
+    Release,
 }
 
 /// Why nothing changes. The engine maps each to a [`crate::LedgerError`].
@@ -200,6 +204,8 @@ pub fn decide(given: &Given<'_>, action: &Action) -> Result<Decision, Rejection>
             Ok(start(attempt_id))
         }
         Action::Note { .. } => Ok(Decision::Note),
+        Action::Claim => Ok(Decision::Claim),
+        Action::Release => Ok(Decision::Release),
     }
 }
 

@@ -12,7 +12,7 @@ use crate::projection::{project, project_owned, HostMetadata, LedgerEntry};
 use crate::rows::{EntryRow, ENTRY_COLUMNS};
 use crate::store::{format_time, on_read, Dialect, Inner};
 use crate::wire::{
-    HistoryChange, HistoryEvidence, HistoryKind, LedgerStatus, MutationOutcome, OperationHistory,
+    Claim, HistoryChange, HistoryEvidence, HistoryKind, LedgerStatus, MutationOutcome, OperationHistory,
     OperationMatch, Reason, SessionList, SessionSummary, SessionTurns, StatusCounts, TurnEntries,
     TurnEntry, TurnSummary, UnknownsPage,
 };
@@ -81,6 +81,9 @@ struct MatchRow {
     entry: EntryRow,
     status_since: Option<i64>,
     notes: i64,
+    last_note: Option<String>,
+    claim_actor: Option<String>,
+    claim_at: Option<i64>,
 }
 
 /// One `history` row as read (docs/ledger.md "History").
@@ -105,10 +108,20 @@ pub(crate) struct HistoryRow {
 }
 
 /// The extra columns of a [`MatchRow`], after the entry's (`e`) columns.
+/// `status_since` skips the rows that leave the status as it was (metadata, notes, claims); `last_note`
+/// and the claim (`claim_actor`, `claim_at`: its latest `claim` or `release` row, when a `claim`) read the
+/// partial index `history_staff_by_entry`.
 const MATCH_COLUMNS: &str = "\
-    (SELECT h.at FROM history h WHERE h.entry_seq = e.seq AND h.kind NOT IN ('metadata', 'note') \
+    (SELECT h.at FROM history h WHERE h.entry_seq = e.seq \
+     AND h.kind NOT IN ('metadata', 'note', 'claim', 'release') \
      ORDER BY h.id DESC LIMIT 1) AS status_since, \
-    (SELECT COUNT(*) FROM history h WHERE h.entry_seq = e.seq AND h.kind = 'note') AS notes";
+    (SELECT COUNT(*) FROM history h WHERE h.entry_seq = e.seq AND h.kind = 'note') AS notes, \
+    (SELECT h.note FROM history h WHERE h.entry_seq = e.seq AND h.kind = 'note' \
+     ORDER BY h.id DESC LIMIT 1) AS last_note, \
+    (SELECT CASE WHEN h.kind = 'claim' THEN h.actor END FROM history h WHERE h.entry_seq = e.seq \
+     AND h.kind IN ('claim', 'release') ORDER BY h.id DESC LIMIT 1) AS claim_actor, \
+    (SELECT CASE WHEN h.kind = 'claim' THEN h.at END FROM history h WHERE h.entry_seq = e.seq \
+     AND h.kind IN ('claim', 'release') ORDER BY h.id DESC LIMIT 1) AS claim_at";
 
 /// The filter of [`SessionManager::sessions`] over `sessions s`, numbered parameters: `?1` live since
 /// (ms), `?2` has_unknown (1, 0 or NULL), `?3` tool, `?4` prefix. The prefix is compared as bytes (`substr`
@@ -135,13 +148,25 @@ fn session_filter(d: Dialect) -> String {
 }
 /// The filter of [`SessionManager::open_unknowns`] over `entries e JOIN sessions s`, numbered
 /// parameters: `?1` live since (ms), `?2` tool, `?3` session key, `?4` opened by (ms: now less the
-/// minimum age). The entry's open time is `status_since` of [`MATCH_COLUMNS`], the time `age_secs` counts
-/// from.
-const UNKNOWN_FILTER: &str =
-    "e.status IN ('outcome_unknown', 'execution_started') AND s.last_write_at >= $1 \
+/// minimum age), `?5` tool substring, `?6` session key substring (both already lower-cased: compared with
+/// the lower-cased column, ASCII letters only on SQLite), `?7` / `?8` settled at or after / before (ms).
+/// The entry's open time is `status_since` of [`MATCH_COLUMNS`], the time `age_secs` counts from.
+fn unknown_filter(d: Dialect) -> String {
+    let contains = |column: &str, param: &str| match d {
+        Dialect::Sqlite => format!("instr(lower({column}), {param}) > 0"),
+        Dialect::Postgres => format!("strpos(lower({column}), {param}) > 0"),
+    };
+    format!(
+        "e.status IN ('outcome_unknown', 'execution_started') AND s.last_write_at >= $1 \
     AND ($2 IS NULL OR e.tool = $2) AND ($3 IS NULL OR e.session_key = $3) \
     AND ($4 IS NULL OR (SELECT h.at FROM history h WHERE h.entry_seq = e.seq \
-         AND h.kind NOT IN ('metadata', 'note') ORDER BY h.id DESC LIMIT 1) <= $4)";
+         AND h.kind NOT IN ('metadata', 'note', 'claim', 'release') ORDER BY h.id DESC LIMIT 1) <= $4) \
+    AND ($5 IS NULL OR {}) AND ($6 IS NULL OR {}) \
+    AND ($7 IS NULL OR e.settled_at >= $7) AND ($8 IS NULL OR e.settled_at < $8)",
+        contains("e.tool", "$5"),
+        contains("e.session_key", "$6"),
+    )
+}
 
 /// Sessions one page of the list holds by default, and at most (docs/api.md "Sessions").
 pub const SESSIONS_DEFAULT_LIMIT: u32 = 50;
@@ -203,6 +228,51 @@ pub struct UnknownsQuery {
     pub session_key: Option<String>,
     /// Only items open at least this many whole seconds (their `age_secs` known and at least this).
     pub min_age_secs: Option<u64>,
+    /// Only items whose tool contains this text, case-insensitively (ASCII letters on SQLite).
+    pub tool_like: Option<String>,
+    /// Only items whose session key contains this text, case-insensitively (ASCII letters on SQLite).
+    pub session_like: Option<String>,
+    /// Only items settled at or after this time (ms since the Unix epoch); in-flight items have no settle.
+    pub settled_after: Option<i64>,
+    /// Only items settled before this time (ms since the Unix epoch).
+    pub settled_before: Option<i64>,
+    /// The order of the items.
+    pub sort: UnknownsSort,
+}
+
+/// The order of the support queue (docs/api.md "Support queue"): by age (`recorded_at`, then `sequence`),
+/// by tool or by session key (each then by age, oldest first), either way round. `descending` by age is
+/// the oldest first.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct UnknownsSort {
+    pub by: UnknownsSortBy,
+    pub descending: bool,
+}
+
+/// What the support queue is sorted by.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum UnknownsSortBy {
+    #[default]
+    Age,
+    Tool,
+    Session,
+}
+
+impl UnknownsSort {
+    /// The queue's first order: oldest first.
+    pub const OLDEST_FIRST: UnknownsSort = UnknownsSort {
+        by: UnknownsSortBy::Age,
+        descending: true,
+    };
+
+    /// Whether the items run in ascending `recorded_at` order within equal keys: by age, descending
+    /// (oldest first) is ascending time.
+    fn time_ascending(self) -> bool {
+        match self.by {
+            UnknownsSortBy::Age => self.descending,
+            UnknownsSortBy::Tool | UnknownsSortBy::Session => !self.descending,
+        }
+    }
 }
 
 impl Default for UnknownsQuery {
@@ -214,13 +284,20 @@ impl Default for UnknownsQuery {
             tool: None,
             session_key: None,
             min_age_secs: None,
+            tool_like: None,
+            session_like: None,
+            settled_after: None,
+            settled_before: None,
+            sort: UnknownsSort::OLDEST_FIRST,
         }
     }
 }
 
-/// A position in the support queue: its last item's `recorded_at` (ms) and `sequence`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+/// A position in the support queue: its last item's sort key (its tool or session key when sorted by
+/// one; `None` by age), `recorded_at` (ms) and `sequence`.
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct UnknownsAfter {
+    pub key: Option<String>,
     pub recorded_at: i64,
     pub seq: i64,
 }
@@ -235,6 +312,11 @@ struct SessionRow {
 impl SessionManager {
     pub(crate) fn new(inner: Arc<Inner>) -> Self {
         SessionManager { inner }
+    }
+
+    /// The open ledger (for the reads of other modules, crate::search).
+    pub(crate) fn inner(&self) -> &Arc<Inner> {
+        &self.inner
     }
 
     fn live_since(&self) -> i64 {
@@ -792,13 +874,15 @@ impl SessionManager {
     }
 
     /// One page of the support queue (docs/api.md "Support queue"): open unknown outcomes (settled
-    /// `outcome_unknown` and in flight `execution_started`) across sessions that have not expired, oldest
-    /// recorded first (`recorded_at, sequence`), after `query.after` (the previous page's last item), at
-    /// most `query.limit`, filtered: `tool` and `session_key` exact, `min_age_secs` (only items whose
-    /// `age_secs` is known and at least this: open since at least that many whole seconds, by the same
-    /// history time as `age_secs`). Each carries `age_secs` and its count of `notes`. `total` counts every
-    /// matching item. Read in one read transaction. Answers the page (its `next` left `None`) and the
-    /// position to go on after, when more items match.
+    /// `outcome_unknown` and in flight `execution_started`) across sessions that have not expired, in
+    /// `query.sort` order (by default the oldest recorded first: `recorded_at, sequence`), after
+    /// `query.after` (the previous page's last item, in the same order), at most `query.limit`, filtered:
+    /// `tool` and `session_key` exact, `tool_like` and `session_like` substrings (case-insensitive),
+    /// `min_age_secs` (only items whose `age_secs` is known and at least this: open since at least that
+    /// many whole seconds, by the same history time as `age_secs`), `settled_after` / `settled_before`
+    /// (ms). Each carries `age_secs`, its count of `notes`, its `last_note` and its `claim`. `total`
+    /// counts every matching item. Read in one read transaction. Answers the page (its `next` left
+    /// `None`) and the position to go on after, when more items match.
     pub async fn open_unknowns(
         &self,
         query: &UnknownsQuery,
@@ -813,33 +897,70 @@ impl SessionManager {
                 .and_then(|s| s.checked_mul(1000))
                 .map_or(i64::MIN, |ms| now.saturating_sub(ms))
         });
-        // The first page starts after a position before every item.
-        let (after_at, after_seq) = match query.after {
-            Some(a) => (a.recorded_at, a.seq),
-            None => (i64::MIN, i64::MIN),
+        let tool_like = query.tool_like.as_deref().map(str::to_lowercase);
+        let session_like = query.session_like.as_deref().map(str::to_lowercase);
+        let sort = query.sort;
+        let key_column = match sort.by {
+            UnknownsSortBy::Age => None,
+            UnknownsSortBy::Tool => Some("e.tool"),
+            UnknownsSortBy::Session => Some("e.session_key"),
+        };
+        let key_dir = if sort.descending { "DESC" } else { "ASC" };
+        let (time_dir, time_cmp) = if sort.time_ascending() {
+            ("ASC", ">")
+        } else {
+            ("DESC", "<")
+        };
+        let key_cmp = if sort.descending { "<" } else { ">" };
+        // The keyset: after the previous page's last item in this order. The first page has none.
+        let (after_key, after_at, after_seq) = match &query.after {
+            Some(a) => (a.key.clone(), Some(a.recorded_at), a.seq),
+            None => (None, None, 0),
+        };
+        let time_after = format!(
+            "(e.recorded_at {time_cmp} $10 OR (e.recorded_at = $10 AND e.seq {time_cmp} $11))"
+        );
+        let keyset = match key_column {
+            // `$9` is "" by age (bound all the same: every query binds the same parameters).
+            None => format!("($10 IS NULL OR ($9 = '' AND {time_after}))"),
+            Some(col) => format!(
+                "($10 IS NULL OR {col} {key_cmp} $9 OR ({col} = $9 AND {time_after}))"
+            ),
+        };
+        let order = match key_column {
+            None => format!("e.recorded_at {time_dir}, e.seq {time_dir}"),
+            Some(col) => format!("{col} {key_dir}, e.recorded_at {time_dir}, e.seq {time_dir}"),
         };
         let (total, rows) = on_read!(self.inner, |pool, d| {
             let mut tx = pool.begin_with(d.begin_read()).await?;
+            let filter = unknown_filter(d);
             let total: i64 = sqlx::query_scalar(&format!(
-            "SELECT COUNT(*) FROM entries e JOIN sessions s USING (session_key) WHERE {UNKNOWN_FILTER}"
-        ))
-        .bind(live_since)
-        .bind(query.tool.as_deref())
-        .bind(query.session_key.as_deref())
-        .bind(opened_by)
-        .fetch_one(&mut *tx)
-        .await?;
+                "SELECT COUNT(*) FROM entries e JOIN sessions s USING (session_key) WHERE {filter}"
+            ))
+            .bind(live_since)
+            .bind(query.tool.as_deref())
+            .bind(query.session_key.as_deref())
+            .bind(opened_by)
+            .bind(tool_like.as_deref())
+            .bind(session_like.as_deref())
+            .bind(query.settled_after)
+            .bind(query.settled_before)
+            .fetch_one(&mut *tx)
+            .await?;
             let rows: Vec<MatchRow> = sqlx::query_as(&format!(
                 "SELECT {}, {MATCH_COLUMNS} FROM entries e JOIN sessions s USING (session_key) \
-             WHERE {UNKNOWN_FILTER} \
-             AND e.recorded_at >= $5 AND (e.recorded_at > $5 OR e.seq > $6) \
-             ORDER BY e.recorded_at, e.seq LIMIT $7",
+                 WHERE {filter} AND {keyset} ORDER BY {order} LIMIT $12",
                 prefixed("e")
             ))
             .bind(live_since)
             .bind(query.tool.as_deref())
             .bind(query.session_key.as_deref())
             .bind(opened_by)
+            .bind(tool_like.as_deref())
+            .bind(session_like.as_deref())
+            .bind(query.settled_after)
+            .bind(query.settled_before)
+            .bind(after_key.as_deref().unwrap_or(""))
             .bind(after_at)
             .bind(after_seq)
             .bind(i64::from(limit) + 1)
@@ -852,6 +973,11 @@ impl SessionManager {
         let next = if rows.len() > limit as usize {
             rows.truncate(limit as usize);
             rows.last().map(|r| UnknownsAfter {
+                key: match sort.by {
+                    UnknownsSortBy::Age => None,
+                    UnknownsSortBy::Tool => Some(r.entry.tool.clone()),
+                    UnknownsSortBy::Session => Some(r.entry.session_key.clone()),
+                },
                 recorded_at: r.entry.recorded_at,
                 seq: r.entry.seq,
             })
@@ -969,7 +1095,7 @@ pub(crate) fn prefixed(alias: &str) -> String {
         .join(", ")
 }
 
-fn add_counts(counts: &mut StatusCounts, status: &str, intent: bool, n: i64) {
+pub(crate) fn add_counts(counts: &mut StatusCounts, status: &str, intent: bool, n: i64) {
     let Some(ledger) = LedgerStatus::parse(status) else {
         return;
     };
@@ -1007,8 +1133,14 @@ fn matches(rows: &[MatchRow], now: i64) -> Vec<OperationMatch> {
                     .filter(|_| open)
                     .map(|since| u64::try_from(now.saturating_sub(since) / 1000).unwrap_or(0)),
                 notes: Some(u64::try_from(r.notes).unwrap_or(0)),
-                last_note: None,
-                claim: None,
+                last_note: r.last_note.clone(),
+                claim: match (&r.claim_actor, r.claim_at) {
+                    (Some(actor), Some(at)) => Some(Claim {
+                        by: actor.strip_prefix("staff:").unwrap_or(actor).to_owned(),
+                        at: format_time(at),
+                    }),
+                    _ => None,
+                },
             })
         })
         .collect()

@@ -528,6 +528,9 @@ pub struct ErrorDetail {
     pub field: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub current: Option<EntryState>,
+    /// With `already_claimed` (409): who holds the claim, and since when (docs/api.md "Claims").
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub claim: Option<Claim>,
 }
 
 /// The ledger state of one entry as the host write API reports it (success body, and `current` on a 409).

@@ -32,6 +32,7 @@ impl ApiError {
                 message: message.into(),
                 field: field.map(str::to_owned),
                 current: None,
+                claim: None,
             }),
             retry_after_secs: None,
         }
@@ -191,6 +192,18 @@ impl From<LedgerError> for ApiError {
                     message: refusal.message().to_owned(),
                     field: None,
                     current: Some(*current),
+                    claim: None,
+                }),
+                retry_after_secs: None,
+            },
+            LedgerError::AlreadyClaimed { claim } => ApiError {
+                status: StatusCode::CONFLICT,
+                detail: Box::new(ErrorDetail {
+                    code: "already_claimed".to_owned(),
+                    message: format!("{} is already on it (since {})", claim.by, claim.at),
+                    field: None,
+                    current: None,
+                    claim: Some(claim),
                 }),
                 retry_after_secs: None,
             },

@@ -19,3 +19,4 @@ mod sign_ins;
 mod storage_faults;
 mod streamed_reads;
 mod transitions;
+mod workbench;

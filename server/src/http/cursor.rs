@@ -37,9 +37,47 @@ pub enum Position {
     /// The sessions list: the page's last session (`last_write_at` in ms, key).
     #[serde(rename = "sessions")]
     Sessions { at: i64, key: String },
-    /// The support queue: the page's last item (`recorded_at` in ms, `sequence`).
+    /// The support queue: the page's last item (`recorded_at` in ms, `sequence`, and its tool or session
+    /// key when sorted by one) and the queue's order ([`sort_tag`]; left out for the first order, so
+    /// older cursors stay valid).
     #[serde(rename = "unknowns")]
-    Unknowns { at: i64, seq: i64 },
+    Unknowns {
+        at: i64,
+        seq: i64,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        key: Option<String>,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        by: Option<String>,
+    },
+    /// A search: where each group goes on (`None`: it ended); sessions at `s` (SQLite: search id;
+    /// Postgres: creation time in ms, with the key `k`), operations after the sequence `o`.
+    #[serde(rename = "search")]
+    Search {
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        s: Option<i64>,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        k: Option<String>,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        o: Option<i64>,
+    },
+}
+
+/// The order a support-queue cursor belongs to: `None` for the first order (by age, oldest first), else
+/// `"<sort>.<asc|desc>"`.
+pub fn sort_tag(sort: ledger::sessions::UnknownsSort) -> Option<String> {
+    use ledger::sessions::{UnknownsSort, UnknownsSortBy};
+    if sort == UnknownsSort::OLDEST_FIRST {
+        return None;
+    }
+    let by = match sort.by {
+        UnknownsSortBy::Age => "age",
+        UnknownsSortBy::Tool => "tool",
+        UnknownsSortBy::Session => "session",
+    };
+    Some(format!(
+        "{by}.{}",
+        if sort.descending { "desc" } else { "asc" }
+    ))
 }
 
 /// Which listing a cursor must belong to.
@@ -49,6 +87,7 @@ pub enum Listing {
     Sessions,
     Turns,
     Unknowns,
+    Search,
 }
 
 /// For `skip_serializing_if`: a `false` flag is left out of the cursor.
@@ -63,6 +102,7 @@ impl Position {
             Position::Sessions { .. } => Listing::Sessions,
             Position::Turns { .. } => Listing::Turns,
             Position::Unknowns { .. } => Listing::Unknowns,
+            Position::Search { .. } => Listing::Search,
         }
     }
 

@@ -12,6 +12,7 @@ pub mod operator;
 pub mod query;
 pub mod read;
 pub mod replay;
+pub mod search;
 pub mod security;
 pub mod sign_in;
 pub mod sse;
@@ -41,6 +42,7 @@ pub fn documented() -> OpenApiRouter<AppState> {
         .merge(export::router())
         .merge(operator::router())
         .merge(replay::router())
+        .merge(search::router())
         .merge(live::router())
         .merge(sign_in::router())
         .merge(openapi::router())

@@ -48,6 +48,15 @@ pub fn router() -> OpenApiRouter<AppState> {
     OpenApiRouter::new()
         .routes(routes!(add_note))
         .routes(routes!(reconcile))
+        .routes(routes!(claim, release))
+        .route(
+            "/sessions/{session_key}/operations/{mutation_id}/claim",
+            post(claim_form).get(to_operation_page),
+        )
+        .route(
+            "/sessions/{session_key}/operations/{mutation_id}/release",
+            post(release_form).get(to_operation_page),
+        )
         .route(
             "/sessions/{session_key}/operations/{mutation_id}/notes",
             post(note_form).get(to_operation_page),
@@ -170,6 +179,177 @@ pub async fn reconcile(
         .apply_as(Actor::Staff(name), write.command)
         .await?;
     Ok(Json(entry))
+}
+
+/// The entry a claim names, its identifiers checked as a write's (400 `invalid_path`, then 422 naming
+/// `session_key` or `mutation_id`).
+fn claimed_entry(
+    p: Result<Path<EntryPath>, PathRejection>,
+) -> Result<(ledger::ids::SessionKey, ledger::ids::MutationId), ApiError> {
+    let (session_key, mutation_id) = path(p)?;
+    Ok((
+        crate::http::query::write_id(session_key, "session_key", ledger::ids::SessionKey::parse)?,
+        crate::http::query::write_id(mutation_id, "mutation_id", ledger::ids::MutationId::parse)?,
+    ))
+}
+
+/// `POST /api/sessions/{session_key}/mutations/{mutation_id}/claim` (no body; one sent is ignored) → 201
+/// with the `claim` history row ("I am on it": `actor` `staff:<name>`, `revision` null), or 200 with the
+/// row that took it when the caller already holds the claim; 409 `already_claimed` with `claim` `{"by",
+/// "at"}` when another staff member holds it (docs/api.md "Claims"). No revision, no live event; the
+/// entry is unchanged; a viewer never sees claims.
+#[utoipa::path(
+    post,
+    path = "/api/sessions/{session_key}/mutations/{mutation_id}/claim",
+    tag = "operator",
+    params(MutationPath),
+    responses(
+        (status = 201, description = "the claim's history row", body = ledger::wire::HistoryChange),
+        (status = 200, description = "the caller already holds the claim: the row that took it", body = ledger::wire::HistoryChange),
+        OperatorErrors,
+    ),
+)]
+pub async fn claim(
+    State(state): State<AppState>,
+    Staff(name): Staff,
+    p: Result<Path<EntryPath>, PathRejection>,
+) -> Result<(StatusCode, Json<HistoryChange>), ApiError> {
+    let (session_key, mutation_id) = claimed_entry(p)?;
+    let (row, added) = state
+        .engine
+        .claim_as(Actor::Staff(name), session_key, mutation_id)
+        .await?;
+    let status = if added {
+        StatusCode::CREATED
+    } else {
+        StatusCode::OK
+    };
+    Ok((status, Json(row)))
+}
+
+/// `DELETE /api/sessions/{session_key}/mutations/{mutation_id}/claim` → 204: the claim is released,
+/// whoever held it (a `release` history row with the caller as actor), or nobody held it (nothing is
+/// written). Errors as the claim's, without 409.
+#[utoipa::path(
+    delete,
+    path = "/api/sessions/{session_key}/mutations/{mutation_id}/claim",
+    tag = "operator",
+    params(MutationPath),
+    responses(
+        (status = 204, description = "nobody holds the claim now"),
+        OperatorErrors,
+    ),
+)]
+pub async fn release(
+    State(state): State<AppState>,
+    Staff(name): Staff,
+    p: Result<Path<EntryPath>, PathRejection>,
+) -> Result<StatusCode, ApiError> {
+    let (session_key, mutation_id) = claimed_entry(p)?;
+    state
+        .engine
+        .release_as(Actor::Staff(name), session_key, mutation_id)
+        .await?;
+    Ok(StatusCode::NO_CONTENT)
+}
+
+/// The fields of the claim and release buttons' forms: `next`, the page to go back to (a path of this
+/// server; anything else goes back to the operation page).
+#[derive(Deserialize)]
+pub struct ClaimForm {
+    next: Option<String>,
+}
+
+/// Where a claim form goes back to: `next` when it is a path of this server (`/…`, not `//…` nor `/\…`,
+/// no control character), else the operation page.
+fn claim_back(next: Option<&str>, back: &str) -> String {
+    match next {
+        Some(n)
+            if n.starts_with('/')
+                && !n.starts_with("//")
+                && !n.starts_with("/\\")
+                && !n.chars().any(char::is_control) =>
+        {
+            n.to_owned()
+        }
+        _ => back.to_owned(),
+    }
+}
+
+/// `POST /sessions/{session_key}/operations/{mutation_id}/claim` (form field `next`) → 303 to `next` or
+/// the operation page; a refusal (held by another, not staff, unknown operation) is a page saying so with
+/// its status. Without a credential the middleware sends the person to sign in first.
+async fn claim_form(
+    state: State<AppState>,
+    principal: Result<Principal, ApiError>,
+    p: Result<Path<EntryPath>, PathRejection>,
+    form: Result<StrictForm<ClaimForm>, ApiError>,
+) -> Response {
+    claim_or_release_form(state, principal, p, form, true).await
+}
+
+/// `POST /sessions/{session_key}/operations/{mutation_id}/release` (form field `next`): as
+/// [`claim_form`], releasing the claim.
+async fn release_form(
+    state: State<AppState>,
+    principal: Result<Principal, ApiError>,
+    p: Result<Path<EntryPath>, PathRejection>,
+    form: Result<StrictForm<ClaimForm>, ApiError>,
+) -> Response {
+    claim_or_release_form(state, principal, p, form, false).await
+}
+
+async fn claim_or_release_form(
+    State(state): State<AppState>,
+    principal: Result<Principal, ApiError>,
+    p: Result<Path<EntryPath>, PathRejection>,
+    form: Result<StrictForm<ClaimForm>, ApiError>,
+    take: bool,
+) -> Response {
+    let back = back_to(&p);
+    let heading = if take {
+        "The operation was not claimed."
+    } else {
+        "The claim was not released."
+    };
+    let refused = |e: &ApiError| {
+        with_status(
+            e,
+            app::standalone::operator_refusal_page(heading, &plain_words(e), &back),
+        )
+    };
+    let name = match principal {
+        Ok(Principal::Staff { name, .. }) => name,
+        Ok(_) => return refused(&ApiError::staff_only()),
+        Err(e) => return refused(&e),
+    };
+    let next = match form {
+        Ok(StrictForm(f)) => claim_back(f.next.as_deref(), &back),
+        Err(e) => return refused(&e),
+    };
+    let done = async {
+        let (session_key, mutation_id) = claimed_entry(p)?;
+        if take {
+            state
+                .engine
+                .claim_as(Actor::Staff(name), session_key, mutation_id)
+                .await?;
+        } else {
+            state
+                .engine
+                .release_as(Actor::Staff(name), session_key, mutation_id)
+                .await?;
+        }
+        Ok::<(), ApiError>(())
+    }
+    .await;
+    match done {
+        Ok(()) => {
+            let location = HeaderValue::from_str(&next).unwrap_or(HeaderValue::from_static("/"));
+            (StatusCode::SEE_OTHER, [(LOCATION, location)]).into_response()
+        }
+        Err(e) => refused(&e),
+    }
 }
 
 /// The fields of the operation page's note form.

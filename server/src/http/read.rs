@@ -12,6 +12,7 @@ use ledger::ids::{LogicalTurnId, MutationId, SessionKey, ToolName};
 use ledger::wire::{
     OperationHistory, OperationMatches, SessionList, SessionTurns, TurnEntries, UnknownsPage,
 };
+use ledger::sessions::{UnknownsSort, UnknownsSortBy};
 use ledger::{
     EntriesPage, HistoryChunks, SessionsAfter, SessionsQuery, TurnsPage, UnknownsAfter,
     UnknownsQuery,
@@ -508,8 +509,8 @@ pub async fn operation(
     Ok(Json(OperationMatches { matches }))
 }
 
-/// `?limit=&after=&tool=&session_key=&min_age_secs=` of the support queue, read as text and checked by
-/// the handler.
+/// `?limit=&after=&tool=&session_key=&min_age_secs=&tool_like=&session_like=&settled_after=
+/// &settled_before=&sort=&order=` of the support queue, read as text and checked by the handler.
 #[derive(Deserialize)]
 pub struct UnknownsParams {
     limit: Option<String>,
@@ -517,17 +518,96 @@ pub struct UnknownsParams {
     tool: Option<String>,
     session_key: Option<String>,
     min_age_secs: Option<String>,
+    tool_like: Option<String>,
+    session_like: Option<String>,
+    settled_after: Option<String>,
+    settled_before: Option<String>,
+    sort: Option<String>,
+    order: Option<String>,
 }
 
-/// `GET /api/unknowns[?limit=&after=&tool=&session_key=&min_age_secs=]` → `{"matches": [{"session_key",
-/// "entry", "age_secs", "notes"}], "next", "total"}` (docs/api.md "Support queue"): open unknown outcomes
-/// (settled unknown and in flight) across sessions, oldest recorded first (`recorded_at`, then
-/// `sequence`), at most `limit` (1 to 1000, default 200), after `after` (the previous answer's `next`);
-/// `tool` and `session_key` exact; `min_age_secs` (whole seconds, 0 to 2^63-1) only items whose
-/// `age_secs` is known and at least that. `total` counts every matching item. Errors: 400
-/// (`invalid_parameter` naming `limit`, `tool`, `session_key` or `min_age_secs`, `invalid_cursor` naming
-/// `after`, `invalid_query`); a viewer gets 404 `not_found`. A `tool` or `session_key` that could never
-/// have been stored matches nothing. Other parameters are ignored.
+/// The longest `tool_like` / `session_like` substring, in bytes (the longest id is 256 bytes).
+const LIKE_MAX_BYTES: usize = 256;
+
+/// A `tool_like` / `session_like` substring: 1 to [`LIKE_MAX_BYTES`] bytes without control characters,
+/// else 400 `invalid_parameter` naming `field`. Blank (only whitespace) is no filter, as a form sends it.
+fn like_filter(value: Option<String>, field: &str) -> Result<Option<String>, ApiError> {
+    let Some(v) = value else { return Ok(None) };
+    if v.trim().is_empty() {
+        return Ok(None);
+    }
+    if v.len() > LIKE_MAX_BYTES || v.chars().any(char::is_control) {
+        return Err(ApiError::bad_request(
+            "invalid_parameter",
+            format!("{field} is 1 to {LIKE_MAX_BYTES} bytes of text without control characters"),
+            Some(field),
+        ));
+    }
+    Ok(Some(v))
+}
+
+/// An RFC 3339 time (`2026-12-03T10:00:00Z`) as ms since the Unix epoch, else 400 `invalid_parameter`
+/// naming `field`. Empty is no filter, as a form sends it.
+fn time_filter(value: Option<&str>, field: &str) -> Result<Option<i64>, ApiError> {
+    let Some(v) = value.filter(|v| !v.is_empty()) else {
+        return Ok(None);
+    };
+    time::OffsetDateTime::parse(v, &time::format_description::well_known::Rfc3339)
+        .ok()
+        .and_then(|t| i64::try_from(t.unix_timestamp_nanos() / 1_000_000).ok())
+        .map(Some)
+        .ok_or_else(|| {
+            ApiError::bad_request(
+                "invalid_parameter",
+                format!("{field} is an RFC 3339 time, e.g. 2026-12-03T10:00:00Z"),
+                Some(field),
+            )
+        })
+}
+
+/// `sort=age|tool|session` and `order=asc|desc` of the support queue; the default order is `desc` by age
+/// (the oldest first) and `asc` by tool or session (A to Z). Anything else is 400 `invalid_parameter`
+/// naming `sort` or `order`.
+fn unknowns_sort(sort: Option<&str>, order: Option<&str>) -> Result<UnknownsSort, ApiError> {
+    let by = match sort {
+        None | Some("age") => UnknownsSortBy::Age,
+        Some("tool") => UnknownsSortBy::Tool,
+        Some("session") => UnknownsSortBy::Session,
+        Some(_) => {
+            return Err(ApiError::bad_request(
+                "invalid_parameter",
+                "sort is age, tool or session",
+                Some("sort"),
+            ))
+        }
+    };
+    let descending = match order {
+        None => by == UnknownsSortBy::Age,
+        Some("asc") => false,
+        Some("desc") => true,
+        Some(_) => {
+            return Err(ApiError::bad_request(
+                "invalid_parameter",
+                "order is asc or desc",
+                Some("order"),
+            ))
+        }
+    };
+    Ok(UnknownsSort { by, descending })
+}
+
+/// `GET /api/unknowns[?limit=&after=&tool=&session_key=&min_age_secs=&tool_like=&session_like=
+/// &settled_after=&settled_before=&sort=&order=]` → `{"matches": [{"session_key", "entry", "age_secs",
+/// "notes", "last_note"?, "claim"?}], "next", "total"}` (docs/api.md "Support queue"): open unknown
+/// outcomes (settled unknown and in flight) across sessions, by default oldest recorded first
+/// (`recorded_at`, then `sequence`; `sort=age|tool|session`, `order=asc|desc`), at most `limit` (1 to
+/// 1000, default 200), after `after` (the previous answer's `next`, of the same order); `tool` and
+/// `session_key` exact; `tool_like` and `session_like` case-insensitive substrings (1 to 256 bytes);
+/// `min_age_secs` (whole seconds, 0 to 2^63-1) only items whose `age_secs` is known and at least that;
+/// `settled_after` / `settled_before` (RFC 3339) only items settled in that range. `total` counts every
+/// matching item. Errors: 400 (`invalid_parameter` naming the parameter, `invalid_cursor` naming `after`,
+/// `invalid_query`); a viewer gets 404 `not_found`. A `tool` or `session_key` that could never have been
+/// stored matches nothing. Other parameters are ignored.
 #[utoipa::path(
     get,
     path = "/api/unknowns",
@@ -538,6 +618,12 @@ pub struct UnknownsParams {
         ("tool" = Option<String>, Query, min_length = 1, description = "only items of this exact tool"),
         ("session_key" = Option<String>, Query, min_length = 1, description = "only items of this exact session"),
         ("min_age_secs" = Option<i64>, Query, minimum = 0, maximum = 9_223_372_036_854_774_784_i64, description = "only items open at least this many whole seconds (their `age_secs`, from the history row that set their status, is known and at least this); ASCII digits"),
+        ("tool_like" = Option<String>, Query, max_length = 256, description = "only items whose tool contains this text, case-insensitively; blank: no filter"),
+        ("session_like" = Option<String>, Query, max_length = 256, description = "only items whose session key contains this text, case-insensitively; blank: no filter"),
+        ("settled_after" = Option<String>, Query, format = DateTime, description = "only items settled at or after this RFC 3339 time (in-flight items have not settled)"),
+        ("settled_before" = Option<String>, Query, format = DateTime, description = "only items settled before this RFC 3339 time"),
+        ("sort" = Option<String>, Query, description = "age (default), tool or session", pattern = "^(age|tool|session)$"),
+        ("order" = Option<String>, Query, description = "asc or desc; default desc by age (oldest first), asc by tool or session", pattern = "^(asc|desc)$"),
     ),
     responses(
         (status = 200, description = "one page of the open unknown outcomes, oldest first, the next page's cursor or null, and how many match", body = ledger::wire::UnknownsPage),
@@ -558,16 +644,25 @@ pub async fn unknowns(
         UNKNOWNS_DEFAULT_LIMIT,
         UNKNOWNS_MAX_LIMIT,
     )?;
+    let sort = unknowns_sort(params.sort.as_deref(), params.order.as_deref())?;
     let after = match params.after.as_deref() {
         None => None,
         Some(a) => match cursor::decode(a, Listing::Unknowns)? {
-            Position::Unknowns { at, seq } => Some(UnknownsAfter {
-                recorded_at: at,
-                seq,
-            }),
+            // A cursor holds its order: one of another order is not a position in this one.
+            Position::Unknowns { at, seq, key, by } if by == cursor::sort_tag(sort) => {
+                Some(UnknownsAfter {
+                    key,
+                    recorded_at: at,
+                    seq,
+                })
+            }
             _ => return Err(cursor::invalid_cursor()),
         },
     };
+    let tool_like = like_filter(params.tool_like, "tool_like")?;
+    let session_like = like_filter(params.session_like, "session_like")?;
+    let settled_after = time_filter(params.settled_after.as_deref(), "settled_after")?;
+    let settled_before = time_filter(params.settled_before.as_deref(), "settled_before")?;
     let tool = filter_id(params.tool, "tool", ToolName::parse)?;
     let session_key = filter_id(params.session_key, "session_key", SessionKey::parse)?;
     let min_age_secs = match params.min_age_secs.as_deref() {
@@ -597,12 +692,19 @@ pub async fn unknowns(
         tool,
         session_key,
         min_age_secs,
+        tool_like,
+        session_like,
+        settled_after,
+        settled_before,
+        sort,
     };
     let (mut page, next) = state.sessions.open_unknowns(&query).await?;
     page.next = next.map(|n| {
         Position::Unknowns {
             at: n.recorded_at,
             seq: n.seq,
+            key: n.key,
+            by: cursor::sort_tag(sort),
         }
         .encode()
     });

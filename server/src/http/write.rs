@@ -37,6 +37,7 @@ pub(crate) fn raw(bytes: Result<Bytes, BytesRejection>) -> Result<Bytes, ApiErro
                 message: e.body_text(),
                 field: None,
                 current: None,
+                claim: None,
             }),
             retry_after_secs: None,
         }

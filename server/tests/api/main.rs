@@ -27,3 +27,4 @@ mod replay;
 mod session_page;
 mod staff_cli;
 mod strict_input;
+mod workbench;

@@ -13,18 +13,18 @@ use crate::helpers::{enc, form, read_until, record, with_staff, TestApp, PASSWOR
 // ---------------------------------------------------------------------------------------------------
 
 /// A server in signed-in mode with staff account `ada`.
-async fn signed_in() -> TestApp {
+pub(crate) async fn signed_in() -> TestApp {
     with_staff(|a| a.access = AccessArg::SignedIn).await
 }
 
-fn no_redirects() -> reqwest::Client {
+pub(crate) fn no_redirects() -> reqwest::Client {
     reqwest::Client::builder()
         .redirect(reqwest::redirect::Policy::none())
         .build()
         .expect("client")
 }
 
-async fn staff_token(app: &TestApp) -> String {
+pub(crate) async fn staff_token(app: &TestApp) -> String {
     let token = server::staff::new_staff_token();
     assert!(app
         .state
@@ -37,7 +37,7 @@ async fn staff_token(app: &TestApp) -> String {
 }
 
 /// `ada`'s sign-in cookie, as `outcomes_sign_in=<id>`.
-async fn sign_in(app: &TestApp) -> String {
+pub(crate) async fn sign_in(app: &TestApp) -> String {
     let r = no_redirects()
         .post(format!("{}/sign-in", app.base))
         .header("origin", &app.base)
@@ -56,7 +56,7 @@ async fn sign_in(app: &TestApp) -> String {
 }
 
 /// A viewer cookie of `session`, as `outcomes_viewer=<token>`.
-async fn viewer(app: &TestApp, session: &str) -> String {
+pub(crate) async fn viewer(app: &TestApp, session: &str) -> String {
     let (s, body) = app
         .host(
             Method::POST,
@@ -77,7 +77,7 @@ async fn viewer(app: &TestApp, session: &str) -> String {
 
 /// How a request is authenticated.
 #[derive(Clone, Copy)]
-enum Who<'a> {
+pub(crate) enum Who<'a> {
     Nobody,
     Bearer(&'a str),
     /// A cookie, sent with `Origin: <the server>`.
@@ -87,7 +87,7 @@ enum Who<'a> {
 }
 
 impl Who<'_> {
-    fn apply(self, app: &TestApp, req: reqwest::RequestBuilder) -> reqwest::RequestBuilder {
+    pub(crate) fn apply(self, app: &TestApp, req: reqwest::RequestBuilder) -> reqwest::RequestBuilder {
         match self {
             Who::Nobody => req,
             Who::Bearer(t) => req.bearer_auth(t),
@@ -98,7 +98,7 @@ impl Who<'_> {
 }
 
 /// `POST <path>` with a raw JSON body; status and body (Null when not JSON).
-async fn post_raw(app: &TestApp, who: Who<'_>, path: &str, body: &str) -> (StatusCode, Value) {
+pub(crate) async fn post_raw(app: &TestApp, who: Who<'_>, path: &str, body: &str) -> (StatusCode, Value) {
     let req = no_redirects()
         .post(format!("{}{path}", app.base))
         .header("content-type", "application/json")
@@ -108,12 +108,12 @@ async fn post_raw(app: &TestApp, who: Who<'_>, path: &str, body: &str) -> (Statu
     (status, r.json().await.unwrap_or(Value::Null))
 }
 
-async fn post(app: &TestApp, who: Who<'_>, path: &str, body: Value) -> (StatusCode, Value) {
+pub(crate) async fn post(app: &TestApp, who: Who<'_>, path: &str, body: Value) -> (StatusCode, Value) {
     post_raw(app, who, path, &body.to_string()).await
 }
 
 /// GET with `who`: status and JSON body.
-async fn get(app: &TestApp, who: Who<'_>, path: &str) -> (StatusCode, Value) {
+pub(crate) async fn get(app: &TestApp, who: Who<'_>, path: &str) -> (StatusCode, Value) {
     let r = who
         .apply(app, no_redirects().get(format!("{}{path}", app.base)))
         .send()
@@ -139,7 +139,7 @@ fn reconciliation(session: &str, mutation: &str) -> String {
     )
 }
 
-fn history_path(session: &str, mutation: &str) -> String {
+pub(crate) fn history_path(session: &str, mutation: &str) -> String {
     format!(
         "/api/sessions/{}/mutations/{}/history",
         enc(session),
@@ -164,9 +164,9 @@ async fn snapshot(app: &TestApp, session: &str, turn: &str, mutation: &str) -> V
 }
 
 /// An error answer in short: status, code, field.
-type Refusal<'a> = (StatusCode, Option<&'a str>, Option<&'a str>);
+pub(crate) type Refusal<'a> = (StatusCode, Option<&'a str>, Option<&'a str>);
 
-fn error(status: StatusCode, body: &Value) -> Refusal<'_> {
+pub(crate) fn error(status: StatusCode, body: &Value) -> Refusal<'_> {
     (
         status,
         body["error"]["code"].as_str(),

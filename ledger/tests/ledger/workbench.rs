@@ -1,0 +1,437 @@
+//! The support workbench's ledger side (docs/ledger.md "Search", "History"; docs/api.md "Claims",
+//! "Support queue"): claims ("I am on it") held by one staff member at a time and kept as history rows,
+//! the queue's last note, orders and substring filters, and search over ids, titles and resource ids.
+
+use std::time::Duration;
+
+use crate::common::*;
+use ledger::engine::{Action, Actor, Command, Settlement};
+use ledger::ids::ToolName;
+use ledger::search::{SearchAfter, SearchQuery};
+use ledger::sessions::{UnknownsSort, UnknownsSortBy};
+use ledger::store::format_time;
+use ledger::wire::{Claim, HistoryKind, PublishedStatus as P, SearchResults};
+use ledger::{Clock, LedgerError, UnknownsQuery};
+
+fn ada() -> Actor {
+    Actor::Staff("ada".into())
+}
+
+fn bob() -> Actor {
+    Actor::Staff("bob".into())
+}
+
+/// Approves `m` in `session` and `turn` with `tool`.
+fn approve_tool(session: &str, t: &str, m: &str, tool: &str) -> Command {
+    Command::new(
+        sk(session),
+        mid(m),
+        Action::Approve {
+            logical_turn_id: turn(t),
+            tool: ToolName::parse(tool).unwrap(),
+            commissioned_after: None,
+        },
+    )
+}
+
+fn in_session(session: &str, m: &str, action: Action) -> Command {
+    Command::new(sk(session), mid(m), action)
+}
+
+impl Harness {
+    /// `m` of `session` settled `outcome_unknown` through `tool`, at the clock's time.
+    async fn unknown_in(&self, session: &str, m: &str, tool: &str) {
+        self.ok(approve_tool(session, "t-1", m, tool)).await;
+        self.ok(in_session(
+            session,
+            m,
+            Action::RecordIntent {
+                attempt_id: att("a-1"),
+            },
+        ))
+        .await;
+        self.ok(in_session(
+            session,
+            m,
+            Action::Settle {
+                attempt_id: att("a-1"),
+                settlement: Settlement::OutcomeUnknown,
+                reason: None,
+            },
+        ))
+        .await;
+    }
+
+    async fn queue_with(&self, q: UnknownsQuery) -> Vec<String> {
+        let mut all = Vec::new();
+        let mut q = q;
+        loop {
+            let (page, next) = self.sessions.open_unknowns(&q).await.unwrap();
+            all.extend(
+                page.matches
+                    .into_iter()
+                    .map(|m| format!("{}/{}", m.session_key, m.entry.outcome.mutation_id)),
+            );
+            match next {
+                Some(n) => q.after = Some(n),
+                None => return all,
+            }
+        }
+    }
+
+    async fn search(&self, text: &str, limit: u32) -> (SearchResults, Option<SearchAfter>) {
+        self.sessions
+            .search(&SearchQuery {
+                text: text.into(),
+                limit,
+                after: None,
+            })
+            .await
+            .unwrap()
+    }
+
+    /// Every page of a search, `limit` a page: the session keys and the `session/mutation` ids found.
+    async fn search_all(&self, text: &str, limit: u32) -> (Vec<String>, Vec<String>) {
+        let (mut sessions, mut operations) = (Vec::new(), Vec::new());
+        let mut after = None;
+        loop {
+            let (page, next) = self
+                .sessions
+                .search(&SearchQuery {
+                    text: text.into(),
+                    limit,
+                    after: after.clone(),
+                })
+                .await
+                .unwrap();
+            assert!(page.sessions.len() <= limit as usize && page.operations.len() <= limit as usize);
+            sessions.extend(page.sessions.into_iter().map(|s| s.session_key));
+            operations.extend(
+                page.operations
+                    .into_iter()
+                    .map(|o| format!("{}/{}", o.session_key, o.mutation_id)),
+            );
+            match next {
+                Some(n) => after = Some(n),
+                None => return (sessions, operations),
+            }
+        }
+    }
+}
+
+#[tokio::test]
+async fn a_claim_is_held_by_one_staff_member_until_released_and_kept_in_the_history() {
+    let h = open().await;
+    h.unknown_in(SESSION, "m-1", TOOL).await;
+    let revision = h.latest_revision().await;
+    let deliveries = h.recorder.count();
+    h.clock.advance(Duration::from_secs(5));
+    let claimed_at = h.clock.now_ms();
+
+    let (row, added) = h.engine.claim_as(ada(), sk(SESSION), mid("m-1")).await.unwrap();
+    assert!(added);
+    assert_eq!(
+        (row.kind, row.actor.as_str(), row.revision, row.at.clone(), row.note.clone()),
+        (HistoryKind::Claim, "staff:ada", None, format_time(claimed_at), None)
+    );
+    assert_eq!(row.outcome.as_ref().map(|o| o.status), Some(P::OutcomeUnknown));
+    // Its holder asking again is answered with the same row, and nothing is written.
+    h.clock.advance(Duration::from_secs(5));
+    let (again, added) = h.engine.claim_as(ada(), sk(SESSION), mid("m-1")).await.unwrap();
+    assert!(!added);
+    assert_eq!(again, row);
+    // Another staff member is told who holds it and since when.
+    match h.engine.claim_as(bob(), sk(SESSION), mid("m-1")).await {
+        Err(LedgerError::AlreadyClaimed { claim }) => assert_eq!(
+            claim,
+            Claim {
+                by: "ada".into(),
+                at: format_time(claimed_at)
+            }
+        ),
+        other => panic!("expected AlreadyClaimed, got {other:?}"),
+    }
+    let item = &h.sessions.queue(10).await[0];
+    assert_eq!(
+        item.claim,
+        Some(Claim {
+            by: "ada".into(),
+            at: format_time(claimed_at)
+        })
+    );
+    // A claim is not a change of the outcome: no revision, no live event, the age unchanged.
+    assert_eq!(h.latest_revision().await, revision);
+    assert_eq!(h.recorder.count(), deliveries);
+    assert_eq!(item.age_secs, Some(10));
+
+    // Anyone may release it; then another may take it.
+    let released = h
+        .engine
+        .release_as(bob(), sk(SESSION), mid("m-1"))
+        .await
+        .unwrap()
+        .expect("a release row");
+    assert_eq!((released.kind, released.actor.as_str()), (HistoryKind::Release, "staff:bob"));
+    assert_eq!(h.sessions.queue(10).await[0].claim, None);
+    assert_eq!(h.engine.release_as(bob(), sk(SESSION), mid("m-1")).await.unwrap(), None);
+    let (row, added) = h.engine.claim_as(bob(), sk(SESSION), mid("m-1")).await.unwrap();
+    assert!(added && row.actor == "staff:bob");
+    let kinds: Vec<_> = h
+        .sessions
+        .operation_history(&sk(SESSION), &mid("m-1"))
+        .await
+        .unwrap()
+        .changes
+        .into_iter()
+        .filter(|c| c.kind.is_internal())
+        .map(|c| (c.kind, c.actor))
+        .collect();
+    assert_eq!(
+        kinds,
+        [
+            (HistoryKind::Claim, "staff:ada".to_owned()),
+            (HistoryKind::Release, "staff:bob".to_owned()),
+            (HistoryKind::Claim, "staff:bob".to_owned()),
+        ]
+    );
+    // An operation that does not exist cannot be claimed.
+    assert!(matches!(
+        h.engine.claim_as(ada(), sk(SESSION), mid("m-9")).await,
+        Err(LedgerError::MutationNotFound)
+    ));
+    assert!(matches!(
+        h.engine.claim_as(ada(), sk("s-9"), mid("m-1")).await,
+        Err(LedgerError::SessionNotFound)
+    ));
+}
+
+#[tokio::test]
+async fn of_two_staff_members_claiming_at_once_exactly_one_holds_it() {
+    for _ in 0..5 {
+        let h = open().await;
+        h.unknown_in(SESSION, "m-1", TOOL).await;
+        let (a, b) = tokio::join!(
+            h.engine.claim_as(ada(), sk(SESSION), mid("m-1")),
+            h.engine.claim_as(bob(), sk(SESSION), mid("m-1")),
+        );
+        let won = [&a, &b].iter().filter(|r| matches!(r, Ok((_, true)))).count();
+        let lost = [&a, &b]
+            .iter()
+            .filter(|r| matches!(r, Err(LedgerError::AlreadyClaimed { .. })))
+            .count();
+        assert_eq!((won, lost), (1, 1), "{a:?} {b:?}");
+        let claims = raw_count(&h.path, "SELECT COUNT(*) FROM history WHERE kind = 'claim'").await;
+        assert_eq!(claims, 1);
+    }
+}
+
+#[tokio::test]
+async fn the_queue_sorts_by_age_tool_or_session_both_ways_across_pages_and_filters_by_substrings() {
+    let h = open().await;
+    // Recorded in this order, a second apart.
+    for (session, m, tool) in [
+        ("Support-Chat-1", "m-1", "github.Create_Issue"),
+        ("billing-7", "m-2", "stripe.refund"),
+        ("support-chat-2", "m-3", "github.create_issue"),
+        ("billing-7", "m-4", "github.close_issue"),
+    ] {
+        h.unknown_in(session, m, tool).await;
+        h.clock.advance(Duration::from_secs(1));
+    }
+    let by = |by, descending| UnknownsQuery {
+        limit: 1,
+        sort: UnknownsSort { by, descending },
+        ..Default::default()
+    };
+    let oldest_first = [
+        "Support-Chat-1/m-1",
+        "billing-7/m-2",
+        "support-chat-2/m-3",
+        "billing-7/m-4",
+    ];
+    assert_eq!(h.queue_with(UnknownsQuery { limit: 1, ..Default::default() }).await, oldest_first);
+    assert_eq!(h.queue_with(by(UnknownsSortBy::Age, true)).await, oldest_first);
+    let newest_first: Vec<_> = oldest_first.iter().rev().copied().collect();
+    assert_eq!(h.queue_with(by(UnknownsSortBy::Age, false)).await, newest_first);
+    // By tool, bytewise (upper case first), then oldest first within a tool.
+    assert_eq!(
+        h.queue_with(by(UnknownsSortBy::Tool, false)).await,
+        ["Support-Chat-1/m-1", "billing-7/m-4", "support-chat-2/m-3", "billing-7/m-2"]
+    );
+    assert_eq!(
+        h.queue_with(by(UnknownsSortBy::Tool, true)).await,
+        ["billing-7/m-2", "support-chat-2/m-3", "billing-7/m-4", "Support-Chat-1/m-1"]
+    );
+    assert_eq!(
+        h.queue_with(by(UnknownsSortBy::Session, false)).await,
+        ["Support-Chat-1/m-1", "billing-7/m-2", "billing-7/m-4", "support-chat-2/m-3"]
+    );
+    assert_eq!(
+        h.queue_with(by(UnknownsSortBy::Session, true)).await,
+        ["support-chat-2/m-3", "billing-7/m-4", "billing-7/m-2", "Support-Chat-1/m-1"]
+    );
+    // Substrings, case-insensitively, with their totals.
+    let filtered = |tool_like: Option<&str>, session_like: Option<&str>| UnknownsQuery {
+        tool_like: tool_like.map(str::to_owned),
+        session_like: session_like.map(str::to_owned),
+        ..Default::default()
+    };
+    assert_eq!(
+        h.queue_with(filtered(Some("create_issue"), None)).await,
+        ["Support-Chat-1/m-1", "support-chat-2/m-3"]
+    );
+    assert_eq!(
+        h.queue_with(filtered(Some("ISSUE"), Some("CHAT"))).await,
+        ["Support-Chat-1/m-1", "support-chat-2/m-3"]
+    );
+    assert_eq!(h.queue_with(filtered(None, Some("ling-"))).await, ["billing-7/m-2", "billing-7/m-4"]);
+    let (page, _) = h.sessions.open_unknowns(&filtered(Some("issue"), None)).await.unwrap();
+    assert_eq!(page.total, 3);
+    // `%` and `_` are characters, not patterns.
+    assert!(h.queue_with(filtered(Some("%"), None)).await.is_empty());
+    assert_eq!(h.queue_with(filtered(Some("_"), None)).await.len(), 3);
+    // Settled in a time range: [after, before).
+    let t = |s: i64| T0 + s * 1000;
+    let settled = |after: Option<i64>, before: Option<i64>| UnknownsQuery {
+        settled_after: after,
+        settled_before: before,
+        ..Default::default()
+    };
+    assert_eq!(
+        h.queue_with(settled(Some(t(1)), Some(t(3)))).await,
+        ["billing-7/m-2", "support-chat-2/m-3"]
+    );
+    assert_eq!(h.queue_with(settled(Some(t(3)), None)).await, ["billing-7/m-4"]);
+    assert_eq!(h.queue_with(settled(None, Some(t(0)))).await, Vec::<String>::new());
+}
+
+#[tokio::test]
+async fn the_queue_shows_the_latest_note() {
+    let h = open().await;
+    h.unknown_in(SESSION, "m-1", TOOL).await;
+    h.unknown_in(SESSION, "m-2", TOOL).await;
+    for text in ["asked the provider", "provider says: no record yet"] {
+        h.engine
+            .note_as(ada(), in_session(SESSION, "m-1", Action::Note { text: text.into() }))
+            .await
+            .unwrap();
+    }
+    let queue = h.sessions.queue(10).await;
+    assert_eq!(
+        queue
+            .iter()
+            .map(|m| (m.notes, m.last_note.as_deref()))
+            .collect::<Vec<_>>(),
+        [(Some(2), Some("provider says: no record yet")), (Some(0), None)]
+    );
+}
+
+#[tokio::test]
+async fn search_finds_sessions_and_operations_by_any_part_of_their_ids_titles_and_resources() {
+    let h = open().await;
+    for (session, m) in [
+        ("support-chat-1", "op-alpha"),
+        ("Support-Chat-2", "OP-BETA"),
+        ("billing-7", "refund-42"),
+    ] {
+        h.unknown_in(session, m, TOOL).await;
+        h.clock.advance(Duration::from_secs(1));
+    }
+    h.ok(in_session(
+        "billing-7",
+        "refund-42",
+        Action::AttachMetadata {
+            metadata: meta("INV-2026-0042", "https://pay.example.com/r/42", "Refund for Ada Lovelace"),
+        },
+    ))
+    .await;
+    // Approved only: nothing published, never found.
+    h.ok(approve_tool("billing-7", "t-1", "op-unpublished", TOOL)).await;
+
+    // Sessions: a substring, any case, newest first; operations never match on their session's key.
+    let (found, next) = h.search("SUPPORT-chat", 20).await;
+    assert_eq!(
+        found.sessions.iter().map(|s| s.session_key.as_str()).collect::<Vec<_>>(),
+        ["Support-Chat-2", "support-chat-1"]
+    );
+    assert_eq!(found.sessions[0].counts.outcome_unknown, 1);
+    assert!(found.operations.is_empty() && next.is_none());
+    // Operations: by a part of the id, the title or the resource id.
+    for (text, expected) in [
+        ("op-", vec!["Support-Chat-2/OP-BETA", "support-chat-1/op-alpha"]),
+        ("beta", vec!["Support-Chat-2/OP-BETA"]),
+        ("lovelace", vec!["billing-7/refund-42"]),
+        ("inv-2026", vec!["billing-7/refund-42"]),
+        ("unpublished", vec![]),
+    ] {
+        let (_, operations) = h.search_all(text, 20).await;
+        assert_eq!(operations, expected, "{text}");
+    }
+    let (found, _) = h.search("lovelace", 20).await;
+    let hit = &found.operations[0];
+    assert_eq!(
+        (hit.logical_turn_id.as_str(), hit.tool.as_str(), hit.title.as_deref(), hit.status),
+        ("t-1", TOOL, Some("Refund for Ada Lovelace"), P::OutcomeUnknown)
+    );
+    // Fewer than three characters: whole ids only.
+    let (found, _) = h.search("op", 20).await;
+    assert!(found.sessions.is_empty() && found.operations.is_empty());
+    let (_, operations) = h.search_all("op-alpha", 20).await;
+    assert_eq!(operations, ["support-chat-1/op-alpha"]);
+    // Quotes and FTS syntax are text.
+    let (found, _) = h.search("\"op\" OR *", 20).await;
+    assert!(found.sessions.is_empty() && found.operations.is_empty());
+
+    // A new title replaces the old one in the index.
+    h.ok(in_session(
+        "billing-7",
+        "refund-42",
+        Action::AttachMetadata {
+            metadata: meta("INV-1", "https://pay.example.com/r/42", "Refund for Grace Hopper"),
+        },
+    ))
+    .await;
+    assert!(h.search_all("lovelace", 20).await.1.is_empty());
+    assert_eq!(h.search_all("hopper", 20).await.1, ["billing-7/refund-42"]);
+}
+
+#[tokio::test]
+async fn search_pages_each_group_newest_first_without_repeats_and_forgets_deleted_and_expired_sessions() {
+    let h = open().await;
+    let mut expected_sessions = Vec::new();
+    let mut expected_operations = Vec::new();
+    for i in 0..7 {
+        let session = format!("case-{i}");
+        for j in 0..(i % 3 + 1) {
+            let m = format!("case-op-{i}-{j}");
+            h.unknown_in(&session, &m, TOOL).await;
+            expected_operations.push(format!("{session}/{m}"));
+        }
+        expected_sessions.push(session);
+        h.clock.advance(Duration::from_secs(1));
+    }
+    expected_sessions.reverse();
+    expected_operations.reverse();
+    for limit in [1, 2, 3, 100] {
+        let (sessions, operations) = h.search_all("CASE-", limit).await;
+        assert_eq!(sessions, expected_sessions, "limit {limit}");
+        // `case-op-…` ids contain the text; the session key alone does not make a match.
+        assert_eq!(operations, expected_operations, "limit {limit}");
+    }
+    // A deleted session leaves the index with its operations.
+    h.engine.delete_session(&sk("case-3")).await.unwrap();
+    let (sessions, operations) = h.search_all("case-3", 10).await;
+    assert!(sessions.is_empty() && operations.is_empty(), "{sessions:?} {operations:?}");
+    if postgres().is_none() {
+        let indexed = raw_count(
+            &h.path,
+            "SELECT COUNT(*) FROM entries_search WHERE entries_search MATCH '\"case-op-3\"'",
+        )
+        .await;
+        assert_eq!(indexed, 0);
+    }
+    // Expired sessions are hidden, like from every read.
+    h.clock.advance(TTL + Duration::from_secs(1));
+    let (found, next) = h.search("case-", 10).await;
+    assert!(found.sessions.is_empty() && found.operations.is_empty() && next.is_none());
+}

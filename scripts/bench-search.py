@@ -1,0 +1,206 @@
+#!/usr/bin/env python3
+"""Search latency on a large ledger (README "Search"; docs/api.md "Search").
+
+Starts the release server on a fresh data directory (SQLite), or on a fresh schema of a Postgres database
+with --postgres-url, writes OPERATIONS published operations (default 100,000) over SESSIONS sessions with
+the batch API (approve, intent, settle and metadata with a title and a resource id), then times GET
+/api/search for a fixed mix of queries, one at a time over one keep-alive connection:
+
+  session substrings (common and rare), operation id substrings, title words, resource ids, a query that
+  matches nothing, a two-character query (whole ids only), a mixed-case one, and paging with `after`.
+
+Each query is run ROUNDS times (default 20) after one warm-up; the script prints p50 / p95 / max in ms for
+each kind and overall, the answer sizes, and the overall p95 as a ratio to the target (50 ms) and to
+GET /api/sessions?limit=20 timed in the same run (a cheap indexed read: what this machine gives any read).
+Exit status 1 when the overall p95 is over the target.
+
+  scripts/bench-search.py                       # 100,000 operations, SQLite, about 1-2 minutes
+  scripts/bench-search.py --operations 10000    # smaller
+  scripts/bench-search.py --postgres-url "$(scripts/postgres.sh start /tmp/pg 54329)"
+
+OUTCOMES_BIN names the server binary (default target/release/outcomes).
+"""
+
+import argparse
+import http.client
+import json
+import os
+import random
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.parse
+
+TARGET_P95_MS = 50.0
+TOKEN = "bench-search-token"
+
+
+def free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+class Client:
+    def __init__(self, port):
+        self.conn = http.client.HTTPConnection("127.0.0.1", port, timeout=120)
+
+    def request(self, method, path, body=None):
+        headers = {"Authorization": f"Bearer {TOKEN}"}
+        data = None
+        if body is not None:
+            data = json.dumps(body).encode()
+            headers["Content-Type"] = "application/json"
+        self.conn.request(method, path, body=data, headers=headers)
+        r = self.conn.getresponse()
+        payload = r.read()
+        return r.status, payload
+
+
+def fill(client, operations, sessions):
+    """Writes `operations` published operations over `sessions` sessions, 250 operations (1000 batch
+    items) a batch."""
+    per_batch = 250
+    written = 0
+    started = time.monotonic()
+    while written < operations:
+        items = []
+        for i in range(written, min(operations, written + per_batch)):
+            session = f"support-chat-{i % sessions:05d}" if i % 2 == 0 else f"billing-{i % sessions:05d}"
+            m = f"op-{i:07d}"
+            base = {"session_key": session, "mutation_id": m}
+            items.append({**base, "op": "approve", "logical_turn_id": f"turn-{i % 7}",
+                          "tool": ["github.create_issue", "stripe.refund", "mcp__dashboards__create"][i % 3]})
+            items.append({**base, "op": "intent", "attempt_id": "a1"})
+            items.append({**base, "op": "settle", "attempt_id": "a1",
+                          "status": ["completed", "failed", "outcome_unknown"][i % 3]})
+            items.append({**base, "op": "metadata", "id": f"INV-{i:07d}",
+                          "url": f"https://pay.example.com/r/{i}",
+                          "title": f"Refund {i} for customer {random.choice(NAMES)} {random.choice(NAMES)}"})
+        status, body = client.request("POST", "/api/host/batch", {"operations": items})
+        if status != 200:
+            sys.exit(f"batch answered {status}: {body[:300]!r}")
+        results = json.loads(body)["results"]
+        bad = [r for r in results if r["status"] >= 300]
+        if bad:
+            sys.exit(f"batch items refused: {bad[:3]}")
+        written += per_batch
+    return time.monotonic() - started
+
+
+NAMES = ["Ada", "Grace", "Alan", "Edsger", "Barbara", "Donald", "Margaret", "Ken", "Dennis", "Frances",
+         "Lovelace", "Hopper", "Turing", "Dijkstra", "Liskov", "Knuth", "Hamilton", "Thompson", "Ritchie"]
+
+
+def pct(samples, p):
+    s = sorted(samples)
+    return s[min(len(s) - 1, int(round(p / 100 * (len(s) - 1))))]
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--operations", type=int, default=100_000)
+    ap.add_argument("--sessions", type=int, default=1000)
+    ap.add_argument("--rounds", type=int, default=20)
+    ap.add_argument("--postgres-url", default=None)
+    args = ap.parse_args()
+    random.seed(7)
+
+    binary = os.environ.get("OUTCOMES_BIN", "target/release/outcomes")
+    if not os.access(binary, os.X_OK):
+        sys.exit(f"{binary} is not an executable: run scripts/build.sh or set OUTCOMES_BIN")
+    data = tempfile.mkdtemp(prefix="bench-search-")
+    port = free_port()
+    cmd = [binary, "serve", "--addr", f"127.0.0.1:{port}", "--data-dir", data]
+    backend = "SQLite"
+    if args.postgres_url:
+        schema = f"bench_search_{os.getpid()}"
+        sep = "&" if "?" in args.postgres_url else "?"
+        cmd += ["--database", f"{args.postgres_url}{sep}options=-c%20search_path%3D{schema}"]
+        backend = "Postgres"
+    env = dict(os.environ, OUTCOMES_HOST_TOKEN=TOKEN)
+    log = open(os.path.join(data, "server.log"), "w")
+    server = subprocess.Popen(cmd, env=env, stdout=log, stderr=subprocess.STDOUT)
+    try:
+        for _ in range(200):
+            try:
+                c = Client(port)
+                if c.request("GET", "/healthz")[0] == 200:
+                    break
+            except OSError:
+                time.sleep(0.05)
+        else:
+            sys.exit("the server did not start: see " + log.name)
+        client = Client(port)
+        secs = fill(client, args.operations, args.sessions)
+        print(f"{backend}: wrote {args.operations:,} operations over {args.sessions:,} sessions in {secs:.1f} s")
+
+        queries = {
+            "session, common": ["support-chat", "billing-", "SUPPORT-CHAT-00"],
+            "session, rare": [f"chat-{random.randrange(args.sessions):05d}" for _ in range(3)],
+            "operation id part": [f"op-{random.randrange(args.operations):07d}"[:-1] for _ in range(3)],
+            "title word": ["lovelace", "Hopper", "refund 4242"],
+            "resource id": [f"inv-{random.randrange(args.operations):07d}" for _ in range(3)],
+            "nothing": ["zzz-nothing", "no such thing"],
+            "two characters": ["op", "Ad"],
+        }
+        timed = {}
+        sizes = {}
+        for kind, texts in queries.items():
+            for text in texts:
+                path = "/api/search?" + urllib.parse.urlencode({"q": text})
+                status, body = client.request("GET", path)  # warm-up
+                if status != 200:
+                    sys.exit(f"{path} answered {status}: {body[:200]!r}")
+                found = json.loads(body)
+                sizes.setdefault(kind, []).append((len(found["sessions"]), len(found["operations"])))
+                for _ in range(args.rounds):
+                    t = time.perf_counter()
+                    status, _ = client.request("GET", path)
+                    timed.setdefault(kind, []).append((time.perf_counter() - t) * 1000)
+                    assert status == 200
+        # Paging: the second and third page of a common query.
+        after = None
+        for page in range(3):
+            q = {"q": "support-chat"}
+            if after:
+                q["after"] = after
+            path = "/api/search?" + urllib.parse.urlencode(q)
+            t = time.perf_counter()
+            status, body = client.request("GET", path)
+            ms = (time.perf_counter() - t) * 1000
+            if page > 0:
+                timed.setdefault("next page", []).append(ms)
+            after = json.loads(body)["next"]
+        baseline = []
+        for _ in range(args.rounds * 5):
+            t = time.perf_counter()
+            client.request("GET", "/api/sessions?limit=20")
+            baseline.append((time.perf_counter() - t) * 1000)
+
+        every = [ms for v in timed.values() for ms in v]
+        print(f"{'kind':<20} {'n':>4} {'p50 ms':>8} {'p95 ms':>8} {'max ms':>8}  found (sessions, operations)")
+        for kind, v in timed.items():
+            print(f"{kind:<20} {len(v):>4} {pct(v, 50):>8.2f} {pct(v, 95):>8.2f} {max(v):>8.2f}  {sizes.get(kind, '')}")
+        p95 = pct(every, 95)
+        base = pct(baseline, 50)
+        print(f"{'all':<20} {len(every):>4} {pct(every, 50):>8.2f} {p95:>8.2f} {max(every):>8.2f}")
+        print(f"GET /api/sessions?limit=20 p50 {base:.2f} ms (this machine, this run)")
+        print(f"search p95 / target ({TARGET_P95_MS:.0f} ms) = {p95 / TARGET_P95_MS:.2f}; "
+              f"search p95 / sessions-list p50 = {p95 / base:.1f}")
+        return 0 if p95 <= TARGET_P95_MS else 1
+    finally:
+        server.send_signal(signal.SIGTERM)
+        try:
+            server.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            server.kill()
+        shutil.rmtree(data, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
