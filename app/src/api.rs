@@ -418,15 +418,10 @@ pub fn claim_answer(status: u16, body: &str) -> ClaimAnswer {
         200 | 201 => ClaimAnswer::Held,
         204 => ClaimAnswer::Released,
         409 => {
+            // `{"error": {"code": "already_claimed", …, "claim": {"by", "at"}}}` (docs/api.md "Claims").
             let by = serde_json::from_str::<serde_json::Value>(body)
                 .ok()
-                .and_then(|v| {
-                    let current = v.pointer("/error/current").or_else(|| v.get("current"))?;
-                    current
-                        .pointer("/claim/by")
-                        .and_then(|b| b.as_str())
-                        .map(str::to_owned)
-                });
+                .and_then(|v| v.pointer("/error/claim/by")?.as_str().map(str::to_owned));
             ClaimAnswer::Taken(by)
         }
         403 => ClaimAnswer::Failed("Only signed-in staff can claim an operation.".to_owned()),
@@ -533,7 +528,7 @@ mod tests {
         assert_eq!(claim_answer(201, "{}"), ClaimAnswer::Held);
         assert_eq!(claim_answer(200, "{}"), ClaimAnswer::Held);
         assert_eq!(claim_answer(204, ""), ClaimAnswer::Released);
-        let taken = r#"{"error":{"code":"already_claimed","message":"claimed by another","current":{"claim":{"by":"bo","at":"2026-12-02T10:00:00Z"}}}}"#;
+        let taken = r#"{"error":{"code":"already_claimed","message":"bo is already on it (since 2026-12-02T10:00:00Z)","claim":{"by":"bo","at":"2026-12-02T10:00:00Z"}}}"#;
         assert_eq!(
             claim_answer(409, taken),
             ClaimAnswer::Taken(Some("bo".into()))

@@ -109,7 +109,7 @@ test('find and the filters accept the marked form; copy gives the raw id', async
   await expect(page.locator('.page-count')).toHaveText('Showing 1 of 1 session');
   // The unknowns queue by session and tool, typed marked.
   await page.goto(`/unknowns?session_key=${enc(s.sessionShown)}&tool=${enc(TOOL_SHOWN)}`);
-  await expect(page.locator('tr.operation')).toHaveCount(1);
+  await expect(page.locator('table.q tbody tr')).toHaveCount(1);
   await expect(page.locator('.page-count')).toHaveText('Showing 1 of 1 open unknown');
 
   // Copy gives the raw id, invisible characters and all.

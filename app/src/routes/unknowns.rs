@@ -36,44 +36,40 @@ const FILTERS: [&str; 9] = [
 ];
 
 /// The longest last note a row shows, in characters (the whole note is on the operation page).
-pub const LAST_NOTE_CHARS: usize = 80;
+pub const LAST_NOTE_CHARS: usize = 60;
 
-/// One row of the queue: what the table shows of an `OperationMatch` of `/api/unknowns`, under short
-/// names (they are sent again, once per row, as the page's hydration data).
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+/// One row of the queue: what the table shows of an `OperationMatch` of `/api/unknowns`.
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Row {
-    #[serde(rename = "k")]
     pub session_key: String,
-    #[serde(rename = "t")]
     pub turn: String,
-    #[serde(rename = "m")]
     pub mutation_id: String,
-    #[serde(rename = "o")]
     pub tool: String,
-    #[serde(rename = "n", default, skip_serializing_if = "Option::is_none")]
     pub title: Option<String>,
-    #[serde(rename = "a", default, skip_serializing_if = "Option::is_none")]
     pub age_secs: Option<u64>,
-    #[serde(rename = "c", default, skip_serializing_if = "Option::is_none")]
     pub notes: Option<u64>,
     /// The latest note, cut to [`LAST_NOTE_CHARS`].
-    #[serde(rename = "l", default, skip_serializing_if = "Option::is_none")]
     pub last_note: Option<String>,
-    #[serde(rename = "h", default, skip_serializing_if = "Option::is_none")]
     pub claim: Option<Claim>,
 }
 
-/// One page of the queue as the page keeps it.
+/// One page of the queue as the page keeps it. The rows are not part of the page's hydration data
+/// (`serde(skip)`): the server renders them as the table body's HTML ([`rows_html`]), which hydration
+/// leaves as it is (an `inner_html` from the server is not set again); a later read in the browser renders
+/// them from the API's answer. So the page sends each row once, as HTML only.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct QueuePage {
+    #[serde(skip)]
     pub rows: Vec<Row>,
+    /// How many rows the page shows.
+    pub shown: usize,
     pub next: Option<String>,
     pub total: u64,
 }
 
 impl From<UnknownsPage> for QueuePage {
     fn from(page: UnknownsPage) -> Self {
-        let rows = page
+        let rows: Vec<Row> = page
             .matches
             .into_iter()
             .map(|m| Row {
@@ -89,6 +85,7 @@ impl From<UnknownsPage> for QueuePage {
             })
             .collect();
         QueuePage {
+            shown: rows.len(),
             rows,
             next: page.next,
             total: page.total,
@@ -243,12 +240,12 @@ pub fn UnknownsQueuePage() -> impl IntoView {
                     match queue.await {
                         Err(e) => view! { <ApiErrorPanel error=e/> }.into_any(),
                         Ok(q) => {
-                            let shown = q.page.rows.len();
+                            let shown = q.page.shown;
                             let empty = (shown == 0).then(|| view! { <p>{if filters.is_empty() { "No open unknown outcomes." } else { "No open unknown outcome matches these filters." }}</p> });
                             view! {
                                 <AsOf at=q.as_of.clone() refresh stale=q.stale.clone()/>
                                 {empty}
-                                <QueueTable rows=q.page.rows filters=filters.clone() staff selected said blocked refresh/>
+                                <QueueTable rows=q.page.rows shown filters=filters.clone() staff selected said blocked refresh/>
                                 <PageNav shown total=q.page.total next=q.page.next page_path="/unknowns" filters later noun="open unknown" nouns="open unknowns"/>
                             }.into_any()
                         }
@@ -259,20 +256,13 @@ pub fn UnknownsQueuePage() -> impl IntoView {
     }
 }
 
-/// The path and query of this page (where a form post comes back to).
-fn this_page() -> String {
-    let query = crate::address::raw_query();
-    if query.is_empty() {
-        "/unknowns".to_owned()
-    } else {
-        format!("/unknowns?{query}")
-    }
-}
-
-/// The table, its bulk bar and what the last action said.
+/// The table, its bulk bar and what the last action said. The rows' cells are plain HTML
+/// ([`rows_html`]); what a row does once interactive (tick, copy, claim) is handled by the table for all
+/// its rows, reading the row's operation link (its path holds the session key and the operation id).
 #[component]
 fn QueueTable(
     rows: Vec<Row>,
+    shown: usize,
     filters: Vec<(&'static str, String)>,
     staff: bool,
     selected: RwSignal<Vec<String>>,
@@ -280,14 +270,10 @@ fn QueueTable(
     blocked: RwSignal<Vec<String>>,
     refresh: RwSignal<u64>,
 ) -> impl IntoView {
-    if rows.is_empty() {
+    if shown == 0 {
         return ().into_any();
     }
     let (by, desc) = order_of(&filters);
-    let hrefs: Vec<String> = rows
-        .iter()
-        .map(|r| history_href(&r.session_key, &r.mutation_id))
-        .collect();
     let header = |col: SortBy, words: &'static str, class: &'static str| {
         let sort = (by == col).then_some(if desc { "descending" } else { "ascending" });
         let arrow = match (by == col, desc) {
@@ -297,55 +283,72 @@ fn QueueTable(
         };
         view! { <th scope="col" class=class aria-sort=sort><a rel="external" href=sort_href(&filters, col)>{words}{arrow}</a></th> }
     };
-    let count = {
-        let hrefs = hrefs.clone();
-        Memo::new(move |_| selected.with(|s| hrefs.iter().filter(|h| s.contains(h)).count()))
+    let count = Memo::new(move |_| selected.with(Vec::len));
+    let open_selected = move |_| {
+        let chosen = selected.get_untracked();
+        let refused = open_pages(&chosen);
+        let n = chosen.len();
+        if refused.is_empty() {
+            said.set(format!(
+                "Opened {} in new tabs.",
+                crate::components::count(n as u64, "operation page", "operation pages")
+            ));
+        } else {
+            said.set(format!(
+                "The browser opened {} of {} pages and blocked the rest. Allow pop-ups for this site, or open them here:",
+                n - refused.len(),
+                n
+            ));
+        }
+        blocked.set(refused);
     };
-    let all_ticked = {
-        let n = hrefs.len();
-        move || count.get() == n
+    let tick_all = move |ev: leptos::ev::Event| {
+        let on = event_target_checked(&ev);
+        let hrefs = tick_every_row(on);
+        selected.set(if on { hrefs } else { Vec::new() });
     };
-    let tick_all = {
-        let hrefs = hrefs.clone();
-        move |ev: leptos::ev::Event| {
-            let on = event_target_checked(&ev);
+    let on_change = move |ev: leptos::ev::Event| {
+        #[cfg(feature = "hydrate")]
+        if let Some((href, on)) = row_event::ticked(&ev) {
             selected.update(|s| {
-                s.retain(|h| !hrefs.contains(h));
+                s.retain(|h| h != &href);
                 if on {
-                    s.extend(hrefs.iter().cloned());
+                    s.push(href);
                 }
             });
         }
+        #[cfg(not(feature = "hydrate"))]
+        let _ = ev;
     };
-    let open_selected = {
-        let hrefs = hrefs.clone();
-        move |_| {
-            let chosen: Vec<String> =
-                selected.with(|s| hrefs.iter().filter(|h| s.contains(h)).cloned().collect());
-            let refused = open_pages(&chosen);
-            let n = chosen.len();
-            if refused.is_empty() {
-                said.set(format!(
-                    "Opened {} in new tabs.",
-                    crate::components::count(n as u64, "operation page", "operation pages")
-                ));
-            } else {
-                said.set(format!(
-                    "The browser opened {} of {} pages and blocked the rest. Allow pop-ups for this site, or open them here:",
-                    n - refused.len(),
-                    n
-                ));
-            }
-            blocked.set(refused);
+    let on_click = move |ev: leptos::ev::MouseEvent| {
+        // The rows' links are plain HTML (no `rel="external"`): this listener is the table's own (the app
+        // does not delegate events), so stopping the click here keeps it from the router's handler on the
+        // window and the browser follows the link (ids round-trip, docs/design.md "What the person sees").
+        #[cfg(feature = "hydrate")]
+        if row_event::on_link(&ev) {
+            ev.stop_propagation();
+            return;
         }
+        #[cfg(feature = "hydrate")]
+        match row_event::button(&ev) {
+            Some((row_event::Button::Copy, _, id)) => {
+                if let Some(window) = web_sys::window() {
+                    let _ = window.navigator().clipboard().write_text(&id);
+                    said.set(format!("Copied operation id {}", mark(&id)));
+                }
+            }
+            Some((row_event::Button::Claim, key, id)) => {
+                leptos::task::spawn_local(async move {
+                    said.set(claim_words(crate::api::claim(&key, &id, true).await, &id));
+                    refresh.update(|t| *t += 1);
+                });
+            }
+            None => {}
+        }
+        #[cfg(not(feature = "hydrate"))]
+        let _ = (ev, refresh);
     };
-    let next = this_page();
-    let body = rows
-        .into_iter()
-        .zip(hrefs)
-        .enumerate()
-        .map(|(i, (r, href))| view! { <QueueRow i row=r href staff selected said refresh/> })
-        .collect_view();
+    let body = rows_html(&rows, staff, &selected.get_untracked());
     view! {
         <div class="bulk mb-2 flex flex-wrap items-center gap-2 text-sm">
             <button type="button" class="open-selected rounded bg-sky-700 px-2 py-0.5 font-semibold text-white hover:bg-sky-800 disabled:opacity-50"
@@ -353,7 +356,7 @@ fn QueueTable(
                 {move || format!("Open selected ({})", count.get())}
             </button>
             <button type="button" class="clear-selected rounded border border-slate-400 px-2 py-0.5 hover:bg-slate-100 disabled:opacity-50 dark:border-slate-600 dark:hover:bg-slate-800"
-                disabled=move || count.get() == 0 on:click=move |_| { selected.set(Vec::new()); blocked.set(Vec::new()); }>
+                disabled=move || count.get() == 0 on:click=move |_| { tick_every_row(false); selected.set(Vec::new()); blocked.set(Vec::new()); }>
                 "Clear selection"
             </button>
         </div>
@@ -366,119 +369,187 @@ fn QueueTable(
                 </ul>
             })
         }}
-        <form method="post" class="queue-form">
-            <input type="hidden" name="next" value=next/>
-            <div class="qs">
-                <table class="q">
-                    <caption class="sr-only">"Open unknown outcomes, one a row"</caption>
-                    <thead>
-                        <tr>
-                            <th scope="col" class="w-6"><input type="checkbox" class="sel-all" aria-label="Select every row" prop:checked=all_ticked on:change=tick_all/></th>
-                            {header(SortBy::Age, "Age", "w-14")}
-                            {header(SortBy::Tool, "Tool", "w-40")}
-                            <th scope="col">"Title"</th>
-                            {header(SortBy::Session, "Session", "w-44")}
-                            <th scope="col" class="w-20">"Turn"</th>
-                            <th scope="col" class="w-56">"Operation id"</th>
-                            <th scope="col" class="w-12">"Notes"</th>
-                            <th scope="col" class="w-48">"Last note"</th>
-                            <th scope="col" class="w-28">"On it"</th>
-                        </tr>
-                    </thead>
-                    <tbody class="operations">{body}</tbody>
-                </table>
-            </div>
-        </form>
+        <div class="qs">
+            <table class="q" on:click=on_click on:change=on_change>
+                <caption class="sr-only">"Open unknown outcomes, one a row"</caption>
+                <thead>
+                    <tr>
+                        <th scope="col" class="w-6"><input type="checkbox" class="sel-all" aria-label="Select every row"
+                            prop:checked=move || { count.get() >= shown } on:change=tick_all/></th>
+                        {header(SortBy::Age, "Age", "w-14")}
+                        {header(SortBy::Tool, "Tool", "w-40")}
+                        <th scope="col">"Title"</th>
+                        {header(SortBy::Session, "Session", "w-44")}
+                        <th scope="col" class="w-20">"Turn"</th>
+                        <th scope="col" class="w-56">"Operation id"</th>
+                        <th scope="col" class="w-12">"Notes"</th>
+                        <th scope="col" class="w-48">"Last note"</th>
+                        <th scope="col" class="w-28">"On it"</th>
+                    </tr>
+                </thead>
+                <tbody class="operations" inner_html=body></tbody>
+            </table>
+        </div>
     }
     .into_any()
 }
 
-/// One unknown outcome as a row of the table.
-#[component]
-fn QueueRow(
-    i: usize,
-    row: Row,
-    href: String,
-    staff: bool,
-    selected: RwSignal<Vec<String>>,
-    said: RwSignal<String>,
-    refresh: RwSignal<u64>,
-) -> impl IntoView {
-    let id = format!("r{i}");
-    let ticked = {
-        let href = href.clone();
-        move || selected.with(|s| s.contains(&href))
-    };
-    let tick = {
-        let href = href.clone();
-        move |ev: leptos::ev::Event| {
-            let on = event_target_checked(&ev);
-            selected.update(|s| {
-                s.retain(|h| h != &href);
-                if on {
-                    s.push(href.clone());
-                }
-            });
+/// `s` escaped for HTML text and attribute values.
+pub fn esc(s: &str) -> String {
+    let mut out = String::with_capacity(s.len());
+    for c in s.chars() {
+        match c {
+            '&' => out.push_str("&amp;"),
+            '<' => out.push_str("&lt;"),
+            '>' => out.push_str("&gt;"),
+            '"' => out.push_str("&quot;"),
+            '\'' => out.push_str("&#39;"),
+            c => out.push(c),
         }
-    };
-    let copy = {
-        let raw = row.mutation_id.clone();
-        move |_| {
-            #[cfg(feature = "hydrate")]
-            if let Some(window) = web_sys::window() {
-                let _ = window.navigator().clipboard().write_text(&raw);
-                said.set(format!("Copied operation id {}", mark(&raw)));
-            }
-            #[cfg(not(feature = "hydrate"))]
-            let _ = &raw;
+    }
+    out
+}
+
+/// The table body's rows as HTML, one `<tr>` each, with as few bytes as a row can have: cells without
+/// classes (styled by their column, `style/main.css`), host strings marked ([`mark`]) and escaped. The
+/// cells: a select box named by the operation id (`aria-labelledby` its link, `id="r<i>"`), age, tool,
+/// title, session (a link), turn, operation id (a link to its page; a copy button), notes, last note,
+/// and who is on it, or for staff an "I'm on it" button (interactive pages only; without JavaScript the
+/// operation page's form claims). `selected` rows (operation page paths) are ticked.
+pub fn rows_html(rows: &[Row], staff: bool, selected: &[String]) -> String {
+    let mut out = String::with_capacity(rows.len() * 640);
+    for (i, r) in rows.iter().enumerate() {
+        let href = history_href(&r.session_key, &r.mutation_id);
+        let ticked = if selected.contains(&href) {
+            " checked"
+        } else {
+            ""
+        };
+        let notes = r
+            .notes
+            .filter(|n| *n > 0)
+            .map(|n| n.to_string())
+            .unwrap_or_default();
+        let claim = match (&r.claim, staff) {
+            (Some(c), _) => format!("{} is on it", esc(&c.by)),
+            (None, true) => "<button class=\"take\">I&#39;m on it</button>".to_owned(),
+            (None, false) => String::new(),
+        };
+        out.push_str(&format!(
+            "<tr><td><input type=\"checkbox\" aria-labelledby=\"r{i}\"{ticked}></td><td>{age}</td><td>{tool}</td><td>{title}</td>\
+             <td><a href=\"{session_href}\">{session}</a></td><td>{turn}</td>\
+             <td><a id=\"r{i}\" href=\"{href}\">{id}</a> <button class=\"cp\" aria-label=\"Copy id\">⧉</button></td>\
+             <td>{notes}</td><td>{note}</td><td>{claim}</td></tr>",
+            age = r.age_secs.map(age_short).unwrap_or_default(),
+            tool = esc(&mark(&r.tool)),
+            title = esc(&r.title.as_deref().map(mark).unwrap_or_default()),
+            session_href = esc(&session_href(&r.session_key)),
+            session = esc(&mark(&r.session_key)),
+            turn = esc(&mark(&r.turn)),
+            href = esc(&href),
+            id = esc(&mark(&r.mutation_id)),
+            note = esc(&r.last_note.as_deref().map(mark).unwrap_or_default()),
+        ));
+    }
+    out
+}
+
+/// Ticks (or unticks) every row's select box on the page; the operation page paths of the rows.
+fn tick_every_row(on: bool) -> Vec<String> {
+    #[cfg(feature = "hydrate")]
+    {
+        row_event::tick_all(on)
+    }
+    #[cfg(not(feature = "hydrate"))]
+    {
+        let _ = on;
+        Vec::new()
+    }
+}
+
+/// What a click or a change inside the table's body was about (browser only).
+#[cfg(feature = "hydrate")]
+mod row_event {
+    use wasm_bindgen::JsCast;
+    use web_sys::Element;
+
+    pub enum Button {
+        Copy,
+        Claim,
+    }
+
+    /// The operation page path of the row `el` is in (its operation link's `href`).
+    fn row_href(el: &Element) -> Option<String> {
+        el.closest("tr")
+            .ok()??
+            .query_selector("a[id]")
+            .ok()??
+            .get_attribute("href")
+    }
+
+    fn target(ev: &web_sys::Event) -> Option<Element> {
+        ev.target()?.dyn_into::<Element>().ok()
+    }
+
+    fn checked(el: &Element) -> bool {
+        js_sys::Reflect::get(el, &"checked".into())
+            .ok()
+            .and_then(|v| v.as_bool())
+            .unwrap_or(false)
+    }
+
+    /// Whether the click was on a link in the table's body.
+    pub fn on_link(ev: &web_sys::MouseEvent) -> bool {
+        target(ev).is_some_and(|el| el.closest("tbody a").ok().flatten().is_some())
+    }
+
+    /// A row's select box changed: the row's page path and whether it is ticked now.
+    pub fn ticked(ev: &web_sys::Event) -> Option<(String, bool)> {
+        let el = target(ev)?;
+        if el.get_attribute("type").as_deref() != Some("checkbox")
+            || el.closest("tbody").ok()?.is_none()
+        {
+            return None;
         }
-    };
-    let claim_cell = match (&row.claim, staff) {
-        (Some(c), _) => {
-            view! { <td class="claim" data-by=c.by.clone()>{format!("{} is on it", c.by)}</td> }
-                .into_any()
-        }
-        (None, true) => {
-            let action = format!("{href}/claim");
-            let (key, mutation_id) = (row.session_key.clone(), row.mutation_id.clone());
-            let take = move |ev: leptos::ev::MouseEvent| {
-                ev.prevent_default();
-                #[cfg(feature = "hydrate")]
-                {
-                    let (key, mutation_id) = (key.clone(), mutation_id.clone());
-                    leptos::task::spawn_local(async move {
-                        said.set(claim_words(
-                            crate::api::claim(&key, &mutation_id, true).await,
-                            &mutation_id,
-                        ));
-                        refresh.update(|t| *t += 1);
-                    });
-                }
-                #[cfg(not(feature = "hydrate"))]
-                let _ = (&key, &mutation_id, said, refresh);
+        Some((row_href(&el)?, checked(&el)))
+    }
+
+    /// A row's copy or claim button was clicked: which, and the row's session key and operation id (its
+    /// link's path segments, decoded once).
+    pub fn button(ev: &web_sys::MouseEvent) -> Option<(Button, String, String)> {
+        let el = target(ev)?.closest("button").ok()??;
+        let which = match el.class_name().as_str() {
+            "cp" => Button::Copy,
+            "take" => Button::Claim,
+            _ => return None,
+        };
+        let href = row_href(&el)?;
+        Some((
+            which,
+            crate::address::segment_of(&href, 2),
+            crate::address::segment_of(&href, 4),
+        ))
+    }
+
+    /// Sets every row's select box; the rows' page paths.
+    pub fn tick_all(on: bool) -> Vec<String> {
+        let Some(document) = web_sys::window().and_then(|w| w.document()) else {
+            return Vec::new();
+        };
+        let Ok(boxes) = document.query_selector_all("table.q tbody input[type=checkbox]") else {
+            return Vec::new();
+        };
+        let mut hrefs = Vec::new();
+        for i in 0..boxes.length() {
+            let Some(el) = boxes.item(i).and_then(|n| n.dyn_into::<Element>().ok()) else {
+                continue;
             };
-            view! { <td class="claim"><button type="submit" class="take" formaction=action on:click=take>"I'm on it"</button></td> }.into_any()
+            let _ = js_sys::Reflect::set(&el, &"checked".into(), &on.into());
+            if let Some(h) = row_href(&el) {
+                hrefs.push(h);
+            }
         }
-        (None, false) => view! { <td class="claim"></td> }.into_any(),
-    };
-    let notes = row
-        .notes
-        .filter(|n| *n > 0)
-        .map(|n| n.to_string())
-        .unwrap_or_default();
-    view! {
-        <tr class="operation" data-mutation-id=row.mutation_id.clone()>
-            <td><input type="checkbox" class="sel" aria-labelledby=id.clone() prop:checked=ticked on:change=tick/></td>
-            <td class="age">{row.age_secs.map(age_short).unwrap_or_default()}</td>
-            <td class="m tool">{mark(&row.tool)}</td>
-            <td class="tt">{row.title.as_deref().map(mark).unwrap_or_default()}</td>
-            <td class="m"><a rel="external" href=session_href(&row.session_key)>{mark(&row.session_key)}</a></td>
-            <td class="m">{mark(&row.turn)}</td>
-            <td class="m"><a rel="external" class="op" id=id href=href>{mark(&row.mutation_id)}</a>" "<button type="button" class="cp" aria-label="Copy id" on:click=copy>"⧉"</button></td>
-            <td class="notes">{notes}</td>
-            <td class="last-note">{row.last_note.as_deref().map(mark).unwrap_or_default()}</td>
-            {claim_cell}
-        </tr>
+        hrefs
     }
 }
 
