@@ -99,7 +99,7 @@ test.describe('without JavaScript', () => {
     await expect(page.locator('.operation-id')).toHaveText(mutation);
 
     await page.goto(`/find?q=${enc(mutation)}`);
-    await expect(page).toHaveURL(new RegExp(`/sessions/${enc(session)}/operations/${enc(mutation)}$`.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')));
+    await expect(page).toHaveURL(new RegExp(`/sessions/${enc(session)}/operations/${enc(mutation)}`.replace(/[.*+?^${}()|[\]\\]/g, '\\$&') + '$'));
     await expect(page.locator('h1')).toContainText(mutation);
     await expect(page.getByRole('link', { name: `← Session ${session}` })).toHaveAttribute('href', `/sessions/${enc(session)}`);
   });

@@ -81,12 +81,12 @@ test('the home page and the queue say "as of" and refresh themselves, and on dem
   await expect(page.locator('.session [data-count="outcome_unknown"]')).toContainText('1', { timeout: 25_000 });
 
   await page.goto(`/unknowns?session_key=${enc(session)}`);
-  await expect(page.locator('.operations > li')).toHaveCount(1);
+  await expect(page.locator('.operations > tr')).toHaveCount(1);
   const asOf = await page.locator('.as-of time').getAttribute('datetime');
   await host.settled('t', 'r2', 'outcome_unknown');
   await page.locator('html[data-interactive="true"]').waitFor({ state: 'attached', timeout: 20_000 });
   await page.locator('button.refresh').click();
-  await expect(page.locator('.operations > li')).toHaveCount(2, { timeout: 10_000 });
+  await expect(page.locator('.operations > tr')).toHaveCount(2, { timeout: 10_000 });
   expect(await page.locator('.as-of time').getAttribute('datetime')).not.toBe(asOf);
 });
 

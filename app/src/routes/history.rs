@@ -127,6 +127,7 @@ fn LiveHistory(history: OperationHistory) -> impl IntoView {
     // The forms re-render only when what they are bound to changes, so typing survives live updates.
     let attempt = Memo::new(move |_| history.with(reconcilable_attempt));
     let base = history_href(&key, &id);
+    let claim_base = base.clone();
     let caller = use_context::<crate::CallerResource>();
     view! {
         <p class="mb-1 flex flex-wrap gap-x-3 text-sm">
@@ -151,6 +152,18 @@ fn LiveHistory(history: OperationHistory) -> impl IntoView {
                 }
             }}
         </section>
+        <Transition fallback=|| ()>
+            {move || {
+                let base = claim_base.clone();
+                Suspend::new(async move {
+                    let staff = match caller {
+                        Some(c) => c.0.await.is_ok_and(|c| c.access == "staff"),
+                        None => false,
+                    };
+                    staff.then(|| view! { <ClaimBox base history attempt/> })
+                })
+            }}
+        </Transition>
         {move || view! { <Commissioned history=history.get()/> }}
         <section class="mb-6" aria-labelledby="history-heading">
             <h2 id="history-heading" class="mb-2 text-lg font-semibold">"History"</h2>
@@ -174,10 +187,7 @@ fn LiveHistory(history: OperationHistory) -> impl IntoView {
                         Some(c) => c.0.await.is_ok_and(|c| c.access == "staff"),
                         None => false,
                     };
-                    staff.then(|| view! {
-                        <ClaimBox base=base.clone() history attempt/>
-                        <OperatorActions base attempt/>
-                    })
+                    staff.then(|| view! { <OperatorActions base attempt/> })
                 })
             }}
         </Transition>

@@ -612,11 +612,11 @@ fn QueueFilters(filters: Vec<(&'static str, String)>) -> impl IntoView {
         .map(|k| (k, value_of(&filters, k)))
         .filter(|(_, v)| !v.is_empty())
         .collect();
-    let exact: Vec<String> = [("tool", "tool"), ("session_key", "session")]
+    let exact: Vec<(&str, String)> = [("tool", "tool"), ("session_key", "session")]
         .into_iter()
         .filter_map(|(k, words)| {
             let v = value_of(&filters, k);
-            (!v.is_empty()).then(|| format!("{words} {}", mark(&v)))
+            (!v.is_empty()).then(|| (words, mark(&v)))
         })
         .collect();
     let without_exact: Vec<(&str, String)> = filters
@@ -651,7 +651,11 @@ fn QueueFilters(filters: Vec<(&'static str, String)>) -> impl IntoView {
         </form>
         {(!exact.is_empty()).then(|| view! {
             <p class="exact-filters mb-3 text-sm">
-                "Only the exact " {exact.join(" and ")} ". "
+                "Only the exact "
+                {exact.into_iter().enumerate().map(|(i, (words, v))| view! {
+                    {(i > 0).then_some(" and ")}{words}" "<bdi class="font-mono">{v}</bdi>
+                }).collect_view()}
+                ". "
                 <a rel="external" class="underline underline-offset-2" href=format!("/unknowns{}", query_string(&without_exact))>"Remove"</a>
             </p>
         })}
