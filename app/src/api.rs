@@ -370,6 +370,90 @@ pub fn operation_history(
     ))
 }
 
+/// `GET /api/search?q=&limit=` (docs/api.md "Search"): sessions and operations whose ids, title or resource
+/// id contain `q`, case-insensitively, at most `limit` (1 to 100) of each, newest first; `after` is a
+/// `next` of an earlier answer.
+pub fn search(
+    q: &str,
+    limit: u32,
+    after: Option<&str>,
+) -> impl Future<Output = Result<ledger::wire::SearchResults, ApiError>> + Send + 'static {
+    get_json(search_path(q, limit, after))
+}
+
+/// The path of [`search`].
+pub fn search_path(q: &str, limit: u32, after: Option<&str>) -> String {
+    let mut path = format!("/api/search?q={}&limit={}", enc(q), limit.clamp(1, 100));
+    if let Some(a) = after {
+        path.push_str(&format!("&after={}", enc(a)));
+    }
+    path
+}
+
+/// The API path of an operation's claim (docs/api.md "Claims"): `POST` takes it, `DELETE` releases it.
+pub fn claim_path(key: &str, mutation_id: &str) -> String {
+    format!(
+        "/api/sessions/{}/mutations/{}/claim",
+        enc(key),
+        enc(mutation_id)
+    )
+}
+
+/// What taking or releasing a claim came to.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ClaimAnswer {
+    /// 201 or 200: the caller holds it now.
+    Held,
+    /// 204: nobody holds it now.
+    Released,
+    /// 409 `already_claimed`: another staff member holds it (their name, when the answer said).
+    Taken(Option<String>),
+    /// Any other answer, in words for the page.
+    Failed(String),
+}
+
+/// Reads a claim answer: `status` and its body.
+pub fn claim_answer(status: u16, body: &str) -> ClaimAnswer {
+    match status {
+        200 | 201 => ClaimAnswer::Held,
+        204 => ClaimAnswer::Released,
+        409 => {
+            // `{"error": {"code": "already_claimed", …, "claim": {"by", "at"}}}` (docs/api.md "Claims").
+            let by = serde_json::from_str::<serde_json::Value>(body)
+                .ok()
+                .and_then(|v| v.pointer("/error/claim/by")?.as_str().map(str::to_owned));
+            ClaimAnswer::Taken(by)
+        }
+        403 => ClaimAnswer::Failed("Only signed-in staff can claim an operation.".to_owned()),
+        s => ClaimAnswer::Failed(
+            decode::<serde_json::Value>(s, body)
+                .err()
+                .map(|e| e.describe())
+                .unwrap_or_else(|| format!("The server answered {s}.")),
+        ),
+    }
+}
+
+/// Takes (`take`) or releases the claim on an operation from the browser (`POST` / `DELETE`
+/// [`claim_path`], with the page's sign-in cookie; the browser sends the `Origin` the server checks).
+#[cfg(feature = "hydrate")]
+pub async fn claim(key: &str, mutation_id: &str, take: bool) -> ClaimAnswer {
+    let url = claim_path(key, mutation_id);
+    let request = if take {
+        gloo_net::http::Request::post(&url)
+    } else {
+        gloo_net::http::Request::delete(&url)
+    };
+    match request.send().await {
+        Err(e) => ClaimAnswer::Failed(ApiError::Network(e.to_string()).describe()),
+        Ok(r) => {
+            let status = r.status();
+            let body = r.text().await.unwrap_or_default();
+            claim_answer(status, &body)
+        }
+    }
+}
+
 /// The export of a session as JSON Lines (docs/api.md "Export"): the records, and with `history` one
 /// history answer per operation after them.
 pub fn export_url(key: &str, history: bool) -> String {
@@ -437,6 +521,33 @@ mod tests {
         assert_eq!(answer(503, "busy").page_status(), 503);
         assert_eq!(answer(200, "not json").page_status(), 502);
         assert_eq!(ApiError::Network("refused".into()).page_status(), 502);
+    }
+
+    #[test]
+    fn a_claim_held_by_another_names_who_holds_it() {
+        assert_eq!(claim_answer(201, "{}"), ClaimAnswer::Held);
+        assert_eq!(claim_answer(200, "{}"), ClaimAnswer::Held);
+        assert_eq!(claim_answer(204, ""), ClaimAnswer::Released);
+        let taken = r#"{"error":{"code":"already_claimed","message":"bo is already on it (since 2026-12-02T10:00:00Z)","claim":{"by":"bo","at":"2026-12-02T10:00:00Z"}}}"#;
+        assert_eq!(
+            claim_answer(409, taken),
+            ClaimAnswer::Taken(Some("bo".into()))
+        );
+        assert_eq!(claim_answer(409, "{}"), ClaimAnswer::Taken(None));
+        assert_eq!(
+            claim_answer(503, "busy"),
+            ClaimAnswer::Failed(
+                "The ledger is busy or its database cannot be reached. Try again in a moment."
+                    .into()
+            )
+        );
+        assert_eq!(
+            claim_answer(
+                403,
+                r#"{"error":{"code":"staff_only","message":"staff only"}}"#
+            ),
+            ClaimAnswer::Failed("Only signed-in staff can claim an operation.".into())
+        );
     }
 
     #[test]

@@ -109,8 +109,9 @@ pub fn App() -> impl IntoView {
 #[derive(Clone, Copy)]
 pub struct CallerResource(pub Resource<Result<ledger::wire::Caller, api::ApiError>>);
 
-/// The header's links and the caller's access: a viewer sees no links to other sessions, only what they
-/// are looking at and how to leave; staff see their name and a sign-out button; open access says so.
+/// The header's links and the caller's access: a viewer sees no links to other sessions and no search,
+/// only what they are looking at and how to leave; staff see their name and a sign-out button; open
+/// access says so. Everyone but a viewer searches from here ([`components::search::HeaderSearch`]).
 #[component]
 fn HeaderLinks(caller: Option<ledger::wire::Caller>, signed_out: bool) -> impl IntoView {
     if signed_out {
@@ -166,6 +167,7 @@ fn HeaderLinks(caller: Option<ledger::wire::Caller>, signed_out: bool) -> impl I
     view! {
         <A href="/" attr:class="font-semibold">"Outcome ledger"</A>
         <A href="/unknowns" attr:class="text-sm underline-offset-2 hover:underline">"Open unknowns"</A>
+        <components::search::HeaderSearch/>
         <span class="access ml-auto flex items-center gap-3 text-sm">
             {who}
             {can_sign_out.then(|| sign_out("Sign out"))}

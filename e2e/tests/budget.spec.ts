@@ -152,3 +152,29 @@ test('in flight and unknown are counted apart: badges, summary and filters', asy
   await expect(page.locator('.session-summary .summary-text')).toHaveText('1 completed, 1 in flight, 1 unknown');
   await expect(page.locator('.session-summary .summary-unknown')).toHaveText('lost');
 });
+
+// The unknowns queue as a table (docs/design.md "The unknowns queue"): 200 rows within 150 KB of HTML,
+// readable without JavaScript. Before: a column of cards, 654 KB for 200. (With staff notes and claims:
+// workbench.spec.ts.)
+test('the unknowns queue of 200 open unknowns is at most 150 KB of HTML, every row server-rendered', async ({ browser, request }) => {
+  test.setTimeout(90_000);
+  const session = unique('e2e-queue-budget-support-chat');
+  const ops: object[] = [];
+  for (let i = 0; i < 200; i++) {
+    const id = `${session}-op-${String(i).padStart(3, '0')}`;
+    ops.push(...settledOps(session, 'turn-1', id, 'outcome_unknown', `mcp__github__create_issue_${i % 7}`));
+    ops.push({ op: 'metadata', session_key: session, mutation_id: id, title: `Create issue "Login fails on Safari 17" #${1000 + i}` });
+  }
+  await batch(request, ops);
+  const context = await browser.newContext({ javaScriptEnabled: false });
+  const page = await context.newPage();
+  const r = await page.goto(`/unknowns?session_like=${enc(session)}`);
+  expect(r?.status()).toBe(200);
+  const bytes = (await r!.body()).length;
+  console.log(`figures: queue page of 200 unknowns (open access): ${bytes} bytes`);
+  expect(bytes).toBeLessThanOrEqual(150_000);
+  await expect(page.locator('table.q tbody tr')).toHaveCount(200);
+  await expect(page.locator('.page-count')).toHaveText('Showing 200 of 200 open unknowns');
+  await expect(page.locator('table.q tbody tr').first().locator('td:nth-child(7) a')).toHaveText(`${session}-op-000`);
+  await context.close();
+});

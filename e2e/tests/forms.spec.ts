@@ -135,7 +135,7 @@ test('an open queue keeps its person signed in at the shortest idle setting; whe
     await signIn(page);
     await page.goto(base + `/unknowns?session_key=${enc(session)}`);
     await expect(page.locator('html')).toHaveAttribute('data-interactive', 'true');
-    const row = page.locator(`li.operation[data-mutation-id="${id}"]`);
+    const row = page.locator('table.q tbody tr').filter({ has: page.getByRole('link', { name: id, exact: true }) });
     await expect(row).toBeVisible();
     // Longer than the idle time (60 s), with nothing but the page's own refresh every 15 s.
     await page.waitForTimeout(75_000);
@@ -236,11 +236,11 @@ test('home and the queue keep the last list as stale when the server cannot be r
     const home = await context.newPage();
     await home.goto(base + `/?prefix=${enc(session)}`);
     for (const p of [page, home]) await expect(p.locator('html')).toHaveAttribute('data-interactive', 'true');
-    await expect(page.locator(`li.operation[data-mutation-id="${id}"]`)).toBeVisible();
+    await expect(page.getByRole('link', { name: id, exact: true })).toBeVisible();
     await expect(home.locator('li.session')).toHaveCount(1);
 
     await own.kill();
-    for (const [p, rows] of [[page, 'li.operation'], [home, 'li.session']] as const) {
+    for (const [p, rows] of [[page, 'table.q tbody tr'], [home, 'li.session']] as const) {
       await p.locator('.as-of button.refresh').click();
       await expect(p.locator('.as-of')).toHaveAttribute('data-stale', 'true');
       await expect(p.locator('.as-of')).toContainText('Stale since');

@@ -66,13 +66,14 @@ test('staff walk an unknown outcome from the queue to its page, note it, reconci
     const page = await context.newPage();
     await signIn(page);
 
-    // The queue lists it with its age and no notes; its link opens the operation page.
+    // The queue lists it with its age and no notes; its operation id opens the operation page.
     await page.goto('/unknowns');
-    const row = page.locator(`li.operation[data-mutation-id="${id}"]`);
+    // Columns: select, age, tool, title, session, turn, operation id, notes, last note, on it.
+    const row = page.locator('table.q tbody tr').filter({ has: page.getByRole('link', { name: id, exact: true }) });
     await expect(row).toBeVisible();
-    await expect(row.locator('.age')).toHaveText(/^unknown for \d+ (s|min)$/);
-    await expect(row.locator('.notes')).toHaveCount(0);
-    await row.getByRole('link', { name: 'History and actions →' }).click();
+    await expect(row.locator('td:nth-child(2)')).toHaveText(/^\d+ (s|min)$/);
+    await expect(row.locator('td:nth-child(8)')).toHaveText('');
+    await row.getByRole('link', { name: id, exact: true }).click();
     const opPath = `/sessions/${enc(session)}/operations/${enc(id)}`;
     await expect(page).toHaveURL(`${signedInUrl}${opPath}`);
     await expect(page.locator('main h1')).toHaveText(`Operation ${id}`);
@@ -136,7 +137,7 @@ test('staff walk an unknown outcome from the queue to its page, note it, reconci
 
     // It left the queue.
     await page.goto('/unknowns');
-    await expect(page.locator(`li.operation[data-mutation-id="${id}"]`)).toHaveCount(0);
+    await expect(page.getByRole('link', { name: id, exact: true })).toHaveCount(0);
 
     // Screenshots after reconciliation.
     await screenshots(browser, state, opPath, 'operation-reconciled');

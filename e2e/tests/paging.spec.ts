@@ -14,20 +14,20 @@ test('the unknowns queue pages 218 open unknowns as 200 + 18 with the total, fil
 
   await page.goto(`/unknowns?session_key=${enc(session)}&tool=tool.queue`);
   await expect(page.locator('.page-count')).toHaveText('Showing 200 of 218 open unknowns');
-  await expect(page.locator('.operations > li')).toHaveCount(200);
+  await expect(page.locator('.operations > tr')).toHaveCount(200);
   await expect(page.locator('input[name="session_key"]')).toHaveValue(session);
   await expect(page.locator('.as-of time')).toHaveAttribute('datetime', /^\d{4}-\d\d-\d\dT/);
-  const first = await page.locator('.operations > li').first().getAttribute('data-mutation-id');
+  const first = await page.locator('.operations > tr').first().locator('td:nth-child(7) a').textContent();
   expect(first).toBe('q-000');
 
   await page.locator('a.next-page').click();
   await expect(page).toHaveURL(/after=/);
-  await expect(page.locator('.operations > li')).toHaveCount(18);
+  await expect(page.locator('.operations > tr')).toHaveCount(18);
   await expect(page.locator('.page-count')).toContainText('18 of 218');
   await expect(page.locator('a.next-page')).toHaveCount(0);
-  expect(await page.locator('.operations > li').last().getAttribute('data-mutation-id')).toBe('q-217');
+  expect(await page.locator('.operations > tr').last().locator('td:nth-child(7) a').textContent()).toBe('q-217');
   await page.locator('a.first-page').click();
-  await expect(page.locator('.operations > li')).toHaveCount(200);
+  await expect(page.locator('.operations > tr')).toHaveCount(200);
 
   // The age filter: none of these has been open a day.
   await page.goto(`/unknowns?session_key=${enc(session)}&min_age_secs=86400`);
@@ -81,12 +81,12 @@ test('the home page and the queue say "as of" and refresh themselves, and on dem
   await expect(page.locator('.session [data-count="outcome_unknown"]')).toContainText('1', { timeout: 25_000 });
 
   await page.goto(`/unknowns?session_key=${enc(session)}`);
-  await expect(page.locator('.operations > li')).toHaveCount(1);
+  await expect(page.locator('.operations > tr')).toHaveCount(1);
   const asOf = await page.locator('.as-of time').getAttribute('datetime');
   await host.settled('t', 'r2', 'outcome_unknown');
   await page.locator('html[data-interactive="true"]').waitFor({ state: 'attached', timeout: 20_000 });
   await page.locator('button.refresh').click();
-  await expect(page.locator('.operations > li')).toHaveCount(2, { timeout: 10_000 });
+  await expect(page.locator('.operations > tr')).toHaveCount(2, { timeout: 10_000 });
   expect(await page.locator('.as-of time').getAttribute('datetime')).not.toBe(asOf);
 });
 

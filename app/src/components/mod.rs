@@ -2,6 +2,7 @@
 
 pub mod marks;
 pub mod outcome;
+pub mod search;
 pub mod time;
 
 use ledger::wire::StatusCounts;

@@ -1,7 +1,10 @@
-//! Find: one id, a session id or an operation id (`mutation_id`). A plain GET form (`/find?q=`), so it
-//! works without JavaScript: when the id names exactly one kind of thing the page redirects there,
-//! otherwise it lists what matched (both, or nothing). An id typed as the pages show it, with marks of
-//! invisible characters (`a⟨U+200B⟩b`), finds the id they stand for.
+//! Find: a session id, an operation id (`mutation_id`), or part of one, a title or a resource id. A plain
+//! GET form (`/find?q=`), so it works without JavaScript: when the text is exactly the id of one session
+//! (and no operation), or of one operation, the page redirects there (a 303 from the server; the
+//! operation's own page, not the look-up). Otherwise it lists the exact matches, then the sessions and
+//! operations that contain the text, case-insensitively (`GET /api/search`, docs/api.md "Search"), 20 of
+//! each a page (`&after=` for more). An id typed as the pages show it, with marks of invisible characters
+//! (`a⟨U+200B⟩b`), finds the id they stand for.
 
 use leptos::prelude::*;
 use leptos_meta::Title;
@@ -9,7 +12,11 @@ use serde::{Deserialize, Serialize};
 
 use crate::api::{self, ApiError};
 use crate::components::marks::{mark, unmarked};
-use crate::routes::{operation_href, session_href};
+use crate::components::search::{hits, Hit};
+use crate::routes::{history_href, operation_href, session_href};
+
+/// Results per group on the Find page.
+pub const PER_PAGE: u32 = 20;
 
 /// What an id matched.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -20,6 +27,8 @@ pub struct Found {
     pub session_note: Option<String>,
     /// How many published outcomes carry this operation id.
     pub operations: usize,
+    /// The session of the operation, when exactly one carries the id.
+    pub only_in: Option<String>,
     /// A read that failed for another reason than "not found".
     pub error: Option<String>,
 }
@@ -85,6 +94,7 @@ fn look_up(q: String) -> impl std::future::Future<Output = Found> + Send + 'stat
             session: false,
             session_note: None,
             operations: 0,
+            only_in: None,
             error: None,
         };
         if empty {
@@ -102,12 +112,76 @@ fn look_up(q: String) -> impl std::future::Future<Output = Found> + Send + 'stat
             Err(e) => f.error = Some(e.describe()),
         }
         match operation.await {
-            Ok(m) => f.operations = m.matches.len(),
+            Ok(m) => {
+                f.operations = m.matches.len();
+                if let [only] = m.matches.as_slice() {
+                    f.only_in = Some(only.session_key.clone());
+                }
+            }
             Err(e) if not_found(&e) => {}
             Err(e) => f.error = Some(e.describe()),
         }
         f
     }
+}
+
+/// Where the page goes straight to, if anywhere: the session when the text is exactly a session id and no
+/// operation's; the operation's own page when exactly one operation has it and no session; the look-up
+/// of every match when several sessions hold an operation with this id.
+pub fn goes_to(f: &Found, q: &str) -> Option<String> {
+    if f.error.is_some() {
+        return None;
+    }
+    match (f.session, f.operations, &f.only_in) {
+        (true, 0, _) => Some(session_href(q)),
+        (false, 1, Some(key)) => Some(history_href(key, q)),
+        (false, n, _) if n > 0 => Some(operation_href(q)),
+        _ => None,
+    }
+}
+
+/// The sessions and operations that contain the text, each group a list of links to their pages, and a
+/// link to the next page of them.
+#[component]
+fn Contained(q: String, answer: Result<ledger::wire::SearchResults, ApiError>) -> impl IntoView {
+    let r = match answer {
+        Err(e) => {
+            return view! { <crate::components::ErrorPanel message=e.describe()/> }.into_any()
+        }
+        Ok(r) => r,
+    };
+    if r.sessions.is_empty() && r.operations.is_empty() {
+        return ().into_any();
+    }
+    let more = r
+        .next
+        .clone()
+        .map(|n| format!("/find?q={}&after={}", api::enc(&q), api::enc(&n)));
+    let (sessions, operations) = hits(&r);
+    let group = |class: &'static str, heading: String, hits: Vec<Hit>| {
+        (!hits.is_empty()).then(|| view! {
+            <section class=format!("{class} mb-4")>
+                <h2 class="mb-1 text-lg font-semibold">{heading}</h2>
+                <ul class="space-y-1">
+                    {hits.into_iter().map(|h| view! {
+                        <li><a rel="external" class="underline-offset-2 hover:underline" href=h.href>
+                            <bdi class="break-all font-mono">{h.id}</bdi>
+                            <span class="ml-2 text-sm opacity-80"><bdi>{h.about}</bdi></span>
+                        </a></li>
+                    }).collect_view()}
+                </ul>
+            </section>
+        })
+    };
+    let shown = mark(&q);
+    view! {
+        <div class="search-results mt-6">
+            {group("found-sessions", format!("Sessions containing “{shown}”"), sessions)}
+            {group("found-operations", format!("Operations containing “{shown}”"), operations)}
+            {more.map(|href| view! { <p><a rel="external" class="more-results underline underline-offset-2" href=href>"More results →"</a></p> })}
+        </div>
+    }
+    .into_any()
 }
 
 #[component]
@@ -120,15 +194,37 @@ pub fn FindPage() -> impl IntoView {
     let typed = Memo::new(move |_| asked.clone());
     // What was found, and the id it was found by: as typed, or, when that matches nothing and it holds
     // marks of invisible characters (`a⟨U+200B⟩b`, as the pages show ids), the id they stand for.
+    let after = crate::address::query_value("after").filter(|a| !a.is_empty());
+    let reader = api::reader();
     let found = Resource::new(
         move || typed.get(),
-        |typed| async move {
-            let f = look_up(typed.clone()).await;
-            let raw = unmarked(&typed).into_owned();
-            if raw != typed && f.error.is_none() && !f.session && f.operations == 0 {
-                (look_up(raw.clone()).await, raw)
-            } else {
-                (f, typed)
+        move |typed| {
+            let reader = reader.clone();
+            let after = after.clone();
+            async move {
+                let f = look_up(typed.clone()).await;
+                let raw = unmarked(&typed).into_owned();
+                let (f, q) = if raw != typed && f.error.is_none() && !f.session && f.operations == 0
+                {
+                    (look_up(raw.clone()).await, raw)
+                } else {
+                    (f, typed)
+                };
+                // What contains the text, unless the page goes straight to one thing.
+                let contained = if q.is_empty() || goes_to(&f, &q).is_some() {
+                    None
+                } else {
+                    Some(
+                        reader
+                            .get_json::<ledger::wire::SearchResults>(api::search_path(
+                                &q,
+                                PER_PAGE,
+                                after.as_deref(),
+                            ))
+                            .await,
+                    )
+                };
+                (f, q, contained)
             }
         },
     );
@@ -139,16 +235,14 @@ pub fn FindPage() -> impl IntoView {
         <SearchForm value=q.get_untracked()/>
         <Suspense fallback=|| view! { <p>"Looking up…"</p> }>
             {move || Suspend::new(async move {
-                let (f, q) = found.await;
+                let (f, q, contained) = found.await;
                 if q.is_empty() {
-                    return view! { <p class="find-result">"Type a session id or an operation id."</p> }.into_any();
+                    return view! { <p class="find-result">"Type an id, part of one, or words of a title."</p> }.into_any();
                 }
-                if f.error.is_none() && f.session && f.operations == 0 {
-                    return view! { <GoTo href=session_href(&q)/> }.into_any();
+                if let Some(href) = goes_to(&f, &q) {
+                    return view! { <GoTo href/> }.into_any();
                 }
-                if f.error.is_none() && !f.session && f.operations > 0 {
-                    return view! { <GoTo href=operation_href(&q)/> }.into_any();
-                }
+                let nothing_contains = contained.as_ref().is_some_and(|c| c.as_ref().is_ok_and(|r| r.sessions.is_empty() && r.operations.is_empty()));
                 view! {
                     <div class="find-result space-y-2">
                         {f.error.map(|m| view! { <crate::components::ErrorPanel message=m/> })}
@@ -167,9 +261,14 @@ pub fn FindPage() -> impl IntoView {
                             })}
                         </ul>
                         {(!f.session && f.operations == 0).then(|| view! {
-                            <p class="no-match">"No session and no published operation has the id "<bdi class="font-mono">{mark(&q)}</bdi>". Check the id; the session may have expired."</p>
+                            <p class="no-match">
+                                "No session and no published operation has the id "<bdi class="font-mono">{mark(&q)}</bdi>
+                                {if nothing_contains { ", and no id, title or resource id contains it." } else { "." }}
+                                " Check the id; the session may have expired."
+                            </p>
                         })}
                     </div>
+                    {contained.map(|c| view! { <Contained q=q.clone() answer=c/> })}
                 }.into_any()
             })}
         </Suspense>

@@ -131,6 +131,7 @@ fn LiveHistory(history: OperationHistory, viewer: bool) -> impl IntoView {
     // The forms re-render only when what they are bound to changes, so typing survives live updates.
     let attempt = Memo::new(move |_| history.with(reconcilable_attempt));
     let base = history_href(&key, &id);
+    let claim_base = base.clone();
     let caller = use_context::<crate::CallerResource>();
     view! {
         <p class="mb-1 flex flex-wrap gap-x-3 text-sm">
@@ -156,6 +157,18 @@ fn LiveHistory(history: OperationHistory, viewer: bool) -> impl IntoView {
                 }
             }}
         </section>
+        <Transition fallback=|| ()>
+            {move || {
+                let base = claim_base.clone();
+                Suspend::new(async move {
+                    let staff = match caller {
+                        Some(c) => c.0.await.is_ok_and(|c| c.access == "staff"),
+                        None => false,
+                    };
+                    staff.then(|| view! { <ClaimBox base history attempt/> })
+                })
+            }}
+        </Transition>
         {move || view! { <Commissioned history=history.get()/> }}
         <section class="mb-6" aria-labelledby="history-heading">
             <h2 id="history-heading" class="mb-2 text-lg font-semibold">"History"</h2>
@@ -183,6 +196,80 @@ fn LiveHistory(history: OperationHistory, viewer: bool) -> impl IntoView {
                 })
             }}
         </Transition>
+    }
+}
+
+/// Who holds the claim on the operation (docs/api.md "Claims"), and since when: the staff name of its
+/// latest `claim` row when no `release` came after it. A viewer's history has no such rows.
+pub fn claim_of(history: &OperationHistory) -> Option<(String, String)> {
+    history
+        .changes
+        .iter()
+        .rev()
+        .find(|c| matches!(c.kind, HistoryKind::Claim | HistoryKind::Release))
+        .filter(|c| c.kind == HistoryKind::Claim)
+        .map(|c| {
+            let by = c
+                .actor
+                .strip_prefix("staff:")
+                .unwrap_or(&c.actor)
+                .to_owned();
+            (by, c.at.clone())
+        })
+}
+
+/// Staff only: who is on this operation, and "I'm on it" (or "Release" for a claim held). A form post
+/// without JavaScript (`…/claim`, `…/release`, 303 back here); once interactive `POST`/`DELETE` of the
+/// claim API, then the history is read again. A claim held by another is said in words (409).
+#[component]
+fn ClaimBox(
+    base: String,
+    history: RwSignal<OperationHistory>,
+    attempt: Memo<Option<String>>,
+) -> impl IntoView {
+    let held = Memo::new(move |_| history.with(claim_of));
+    let said = RwSignal::new(String::new());
+    let (key, id) = history.with_untracked(|h| (h.session_key.clone(), h.mutation_id.clone()));
+    let act = move |take: bool| {
+        let (key, id) = (key.clone(), id.clone());
+        move |ev: leptos::ev::MouseEvent| {
+            ev.prevent_default();
+            #[cfg(feature = "hydrate")]
+            {
+                let (key, id) = (key.clone(), id.clone());
+                leptos::task::spawn_local(async move {
+                    let answer = api::claim(&key, &id, take).await;
+                    said.set(crate::routes::unknowns::claim_words(answer, &id));
+                    if let Ok(h) = api::operation_history(&key, &id).await {
+                        history.set(h);
+                    }
+                });
+            }
+            #[cfg(not(feature = "hydrate"))]
+            let _ = (&key, &id, take, said);
+        }
+    };
+    let (take, release) = (act(true), act(false));
+    view! {
+        {move || (held.get().is_some() || attempt.get().is_some()).then(|| {
+            let (take, release) = (take.clone(), release.clone());
+            view! {
+                <form method="post" class="claim-box mb-6 flex flex-wrap items-center gap-3 rounded-md border border-slate-200 p-3 text-sm dark:border-slate-800">
+                    <input type="hidden" name="next" value=base.clone()/>
+                    {match held.get() {
+                        Some((by, at)) => view! {
+                            <span class="claim-holder" data-by=by.clone()>{format!("{by} is on it")}" · since "<crate::components::time::Time at/></span>
+                            <button type="submit" formaction=format!("{base}/release") class=BUTTON on:click=release>"Release"</button>
+                        }.into_any(),
+                        None => view! {
+                            <span class="claim-holder">"Nobody is on it."</span>
+                            <button type="submit" formaction=format!("{base}/claim") class=BUTTON on:click=take>"I'm on it"</button>
+                        }.into_any(),
+                    }}
+                    <span class="claim-said" role="status" aria-live="polite">{move || said.get()}</span>
+                </form>
+            }
+        })}
     }
 }
 
@@ -420,6 +507,30 @@ mod tests {
         );
         let c = change(HistoryKind::Approval, LedgerStatus::Approved, None);
         assert_eq!(kind_words(&c), "Approved by the host");
+    }
+
+    #[test]
+    fn the_latest_claim_holds_until_a_release() {
+        use HistoryKind::*;
+        use LedgerStatus::*;
+        let unknown = change(Settlement, OutcomeUnknown, Some("att-1"));
+        let mut claim = change(Claim, OutcomeUnknown, Some("att-1"));
+        claim.actor = "staff:ada".into();
+        let release = change(Release, OutcomeUnknown, Some("att-1"));
+        assert_eq!(claim_of(&history(vec![unknown.clone()])), None);
+        assert_eq!(
+            claim_of(&history(vec![unknown.clone(), claim.clone()])),
+            Some(("ada".into(), "2026-12-01T18:00:00.000Z".into()))
+        );
+        assert_eq!(
+            claim_of(&history(vec![unknown.clone(), claim.clone(), release])),
+            None
+        );
+        let note = change(Note, OutcomeUnknown, Some("att-1"));
+        assert_eq!(
+            claim_of(&history(vec![unknown, claim, note])).map(|c| c.0),
+            Some("ada".into())
+        );
     }
 
     #[test]

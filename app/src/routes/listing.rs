@@ -68,6 +68,34 @@ pub fn listing<T>(api_path: &'static str, filter_names: &[&'static str]) -> List
 where
     T: DeserializeOwned + Serialize + Clone + Send + Sync + 'static,
 {
+    listing_as::<T, T>(api_path, filter_names, filter_to_api, |page| page)
+}
+
+/// A filter's value as the API reads it: a time filter (`…_after`, `…_before`: the sessions list's
+/// `active_*`, the queue's `settled_*`) typed in a `datetime-local` field becomes RFC 3339 UTC
+/// ([`api_time`]); anything else is sent as it is.
+pub fn filter_to_api(name: &str, value: String) -> String {
+    if name.ends_with("_after") || name.ends_with("_before") {
+        api_time(&value)
+    } else {
+        value
+    }
+}
+
+/// [`listing`] whose page keeps `shown(answer)` (of the API's answer `A`) rather than the answer itself:
+/// what the page renders and hands to the browser for hydration, so a page may keep only what it shows.
+/// `to_api(name, value)` turns a filter's value as the address holds it into the value sent to the API
+/// (after the marks of invisible characters are read back).
+pub fn listing_as<A, T>(
+    api_path: &'static str,
+    filter_names: &[&'static str],
+    to_api: fn(&str, String) -> String,
+    shown: fn(A) -> T,
+) -> Listing<T>
+where
+    A: DeserializeOwned + Send + 'static,
+    T: DeserializeOwned + Serialize + Clone + Send + Sync + 'static,
+{
     let filters = asked(filter_names);
     let after = asked(&["after"]);
     // An id or tool typed as the page shows it (`a⟨U+200B⟩b`) filters by the raw id (docs/design.md "What
@@ -75,11 +103,10 @@ where
     let mut query: Vec<(&'static str, String)> = filters
         .iter()
         .map(|(k, v)| {
-            let v = crate::components::marks::unmarked(v).into_owned();
-            match *k {
-                "active_after" | "active_before" => (*k, api_time(&v)),
-                _ => (*k, v),
-            }
+            (
+                *k,
+                to_api(k, crate::components::marks::unmarked(v).into_owned()),
+            )
         })
         .collect();
     query.extend(after.iter().cloned());
@@ -93,12 +120,12 @@ where
     let read = Resource::new(
         move || refresh.get(),
         move |_| {
-            let read = reader.get_json::<T>(path.clone());
+            let read = reader.get_json::<A>(path.clone());
             let last = kept.clone();
             async move {
                 match read.await {
                     Ok(page) => Ok(Listed {
-                        page,
+                        page: shown(page),
                         as_of: now_rfc3339(),
                         stale: None,
                     }),

@@ -1,16 +1,171 @@
-//! The support queue: open unknown outcomes across sessions, oldest first, paged and filtered in the
-//! address (`?tool=&session_key=&min_age_secs=&after=`), "as of" the read, refreshing itself.
+//! The support queue (docs/design.md "The unknowns queue"): every open unknown outcome across sessions as a
+//! dense table for staff, one 16 px row each (50 rows on one 1280×800 screen), 200 rows a page. Sorted and
+//! filtered in the address, as `GET /api/unknowns` names them (docs/api.md "Support queue"):
+//! `?tool_like=&session_like=` (case-insensitive substrings), `tool=&session_key=` (exact),
+//! `min_age_secs=`, `settled_after=&settled_before=` (RFC 3339, or a form's `YYYY-MM-DDTHH:MM` read as
+//! UTC), `sort=age|tool|session&order=asc|desc`, `after=`; "as of" the read, refreshing itself.
+//! Rows can be selected to open several operation pages at once, and staff claim one ("I'm on it"):
+//! `POST /api/sessions/{key}/mutations/{id}/claim` once interactive, a form post without JavaScript.
+//!
+//! The page keeps only what the table shows ([`QueuePage`], short field names), so that 200 rows stay
+//! within the page budget of 150 KB of HTML, the hydration data included.
 
-use ledger::wire::UnknownsPage;
+use ledger::wire::{Claim, UnknownsPage};
 use leptos::prelude::*;
 use leptos_meta::Title;
+use serde::{Deserialize, Serialize};
 
+use crate::components::marks::mark;
 use crate::components::{ApiErrorPanel, AsOf};
-use crate::routes::listing::{listing, value_of, Listing, PageNav, FIELD, ID_FIELD};
-use crate::routes::operation::OperationList;
+use crate::routes::listing::{
+    field_time, filter_to_api, listing_as, query_string, value_of, Listing, PageNav, FIELD,
+    ID_FIELD,
+};
+use crate::routes::{history_href, session_href};
 
-/// The filters of the queue, as the API names them (docs/api.md "Dashboard reads").
-const FILTERS: [&str; 3] = ["tool", "session_key", "min_age_secs"];
+/// The filters and the order of the queue, as the API names them (docs/api.md "Support queue").
+const FILTERS: [&str; 9] = [
+    "tool_like",
+    "session_like",
+    "tool",
+    "session_key",
+    "min_age_secs",
+    "settled_after",
+    "settled_before",
+    "sort",
+    "order",
+];
+
+/// The longest last note a row shows, in characters (the whole note is on the operation page).
+pub const LAST_NOTE_CHARS: usize = 60;
+
+/// One row of the queue: what the table shows of an `OperationMatch` of `/api/unknowns`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Row {
+    pub session_key: String,
+    pub turn: String,
+    pub mutation_id: String,
+    pub tool: String,
+    pub title: Option<String>,
+    pub age_secs: Option<u64>,
+    pub notes: Option<u64>,
+    /// The latest note, cut to [`LAST_NOTE_CHARS`].
+    pub last_note: Option<String>,
+    pub claim: Option<Claim>,
+}
+
+/// One page of the queue as the page keeps it. The rows are not part of the page's hydration data
+/// (`serde(skip)`): the server renders them as the table body's HTML ([`rows_html`]), which hydration
+/// leaves as it is (an `inner_html` from the server is not set again); a later read in the browser renders
+/// them from the API's answer. So the page sends each row once, as HTML only.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct QueuePage {
+    #[serde(skip)]
+    pub rows: Vec<Row>,
+    /// How many rows the page shows.
+    pub shown: usize,
+    pub next: Option<String>,
+    pub total: u64,
+}
+
+impl From<UnknownsPage> for QueuePage {
+    fn from(page: UnknownsPage) -> Self {
+        let rows: Vec<Row> = page
+            .matches
+            .into_iter()
+            .map(|m| Row {
+                session_key: m.session_key,
+                turn: m.entry.outcome.logical_turn_id,
+                mutation_id: m.entry.outcome.mutation_id,
+                tool: m.entry.outcome.tool,
+                title: m.entry.outcome.title,
+                age_secs: m.age_secs,
+                notes: m.notes,
+                last_note: m.last_note.map(|n| cut(&n, LAST_NOTE_CHARS)),
+                claim: m.claim,
+            })
+            .collect();
+        QueuePage {
+            shown: rows.len(),
+            rows,
+            next: page.next,
+            total: page.total,
+        }
+    }
+}
+
+/// `text` cut to at most `max` characters, the last of them `…` when cut (cutting it again changes nothing).
+pub fn cut(text: &str, max: usize) -> String {
+    if text.chars().count() <= max {
+        return text.to_owned();
+    }
+    let mut s: String = text.chars().take(max.saturating_sub(1)).collect();
+    s.push('…');
+    s
+}
+
+/// An age in the table: `42 s`, `3 min`, `5 h`, `2 d` (rounded down).
+pub fn age_short(secs: u64) -> String {
+    match secs {
+        s if s < 60 => format!("{s} s"),
+        s if s < 3600 => format!("{} min", s / 60),
+        s if s < 86_400 => format!("{} h", s / 3600),
+        s => format!("{} d", s / 86_400),
+    }
+}
+
+/// The columns the queue sorts by.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SortBy {
+    Age,
+    Tool,
+    Session,
+}
+
+impl SortBy {
+    fn name(self) -> &'static str {
+        match self {
+            SortBy::Age => "age",
+            SortBy::Tool => "tool",
+            SortBy::Session => "session",
+        }
+    }
+
+    /// The API's default order of a column: the oldest first (`desc` by age), tools and sessions A→Z.
+    fn default_desc(self) -> bool {
+        self == SortBy::Age
+    }
+}
+
+/// The order in force: the column and whether descending (the API's defaults when absent).
+pub fn order_of(filters: &[(&'static str, String)]) -> (SortBy, bool) {
+    let by = match value_of(filters, "sort").as_str() {
+        "tool" => SortBy::Tool,
+        "session" => SortBy::Session,
+        _ => SortBy::Age,
+    };
+    let desc = match value_of(filters, "order").as_str() {
+        "asc" => false,
+        "desc" => true,
+        _ => by.default_desc(),
+    };
+    (by, desc)
+}
+
+/// The address of a column header's link: the same filters, sorted by `by`; the column in force turns
+/// around, another starts in its default order. A new order starts again at the first page.
+pub fn sort_href(filters: &[(&'static str, String)], by: SortBy) -> String {
+    let (now, desc) = order_of(filters);
+    let desc = if now == by { !desc } else { by.default_desc() };
+    let mut q: Vec<(&str, String)> = filters
+        .iter()
+        .filter(|(k, _)| *k != "sort" && *k != "order")
+        .cloned()
+        .collect();
+    q.push(("sort", by.name().to_owned()));
+    q.push(("order", if desc { "desc" } else { "asc" }.to_owned()));
+    format!("/unknowns{}", query_string(&q))
+}
 
 #[component]
 pub fn UnknownsQueuePage() -> impl IntoView {
@@ -19,24 +174,35 @@ pub fn UnknownsQueuePage() -> impl IntoView {
         refresh,
         filters,
         later,
-    } = listing::<UnknownsPage>("/api/unknowns", &FILTERS);
+    } = listing_as::<UnknownsPage, QueuePage>("/api/unknowns", &FILTERS, filter_to_api, QueuePage::from);
+    let caller = use_context::<crate::CallerResource>();
+    // The rows ticked, by their operation page's path: kept across the page's refreshes.
+    let selected = RwSignal::new(Vec::<String>::new());
+    // What the last claim, copy or bulk open came to, in words.
+    let said = RwSignal::new(String::new());
+    let blocked = RwSignal::new(Vec::<String>::new());
     view! {
         <Title text="Open unknowns · Outcome ledger"/>
         <h1 class="mb-1 text-2xl font-semibold">"Open unknown outcomes"</h1>
-        <p class="mb-4 text-sm opacity-80">"Oldest first, with how long each has been unknown and how many notes staff left. Each stays unknown until evidence about its original attempt reconciles it."</p>
+        <p class="mb-3 text-sm opacity-80">"Each stays unknown until evidence about its original attempt reconciles it. Claim one you work on, so that nobody else does it twice."</p>
         <QueueFilters filters=filters.clone()/>
         <Transition fallback=|| view! { <p>"Loading…"</p> }>
             {move || {
                 let filters = filters.clone();
                 Suspend::new(async move {
+                    let staff = match caller {
+                        Some(c) => c.0.await.is_ok_and(|c| c.access == "staff"),
+                        None => false,
+                    };
                     match queue.await {
                         Err(e) => view! { <ApiErrorPanel error=e/> }.into_any(),
                         Ok(q) => {
-                            let shown = q.page.matches.len();
+                            let shown = q.page.shown;
+                            let empty = (shown == 0).then(|| view! { <p>{if filters.is_empty() { "No open unknown outcomes." } else { "No open unknown outcome matches these filters." }}</p> });
                             view! {
                                 <AsOf at=q.as_of.clone() refresh stale=q.stale.clone()/>
-                                {(shown == 0).then(|| view! { <p>{if filters.is_empty() { "No open unknown outcomes." } else { "No open unknown outcome matches these filters." }}</p> })}
-                                <OperationList matches=q.page.matches/>
+                                {empty}
+                                <QueueTable rows=q.page.rows shown filters=filters.clone() staff selected said blocked refresh/>
                                 <PageNav shown total=q.page.total next=q.page.next page_path="/unknowns" filters later noun="open unknown" nouns="open unknowns"/>
                             }.into_any()
                         }
@@ -44,6 +210,340 @@ pub fn UnknownsQueuePage() -> impl IntoView {
                 })
             }}
         </Transition>
+    }
+}
+
+/// The table, its bulk bar and what the last action said. The rows' cells are plain HTML
+/// ([`rows_html`]); what a row does once interactive (tick, copy, claim) is handled by the table for all
+/// its rows, reading the row's operation link (its path holds the session key and the operation id).
+#[component]
+fn QueueTable(
+    rows: Vec<Row>,
+    shown: usize,
+    filters: Vec<(&'static str, String)>,
+    staff: bool,
+    selected: RwSignal<Vec<String>>,
+    said: RwSignal<String>,
+    blocked: RwSignal<Vec<String>>,
+    refresh: RwSignal<u64>,
+) -> impl IntoView {
+    if shown == 0 {
+        return ().into_any();
+    }
+    let (by, desc) = order_of(&filters);
+    let header = |col: SortBy, words: &'static str, class: &'static str| {
+        let sort = (by == col).then_some(if desc { "descending" } else { "ascending" });
+        let arrow = match (by == col, desc) {
+            (false, _) => "",
+            (true, true) => " ↓",
+            (true, false) => " ↑",
+        };
+        view! { <th scope="col" class=class aria-sort=sort><a rel="external" href=sort_href(&filters, col)>{words}{arrow}</a></th> }
+    };
+    let count = Memo::new(move |_| selected.with(Vec::len));
+    let open_selected = move |_| {
+        let chosen = selected.get_untracked();
+        let refused = open_pages(&chosen);
+        let n = chosen.len();
+        if refused.is_empty() {
+            said.set(format!(
+                "Opened {} in new tabs.",
+                crate::components::count(n as u64, "operation page", "operation pages")
+            ));
+        } else {
+            said.set(format!(
+                "The browser opened {} of {} pages and blocked the rest. Allow pop-ups for this site, or open them here:",
+                n - refused.len(),
+                n
+            ));
+        }
+        blocked.set(refused);
+    };
+    let tick_all = move |ev: leptos::ev::Event| {
+        let on = event_target_checked(&ev);
+        let hrefs = tick_every_row(on);
+        selected.set(if on { hrefs } else { Vec::new() });
+    };
+    let on_change = move |ev: leptos::ev::Event| {
+        #[cfg(feature = "hydrate")]
+        if let Some((href, on)) = row_event::ticked(&ev) {
+            selected.update(|s| {
+                s.retain(|h| h != &href);
+                if on {
+                    s.push(href);
+                }
+            });
+        }
+        #[cfg(not(feature = "hydrate"))]
+        let _ = ev;
+    };
+    let on_click = move |ev: leptos::ev::MouseEvent| {
+        // The rows' links are plain HTML (no `rel="external"`): this listener is the table's own (the app
+        // does not delegate events), so stopping the click here keeps it from the router's handler on the
+        // window and the browser follows the link (ids round-trip, docs/design.md "What the person sees").
+        #[cfg(feature = "hydrate")]
+        if row_event::on_link(&ev) {
+            ev.stop_propagation();
+            return;
+        }
+        #[cfg(feature = "hydrate")]
+        match row_event::button(&ev) {
+            Some((row_event::Button::Copy, _, id)) => {
+                if let Some(window) = web_sys::window() {
+                    let _ = window.navigator().clipboard().write_text(&id);
+                    said.set(format!("Copied operation id {}", mark(&id)));
+                }
+            }
+            Some((row_event::Button::Claim, key, id)) => {
+                leptos::task::spawn_local(async move {
+                    said.set(claim_words(crate::api::claim(&key, &id, true).await, &id));
+                    refresh.update(|t| *t += 1);
+                });
+            }
+            None => {}
+        }
+        #[cfg(not(feature = "hydrate"))]
+        let _ = (ev, refresh);
+    };
+    let body = rows_html(&rows, staff, &selected.get_untracked());
+    view! {
+        <div class="bulk mb-2 flex flex-wrap items-center gap-2 text-sm">
+            <button type="button" class="open-selected rounded bg-sky-700 px-2 py-0.5 font-semibold text-white hover:bg-sky-800 disabled:opacity-50"
+                disabled=move || count.get() == 0 on:click=open_selected>
+                {move || format!("Open selected ({})", count.get())}
+            </button>
+            <button type="button" class="clear-selected rounded border border-slate-400 px-2 py-0.5 hover:bg-slate-100 disabled:opacity-50 dark:border-slate-600 dark:hover:bg-slate-800"
+                disabled=move || count.get() == 0 on:click=move |_| { tick_every_row(false); selected.set(Vec::new()); blocked.set(Vec::new()); }>
+                "Clear selection"
+            </button>
+        </div>
+        <p class="queue-said mb-2 min-h-5 text-sm" role="status" aria-live="polite">{move || said.get()}</p>
+        {move || {
+            let b = blocked.get();
+            (!b.is_empty()).then(|| view! {
+                <ul class="blocked mb-2 ml-4 list-disc text-sm">
+                    {b.into_iter().map(|h| view! { <li><a rel="external" target="_blank" class="underline" href=h.clone()>{h.clone()}</a></li> }).collect_view()}
+                </ul>
+            })
+        }}
+        <div class="qs">
+            <table class="q" on:click=on_click on:change=on_change>
+                <caption class="sr-only">"Open unknown outcomes, one a row"</caption>
+                <thead>
+                    <tr>
+                        <th scope="col" class="w-6"><input type="checkbox" class="sel-all" aria-label="Select every row"
+                            prop:checked=move || { count.get() >= shown } on:change=tick_all/></th>
+                        {header(SortBy::Age, "Age", "w-14")}
+                        {header(SortBy::Tool, "Tool", "w-40")}
+                        <th scope="col">"Title"</th>
+                        {header(SortBy::Session, "Session", "w-44")}
+                        <th scope="col" class="w-20">"Turn"</th>
+                        <th scope="col" class="w-56">"Operation id"</th>
+                        <th scope="col" class="w-12">"Notes"</th>
+                        <th scope="col" class="w-48">"Last note"</th>
+                        <th scope="col" class="w-28">"On it"</th>
+                    </tr>
+                </thead>
+                <tbody class="operations" inner_html=body></tbody>
+            </table>
+        </div>
+    }
+    .into_any()
+}
+
+/// `s` escaped for HTML text and attribute values.
+pub fn esc(s: &str) -> String {
+    let mut out = String::with_capacity(s.len());
+    for c in s.chars() {
+        match c {
+            '&' => out.push_str("&amp;"),
+            '<' => out.push_str("&lt;"),
+            '>' => out.push_str("&gt;"),
+            '"' => out.push_str("&quot;"),
+            '\'' => out.push_str("&#39;"),
+            c => out.push(c),
+        }
+    }
+    out
+}
+
+/// The table body's rows as HTML, one `<tr>` each, with as few bytes as a row can have: cells without
+/// classes (styled by their column, `style/main.css`), host strings marked ([`mark`]) and escaped. The
+/// cells: a select box named by the operation id (`aria-labelledby` its link, `id="r<i>"`), age, tool,
+/// title, session (a link), turn, operation id (a link to its page; a copy button), notes, last note,
+/// and who is on it, or for staff an "I'm on it" button (interactive pages only; without JavaScript the
+/// operation page's form claims). `selected` rows (operation page paths) are ticked.
+pub fn rows_html(rows: &[Row], staff: bool, selected: &[String]) -> String {
+    let mut out = String::with_capacity(rows.len() * 640);
+    for (i, r) in rows.iter().enumerate() {
+        let href = history_href(&r.session_key, &r.mutation_id);
+        let ticked = if selected.contains(&href) {
+            " checked"
+        } else {
+            ""
+        };
+        let notes = r
+            .notes
+            .filter(|n| *n > 0)
+            .map(|n| n.to_string())
+            .unwrap_or_default();
+        let claim = match (&r.claim, staff) {
+            (Some(c), _) => format!("{} is on it", esc(&c.by)),
+            (None, true) => "<button class=\"take\">I&#39;m on it</button>".to_owned(),
+            (None, false) => String::new(),
+        };
+        out.push_str(&format!(
+            "<tr><td><input type=\"checkbox\" aria-labelledby=\"r{i}\"{ticked}></td><td>{age}</td><td>{tool}</td><td>{title}</td>\
+             <td><a href=\"{session_href}\">{session}</a></td><td>{turn}</td>\
+             <td><a id=\"r{i}\" href=\"{href}\">{id}</a> <button class=\"cp\" aria-label=\"Copy id\">⧉</button></td>\
+             <td>{notes}</td><td>{note}</td><td>{claim}</td></tr>",
+            age = r.age_secs.map(age_short).unwrap_or_default(),
+            tool = esc(&mark(&r.tool)),
+            title = esc(&r.title.as_deref().map(mark).unwrap_or_default()),
+            session_href = esc(&session_href(&r.session_key)),
+            session = esc(&mark(&r.session_key)),
+            turn = esc(&mark(&r.turn)),
+            href = esc(&href),
+            id = esc(&mark(&r.mutation_id)),
+            note = esc(&r.last_note.as_deref().map(mark).unwrap_or_default()),
+        ));
+    }
+    out
+}
+
+/// Ticks (or unticks) every row's select box on the page; the operation page paths of the rows.
+fn tick_every_row(on: bool) -> Vec<String> {
+    #[cfg(feature = "hydrate")]
+    {
+        row_event::tick_all(on)
+    }
+    #[cfg(not(feature = "hydrate"))]
+    {
+        let _ = on;
+        Vec::new()
+    }
+}
+
+/// What a click or a change inside the table's body was about (browser only).
+#[cfg(feature = "hydrate")]
+mod row_event {
+    use wasm_bindgen::JsCast;
+    use web_sys::Element;
+
+    pub enum Button {
+        Copy,
+        Claim,
+    }
+
+    /// The operation page path of the row `el` is in (its operation link's `href`).
+    fn row_href(el: &Element) -> Option<String> {
+        el.closest("tr")
+            .ok()??
+            .query_selector("a[id]")
+            .ok()??
+            .get_attribute("href")
+    }
+
+    fn target(ev: &web_sys::Event) -> Option<Element> {
+        ev.target()?.dyn_into::<Element>().ok()
+    }
+
+    fn checked(el: &Element) -> bool {
+        js_sys::Reflect::get(el, &"checked".into())
+            .ok()
+            .and_then(|v| v.as_bool())
+            .unwrap_or(false)
+    }
+
+    /// Whether the click was on a link in the table's body.
+    pub fn on_link(ev: &web_sys::MouseEvent) -> bool {
+        target(ev).is_some_and(|el| el.closest("tbody a").ok().flatten().is_some())
+    }
+
+    /// A row's select box changed: the row's page path and whether it is ticked now.
+    pub fn ticked(ev: &web_sys::Event) -> Option<(String, bool)> {
+        let el = target(ev)?;
+        if el.get_attribute("type").as_deref() != Some("checkbox")
+            || el.closest("tbody").ok()?.is_none()
+        {
+            return None;
+        }
+        Some((row_href(&el)?, checked(&el)))
+    }
+
+    /// A row's copy or claim button was clicked: which, and the row's session key and operation id (its
+    /// link's path segments, decoded once).
+    pub fn button(ev: &web_sys::MouseEvent) -> Option<(Button, String, String)> {
+        let el = target(ev)?.closest("button").ok()??;
+        let which = match el.class_name().as_str() {
+            "cp" => Button::Copy,
+            "take" => Button::Claim,
+            _ => return None,
+        };
+        let href = row_href(&el)?;
+        Some((
+            which,
+            crate::address::segment_of(&href, 2),
+            crate::address::segment_of(&href, 4),
+        ))
+    }
+
+    /// Sets every row's select box; the rows' page paths.
+    pub fn tick_all(on: bool) -> Vec<String> {
+        let Some(document) = web_sys::window().and_then(|w| w.document()) else {
+            return Vec::new();
+        };
+        let Ok(boxes) = document.query_selector_all("table.q tbody input[type=checkbox]") else {
+            return Vec::new();
+        };
+        let mut hrefs = Vec::new();
+        for i in 0..boxes.length() {
+            let Some(el) = boxes.item(i).and_then(|n| n.dyn_into::<Element>().ok()) else {
+                continue;
+            };
+            let _ = js_sys::Reflect::set(&el, &"checked".into(), &on.into());
+            if let Some(h) = row_href(&el) {
+                hrefs.push(h);
+            }
+        }
+        hrefs
+    }
+}
+
+/// A claim's answer in words, for the queue and the operation page.
+pub fn claim_words(answer: crate::api::ClaimAnswer, mutation_id: &str) -> String {
+    use crate::api::ClaimAnswer;
+    match answer {
+        ClaimAnswer::Held => format!("You are on {} now.", mark(mutation_id)),
+        ClaimAnswer::Released => format!("Nobody is on {} now.", mark(mutation_id)),
+        ClaimAnswer::Taken(Some(by)) => {
+            format!("Not claimed: {by} is already on {}.", mark(mutation_id))
+        }
+        ClaimAnswer::Taken(None) => format!(
+            "Not claimed: someone else is already on {}.",
+            mark(mutation_id)
+        ),
+        ClaimAnswer::Failed(why) => format!("Not claimed: {why}"),
+    }
+}
+
+/// Opens each page in a new tab; the ones the browser refused (a pop-up blocker lets one page open per
+/// click) are returned, for the page to list as links.
+fn open_pages(hrefs: &[String]) -> Vec<String> {
+    #[cfg(feature = "hydrate")]
+    {
+        let Some(window) = web_sys::window() else {
+            return hrefs.to_vec();
+        };
+        hrefs
+            .iter()
+            .filter(|h| !matches!(window.open_with_url_and_target(h, "_blank"), Ok(Some(_))))
+            .cloned()
+            .collect()
+    }
+    #[cfg(not(feature = "hydrate"))]
+    {
+        hrefs.to_vec()
     }
 }
 
@@ -58,26 +558,134 @@ const AGES: [(&str, &str); 5] = [
 
 #[component]
 fn QueueFilters(filters: Vec<(&'static str, String)>) -> impl IntoView {
-    let tool = value_of(&filters, "tool");
-    let session = value_of(&filters, "session_key");
+    let tool = value_of(&filters, "tool_like");
+    let session = value_of(&filters, "session_like");
     let age = value_of(&filters, "min_age_secs");
+    let after = field_time(&value_of(&filters, "settled_after"));
+    let before = field_time(&value_of(&filters, "settled_before"));
+    // Kept as they are when filtering again: the order, and the exact filters a link may carry.
+    let kept: Vec<(&str, String)> = ["sort", "order", "tool", "session_key"]
+        .into_iter()
+        .map(|k| (k, value_of(&filters, k)))
+        .filter(|(_, v)| !v.is_empty())
+        .collect();
+    let exact: Vec<(&str, String)> = [("tool", "tool"), ("session_key", "session")]
+        .into_iter()
+        .filter_map(|(k, words)| {
+            let v = value_of(&filters, k);
+            (!v.is_empty()).then(|| (words, mark(&v)))
+        })
+        .collect();
+    let without_exact: Vec<(&str, String)> = filters
+        .iter()
+        .filter(|(k, _)| *k != "tool" && *k != "session_key")
+        .cloned()
+        .collect();
     view! {
-        <form method="get" action="/unknowns" class="filters mb-3 grid gap-2 sm:grid-cols-4 sm:items-end" aria-label="Filter the queue">
-            <label class="flex flex-col text-sm">"Tool"
-                <input name="tool" type="text" value=tool class=ID_FIELD autocomplete="off" spellcheck="false"/>
+        <form method="get" action="/unknowns" class="filters mb-3 grid gap-2 sm:grid-cols-3 lg:grid-cols-6 lg:items-end" aria-label="Filter the queue">
+            <label class="flex flex-col text-sm">"Tool contains"
+                <input name="tool_like" type="text" value=tool class=ID_FIELD autocomplete="off" spellcheck="false"/>
             </label>
-            <label class="flex flex-col text-sm">"Session id"
-                <input name="session_key" type="text" value=session class=ID_FIELD autocomplete="off" spellcheck="false"/>
+            <label class="flex flex-col text-sm">"Session contains"
+                <input name="session_like" type="text" value=session class=ID_FIELD autocomplete="off" spellcheck="false"/>
             </label>
             <label class="flex flex-col text-sm">"Open for"
                 <select name="min_age_secs" class=FIELD>
                     {AGES.into_iter().map(|(v, words)| view! { <option value=v selected=age == v>{words}</option> }).collect_view()}
                 </select>
             </label>
+            <label class="flex flex-col text-sm">"Settled from (UTC)"
+                <input name="settled_after" type="datetime-local" step="1" value=after class=FIELD/>
+            </label>
+            <label class="flex flex-col text-sm">"Settled before (UTC)"
+                <input name="settled_before" type="datetime-local" step="1" value=before class=FIELD/>
+            </label>
+            {kept.into_iter().map(|(k, v)| view! { <input type="hidden" name=k value=v/> }).collect_view()}
             <div class="flex gap-2">
                 <button type="submit" class="rounded bg-sky-700 px-3 py-1 text-sm font-semibold text-white hover:bg-sky-800">"Filter"</button>
                 <a rel="external" href="/unknowns" class="px-2 py-1 text-sm underline underline-offset-2">"Clear"</a>
             </div>
         </form>
+        {(!exact.is_empty()).then(|| view! {
+            <p class="exact-filters mb-3 text-sm">
+                "Only the exact "
+                {exact.into_iter().enumerate().map(|(i, (words, v))| view! {
+                    {(i > 0).then_some(" and ")}{words}" "<bdi class="font-mono">{v}</bdi>
+                }).collect_view()}
+                ". "
+                <a rel="external" class="underline underline-offset-2" href=format!("/unknowns{}", query_string(&without_exact))>"Remove"</a>
+            </p>
+        })}
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_settle_time_typed_in_a_form_field_is_read_as_utc() {
+        assert_eq!(
+            filter_to_api("settled_after", "2026-12-01T18:30".into()),
+            "2026-12-01T18:30:00Z"
+        );
+        assert_eq!(
+            filter_to_api("settled_before", "2026-12-01T18:30:05".into()),
+            "2026-12-01T18:30:05Z"
+        );
+        assert_eq!(
+            filter_to_api("settled_after", "2026-12-01T18:30:00+01:00".into()),
+            "2026-12-01T18:30:00+01:00"
+        );
+        assert_eq!(
+            filter_to_api("tool_like", "2026-12-01T18:30".into()),
+            "2026-12-01T18:30"
+        );
+        assert_eq!(field_time("2026-12-01T18:30:00Z"), "2026-12-01T18:30:00");
+        assert_eq!(field_time("2026-12-01T18:30"), "2026-12-01T18:30");
+        assert_eq!(field_time("2026-12-01T18:30:00+01:00"), "");
+        assert_eq!(field_time("yesterday"), "");
+    }
+
+    #[test]
+    fn a_column_header_turns_its_order_around_and_another_starts_in_its_default() {
+        let none: Vec<(&'static str, String)> = vec![("tool_like", "create".into())];
+        assert_eq!(order_of(&none), (SortBy::Age, true));
+        assert_eq!(
+            sort_href(&none, SortBy::Age),
+            "/unknowns?tool_like=create&sort=age&order=asc"
+        );
+        assert_eq!(
+            sort_href(&none, SortBy::Tool),
+            "/unknowns?tool_like=create&sort=tool&order=asc"
+        );
+        let by_tool = vec![("sort", "tool".to_owned()), ("order", "asc".to_owned())];
+        assert_eq!(order_of(&by_tool), (SortBy::Tool, false));
+        assert_eq!(
+            sort_href(&by_tool, SortBy::Tool),
+            "/unknowns?sort=tool&order=desc"
+        );
+        assert_eq!(
+            sort_href(&by_tool, SortBy::Session),
+            "/unknowns?sort=session&order=asc"
+        );
+        assert_eq!(
+            sort_href(&by_tool, SortBy::Age),
+            "/unknowns?sort=age&order=desc"
+        );
+    }
+
+    #[test]
+    fn a_last_note_is_cut_once_and_ages_read_short() {
+        let long = "x".repeat(200);
+        let once = cut(&long, LAST_NOTE_CHARS);
+        assert_eq!(once.chars().count(), LAST_NOTE_CHARS);
+        assert!(once.ends_with('…'));
+        assert_eq!(cut(&once, LAST_NOTE_CHARS), once);
+        assert_eq!(cut("short", LAST_NOTE_CHARS), "short");
+        assert_eq!(age_short(42), "42 s");
+        assert_eq!(age_short(185), "3 min");
+        assert_eq!(age_short(3 * 3600), "3 h");
+        assert_eq!(age_short(2 * 86_400 + 5), "2 d");
     }
 }
