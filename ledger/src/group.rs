@@ -502,13 +502,7 @@ impl Group {
                 })
             }
             Decision::Claim => {
-                let seq = self
-                    .entries
-                    .get(&key)
-                    .ok_or(LedgerError::MutationNotFound)?
-                    .row
-                    .seq;
-                let held = self.claim_of(tx, &key, seq).await?;
+                let held = self.entry_claim(tx, &key).await?;
                 let slot = self
                     .entries
                     .get(&key)
@@ -556,13 +550,7 @@ impl Group {
                 })
             }
             Decision::Release => {
-                let seq = self
-                    .entries
-                    .get(&key)
-                    .ok_or(LedgerError::MutationNotFound)?
-                    .row
-                    .seq;
-                let held = self.claim_of(tx, &key, seq).await?;
+                let held = self.entry_claim(tx, &key).await?;
                 let slot = self
                     .entries
                     .get(&key)
@@ -676,6 +664,21 @@ impl Group {
     }
 
     /// Whether `attempt_id` was ever an attempt of the entry: in this group, or stored.
+    /// [`Self::claim_of`] the entry `key` of this group (`MutationNotFound` when it holds none).
+    async fn entry_claim(
+        &mut self,
+        tx: &mut WriteTx,
+        key: &Key,
+    ) -> Result<Option<ClaimHeld>, LedgerError> {
+        let seq = self
+            .entries
+            .get(key)
+            .ok_or(LedgerError::MutationNotFound)?
+            .row
+            .seq;
+        self.claim_of(tx, key, seq).await
+    }
+
     /// Who holds the claim of the entry `key` (stored as `seq`; 0 for an entry this group records): its
     /// latest `claim` or `release` history row, read once per group (one index range of
     /// `history_by_entry`), then what this group's claims and releases made of it.
