@@ -209,7 +209,12 @@ test('a viewer sees the navigator and none of the engineering words on the sessi
     expect(text).not.toMatch(/NDJSON|revision|Read through change/i);
     await page.goto(`/sessions/${enc(session)}/operations/${enc(`${session}-t12-m0`)}`);
     await live(page);
-    await expect(page.locator('li.change')).not.toHaveCount(0);
+    await expect(page.locator('li.change')).toHaveCount(3);
+    text = await words();
+    expect(text).not.toMatch(/NDJSON|revision/i);
+    // The look-up by operation id, as the viewer reads it.
+    await page.goto(`/operations/${enc(`${session}-t12-m0`)}`);
+    await expect(page.locator('li.operation')).toHaveCount(1);
     text = await words();
     expect(text).not.toMatch(/NDJSON|revision/i);
   } finally {

@@ -14,11 +14,13 @@ use crate::routes::{history_href, param, session_href, turn_href};
 pub fn OperationPage() -> impl IntoView {
     let id = param(2);
     let found = Resource::new(move || id.get(), |id| api::operation(&id));
+    let caller = use_context::<crate::CallerResource>();
     view! {
         <Title text=crate::routes::page_title(move || format!("Operation {} · Outcome ledger", mark(&id.get())))/>
         <h1 class="mb-4 break-all text-2xl font-semibold">"Operation " <bdi class="font-mono">{move || mark(&id.get())}</bdi></h1>
         <Suspense fallback=|| view! { <p>"Looking up…"</p> }>
             {move || Suspend::new(async move {
+                let viewer = crate::components::is_viewer(caller).await;
                 match found.await {
                     Err(e) => view! { <ApiErrorPanel error=e/> }.into_any(),
                     Ok(m) if m.matches.is_empty() => {
@@ -27,7 +29,7 @@ pub fn OperationPage() -> impl IntoView {
                         <p class="no-match">"No published outcome has this operation id. Check the id, or the session may have expired."</p>
                     }.into_any()
                     }
-                    Ok(m) => view! { <OperationList matches=m.matches/> }.into_any(),
+                    Ok(m) => view! { <OperationList matches=m.matches viewer/> }.into_any(),
                 }
             })}
         </Suspense>
@@ -35,9 +37,13 @@ pub fn OperationPage() -> impl IntoView {
 }
 
 /// A list of operations with their session and turn, each linking to its history page; for an open
-/// entry (unknown or in flight) how long it has been open, and how many staff notes it has.
+/// entry (unknown or in flight) how long it has been open, and how many staff notes it has. `viewer`:
+/// the reader is an end user (a viewer link), who reads no revision numbers.
 #[component]
-pub fn OperationList(matches: Vec<ledger::wire::OperationMatch>) -> impl IntoView {
+pub fn OperationList(
+    matches: Vec<ledger::wire::OperationMatch>,
+    #[prop(optional)] viewer: bool,
+) -> impl IntoView {
     view! {
         <ul class="operations space-y-4">
             {matches.into_iter().map(|m| {
@@ -65,7 +71,7 @@ pub fn OperationList(matches: Vec<ledger::wire::OperationMatch>) -> impl IntoVie
                             " · recorded "
                             <Time at=m.entry.recorded_at.clone()/>
                         </p>
-                        <OutcomeCard outcome=m.entry.outcome in_flight revision=m.entry.mutation_revision settled_at=m.entry.settled_at.clone()/>
+                        <OutcomeCard outcome=m.entry.outcome in_flight revision=m.entry.mutation_revision.filter(|_| !viewer) settled_at=m.entry.settled_at.clone()/>
                         <p class="mt-1 flex flex-wrap items-center gap-x-3 text-sm">
                             {open.map(|o| view! { <span class="age font-medium" data-age-secs=m.age_secs.unwrap_or(0)>{o}</span> })}
                             {notes.map(|n| view! { <span class="notes" data-notes=m.notes.unwrap_or(0)>{n}</span> })}

@@ -693,6 +693,11 @@ fn TurnSection(map: Map, number: usize, block: TurnBlock) -> impl IntoView {
         })
     };
     let id = (!id_repeats_label(&turn, number)).then(|| mark(&turn));
+    let label = if id.is_some() {
+        format!("Turn {number} · ")
+    } else {
+        format!("Turn {number}")
+    };
     let toggled = move || {
         collapsed.with(|c| {
             let mut c = c.clone();
@@ -711,8 +716,8 @@ fn TurnSection(map: Map, number: usize, block: TurnBlock) -> impl IntoView {
             <div class="mb-2 flex flex-wrap items-start justify-between gap-2">
                 <h2 id=format!("turn-{number}-title") tabindex="-1" class="flex min-w-0 flex-wrap items-baseline gap-x-3 gap-y-1 text-lg font-semibold focus:outline-none">
                     <a rel="external" class="break-all underline underline-offset-2" href=href>
-                        {format!("Turn {number}")}
-                        {id.map(|id| view! { " · " <bdi class="font-mono">{id}</bdi> })}
+                        {label}
+                        {id.map(|id| view! { <bdi class="font-mono">{id}</bdi> })}
                     </a>
                     <span class="text-xs font-normal opacity-80">"Started " <Time at=block.first_recorded_at.clone()/></span>
                     <span class="text-sm font-normal">{move || view! { <Counts counts=timeline.with(Timeline::counts)/> }}</span>
