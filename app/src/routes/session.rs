@@ -527,7 +527,7 @@ fn TurnNav(
                     <button type="submit" class="expand-all rounded border border-slate-400 px-2 py-0.5 hover:bg-slate-100 dark:border-slate-600 dark:hover:bg-slate-800">"Expand all"</button>
                 </form>
             </div>
-            <ol class="turn-nav-list max-h-60 space-y-0.5 overflow-y-auto lg:max-h-none lg:min-h-0 lg:flex-1" aria-label="Jump to a turn">
+            <ol class="turn-nav-list max-h-60 space-y-0.5 overflow-y-auto pr-24 lg:pr-0 lg:max-h-none lg:min-h-0 lg:flex-1" aria-label="Jump to a turn">
                 {move || {
                     let n = earlier.with(|e| e.turns);
                     (n > 0).then(|| view! {
