@@ -303,6 +303,32 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/search": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * `GET /api/search?q=<text>[&limit=&after=]` → `{"sessions": [{"session_key", "last_activity",
+         *     "counts"}], "operations": [{"session_key", "logical_turn_id", "mutation_id", "tool", "title",
+         *     "status"}], "next"}` (docs/api.md "Search"): sessions that have not expired whose key contains `q`,
+         *     and their published operations whose `mutation_id`, title or resource id contains it, each newest
+         *     first and case-insensitively; `q` shorter than 3 characters matches whole ids only. At most `limit`
+         *     of each (1 to 100, default 20), after `after` (the previous answer's `next`). `q` may carry the marked
+         *     form of invisible characters (`⟨U+200B⟩`). Errors: 400 (`invalid_parameter` naming `q` or `limit`,
+         *     `invalid_cursor` naming `after`, `invalid_query`); a viewer gets 404 `not_found`.
+         */
+        get: operations["search"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/sessions": {
         parameters: {
             query?: never;
@@ -317,9 +343,10 @@ export interface paths {
          *     at most `limit` (1 to 200, default 50), after `after` (the previous answer's `next`); `has_unknown`
          *     `true` / `false` keeps the sessions with / without an open unknown (`counts.outcome_unknown` above 0:
          *     settled unknown or in flight); `tool` those with a published entry of that exact tool; `prefix` those
-         *     whose key starts with these bytes (`%` and `_` are literal). `total` counts every matching session.
-         *     Errors: 400 (`invalid_parameter` naming `limit`, `has_unknown` or `tool`, `invalid_cursor` naming
-         *     `after`, `invalid_query`); a viewer gets 404 `not_found`. A `tool` that could never have been stored
+         *     whose key starts with these bytes (`%` and `_` are literal); `active_after` / `active_before` (RFC 3339)
+         *     those last active in `[after, before)`. `total` counts every matching session. Errors: 400
+         *     (`invalid_parameter` naming `limit`, `has_unknown`, `tool`, `active_after` or `active_before`,
+         *     `invalid_cursor` naming `after`, `invalid_query`); a viewer gets 404 `not_found`. A `tool` that could never have been stored
          *     (over 256 bytes, a control character) matches nothing. Other parameters are ignored.
          */
         get: operations["sessions"];
@@ -350,6 +377,34 @@ export interface paths {
         put?: never;
         post?: never;
         delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/sessions/{session_key}/mutations/{mutation_id}/claim": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * `POST /api/sessions/{session_key}/mutations/{mutation_id}/claim` (no body; one sent is ignored) → 201
+         *     with the `claim` history row ("I am on it": `actor` `staff:<name>`, `revision` null), or 200 with the
+         *     row that took it when the caller already holds the claim; 409 `already_claimed` with `claim` `{"by",
+         *     "at"}` when another staff member holds it (docs/api.md "Claims"). No revision, no live event; the
+         *     entry is unchanged; a viewer never sees claims.
+         */
+        post: operations["claim"];
+        /**
+         * `DELETE /api/sessions/{session_key}/mutations/{mutation_id}/claim` → 204: the claim is released,
+         *     whoever held it (a `release` history row with the caller as actor), or nobody held it (nothing is
+         *     written). Errors as the claim's, without 409.
+         */
+        delete: operations["release"];
         options?: never;
         head?: never;
         patch?: never;
@@ -484,15 +539,18 @@ export interface paths {
             cookie?: never;
         };
         /**
-         * `GET /api/unknowns[?limit=&after=&tool=&session_key=&min_age_secs=]` → `{"matches": [{"session_key",
-         *     "entry", "age_secs", "notes"}], "next", "total"}` (docs/api.md "Support queue"): open unknown outcomes
-         *     (settled unknown and in flight) across sessions, oldest recorded first (`recorded_at`, then
-         *     `sequence`), at most `limit` (1 to 1000, default 200), after `after` (the previous answer's `next`);
-         *     `tool` and `session_key` exact; `min_age_secs` (whole seconds, 0 to 2^63-1) only items whose
-         *     `age_secs` is known and at least that. `total` counts every matching item. Errors: 400
-         *     (`invalid_parameter` naming `limit`, `tool`, `session_key` or `min_age_secs`, `invalid_cursor` naming
-         *     `after`, `invalid_query`); a viewer gets 404 `not_found`. A `tool` or `session_key` that could never
-         *     have been stored matches nothing. Other parameters are ignored.
+         * `GET /api/unknowns[?limit=&after=&tool=&session_key=&min_age_secs=&tool_like=&session_like=
+         *     &settled_after=&settled_before=&sort=&order=]` → `{"matches": [{"session_key", "entry", "age_secs",
+         *     "notes", "last_note"?, "claim"?}], "next", "total"}` (docs/api.md "Support queue"): open unknown
+         *     outcomes (settled unknown and in flight) across sessions, by default oldest recorded first
+         *     (`recorded_at`, then `sequence`; `sort=age|tool|session`, `order=asc|desc`), at most `limit` (1 to
+         *     1000, default 200), after `after` (the previous answer's `next`, of the same order); `tool` and
+         *     `session_key` exact; `tool_like` and `session_like` case-insensitive substrings (1 to 256 bytes);
+         *     `min_age_secs` (whole seconds, 0 to 2^63-1) only items whose `age_secs` is known and at least that;
+         *     `settled_after` / `settled_before` (RFC 3339) only items settled in that range. `total` counts every
+         *     matching item. Errors: 400 (`invalid_parameter` naming the parameter, `invalid_cursor` naming `after`,
+         *     `invalid_query`); a viewer gets 404 `not_found`. A `tool` or `session_key` that could never have been
+         *     stored matches nothing. Other parameters are ignored.
          */
         get: operations["unknowns"];
         put?: never;
@@ -614,6 +672,14 @@ export interface components {
          * @enum {string}
          */
         CancelReason: "pre_dispatch_deadline";
+        /**
+         * @description A staff member's claim on an operation (docs/api.md "Claims"): who holds it (the staff name) and since
+         *     when (RFC 3339 UTC).
+         */
+        Claim: {
+            at: string;
+            by: string;
+        };
         /** @description The ledger state of one entry as the host write API reports it (success body, and `current` on a 409). */
         EntryState: {
             attempt_id?: string | null;
@@ -632,6 +698,7 @@ export interface components {
         };
         /** @description See [`ErrorBody`]. `current` is the entry's state on a 409 refusal. */
         ErrorDetail: {
+            claim?: null | components["schemas"]["Claim"];
             code: string;
             current?: null | components["schemas"]["EntryState"];
             field?: string | null;
@@ -673,7 +740,7 @@ export interface components {
          *     imported from before revisions existed.
          * @enum {string}
          */
-        HistoryKind: "approval" | "intent" | "settlement" | "cancellation" | "reconciliation" | "metadata" | "attempt" | "note" | "imported";
+        HistoryKind: "approval" | "intent" | "settlement" | "cancellation" | "reconciliation" | "metadata" | "attempt" | "note" | "imported" | "claim" | "release";
         /** @description 1 to 256 bytes of UTF-8 (maxLength counts characters: 256 for ASCII), no control character, not `.` or `..` */
         Identifier: string;
         /**
@@ -729,6 +796,18 @@ export interface components {
             session_key: string;
         };
         /**
+         * @description A published operation of [`SearchResults`]: where it is, its tool, its published title (or `null`) and
+         *     its published status.
+         */
+        OperationHit: {
+            logical_turn_id: string;
+            mutation_id: string;
+            session_key: string;
+            status: components["schemas"]["PublishedStatus"];
+            title?: string | null;
+            tool: string;
+        };
+        /**
          * @description One match of a support look-up by `mutation_id` (`GET /api/operations/{mutation_id}`), or one item of the
          *     open-unknowns queue (`GET /api/unknowns`).
          */
@@ -740,7 +819,13 @@ export interface components {
              *     entry is not open, or has no history (recorded before history was kept).
              */
             age_secs?: number | null;
+            claim?: null | components["schemas"]["Claim"];
             entry: components["schemas"]["TurnEntry"];
+            /**
+             * @description The text of the entry's latest staff note. Absent when it has none, and for a viewer (internal to
+             *     staff, like `notes`).
+             */
+            last_note?: string | null;
             /**
              * Format: int64
              * @description How many staff notes the entry's history holds. Absent for a viewer (an end user): notes and
@@ -799,6 +884,16 @@ export interface components {
             };
         };
         /**
+         * @description `GET /api/search` body (docs/api.md "Search"): sessions and published operations whose ids (session
+         *     key, `mutation_id`), title or resource id contain the query, case-insensitively, newest first; `next`
+         *     is the opaque cursor of the following page (`?after=`), `null` on the last.
+         */
+        SearchResults: {
+            next?: string | null;
+            operations: components["schemas"]["OperationHit"][];
+            sessions: components["schemas"]["SessionHit"][];
+        };
+        /**
          * @description One event of a `text/event-stream` answer, as the OpenAPI document describes each event of the stream
          *     (documentation only): its `event:` name, its `data:` (one line of JSON here), and `id:` / `retry:`
          *     where the stream sends them.
@@ -815,6 +910,12 @@ export interface components {
              * @description Reconnection delay in ms (replay snapshots only).
              */
             retry?: number | null;
+        };
+        /** @description A session of [`SearchResults`]: its key, last write (RFC 3339 UTC) and counts by status. */
+        SessionHit: {
+            counts: components["schemas"]["StatusCounts"];
+            last_activity: string;
+            session_key: string;
         };
         /**
          * @description `GET /api/sessions` body (docs/api.md "Sessions"): one page, most recently active first; `next` is the
@@ -2300,6 +2401,60 @@ export interface operations {
             };
         };
     };
+    search: {
+        parameters: {
+            query: {
+                /** @description the text: part of a session id, an operation id, a title or a resource id; case-insensitive; fewer than 3 characters match whole ids only; `⟨U+200B⟩` stands for that invisible character */
+                q: string;
+                /** @description sessions, and operations, at most: 1 to 100, default 20 */
+                limit?: number;
+                /** @description opaque cursor: the `next` of the previous page */
+                after?: string;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description the matching sessions and operations, newest first, and the next page's cursor or null */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["SearchResults"];
+                };
+            };
+            /** @description a missing, empty or too long `q`, an invalid `limit` or `after`, or a malformed query */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description no credential (reads are closed: any address but loopback, or --access signed-in), or a wrong token */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description a viewer (who reads one session only) */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
     sessions: {
         parameters: {
             query?: {
@@ -2313,6 +2468,10 @@ export interface operations {
                 tool?: string;
                 /** @description only sessions whose key starts with these bytes (`%` and `_` are literal) */
                 prefix?: string;
+                /** @description RFC 3339: only sessions whose last activity is at or after this time */
+                active_after?: string;
+                /** @description RFC 3339: only sessions whose last activity is before this time */
+                active_before?: string;
             };
             header?: never;
             path?: never;
@@ -2329,7 +2488,7 @@ export interface operations {
                     "application/json": components["schemas"]["SessionList"];
                 };
             };
-            /** @description invalid `limit`, `after`, `has_unknown` or `tool`, or a malformed query */
+            /** @description invalid `limit`, `after`, `has_unknown`, `tool`, `active_after` or `active_before`, or a malformed query */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -2402,6 +2561,213 @@ export interface operations {
             };
             /** @description unknown or expired session */
             404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    claim: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Session key, percent-encoded. */
+                session_key: string;
+                /** @description Operation id, percent-encoded. */
+                mutation_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description the caller already holds the claim: the row that took it */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["HistoryChange"];
+                };
+            };
+            /** @description the claim's history row */
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["HistoryChange"];
+                };
+            };
+            /** @description Malformed JSON (`malformed_json`), a key given twice (`duplicate_key`), or a malformed path. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description No credential (reads are closed), or a wrong token. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /**
+             * @description `staff_only`: the caller is the host, a viewer, or nobody in open access mode; or
+             *     `origin_mismatch`: a sign-in cookie or the proxy's user header without a matching `Origin`.
+             */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Unknown or expired session, unknown mutation. */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Refused transition; `current` is the unchanged entry. */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description A field breaks a rule; `field` names it. */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Too many failed tokens from this address; retry after `Retry-After` seconds. */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The ledger is busy; nothing changed; retry after `Retry-After` seconds. */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    release: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Session key, percent-encoded. */
+                session_key: string;
+                /** @description Operation id, percent-encoded. */
+                mutation_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description nobody holds the claim now */
+            204: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description Malformed JSON (`malformed_json`), a key given twice (`duplicate_key`), or a malformed path. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description No credential (reads are closed), or a wrong token. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /**
+             * @description `staff_only`: the caller is the host, a viewer, or nobody in open access mode; or
+             *     `origin_mismatch`: a sign-in cookie or the proxy's user header without a matching `Origin`.
+             */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Unknown or expired session, unknown mutation. */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Refused transition; `current` is the unchanged entry. */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description A field breaks a rule; `field` names it. */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Too many failed tokens from this address; retry after `Retry-After` seconds. */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The ledger is busy; nothing changed; retry after `Retry-After` seconds. */
+            503: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -2835,6 +3201,18 @@ export interface operations {
                 session_key?: string;
                 /** @description only items open at least this many whole seconds (their `age_secs`, from the history row that set their status, is known and at least this); ASCII digits */
                 min_age_secs?: number;
+                /** @description only items whose tool contains this text, case-insensitively; blank: no filter */
+                tool_like?: string;
+                /** @description only items whose session key contains this text, case-insensitively; blank: no filter */
+                session_like?: string;
+                /** @description only items settled at or after this RFC 3339 time (in-flight items have not settled) */
+                settled_after?: string;
+                /** @description only items settled before this RFC 3339 time */
+                settled_before?: string;
+                /** @description age (default), tool or session */
+                sort?: string;
+                /** @description asc or desc; default desc by age (oldest first), asc by tool or session */
+                order?: string;
             };
             header?: never;
             path?: never;
