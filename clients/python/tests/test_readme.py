@@ -61,8 +61,10 @@ def test_readme_examples_run_as_written(own_server: OwnServer):
     assert reads.history_kinds("chat-42", "op-1") == ["approval", "intent", "metadata", "settlement"]
     # What the README says the session page shows.
     text = page_text(base, "/sessions/chat-42")
-    for words in ("Turn 1 · turn-1", "✓ Completed", "Service overview", "Operation id: op-1"):
+    for words in ("Turn 1", "✓ Completed", "Service overview", "Operation id: op-1"):
         assert words in text, words
+    # The turn's id repeats its label ("turn-1"): the page does not say it twice (issue 26).
+    assert "Turn 1 · turn-1" not in text
     assert 'href="https://app.example.com/d/dash-7f3a"' in httpx.get(base + "/sessions/chat-42").text
 
     from test_openai_agents import ScriptedModel
