@@ -43,6 +43,7 @@ def filter_path_parameters(context, path_parameters):
 OPAQUE_CURSOR_PATHS = {
     "/api/sessions",
     "/api/unknowns",
+    "/api/search",
     "/api/sessions/{session_key}/turns",
     "/api/sessions/{session_key}/turns/{logical_turn_id}/entries",
 }

@@ -61,7 +61,7 @@ fn search_text(q: Option<&str>) -> Result<String, ApiError> {
     path = "/api/search",
     tag = "read",
     params(
-        ("q" = String, Query, min_length = 1, max_length = 256, description = "the text: part of a session id, an operation id, a title or a resource id; case-insensitive; fewer than 3 characters match whole ids only; `⟨U+200B⟩` stands for that invisible character"),
+        ("q" = String, Query, min_length = 1, max_length = 256, pattern = "^[^\\u0000-\\u001F\\u007F-\\u009F]*[^\\s\\u0000-\\u001F\\u007F-\\u009F][^\\u0000-\\u001F\\u007F-\\u009F]*$", description = "the text: part of a session id, an operation id, a title or a resource id; case-insensitive; fewer than 3 characters match whole ids only; `⟨U+200B⟩` stands for that invisible character"),
         ("limit" = Option<u32>, Query, minimum = 1, maximum = 100, description = "sessions, and operations, at most: 1 to 100, default 20"),
         ("after" = Option<String>, Query, description = "opaque cursor: the `next` of the previous page"),
     ),
