@@ -2,13 +2,13 @@
 # The browser bundle's size (README "Bundle size"): raw and gzip -9 bytes of the wasm, the JS glue and the CSS
 # in target/site/pkg, and a failure when the gzipped wasm is over the limit, so the bundle does not grow back
 # unnoticed. Run after scripts/build.sh; scripts/test.sh does. Takes a second.
-#   BUNDLE_LIMIT  the most gzip -9 bytes the wasm may have (default 520000; README "Bundle size" says why not 200 KB yet)
+#   BUNDLE_LIMIT  the most gzip -9 bytes the wasm may have (default 700000; README "Bundle size" says why not 200 KB yet)
 #   URL           also fetch the wasm from a running server (e.g. http://127.0.0.1:3000) and print the bytes
 #                 it sends with `Accept-Encoding: gzip`, and with `br, gzip` (what a browser asks for)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 PKG=target/site/pkg
-limit=${BUNDLE_LIMIT:-520000}
+limit=${BUNDLE_LIMIT:-700000}
 wasm=$PKG/outcomes_bg.wasm
 if [[ ! -f $wasm ]]; then
   echo "bundle-size: $wasm is missing: run scripts/build.sh first" >&2
