@@ -521,7 +521,13 @@ impl Group {
                     return Ok(Done {
                         state: slot.row.state(),
                         announcement: None,
-                        note: Some(note_change(&slot.row, HistoryKind::Claim, actor, None, held.at)),
+                        note: Some(note_change(
+                            &slot.row,
+                            HistoryKind::Claim,
+                            actor,
+                            None,
+                            held.at,
+                        )),
                         added: false,
                     });
                 }

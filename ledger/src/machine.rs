@@ -86,7 +86,9 @@ pub enum Decision {
     Change(Change),
     /// Store the action's metadata under the turn's next revision; emitted live when `live` (the entry is
     /// settled, not in flight).
-    Attach { live: bool },
+    Attach {
+        live: bool,
+    },
     /// Nothing changes: no revision, no event (an attach identical to the stored metadata).
     Unchanged,
     /// Keep the action's note as a history row: no revision, no event, the entry's state unchanged.

@@ -235,13 +235,16 @@ impl SessionManager {
         let sessions: Vec<&SessionFound> = sessions.iter().take(limit as usize).collect();
         let entries: Vec<&EntryRow> = entries.iter().take(limit as usize).collect();
         let next = (sessions_more || operations_more).then(|| SearchAfter {
-            sessions: sessions.last().filter(|_| sessions_more).map(|s| SessionPosition {
-                at: s.position,
-                key: match self.inner().dialect() {
-                    Dialect::Sqlite => String::new(),
-                    Dialect::Postgres => s.session_key.clone(),
-                },
-            }),
+            sessions: sessions
+                .last()
+                .filter(|_| sessions_more)
+                .map(|s| SessionPosition {
+                    at: s.position,
+                    key: match self.inner().dialect() {
+                        Dialect::Sqlite => String::new(),
+                        Dialect::Postgres => s.session_key.clone(),
+                    },
+                }),
             operations: entries.last().filter(|_| operations_more).map(|e| e.seq),
         });
         let results = SearchResults {

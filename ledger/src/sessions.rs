@@ -12,9 +12,9 @@ use crate::projection::{project, project_owned, HostMetadata, LedgerEntry};
 use crate::rows::{EntryRow, ENTRY_COLUMNS};
 use crate::store::{format_time, on_read, Dialect, Inner};
 use crate::wire::{
-    Claim, HistoryChange, HistoryEvidence, HistoryKind, LedgerStatus, MutationOutcome, OperationHistory,
-    OperationMatch, Reason, SessionList, SessionSummary, SessionTurns, StatusCounts, TurnEntries,
-    TurnEntry, TurnSummary, UnknownsPage,
+    Claim, HistoryChange, HistoryEvidence, HistoryKind, LedgerStatus, MutationOutcome,
+    OperationHistory, OperationMatch, Reason, SessionList, SessionSummary, SessionTurns,
+    StatusCounts, TurnEntries, TurnEntry, TurnSummary, UnknownsPage,
 };
 
 /// A replay snapshot of one logical turn (seed 000, `GET /api/mutation-events`).
@@ -937,9 +937,9 @@ impl SessionManager {
         let keyset = match key_column {
             // `$9` is "" by age (bound all the same: every query binds the same parameters).
             None => format!("($10 IS NULL OR ($9 = '' AND {time_after}))"),
-            Some(col) => format!(
-                "($10 IS NULL OR {col} {key_cmp} $9 OR ({col} = $9 AND {time_after}))"
-            ),
+            Some(col) => {
+                format!("($10 IS NULL OR {col} {key_cmp} $9 OR ({col} = $9 AND {time_after}))")
+            }
         };
         let order = match key_column {
             None => format!("e.recorded_at {time_dir}, e.seq {time_dir}"),

@@ -174,7 +174,12 @@ pub fn UnknownsQueuePage() -> impl IntoView {
         refresh,
         filters,
         later,
-    } = listing_as::<UnknownsPage, QueuePage>("/api/unknowns", &FILTERS, filter_to_api, QueuePage::from);
+    } = listing_as::<UnknownsPage, QueuePage>(
+        "/api/unknowns",
+        &FILTERS,
+        filter_to_api,
+        QueuePage::from,
+    );
     let caller = use_context::<crate::CallerResource>();
     // The rows ticked, by their operation page's path: kept across the page's refreshes.
     let selected = RwSignal::new(Vec::<String>::new());

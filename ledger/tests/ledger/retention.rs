@@ -335,10 +335,7 @@ async fn a_restart_far_ahead_deletes_nothing_until_the_purge_clock_has_run_to_th
     // Half the time to live of running: the purge clock is at the expiry, less 2 ms.
     let running = sweep(&h, TTL / 2 - MS).await;
     assert_eq!((running.due.len(), running.deleted.len()), (0, 0));
-    assert_eq!(
-        running.behind_ms,
-        (ahead - TTL + 2 * MS).as_millis() as i64
-    );
+    assert_eq!(running.behind_ms, (ahead - TTL + 2 * MS).as_millis() as i64);
     // Exactly at the expiry: not yet past it.
     assert!(sweep(&h, MS).await.deleted.is_empty());
     assert_eq!(sweep(&h, MS).await.deleted, keys(0..3));

@@ -538,7 +538,11 @@ fn keys_glued_together_are_all_redacted_and_the_title_is_a_fixed_point() {
     let long = title(&key.repeat(60)).unwrap();
     assert!(!long.contains("AKIA") && long.len() <= 512, "{long}");
     assert_eq!(title(&long), Some(long.clone()));
-    let mixed = format!("deploy {}{} done", key.repeat(12), "ghp_".to_owned() + &"a1B2".repeat(9));
+    let mixed = format!(
+        "deploy {}{} done",
+        key.repeat(12),
+        "ghp_".to_owned() + &"a1B2".repeat(9)
+    );
     let once = title(&mixed).unwrap();
     assert!(!once.contains("AKIA") && !once.contains("ghp_"), "{once}");
     assert_eq!(title(&once), Some(once.clone()));

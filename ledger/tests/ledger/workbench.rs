@@ -104,7 +104,9 @@ impl Harness {
                 })
                 .await
                 .unwrap();
-            assert!(page.sessions.len() <= limit as usize && page.operations.len() <= limit as usize);
+            assert!(
+                page.sessions.len() <= limit as usize && page.operations.len() <= limit as usize
+            );
             sessions.extend(page.sessions.into_iter().map(|s| s.session_key));
             operations.extend(
                 page.operations
@@ -128,16 +130,39 @@ async fn a_claim_is_held_by_one_staff_member_until_released_and_kept_in_the_hist
     h.clock.advance(Duration::from_secs(5));
     let claimed_at = h.clock.now_ms();
 
-    let (row, added) = h.engine.claim_as(ada(), sk(SESSION), mid("m-1")).await.unwrap();
+    let (row, added) = h
+        .engine
+        .claim_as(ada(), sk(SESSION), mid("m-1"))
+        .await
+        .unwrap();
     assert!(added);
     assert_eq!(
-        (row.kind, row.actor.as_str(), row.revision, row.at.clone(), row.note.clone()),
-        (HistoryKind::Claim, "staff:ada", None, format_time(claimed_at), None)
+        (
+            row.kind,
+            row.actor.as_str(),
+            row.revision,
+            row.at.clone(),
+            row.note.clone()
+        ),
+        (
+            HistoryKind::Claim,
+            "staff:ada",
+            None,
+            format_time(claimed_at),
+            None
+        )
     );
-    assert_eq!(row.outcome.as_ref().map(|o| o.status), Some(P::OutcomeUnknown));
+    assert_eq!(
+        row.outcome.as_ref().map(|o| o.status),
+        Some(P::OutcomeUnknown)
+    );
     // Its holder asking again is answered with the same row, and nothing is written.
     h.clock.advance(Duration::from_secs(5));
-    let (again, added) = h.engine.claim_as(ada(), sk(SESSION), mid("m-1")).await.unwrap();
+    let (again, added) = h
+        .engine
+        .claim_as(ada(), sk(SESSION), mid("m-1"))
+        .await
+        .unwrap();
     assert!(!added);
     assert_eq!(again, row);
     // Another staff member is told who holds it and since when.
@@ -171,10 +196,23 @@ async fn a_claim_is_held_by_one_staff_member_until_released_and_kept_in_the_hist
         .await
         .unwrap()
         .expect("a release row");
-    assert_eq!((released.kind, released.actor.as_str()), (HistoryKind::Release, "staff:bob"));
+    assert_eq!(
+        (released.kind, released.actor.as_str()),
+        (HistoryKind::Release, "staff:bob")
+    );
     assert_eq!(h.sessions.queue(10).await[0].claim, None);
-    assert_eq!(h.engine.release_as(bob(), sk(SESSION), mid("m-1")).await.unwrap(), None);
-    let (row, added) = h.engine.claim_as(bob(), sk(SESSION), mid("m-1")).await.unwrap();
+    assert_eq!(
+        h.engine
+            .release_as(bob(), sk(SESSION), mid("m-1"))
+            .await
+            .unwrap(),
+        None
+    );
+    let (row, added) = h
+        .engine
+        .claim_as(bob(), sk(SESSION), mid("m-1"))
+        .await
+        .unwrap();
     assert!(added && row.actor == "staff:bob");
     let kinds: Vec<_> = h
         .sessions
@@ -214,7 +252,10 @@ async fn of_two_staff_members_claiming_at_once_exactly_one_holds_it() {
             h.engine.claim_as(ada(), sk(SESSION), mid("m-1")),
             h.engine.claim_as(bob(), sk(SESSION), mid("m-1")),
         );
-        let won = [&a, &b].iter().filter(|r| matches!(r, Ok((_, true)))).count();
+        let won = [&a, &b]
+            .iter()
+            .filter(|r| matches!(r, Ok((_, true))))
+            .count();
         let lost = [&a, &b]
             .iter()
             .filter(|r| matches!(r, Err(LedgerError::AlreadyClaimed { .. })))
@@ -249,26 +290,59 @@ async fn the_queue_sorts_by_age_tool_or_session_both_ways_across_pages_and_filte
         "support-chat-2/m-3",
         "billing-7/m-4",
     ];
-    assert_eq!(h.queue_with(UnknownsQuery { limit: 1, ..Default::default() }).await, oldest_first);
-    assert_eq!(h.queue_with(by(UnknownsSortBy::Age, true)).await, oldest_first);
+    assert_eq!(
+        h.queue_with(UnknownsQuery {
+            limit: 1,
+            ..Default::default()
+        })
+        .await,
+        oldest_first
+    );
+    assert_eq!(
+        h.queue_with(by(UnknownsSortBy::Age, true)).await,
+        oldest_first
+    );
     let newest_first: Vec<_> = oldest_first.iter().rev().copied().collect();
-    assert_eq!(h.queue_with(by(UnknownsSortBy::Age, false)).await, newest_first);
+    assert_eq!(
+        h.queue_with(by(UnknownsSortBy::Age, false)).await,
+        newest_first
+    );
     // By tool, bytewise (upper case first), then oldest first within a tool.
     assert_eq!(
         h.queue_with(by(UnknownsSortBy::Tool, false)).await,
-        ["Support-Chat-1/m-1", "billing-7/m-4", "support-chat-2/m-3", "billing-7/m-2"]
+        [
+            "Support-Chat-1/m-1",
+            "billing-7/m-4",
+            "support-chat-2/m-3",
+            "billing-7/m-2"
+        ]
     );
     assert_eq!(
         h.queue_with(by(UnknownsSortBy::Tool, true)).await,
-        ["billing-7/m-2", "support-chat-2/m-3", "billing-7/m-4", "Support-Chat-1/m-1"]
+        [
+            "billing-7/m-2",
+            "support-chat-2/m-3",
+            "billing-7/m-4",
+            "Support-Chat-1/m-1"
+        ]
     );
     assert_eq!(
         h.queue_with(by(UnknownsSortBy::Session, false)).await,
-        ["Support-Chat-1/m-1", "billing-7/m-2", "billing-7/m-4", "support-chat-2/m-3"]
+        [
+            "Support-Chat-1/m-1",
+            "billing-7/m-2",
+            "billing-7/m-4",
+            "support-chat-2/m-3"
+        ]
     );
     assert_eq!(
         h.queue_with(by(UnknownsSortBy::Session, true)).await,
-        ["support-chat-2/m-3", "billing-7/m-4", "billing-7/m-2", "Support-Chat-1/m-1"]
+        [
+            "support-chat-2/m-3",
+            "billing-7/m-4",
+            "billing-7/m-2",
+            "Support-Chat-1/m-1"
+        ]
     );
     // Substrings, case-insensitively, with their totals.
     let filtered = |tool_like: Option<&str>, session_like: Option<&str>| UnknownsQuery {
@@ -284,8 +358,15 @@ async fn the_queue_sorts_by_age_tool_or_session_both_ways_across_pages_and_filte
         h.queue_with(filtered(Some("ISSUE"), Some("CHAT"))).await,
         ["Support-Chat-1/m-1", "support-chat-2/m-3"]
     );
-    assert_eq!(h.queue_with(filtered(None, Some("ling-"))).await, ["billing-7/m-2", "billing-7/m-4"]);
-    let (page, _) = h.sessions.open_unknowns(&filtered(Some("issue"), None)).await.unwrap();
+    assert_eq!(
+        h.queue_with(filtered(None, Some("ling-"))).await,
+        ["billing-7/m-2", "billing-7/m-4"]
+    );
+    let (page, _) = h
+        .sessions
+        .open_unknowns(&filtered(Some("issue"), None))
+        .await
+        .unwrap();
     assert_eq!(page.total, 3);
     // `%` and `_` are characters, not patterns.
     assert!(h.queue_with(filtered(Some("%"), None)).await.is_empty());
@@ -301,8 +382,14 @@ async fn the_queue_sorts_by_age_tool_or_session_both_ways_across_pages_and_filte
         h.queue_with(settled(Some(t(1)), Some(t(3)))).await,
         ["billing-7/m-2", "support-chat-2/m-3"]
     );
-    assert_eq!(h.queue_with(settled(Some(t(3)), None)).await, ["billing-7/m-4"]);
-    assert_eq!(h.queue_with(settled(None, Some(t(0)))).await, Vec::<String>::new());
+    assert_eq!(
+        h.queue_with(settled(Some(t(3)), None)).await,
+        ["billing-7/m-4"]
+    );
+    assert_eq!(
+        h.queue_with(settled(None, Some(t(0)))).await,
+        Vec::<String>::new()
+    );
 }
 
 #[tokio::test]
@@ -312,7 +399,10 @@ async fn the_queue_shows_the_latest_note() {
     h.unknown_in(SESSION, "m-2", TOOL).await;
     for text in ["asked the provider", "provider says: no record yet"] {
         h.engine
-            .note_as(ada(), in_session(SESSION, "m-1", Action::Note { text: text.into() }))
+            .note_as(
+                ada(),
+                in_session(SESSION, "m-1", Action::Note { text: text.into() }),
+            )
             .await
             .unwrap();
     }
@@ -322,7 +412,10 @@ async fn the_queue_shows_the_latest_note() {
             .iter()
             .map(|m| (m.notes, m.last_note.as_deref()))
             .collect::<Vec<_>>(),
-        [(Some(2), Some("provider says: no record yet")), (Some(0), None)]
+        [
+            (Some(2), Some("provider says: no record yet")),
+            (Some(0), None)
+        ]
     );
 }
 
@@ -341,24 +434,36 @@ async fn search_finds_sessions_and_operations_by_any_part_of_their_ids_titles_an
         "billing-7",
         "refund-42",
         Action::AttachMetadata {
-            metadata: meta("INV-2026-0042", "https://pay.example.com/r/42", "Refund for Ada Lovelace"),
+            metadata: meta(
+                "INV-2026-0042",
+                "https://pay.example.com/r/42",
+                "Refund for Ada Lovelace",
+            ),
         },
     ))
     .await;
     // Approved only: nothing published, never found.
-    h.ok(approve_tool("billing-7", "t-1", "op-unpublished", TOOL)).await;
+    h.ok(approve_tool("billing-7", "t-1", "op-unpublished", TOOL))
+        .await;
 
     // Sessions: a substring, any case, newest first; operations never match on their session's key.
     let (found, next) = h.search("SUPPORT-chat", 20).await;
     assert_eq!(
-        found.sessions.iter().map(|s| s.session_key.as_str()).collect::<Vec<_>>(),
+        found
+            .sessions
+            .iter()
+            .map(|s| s.session_key.as_str())
+            .collect::<Vec<_>>(),
         ["Support-Chat-2", "support-chat-1"]
     );
     assert_eq!(found.sessions[0].counts.outcome_unknown, 1);
     assert!(found.operations.is_empty() && next.is_none());
     // Operations: by a part of the id, the title or the resource id.
     for (text, expected) in [
-        ("op-", vec!["Support-Chat-2/OP-BETA", "support-chat-1/op-alpha"]),
+        (
+            "op-",
+            vec!["Support-Chat-2/OP-BETA", "support-chat-1/op-alpha"],
+        ),
         ("beta", vec!["Support-Chat-2/OP-BETA"]),
         ("lovelace", vec!["billing-7/refund-42"]),
         ("inv-2026", vec!["billing-7/refund-42"]),
@@ -370,8 +475,18 @@ async fn search_finds_sessions_and_operations_by_any_part_of_their_ids_titles_an
     let (found, _) = h.search("lovelace", 20).await;
     let hit = &found.operations[0];
     assert_eq!(
-        (hit.logical_turn_id.as_str(), hit.tool.as_str(), hit.title.as_deref(), hit.status),
-        ("t-1", TOOL, Some("Refund for Ada Lovelace"), P::OutcomeUnknown)
+        (
+            hit.logical_turn_id.as_str(),
+            hit.tool.as_str(),
+            hit.title.as_deref(),
+            hit.status
+        ),
+        (
+            "t-1",
+            TOOL,
+            Some("Refund for Ada Lovelace"),
+            P::OutcomeUnknown
+        )
     );
     // Fewer than three characters: whole ids only.
     let (found, _) = h.search("op", 20).await;
@@ -387,7 +502,11 @@ async fn search_finds_sessions_and_operations_by_any_part_of_their_ids_titles_an
         "billing-7",
         "refund-42",
         Action::AttachMetadata {
-            metadata: meta("INV-1", "https://pay.example.com/r/42", "Refund for Grace Hopper"),
+            metadata: meta(
+                "INV-1",
+                "https://pay.example.com/r/42",
+                "Refund for Grace Hopper",
+            ),
         },
     ))
     .await;
@@ -396,7 +515,8 @@ async fn search_finds_sessions_and_operations_by_any_part_of_their_ids_titles_an
 }
 
 #[tokio::test]
-async fn search_pages_each_group_newest_first_without_repeats_and_forgets_deleted_and_expired_sessions() {
+async fn search_pages_each_group_newest_first_without_repeats_and_forgets_deleted_and_expired_sessions(
+) {
     let h = open().await;
     let mut expected_sessions = Vec::new();
     let mut expected_operations = Vec::new();
@@ -421,7 +541,10 @@ async fn search_pages_each_group_newest_first_without_repeats_and_forgets_delete
     // A deleted session leaves the index with its operations.
     h.engine.delete_session(&sk("case-3")).await.unwrap();
     let (sessions, operations) = h.search_all("case-3", 10).await;
-    assert!(sessions.is_empty() && operations.is_empty(), "{sessions:?} {operations:?}");
+    assert!(
+        sessions.is_empty() && operations.is_empty(),
+        "{sessions:?} {operations:?}"
+    );
     if postgres().is_none() {
         let indexed = raw_count(
             &h.path,

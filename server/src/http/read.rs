@@ -9,10 +9,10 @@ use axum::response::Response;
 use axum::Json;
 use bytes::Bytes;
 use ledger::ids::{LogicalTurnId, MutationId, SessionKey, ToolName};
+use ledger::sessions::{UnknownsSort, UnknownsSortBy};
 use ledger::wire::{
     OperationHistory, OperationMatches, SessionList, SessionTurns, TurnEntries, UnknownsPage,
 };
-use ledger::sessions::{UnknownsSort, UnknownsSortBy};
 use ledger::{
     EntriesPage, HistoryChunks, SessionsAfter, SessionsQuery, TurnsPage, UnknownsAfter,
     UnknownsQuery,

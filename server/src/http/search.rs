@@ -38,7 +38,9 @@ fn search_text(q: Option<&str>) -> Result<String, ApiError> {
     let bad = |message: String| ApiError::bad_request("invalid_parameter", message, Some("q"));
     let text = app::components::marks::unmarked(q.unwrap_or("").trim()).into_owned();
     if text.is_empty() {
-        return Err(bad("q is the text to search for: give at least one character".into()));
+        return Err(bad(
+            "q is the text to search for: give at least one character".into(),
+        ));
     }
     if text.len() > SEARCH_MAX_BYTES || text.chars().any(char::is_control) {
         return Err(bad(format!(
@@ -105,10 +107,7 @@ pub async fn search(
     results.next = next.map(|n| {
         Position::Search {
             s: n.sessions.as_ref().map(|p| p.at),
-            k: n
-                .sessions
-                .map(|p| p.key)
-                .filter(|k| !k.is_empty()),
+            k: n.sessions.map(|p| p.key).filter(|k| !k.is_empty()),
             o: n.operations,
         }
         .encode()
@@ -122,7 +121,10 @@ mod tests {
 
     #[test]
     fn the_text_is_trimmed_and_unmarked_and_checked() {
-        assert_eq!(search_text(Some("  Support-Chat ")).unwrap(), "Support-Chat");
+        assert_eq!(
+            search_text(Some("  Support-Chat ")).unwrap(),
+            "Support-Chat"
+        );
         assert_eq!(search_text(Some("a⟨U+200B⟩b")).unwrap(), "a\u{200B}b");
         for bad in [None, Some(""), Some("   "), Some("a\u{7}b")] {
             let e = search_text(bad).unwrap_err();

@@ -367,10 +367,7 @@ async fn the_paged_reads_document_their_parameters_ranges_and_400() {
     assert_eq!(unknowns["tool_like"]["schema"]["maxLength"], 256);
     assert_eq!(unknowns["settled_after"]["schema"]["format"], "date-time");
     let search = query_params(&doc, "/api/search");
-    assert_eq!(
-        search.keys().collect::<Vec<_>>(),
-        ["after", "limit", "q"]
-    );
+    assert_eq!(search.keys().collect::<Vec<_>>(), ["after", "limit", "q"]);
     assert_eq!(search["q"]["required"], true);
     assert_eq!(search["q"]["schema"]["maxLength"], 256);
     assert_eq!(search["limit"]["schema"]["maximum"], 100);

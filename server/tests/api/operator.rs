@@ -87,7 +87,11 @@ pub(crate) enum Who<'a> {
 }
 
 impl Who<'_> {
-    pub(crate) fn apply(self, app: &TestApp, req: reqwest::RequestBuilder) -> reqwest::RequestBuilder {
+    pub(crate) fn apply(
+        self,
+        app: &TestApp,
+        req: reqwest::RequestBuilder,
+    ) -> reqwest::RequestBuilder {
         match self {
             Who::Nobody => req,
             Who::Bearer(t) => req.bearer_auth(t),
@@ -98,7 +102,12 @@ impl Who<'_> {
 }
 
 /// `POST <path>` with a raw JSON body; status and body (Null when not JSON).
-pub(crate) async fn post_raw(app: &TestApp, who: Who<'_>, path: &str, body: &str) -> (StatusCode, Value) {
+pub(crate) async fn post_raw(
+    app: &TestApp,
+    who: Who<'_>,
+    path: &str,
+    body: &str,
+) -> (StatusCode, Value) {
     let req = no_redirects()
         .post(format!("{}{path}", app.base))
         .header("content-type", "application/json")
@@ -108,7 +117,12 @@ pub(crate) async fn post_raw(app: &TestApp, who: Who<'_>, path: &str, body: &str
     (status, r.json().await.unwrap_or(Value::Null))
 }
 
-pub(crate) async fn post(app: &TestApp, who: Who<'_>, path: &str, body: Value) -> (StatusCode, Value) {
+pub(crate) async fn post(
+    app: &TestApp,
+    who: Who<'_>,
+    path: &str,
+    body: Value,
+) -> (StatusCode, Value) {
     post_raw(app, who, path, &body.to_string()).await
 }
 

@@ -254,7 +254,11 @@ async fn a_restart_sixty_days_ahead_deletes_nothing_and_every_session_is_back_on
         .await
         .unwrap();
     assert_eq!(list["total"], n);
-    assert!(!server.log().contains("purge clock behind"), "{}", server.log());
+    assert!(
+        !server.log().contains("purge clock behind"),
+        "{}",
+        server.log()
+    );
     let no_redirects = reqwest::Client::builder()
         .redirect(reqwest::redirect::Policy::none())
         .build()

@@ -21,7 +21,13 @@ fn claim_path(session: &str, mutation: &str) -> String {
 /// A second staff member, `bob`, and a staff token of theirs.
 async fn bob(app: &TestApp) -> String {
     let hash = server::staff::hash_password("bob's long password").unwrap();
-    assert!(app.state.access.store.add_staff("bob", &hash).await.unwrap());
+    assert!(app
+        .state
+        .access
+        .store
+        .add_staff("bob", &hash)
+        .await
+        .unwrap());
     let token = server::staff::new_staff_token();
     assert!(app
         .state
@@ -53,19 +59,41 @@ async fn one_staff_member_holds_a_claim_the_others_are_told_who_and_a_viewer_nev
     let (s, row) = post(&app, Who::Bearer(&ada), &claim_path("s", "m"), json!({})).await;
     assert_eq!(s, StatusCode::CREATED, "{row}");
     assert_eq!(
-        (&row["kind"], &row["actor"], &row["revision"], &row["ledger_status"]),
-        (&json!("claim"), &json!("staff:ada"), &Value::Null, &json!("outcome_unknown"))
+        (
+            &row["kind"],
+            &row["actor"],
+            &row["revision"],
+            &row["ledger_status"]
+        ),
+        (
+            &json!("claim"),
+            &json!("staff:ada"),
+            &Value::Null,
+            &json!("outcome_unknown")
+        )
     );
     let (s, again) = post(&app, Who::Bearer(&ada), &claim_path("s", "m"), json!({})).await;
     assert_eq!((s, &again), (StatusCode::OK, &row));
     let (s, body) = post(&app, Who::Bearer(&bob), &claim_path("s", "m"), json!({})).await;
-    assert_eq!(error(s, &body), (StatusCode::CONFLICT, Some("already_claimed"), None));
-    assert_eq!(body["error"]["claim"], json!({"by": "ada", "at": row["at"]}));
-    assert!(body["error"]["message"].as_str().unwrap().starts_with("ada is already on it"));
+    assert_eq!(
+        error(s, &body),
+        (StatusCode::CONFLICT, Some("already_claimed"), None)
+    );
+    assert_eq!(
+        body["error"]["claim"],
+        json!({"by": "ada", "at": row["at"]})
+    );
+    assert!(body["error"]["message"]
+        .as_str()
+        .unwrap()
+        .starts_with("ada is already on it"));
 
     // Staff see it in the queue and the look-up; the host's reads are not a viewer's.
     let (_, queue) = get(&app, Who::Bearer(&bob), "/api/unknowns").await;
-    assert_eq!(queue["matches"][0]["claim"], json!({"by": "ada", "at": row["at"]}));
+    assert_eq!(
+        queue["matches"][0]["claim"],
+        json!({"by": "ada", "at": row["at"]})
+    );
     let (_, found) = get(&app, Who::Bearer(TOKEN), "/api/operations/m").await;
     assert_eq!(found["matches"][0]["claim"]["by"], "ada");
 
@@ -80,23 +108,50 @@ async fn one_staff_member_holds_a_claim_the_others_are_told_who_and_a_viewer_nev
         .all(|c| c["kind"] != "claim" && c["kind"] != "release"));
     let (_, found) = get(&app, Who::Cookie(&cookie), "/api/operations/m").await;
     let found = &found["matches"][0];
-    assert!(found.get("claim").is_none() && found.get("last_note").is_none() && found.get("notes").is_none());
+    assert!(
+        found.get("claim").is_none()
+            && found.get("last_note").is_none()
+            && found.get("notes").is_none()
+    );
     let (s, body) = post(&app, Who::Cookie(&cookie), &claim_path("s", "m"), json!({})).await;
-    assert_eq!(error(s, &body), (StatusCode::FORBIDDEN, Some("staff_only"), None));
+    assert_eq!(
+        error(s, &body),
+        (StatusCode::FORBIDDEN, Some("staff_only"), None)
+    );
     let (s, body) = post(&app, Who::Bearer(TOKEN), &claim_path("s", "m"), json!({})).await;
-    assert_eq!(error(s, &body), (StatusCode::FORBIDDEN, Some("staff_only"), None));
+    assert_eq!(
+        error(s, &body),
+        (StatusCode::FORBIDDEN, Some("staff_only"), None)
+    );
     // A signed-in browser's change needs its Origin.
     let ada_cookie = sign_in(&app).await;
-    let (s, body) = delete(&app, Who::CookieNoOrigin(&ada_cookie), &claim_path("s", "m")).await;
-    assert_eq!(error(s, &body), (StatusCode::FORBIDDEN, Some("origin_mismatch"), None));
+    let (s, body) = delete(
+        &app,
+        Who::CookieNoOrigin(&ada_cookie),
+        &claim_path("s", "m"),
+    )
+    .await;
+    assert_eq!(
+        error(s, &body),
+        (StatusCode::FORBIDDEN, Some("origin_mismatch"), None)
+    );
 
     // Released by anyone (204, twice); then bob takes it.
     for _ in 0..2 {
         let (s, _) = delete(&app, Who::Bearer(&bob), &claim_path("s", "m")).await;
         assert_eq!(s, StatusCode::NO_CONTENT);
     }
-    let (s, row) = post(&app, Who::Cookie(&ada_cookie), &claim_path("s", "m"), json!({})).await;
-    assert_eq!((s, &row["actor"]), (StatusCode::CREATED, &json!("staff:ada")));
+    let (s, row) = post(
+        &app,
+        Who::Cookie(&ada_cookie),
+        &claim_path("s", "m"),
+        json!({}),
+    )
+    .await;
+    assert_eq!(
+        (s, &row["actor"]),
+        (StatusCode::CREATED, &json!("staff:ada"))
+    );
     let (_, history) = get(&app, Who::Bearer(&bob), &history_path("s", "m")).await;
     let staff_rows: Vec<(&str, &str)> = history["changes"]
         .as_array()
@@ -107,12 +162,19 @@ async fn one_staff_member_holds_a_claim_the_others_are_told_who_and_a_viewer_nev
         .collect();
     assert_eq!(
         staff_rows,
-        [("claim", "staff:ada"), ("release", "staff:bob"), ("claim", "staff:ada")]
+        [
+            ("claim", "staff:ada"),
+            ("release", "staff:bob"),
+            ("claim", "staff:ada")
+        ]
     );
 
     // Unknown operation, malformed ids.
     let (s, body) = post(&app, Who::Bearer(&bob), &claim_path("s", "nope"), json!({})).await;
-    assert_eq!(error(s, &body), (StatusCode::NOT_FOUND, Some("mutation_not_found"), None));
+    assert_eq!(
+        error(s, &body),
+        (StatusCode::NOT_FOUND, Some("mutation_not_found"), None)
+    );
     let (s, body) = post(&app, Who::Bearer(&bob), &claim_path("s", ".."), json!({})).await;
     assert_eq!(s.as_u16() / 100, 4, "{body}");
 }
@@ -142,10 +204,18 @@ async fn the_claim_buttons_work_without_javascript_and_go_back_only_to_this_serv
     assert_eq!(r.headers()["location"], "/unknowns?sort=tool");
     let (_, queue) = get(&app, Who::Bearer(TOKEN), "/api/unknowns").await;
     assert_eq!(queue["matches"][0]["claim"]["by"], "ada");
-    for elsewhere in ["//evil.example/x", "https://evil.example/", "/\\evil.example"] {
+    for elsewhere in [
+        "//evil.example/x",
+        "https://evil.example/",
+        "/\\evil.example",
+    ] {
         let r = send("release", elsewhere).await;
         assert_eq!(r.status(), StatusCode::SEE_OTHER);
-        assert_eq!(r.headers()["location"], "/sessions/s/operations/m", "{elsewhere}");
+        assert_eq!(
+            r.headers()["location"],
+            "/sessions/s/operations/m",
+            "{elsewhere}"
+        );
     }
     let (_, queue) = get(&app, Who::Bearer(TOKEN), "/api/unknowns").await;
     assert!(queue["matches"][0].get("claim").is_none());
@@ -156,7 +226,10 @@ async fn the_claim_buttons_work_without_javascript_and_go_back_only_to_this_serv
     let r = send("claim", "/unknowns").await;
     assert_eq!(r.status(), StatusCode::CONFLICT);
     let page = r.text().await.unwrap();
-    assert!(page.contains("The operation was not claimed.") && page.contains("bob is already on it"), "{page}");
+    assert!(
+        page.contains("The operation was not claimed.") && page.contains("bob is already on it"),
+        "{page}"
+    );
 }
 
 #[tokio::test]
@@ -178,7 +251,10 @@ async fn the_queue_sorts_and_filters_and_refuses_what_it_cannot_read() {
         assert_eq!(s, StatusCode::CREATED, "{body}");
         for (what, body) in [
             ("intent", json!({"attempt_id": "a1"})),
-            ("settlement", json!({"attempt_id": "a1", "status": "outcome_unknown"})),
+            (
+                "settlement",
+                json!({"attempt_id": "a1", "status": "outcome_unknown"}),
+            ),
         ] {
             let (s, body) = app.step(session, &format!("{m}-x"), what, body).await;
             assert_eq!(s, StatusCode::OK, "{body}");
@@ -190,46 +266,115 @@ async fn the_queue_sorts_and_filters_and_refuses_what_it_cannot_read() {
             .as_array()
             .unwrap()
             .iter()
-            .map(|m| m["entry"]["outcome"]["mutation_id"].as_str().unwrap().to_owned())
+            .map(|m| {
+                m["entry"]["outcome"]["mutation_id"]
+                    .as_str()
+                    .unwrap()
+                    .to_owned()
+            })
             .collect()
     };
-    let (s, v) = get(&app, Who::Bearer(&ada), "/api/unknowns?tool_like=create_issue").await;
-    assert_eq!((s, ids(&v), v["total"].clone()), (StatusCode::OK, vec!["m-1-x".to_owned()], json!(1)));
-    let (_, v) = get(&app, Who::Bearer(&ada), "/api/unknowns?session_like=BILLING&tool_like=").await;
+    let (s, v) = get(
+        &app,
+        Who::Bearer(&ada),
+        "/api/unknowns?tool_like=create_issue",
+    )
+    .await;
+    assert_eq!(
+        (s, ids(&v), v["total"].clone()),
+        (StatusCode::OK, vec!["m-1-x".to_owned()], json!(1))
+    );
+    let (_, v) = get(
+        &app,
+        Who::Bearer(&ada),
+        "/api/unknowns?session_like=BILLING&tool_like=",
+    )
+    .await;
     assert_eq!(ids(&v), ["m-2-x"]);
-    let (_, v) = get(&app, Who::Bearer(&ada), "/api/unknowns?sort=tool&order=desc").await;
+    let (_, v) = get(
+        &app,
+        Who::Bearer(&ada),
+        "/api/unknowns?sort=tool&order=desc",
+    )
+    .await;
     assert_eq!(ids(&v), ["m-2-x", "m-1-x"]);
     let (_, v) = get(&app, Who::Bearer(&ada), "/api/unknowns?sort=age&order=asc").await;
     assert_eq!(ids(&v), ["m-2-x", "m-1-x"]);
-    let (_, v) = get(&app, Who::Bearer(&ada), "/api/unknowns?settled_after=2000-01-01T00:00:00Z&settled_before=2000-01-02T00:00:00Z").await;
-    assert_eq!((ids(&v), v["total"].clone()), (Vec::<String>::new(), json!(0)));
+    let (_, v) = get(
+        &app,
+        Who::Bearer(&ada),
+        "/api/unknowns?settled_after=2000-01-01T00:00:00Z&settled_before=2000-01-02T00:00:00Z",
+    )
+    .await;
+    assert_eq!(
+        (ids(&v), v["total"].clone()),
+        (Vec::<String>::new(), json!(0))
+    );
     // A page by session, then the next with its cursor; that cursor means nothing in another order.
-    let (_, first) = get(&app, Who::Bearer(&ada), "/api/unknowns?sort=session&limit=1").await;
+    let (_, first) = get(
+        &app,
+        Who::Bearer(&ada),
+        "/api/unknowns?sort=session&limit=1",
+    )
+    .await;
     assert_eq!(ids(&first), ["m-1-x"]);
     let next = first["next"].as_str().unwrap().to_owned();
-    let (_, second) = get(&app, Who::Bearer(&ada), &format!("/api/unknowns?sort=session&limit=1&after={next}")).await;
-    assert_eq!((ids(&second), second["next"].clone()), (vec!["m-2-x".to_owned()], Value::Null));
-    let (s, body) = get(&app, Who::Bearer(&ada), &format!("/api/unknowns?limit=1&after={next}")).await;
-    assert_eq!(error(s, &body), (StatusCode::BAD_REQUEST, Some("invalid_cursor"), Some("after")));
+    let (_, second) = get(
+        &app,
+        Who::Bearer(&ada),
+        &format!("/api/unknowns?sort=session&limit=1&after={next}"),
+    )
+    .await;
+    assert_eq!(
+        (ids(&second), second["next"].clone()),
+        (vec!["m-2-x".to_owned()], Value::Null)
+    );
+    let (s, body) = get(
+        &app,
+        Who::Bearer(&ada),
+        &format!("/api/unknowns?limit=1&after={next}"),
+    )
+    .await;
+    assert_eq!(
+        error(s, &body),
+        (
+            StatusCode::BAD_REQUEST,
+            Some("invalid_cursor"),
+            Some("after")
+        )
+    );
     let long = "x".repeat(257);
     for (query, field) in [
         ("sort=oldest".to_owned(), "sort"),
         ("order=up".to_owned(), "order"),
         ("settled_after=yesterday".to_owned(), "settled_after"),
-        ("settled_before=2026-13-01T00:00:00Z".to_owned(), "settled_before"),
+        (
+            "settled_before=2026-13-01T00:00:00Z".to_owned(),
+            "settled_before",
+        ),
         (format!("tool_like={long}"), "tool_like"),
         ("session_like=a%07b".to_owned(), "session_like"),
     ] {
         let (s, body) = get(&app, Who::Bearer(&ada), &format!("/api/unknowns?{query}")).await;
-        assert_eq!(error(s, &body), (StatusCode::BAD_REQUEST, Some("invalid_parameter"), Some(field)), "{query}");
+        assert_eq!(
+            error(s, &body),
+            (
+                StatusCode::BAD_REQUEST,
+                Some("invalid_parameter"),
+                Some(field)
+            ),
+            "{query}"
+        );
     }
 }
 
 #[tokio::test]
-async fn search_answers_sessions_and_operations_by_substring_pages_them_and_hides_itself_from_viewers() {
+async fn search_answers_sessions_and_operations_by_substring_pages_them_and_hides_itself_from_viewers(
+) {
     let app = signed_in().await;
     for session in ["support-chat-1", "Support-Chat-2", "a\u{200B}b-chat"] {
-        app.settled(session, "t", &format!("op-{}", session.len()), "completed").await;
+        app.settled(session, "t", &format!("op-{}", session.len()), "completed")
+            .await;
     }
     let (s, body) = app
         .host(
@@ -252,7 +397,10 @@ async fn search_answers_sessions_and_operations_by_substring_pages_them_and_hide
     assert_eq!(s, StatusCode::OK, "{v}");
     assert_eq!(keys(&v), ["Support-Chat-2", "support-chat-1"]);
     assert_eq!(v["sessions"][0]["counts"]["completed"], 1);
-    assert_eq!((v["operations"].clone(), v["next"].clone()), (json!([]), Value::Null));
+    assert_eq!(
+        (v["operations"].clone(), v["next"].clone()),
+        (json!([]), Value::Null)
+    );
     let (_, v) = get(&app, Who::Bearer(&ada), "/api/search?q=ada").await;
     assert_eq!(
         v["operations"],
@@ -260,7 +408,12 @@ async fn search_answers_sessions_and_operations_by_substring_pages_them_and_hide
                 "tool": "mcp__dashboards__create", "title": "Refund for Ada", "status": "completed"}])
     );
     // The marked form of an invisible character finds it.
-    let (_, v) = get(&app, Who::Bearer(&ada), &format!("/api/search?q={}", enc("a⟨U+200B⟩b"))).await;
+    let (_, v) = get(
+        &app,
+        Who::Bearer(&ada),
+        &format!("/api/search?q={}", enc("a⟨U+200B⟩b")),
+    )
+    .await;
     assert_eq!(keys(&v), ["a\u{200B}b-chat"]);
     // Paged: one of each a page, the host may search too.
     let (_, first) = get(&app, Who::Bearer(TOKEN), "/api/search?q=chat&limit=1").await;
@@ -268,12 +421,20 @@ async fn search_answers_sessions_and_operations_by_substring_pages_them_and_hide
     let mut seen = keys(&first);
     let mut next = first["next"].as_str().map(str::to_owned);
     while let Some(n) = next {
-        let (s, page) = get(&app, Who::Bearer(TOKEN), &format!("/api/search?q=chat&limit=1&after={n}")).await;
+        let (s, page) = get(
+            &app,
+            Who::Bearer(TOKEN),
+            &format!("/api/search?q=chat&limit=1&after={n}"),
+        )
+        .await;
         assert_eq!(s, StatusCode::OK, "{page}");
         seen.extend(keys(&page));
         next = page["next"].as_str().map(str::to_owned);
     }
-    assert_eq!(seen, ["a\u{200B}b-chat", "Support-Chat-2", "support-chat-1"]);
+    assert_eq!(
+        seen,
+        ["a\u{200B}b-chat", "Support-Chat-2", "support-chat-1"]
+    );
     // Refused.
     for (query, code, field) in [
         ("", "invalid_parameter", Some("q")),
@@ -284,10 +445,26 @@ async fn search_answers_sessions_and_operations_by_substring_pages_them_and_hide
         ("q=chat&after=bm9wZQ", "invalid_cursor", Some("after")),
     ] {
         let (s, body) = get(&app, Who::Bearer(&ada), &format!("/api/search?{query}")).await;
-        assert_eq!(error(s, &body), (StatusCode::BAD_REQUEST, Some(code), field), "{query}");
+        assert_eq!(
+            error(s, &body),
+            (StatusCode::BAD_REQUEST, Some(code), field),
+            "{query}"
+        );
     }
-    let (s, body) = get(&app, Who::Bearer(&ada), &format!("/api/search?q={}", "x".repeat(257))).await;
-    assert_eq!(error(s, &body), (StatusCode::BAD_REQUEST, Some("invalid_parameter"), Some("q")));
+    let (s, body) = get(
+        &app,
+        Who::Bearer(&ada),
+        &format!("/api/search?q={}", "x".repeat(257)),
+    )
+    .await;
+    assert_eq!(
+        error(s, &body),
+        (
+            StatusCode::BAD_REQUEST,
+            Some("invalid_parameter"),
+            Some("q")
+        )
+    );
     // A viewer: the search does not exist for them; nobody without a credential: 401.
     let cookie = viewer(&app, "support-chat-1").await;
     let (s, body) = get(&app, Who::Cookie(&cookie), "/api/search?q=chat").await;
