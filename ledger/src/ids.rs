@@ -133,6 +133,16 @@ impl Cursor {
     }
 }
 
+/// The most bytes of a text the ledger searches for (docs/api.md "Search", "Support queue"): as long as
+/// the longest id.
+pub const SEARCH_TEXT_MAX_BYTES: usize = IDENTIFIER_MAX_BYTES;
+
+/// Whether `text` is one the ledger searches for: 1 to [`SEARCH_TEXT_MAX_BYTES`] bytes, no control
+/// character (so, like an id, never a text no write could have stored). Callers trim first.
+pub fn is_search_text(text: &str) -> bool {
+    !text.is_empty() && text.len() <= SEARCH_TEXT_MAX_BYTES && !text.chars().any(char::is_control)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

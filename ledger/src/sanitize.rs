@@ -103,9 +103,9 @@ pub fn sanitize_title(raw: Option<&str>) -> Option<String> {
         return None;
     }
     let truncated = truncate_to(&redacted, TITLE_MAX_BYTES);
-    // A redaction can open a word boundary in front of a token glued to the one before it, and the
-    // passes over the whole text are bounded (its size is the host's): nine keys glued together need
-    // nine. The kept part, at most 512 bytes, is redacted again until nothing changes, so what is
+    // The passes over the whole text are bounded (its size is the host's), so whatever a redaction could
+    // still open up past them (a glued chain of tokens is followed in one pass, credential.rs) is settled
+    // on the kept part, at most 512 bytes: it is redacted again until nothing changes, so what is
     // published is a fixed point and sanitising it again changes nothing.
     let mut kept = truncated.to_owned();
     for _ in 0..TITLE_MAX_BYTES {

@@ -7,20 +7,18 @@
 //! costs what it returns, not what the ledger holds. A shorter text matches whole ids only (exact, by
 //! their indexes): two characters say too little to search inside ids.
 
-use std::collections::HashMap;
-
 use crate::error::LedgerError;
 use crate::projection::project;
 use crate::rows::EntryRow;
-use crate::sessions::{add_counts, prefixed, SessionManager};
+use crate::sessions::{counts_by_session, prefixed, sessions_counts_sql, CountRow, SessionManager};
 use crate::store::{format_time, on_read, Dialect};
-use crate::wire::{OperationHit, SearchResults, SessionHit, StatusCounts};
+use crate::wire::{OperationHit, SearchResults, SessionHit};
 
 /// Items of each group one page holds by default, and at most.
 pub const SEARCH_DEFAULT_LIMIT: u32 = 20;
 pub const SEARCH_MAX_LIMIT: u32 = 100;
-/// The longest search text, in bytes (the longest id is 256 bytes).
-pub const SEARCH_MAX_BYTES: usize = 256;
+/// The longest search text, in bytes ([`crate::ids::is_search_text`]).
+pub use crate::ids::SEARCH_TEXT_MAX_BYTES as SEARCH_MAX_BYTES;
 /// The fewest characters a text needs to match inside ids; a shorter one matches whole ids.
 pub const SEARCH_SUBSTRING_MIN_CHARS: usize = 3;
 
@@ -116,6 +114,8 @@ impl SessionManager {
             let sessions: Vec<SessionFound> = match &sessions_from {
                 None => Vec::new(),
                 Some(from) => {
+                    // Every variant binds the same five parameters; SQLite's read the key (`$3`, the
+                    // Postgres position's tie-break) only as `$3 = $3`.
                     let sql = match (d, substring) {
                         (Dialect::Sqlite, true) => {
                             "SELECT i.id AS position, s.session_key, s.last_write_at \
@@ -211,25 +211,18 @@ impl SessionManager {
                 .take(limit as usize)
                 .map(|s| s.session_key.as_str())
                 .collect();
-            let counts: Vec<(String, String, bool, i64)> = if keys.is_empty() {
+            let counts: Vec<CountRow> = if keys.is_empty() {
                 Vec::new()
             } else {
-                sqlx::query_as(&format!(
-                    "SELECT session_key, status, intent_recorded, COUNT(*) FROM entries \
-                     WHERE {} GROUP BY session_key, status, intent_recorded",
-                    d.text_in("session_key", 1)
-                ))
-                .bind(serde_json::json!(keys).to_string())
-                .fetch_all(&mut *tx)
-                .await?
+                sqlx::query_as(&sessions_counts_sql(d))
+                    .bind(serde_json::json!(keys).to_string())
+                    .fetch_all(&mut *tx)
+                    .await?
             };
             tx.commit().await?;
             (sessions, entries, counts)
         });
-        let mut by_key: HashMap<&str, StatusCounts> = HashMap::new();
-        for (key, status, intent, n) in &counts {
-            add_counts(by_key.entry(key.as_str()).or_default(), status, *intent, *n);
-        }
+        let mut by_key = counts_by_session(&counts);
         let sessions_more = sessions.len() > limit as usize;
         let operations_more = entries.len() > limit as usize;
         let sessions: Vec<&SessionFound> = sessions.iter().take(limit as usize).collect();

@@ -537,15 +537,10 @@ impl SessionManager {
             let keys =
                 serde_json::to_string(&rows.iter().map(|r| &r.session_key).collect::<Vec<_>>())
                     .map_err(|e| LedgerError::Store(sqlx::Error::Protocol(e.to_string())))?;
-            let counts: Vec<(String, String, bool, i64)> = sqlx::query_as(&format!(
-                "SELECT session_key, status, intent_recorded, COUNT(*) FROM entries \
-             WHERE {} \
-             GROUP BY session_key, status, intent_recorded",
-                d.text_in("session_key", 1)
-            ))
-            .bind(&keys)
-            .fetch_all(&mut *tx)
-            .await?;
+            let counts: Vec<CountRow> = sqlx::query_as(&sessions_counts_sql(d))
+                .bind(&keys)
+                .fetch_all(&mut *tx)
+                .await?;
             let turns: Vec<(String, i64)> = sqlx::query_as(&format!(
                 "SELECT session_key, COUNT(*) FROM turns WHERE {} GROUP BY session_key",
                 d.text_in("session_key", 1)
@@ -556,10 +551,7 @@ impl SessionManager {
             tx.commit().await?;
             (total, rows, next, counts, turns)
         });
-        let mut by_key: HashMap<&str, StatusCounts> = HashMap::with_capacity(rows.len());
-        for (key, status, intent, n) in &counts {
-            add_counts(by_key.entry(key.as_str()).or_default(), status, *intent, *n);
-        }
+        let mut by_key = counts_by_session(&counts);
         let turns: HashMap<&str, i64> = turns.iter().map(|(k, n)| (k.as_str(), *n)).collect();
         let sessions = rows
             .iter()
@@ -1109,7 +1101,29 @@ pub(crate) fn prefixed(alias: &str) -> String {
         .join(", ")
 }
 
-pub(crate) fn add_counts(counts: &mut StatusCounts, status: &str, intent: bool, n: i64) {
+/// A row of [`sessions_counts_sql`]: session key, status, intent flag, how many.
+pub(crate) type CountRow = (String, String, bool, i64);
+
+/// Counts by status of the sessions whose keys `$1` holds (a JSON array): one grouped read of
+/// `entries`, rows as [`CountRow`], folded by [`counts_by_session`].
+pub(crate) fn sessions_counts_sql(d: Dialect) -> String {
+    format!(
+        "SELECT session_key, status, intent_recorded, COUNT(*) FROM entries WHERE {} \
+         GROUP BY session_key, status, intent_recorded",
+        d.text_in("session_key", 1)
+    )
+}
+
+/// The counts of [`sessions_counts_sql`] by session key.
+pub(crate) fn counts_by_session(rows: &[CountRow]) -> HashMap<&str, StatusCounts> {
+    let mut by_key: HashMap<&str, StatusCounts> = HashMap::new();
+    for (key, status, intent, n) in rows {
+        add_counts(by_key.entry(key.as_str()).or_default(), status, *intent, *n);
+    }
+    by_key
+}
+
+fn add_counts(counts: &mut StatusCounts, status: &str, intent: bool, n: i64) {
     let Some(ledger) = LedgerStatus::parse(status) else {
         return;
     };

@@ -213,10 +213,7 @@ pub fn FindPage() -> impl IntoView {
                 // What contains the text, unless the page goes straight to one thing.
                 // A text the search refuses (control characters, over 256 bytes: never an id either)
                 // has no matches to list; the page says so as for any other text that matches nothing.
-                let searchable = {
-                    let t = q.trim();
-                    !t.is_empty() && t.len() <= 256 && !t.chars().any(char::is_control)
-                };
+                let searchable = ledger::ids::is_search_text(q.trim());
                 let contained = if !searchable || goes_to(&f, &q).is_some() {
                     None
                 } else {

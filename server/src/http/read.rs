@@ -8,6 +8,7 @@ use axum::http::Uri;
 use axum::response::Response;
 use axum::Json;
 use bytes::Bytes;
+use ledger::ids::SEARCH_TEXT_MAX_BYTES;
 use ledger::ids::{LogicalTurnId, MutationId, SessionKey, ToolName};
 use ledger::sessions::{UnknownsSort, UnknownsSortBy};
 use ledger::wire::{
@@ -554,20 +555,20 @@ pub struct UnknownsParams {
     order: Option<String>,
 }
 
-/// The longest `tool_like` / `session_like` substring, in bytes (the longest id is 256 bytes).
-const LIKE_MAX_BYTES: usize = 256;
-
-/// A `tool_like` / `session_like` substring: 1 to [`LIKE_MAX_BYTES`] bytes without control characters,
+/// A `tool_like` / `session_like` substring: 1 to [`SEARCH_TEXT_MAX_BYTES`] bytes without control
+/// characters ([`ledger::ids::is_search_text`]),
 /// else 400 `invalid_parameter` naming `field`. Blank (only whitespace) is no filter, as a form sends it.
 fn like_filter(value: Option<String>, field: &str) -> Result<Option<String>, ApiError> {
     let Some(v) = value else { return Ok(None) };
     if v.trim().is_empty() {
         return Ok(None);
     }
-    if v.len() > LIKE_MAX_BYTES || v.chars().any(char::is_control) {
+    if !ledger::ids::is_search_text(&v) {
         return Err(ApiError::bad_request(
             "invalid_parameter",
-            format!("{field} is 1 to {LIKE_MAX_BYTES} bytes of text without control characters"),
+            format!(
+                "{field} is 1 to {SEARCH_TEXT_MAX_BYTES} bytes of text without control characters"
+            ),
             Some(field),
         ));
     }

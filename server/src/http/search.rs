@@ -42,7 +42,7 @@ fn search_text(q: Option<&str>) -> Result<String, ApiError> {
             "q is the text to search for: give at least one character".into(),
         ));
     }
-    if text.len() > SEARCH_MAX_BYTES || text.chars().any(char::is_control) {
+    if !ledger::ids::is_search_text(&text) {
         return Err(bad(format!(
             "q is 1 to {SEARCH_MAX_BYTES} bytes of text without control characters"
         )));
