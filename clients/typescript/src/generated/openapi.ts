@@ -3204,9 +3204,9 @@ export interface operations {
                 session_key?: string;
                 /** @description only items open at least this many whole seconds (their `age_secs`, from the history row that set their status, is known and at least this); ASCII digits */
                 min_age_secs?: number;
-                /** @description only items whose tool contains this text, case-insensitively; blank: no filter */
+                /** @description only items whose tool contains this text, case-insensitively; no control characters; blank: no filter */
                 tool_like?: string;
-                /** @description only items whose session key contains this text, case-insensitively; blank: no filter */
+                /** @description only items whose session key contains this text, case-insensitively; no control characters; blank: no filter */
                 session_like?: string;
                 /** @description only items settled at or after this RFC 3339 time (in-flight items have not settled) */
                 settled_after?: string;
