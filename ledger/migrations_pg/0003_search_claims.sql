@@ -34,3 +34,7 @@ BEGIN
     END IF;
 END
 $$;
+
+-- 3. Search reads sessions newest first (by creation, then key): its probe of the newest sessions
+--    (docs/ledger.md "Search") walks this index.
+CREATE INDEX sessions_by_creation ON sessions (created_at DESC, session_key);

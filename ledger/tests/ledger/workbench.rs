@@ -558,3 +558,69 @@ async fn search_pages_each_group_newest_first_without_repeats_and_forgets_delete
     let (found, next) = h.search("case-", 10).await;
     assert!(found.sessions.is_empty() && found.operations.is_empty() && next.is_none());
 }
+
+/// Postgres tests the newest 2,048 operations in order before it asks the trigram index
+/// (docs/ledger.md "Search"): a text they hold often enough answers from them, a rarer one from the
+/// index. Either way every page is the same as reading every match newest first, also where a page
+/// crosses from the newest operations to older ones. (SQLite reads its FTS5 index alone: the same
+/// answers.)
+#[tokio::test]
+async fn search_answers_alike_for_common_and_rare_texts_beyond_the_newest_operations() {
+    let h = open().await;
+    let tag = |i: usize| match i {
+        3 | 2500 => "rare",
+        _ if i % 10 == 0 => "tenth",
+        _ => "plain",
+    };
+    let ids: Vec<String> = (0..2600)
+        .map(|i| format!("bulk-{i:04}-{}", tag(i)))
+        .collect();
+    for chunk in ids.chunks(200) {
+        let mut ops = Vec::new();
+        for m in chunk {
+            ops.push(approve_tool("many", "t-1", m, TOOL));
+            ops.push(in_session(
+                "many",
+                m,
+                Action::RecordIntent {
+                    attempt_id: att("a-1"),
+                },
+            ));
+            ops.push(in_session(
+                "many",
+                m,
+                Action::Settle {
+                    attempt_id: att("a-1"),
+                    settlement: Settlement::OutcomeUnknown,
+                    reason: None,
+                },
+            ));
+        }
+        for r in h.engine.apply_batch(ops).await.unwrap() {
+            r.unwrap();
+        }
+    }
+    let newest_first = |wanted: &str| -> Vec<String> {
+        ids.iter()
+            .rev()
+            .filter(|m| m.contains(wanted))
+            .map(|m| format!("many/{m}"))
+            .collect()
+    };
+    for (text, limit) in [
+        ("rare", 1),
+        ("rare", 20),
+        ("TENTH", 100),
+        ("tenth", 7),
+        ("bulk-", 100),
+    ] {
+        let (_, operations) = h.search_all(text, limit).await;
+        assert_eq!(
+            operations,
+            newest_first(&text.to_lowercase()),
+            "{text} by {limit}"
+        );
+    }
+    assert_eq!(newest_first("rare").len(), 2);
+    assert_eq!(newest_first("tenth").len(), 259); // 2500 is rare
+}
