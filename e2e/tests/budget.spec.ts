@@ -79,9 +79,12 @@ test('a session of 505 turns shows its newest 500 rows and links the 5 earlier t
   await expect(page.locator('.page-count').first()).toHaveText('Showing 200 of 505 turns, oldest first');
   await expect(page.locator('.turn-item')).toHaveCount(200);
   await expect(page.locator('.turn-item').first()).toHaveAttribute('data-turn-id', 'turn-000');
+  // "Turn 1", numbered in the session like the session page, with the id where it says more.
+  await expect(page.locator('.turn-item').first().locator('a')).toHaveText('Turn 1 · turn-000');
   await expect(page.locator('.turn-item').first().locator('[data-count="outcome_unknown"]')).toContainText('1');
   await page.locator('a.next-page').first().click();
   await expect(page.locator('.turn-item').first()).toHaveAttribute('data-turn-id', 'turn-200');
+  await expect(page.locator('.turn-item').first().locator('a')).toHaveText('Turn 201 · turn-200');
   await page.locator('a.next-page').first().click();
   await expect(page.locator('.turn-item')).toHaveCount(105);
   await expect(page.locator('a.next-page')).toHaveCount(0);

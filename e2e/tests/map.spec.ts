@@ -55,6 +55,30 @@ test('the navigator lists every turn with its counts and jumps to a turn, the ne
   await expect(turnTitle(page, 12)).not.toBeInViewport();
 });
 
+test('on a phone "↑ Turns" shows only once the navigator has scrolled away, and leads back to it; the turns page says "Turn 12"', async ({ page, request }) => {
+  const session = unique('e2e-map-phone');
+  await writeFortyTurns(request, session);
+  await page.setViewportSize({ width: 390, height: 844 });
+  await page.goto(`/sessions/${enc(session)}`);
+  const back = page.locator('a.to-turn-nav');
+  const nav = page.getByRole('navigation', { name: 'Turns' });
+  // At the top the navigator is in view: the button would cover its rows and buttons.
+  await expect(nav.getByRole('button', { name: 'Expand all' })).toBeInViewport();
+  await expect(back).toBeHidden();
+  await turnTitle(page, 30).scrollIntoViewIfNeeded();
+  await expect(nav).not.toBeInViewport();
+  await expect(back).toBeVisible();
+  await back.click();
+  await expect(nav).toBeInViewport();
+  await expect(back).toBeHidden();
+
+  // The list of every turn numbers them like the session page: "Turn 12", its id only repeating it.
+  await page.goto(`/sessions/${enc(session)}/turns`);
+  const twelve = page.locator('.turn-item[data-turn-id="turn-12"]');
+  await expect(twelve).toHaveAttribute('data-turn-number', '12');
+  await expect(twelve.locator('a')).toHaveText('Turn 12');
+});
+
 test('collapsed turns live in the address: remembered across a reload, expanded by a jump, all at once', async ({ page, request }) => {
   const session = unique('e2e-fold');
   await writeFortyTurns(request, session);

@@ -83,6 +83,12 @@ test('staff walk an unknown outcome from the queue to its page, note it, reconci
     await expect(page.locator('li.change[data-kind="settlement"] time')).toHaveAttribute('datetime', /^\d{4}-\d\d-\d\dT/);
     await expect(page.locator('li.change[data-kind="settlement"] .reason')).toContainText('timed out');
     await expect(page.locator('.connection')).toHaveAttribute('data-state', 'live', { timeout: 15_000 });
+    // Staff are the support an end user is told to quote the id to: their page says what to do instead.
+    const explanation = page.locator('.current .unknown-explanation');
+    await expect(explanation).toHaveAttribute('data-audience', 'staff');
+    await expect(explanation.locator('.what-to-do')).toContainText('reconcile it below');
+    await expect(explanation).not.toContainText('support');
+    await expect(explanation).not.toContainText('quote');
 
     // Screenshots before reconciliation.
     const state = info.outputPath('staff-state.json');

@@ -607,13 +607,15 @@ impl SessionManager {
             total: turns.len() as u64,
             turns: turns
                 .into_iter()
-                .map(|(id, latest_revision, created_at)| {
+                .zip(1..)
+                .map(|((id, latest_revision, created_at), number)| {
                     let mut c = StatusCounts::default();
                     for (_, status, intent, n) in counts.iter().filter(|r| r.0 == id) {
                         add_counts(&mut c, status, *intent, *n);
                     }
                     TurnSummary {
                         logical_turn_id: id,
+                        number,
                         first_recorded_at: format_time(created_at),
                         latest_revision,
                         counts: c,
@@ -643,7 +645,7 @@ impl SessionManager {
     ) -> Result<(SessionTurns, Option<i64>), LedgerError> {
         let session = self.session(session_key).await?;
         let limit = page.limit.max(1);
-        let (total, mut rows, all, counts) = on_read!(self.inner, |pool, d| {
+        let (total, mut rows, all, counts, below) = on_read!(self.inner, |pool, d| {
             let mut tx = pool.begin_with(d.begin_read()).await?;
             let total: i64 =
                 sqlx::query_scalar("SELECT COUNT(*) FROM turns WHERE session_key = $1")
@@ -692,8 +694,21 @@ impl SessionManager {
             .bind(&ids)
             .fetch_all(&mut *tx)
             .await?;
+            // The page's turns are consecutive in `turn_seq`: the turns below its oldest number them.
+            let below: i64 = match rows.iter().take(limit as usize).map(|r| r.0).min() {
+                None => 0,
+                Some(oldest) => {
+                    sqlx::query_scalar(
+                        "SELECT COUNT(*) FROM turns WHERE session_key = $1 AND turn_seq < $2",
+                    )
+                    .bind(session_key.as_str())
+                    .bind(oldest)
+                    .fetch_one(&mut *tx)
+                    .await?
+                }
+            };
             tx.commit().await?;
-            (total, rows, all, counts)
+            (total, rows, all, counts, below)
         });
         let next = if rows.len() > limit as usize {
             rows.truncate(limit as usize);
@@ -714,10 +729,18 @@ impl SessionManager {
                 *n,
             );
         }
+        let below = u64::try_from(below).unwrap_or(0);
+        let shown = rows.len() as u64;
         let turns = rows
             .iter()
-            .map(|(_, id, latest_revision, created_at)| TurnSummary {
+            .zip(0u64..)
+            .map(|((_, id, latest_revision, created_at), i)| TurnSummary {
                 logical_turn_id: id.clone(),
+                number: if page.newest_first {
+                    below + shown - i
+                } else {
+                    below + 1 + i
+                },
                 first_recorded_at: format_time(*created_at),
                 latest_revision: *latest_revision,
                 counts: by_turn.remove(id.as_str()).unwrap_or_default(),

@@ -254,6 +254,10 @@ pub struct SessionList {
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct TurnSummary {
     pub logical_turn_id: String,
+    /// The turn's place in its session: 1 for the oldest (the order `turn_seq` gives); what pages call
+    /// "Turn 1" (docs/api.md "Turns").
+    #[serde(default)]
+    pub number: u64,
     pub first_recorded_at: String,
     pub latest_revision: i64,
     pub counts: StatusCounts,

@@ -194,6 +194,15 @@ pub async fn is_viewer(caller: Option<crate::CallerResource>) -> bool {
     }
 }
 
+/// Whether the caller is signed-in staff, once read; `false` without a caller in context. Await it
+/// inside the page's `Suspense`, like [`is_viewer`].
+pub async fn is_staff(caller: Option<crate::CallerResource>) -> bool {
+    match caller {
+        Some(c) => c.0.await.is_ok_and(|c| c.access == "staff"),
+        None => false,
+    }
+}
+
 /// The live indicator (docs/design.md "What the person sees"): a dot and words, announced politely;
 /// `data-state` is [`crate::timeline::Connection::name`].
 #[component]

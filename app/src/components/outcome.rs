@@ -182,26 +182,39 @@ pub fn OutcomeTitle(outcome: MutationOutcome) -> impl IntoView {
 }
 
 /// The plain message of an unknown outcome (seed 002, "Tell the user…"): what is known, and what the
-/// reader can do (not repeat it; quote the operation id to support), with the id to quote.
+/// reader can do, with the operation id. An end user (the default) is told not to repeat it and to
+/// quote the id to support; staff (`for_staff`), who are that support, are told to check it with the
+/// provider and reconcile it (docs/design.md "What the person sees").
 #[component]
-pub fn UnknownExplanation(mutation_id: String, #[prop(optional)] in_flight: bool) -> impl IntoView {
-    let lead = if in_flight {
-        "This write was started and has not reported back yet. Until it does, its result is not established."
-    } else {
-        "The result of this write is not established. The original operation is under investigation, and automatic resend is paused."
+pub fn UnknownExplanation(
+    mutation_id: String,
+    #[prop(optional)] in_flight: bool,
+    #[prop(optional)] for_staff: bool,
+) -> impl IntoView {
+    let lead = match (in_flight, for_staff) {
+        (true, false) => "This write was started and has not reported back yet. Until it does, its result is not established.",
+        (false, false) => "The result of this write is not established. The original operation is under investigation, and automatic resend is paused.",
+        (true, true) => "Started and not reported back yet: its result is not established until it reports or is reconciled.",
+        (false, true) => "Not established: nothing shows whether the provider carried it out. Automatic resend stays paused until it is reconciled.",
     };
-    let todo = if in_flight {
-        "Do not repeat it yourself: wait for it to report back. If it stays like this, quote the operation id below to support."
+    let todo = match (in_flight, for_staff) {
+        (true, false) => "Do not repeat it yourself: wait for it to report back. If it stays like this, quote the operation id below to support.",
+        (false, false) => "Do not repeat this action yourself: it may already have taken effect. Quote the operation id below to support; they will check it with the provider.",
+        (true, true) => "If it stays like this, look the operation id up with the provider and reconcile it with what you find.",
+        (false, true) => "Look the operation id up with the provider, then reconcile it below with what you find. Do not send it again before that: it may already have taken effect.",
+    };
+    let id_label = if for_staff {
+        "Operation id:"
     } else {
-        "Do not repeat this action yourself: it may already have taken effect. Quote the operation id below to support; they will check it with the provider."
+        "Operation id to quote:"
     };
     view! {
-        <div class="unknown-explanation mt-2 space-y-1 text-sm">
+        <div class="unknown-explanation mt-2 space-y-1 text-sm" data-audience=if for_staff { "staff" } else { "end-user" }>
             <p>{lead}</p>
-            <p>"It is not shown as done or failed, because there is no evidence either way yet."</p>
+            {(!for_staff).then(|| view! { <p>"It is not shown as done or failed, because there is no evidence either way yet."</p> })}
             <p class="what-to-do font-medium">{todo}</p>
             <p class="flex flex-wrap items-center gap-2">
-                <span>"Operation id to quote:"</span>
+                <span>{id_label}</span>
                 <code class="operation-id min-w-0 break-all rounded bg-white/70 px-1 font-mono text-xs dark:bg-black/30">
                     {mark(&mutation_id)}
                 </code>
@@ -285,6 +298,9 @@ pub fn OutcomeCard(
     #[prop(default = None)]
     recorded_at: Option<String>,
     #[prop(default = None)] settled_at: Option<String>,
+    /// The reader is staff: the explanation of an unknown outcome speaks to support, not to the end user.
+    #[prop(optional)]
+    for_staff: bool,
 ) -> impl IntoView {
     let status = outcome.status;
     let unknown = status == PublishedStatus::OutcomeUnknown;
@@ -323,7 +339,7 @@ pub fn OutcomeCard(
             </p>
             <RowTimes status in_flight recorded_at settled_at/>
             {reason.map(|r| view! { <p class="reason mt-1 text-sm">{r}</p> })}
-            {unknown.then(|| view! { <UnknownExplanation mutation_id=mutation_id.clone() in_flight/> })}
+            {unknown.then(|| view! { <UnknownExplanation mutation_id=mutation_id.clone() in_flight for_staff/> })}
             {(!unknown).then(|| view! {
                 <p class="mt-1 text-xs opacity-80">"Operation id: "<code class="operation-id break-all font-mono">{mark(&mutation_id)}</code></p>
             })}

@@ -246,6 +246,8 @@ pub fn FindPage() -> impl IntoView {
                     return view! { <GoTo href/> }.into_any();
                 }
                 let nothing_contains = contained.as_ref().is_some_and(|c| c.as_ref().is_ok_and(|r| r.sessions.is_empty() && r.operations.is_empty()));
+                // Ids, titles or resource ids that contain the text answer it: no "nothing has this id" above them.
+                let some_contain = contained.as_ref().is_some_and(|c| c.as_ref().is_ok_and(|r| !r.sessions.is_empty() || !r.operations.is_empty()));
                 view! {
                     <div class="find-result space-y-2">
                         {f.error.map(|m| view! { <crate::components::ErrorPanel message=m/> })}
@@ -263,7 +265,7 @@ pub fn FindPage() -> impl IntoView {
                                 </a></li>
                             })}
                         </ul>
-                        {(!f.session && f.operations == 0).then(|| view! {
+                        {(!f.session && f.operations == 0 && !some_contain).then(|| view! {
                             <p class="no-match">
                                 "No session and no published operation has the id "<bdi class="font-mono">{mark(&q)}</bdi>
                                 {if nothing_contains { ", and no id, title or resource id contains it." } else { "." }}

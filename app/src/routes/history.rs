@@ -30,12 +30,13 @@ pub fn HistoryPage() -> impl IntoView {
         <Suspense fallback=|| view! { <p>"Loading the operation…"</p> }>
             {move || Suspend::new(async move {
                 let viewer = crate::components::is_viewer(caller).await;
+                let staff = crate::components::is_staff(caller).await;
                 match found.await {
                     Err(e) => view! {
                         <h1 class="mb-4 break-all text-2xl font-semibold">"Operation " <bdi class="font-mono">{mark(&id.get_untracked())}</bdi></h1>
                         <ApiErrorPanel error=e/>
                     }.into_any(),
-                    Ok(h) => view! { <LiveHistory history=h viewer/> }.into_any(),
+                    Ok(h) => view! { <LiveHistory history=h viewer staff/> }.into_any(),
                 }
             })}
         </Suspense>
@@ -109,9 +110,10 @@ pub fn reconcilable_attempt(history: &OperationHistory) -> Option<String> {
 }
 
 /// The operation, live. `viewer`: the reader is an end user (a viewer link), who reads no revision
-/// numbers (docs/design.md "What the person sees").
+/// numbers (docs/design.md "What the person sees"); `staff`: signed-in staff, who get the claim, the
+/// operator actions and an explanation of an unknown outcome meant for support.
 #[component]
-fn LiveHistory(history: OperationHistory, viewer: bool) -> impl IntoView {
+fn LiveHistory(history: OperationHistory, viewer: bool, staff: bool) -> impl IntoView {
     let (key, turn, id) = (
         history.session_key.clone(),
         history.logical_turn_id.clone(),
@@ -132,7 +134,6 @@ fn LiveHistory(history: OperationHistory, viewer: bool) -> impl IntoView {
     let attempt = Memo::new(move |_| history.with(reconcilable_attempt));
     let base = history_href(&key, &id);
     let claim_base = base.clone();
-    let caller = use_context::<crate::CallerResource>();
     view! {
         <p class="mb-1 flex flex-wrap gap-x-3 text-sm">
             <a rel="external" class="underline-offset-2 hover:underline" href=session_href(&key)>"← Session " <bdi class="break-all font-mono">{mark(&key)}</bdi></a>
@@ -148,7 +149,7 @@ fn LiveHistory(history: OperationHistory, viewer: bool) -> impl IntoView {
                 let (outcome, in_flight, revision) = history.with(current);
                 let revision = revision.filter(|_| !viewer);
                 match outcome {
-                    Some(o) => view! { <OutcomeCard outcome=o in_flight revision/> }.into_any(),
+                    Some(o) => view! { <OutcomeCard outcome=o in_flight revision for_staff=staff/> }.into_any(),
                     None => view! {
                         <p class="rounded-md border-l-4 border-slate-400 bg-slate-50 p-3 dark:bg-slate-900">
                             "Approved, not started: nothing is published for this operation yet."
@@ -157,18 +158,7 @@ fn LiveHistory(history: OperationHistory, viewer: bool) -> impl IntoView {
                 }
             }}
         </section>
-        <Transition fallback=|| ()>
-            {move || {
-                let base = claim_base.clone();
-                Suspend::new(async move {
-                    let staff = match caller {
-                        Some(c) => c.0.await.is_ok_and(|c| c.access == "staff"),
-                        None => false,
-                    };
-                    staff.then(|| view! { <ClaimBox base history attempt/> })
-                })
-            }}
-        </Transition>
+        {staff.then(|| view! { <ClaimBox base=claim_base history attempt/> })}
         {move || view! { <Commissioned history=history.get()/> }}
         <section class="mb-6" aria-labelledby="history-heading">
             <h2 id="history-heading" class="mb-2 text-lg font-semibold">"History"</h2>
@@ -184,18 +174,7 @@ fn LiveHistory(history: OperationHistory, viewer: bool) -> impl IntoView {
                 <CopyButton text=json label="Copy JSON"/>
             </details>
         })}
-        <Transition fallback=|| ()>
-            {move || {
-                let base = base.clone();
-                Suspend::new(async move {
-                    let staff = match caller {
-                        Some(c) => c.0.await.is_ok_and(|c| c.access == "staff"),
-                        None => false,
-                    };
-                    staff.then(|| view! { <OperatorActions base attempt/> })
-                })
-            }}
-        </Transition>
+        {staff.then(|| view! { <OperatorActions base attempt/> })}
     }
 }
 

@@ -985,6 +985,7 @@ mod tests {
     fn turn(id: &str, outcomes: u64) -> TurnSummary {
         TurnSummary {
             logical_turn_id: id.into(),
+            number: 0,
             first_recorded_at: String::new(),
             latest_revision: 0,
             counts: StatusCounts {

@@ -11,6 +11,7 @@ use crate::components::marks::mark;
 use crate::components::time::Time;
 use crate::components::{count, ApiErrorPanel, Counts, ViewerNotice};
 use crate::routes::listing::query_string;
+use crate::routes::session::id_repeats_label;
 use crate::routes::{param, session_href, turn_href, turns_href};
 
 /// Turns one page lists.
@@ -80,10 +81,20 @@ fn TurnList(turns: SessionTurns, later: bool) -> impl IntoView {
     view! {
         {nav()}
         <ol class="turn-list space-y-2" aria-label="Turns of this session, oldest first">
-            {turns.turns.into_iter().map(|t| view! {
-                <li class="turn-item flex flex-wrap items-center gap-x-3 gap-y-1" data-turn-id=t.logical_turn_id.clone()>
+            {turns.turns.into_iter().map(|t| {
+                // "Turn 3", with the turn's id only when it says more than its number (as on the session page).
+                let number = usize::try_from(t.number).unwrap_or(0);
+                let id = (number == 0 || !id_repeats_label(&t.logical_turn_id, number)).then(|| mark(&t.logical_turn_id));
+                let label = match (number, id.is_some()) {
+                    (0, _) => "Turn ".to_owned(),
+                    (n, true) => format!("Turn {n} · "),
+                    (n, false) => format!("Turn {n}"),
+                };
+                view! {
+                <li class="turn-item flex flex-wrap items-center gap-x-3 gap-y-1" data-turn-id=t.logical_turn_id.clone() data-turn-number=t.number>
                     <a rel="external" class="break-all underline underline-offset-2" href=turn_href(&key, &t.logical_turn_id)>
-                        "Turn " <bdi class="font-mono">{mark(&t.logical_turn_id)}</bdi>
+                        {label}
+                        {id.map(|id| view! { <bdi class="font-mono">{id}</bdi> })}
                     </a>
                     <span class="text-xs opacity-80">"Started " <Time at=t.first_recorded_at.clone()/></span>
                     {if t.counts.total() == 0 {
@@ -92,7 +103,7 @@ fn TurnList(turns: SessionTurns, later: bool) -> impl IntoView {
                         view! { <Counts counts=t.counts/> }.into_any()
                     }}
                 </li>
-            }).collect_view()}
+            }}).collect_view()}
         </ol>
         {(shown == 0).then(|| view! { <p>"No logical turns yet."</p> })}
         {nav()}

@@ -60,6 +60,16 @@ fn ids(v: &Value) -> Vec<String> {
         .collect()
 }
 
+/// The `number` of each turn of a turns page, in its order.
+fn numbers(page: &Value) -> Vec<u64> {
+    page["turns"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t["number"].as_u64().unwrap())
+        .collect()
+}
+
 fn counts(completed: u64, failed: u64, unknown: u64, in_flight: u64) -> Value {
     json!({"completed": completed, "failed": failed, "not_executed": 0, "outcome_unknown": unknown, "in_flight": in_flight})
 }
@@ -70,6 +80,8 @@ async fn the_turns_listing_is_paged_oldest_or_newest_first_with_next_and_total()
     // t0: a completed; t1: b failed; t2: c in flight; t3: d unknown; t4: e completed, f completed.
     app.settled("s", "t0", "a", "completed").await;
     app.settled("s", "t1", "b", "failed").await;
+    // Another session's turn in between: numbers count this session's turns only.
+    app.settled("other", "t1", "z", "completed").await;
     app.start("s", "t2", "c").await;
     app.settled("s", "t3", "d", "outcome_unknown").await;
     app.settled("s", "t4", "e", "completed").await;
@@ -79,6 +91,7 @@ async fn the_turns_listing_is_paged_oldest_or_newest_first_with_next_and_total()
     let (s, p1) = app.get_json("/api/sessions/s/turns?limit=2").await;
     assert_eq!(s, StatusCode::OK);
     assert_eq!(ids(&p1), ["t0", "t1"]);
+    assert_eq!(numbers(&p1), [1, 2]);
     assert_eq!(p1["total"], 5);
     assert_eq!(p1["counts"], whole);
     assert_eq!(p1["session_key"], "s");
@@ -89,6 +102,7 @@ async fn the_turns_listing_is_paged_oldest_or_newest_first_with_next_and_total()
         .await;
     assert_eq!(s, StatusCode::OK);
     assert_eq!(ids(&p2), ["t2", "t3"]);
+    assert_eq!(numbers(&p2), [3, 4]);
     assert_eq!(p2["turns"][0]["counts"], counts(0, 0, 1, 1));
     assert_eq!(p2["turns"][1]["counts"], counts(0, 0, 1, 0));
     let next = p2["next"].as_str().unwrap().to_owned();
@@ -96,6 +110,7 @@ async fn the_turns_listing_is_paged_oldest_or_newest_first_with_next_and_total()
         .get_json(&format!("/api/sessions/s/turns?limit=2&after={next}"))
         .await;
     assert_eq!(ids(&p3), ["t4"]);
+    assert_eq!(numbers(&p3), [5]);
     assert_eq!(p3["turns"][0]["counts"], counts(2, 0, 0, 0));
     assert_eq!(p3["next"], Value::Null);
     assert_eq!(p3["total"], 5);
@@ -105,6 +120,7 @@ async fn the_turns_listing_is_paged_oldest_or_newest_first_with_next_and_total()
         .get_json("/api/sessions/s/turns?order=newest&limit=3")
         .await;
     assert_eq!(ids(&n1), ["t4", "t3", "t2"]);
+    assert_eq!(numbers(&n1), [5, 4, 3]);
     assert_eq!(n1["total"], 5);
     assert_eq!(n1["counts"], whole);
     let newest_next = n1["next"].as_str().unwrap().to_owned();
@@ -114,11 +130,13 @@ async fn the_turns_listing_is_paged_oldest_or_newest_first_with_next_and_total()
         ))
         .await;
     assert_eq!(ids(&n2), ["t1", "t0"]);
+    assert_eq!(numbers(&n2), [2, 1]);
     assert_eq!(n2["next"], Value::Null);
 
     // Without parameters: the first 200 turns (here all five), oldest first.
     let (_, all) = app.get_json("/api/sessions/s/turns").await;
     assert_eq!(ids(&all), ["t0", "t1", "t2", "t3", "t4"]);
+    assert_eq!(numbers(&all), [1, 2, 3, 4, 5]);
     assert_eq!(all["next"], Value::Null);
     assert_eq!(all["last_activity"], p1["last_activity"]);
 

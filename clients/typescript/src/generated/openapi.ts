@@ -1021,6 +1021,12 @@ export interface components {
             /** Format: int64 */
             latest_revision: number;
             logical_turn_id: string;
+            /**
+             * Format: int64
+             * @description The turn's place in its session: 1 for the oldest (the order `turn_seq` gives); what pages call
+             *     "Turn 1" (docs/api.md "Turns").
+             */
+            number?: number;
         };
         /**
          * @description `GET /api/unknowns` body (docs/api.md "Support queue"): one page of open unknown outcomes, oldest
