@@ -18,6 +18,18 @@ Exit status 1 when the overall p95 is over the target.
   scripts/bench-search.py --operations 10000    # smaller
   scripts/bench-search.py --postgres-url "$(scripts/postgres.sh start /tmp/pg 54329)"
 
+With --upgrade-from OLD_BINARY (SQLite only) it measures what search costs on the write path and at the
+upgrade, before the search timings:
+
+  - the same operations written by OLD_BINARY (a build from before search, e.g. commit ee19045) into one
+    data directory and by this build into another: the ratio of the two write times is the cost of
+    keeping the search index on batched writes;
+  - the first start of this build on OLD_BINARY's ledger (migration 0009 builds the index and rebuilds the
+    history table) against a second start of it (nothing to migrate), time to /healthz; the searches are
+    then timed on that upgraded ledger.
+
+  scripts/bench-search.py --upgrade-from /tmp/outcomes-ee19045
+
 OUTCOMES_BIN names the server binary (default target/release/outcomes).
 """
 
@@ -101,44 +113,101 @@ def pct(samples, p):
     return s[min(len(s) - 1, int(round(p / 100 * (len(s) - 1))))]
 
 
+class Server:
+    """`outcomes serve` of `binary` on `data` (and `extra` arguments), started and waited for."""
+
+    def __init__(self, binary, data, extra=()):
+        self.port = free_port()
+        cmd = [binary, "serve", "--addr", f"127.0.0.1:{self.port}", "--data-dir", data, *extra]
+        env = dict(os.environ, OUTCOMES_HOST_TOKEN=TOKEN)
+        self.log = open(os.path.join(data, "server.log"), "a")
+        started = time.monotonic()
+        self.proc = subprocess.Popen(cmd, env=env, stdout=self.log, stderr=subprocess.STDOUT)
+        for _ in range(12_000):
+            try:
+                if Client(self.port).request("GET", "/healthz")[0] == 200:
+                    break
+            except OSError:
+                pass
+            if self.proc.poll() is not None:
+                sys.exit(f"the server exited: see {self.log.name}")
+            time.sleep(0.01)
+        else:
+            self.stop()
+            sys.exit(f"the server did not start: see {self.log.name}")
+        self.ready_secs = time.monotonic() - started
+
+    def stop(self):
+        self.proc.send_signal(signal.SIGTERM)
+        try:
+            self.proc.wait(timeout=60)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+        self.log.close()
+
+
+def upgrade(old_binary, binary, operations, sessions):
+    """The write cost of the search index (old and new build fill a ledger each) and the first start of
+    the new build on the old build's ledger. Answers the data directory of the upgraded ledger."""
+    figures = {}
+    for name, b in [("old", old_binary), ("new", binary)]:
+        data = tempfile.mkdtemp(prefix=f"bench-search-{name}-")
+        server = Server(b, data)
+        random.seed(7)
+        figures[name] = fill(Client(server.port), operations, sessions)
+        server.stop()
+        print(f"{name} build ({b}): wrote {operations:,} operations in {figures[name]:.1f} s "
+              f"({operations / figures[name]:,.0f} operations/s)")
+        if name == "old":
+            upgraded = data
+        else:
+            shutil.rmtree(data, ignore_errors=True)
+    print(f"write time with the search index / without = {figures['new'] / figures['old']:.2f}")
+    first = Server(binary, upgraded)
+    first.stop()
+    again = Server(binary, upgraded)
+    again.stop()
+    size = os.path.getsize(os.path.join(upgraded, "ledger.sqlite"))
+    print(f"first start on the old ledger ({size / 1e6:.0f} MB, migration 0009): {first.ready_secs:.2f} s; "
+          f"second start: {again.ready_secs:.2f} s; the migration took about "
+          f"{first.ready_secs - again.ready_secs:.2f} s")
+    return upgraded
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--operations", type=int, default=100_000)
     ap.add_argument("--sessions", type=int, default=1000)
     ap.add_argument("--rounds", type=int, default=20)
     ap.add_argument("--postgres-url", default=None)
+    ap.add_argument("--upgrade-from", default=None, metavar="OLD_BINARY")
     args = ap.parse_args()
     random.seed(7)
 
     binary = os.environ.get("OUTCOMES_BIN", "target/release/outcomes")
-    if not os.access(binary, os.X_OK):
-        sys.exit(f"{binary} is not an executable: run scripts/build.sh or set OUTCOMES_BIN")
-    data = tempfile.mkdtemp(prefix="bench-search-")
-    port = free_port()
-    cmd = [binary, "serve", "--addr", f"127.0.0.1:{port}", "--data-dir", data]
+    for b in [binary] + ([args.upgrade_from] if args.upgrade_from else []):
+        if not os.access(b, os.X_OK):
+            sys.exit(f"{b} is not an executable: run scripts/build.sh or set OUTCOMES_BIN")
+    if args.upgrade_from and args.postgres_url:
+        sys.exit("--upgrade-from measures SQLite only")
+    extra = []
     backend = "SQLite"
     if args.postgres_url:
         schema = f"bench_search_{os.getpid()}"
         sep = "&" if "?" in args.postgres_url else "?"
-        cmd += ["--database", f"{args.postgres_url}{sep}options=-c%20search_path%3D{schema}"]
+        extra = ["--database", f"{args.postgres_url}{sep}options=-c%20search_path%3D{schema}"]
         backend = "Postgres"
-    env = dict(os.environ, OUTCOMES_HOST_TOKEN=TOKEN)
-    log = open(os.path.join(data, "server.log"), "w")
-    server = subprocess.Popen(cmd, env=env, stdout=log, stderr=subprocess.STDOUT)
+    if args.upgrade_from:
+        data = upgrade(args.upgrade_from, binary, args.operations, args.sessions)
+        server = Server(binary, data)
+    else:
+        data = tempfile.mkdtemp(prefix="bench-search-")
+        server = Server(binary, data, extra)
     try:
-        for _ in range(200):
-            try:
-                c = Client(port)
-                if c.request("GET", "/healthz")[0] == 200:
-                    break
-            except OSError:
-                time.sleep(0.05)
-        else:
-            sys.exit("the server did not start: see " + log.name)
-        client = Client(port)
-        secs = fill(client, args.operations, args.sessions)
-        print(f"{backend}: wrote {args.operations:,} operations over {args.sessions:,} sessions in {secs:.1f} s")
-
+        client = Client(server.port)
+        if not args.upgrade_from:
+            secs = fill(client, args.operations, args.sessions)
+            print(f"{backend}: wrote {args.operations:,} operations over {args.sessions:,} sessions in {secs:.1f} s")
         queries = {
             "session, common": ["support-chat", "billing-", "SUPPORT-CHAT-00"],
             "session, rare": [f"chat-{random.randrange(args.sessions):05d}" for _ in range(3)],
@@ -194,12 +263,10 @@ def main():
               f"search p95 / sessions-list p50 = {p95 / base:.1f}")
         return 0 if p95 <= TARGET_P95_MS else 1
     finally:
-        server.send_signal(signal.SIGTERM)
-        try:
-            server.wait(timeout=30)
-        except subprocess.TimeoutExpired:
-            server.kill()
+        server.stop()
         shutil.rmtree(data, ignore_errors=True)
+
+
 
 
 if __name__ == "__main__":
