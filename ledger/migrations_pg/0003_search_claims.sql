@@ -15,10 +15,17 @@ DO $$
 DECLARE
     ops text;
 BEGIN
+    -- In `public` when the role may create it there: an extension made in this ledger's own schema
+    -- goes with that schema (DROP SCHEMA … CASCADE), and with it the search indexes of every other
+    -- ledger of the database that uses it.
     BEGIN
-        CREATE EXTENSION IF NOT EXISTS pg_trgm;
+        CREATE EXTENSION IF NOT EXISTS pg_trgm SCHEMA public;
     EXCEPTION WHEN OTHERS THEN
-        RAISE NOTICE 'pg_trgm is not available (%): search scans instead of using an index', SQLERRM;
+        BEGIN
+            CREATE EXTENSION IF NOT EXISTS pg_trgm;
+        EXCEPTION WHEN OTHERS THEN
+            RAISE NOTICE 'pg_trgm is not available (%): search scans instead of using an index', SQLERRM;
+        END;
     END;
     SELECT quote_ident(n.nspname) || '.gin_trgm_ops' INTO ops
         FROM pg_opclass c
