@@ -34,7 +34,8 @@ from prometheus_client.parser import text_string_to_metric_families
 
 TOKEN = "metrics-e2e-token"
 DASHBOARDS = "mcp__dashboards__create"
-CODEHOST = "mcp__codehost__create_issue"
+# A tool name with a quote and a backslash: the label value must come back exactly as written.
+CODEHOST = 'mcp__code"host\\create_issue'
 
 
 def free_port():

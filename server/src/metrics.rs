@@ -197,7 +197,7 @@ impl Metrics {
         for (tool, n) in &ledger.unknown_by_tool {
             gauge(
                 UNKNOWN_OPEN,
-                vec![Label::new("tool", tool.clone())],
+                vec![Label::new("tool", label_value(tool))],
                 *n as f64,
             );
         }
@@ -217,6 +217,14 @@ impl Metrics {
         out.push_str(&self.handle.render());
         out
     }
+}
+
+/// A label value as the exporter must be given it to write it exactly once escaped: its sanitiser takes
+/// a backslash pair as an escape already made (a tool named `a\\b` would be written `a\\b` and read back
+/// with one backslash; the backslash of `\"` would be dropped), so every backslash is doubled first. A
+/// tool name holds no line feed (docs/ledger.md "Commands": no control character).
+fn label_value(value: &str) -> String {
+    value.replace('\\', "\\\\")
 }
 
 fn describe_counter(recorder: &PrometheusRecorder, name: &'static str, help: &'static str) {
@@ -441,6 +449,15 @@ mod tests {
         ] {
             assert!(text.lines().any(|l| l == line), "{line} in\n{text}");
         }
+        // A tool name with backslashes and a quote is written escaped exactly once (text format: `\\`
+        // for a backslash, `\"` for a quote).
+        let odd = LedgerGauges {
+            unknown_by_tool: [(r#"a\"b\\c\n"#.to_owned(), 1)].into(),
+            ..LedgerGauges::default()
+        };
+        let text = m.render(&odd, 0);
+        let line = r#"outcomes_unknown_open{tool="a\\\"b\\\\c\\n"} 1"#;
+        assert!(text.lines().any(|l| l == line), "{line} in\n{text}");
         // The next scrape no longer has the tool.
         let text = m.render(&LedgerGauges::default(), 0);
         assert!(!text.contains("tool=\"x\""), "{text}");
