@@ -6,6 +6,7 @@
    counts per operation, busy and failed credentials. The ages run on the real clock, so they are
    compared with the support queue's `oldest_unknown_age_secs` and in-flight `age_secs` read just before
    and just after the scrape (retried until both reads fall within one second): one figure, exactly.
+   The separate listener of `--metrics-addr` answers the same exposition (and a JSON 404 elsewhere).
 2. `test_prometheus_alert_fires_then_resolves`: Debian's `prometheus` scrapes the server every second and
    evaluates `outcomes_unknown_oldest_age_seconds > 2` (`for: 1s`); `/api/v1/alerts` shows it firing
    once an outcome has been unknown that long, and not at all once staff reconciled it (`/api/v1/rules`
@@ -62,10 +63,13 @@ class Server:
         self.dir = tempfile.mkdtemp(prefix="outcomes-metrics-")
         self.port = free_port()
         self.base = f"http://127.0.0.1:{self.port}"
+        # The separate metrics listener (--metrics-addr) too.
+        self.metrics_port = free_port()
         self.log = open(os.path.join(self.dir, "server.log"), "wb")
         self.proc = subprocess.Popen(
             [outcomes_bin(), "serve", "--addr", f"127.0.0.1:{self.port}", "--data-dir", self.dir,
-             "--host-token", TOKEN, "--write-wait-ms", "300"],
+             "--host-token", TOKEN, "--write-wait-ms", "300",
+             "--metrics-addr", f"127.0.0.1:{self.metrics_port}"],
             stdout=self.log, stderr=subprocess.STDOUT,
         )
         deadline = time.monotonic() + 20
@@ -79,9 +83,9 @@ class Server:
         self.stop()
         pytest.fail("the server did not start")
 
-    def call(self, method, path, body=None, token=None, headers=None):
+    def call(self, method, path, body=None, token=None, headers=None, base=None):
         data = None if body is None else json.dumps(body).encode()
-        req = urllib.request.Request(self.base + path, data=data, method=method)
+        req = urllib.request.Request((base or self.base) + path, data=data, method=method)
         if data is not None:
             req.add_header("Content-Type", "application/json")
         if token:
@@ -148,9 +152,9 @@ def reconcile(srv, session, m):
     })
 
 
-def scrape(srv):
+def scrape(srv, base=None):
     """The exposition, parsed: {(sample name, sorted labels): value}, and the family types by name."""
-    status, text, headers = srv.call("GET", "/metrics")
+    status, text, headers = srv.call("GET", "/metrics", base=base)
     assert status == 200, text
     assert headers["Content-Type"] == "text/plain; version=0.0.4; charset=utf-8"
     samples, types = {}, {}
@@ -245,6 +249,14 @@ def test_exact_values_through_prometheus_client(server):
     for op, n in count.items():
         inf = samples[("outcomes_host_request_duration_seconds_bucket", (("le", "+Inf"), ("operation", op)))]
         assert inf == n, op
+
+    # The separate listener (--metrics-addr) answers the same exposition; elsewhere a JSON 404.
+    separate = f"http://127.0.0.1:{server.metrics_port}"
+    again, _, _ = scrape(server, base=separate)
+    assert {k: v for k, v in again.items() if "age_seconds" not in k[0]} == \
+        {k: v for k, v in samples.items() if "age_seconds" not in k[0]}
+    status, text, _ = server.call("GET", "/api/sessions", base=separate)
+    assert status == 404 and json.loads(text)["error"]["code"] == "not_found"
 
     # Reconciling m1 leaves m4 the only unknown; its tool's series and the dashboards one go.
     reconcile(server, "s-1", "m1")
