@@ -363,6 +363,10 @@ pub fn listener_router(state: &AppState, addr: std::net::SocketAddr) -> axum::Ro
         .route(crate::access::METRICS_PATH, axum::routing::get(metrics))
         .fallback(|| async { ApiError::no_route() })
         .with_state(state.clone())
+        // As on the main listener: a handler that panics answers 500 JSON, logged.
+        .layer(tower_http::catch_panic::CatchPanicLayer::custom(
+            crate::serve::panic_response,
+        ))
         .layer(axum::middleware::from_fn_with_state(
             state.clone(),
             crate::access::authenticate,

@@ -293,7 +293,9 @@ pub async fn build_with_clock(
 }
 
 /// The answer to a handler that panicked: 500 JSON `internal`, the panic message logged, never sent.
-fn panic_response(panic: Box<dyn std::any::Any + Send + 'static>) -> axum::response::Response {
+pub(crate) fn panic_response(
+    panic: Box<dyn std::any::Any + Send + 'static>,
+) -> axum::response::Response {
     let message = panic
         .downcast_ref::<String>()
         .map(String::as_str)
