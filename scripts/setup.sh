@@ -2,17 +2,19 @@
 # Installs what building and testing need, on a fresh Debian machine of this kind. Idempotent: each step is
 # skipped when already done, so a warm run takes a second or two.
 #   - Debian: rustc-web, cargo-web, rust-web-src (Rust for wasm32 with -Zbuild-std), lld-22 (wasm linker),
-#     chromium (browser tests), postgresql (the suites on Postgres, scripts/postgres.sh)
+#     chromium (browser tests), postgresql (the suites on Postgres, scripts/postgres.sh), prometheus (it
+#     scrapes GET /metrics and fires an alert in e2e/metrics)
 #   - cargo: wasm-bindgen-cli at exactly the wasm-bindgen version in Cargo.lock
 #   - npm: the Tailwind CLI, Playwright (no browser download: Debian's Chromium), and the MCP SDK and reference
 #     MCP servers of the mcp-proxy tests (e2e/mcp), all from package-lock.json
 #   - pip: jsonschema and pytest (the contract schema under Python, e2e/contract)
 #   - pip: Schemathesis (API fuzzing against the OpenAPI document, scripts/schemathesis.sh)
+#   - pip: prometheus_client (its text parser reads GET /metrics, e2e/metrics)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
 need_apt=()
-for pkg in rustc-web cargo-web rust-web-src lld-22 chromium postgresql; do
+for pkg in rustc-web cargo-web rust-web-src lld-22 chromium postgresql prometheus; do
   dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null | grep -q "install ok installed" || need_apt+=("$pkg")
 done
 if [ ${#need_apt[@]} -gt 0 ]; then
@@ -44,4 +46,9 @@ fi
 if ! python3 -c 'import jsonschema, pytest' >/dev/null 2>&1; then
   echo "setup: pip install jsonschema pytest"
   python3 -m pip install -q --disable-pip-version-check jsonschema pytest
+fi
+
+if ! python3 -c 'import prometheus_client' >/dev/null 2>&1; then
+  echo "setup: pip install prometheus_client 0.26.0"
+  python3 -m pip install -q --disable-pip-version-check "prometheus_client==0.26.0"
 fi

@@ -37,6 +37,9 @@ scripts/postgres.sh stop "$pg_dir/cluster"
 echo "== contract schema (python jsonschema)"
 PYTHONDONTWRITEBYTECODE=1 python3 -m pytest -q -p no:cacheprovider e2e/contract
 
+echo "== GET /metrics: prometheus_client's parser, and Debian's Prometheus firing an alert (e2e/metrics, ~15 s)"
+PYTHONDONTWRITEBYTECODE=1 python3 -m pytest -q -p no:cacheprovider e2e/metrics
+
 echo "== start the server for the client and browser tests"
 port=${E2E_PORT:-3100}
 data=$(mktemp -d)

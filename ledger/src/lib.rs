@@ -25,6 +25,8 @@ pub mod credential;
 #[cfg(feature = "store")]
 pub mod engine;
 #[cfg(feature = "store")]
+pub mod gauges;
+#[cfg(feature = "store")]
 mod group;
 #[cfg(feature = "store")]
 pub mod health;
@@ -52,6 +54,8 @@ pub use command::{Action, Command, EntryKey, Evidence, Settlement};
 #[cfg(feature = "store")]
 pub use engine::Engine;
 pub use error::{LedgerError, Refusal};
+#[cfg(feature = "store")]
+pub use gauges::LedgerGauges;
 #[cfg(feature = "store")]
 pub use health::StorageFault;
 #[cfg(feature = "store")]

@@ -1018,6 +1018,8 @@ impl SessionManager {
                 matches: matches(&rows, now),
                 next: None,
                 total: u64::try_from(total).unwrap_or(0),
+                // The whole queue's, read by `ledger_gauges` (the server fills it in).
+                oldest_unknown_age_secs: None,
             },
             next,
         ))

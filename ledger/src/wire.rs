@@ -391,7 +391,8 @@ pub struct OperationMatches {
 
 /// `GET /api/unknowns` body (docs/api.md "Support queue"): one page of open unknown outcomes, oldest
 /// first; `next` is the opaque cursor of the following page (`?after=`), `null` on the last; `total`
-/// counts every open unknown that matches the filters (not only this page's).
+/// counts every open unknown that matches the filters (not only this page's); `oldest_unknown_age_secs`
+/// is the whole queue's oldest settled unknown, whatever the filters (docs/api.md "Metrics").
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct UnknownsPage {
@@ -400,6 +401,11 @@ pub struct UnknownsPage {
     pub next: Option<String>,
     #[serde(default)]
     pub total: u64,
+    /// Whole seconds the oldest open settled unknown (`outcome_unknown`; in flight not included) of the
+    /// whole queue has been unknown, whatever the filters: the figure of the metric
+    /// `outcomes_unknown_oldest_age_seconds`. `null` when there is none.
+    #[serde(default)]
+    pub oldest_unknown_age_secs: Option<u64>,
 }
 
 /// What a change of an entry was (docs/ledger.md "History"): one per action, and `imported` for an entry

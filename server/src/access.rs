@@ -227,7 +227,7 @@ pub enum PathClass {
     Open,
     /// The host write API: the host token only.
     Host,
-    /// Any other `/api` path: a read API.
+    /// Any other `/api` path, and `/metrics`: a read API.
     Api,
     /// A dashboard page.
     Page,
@@ -250,6 +250,10 @@ pub const INSTALL_FILES: [&str; 11] = [
     "/offline.css",
 ];
 
+/// `GET /metrics` (docs/api.md "Metrics"): a read API, so open where reads are open and otherwise 401
+/// JSON without a credential (never the page's redirect to sign-in: a scraper follows no form).
+pub const METRICS_PATH: &str = "/metrics";
+
 /// Classifies a request path.
 pub fn classify(path: &str) -> PathClass {
     const OPEN_EXACT: [&str; 5] = [
@@ -267,7 +271,7 @@ pub fn classify(path: &str) -> PathClass {
         PathClass::Open
     } else if path == "/api/host" || path.starts_with("/api/host/") {
         PathClass::Host
-    } else if path == "/api" || path.starts_with("/api/") {
+    } else if path == "/api" || path.starts_with("/api/") || path == METRICS_PATH {
         PathClass::Api
     } else {
         PathClass::Page
@@ -790,6 +794,8 @@ mod tests {
             ("/api/hostile", PathClass::Api),
             ("/api/sessions", PathClass::Api),
             ("/api", PathClass::Api),
+            ("/metrics", PathClass::Api),
+            ("/metrics/x", PathClass::Page),
             ("/", PathClass::Page),
             ("/sign-in/x", PathClass::Page),
             ("/find", PathClass::Page),

@@ -113,6 +113,8 @@ pub struct Failures {
     limiter: governor::DefaultKeyedRateLimiter<IpAddr>,
     /// Clients past the limit, until when: a costly check (a password) is not even tried for them.
     blocked: std::sync::Mutex<std::collections::HashMap<IpAddr, std::time::Instant>>,
+    /// Every failure counted, for `GET /metrics` (`outcomes_failed_credentials_total`).
+    counted: metrics::Counter,
 }
 
 impl Failures {
@@ -122,11 +124,17 @@ impl Failures {
     pub const PERIOD: Duration = Duration::from_secs(60);
 
     pub fn new() -> Self {
+        Self::counting(metrics::Counter::noop())
+    }
+
+    /// [`Failures::new`] that also adds each failure to `counter` (within the limit or past it).
+    pub fn counting(counter: metrics::Counter) -> Self {
         // One cell each minute (PERIOD), up to BURST at once.
         let quota = governor::Quota::per_minute(NonZeroU32::MIN).allow_burst(Self::BURST);
         Failures {
             limiter: governor::RateLimiter::keyed(quota),
             blocked: std::sync::Mutex::new(std::collections::HashMap::new()),
+            counted: counter,
         }
     }
 
@@ -134,6 +142,7 @@ impl Failures {
     /// is allowed.
     pub fn fail(&self, client: IpAddr) -> Result<(), Duration> {
         use governor::clock::Clock;
+        self.counted.increment(1);
         self.limiter.check_key(&client).map_err(|not_until| {
             let wait = not_until.wait_time_from(governor::clock::DefaultClock::default().now());
             if let Ok(mut blocked) = self.blocked.lock() {

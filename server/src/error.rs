@@ -268,6 +268,12 @@ pub const RETRY_AFTER_SECS: u64 = 1;
 pub const STORAGE_RETRY_AFTER_SECS: u64 = 5;
 
 impl ApiError {
+    /// Whether this is the 503 `busy` answer (counted by `GET /metrics` as `outcomes_busy_total`; an
+    /// answer built from it marks itself with [`crate::metrics::BusyAnswer`]).
+    pub fn is_busy(&self) -> bool {
+        self.status == StatusCode::SERVICE_UNAVAILABLE && self.detail.code == "busy"
+    }
+
     /// The `Retry-After` this error's answer carries, in seconds (at least 1): its own wait, else
     /// [`RETRY_AFTER_SECS`] on every 503; `None` for other errors. The JSON answer and the operator
     /// forms' refusal page both send it.
@@ -281,6 +287,7 @@ impl ApiError {
 impl IntoResponse for ApiError {
     fn into_response(self) -> Response {
         let retry_after = self.retry_after();
+        let busy = self.is_busy();
         let mut response = (
             self.status,
             Json(ErrorBody {
@@ -293,6 +300,9 @@ impl IntoResponse for ApiError {
                 axum::http::header::RETRY_AFTER,
                 axum::http::HeaderValue::from(secs),
             );
+        }
+        if busy {
+            response.extensions_mut().insert(crate::metrics::BusyAnswer);
         }
         response
     }

@@ -14,6 +14,7 @@ pub mod http;
 pub mod import;
 pub mod live;
 pub mod mcp_proxy;
+pub mod metrics;
 pub mod project;
 pub mod purge;
 pub mod serve;
@@ -42,4 +43,6 @@ pub struct AppState {
     pub access: Arc<access::AccessConfig>,
     /// Password checks running at once (Argon2id is CPU- and memory-heavy).
     pub password_checks: Arc<tokio::sync::Semaphore>,
+    /// This server's counters and its Prometheus recorder (`GET /metrics`, docs/api.md "Metrics").
+    pub metrics: Arc<crate::metrics::Metrics>,
 }

@@ -92,6 +92,11 @@ pub struct ServeArgs {
     /// Counted only from an address in --trusted-proxy.
     #[arg(long, env = "OUTCOMES_TRUSTED_USER_HEADER", requires = "trusted_proxy")]
     pub trusted_user_header: Option<axum::http::HeaderName>,
+    /// Also serve `GET /metrics` on this address, a listener of its own (docs/api.md "Metrics"). Its
+    /// reads are open only when it and --addr are loopback addresses under open reads; elsewhere it
+    /// needs a host or staff token.
+    #[arg(long, env = "OUTCOMES_METRICS_ADDR")]
+    pub metrics_addr: Option<SocketAddr>,
     /// Addresses of the SSO proxy (CIDR, e.g. `10.0.0.5/32`; repeat or separate with commas).
     #[arg(
         long,
@@ -176,6 +181,15 @@ pub async fn build(
     args: &ServeArgs,
     host_token: String,
 ) -> Result<Built, Box<dyn std::error::Error>> {
+    build_with_clock(args, host_token, Arc::new(ledger::SystemClock)).await
+}
+
+/// [`build`] with the ledger on `clock` (tests drive a manual clock: exact ages in `GET /metrics`).
+pub async fn build_with_clock(
+    args: &ServeArgs,
+    host_token: String,
+    clock: Arc<dyn ledger::Clock>,
+) -> Result<Built, Box<dyn std::error::Error>> {
     let hub = Hub::with_limits(StreamLimits {
         total: args.max_live_streams,
         per_session: args.max_live_streams_per_session,
@@ -186,6 +200,7 @@ pub async fn build(
             session_ttl: args.session_ttl(),
             adapter: hub.clone(),
             write_wait: args.write_wait(),
+            clock,
             ..LedgerOptions::default()
         },
     )
@@ -196,15 +211,19 @@ pub async fn build(
         sign_in_idle: Duration::from_secs(args.sign_in_idle_secs),
         trusted: args.trusted_proxy(),
     };
+    let metrics = Arc::new(crate::metrics::Metrics::new());
     let state = AppState {
         engine: ledger.engine(),
         sessions: ledger.sessions(),
         hub,
         host_token: Arc::from(host_token),
         shutdown: CancellationToken::new(),
-        failures: Arc::new(crate::auth::Failures::new()),
+        failures: Arc::new(crate::auth::Failures::counting(
+            metrics.failed_credentials(),
+        )),
         access: Arc::new(access),
         password_checks: crate::http::sign_in::password_checks(),
+        metrics,
     };
     let api = crate::http::api_router().with_state(state.clone());
     let pages = crate::ssr::pages(
@@ -221,6 +240,13 @@ pub async fn build(
             state.clone(),
             crate::access::authenticate,
         ))
+        // Counts the answers 503 `busy` (refusals of `authenticate` included) for `GET /metrics`; gives
+        // the host routes' timing layer its recorder.
+        .layer(axum::middleware::from_fn_with_state(
+            state.clone(),
+            crate::metrics::count_answers,
+        ))
+        .layer(axum::Extension(state.metrics.clone()))
 
         .layer(RequestBodyTimeoutLayer::new(Duration::from_secs(
             args.body_timeout_secs,
@@ -267,7 +293,9 @@ pub async fn build(
 }
 
 /// The answer to a handler that panicked: 500 JSON `internal`, the panic message logged, never sent.
-fn panic_response(panic: Box<dyn std::any::Any + Send + 'static>) -> axum::response::Response {
+pub(crate) fn panic_response(
+    panic: Box<dyn std::any::Any + Send + 'static>,
+) -> axum::response::Response {
     let message = panic
         .downcast_ref::<String>()
         .map(String::as_str)
@@ -441,6 +469,18 @@ pub async fn serve(args: ServeArgs) -> Result<(), Box<dyn std::error::Error>> {
     }
 
     let shutdown = built.state.shutdown.clone();
+    // Recorded samples of the request histogram are moved into their buckets every 5 s, scraped or not.
+    let metrics = built.state.metrics.clone();
+    let upkeep_stop = shutdown.clone();
+    tokio::spawn(async move {
+        let mut tick = tokio::time::interval(Duration::from_secs(5));
+        loop {
+            tokio::select! {
+                _ = upkeep_stop.cancelled() => break,
+                _ = tick.tick() => metrics.upkeep(),
+            }
+        }
+    });
     tokio::spawn(crate::purge::sweep_periodically(
         built.state.clone(),
         args.purge.clone(),
@@ -460,6 +500,21 @@ pub async fn serve(args: ServeArgs) -> Result<(), Box<dyn std::error::Error>> {
         max_live_streams = args.max_live_streams,
         "connection limits"
     );
+    if let Some(metrics_addr) = args.metrics_addr {
+        let metrics_listener = tokio::net::TcpListener::bind(metrics_addr)
+            .await
+            .map_err(|e| format!("cannot listen on --metrics-addr {metrics_addr}: {e}"))?;
+        let local = metrics_listener.local_addr()?;
+        println!("outcomes: metrics on http://{local}/metrics");
+        let router = crate::metrics::listener_router(&built.state, local);
+        let stop = shutdown.clone();
+        tokio::spawn(crate::conn::serve(
+            metrics_listener,
+            router,
+            limits,
+            async move { stop.cancelled().await },
+        ));
+    }
     crate::conn::serve(listener, built.router, limits, async move {
         shutdown_signal().await;
         tracing::info!("shutting down");

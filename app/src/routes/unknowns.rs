@@ -66,6 +66,9 @@ pub struct QueuePage {
     pub shown: usize,
     pub next: Option<String>,
     pub total: u64,
+    /// The whole queue's oldest settled unknown, in whole seconds (the API's `oldest_unknown_age_secs`,
+    /// the figure of the metric `outcomes_unknown_oldest_age_seconds`, docs/api.md "Metrics").
+    pub oldest: Option<u64>,
 }
 
 impl From<UnknownsPage> for QueuePage {
@@ -90,6 +93,7 @@ impl From<UnknownsPage> for QueuePage {
             rows,
             next: page.next,
             total: page.total,
+            oldest: page.oldest_unknown_age_secs,
         }
     }
 }
@@ -111,6 +115,16 @@ pub fn age_short(secs: u64) -> String {
         s if s < 3600 => format!("{} min", s / 60),
         s if s < 86_400 => format!("{} h", s / 3600),
         s => format!("{} d", s / 86_400),
+    }
+}
+
+/// The queue's oldest settled unknown in words: `Oldest unknown outcome: 42 s`, or with the minutes,
+/// hours or days first `Oldest unknown outcome: 3 min (187 s)`; the seconds are the metric's figure.
+pub fn oldest_words(secs: u64) -> String {
+    if secs < 60 {
+        format!("Oldest unknown outcome: {secs} s")
+    } else {
+        format!("Oldest unknown outcome: {} ({secs} s)", age_short(secs))
     }
 }
 
@@ -206,6 +220,7 @@ pub fn UnknownsQueuePage() -> impl IntoView {
                             let empty = (shown == 0).then(|| view! { <p>{if filters.is_empty() { "No open unknown outcomes." } else { "No open unknown outcome matches these filters." }}</p> });
                             view! {
                                 <AsOf at=q.as_of.clone() refresh stale=q.stale.clone()/>
+                                {q.page.oldest.map(|secs| view! { <p class="oldest-unknown mb-2 text-sm" data-age-secs=secs.to_string()>{oldest_words(secs)}</p> })}
                                 {empty}
                                 <QueueTable rows=q.page.rows shown filters=filters.clone() staff selected said blocked refresh/>
                                 <PageNav shown total=q.page.total next=q.page.next page_path="/unknowns" filters later noun="open unknown" nouns="open unknowns"/>

@@ -29,13 +29,15 @@ use crate::AppState;
 
 /// Every route, with the documentation of those in the API document: the host write API (behind
 /// [`crate::access::require_host`]), the read APIs, the export, the operator actions (and their forms),
-/// the access routes and `/api/openapi.json`. Who may
+/// the access routes, `/metrics` and `/api/openapi.json`. Who may
 /// call what is decided before routing by [`crate::access::authenticate`]; the host routes check again
 /// that the caller is the host.
 pub fn documented() -> OpenApiRouter<AppState> {
     let host = host::router()
         .merge(viewer_links::router())
-        .route_layer(middleware::from_fn(crate::access::require_host));
+        .route_layer(middleware::from_fn(crate::access::require_host))
+        // Outside the host check: a request it refuses is timed too.
+        .route_layer(middleware::from_fn(crate::metrics::time_host_request));
     OpenApiRouter::with_openapi(openapi::info())
         .merge(host)
         .merge(read::router())
@@ -46,6 +48,7 @@ pub fn documented() -> OpenApiRouter<AppState> {
         .merge(live::router())
         .merge(sign_in::router())
         .merge(openapi::router())
+        .merge(crate::metrics::router())
 }
 
 /// The router the server runs: [`documented`], plus a JSON 404 for any other `/api` path and a JSON 405

@@ -42,7 +42,8 @@ pub fn router() -> OpenApiRouter<AppState> {
 
 /// The security schemes (docs/access.md) and which operations need which: the host API the host token;
 /// every read API any of host token, staff token, sign-in cookie or viewer cookie (none in open access
-/// mode); the operator actions a staff token or sign-in; `/healthz` and this document nothing. Read APIs
+/// mode); `/metrics` the host token, a staff token or sign-in; the operator actions a staff token or
+/// sign-in; `/healthz` and this document nothing. Read APIs
 /// and operator actions also document their 401.
 struct Security;
 
@@ -105,6 +106,10 @@ impl Modify for Security {
             .into_iter()
             .map(|s| SecurityRequirement::new(s, none))
             .collect();
+        let metrics: Vec<SecurityRequirement> = ["host_token", "staff_token", "sign_in"]
+            .into_iter()
+            .map(|s| SecurityRequirement::new(s, none))
+            .collect();
         let unauthorized = utoipa::openapi::ResponseBuilder::new()
             .description("no credential (reads are closed: any address but loopback, or --access signed-in), or a wrong token")
             .content(
@@ -126,6 +131,13 @@ impl Modify for Security {
                     op.security = Some(vec![SecurityRequirement::default()]);
                 } else if path.starts_with("/api/host/") {
                     op.security = Some(host.clone());
+                } else if path == crate::access::METRICS_PATH {
+                    // Not a viewer's (docs/api.md "Metrics").
+                    op.security = Some(metrics.clone());
+                    op.responses
+                        .responses
+                        .entry("401".to_owned())
+                        .or_insert_with(|| unauthorized.clone().into());
                 } else {
                     op.security = Some(if OPERATOR_PATHS.contains(&path.as_str()) {
                         staff.clone()

@@ -174,10 +174,12 @@ pub async fn reconcile(
     Staff(name): Staff,
     write: Valid<EntryPath, ReconcileBody>,
 ) -> Result<Json<EntryState>, ApiError> {
+    let kind = crate::metrics::kind_of(&write.command.action);
     let entry = state
         .engine
         .apply_as(Actor::Staff(name), write.command)
         .await?;
+    state.metrics.transition(kind, entry.ledger_status);
     Ok(Json(entry))
 }
 
@@ -519,11 +521,12 @@ async fn reconcile_form(
             f.provider_status,
         );
         let command = Command::try_from(Request { path, body })?;
+        let kind = crate::metrics::kind_of(&command.action);
         state
             .engine
             .apply_as(Actor::Staff(name), command)
             .await
-            .map(|_| ())
+            .map(|entry| state.metrics.transition(kind, entry.ledger_status))
             .map_err(ApiError::from)
     }
     .await;
@@ -604,6 +607,9 @@ fn with_status(e: &ApiError, page: String) -> Response {
         response
             .headers_mut()
             .insert(RETRY_AFTER, HeaderValue::from(secs));
+    }
+    if e.is_busy() {
+        response.extensions_mut().insert(crate::metrics::BusyAnswer);
     }
     response
 }

@@ -694,11 +694,18 @@ pub async fn unknowns(
                 })?,
         ),
     };
+    // The figure of `outcomes_unknown_oldest_age_seconds` (docs/api.md "Metrics"), whatever the filters.
+    let oldest_unknown_age_secs = state
+        .sessions
+        .ledger_gauges()
+        .await?
+        .unknown_oldest_age_secs;
     let (Some(tool), Some(session_key)) = (tool, session_key) else {
         return Ok(Json(UnknownsPage {
             matches: Vec::new(),
             next: None,
             total: 0,
+            oldest_unknown_age_secs,
         }));
     };
     let query = UnknownsQuery {
@@ -714,6 +721,7 @@ pub async fn unknowns(
         sort,
     };
     let (mut page, next) = state.sessions.open_unknowns(&query).await?;
+    page.oldest_unknown_age_secs = oldest_unknown_age_secs;
     page.next = next.map(|n| {
         Position::Unknowns {
             at: n.recorded_at,

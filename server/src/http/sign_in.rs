@@ -308,6 +308,9 @@ fn unavailable(next: &str, name: &str, e: ApiError, keep: Option<&PendingForm>) 
         r.headers_mut()
             .insert(axum::http::header::RETRY_AFTER, HeaderValue::from(secs));
     }
+    if e.is_busy() {
+        r.extensions_mut().insert(crate::metrics::BusyAnswer);
+    }
     r
 }
 

@@ -195,7 +195,7 @@ async fn a_write_behind_another_process_lock_answers_503_busy_after_the_wait() {
 
 /// Holds `BEGIN IMMEDIATE` on the database through a connection of its own (as `sqlite3` or a backup tool in
 /// another process would), on a thread of its own, until the returned sender is dropped.
-async fn hold_write_lock(db: &str) -> tokio::sync::oneshot::Sender<()> {
+pub(crate) async fn hold_write_lock(db: &str) -> tokio::sync::oneshot::Sender<()> {
     let (release, released) = tokio::sync::oneshot::channel::<()>();
     let (held_tx, held) = tokio::sync::oneshot::channel::<()>();
     if postgres().is_some() {

@@ -74,6 +74,7 @@ pub fn args(dir: &std::path::Path, ttl_secs: u64) -> ServeArgs {
         sign_in_idle_secs: 12 * 3600,
         trusted_user_header: None,
         trusted_proxy: Vec::new(),
+        metrics_addr: None,
     }
 }
 

@@ -14,6 +14,7 @@ mod import;
 mod install;
 mod instances;
 mod live;
+mod metrics;
 mod openapi;
 mod operator;
 mod pages;

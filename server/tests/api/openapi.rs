@@ -71,6 +71,7 @@ const ROUTES: &[(&str, &str)] = &[
     ),
     ("get", "/api/openapi.json"),
     ("get", "/healthz"),
+    ("get", "/metrics"),
 ];
 
 #[tokio::test]
@@ -172,6 +173,18 @@ async fn every_endpoint_names_the_credentials_it_takes() {
             serde_json::json!([{"host_token": []}])
         } else if *path == "/healthz" || *path == "/api/openapi.json" {
             serde_json::json!([{}])
+        } else if *path == "/metrics" {
+            // Not a viewer's (docs/api.md "Metrics").
+            assert_eq!(
+                op["responses"]["401"]["content"]["application/json"]["schema"]["$ref"],
+                "#/components/schemas/ErrorBody",
+                "{method} {path} documents its 401"
+            );
+            assert!(
+                op["responses"]["200"]["content"]["text/plain"].is_object(),
+                "{op}"
+            );
+            serde_json::json!([{"host_token": []}, {"staff_token": []}, {"sign_in": []}])
         } else if path.ends_with("/notes") || path.ends_with("/reconciliation") {
             for status in ["401", "403"] {
                 assert_eq!(

@@ -586,6 +586,28 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/metrics": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * `GET /metrics` (docs/api.md "Metrics"): the Prometheus text exposition, `text/plain; version=0.0.4`.
+         *     Who may read it: any caller of the read APIs but a viewer (404, as the other cross-session reads);
+         *     without a credential 401 where reads are closed (docs/access.md). Errors: the ledger's gauges could
+         *     not be read (503 `busy` / `unavailable`, 500), as every read.
+         */
+        get: operations["metrics"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
 }
 export type webhooks = Record<string, never>;
 export interface components {
@@ -1031,11 +1053,19 @@ export interface components {
         /**
          * @description `GET /api/unknowns` body (docs/api.md "Support queue"): one page of open unknown outcomes, oldest
          *     first; `next` is the opaque cursor of the following page (`?after=`), `null` on the last; `total`
-         *     counts every open unknown that matches the filters (not only this page's).
+         *     counts every open unknown that matches the filters (not only this page's); `oldest_unknown_age_secs`
+         *     is the whole queue's oldest settled unknown, whatever the filters (docs/api.md "Metrics").
          */
         UnknownsPage: {
             matches: components["schemas"]["OperationMatch"][];
             next?: string | null;
+            /**
+             * Format: int64
+             * @description Whole seconds the oldest open settled unknown (`outcome_unknown`; in flight not included) of the
+             *     whole queue has been unknown, whatever the filters: the figure of the metric
+             *     `outcomes_unknown_oldest_age_seconds`. `null` when there is none.
+             */
+            oldest_unknown_age_secs?: number | null;
             /** Format: int64 */
             total?: number;
         };
@@ -3289,6 +3319,53 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content?: never;
+            };
+        };
+    };
+    metrics: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description the Prometheus text exposition (format 0.0.4): the ledger's gauges read at this scrape, this instance's live streams and counters (docs/api.md "Metrics") */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "text/plain": string;
+                };
+            };
+            /** @description no credential (reads are closed: any address but loopback, or --access signed-in), or a wrong token */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description a viewer (the metrics are not one session's) */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description the ledger is busy or cannot be reached; retry after `Retry-After` seconds */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
             };
         };
     };

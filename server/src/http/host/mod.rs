@@ -41,8 +41,12 @@ pub fn router() -> OpenApiRouter<AppState> {
 /// Most operations one batch may carry.
 pub const MAX_BATCH_OPERATIONS: usize = 1000;
 
+/// Applies one host write and counts it (`outcomes_transitions_total`, docs/api.md "Metrics") once it
+/// was answered.
 async fn run(state: &AppState, op: Command, status: StatusCode) -> Reply {
+    let kind = crate::metrics::kind_of(&op.action);
     let entry = state.engine.apply(op).await?;
+    state.metrics.transition(kind, entry.ledger_status);
     Ok((status, Json(entry)))
 }
 
@@ -255,8 +259,13 @@ pub async fn batch(
     for p in parsed {
         let outcome = match p {
             Err(e) => Err(e),
-            Ok((_, status)) => match applied.next() {
-                Some(Ok(entry)) => Ok((status, entry)),
+            Ok((op, status)) => match applied.next() {
+                Some(Ok(entry)) => {
+                    state
+                        .metrics
+                        .transition(crate::metrics::kind_of(&op.action), entry.ledger_status);
+                    Ok((status, entry))
+                }
                 Some(Err(e)) => Err(ApiError::from(e)),
                 None => Err(ApiError::internal()),
             },
