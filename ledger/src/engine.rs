@@ -2,10 +2,12 @@
 //! states" as load → decide ([`crate::machine::decide`], pure) → write → announce, for whole groups of
 //! queued commands at once.
 //!
-//! Group commit: one writer task owns the write connection. [`Engine::apply`] and [`Engine::apply_batch`]
-//! queue their commands and wait; the writer takes everything queued (at most [`GROUP_OPERATIONS`]
-//! commands, whole jobs), and in ONE `BEGIN IMMEDIATE` transaction loads what they name, decides each in
-//! order in memory, writes the final state in one multi-statement query (`crate::group`), commits once,
+//! Group commit: one writer owns the write connection (SQLite: a thread of its own running each group's
+//! transaction without a hand-off per statement, crate::direct; Postgres: a task on the pool).
+//! [`Engine::apply`] and [`Engine::apply_batch`] queue their commands and wait; the writer takes
+//! everything queued (at most [`GROUP_OPERATIONS`] commands, whole jobs), and in ONE `BEGIN IMMEDIATE`
+//! transaction loads what they name, decides each in order in memory, writes the final state in a few
+//! set-based statements (`crate::group`), commits once,
 //! then announces the changes in revision order and answers each caller. Nobody is answered, and nothing
 //! is announced, before the commit that holds the change returned. A store failure aborts the group; when
 //! the group held several jobs, each is then applied alone, so one job's fault is answered to that job
@@ -131,36 +133,241 @@ struct Job {
 /// last sender of its queue) is gone.
 struct Writer {
     store: Arc<Inner>,
+    /// SQLite: the page limit its connection has (`max_page_count` above the size when it was set, for
+    /// tests: [`Engine::limit_storage_for_tests`]); 0 for none.
+    page_limit: std::sync::atomic::AtomicU32,
 }
 
+/// What the writer takes next from its queue.
+enum Next {
+    /// A group: everything queued, at most [`GROUP_OPERATIONS`] operations in whole jobs, those past
+    /// their deadline already answered `Busy`.
+    Jobs(Vec<Job>),
+    /// The ledger closes (SQLite): the writer closes its connection, then answers on the sender.
+    Stop(oneshot::Sender<()>),
+    /// The last [`Engine`] is gone.
+    End,
+}
+
+/// The SQLite writer's stop request ([`Inner::stop_writer`]): answered once its connection is closed.
+pub(crate) type StopWriter = oneshot::Sender<oneshot::Sender<()>>;
+
 impl Writer {
-    async fn run(self, mut queue: mpsc::Receiver<Job>) {
-        while let Some(first) = queue.recv().await {
-            let mut count = first.ops.len();
-            let mut jobs = vec![first];
-            while count < GROUP_OPERATIONS {
-                match queue.try_recv() {
-                    Ok(job) => {
-                        count += job.ops.len();
-                        jobs.push(job);
+    /// The next group from `queue` (or the stop request, while `stop` holds one to wait for).
+    async fn next(
+        queue: &mut mpsc::Receiver<Job>,
+        stop: &mut Option<oneshot::Receiver<oneshot::Sender<()>>>,
+    ) -> Next {
+        let first = match stop {
+            Some(request) => tokio::select! {
+                biased;
+                asked = request => {
+                    *stop = None;
+                    match asked {
+                        Ok(ack) => return Next::Stop(ack),
+                        // The ledger went without asking: serve on.
+                        Err(_) => queue.recv().await,
                     }
-                    Err(_) => break,
                 }
+                job = queue.recv() => job,
+            },
+            None => queue.recv().await,
+        };
+        let Some(first) = first else {
+            return Next::End;
+        };
+        let mut count = first.ops.len();
+        let mut jobs = vec![first];
+        while count < GROUP_OPERATIONS {
+            match queue.try_recv() {
+                Ok(job) => {
+                    count += job.ops.len();
+                    jobs.push(job);
+                }
+                Err(_) => break,
             }
-            let now = Instant::now();
-            let (late, jobs): (Vec<Job>, Vec<Job>) =
-                jobs.into_iter().partition(|j| j.deadline < now);
-            for job in late {
-                let _ = job.answer.send(Err(LedgerError::Busy));
-            }
-            if !jobs.is_empty() {
-                self.group(jobs).await;
+        }
+        let now = Instant::now();
+        let (late, jobs): (Vec<Job>, Vec<Job>) = jobs.into_iter().partition(|j| j.deadline < now);
+        for job in late {
+            let _ = job.answer.send(Err(LedgerError::Busy));
+        }
+        Next::Jobs(jobs)
+    }
+
+    /// Postgres: the writer task, each group through the pool.
+    async fn run(self, mut queue: mpsc::Receiver<Job>) {
+        loop {
+            match Self::next(&mut queue, &mut None).await {
+                Next::Jobs(jobs) if jobs.is_empty() => {}
+                Next::Jobs(jobs) => self.group(jobs, None).await,
+                Next::Stop(ack) => {
+                    let _ = ack.send(());
+                }
+                Next::End => return,
             }
         }
     }
 
+    /// SQLite: the writer thread's loop (docs/ledger.md "Writing"). It opens a write connection of its
+    /// own with the write pool's options (the same file, pragmas and busy timeout), locks its handle out
+    /// of sqlx's worker thread once for the connection's whole life, and runs every group on it here
+    /// (crate::direct), with its statements prepared once and kept. The connection is opened again when
+    /// opening failed (that group is answered the failure) or when SQLite left it inside a transaction;
+    /// it is closed when the ledger closes (`stop`, then every later job is answered
+    /// [`LedgerError::Unavailable`]) or the last [`Engine`] goes.
+    async fn run_direct(
+        self,
+        mut queue: mpsc::Receiver<Job>,
+        options: sqlx::sqlite::SqliteConnectOptions,
+        stop: oneshot::Receiver<oneshot::Sender<()>>,
+    ) {
+        use sqlx::{ConnectOptions, Connection};
+        let mut stop = Some(stop);
+        let mut waiting: Option<Vec<Job>> = None;
+        loop {
+            let mut conn = match options.connect().await {
+                Ok(conn) => conn,
+                Err(e) => {
+                    // The group that waited for this connection is answered the failure; the next
+                    // group tries again.
+                    let e = LedgerError::from(e);
+                    tracing::warn!(error = %e, "the ledger's writer cannot open its connection");
+                    if let Some(jobs) = waiting.take() {
+                        self.refuse(jobs, &e);
+                    }
+                    match Self::next(&mut queue, &mut stop).await {
+                        Next::Jobs(jobs) => waiting = Some(jobs),
+                        Next::Stop(ack) => {
+                            let _ = ack.send(());
+                            return self.closed(queue).await;
+                        }
+                        Next::End => return,
+                    }
+                    continue;
+                }
+            };
+            self.page_limit
+                .store(0, std::sync::atomic::Ordering::Relaxed);
+            // Held from here until the connection closes: sqlx's worker thread never runs a statement
+            // on this connection meanwhile.
+            let stopped = match conn.lock_handle().await {
+                Err(e) => {
+                    tracing::warn!(error = %e, "the ledger's writer cannot lock its connection");
+                    None
+                }
+                Ok(mut locked) => {
+                    // SAFETY: `locked` keeps sqlx's worker thread off the handle and outlives `db` (both
+                    // locals of this block, `db` dropped first); `db` never closes the handle, and it
+                    // finalizes the statements it prepared when it is dropped, before the connection
+                    // closes.
+                    let db = unsafe {
+                        rusqlite::Connection::from_handle(locked.as_raw_handle().as_ptr())
+                    };
+                    match db {
+                        Err(e) => {
+                            tracing::warn!(error = %e, "the ledger's writer cannot use its connection");
+                            None
+                        }
+                        Ok(mut db) => {
+                            db.set_prepared_statement_cache_capacity(64);
+                            let stopped = self
+                                .serve(&mut db, &mut queue, &mut stop, &mut waiting)
+                                .await;
+                            drop(db);
+                            stopped
+                        }
+                    }
+                }
+            };
+            let _ = conn.close().await;
+            match stopped {
+                Some(Next::Stop(ack)) => {
+                    let _ = ack.send(());
+                    return self.closed(queue).await;
+                }
+                Some(_) => return,
+                // Opened again for the next group.
+                None => {}
+            }
+        }
+    }
+
+    /// Runs groups on `db` (`waiting` first, if any) until the queue ends or the ledger closes (answers
+    /// that `Next`), or until the connection is left inside a transaction (answers `None`).
+    async fn serve(
+        &self,
+        db: &mut rusqlite::Connection,
+        queue: &mut mpsc::Receiver<Job>,
+        stop: &mut Option<oneshot::Receiver<oneshot::Sender<()>>>,
+        waiting: &mut Option<Vec<Job>>,
+    ) -> Option<Next> {
+        loop {
+            let jobs = match waiting.take() {
+                Some(jobs) => jobs,
+                None => match Self::next(queue, stop).await {
+                    Next::Jobs(jobs) => jobs,
+                    other => return Some(other),
+                },
+            };
+            if jobs.is_empty() {
+                continue;
+            }
+            self.group(jobs, Some(&mut *db)).await;
+            if !db.is_autocommit() {
+                tracing::warn!(
+                    "the ledger's write connection was left inside a transaction SQLite had not \
+                     ended; it is replaced"
+                );
+                return None;
+            }
+        }
+    }
+
+    /// SQLite: gives the writer's connection the page limit the tests set
+    /// ([`Engine::limit_storage_for_tests`]) when it changed since the last group. Called under the
+    /// write lock, before the transaction.
+    fn limit_pages(&self, db: &rusqlite::Connection) -> Result<(), LedgerError> {
+        use std::sync::atomic::Ordering;
+        let wanted = self.store.storage.page_limit.load(Ordering::Acquire);
+        if wanted != self.page_limit.load(Ordering::Relaxed) {
+            let max = if wanted == 0 { 4_294_967_294 } else { wanted };
+            db.execute_batch(&format!("PRAGMA max_page_count = {max}"))
+                .map_err(crate::direct::failure)?;
+            self.page_limit.store(wanted, Ordering::Relaxed);
+        }
+        Ok(())
+    }
+
+    /// After the ledger closed (SQLite): every job is answered [`LedgerError::Unavailable`], as a write
+    /// to a closed pool is.
+    async fn closed(&self, mut queue: mpsc::Receiver<Job>) {
+        loop {
+            match Self::next(&mut queue, &mut None).await {
+                Next::Jobs(jobs) => self.refuse(jobs, &LedgerError::Unavailable),
+                Next::Stop(ack) => {
+                    let _ = ack.send(());
+                }
+                Next::End => return,
+            }
+        }
+    }
+
+    /// Answers every job of a group that could not be run `e` (a transient error as it is, any other
+    /// as a store failure with its text).
+    fn refuse(&self, jobs: Vec<Job>, e: &LedgerError) {
+        self.store.storage.record(e, self.store.clock.now_ms());
+        for job in jobs {
+            let e = e
+                .transient()
+                .unwrap_or_else(|| LedgerError::Store(sqlx::Error::Protocol(e.to_string())));
+            let _ = job.answer.send(Err(e));
+        }
+    }
+
     /// Commits `jobs` together, or each alone when the group fails for a reason other than contention.
-    async fn group(&self, jobs: Vec<Job>) {
+    /// `db`: the writer thread's SQLite connection ([`Writer::run_direct`]); `None` on Postgres.
+    async fn group(&self, jobs: Vec<Job>, mut db: Option<&mut rusqlite::Connection>) {
         let Ok(guard) =
             tokio::time::timeout(self.store.write_wait, self.store.write_lock.lock()).await
         else {
@@ -170,7 +377,7 @@ impl Writer {
             return;
         };
         let health = &self.store.storage;
-        match self.commit(&jobs).await {
+        match self.commit(&jobs, db.as_deref_mut()).await {
             Ok((applied, turns)) => {
                 health.clear();
                 drop(guard);
@@ -195,7 +402,10 @@ impl Writer {
                 tracing::warn!(error = %e, jobs = jobs.len(), "group commit failed; each job alone");
                 let mut commits = Vec::with_capacity(jobs.len());
                 for job in jobs {
-                    let (applied, turns) = match self.commit(std::slice::from_ref(&job)).await {
+                    let (applied, turns) = match self
+                        .commit(std::slice::from_ref(&job), db.as_deref_mut())
+                        .await
+                    {
                         Ok((mut a, turns)) => {
                             health.clear();
                             (Ok(a.pop().unwrap_or_default()), turns)
@@ -289,13 +499,24 @@ impl Writer {
     /// A refused or invalid operation is answered as such and the others still apply; a store failure
     /// (or contention) is the outer error, and then nothing was committed.
     /// Also answers the turns the commit changed visibly, with their latest revisions after it.
+    ///
+    /// `db`: the writer thread's SQLite connection, on which the whole transaction, `BEGIN IMMEDIATE` to
+    /// `COMMIT`, runs on this thread with no hand-off per statement (crate::direct); `None`: a
+    /// transaction of the pool (Postgres).
     async fn commit(
         &self,
         jobs: &[Job],
+        db: Option<&mut rusqlite::Connection>,
     ) -> Result<(Vec<Vec<Applied>>, Vec<TurnChange>), LedgerError> {
         let now = self.store.clock.now_ms();
         let live_since = self.store.live_since(now);
-        let mut tx = self.store.begin_write().await?;
+        let mut tx = match db {
+            Some(db) => {
+                self.limit_pages(db)?;
+                WriteTx::Direct(crate::direct::Direct::begin(db)?)
+            }
+            None => self.store.begin_write().await?,
+        };
         let commands: Vec<&Command> = jobs.iter().flat_map(|j| j.ops.iter()).collect();
         // Postgres: other instances write too; this group holds its sessions until it commits.
         tx.lock_sessions(commands.iter().map(|c| c.key.session_key.as_str()))
@@ -324,7 +545,7 @@ impl Writer {
 
 /// Records an approved entry (no intent, no revision), creating the session and the turn when new.
 async fn insert_entry(
-    tx: &mut WriteTx,
+    tx: &mut WriteTx<'_>,
     session: SessionState,
     session_key: &SessionKey,
     turn: &LogicalTurnId,
@@ -377,14 +598,39 @@ pub struct Engine {
 
 impl Engine {
     /// Starts the group-commit writer task on the current tokio runtime; the engine queues to it.
+    ///
+    /// SQLite: the writer runs on a thread of its own (`ledger-writer`, running its loop with
+    /// `Handle::block_on` of the current tokio runtime, which stays the current one there: adapters are
+    /// called in it), where each group's transaction runs from `BEGIN IMMEDIATE` to `COMMIT` without a
+    /// hand-off (crate::direct); a caller's job crosses threads once to it and its answer once back. It
+    /// ends with the last [`Engine`]. On a current-thread runtime its timers (the write wait) run while
+    /// that runtime's own thread is in `Runtime::block_on`, as a test's is while it awaits a write. If
+    /// the thread cannot be started (logged), every write fails as after the writer ended (a store
+    /// failure).
     pub(crate) fn start(inner: Arc<Inner>) -> Self {
         let (queue, jobs) = mpsc::channel(QUEUED_JOBS);
-        tokio::spawn(
-            Writer {
-                store: inner.clone(),
+        let writer = Writer {
+            store: inner.clone(),
+            page_limit: std::sync::atomic::AtomicU32::new(0),
+        };
+        if let crate::store::Db::Sqlite { write, .. } = &inner.db {
+            let options = (*write.connect_options()).clone();
+            let (stop, stopped) = oneshot::channel();
+            if let Ok(mut slot) = inner.writer_stop.lock() {
+                *slot = Some(stop);
             }
-            .run(jobs),
-        );
+            // The caller's runtime stays the current one on the writer's thread: what the writer or an
+            // adapter spawns runs there, and its timers are the runtime's.
+            let runtime = tokio::runtime::Handle::current();
+            let started = std::thread::Builder::new()
+                .name("ledger-writer".into())
+                .spawn(move || runtime.block_on(writer.run_direct(jobs, options, stopped)));
+            if let Err(e) = started {
+                tracing::error!(error = %e, "the ledger's writer thread cannot start");
+            }
+        } else {
+            tokio::spawn(writer.run(jobs));
+        }
         Engine { inner, queue }
     }
 
@@ -822,7 +1068,7 @@ pub(crate) fn announce_turn(adapter: &Arc<dyn Adapter>, t: TurnChange) {
 /// `elapsed`, never past `wall`; stored again in the same transaction. A wall clock that jumped ahead at a
 /// restart is thus followed only as fast as the server runs, and one set back is followed at once.
 async fn paced_now(
-    tx: &mut WriteTx,
+    tx: &mut WriteTx<'_>,
     wall: i64,
     elapsed: std::time::Duration,
 ) -> Result<i64, LedgerError> {
@@ -849,7 +1095,7 @@ async fn paced_now(
 }
 
 /// Sets the stored purge clock to `at_ms` (ms since the Unix epoch).
-async fn store_purge_clock(tx: &mut WriteTx, at_ms: i64) -> Result<(), LedgerError> {
+async fn store_purge_clock(tx: &mut WriteTx<'_>, at_ms: i64) -> Result<(), LedgerError> {
     on_tx!(&mut *tx, |c, d| sqlx::query(
         "INSERT INTO purge_clock (id, at_ms) VALUES (1, $1) \
          ON CONFLICT (id) DO UPDATE SET at_ms = excluded.at_ms"

@@ -180,7 +180,12 @@ impl From<sqlx::Error> for LedgerError {
             return LedgerError::Unavailable;
         }
         if let sqlx::Error::Database(db) = &e {
-            if db.try_downcast_ref::<sqlx::sqlite::SqliteError>().is_some() {
+            // sqlx's own SQLite errors, and those of the group commit's direct path (crate::direct).
+            if db.try_downcast_ref::<sqlx::sqlite::SqliteError>().is_some()
+                || db
+                    .try_downcast_ref::<crate::direct::SqliteFailure>()
+                    .is_some()
+            {
                 let primary = db
                     .code()
                     .and_then(|c| c.parse::<i64>().ok())

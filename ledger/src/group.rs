@@ -2,8 +2,8 @@
 //! statements, decide each command in order against that state in memory (each decision sees the ones
 //! before it), then write the final state of everything that changed in a few set-based statements.
 //!
-//! Why: every statement is a round trip to the SQLite driver's worker thread, and those round trips, not
-//! SQLite's work, were most of a write's cost. A group costs about ten statements whatever its size.
+//! Why: a group costs about ten statements whatever its size (on SQLite run on the writer's own thread,
+//! crate::direct; on Postgres each a round trip to the server).
 //! Lists go to SQLite as one JSON text parameter each, read with `json_each`.
 
 use std::collections::{HashMap, HashSet};
@@ -121,7 +121,7 @@ fn key_of(k: &EntryKey) -> Key {
 impl Group {
     /// Loads the sessions, entries and turns `commands` name (three statements).
     pub(crate) async fn load(
-        tx: &mut WriteTx,
+        tx: &mut WriteTx<'_>,
         commands: &[&Command],
         now: i64,
         live_since: i64,
@@ -148,13 +148,19 @@ impl Group {
         entry_keys.dedup();
 
         let mut sessions = HashMap::with_capacity(session_keys.len());
-        let rows: Vec<(String, i64)> = on_tx!(&mut *tx, |c, d| sqlx::query_as(&format!(
+        let dialect = tx.dialect();
+        let sql = format!(
             "SELECT session_key, last_write_at FROM sessions WHERE {}",
-            d.text_in("session_key", 1)
-        ))
-        .bind(json!(session_keys).to_string())
-        .fetch_all(c)
-        .await?);
+            dialect.text_in("session_key", 1)
+        );
+        let list = json!(session_keys).to_string();
+        let rows: Vec<(String, i64)> = match &mut *tx {
+            WriteTx::Direct(c) => c.rows(&sql, &[&list], |r| Ok((r.get(0)?, r.get(1)?)))?,
+            tx => on_tx!(tx, |c, d| sqlx::query_as(&sql)
+                .bind(&list)
+                .fetch_all(c)
+                .await?),
+        };
         for (session_key, last_write) in rows {
             let state = if last_write < live_since {
                 SessionState::Expired
@@ -171,13 +177,18 @@ impl Group {
             );
         }
 
-        let found: Vec<EntryRow> = on_tx!(&mut *tx, |c, d| sqlx::query_as(&format!(
+        let sql = format!(
             "SELECT {ENTRY_COLUMNS} FROM entries WHERE (session_key, mutation_id) IN ({})",
-            d.pair_list(1)
-        ))
-        .bind(json!(entry_keys).to_string())
-        .fetch_all(c)
-        .await?);
+            dialect.pair_list(1)
+        );
+        let list = json!(entry_keys).to_string();
+        let found: Vec<EntryRow> = match &mut *tx {
+            WriteTx::Direct(c) => c.rows(&sql, &[&list], EntryRow::from_direct)?,
+            tx => on_tx!(tx, |c, d| sqlx::query_as(&sql)
+                .bind(&list)
+                .fetch_all(c)
+                .await?),
+        };
         let mut turn_keys: Vec<[&str; 2]> = Vec::new();
         for c in commands {
             if let Action::Approve {
@@ -196,20 +207,26 @@ impl Group {
         if !turn_keys.is_empty() {
             // Postgres: the turns' row locks are held until the group commits; the revisions it takes
             // are read under them (docs/ledger.md "Backends").
-            let rows: Vec<(String, String, i64)> =
-                on_tx!(&mut *tx, |c, d| sqlx::query_as(&format!(
-                    "SELECT session_key, logical_turn_id, latest_revision FROM turns \
+            let sql = format!(
+                "SELECT session_key, logical_turn_id, latest_revision FROM turns \
                  WHERE (session_key, logical_turn_id) IN ({}){}",
-                    d.pair_list(1),
-                    if d == Dialect::Postgres {
-                        " FOR UPDATE"
-                    } else {
-                        ""
-                    }
-                ))
-                .bind(json!(turn_keys).to_string())
-                .fetch_all(c)
-                .await?);
+                dialect.pair_list(1),
+                if dialect == Dialect::Postgres {
+                    " FOR UPDATE"
+                } else {
+                    ""
+                }
+            );
+            let list = json!(turn_keys).to_string();
+            let rows: Vec<(String, String, i64)> = match &mut *tx {
+                WriteTx::Direct(c) => {
+                    c.rows(&sql, &[&list], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))?
+                }
+                tx => on_tx!(tx, |c, d| sqlx::query_as(&sql)
+                    .bind(&list)
+                    .fetch_all(c)
+                    .await?),
+            };
             for (session_key, turn, latest) in rows {
                 turns.insert(
                     (session_key, turn),
@@ -256,7 +273,7 @@ impl Group {
     /// with its history row (none for a rejection or a change of nothing).
     pub(crate) async fn apply(
         &mut self,
-        tx: &mut WriteTx,
+        tx: &mut WriteTx<'_>,
         command: &Command,
         actor: &Actor,
     ) -> Result<Done, LedgerError> {
@@ -673,7 +690,7 @@ impl Group {
     /// [`Self::claim_of`] the entry `key` of this group (`MutationNotFound` when it holds none).
     async fn entry_claim(
         &mut self,
-        tx: &mut WriteTx,
+        tx: &mut WriteTx<'_>,
         key: &Key,
     ) -> Result<Option<ClaimHeld>, LedgerError> {
         let seq = self
@@ -690,7 +707,7 @@ impl Group {
     /// `history_by_entry`), then what this group's claims and releases made of it.
     async fn claim_of(
         &mut self,
-        tx: &mut WriteTx,
+        tx: &mut WriteTx<'_>,
         key: &Key,
         seq: i64,
     ) -> Result<Option<ClaimHeld>, LedgerError> {
@@ -700,13 +717,17 @@ impl Group {
         let held = if seq == 0 {
             None
         } else {
-            let last: Option<(String, String, i64)> = on_tx!(tx, |c, d| sqlx::query_as(
-                "SELECT kind, actor, at FROM history WHERE entry_seq = $1 \
-                 AND kind IN ('claim', 'release') ORDER BY id DESC LIMIT 1"
-            )
-            .bind(seq)
-            .fetch_optional(c)
-            .await?);
+            const SQL: &str = "SELECT kind, actor, at FROM history WHERE entry_seq = $1 \
+                 AND kind IN ('claim', 'release') ORDER BY id DESC LIMIT 1";
+            let last: Option<(String, String, i64)> = match tx {
+                WriteTx::Direct(c) => c
+                    .rows(SQL, &[&seq], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))?
+                    .pop(),
+                tx => on_tx!(tx, |c, d| sqlx::query_as(SQL)
+                    .bind(seq)
+                    .fetch_optional(c)
+                    .await?),
+            };
             last.filter(|(kind, _, _)| kind == "claim")
                 .map(|(_, actor, at)| ClaimHeld { actor, at })
         };
@@ -716,7 +737,7 @@ impl Group {
 
     async fn attempt_used(
         &self,
-        tx: &mut WriteTx,
+        tx: &mut WriteTx<'_>,
         key: &Key,
         seq: i64,
         attempt_id: &str,
@@ -730,28 +751,31 @@ impl Group {
         if seq == 0 {
             return Ok(false);
         }
-        let used: Option<i32> = on_tx!(tx, |c, d| sqlx::query_scalar(
-            "SELECT 1 FROM attempts WHERE entry_seq = $1 AND attempt_id = $2"
-        )
-        .bind(seq)
-        .bind(attempt_id)
-        .fetch_optional(c)
-        .await?);
+        const SQL: &str = "SELECT 1 FROM attempts WHERE entry_seq = $1 AND attempt_id = $2";
+        let used: Option<i32> = match tx {
+            WriteTx::Direct(c) => c.rows(SQL, &[&seq, &attempt_id], |r| r.get(0))?.pop(),
+            tx => on_tx!(tx, |c, d| sqlx::query_scalar(SQL)
+                .bind(seq)
+                .bind(attempt_id)
+                .fetch_optional(c)
+                .await?),
+        };
         Ok(used.is_some())
     }
 
-    /// Writes the final state of everything the group changed in ONE round trip: one multi-statement
-    /// query (parents before children: sessions, turns, entries, then attempts, evidence and history
-    /// rows) holding only the statements that have rows to write. Each statement reads its own list
-    /// from its own JSON parameter (`json_each(?)`, rows as positional arrays), so SQLite parses each
-    /// list once; the parameters are anonymous and bound in the order they appear in the query (the
-    /// driver binds the anonymous parameters of a multi-statement query in sequence across its
-    /// statements).
+    /// Writes the final state of everything the group changed: the statements that have rows to write,
+    /// in order (parents before children: sessions, turns, entries, then attempts, evidence and history
+    /// rows). Each statement reads its own list from its own JSON parameter (`json_each(?)`, rows as
+    /// positional arrays), so SQLite parses each list once; the parameters are anonymous and bound in
+    /// the order they appear. On the group commit's SQLite transaction ([`WriteTx::Direct`]) the
+    /// statements run one after the other on the writer's thread; on a sqlx SQLite transaction as ONE
+    /// multi-statement query (the driver binds the anonymous parameters of a multi-statement query in
+    /// sequence across its statements); on Postgres one query each.
     /// On Postgres, the turns' notifications ([`Group::notes`]) are sent on `channel` in the same
     /// transaction, so they are delivered at its commit, in commit order.
     pub(crate) async fn write(
         self,
-        tx: &mut WriteTx,
+        tx: &mut WriteTx<'_>,
         channel: Option<&str>,
     ) -> Result<(), LedgerError> {
         // Only where there is a channel to send them on (Postgres).
@@ -763,7 +787,7 @@ impl Group {
                 .collect(),
             None => Vec::new(),
         };
-        let mut w = GroupWrite::new(tx.dialect());
+        let mut w = GroupWrite::new();
         // Retention counts from a session's last write: once per session per group.
         let mut new_sessions: Vec<&str> = Vec::new();
         let mut touched: Vec<&str> = Vec::new();
@@ -831,17 +855,45 @@ impl Group {
         w.push(&RECONCILIATIONS, &reconciliations)?;
         w.push(&HISTORY, &self.history)?;
         let now = self.now;
-        for (sql, binds) in w.statements {
-            on_tx!(&mut *tx, |c, d| {
+        match &mut *tx {
+            // On the writer's thread: each statement in turn, no hand-off between them.
+            WriteTx::Direct(c) => {
+                for (statement, binds) in &w.statements {
+                    let params: Vec<&dyn rusqlite::types::ToSql> = binds
+                        .iter()
+                        .map(|b| match b {
+                            Bind::Now => &now as &dyn rusqlite::types::ToSql,
+                            Bind::List(list) => list,
+                        })
+                        .collect();
+                    c.execute(statement.sql, &params)?;
+                }
+            }
+            // sqlx's SQLite driver: ONE multi-statement query (one round trip to its worker thread).
+            WriteTx::Sqlite(t) => {
+                let sql: String = w.statements.iter().map(|(st, _)| st.sql).collect();
                 let mut query = sqlx::query(&sql);
-                for bind in binds {
+                for bind in w.statements.into_iter().flat_map(|(_, binds)| binds) {
                     query = match bind {
                         Bind::Now => query.bind(now),
                         Bind::List(list) => query.bind(list),
                     };
                 }
-                query.execute(c).await?;
-            });
+                query.execute(&mut **t).await?;
+            }
+            // Postgres takes one statement per prepared query: one query each, in order.
+            WriteTx::Postgres(t) => {
+                for (statement, binds) in w.statements {
+                    let mut query = sqlx::query(statement.pg);
+                    for bind in binds {
+                        query = match bind {
+                            Bind::Now => query.bind(now),
+                            Bind::List(list) => query.bind(list),
+                        };
+                    }
+                    query.execute(&mut **t).await?;
+                }
+            }
         }
         tx.notify(channel, payloads).await
     }
@@ -882,24 +934,28 @@ enum Param {
     List,
 }
 
-/// The group's write as it is assembled: the statements that have rows, and their parameters. SQLite
-/// gets them as ONE multi-statement query (one round trip to its worker thread); Postgres, which takes
-/// one statement per prepared query, one query each (in the same order, in the same transaction).
+/// The group's write as it is assembled: the statements that have rows, in order, and their parameters.
+/// The group commit's SQLite transaction runs them one after the other on the writer's thread
+/// (crate::direct); sqlx's SQLite driver would get them as ONE multi-statement query (one round trip to
+/// its worker thread); Postgres, which takes one statement per prepared query, one query each (in the
+/// same order, in the same transaction).
 struct GroupWrite {
-    dialect: Dialect,
-    statements: Vec<(String, Vec<Bind>)>,
+    statements: Vec<(&'static Statement, Vec<Bind>)>,
 }
 
 impl GroupWrite {
-    fn new(dialect: Dialect) -> Self {
+    fn new() -> Self {
         GroupWrite {
-            dialect,
             statements: Vec::new(),
         }
     }
 
     /// Adds `statement` with `rows` as its list, unless there are none.
-    fn push<T: Serialize>(&mut self, statement: &Statement, rows: &[T]) -> Result<(), LedgerError> {
+    fn push<T: Serialize>(
+        &mut self,
+        statement: &'static Statement,
+        rows: &[T],
+    ) -> Result<(), LedgerError> {
         if rows.is_empty() {
             return Ok(());
         }
@@ -909,24 +965,15 @@ impl GroupWrite {
             )))
         })?;
         let mut list = Some(list);
-        let binds = statement.binds.iter().map(|param| match param {
-            Param::Now => Bind::Now,
-            Param::List => Bind::List(list.take().unwrap_or_default()),
-        });
-        match self.dialect {
-            Dialect::Sqlite => {
-                if self.statements.is_empty() {
-                    self.statements.push((String::new(), Vec::new()));
-                }
-                if let Some((sql, all)) = self.statements.last_mut() {
-                    sql.push_str(statement.sql);
-                    all.extend(binds);
-                }
-            }
-            Dialect::Postgres => self
-                .statements
-                .push((statement.pg.to_owned(), binds.collect())),
-        }
+        let binds = statement
+            .binds
+            .iter()
+            .map(|param| match param {
+                Param::Now => Bind::Now,
+                Param::List => Bind::List(list.take().unwrap_or_default()),
+            })
+            .collect();
+        self.statements.push((statement, binds));
         Ok(())
     }
 }

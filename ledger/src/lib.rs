@@ -23,6 +23,8 @@ mod chunks;
 #[cfg(feature = "store")]
 pub mod credential;
 #[cfg(feature = "store")]
+mod direct;
+#[cfg(feature = "store")]
 pub mod engine;
 #[cfg(feature = "store")]
 pub mod gauges;

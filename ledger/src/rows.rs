@@ -109,6 +109,49 @@ pub(crate) const ENTRY_COLUMNS: &str =
      recorded_at, settled_at, commissioned_after";
 
 impl EntryRow {
+    /// The row [`ENTRY_COLUMNS`] selects, in that order, read on the group commit's direct path
+    /// (crate::direct); `status` and `reason` decoded from their spellings as sqlx decodes them (any other
+    /// text is an error).
+    pub(crate) fn from_direct(r: &rusqlite::Row<'_>) -> rusqlite::Result<EntryRow> {
+        fn spelled<T>(
+            r: &rusqlite::Row<'_>,
+            i: usize,
+            parse: fn(&str) -> Option<T>,
+        ) -> rusqlite::Result<Option<T>> {
+            let Some(text) = r.get::<_, Option<String>>(i)? else {
+                return Ok(None);
+            };
+            parse(&text).map(Some).ok_or_else(|| {
+                rusqlite::Error::FromSqlConversionFailure(
+                    i,
+                    rusqlite::types::Type::Text,
+                    format!("invalid value {text:?} in column {i} of entries").into(),
+                )
+            })
+        }
+        Ok(EntryRow {
+            seq: r.get(0)?,
+            session_key: r.get(1)?,
+            logical_turn_id: r.get(2)?,
+            mutation_id: r.get(3)?,
+            tool: r.get(4)?,
+            status: spelled(r, 5, LedgerStatus::parse)?.ok_or(
+                rusqlite::Error::InvalidColumnType(5, "status".into(), rusqlite::types::Type::Null),
+            )?,
+            intent_recorded: r.get(6)?,
+            attempt_id: r.get(7)?,
+            reason: spelled(r, 8, Reason::parse)?,
+            meta_attached: r.get(9)?,
+            meta_id: r.get(10)?,
+            meta_url: r.get(11)?,
+            meta_title: r.get(12)?,
+            revision: r.get(13)?,
+            recorded_at: r.get(14)?,
+            settled_at: r.get(15)?,
+            commissioned_after: r.get(16)?,
+        })
+    }
+
     pub(crate) fn ledger_status(&self) -> LedgerStatus {
         self.status
     }
@@ -181,7 +224,7 @@ pub(crate) struct Loaded {
 /// Loads the session and the entry `(session_key, mutation_id)` (a legacy import's write). `live_since`
 /// is the earliest last write of a live session.
 pub(crate) async fn load_for_write(
-    tx: &mut WriteTx,
+    tx: &mut WriteTx<'_>,
     session_key: &str,
     mutation_id: &str,
     live_since: i64,
@@ -217,7 +260,7 @@ pub(crate) async fn load_for_write(
 /// `Ok` when the session is stored and was written to at or after `live_since`;
 /// [`LedgerError::SessionNotFound`] / [`LedgerError::SessionExpired`] otherwise.
 pub(crate) async fn check_session_live(
-    tx: &mut WriteTx,
+    tx: &mut WriteTx<'_>,
     session_key: &SessionKey,
     live_since: i64,
 ) -> Result<(), LedgerError> {

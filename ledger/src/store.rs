@@ -190,30 +190,44 @@ macro_rules! on_tx {
                 let $c: &mut sqlx::PgConnection = &mut **t;
                 $body
             }
+            // The group commit runs its statements on the direct path itself (crate::group); no sqlx
+            // statement runs there.
+            $crate::store::WriteTx::Direct(_) => return Err($crate::store::not_direct()),
         }
     };
 }
 
 pub(crate) use {on_pool, on_read, on_tx, on_write};
 
-/// A write transaction on either backend.
-pub(crate) enum WriteTx {
+/// A write transaction on either backend: sqlx's (SQLite or Postgres), or on SQLite the group commit's
+/// transaction on the write connection's handle, run on the writer's thread ([`crate::direct`]).
+pub(crate) enum WriteTx<'c> {
     Sqlite(sqlx::Transaction<'static, sqlx::Sqlite>),
     Postgres(sqlx::Transaction<'static, sqlx::Postgres>),
+    Direct(crate::direct::Direct<'c>),
 }
 
-impl WriteTx {
+/// What a sqlx statement ([`on_tx!`]) answers on a [`WriteTx::Direct`]: a fault of this code, a store
+/// failure of that write alone (HTTP 500), never a panic.
+pub(crate) fn not_direct() -> LedgerError {
+    LedgerError::Store(sqlx::Error::Protocol(
+        "a sqlx statement was run on the group commit's direct transaction".into(),
+    ))
+}
+
+impl WriteTx<'_> {
     pub(crate) async fn commit(self) -> Result<(), LedgerError> {
         match self {
             WriteTx::Sqlite(t) => t.commit().await?,
             WriteTx::Postgres(t) => t.commit().await?,
+            WriteTx::Direct(t) => t.commit()?,
         }
         Ok(())
     }
 
     pub(crate) fn dialect(&self) -> Dialect {
         match self {
-            WriteTx::Sqlite(_) => Dialect::Sqlite,
+            WriteTx::Sqlite(_) | WriteTx::Direct(_) => Dialect::Sqlite,
             WriteTx::Postgres(_) => Dialect::Postgres,
         }
     }
@@ -296,6 +310,9 @@ pub(crate) struct Inner {
     pub(crate) write_wait: Duration,
     /// Whether writes currently fail for lack of storage (crate::health).
     pub(crate) storage: crate::health::StorageHealth,
+    /// SQLite: asks the group-commit writer thread to close its connection ([`Inner::close`]); set when
+    /// the writer starts.
+    pub(crate) writer_stop: std::sync::Mutex<Option<crate::engine::StopWriter>>,
 }
 
 /// What a `database` argument names (docs/ledger.md "Backends").
@@ -431,6 +448,7 @@ impl Inner {
             ttl_ms: i64::try_from(options.session_ttl.as_millis()).unwrap_or(i64::MAX),
             write_wait: options.write_wait,
             storage,
+            writer_stop: std::sync::Mutex::new(None),
         })
     }
 
@@ -485,7 +503,7 @@ impl Inner {
     /// to the write connection's busy timeout (`write_wait`) for another process to let go. Postgres:
     /// READ COMMITTED with `lock_timeout` set to `write_wait`, so waiting for another instance's lock
     /// ends in [`LedgerError::Busy`], and joins planned as index lookups; see [`WriteTx::lock_sessions`].
-    pub(crate) async fn begin_write(&self) -> Result<WriteTx, LedgerError> {
+    pub(crate) async fn begin_write(&self) -> Result<WriteTx<'static>, LedgerError> {
         match &self.db {
             Db::Sqlite { write, .. } => {
                 Ok(WriteTx::Sqlite(write.begin_with("BEGIN IMMEDIATE").await?))
@@ -525,6 +543,7 @@ impl Inner {
         match &self.db {
             Db::Sqlite { write, read } => {
                 read.close().await;
+                self.stop_writer().await;
                 // Another process on the file (a running server, while `outcomes staff` closes) is
                 // waited for briefly only: its last connection checkpoints the WAL when it closes.
                 let _ = sqlx::query("PRAGMA busy_timeout = 200")
@@ -553,6 +572,19 @@ impl Inner {
                 pool.close().await;
                 Ok(())
             }
+        }
+    }
+
+    /// SQLite: asks the group-commit writer thread to close its connection, and waits until it has
+    /// (it finishes the group it runs first, which is bounded by the write wait). Later writes are
+    /// answered [`LedgerError::Unavailable`]. Nothing when the writer is gone or was asked already.
+    async fn stop_writer(&self) {
+        let Some(stop) = self.writer_stop.lock().ok().and_then(|mut s| s.take()) else {
+            return;
+        };
+        let (ack, acked) = tokio::sync::oneshot::channel();
+        if stop.send(ack).is_ok() {
+            let _ = acked.await;
         }
     }
 

@@ -340,9 +340,16 @@ pub struct WriteFigures {
     pub errors: Errors,
     /// Failed operations while preparing (untimed).
     pub prepare_errors: Errors,
+    /// Seconds from sending each timed request to its whole answer (answered 2xx only).
+    pub latencies: Vec<f64>,
 }
 
 impl WriteFigures {
+    /// The median of [`WriteFigures::latencies`], seconds; NaN when there is none.
+    pub fn p50_secs(&self) -> f64 {
+        crate::sqlite::median_secs(&self.latencies)
+    }
+
     /// Settles per second.
     pub fn rate(&self) -> f64 {
         per(self.settles as f64, self.secs)
@@ -553,10 +560,11 @@ pub async fn write_phase_over(
             .collect();
         for task in tasks {
             match task.await {
-                Ok((settles, requests, errors)) => {
+                Ok((settles, requests, errors, latencies)) => {
                     figures.settles += settles;
                     figures.requests += requests;
                     figures.errors.merge(errors);
+                    figures.latencies.extend(latencies);
                 }
                 Err(e) => figures.errors.add(format!("writer task failed: {e}")),
             }
@@ -620,9 +628,10 @@ impl Work {
     }
 
     /// Sends the requests in order until they run out or the deadline. Answers (settles answered 2xx,
-    /// requests, failures).
-    async fn run(self, http: &Http, deadline: Instant) -> (u64, u64, Errors) {
+    /// requests, failures, the seconds each request answered 2xx took).
+    async fn run(self, http: &Http, deadline: Instant) -> (u64, u64, Errors, Vec<f64>) {
         let (mut settles, mut requests, mut errors) = (0, 0, Errors::default());
+        let mut latencies = Vec::new();
         match self {
             Work::Single(urls) => {
                 let body = Bytes::from_static(SETTLE_BODY.as_bytes());
@@ -631,8 +640,12 @@ impl Work {
                         break;
                     }
                     requests += 1;
+                    let sent = Instant::now();
                     match http.post(&url, body.clone()).await {
-                        Ok(_) => settles += 1,
+                        Ok(_) => {
+                            settles += 1;
+                            latencies.push(sent.elapsed().as_secs_f64());
+                        }
                         Err(kind) => errors.add(kind),
                     }
                 }
@@ -647,7 +660,7 @@ impl Work {
                 }
             }
         }
-        (settles, requests, errors)
+        (settles, requests, errors, latencies)
     }
 }
 

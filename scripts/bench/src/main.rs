@@ -5,7 +5,8 @@
 //! 1. settles per second with 1, 8 and 64 concurrent single-operation writers and with batches of 100, on
 //!    disk and on tmpfs, each ÷ SQLite's own one-commit rate on the same filesystem measured just before
 //!    and after the phase (WAL, `synchronous=FULL`, one single-row `INSERT` per transaction); 64 writers
-//!    on disk ÷ on tmpfs;
+//!    on disk ÷ on tmpfs; with 1 writer, the median time of one settle (request sent to answer read) ÷
+//!    the median time of one such SQLite commit in the same probes (issue 27);
 //! 2. server CPU per settle (utime + stime from `/proc/<pid>/stat` around each timed phase);
 //! 3. the history of a 10,000-outcome session ÷ serde_json serialising the same body in memory;
 //! 4. a replay of the last 100 revisions of a 10,000-outcome turn ÷ its full replay;
@@ -933,10 +934,10 @@ fn sqlite_rows(rows: &mut Vec<Row>, m: &Measured, settings: &Settings) {
     for (s, shape) in SHAPES.iter().enumerate() {
         for (fs, fs_name) in FILESYSTEMS.iter().enumerate() {
             let name = format!("settles/s, {fs_name}, {}", shape.label());
-            let target = if fs == 0 && matches!(shape, Shape::Single { writers: 64 }) {
-                Target::AtLeast(1.0)
-            } else {
-                Target::None
+            let target = match (fs, shape) {
+                (0, Shape::Single { writers: 64 }) => Target::AtLeast(1.0),
+                (0, Shape::Single { writers: 1 }) => Target::AtLeast(0.5),
+                _ => Target::None,
             };
             match (write(fs, s), sqlite(fs, s)) {
                 (Ok(f), Ok(c)) => rows.push(Row {
@@ -949,6 +950,29 @@ fn sqlite_rows(rows: &mut Vec<Row>, m: &Measured, settings: &Settings) {
                 }),
                 (Err(e), _) | (_, Err(e)) => rows.push(Row::missing(&name, target, &e)),
             }
+        }
+    }
+    // One writer: what a single agent waits for each settle, against what one commit of SQLite takes.
+    for (fs, fs_name) in FILESYSTEMS.iter().enumerate() {
+        let name = format!("p50 latency of one settle, {fs_name}, 1 writer");
+        let target = if fs == 0 {
+            Target::AtMost(2.0)
+        } else {
+            Target::None
+        };
+        match (write(fs, 0), sqlite(fs, 0)) {
+            (Ok(f), Ok(c)) => rows.push(Row {
+                name,
+                value: format!("{:.3} ms", f.p50_secs() * 1e3),
+                limit: format!(
+                    "SQLite {fs_name} one commit p50 {:.3} ms",
+                    c.p50_secs() * 1e3
+                ),
+                ratio: per(f.p50_secs(), c.p50_secs()),
+                target,
+                failed: f.errors.count + f.prepare_errors.count > 0,
+            }),
+            (Err(e), _) | (_, Err(e)) => rows.push(Row::missing(&name, target, &e)),
         }
     }
     let name = "settles/s, disk ÷ tmpfs, 64 writers";
@@ -970,6 +994,7 @@ fn sqlite_rows(rows: &mut Vec<Row>, m: &Measured, settings: &Settings) {
     for (s, shape) in SHAPES.iter().enumerate() {
         let limit_us = match shape {
             Shape::Single { writers: 64 } => Some(100.0),
+            Shape::Single { writers: 1 } => Some(150.0),
             Shape::Batch { .. } => Some(30.0),
             Shape::Single { .. } => None,
         };

@@ -111,7 +111,11 @@ async fn measure(url: &str, connections: usize, secs: f64) -> Result<CommitRate,
     setup.close().await?;
     match failure {
         Some(e) => Err(e),
-        None => Ok(CommitRate { commits, secs }),
+        None => Ok(CommitRate {
+            commits,
+            secs,
+            latencies: Vec::new(),
+        }),
     }
 }
 

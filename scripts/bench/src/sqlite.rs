@@ -14,6 +14,8 @@ pub struct CommitRate {
     pub commits: u64,
     /// Timed seconds.
     pub secs: f64,
+    /// Seconds each timed commit took (`BEGIN` to `COMMIT` returned); empty where not measured.
+    pub latencies: Vec<f64>,
 }
 
 impl CommitRate {
@@ -22,7 +24,13 @@ impl CommitRate {
         CommitRate {
             commits: self.commits + other.commits,
             secs: self.secs + other.secs,
+            latencies: [self.latencies.as_slice(), other.latencies.as_slice()].concat(),
         }
+    }
+
+    /// The median commit latency, seconds; NaN when not measured.
+    pub fn p50_secs(&self) -> f64 {
+        median_secs(&self.latencies)
     }
 
     /// Commits per second.
@@ -66,13 +74,20 @@ async fn measure(path: &Path, secs: f64) -> Result<CommitRate, sqlx::Error> {
     let started = Instant::now();
     let deadline = started + Duration::from_secs_f64(secs);
     let mut commits = 0;
+    let mut latencies = Vec::new();
     while Instant::now() < deadline {
+        let sent = Instant::now();
         sqlx::raw_sql(&script).execute(&mut conn).await?;
+        latencies.push(sent.elapsed().as_secs_f64());
         commits += 1;
     }
     let secs = started.elapsed().as_secs_f64();
     conn.close().await?;
-    Ok(CommitRate { commits, secs })
+    Ok(CommitRate {
+        commits,
+        secs,
+        latencies,
+    })
 }
 
 fn remove(path: &Path) {
@@ -81,4 +96,14 @@ fn remove(path: &Path) {
         p.push(suffix);
         let _ = std::fs::remove_file(p);
     }
+}
+
+/// The median of `samples` (seconds); NaN when there is none.
+pub fn median_secs(samples: &[f64]) -> f64 {
+    if samples.is_empty() {
+        return f64::NAN;
+    }
+    let mut sorted = samples.to_vec();
+    sorted.sort_by(f64::total_cmp);
+    sorted[sorted.len() / 2]
 }

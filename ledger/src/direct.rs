@@ -1,0 +1,181 @@
+//! The group commit's SQLite transaction, run on the writer's own thread through the write connection's
+//! handle (docs/ledger.md "Writing"): sqlx's SQLite driver sends every statement to the connection's
+//! worker thread and waits for its answer, two thread switches per statement; here the writer locks the
+//! writer thread opens a connection of its own through sqlx (the write pool's options: file, pragmas,
+//! busy timeout), locks its handle out of that worker for the connection's whole life
+//! ([`sqlx::sqlite::SqliteConnection::lock_handle`], crate::engine's `Writer::run_direct`) and runs
+//! `BEGIN IMMEDIATE`, the loads, the writes and `COMMIT` itself, through `rusqlite` on that handle
+//! (`rusqlite` 0.32 links the `libsqlite3-sys` 0.30 that sqlx links: one SQLite library).
+//!
+//! Statements are prepared once per connection and kept (`rusqlite`'s statement cache), finalized when
+//! the writer lets the handle go, before the connection closes. A failure is answered as the same
+//! [`LedgerError`] kind sqlx's would be (through [`SqliteFailure`]): `SQLITE_BUSY`/`SQLITE_LOCKED`
+//! `Busy`, `SQLITE_FULL` `StorageFull`, `SQLITE_READONLY`/`SQLITE_IOERR` `StorageUnavailable`.
+
+use std::borrow::Cow;
+
+use rusqlite::types::ToSql;
+
+use crate::error::LedgerError;
+
+/// A write transaction (`BEGIN IMMEDIATE`) on the locked write connection. Dropped without
+/// [`Direct::commit`], it is rolled back. Holds `&mut` of the connection, so a future holding it stays
+/// `Send`.
+pub(crate) struct Direct<'c> {
+    db: &'c mut rusqlite::Connection,
+}
+
+impl<'c> Direct<'c> {
+    /// Opens the transaction: `BEGIN IMMEDIATE`, which waits for SQLite's write lock at most the
+    /// connection's busy timeout (the write wait; `Busy` past it, docs/ledger.md "Contention").
+    pub(crate) fn begin(db: &'c mut rusqlite::Connection) -> Result<Direct<'c>, LedgerError> {
+        let mut direct = Direct { db };
+        direct.execute("BEGIN IMMEDIATE", &[])?;
+        Ok(direct)
+    }
+
+    /// Runs the query `sql` with `params` and maps every row it answers with `map`. Parameters are bound
+    /// as sqlx binds them: `?` in order, `$N` or `?N` the N-th of `params` (1-based).
+    pub(crate) fn rows<T>(
+        &mut self,
+        sql: &str,
+        params: &[&dyn ToSql],
+        mut map: impl FnMut(&rusqlite::Row<'_>) -> rusqlite::Result<T>,
+    ) -> Result<Vec<T>, LedgerError> {
+        let mut statement = self.db.prepare_cached(sql).map_err(failure)?;
+        bind(&mut statement, params)?;
+        let mut rows = statement.raw_query();
+        let mut out = Vec::new();
+        while let Some(row) = rows.next().map_err(failure)? {
+            out.push(map(row).map_err(failure)?);
+        }
+        Ok(out)
+    }
+
+    /// Runs the statement `sql` with `params` (bound as [`Direct::rows`] binds them); answers the rows it
+    /// changed.
+    pub(crate) fn execute(
+        &mut self,
+        sql: &str,
+        params: &[&dyn ToSql],
+    ) -> Result<usize, LedgerError> {
+        let mut statement = self.db.prepare_cached(sql).map_err(failure)?;
+        bind(&mut statement, params)?;
+        statement.raw_execute().map_err(failure)
+    }
+
+    /// `COMMIT`: returns once the transaction is durable (`synchronous=FULL`, docs/ledger.md
+    /// "Durability"). On failure the transaction is rolled back (by SQLite itself on a full disk, else
+    /// when this is dropped).
+    pub(crate) fn commit(mut self) -> Result<(), LedgerError> {
+        self.execute("COMMIT", &[]).map(|_| ())
+    }
+}
+
+impl Drop for Direct<'_> {
+    fn drop(&mut self) {
+        // Committed, or rolled back by SQLite itself (`SQLITE_FULL`): nothing to do.
+        if !self.db.is_autocommit() {
+            if let Err(e) = self.db.execute_batch("ROLLBACK") {
+                tracing::warn!(error = %e, "rolling back a failed group commit failed");
+            }
+        }
+    }
+}
+
+/// Binds `params` to `statement` as sqlx's SQLite driver does: a parameter named `?N` or `$N` takes the
+/// N-th (1-based), any other the next in order. A parameter without a value is an error
+/// ([`LedgerError::Store`]).
+fn bind(statement: &mut rusqlite::Statement<'_>, params: &[&dyn ToSql]) -> Result<(), LedgerError> {
+    let mut next = 0;
+    for index in 1..=statement.parameter_count() {
+        let numbered = statement
+            .parameter_name(index)
+            .and_then(|name| name.strip_prefix(['$', '?']))
+            .and_then(|n| n.parse::<usize>().ok());
+        let at = match numbered {
+            Some(n) => n.checked_sub(1),
+            None => {
+                next += 1;
+                Some(next - 1)
+            }
+        };
+        let Some(value) = at.and_then(|i| params.get(i)) else {
+            return Err(LedgerError::Store(sqlx::Error::Protocol(format!(
+                "statement parameter {index} has no value ({} given)",
+                params.len()
+            ))));
+        };
+        statement
+            .raw_bind_parameter(index, value)
+            .map_err(failure)?;
+    }
+    Ok(())
+}
+
+/// A `rusqlite` error as the ledger answers it: an SQLite result code becomes a [`SqliteFailure`], so
+/// `From<sqlx::Error> for LedgerError` maps it exactly as it maps sqlx's own SQLite errors; anything else
+/// (a column of an unexpected type) is a store failure.
+pub(crate) fn failure(e: rusqlite::Error) -> LedgerError {
+    match e {
+        rusqlite::Error::SqliteFailure(code, message) => {
+            let message = message.unwrap_or_else(|| code.to_string());
+            LedgerError::from(sqlx::Error::Database(Box::new(SqliteFailure {
+                code: code.extended_code,
+                message,
+            })))
+        }
+        other => LedgerError::Store(sqlx::Error::Protocol(other.to_string())),
+    }
+}
+
+/// An SQLite error of the direct path: its extended result code and SQLite's message. Shown as sqlx
+/// shows its own (`(code: 13) database or disk is full`).
+#[derive(Debug)]
+pub struct SqliteFailure {
+    code: i32,
+    message: String,
+}
+
+impl std::fmt::Display for SqliteFailure {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "(code: {}) {}", self.code, self.message)
+    }
+}
+
+impl std::error::Error for SqliteFailure {}
+
+impl sqlx::error::DatabaseError for SqliteFailure {
+    fn message(&self) -> &str {
+        &self.message
+    }
+
+    /// The extended result code in decimal, as sqlx's `SqliteError` gives it.
+    fn code(&self) -> Option<Cow<'_, str>> {
+        Some(Cow::Owned(self.code.to_string()))
+    }
+
+    fn as_error(&self) -> &(dyn std::error::Error + Send + Sync + 'static) {
+        self
+    }
+
+    fn as_error_mut(&mut self) -> &mut (dyn std::error::Error + Send + Sync + 'static) {
+        self
+    }
+
+    fn into_error(self: Box<Self>) -> Box<dyn std::error::Error + Send + Sync + 'static> {
+        self
+    }
+
+    fn kind(&self) -> sqlx::error::ErrorKind {
+        use sqlx::error::ErrorKind;
+        match self.code {
+            // SQLITE_CONSTRAINT_UNIQUE, _PRIMARYKEY, _FOREIGNKEY, _NOTNULL, _CHECK.
+            2067 | 1555 => ErrorKind::UniqueViolation,
+            787 => ErrorKind::ForeignKeyViolation,
+            1299 => ErrorKind::NotNullViolation,
+            275 => ErrorKind::CheckViolation,
+            _ => ErrorKind::Other,
+        }
+    }
+}
