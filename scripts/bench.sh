@@ -29,6 +29,7 @@
 #   scripts/bench.sh --quick          every phase tiny (a smoke test, under 30 s after the builds)
 #   scripts/bench.sh --no-postgres    without the Postgres phase (also BENCH_POSTGRES=0)
 #   scripts/bench.sh --only-postgres  the Postgres phase alone
+#   scripts/bench.sh --only-reads     the history and replay figures alone (3 and 4), no Postgres
 #
 # Extra arguments (but --no-postgres) go to the load generator (scripts/bench/, `--help` lists them).
 # Environment:
@@ -49,6 +50,7 @@ postgres="${BENCH_POSTGRES:-1}"
 args=()
 for a in "$@"; do
   if [[ "$a" == --no-postgres ]]; then postgres=0; else args+=("$a"); fi
+  if [[ "$a" == --only-reads ]]; then postgres=0; fi
 done
 if [[ "$postgres" == 0 ]] && [[ " ${args[*]-} " == *" --only-postgres "* ]]; then
   echo "bench: --only-postgres with --no-postgres (or BENCH_POSTGRES=0) leaves nothing to run" >&2

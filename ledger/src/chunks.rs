@@ -2,11 +2,12 @@
 //! per statement, each chunk an index range that starts where the previous one ended (keyset), so a read
 //! costs what it returns and holds at most one chunk, whatever the session's size.
 //!
-//! A chunk comes back from SQLite as ONE text value, a JSON array with one small array per entry
-//! (`json_array` / `group_concat`), instead of one driver row per entry: sqlx's SQLite driver copies every
-//! column of every row and hands each row across a channel to the caller, and that, not SQLite, was most of
-//! a large read's cost. Each entry is then projected (the one projection, [`crate::projection`]) with its
-//! strings moved, not copied.
+//! SQLite: a chunk is read through a read connection's handle on a blocking thread (crate::direct's
+//! `read`), its rows stepped, projected (the one projection, [`crate::projection`]) and, for a history,
+//! serialised there, so the chunk crosses threads once, not once per row (sqlx's SQLite driver copies
+//! every column of every row and hands each row across a channel to the caller, and that, not SQLite, was
+//! most of a large read's cost). Postgres: a chunk comes back as ONE text value, a JSON array with one
+//! small array per entry (`json_agg`), and each entry is projected with its strings moved, not copied.
 
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -42,17 +43,20 @@ struct ChunkEntry(
     Option<String>,
 );
 
-/// The JSON array of one entry of alias `e`: its two keys `k1`, `k2`, then its revision and the fields
-/// the projection reads (flags as 0 or 1 on both backends).
-fn entry_json(d: Dialect, k1: &str, k2: &str) -> String {
+/// The select list of one entry of alias `e`, its two read keys `k1`, `k2` first. SQLite (read through
+/// the connection's handle, crate::direct): the keys, the entry's revision and the fields the projection
+/// reads, as columns ([`sqlite_projected`] reads them in this order). Postgres: the keys and `j`, the same
+/// fields as ONE JSON array (flags as 0 or 1), aggregated into one value per chunk by [`fetch_json`].
+fn entry_select(d: Dialect, k1: &str, k2: &str) -> String {
     match d {
         Dialect::Sqlite => format!(
-            "json_array({k1}, {k2}, e.revision, e.logical_turn_id, e.mutation_id, e.tool, e.status, \
-             e.intent_recorded, e.reason, e.meta_attached, e.meta_id, e.meta_url, e.meta_title)"
+            "{k1} AS k1, {k2} AS k2, e.revision, e.logical_turn_id, e.mutation_id, e.tool, e.status, \
+             e.intent_recorded, e.reason, e.meta_attached, e.meta_id, e.meta_url, e.meta_title"
         ),
         Dialect::Postgres => format!(
-            "json_build_array({k1}, {k2}, e.revision, e.logical_turn_id, e.mutation_id, e.tool, e.status, \
-             e.intent_recorded::int, e.reason, e.meta_attached::int, e.meta_id, e.meta_url, e.meta_title)"
+            "{k1} AS k1, {k2} AS k2, json_build_array({k1}, {k2}, e.revision, e.logical_turn_id, \
+             e.mutation_id, e.tool, e.status, e.intent_recorded::int, e.reason, e.meta_attached::int, \
+             e.meta_id, e.meta_url, e.meta_title) AS j"
         ),
     }
 }
@@ -67,34 +71,115 @@ pub(crate) struct Projected {
     pub outcome: Option<MutationOutcome>,
 }
 
-/// A chunk as the database returned it: how many entries, and their JSON.
+/// A chunk as Postgres returned it: how many entries, and their JSON.
 struct Raw {
     count: i64,
     json: String,
 }
 
-/// Runs `select` (a statement whose rows are `k1, k2, j` in the read's order, `j` the entry's JSON built
-/// by [`entry_json`], at most [`READ_CHUNK`] of them) with `binds` in order, as one value (SQLite:
-/// `group_concat`; Postgres: `json_agg`).
-async fn fetch(inner: &Inner, select: &str, binds: Vec<Bind>) -> Result<Raw, LedgerError> {
-    let (count, json): (i64, String) = on_read!(inner, |pool, d| {
-        let sql = match d {
-            Dialect::Sqlite => format!(
-                "SELECT count(*), coalesce('[' || group_concat(j, ',') || ']', '[]') FROM ({select})"
-            ),
-            Dialect::Postgres => format!(
-                "SELECT count(*), coalesce(json_agg(c.j)::text, '[]') FROM ({select}) AS c"
-            ),
-        };
-        let mut query = sqlx::query_as(&sql);
-        for b in binds {
-            query = match b {
-                Bind::Text(t) => query.bind(t),
-                Bind::Int(i) => query.bind(i),
-            };
+/// Reads one chunk: runs `select` (a statement whose select list is [`entry_select`]'s, in the read's
+/// order, at most [`READ_CHUNK`] rows) with `binds` in order, projects each entry, and answers what
+/// `then` makes of them. SQLite: on a read connection's handle on a blocking thread, `then` included
+/// (crate::direct's `read`: one hand-off for the chunk, none per row); Postgres: as ONE value
+/// (`json_agg`), parsed and projected here.
+async fn read_chunk<T: Send + 'static>(
+    inner: &Inner,
+    select: String,
+    binds: Vec<Bind>,
+    then: impl FnOnce(Vec<Projected>) -> Result<T, LedgerError> + Send + 'static,
+) -> Result<T, LedgerError> {
+    match &inner.db {
+        crate::store::Db::Sqlite { read, .. } => {
+            crate::direct::read(read, move |db| {
+                let params: Vec<&dyn rusqlite::types::ToSql> = binds
+                    .iter()
+                    .map(|b| match b {
+                        Bind::Text(t) => t as &dyn rusqlite::types::ToSql,
+                        Bind::Int(i) => i,
+                    })
+                    .collect();
+                then(crate::direct::query(
+                    db,
+                    &select,
+                    &params,
+                    sqlite_projected,
+                )?)
+            })
+            .await
         }
-        query.fetch_one(pool).await?
-    });
+        crate::store::Db::Postgres { pool, .. } => {
+            then(project_chunk(fetch_json(pool, &select, binds).await?)?)
+        }
+    }
+}
+
+/// One row of [`entry_select`]'s SQLite columns, projected.
+fn sqlite_projected(row: &rusqlite::Row<'_>) -> Result<Projected, LedgerError> {
+    let get = |i: usize| row.get_ref(i).map_err(crate::direct::failure);
+    let text = |i: usize| -> Result<String, LedgerError> {
+        Ok(get(i)?.as_str().map_err(|e| column(i, e))?.to_owned())
+    };
+    let optional = |i: usize| -> Result<Option<String>, LedgerError> {
+        Ok(get(i)?
+            .as_str_or_null()
+            .map_err(|e| column(i, e))?
+            .map(str::to_owned))
+    };
+    let status = get(6)?.as_str().map_err(|e| column(6, e))?;
+    let status = LedgerStatus::parse(status).ok_or_else(|| {
+        LedgerError::Store(sqlx::Error::Protocol(format!("a stored status {status:?}")))
+    })?;
+    let reason = match get(8)?.as_str_or_null().map_err(|e| column(8, e))? {
+        None => None,
+        Some(r) => Some(Reason::parse(r).ok_or_else(|| {
+            LedgerError::Store(sqlx::Error::Protocol(format!("a stored reason {r:?}")))
+        })?),
+    };
+    let int = |i: usize| get(i)?.as_i64().map_err(|e| column(i, e));
+    let metadata = if int(9)? != 0 {
+        Some(HostMetadata {
+            id: optional(10)?,
+            url: optional(11)?,
+            title: optional(12)?,
+        })
+    } else {
+        None
+    };
+    Ok(Projected {
+        keys: (int(0)?, int(1)?),
+        revision: get(2)?.as_i64_or_null().map_err(|e| column(2, e))?,
+        outcome: project_owned(LedgerEntry {
+            logical_turn_id: text(3)?,
+            mutation_id: text(4)?,
+            tool: text(5)?,
+            status,
+            intent_recorded: int(7)? != 0,
+            reason,
+            metadata,
+        }),
+    })
+}
+
+/// A column of an unexpected type (a store failure naming it).
+fn column(i: usize, e: rusqlite::types::FromSqlError) -> LedgerError {
+    LedgerError::Store(sqlx::Error::Protocol(format!("column {i} of a chunk: {e}")))
+}
+
+/// Postgres: runs `select` with `binds` in order as one value (`json_agg` of the `j` column).
+async fn fetch_json(
+    pool: &sqlx::PgPool,
+    select: &str,
+    binds: Vec<Bind>,
+) -> Result<Raw, LedgerError> {
+    let sql = format!("SELECT count(*), coalesce(json_agg(c.j)::text, '[]') FROM ({select}) AS c");
+    let mut query = sqlx::query_as(&sql);
+    for b in binds {
+        query = match b {
+            Bind::Text(t) => query.bind(t),
+            Bind::Int(i) => query.bind(i),
+        };
+    }
+    let (count, json): (i64, String) = query.fetch_one(pool).await?;
     Ok(Raw { count, json })
 }
 
@@ -149,12 +234,12 @@ enum Bind {
 /// sort. Binds: session key, turn_seq, seq, limit.
 fn history_select(d: Dialect) -> String {
     format!(
-        "SELECT t.turn_seq AS k1, e.seq AS k2, {} AS j \
+        "SELECT {} \
          FROM turns t JOIN entries e ON e.session_key = t.session_key \
          AND e.logical_turn_id = t.logical_turn_id \
          AND e.seq > CASE WHEN t.turn_seq = $2 THEN $3 ELSE 0 END \
          WHERE t.session_key = $1 AND t.turn_seq >= $2 ORDER BY t.turn_seq, e.seq LIMIT $4",
-        entry_json(d, "t.turn_seq", "e.seq")
+        entry_select(d, "t.turn_seq", "e.seq")
     )
 }
 
@@ -164,23 +249,23 @@ fn replay_select(d: Dialect, phase: Phase) -> Option<String> {
     Some(match phase {
         Phase::Done => return None,
         Phase::Legacy => format!(
-            "SELECT 0 AS k1, e.seq AS k2, {} AS j FROM entries e \
+            "SELECT {} FROM entries e \
              WHERE e.session_key = $1 AND e.logical_turn_id = $2 AND e.revision IS NULL \
              AND e.seq > $3 ORDER BY e.seq LIMIT $4",
-            entry_json(d, "0", "e.seq")
+            entry_select(d, "0", "e.seq")
         ),
         Phase::UnknownAtOrBelowCursor => format!(
-            "SELECT e.revision AS k1, e.seq AS k2, {} AS j \
+            "SELECT {} \
              FROM entries e WHERE e.session_key = $1 AND e.logical_turn_id = $2 \
              AND e.status IN ('outcome_unknown', 'execution_started') \
              AND e.revision > $3 AND e.revision <= $5 ORDER BY e.revision LIMIT $4",
-            entry_json(d, "e.revision", "e.seq")
+            entry_select(d, "e.revision", "e.seq")
         ),
         Phase::AfterCursor => format!(
-            "SELECT e.revision AS k1, e.seq AS k2, {} AS j \
+            "SELECT {} \
              FROM entries e WHERE e.session_key = $1 AND e.logical_turn_id = $2 \
              AND e.revision > $3 ORDER BY e.revision LIMIT $4",
-            entry_json(d, "e.revision", "e.seq")
+            entry_select(d, "e.revision", "e.seq")
         ),
     })
 }
@@ -197,6 +282,8 @@ pub struct HistoryChunks {
     /// (turn_seq, seq) of the last entry read.
     after: (i64, i64),
     done: bool,
+    /// Whether [`HistoryChunks::next_json`] answered a record yet (the next one is preceded by `,`).
+    sent_any: bool,
 }
 
 /// `Ok` when the session `session_key` created at `created_at` is still stored and not expired: checked
@@ -228,6 +315,7 @@ impl HistoryChunks {
             created_at,
             after: (0, 0),
             done: false,
+            sent_any: false,
         }
     }
 
@@ -235,6 +323,44 @@ impl HistoryChunks {
     /// `None` once the history is complete. The last chunk is answered only once the session is known to
     /// be still there ([`LedgerError::SessionNotFound`] / [`LedgerError::SessionExpired`] else).
     pub async fn next_chunk(&mut self) -> Result<Option<Vec<MutationOutcome>>, LedgerError> {
+        self.next_with(|outcomes| Ok(outcomes.collect())).await
+    }
+
+    /// [`Self::next_chunk`] as the body of `{"mutation_outcomes":[…]}` takes it (seed 000 "Session
+    /// history"): the chunk's records as compact JSON, each but the very first of the whole read preceded
+    /// by `,`, serialised where the chunk was read (SQLite: on the read's own thread) straight into the
+    /// buffer answered. Empty when the chunk held only unpublished entries; `None` once the history is
+    /// complete. Errors as [`Self::next_chunk`]; a record that cannot be serialised is a store failure.
+    pub async fn next_json(&mut self) -> Result<Option<Vec<u8>>, LedgerError> {
+        let mut first = !self.sent_any;
+        let buf = self
+            .next_with(move |outcomes| {
+                let mut buf = Vec::with_capacity(READ_CHUNK as usize * 192);
+                for outcome in outcomes {
+                    if !first {
+                        buf.push(b',');
+                    }
+                    first = false;
+                    serde_json::to_writer(&mut buf, &outcome)
+                        .map_err(|e| LedgerError::Store(sqlx::Error::Encode(Box::new(e))))?;
+                }
+                Ok(buf)
+            })
+            .await?;
+        if let Some(buf) = &buf {
+            self.sent_any |= !buf.is_empty();
+        }
+        Ok(buf)
+    }
+
+    /// Reads the next chunk and answers what `then` makes of its published outcomes, in order (run where
+    /// the chunk is read: [`read_chunk`]).
+    async fn next_with<T: Send + 'static>(
+        &mut self,
+        then: impl FnOnce(&mut dyn Iterator<Item = MutationOutcome>) -> Result<T, LedgerError>
+            + Send
+            + 'static,
+    ) -> Result<Option<T>, LedgerError> {
         if self.done {
             return Ok(None);
         }
@@ -244,17 +370,27 @@ impl HistoryChunks {
             Bind::Int(self.after.1),
             Bind::Int(READ_CHUNK),
         ];
-        let raw = fetch(&self.inner, &history_select(self.inner.dialect()), binds).await?;
-        let done = raw.count < READ_CHUNK;
+        let (count, last, answer) = read_chunk(
+            &self.inner,
+            history_select(self.inner.dialect()),
+            binds,
+            move |rows| {
+                let count = rows.len() as i64;
+                let last = rows.last().map(|r| r.keys);
+                let answer = then(&mut rows.into_iter().filter_map(|r| r.outcome))?;
+                Ok((count, last, answer))
+            },
+        )
+        .await?;
+        let done = count < READ_CHUNK;
         if done {
             still_there(&self.inner, &self.session_key, self.created_at).await?;
         }
         self.done = done;
-        let rows = project_chunk(raw)?;
-        if let Some(last) = rows.last() {
-            self.after = last.keys;
+        if let Some(last) = last {
+            self.after = last;
         }
-        Ok(Some(rows.into_iter().filter_map(|r| r.outcome).collect()))
+        Ok(Some(answer))
     }
 }
 
@@ -504,7 +640,7 @@ impl ReplayChunks {
         if self.phase == Phase::UnknownAtOrBelowCursor {
             binds.push(Bind::Int(self.cursor.unwrap_or(0)));
         }
-        let rows = project_chunk(fetch(&self.inner, &select, binds).await?)?;
+        let rows = read_chunk(&self.inner, select, binds, Ok).await?;
         let phase_done = (rows.len() as i64) < READ_CHUNK;
         let legacy = self.phase == Phase::Legacy;
         if let Some(last) = rows.last() {
@@ -550,8 +686,7 @@ mod tests {
     }
 
     async fn plan(inner: &Inner, select: &str, binds: usize) -> String {
-        let sql =
-            format!("EXPLAIN QUERY PLAN SELECT count(*), group_concat(j, ',') FROM ({select})");
+        let sql = format!("EXPLAIN QUERY PLAN {select}");
         let mut q = sqlx::query_as::<_, (i64, i64, i64, String)>(&sql);
         for _ in 0..binds {
             q = q.bind(1_i64);

@@ -179,3 +179,58 @@ impl sqlx::error::DatabaseError for SqliteFailure {
         }
     }
 }
+
+/// Runs `read` on a connection of the SQLite read pool `pool` through its handle, on a blocking thread
+/// (docs/ledger.md "Reading"): the connection is taken from the pool, its handle locked out of sqlx's
+/// worker thread for the read ([`sqlx::sqlite::SqliteConnection::lock_handle`]), and `read` steps its
+/// statements and builds its answer there, without a hand-off per row or per statement; the answer
+/// crosses back once. The connection goes back to the pool when `read` returns. Statements are prepared
+/// for this read only (the pool may close or replace the connection between reads).
+///
+/// Errors: the pool's (`Unavailable` once the ledger closed, `Busy` past its acquire timeout), SQLite's
+/// as [`failure`] maps them, and a store failure if the blocking thread could not run `read`.
+pub(crate) async fn read<T: Send + 'static>(
+    pool: &sqlx::SqlitePool,
+    read: impl FnOnce(&rusqlite::Connection) -> Result<T, LedgerError> + Send + 'static,
+) -> Result<T, LedgerError> {
+    let mut conn = pool.acquire().await?;
+    let runtime = tokio::runtime::Handle::current();
+    let ran = tokio::task::spawn_blocking(move || {
+        runtime.block_on(async move {
+            let mut locked = conn.lock_handle().await?;
+            // SAFETY: `locked` keeps sqlx's worker thread off the handle and outlives `db` (dropped
+            // first, below); `db` never closes the handle (`from_handle`), and it finalizes the
+            // statements it prepared when it is dropped.
+            let db = unsafe { rusqlite::Connection::from_handle(locked.as_raw_handle().as_ptr()) }
+                .map_err(failure)?;
+            let answer = read(&db);
+            drop(db);
+            drop(locked);
+            answer
+        })
+    })
+    .await;
+    ran.unwrap_or_else(|e| {
+        Err(LedgerError::Store(sqlx::Error::Protocol(format!(
+            "a read's thread ended without an answer: {e}"
+        ))))
+    })
+}
+
+/// Runs the query `sql` of a direct read ([`read`]) with `params` (bound as [`Direct::rows`] binds
+/// them) and maps every row with `map`, in the statement's order.
+pub(crate) fn query<T>(
+    db: &rusqlite::Connection,
+    sql: &str,
+    params: &[&dyn ToSql],
+    mut map: impl FnMut(&rusqlite::Row<'_>) -> Result<T, LedgerError>,
+) -> Result<Vec<T>, LedgerError> {
+    let mut statement = db.prepare(sql).map_err(failure)?;
+    bind(&mut statement, params)?;
+    let mut rows = statement.raw_query();
+    let mut out = Vec::new();
+    while let Some(row) = rows.next().map_err(failure)? {
+        out.push(map(row)?);
+    }
+    Ok(out)
+}

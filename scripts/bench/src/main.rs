@@ -90,6 +90,10 @@ struct Args {
     /// Run only the Postgres phase (needs --postgres-url).
     #[arg(long, requires = "postgres_url")]
     only_postgres: bool,
+    /// Run only the history and replay figures (phases 3 and 4) on SQLite: no write phases, no live
+    /// fan-out, no Postgres phase.
+    #[arg(long, conflicts_with = "only_postgres")]
+    only_reads: bool,
     /// Seconds of each of Postgres's commit probes (1 connection, 64 connections) around the Postgres
     /// phase, half before and half after it [default: 2; --quick 0.4].
     #[arg(long)]
@@ -265,10 +269,12 @@ async fn run(args: &Args) -> Result<bool, String> {
         }
     );
     let mut m = Measured::default();
-    if !args.only_postgres {
+    if args.only_reads {
+        reads_alone(args, &settings, &config, &http, &mut m).await;
+    } else if !args.only_postgres {
         sqlite_phases(args, &settings, &config, &http, &mut m).await;
     }
-    if let Some(url) = &args.postgres_url {
+    if let (Some(url), false) = (&args.postgres_url, args.only_reads) {
         let r = postgres_phase(&http, &config, url, &dirs[0], &settings).await;
         if let Err(e) = &r {
             progress!("postgres: {e}");
@@ -276,7 +282,11 @@ async fn run(args: &Args) -> Result<bool, String> {
         m.postgres = Some(r);
     }
 
-    let rows = rows(&m, &settings, args);
+    let mut rows = rows(&m, &settings, args);
+    if args.only_reads {
+        // The figures of phases 3 and 4 only: the others were not run.
+        rows.retain(|r| r.name.starts_with("history") || r.name.starts_with("replay"));
+    }
     println!();
     report::print(&rows);
     let ok = rows.iter().all(|r| r.result() != "ERR");
@@ -394,6 +404,31 @@ async fn sqlite_phases(
     }
 }
 
+/// Phases 3 and 4 alone (`--only-reads`), on a fresh server on disk.
+async fn reads_alone(
+    args: &Args,
+    settings: &Settings,
+    config: &ServerConfig,
+    http: &Http,
+    m: &mut Measured,
+) {
+    match Server::start(
+        config,
+        "disk-reads",
+        &args.disk_dir.join("reads"),
+        &http.client,
+    )
+    .await
+    {
+        Err(e) => progress!("server disk-reads: {e}"),
+        Ok(mut server) => {
+            progress!("server disk-reads: pid {}, {}", server.pid(), server.base);
+            history_and_replay(http, &mut server, settings, m).await;
+            server.stop();
+        }
+    }
+}
+
 /// 6: Postgres's commit rates with 1 and [`PG_WRITERS`] connections, then [`PG_INSTANCES`] servers on
 /// one fresh schema of `url`, [`PG_WRITERS`] single-operation writers spread over them, then the commit
 /// rates again. The schemas are dropped at the end.
@@ -505,6 +540,21 @@ async fn postgres_measure(
 }
 
 async fn read_phases(http: &Http, server: &mut Server, settings: &Settings, m: &mut Measured) {
+    history_and_replay(http, server, settings, m).await;
+    let live = live_phase(http, server, settings).await;
+    if let Err(e) = &live {
+        progress!("live: {e}");
+    }
+    m.live = Some(live);
+}
+
+/// Phases 3 and 4: a session of `settings.history_outcomes` outcomes, its history and its replays.
+async fn history_and_replay(
+    http: &Http,
+    server: &mut Server,
+    settings: &Settings,
+    m: &mut Measured,
+) {
     let n = settings.history_outcomes;
     match reads::make_big_session(http, server, "history", n).await {
         Err(e) => {
@@ -521,9 +571,11 @@ async fn read_phases(http: &Http, server: &mut Server, settings: &Settings, m: &
             let h = reads::history(http, server, &big, settings.samples).await;
             match &h {
                 Ok(h) => progress!(
-                    "history: GET {:.2} ms (median of {}), serde_json::to_vec {:.2} ms; {} outcomes, {} bytes",
+                    "history: GET {:.2} ms (median of {}; server CPU {:.2} ms per GET), serde_json::to_vec \
+                     {:.2} ms; {} outcomes, {} bytes",
                     h.get_secs * 1e3,
                     settings.samples,
+                    h.server_cpu_secs * 1e3,
                     h.serialize_secs * 1e3,
                     fmt_int(h.outcomes as u64),
                     fmt_int(h.body_bytes as u64)
@@ -546,11 +598,6 @@ async fn read_phases(http: &Http, server: &mut Server, settings: &Settings, m: &
             m.big = Some(big);
         }
     }
-    let live = live_phase(http, server, settings).await;
-    if let Err(e) = &live {
-        progress!("live: {e}");
-    }
-    m.live = Some(live);
 }
 
 /// Writer rate on one session without subscribers, then with `settings.subscribers` streams on it.
@@ -1022,6 +1069,25 @@ fn sqlite_rows(rows: &mut Vec<Row>, m: &Measured, settings: &Settings) {
                 }
                 Err(e) => rows.push(Row::missing(&name, target, &e)),
             }
+        }
+    }
+
+    // What a commit costs SQLite itself, in the probes around the 1-writer phase: the floor under the
+    // server's CPU per settle with 1 writer.
+    for (fs, fs_name) in FILESYSTEMS.iter().enumerate() {
+        let name = format!("SQLite's own CPU/commit, {fs_name} (probe of the 1-writer phase)");
+        match (&m.sqlite[fs][0], write(fs, 0)) {
+            (Some(Ok(c)), Ok(f)) => rows.push(Row {
+                name,
+                value: format!("{:.1} µs", c.cpu_us_per_commit()),
+                limit: format!("server CPU/settle {:.1} µs", f.server_us_per_settle()),
+                ratio: per(f.server_us_per_settle(), c.cpu_us_per_commit()),
+                target: Target::None,
+                failed: false,
+            }),
+            (Some(Err(e)), _) => rows.push(Row::missing(&name, Target::None, e)),
+            (_, Err(e)) => rows.push(Row::missing(&name, Target::None, &e)),
+            (None, _) => rows.push(Row::missing(&name, Target::None, "not measured")),
         }
     }
 

@@ -94,6 +94,8 @@ async fn timed_get(http: &Http, url: &str) -> Result<(f64, bytes::Bytes), String
 pub struct History {
     /// Median time of the GET (request sent to whole body received), seconds.
     pub get_secs: f64,
+    /// The server's CPU (utime+stime) per GET over the timed GETs, seconds.
+    pub server_cpu_secs: f64,
     /// Median time of `serde_json::to_vec` of the body parsed once into a `serde_json::Value`, seconds.
     pub serialize_secs: f64,
     /// Body size, bytes.
@@ -116,9 +118,11 @@ pub async fn history(
     );
     let (_, body) = timed_get(http, &url).await?;
     let mut times = Vec::new();
+    let cpu_before = server.cpu_secs()?;
     for _ in 0..samples {
         times.push(timed_get(http, &url).await?.0);
     }
+    let server_cpu_secs = (server.cpu_secs()? - cpu_before) / samples.max(1) as f64;
     let value: Value =
         serde_json::from_slice(&body).map_err(|e| format!("GET {url}: not JSON: {e}"))?;
     let outcomes = value["mutation_outcomes"]
@@ -140,6 +144,7 @@ pub async fn history(
     }
     Ok(History {
         get_secs: median(times),
+        server_cpu_secs,
         serialize_secs: median(serialize),
         body_bytes: body.len(),
         outcomes,

@@ -16,6 +16,9 @@ pub struct CommitRate {
     pub secs: f64,
     /// Seconds each timed commit took (`BEGIN` to `COMMIT` returned); empty where not measured.
     pub latencies: Vec<f64>,
+    /// CPU seconds (utime+stime) this process spent while the commits were timed: SQLite's own work and
+    /// the kernel's for its writes and fsyncs (the generator does nothing else meanwhile).
+    pub cpu_secs: f64,
 }
 
 impl CommitRate {
@@ -25,7 +28,13 @@ impl CommitRate {
             commits: self.commits + other.commits,
             secs: self.secs + other.secs,
             latencies: [self.latencies.as_slice(), other.latencies.as_slice()].concat(),
+            cpu_secs: self.cpu_secs + other.cpu_secs,
         }
+    }
+
+    /// CPU per commit, µs.
+    pub fn cpu_us_per_commit(&self) -> f64 {
+        crate::load::per(self.cpu_secs * 1e6, self.commits as f64)
     }
 
     /// The median commit latency, seconds; NaN when not measured.
@@ -72,6 +81,7 @@ async fn measure(path: &Path, secs: f64) -> Result<CommitRate, sqlx::Error> {
         sqlx::raw_sql(&script).execute(&mut conn).await?;
     }
     let started = Instant::now();
+    let cpu_before = crate::server::self_cpu_secs();
     let deadline = started + Duration::from_secs_f64(secs);
     let mut commits = 0;
     let mut latencies = Vec::new();
@@ -82,11 +92,13 @@ async fn measure(path: &Path, secs: f64) -> Result<CommitRate, sqlx::Error> {
         commits += 1;
     }
     let secs = started.elapsed().as_secs_f64();
+    let cpu_secs = crate::server::self_cpu_secs() - cpu_before;
     conn.close().await?;
     Ok(CommitRate {
         commits,
         secs,
         latencies,
+        cpu_secs,
     })
 }
 

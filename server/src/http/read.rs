@@ -86,35 +86,21 @@ pub async fn mutation_outcomes(
     Ok(sse::json_stream(history_body(chunks)))
 }
 
-/// `{"mutation_outcomes":[` record `,` record … `]}`, one write per chunk of the ledger's read.
+/// `{"mutation_outcomes":[` record `,` record … `]}`, one write per chunk of the ledger's read, each
+/// serialised by the read itself (`HistoryChunks::next_json`).
 fn history_body(mut chunks: HistoryChunks) -> impl futures::Stream<Item = sse::Chunk> {
     async_stream::stream! {
         yield Ok(Bytes::from_static(b"{\"mutation_outcomes\":["));
-        let mut first = true;
         loop {
-            let outcomes = match chunks.next_chunk().await {
-                Ok(Some(outcomes)) => outcomes,
+            match chunks.next_json().await {
+                Ok(Some(buf)) if buf.is_empty() => {}
+                Ok(Some(buf)) => yield Ok(Bytes::from(buf)),
                 Ok(None) => break,
                 Err(e) => {
                     tracing::error!(error = %e, "history read failed");
                     yield Err(sse::broken("the history read"));
                     return;
                 }
-            };
-            let mut buf = Vec::with_capacity(outcomes.len() * 256);
-            for outcome in &outcomes {
-                if !first {
-                    buf.push(b',');
-                }
-                first = false;
-                if let Err(e) = serde_json::to_writer(&mut buf, outcome) {
-                    tracing::error!(error = %e, "record did not serialise");
-                    yield Err(sse::broken("a record"));
-                    return;
-                }
-            }
-            if !buf.is_empty() {
-                yield Ok(Bytes::from(buf));
             }
         }
         yield Ok(Bytes::from_static(b"]}"));
