@@ -663,6 +663,10 @@ async fn open_sqlite(
     let read = SqlitePoolOptions::new()
         .max_connections(options.read_connections.max(1))
         .acquire_timeout(options.write_wait.max(Duration::from_secs(1)))
+        // No ping before each read: the connection is in this process, and sqlx's ping is a round trip
+        // to the connection's worker thread that finds nothing `usable` does not (docs/ledger.md
+        // "Reading": a history chunk paid one per chunk).
+        .test_before_acquire(false)
         .before_acquire(|conn, _| Box::pin(async move { Ok(usable(conn, "read")) }))
         .connect_with(connect.read_only(true))
         .await
