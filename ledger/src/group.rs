@@ -948,14 +948,15 @@ async fn load_each(
     Ok((rows, found, turns))
 }
 
-/// [`Group::load`] on Postgres in ONE statement (one round trip, docs/ledger.md "Postgres specifics"):
-/// the three reads of [`load_each`] as CTEs, the turns' read taking the turns of the entries found from
-/// the entries' CTE and locking them `FOR UPDATE` (held until the group commits; the revisions it takes
-/// are read under them). The rows come back as one `UNION ALL`: `kind` says which read a row is from
-/// (`e` an entry, in [`ENTRY_COLUMNS`]; `s` a session, its key in `session_key` and `last_write_at` in
-/// `n`; `t` a turn, `session_key`, `logical_turn_id` and `latest_revision` in `n`), the other columns
-/// NULL. The session locks were taken by an earlier statement of the transaction
-/// ([`crate::store::Inner::begin_group`]), so this statement's snapshot is taken under them.
+/// [`Group::load`] on Postgres in ONE statement (one round trip, docs/ledger.md
+/// "Postgres round trips"): the three reads of [`load_each`] as CTEs, the turns' read taking the turns
+/// of the entries found from the entries' CTE and locking them `FOR UPDATE` (held until the group
+/// commits; the revisions it takes are read under them). The rows come back as one `UNION ALL`:
+/// `kind` says which read a row is from (`e` an entry, in [`ENTRY_COLUMNS`]; `s` a session, its key in
+/// `session_key` and `last_write_at` in `n`; `t` a turn, `session_key`, `logical_turn_id` and
+/// `latest_revision` in `n`), the other columns NULL. The session locks were taken by an earlier
+/// statement of the transaction ([`crate::store::Inner::begin_group`]), so this statement's snapshot
+/// is taken under them.
 async fn load_postgres(
     t: &mut sqlx::Transaction<'_, sqlx::Postgres>,
     session_keys: &[&str],
@@ -970,8 +971,8 @@ async fn load_postgres(
         "WITH s AS (SELECT session_key, last_write_at FROM sessions WHERE {sessions}), \
          e AS (SELECT {ENTRY_COLUMNS} FROM entries WHERE (session_key, mutation_id) IN ({entries})), \
          t AS (SELECT session_key, logical_turn_id, latest_revision FROM turns \
-               WHERE (session_key, logical_turn_id) IN ({turns} UNION ALL SELECT session_key, logical_turn_id FROM e) \
-               FOR UPDATE) \
+               WHERE (session_key, logical_turn_id) IN \
+               ({turns} UNION ALL SELECT session_key, logical_turn_id FROM e) FOR UPDATE) \
          SELECT 'e' AS kind, e.*, NULL::bigint AS n FROM e \
          UNION ALL SELECT 's', NULL, s.session_key, NULL, {rest}, s.last_write_at FROM s \
          UNION ALL SELECT 't', NULL, t.session_key, t.logical_turn_id, {rest}, t.latest_revision FROM t",
@@ -1068,9 +1069,9 @@ impl GroupWrite {
         Ok(())
     }
 
-    /// The group's write on Postgres as ONE statement (one round trip, docs/ledger.md "Postgres
-    /// specifics"): `WITH <name> AS (<statement>), …` with each statement that has rows as a
-    /// data-modifying CTE, in order, and as its main query, when `notify`, the turns' notifications
+    /// The group's write on Postgres as ONE statement (one round trip, docs/ledger.md
+    /// "Postgres round trips"): `WITH <name> AS (<statement>), …` with each statement that has rows
+    /// as a data-modifying CTE, in order, and as its main query, when `notify`, the turns' notifications
     /// (`SELECT pg_notify(channel, payload) … ORDER BY` their order; Postgres delivers them at commit),
     /// else `SELECT 1`. Its parameters: `$1` the group's time, `$2`, `$3`, … each statement's list in
     /// order, then when `notify` the channel and the payloads (`text[]`).

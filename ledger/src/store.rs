@@ -537,9 +537,9 @@ impl Inner {
     }
 
     /// The group commit's write transaction with its sessions locked: [`Inner::begin_write`] then
-    /// [`WriteTx::lock_sessions`], in ONE round trip on Postgres (docs/ledger.md "Postgres
-    /// specifics"). There `conn` receives a connection of the pool, which the transaction borrows, and
-    /// the transaction's settings, the advisory locks and `BEGIN` go as one simple query:
+    /// [`WriteTx::lock_sessions`], in ONE round trip on Postgres (docs/ledger.md
+    /// "Postgres round trips"). There `conn` receives a connection of the pool, which the transaction
+    /// borrows, and the transaction's settings, the advisory locks and `BEGIN` go as one simple query:
     /// `SELECT set_config(…); SELECT pg_advisory_xact_lock(k) FROM unnest('{…}'::bigint[]); BEGIN`.
     /// Its only literals are integers this code formats (the write wait in ms, the lock keys), never a
     /// caller's text. `BEGIN` comes last on purpose: the statements before it run in the query's
