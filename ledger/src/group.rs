@@ -1085,7 +1085,8 @@ impl GroupWrite {
         let new_seq = if self
             .statements
             .iter()
-            .any(|(st, _)| std::ptr::eq(*st, &NEW_ENTRIES))
+            // By name: a `const`'s address is not one address (each use may be a copy of its own).
+            .any(|(st, _)| st.name == NEW_ENTRIES.name)
         {
             "(SELECT n.seq FROM new_entries AS n \
              WHERE n.session_key = j.value ->> 1 AND n.mutation_id = j.value ->> 2)"
@@ -1506,4 +1507,44 @@ pub(crate) fn rejected(rejection: Rejection, row: Option<&EntryRow>) -> LedgerEr
 /// A refusal for `row` (used outside groups, by legacy imports).
 pub(crate) fn refused(refusal: Refusal, row: &EntryRow) -> LedgerError {
     rejected(Rejection::Refused(refusal), Some(row))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The Postgres write's text ([`GroupWrite::postgres`]): parameters numbered `$1` (the time), then
+    /// the lists in order, then the channel and the payloads; an entry the group inserts is found in the
+    /// entries' insert's `RETURNING` (never by reading `entries`, which a sibling CTE does not see), and
+    /// without new entries no statement names that CTE.
+    #[test]
+    fn the_postgres_write_is_one_statement_that_finds_new_entries_in_their_returning() {
+        let mut w = GroupWrite::new();
+        w.push(&TOUCHED_SESSIONS, &["s-1"]).unwrap();
+        w.push(&NEW_ENTRIES, &["x"]).unwrap();
+        w.push(&HISTORY, &["y"]).unwrap();
+        let sql = w.postgres(true);
+        assert!(
+            sql.starts_with("WITH touched_sessions AS (UPDATE sessions SET last_write_at = $1 ")
+        );
+        assert!(sql.contains("jsonb_array_elements_text($2::jsonb)"));
+        assert!(sql.contains(", new_entries AS (INSERT INTO entries "));
+        assert!(sql.contains("jsonb_array_elements($3::jsonb)"));
+        assert!(sql.contains("RETURNING seq, session_key, mutation_id), new_history AS ("));
+        assert!(
+            sql.contains("COALESCE((j.value ->> 0)::bigint, (SELECT n.seq FROM new_entries AS n")
+        );
+        assert!(sql.contains("jsonb_array_elements($4::jsonb)"));
+        assert!(sql.ends_with(
+            "SELECT pg_notify($5, p) FROM unnest($6::text[]) WITH ORDINALITY AS u(p, i) ORDER BY i"
+        ));
+        assert!(!sql.contains("$now") && !sql.contains("$list") && !sql.contains("$new_seq"));
+
+        let mut w = GroupWrite::new();
+        w.push(&HISTORY, &["y"]).unwrap();
+        let sql = w.postgres(false);
+        assert!(!sql.contains("new_entries"));
+        assert!(sql.contains("COALESCE((j.value ->> 0)::bigint, NULL::bigint)"));
+        assert!(sql.ends_with(") SELECT 1"));
+    }
 }
