@@ -573,10 +573,9 @@ impl Inner {
             ));
         }
         sql.push_str("BEGIN");
+        use sqlx::Connection;
         let c = conn.insert(pool.acquire().await?);
-        Ok(WriteTx::Postgres(
-            sqlx::Transaction::begin(&mut **c, Some(sql.into())).await?,
-        ))
+        Ok(WriteTx::Postgres(c.begin_with(sql).await?))
     }
 
     /// The earliest `last_write_at` of a session that has not expired at `now`.

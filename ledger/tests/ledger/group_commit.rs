@@ -388,3 +388,71 @@ async fn a_group_writing_every_kind_of_row_at_once_puts_each_row_on_its_own_entr
         ]
     );
 }
+
+/// Postgres: another instance holds a session's lock longer than the write wait. The group is answered
+/// `Busy` and changes nothing; the connection its `BEGIN` ran on goes back to the pool usable (the locks
+/// are taken before `BEGIN` in one query, docs/ledger.md "Postgres round trips"), so every later read and
+/// write of the ledger succeeds.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_group_that_cannot_lock_its_session_is_busy_and_leaves_every_connection_usable() {
+    use sqlx::Connection;
+    if postgres().is_none() {
+        eprintln!("skipped: Postgres only (OUTCOMES_TEST_POSTGRES)");
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let url = fresh_database(dir.path()).await;
+    let ledger = ledger::Ledger::open(
+        &url,
+        ledger::LedgerOptions {
+            write_wait: Duration::from_millis(300),
+            read_connections: 1,
+            ..ledger::LedgerOptions::default()
+        },
+    )
+    .await
+    .unwrap();
+    let engine = ledger.engine();
+    let sessions = ledger.sessions();
+    // A session key of its own: advisory locks are per database, shared with the other tests' schemas.
+    let session = format!("s-busy-{}", std::process::id());
+    let op = |c: Command| Command::new(sk(&session), c.key.mutation_id, c.action);
+    engine
+        .apply(approve_in(&session, TURN, "m-1"))
+        .await
+        .unwrap();
+
+    let mut other = sqlx::PgConnection::connect(&url).await.unwrap();
+    sqlx::query("BEGIN").execute(&mut other).await.unwrap();
+    sqlx::query(
+        "SELECT pg_advisory_xact_lock(('x' || substr(encode(sha256(convert_to($1, 'UTF8')), 'hex'), \
+         1, 16))::bit(64)::bigint)",
+    )
+    .bind(format!("ledger-session:{session}"))
+    .execute(&mut other)
+    .await
+    .unwrap();
+    for _ in 0..3 {
+        assert!(matches!(
+            engine.apply(op(intent("m-1", "a-1"))).await,
+            Err(LedgerError::Busy)
+        ));
+    }
+    sqlx::query("ROLLBACK").execute(&mut other).await.unwrap();
+
+    // Nothing was written, and every connection of the pool (3) serves reads and writes again.
+    for i in 0..6 {
+        let entries = sessions
+            .turn_entries(&sk(&session), &turn(TURN))
+            .await
+            .unwrap();
+        assert_eq!(entries.latest_revision, i);
+        let m = format!("m-{}", i + 1);
+        if i > 0 {
+            engine.apply(approve_in(&session, TURN, &m)).await.unwrap();
+        }
+        let state = engine.apply(op(intent(&m, "a-1"))).await.unwrap();
+        assert_eq!(state.revision, Some(i + 1));
+    }
+    let _ = other.close().await;
+}
