@@ -510,17 +510,25 @@ impl Writer {
     ) -> Result<(Vec<Vec<Applied>>, Vec<TurnChange>), LedgerError> {
         let now = self.store.clock.now_ms();
         let live_since = self.store.live_since(now);
+        let commands: Vec<&Command> = jobs.iter().flat_map(|j| j.ops.iter()).collect();
+        // Postgres: the pool's connection the transaction runs on (it borrows it).
+        let mut conn = None;
         let mut tx = match db {
             Some(db) => {
                 self.limit_pages(db)?;
                 WriteTx::Direct(crate::direct::Direct::begin(db)?)
             }
-            None => self.store.begin_write().await?,
+            // Postgres: other instances write too; this group holds its sessions until it commits
+            // (`BEGIN` and the locks in one round trip).
+            None => {
+                self.store
+                    .begin_group(
+                        &mut conn,
+                        commands.iter().map(|c| c.key.session_key.as_str()),
+                    )
+                    .await?
+            }
         };
-        let commands: Vec<&Command> = jobs.iter().flat_map(|j| j.ops.iter()).collect();
-        // Postgres: other instances write too; this group holds its sessions until it commits.
-        tx.lock_sessions(commands.iter().map(|c| c.key.session_key.as_str()))
-            .await?;
         let mut group = Group::load(&mut tx, &commands, now, live_since).await?;
         let mut applied = Vec::with_capacity(jobs.len());
         for job in jobs {

@@ -119,7 +119,8 @@ fn key_of(k: &EntryKey) -> Key {
 }
 
 impl Group {
-    /// Loads the sessions, entries and turns `commands` name (three statements).
+    /// Loads the sessions, entries and turns `commands` name: three statements ([`load_each`]), or on
+    /// Postgres one ([`load_postgres`]).
     pub(crate) async fn load(
         tx: &mut WriteTx<'_>,
         commands: &[&Command],
@@ -147,20 +148,23 @@ impl Group {
         entry_keys.sort_unstable();
         entry_keys.dedup();
 
-        let mut sessions = HashMap::with_capacity(session_keys.len());
-        let dialect = tx.dialect();
-        let sql = format!(
-            "SELECT session_key, last_write_at FROM sessions WHERE {}",
-            dialect.text_in("session_key", 1)
-        );
-        let list = json!(session_keys).to_string();
-        let rows: Vec<(String, i64)> = match &mut *tx {
-            WriteTx::Direct(c) => c.rows(&sql, &[&list], |r| Ok((r.get(0)?, r.get(1)?)))?,
-            tx => on_tx!(tx, |c, d| sqlx::query_as(&sql)
-                .bind(&list)
-                .fetch_all(c)
-                .await?),
+        // The turns an approve names; the turns of the entries found are added to them.
+        let approved_turns: Vec<[&str; 2]> = commands
+            .iter()
+            .filter_map(|c| match &c.action {
+                Action::Approve {
+                    logical_turn_id, ..
+                } => Some([c.key.session_key.as_str(), logical_turn_id.as_str()]),
+                _ => None,
+            })
+            .collect();
+        let (rows, found, turn_rows) = match &mut *tx {
+            WriteTx::Postgres(t) => {
+                load_postgres(t, &session_keys, &entry_keys, &approved_turns).await?
+            }
+            tx => load_each(tx, &session_keys, &entry_keys, approved_turns).await?,
         };
+        let mut sessions = HashMap::with_capacity(session_keys.len());
         for (session_key, last_write) in rows {
             let state = if last_write < live_since {
                 SessionState::Expired
@@ -177,68 +181,18 @@ impl Group {
             );
         }
 
-        let sql = format!(
-            "SELECT {ENTRY_COLUMNS} FROM entries WHERE (session_key, mutation_id) IN ({})",
-            dialect.pair_list(1)
-        );
-        let list = json!(entry_keys).to_string();
-        let found: Vec<EntryRow> = match &mut *tx {
-            WriteTx::Direct(c) => c.rows(&sql, &[&list], EntryRow::from_direct)?,
-            tx => on_tx!(tx, |c, d| sqlx::query_as(&sql)
-                .bind(&list)
-                .fetch_all(c)
-                .await?),
-        };
-        let mut turn_keys: Vec<[&str; 2]> = Vec::new();
-        for c in commands {
-            if let Action::Approve {
-                logical_turn_id, ..
-            } = &c.action
-            {
-                turn_keys.push([c.key.session_key.as_str(), logical_turn_id.as_str()]);
-            }
-        }
-        for row in &found {
-            turn_keys.push([row.session_key.as_str(), row.logical_turn_id.as_str()]);
-        }
-        turn_keys.sort_unstable();
-        turn_keys.dedup();
-        let mut turns = HashMap::with_capacity(turn_keys.len());
-        if !turn_keys.is_empty() {
-            // Postgres: the turns' row locks are held until the group commits; the revisions it takes
-            // are read under them (docs/ledger.md "Backends").
-            let sql = format!(
-                "SELECT session_key, logical_turn_id, latest_revision FROM turns \
-                 WHERE (session_key, logical_turn_id) IN ({}){}",
-                dialect.pair_list(1),
-                if dialect == Dialect::Postgres {
-                    " FOR UPDATE"
-                } else {
-                    ""
-                }
+        let mut turns = HashMap::with_capacity(turn_rows.len());
+        for (session_key, turn, latest) in turn_rows {
+            turns.insert(
+                (session_key, turn),
+                TurnSlot {
+                    latest,
+                    before: latest,
+                    new: false,
+                    changed: false,
+                    order: 0,
+                },
             );
-            let list = json!(turn_keys).to_string();
-            let rows: Vec<(String, String, i64)> = match &mut *tx {
-                WriteTx::Direct(c) => {
-                    c.rows(&sql, &[&list], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))?
-                }
-                tx => on_tx!(tx, |c, d| sqlx::query_as(&sql)
-                    .bind(&list)
-                    .fetch_all(c)
-                    .await?),
-            };
-            for (session_key, turn, latest) in rows {
-                turns.insert(
-                    (session_key, turn),
-                    TurnSlot {
-                        latest,
-                        before: latest,
-                        new: false,
-                        changed: false,
-                        order: 0,
-                    },
-                );
-            }
         }
         let mut entries = HashMap::with_capacity(found.len());
         for row in found {
@@ -770,9 +724,9 @@ impl Group {
     /// the order they appear. On the group commit's SQLite transaction ([`WriteTx::Direct`]) the
     /// statements run one after the other on the writer's thread; on a sqlx SQLite transaction as ONE
     /// multi-statement query (the driver binds the anonymous parameters of a multi-statement query in
-    /// sequence across its statements); on Postgres one query each.
-    /// On Postgres, the turns' notifications ([`Group::notes`]) are sent on `channel` in the same
-    /// transaction, so they are delivered at its commit, in commit order.
+    /// sequence across its statements); on Postgres as ONE statement of data-modifying CTEs that also
+    /// sends the turns' notifications ([`Group::notes`]) on `channel` ([`GroupWrite::postgres`]), so
+    /// they are delivered at the transaction's commit, in commit order.
     pub(crate) async fn write(
         self,
         tx: &mut WriteTx<'_>,
@@ -881,18 +835,24 @@ impl Group {
                 }
                 query.execute(&mut **t).await?;
             }
-            // Postgres takes one statement per prepared query: one query each, in order.
+            // Postgres: the statements and the notifications as ONE statement, one round trip.
             WriteTx::Postgres(t) => {
-                for (statement, binds) in w.statements {
-                    let mut query = sqlx::query(statement.pg);
-                    for bind in binds {
-                        query = match bind {
-                            Bind::Now => query.bind(now),
-                            Bind::List(list) => query.bind(list),
-                        };
-                    }
-                    query.execute(&mut **t).await?;
+                let notify = channel.filter(|_| !payloads.is_empty());
+                if w.statements.is_empty() && notify.is_none() {
+                    return Ok(());
                 }
+                let sql = w.postgres(notify.is_some());
+                let mut query = sqlx::query(&sql).bind(now);
+                for bind in w.statements.into_iter().flat_map(|(_, binds)| binds) {
+                    if let Bind::List(list) = bind {
+                        query = query.bind(list);
+                    }
+                }
+                if let Some(channel) = notify {
+                    query = query.bind(channel).bind(payloads);
+                }
+                query.execute(&mut **t).await?;
+                return Ok(());
             }
         }
         tx.notify(channel, payloads).await
@@ -913,17 +873,149 @@ impl Group {
     }
 }
 
+/// What a group loads: `(session_key, last_write_at)` of the sessions found, the entries found, and
+/// `(session_key, logical_turn_id, latest_revision)` of the turns found (Postgres: locked `FOR UPDATE`).
+type Loaded = (
+    Vec<(String, i64)>,
+    Vec<EntryRow>,
+    Vec<(String, String, i64)>,
+);
+
+/// [`Group::load`] in three statements, one after the other: the sessions of `session_keys`, the entries
+/// of `entry_keys` (`[session_key, mutation_id]`), then the turns of `approved_turns` and of the entries
+/// found (`[session_key, logical_turn_id]`). Each list is one JSON text parameter.
+async fn load_each(
+    tx: &mut WriteTx<'_>,
+    session_keys: &[&str],
+    entry_keys: &[[&str; 2]],
+    mut turn_keys: Vec<[&str; 2]>,
+) -> Result<Loaded, LedgerError> {
+    let dialect = tx.dialect();
+    let sql = format!(
+        "SELECT session_key, last_write_at FROM sessions WHERE {}",
+        dialect.text_in("session_key", 1)
+    );
+    let list = json!(session_keys).to_string();
+    let rows: Vec<(String, i64)> = match &mut *tx {
+        WriteTx::Direct(c) => c.rows(&sql, &[&list], |r| Ok((r.get(0)?, r.get(1)?)))?,
+        tx => on_tx!(tx, |c, d| sqlx::query_as(&sql)
+            .bind(&list)
+            .fetch_all(c)
+            .await?),
+    };
+    let sql = format!(
+        "SELECT {ENTRY_COLUMNS} FROM entries WHERE (session_key, mutation_id) IN ({})",
+        dialect.pair_list(1)
+    );
+    let list = json!(entry_keys).to_string();
+    let found: Vec<EntryRow> = match &mut *tx {
+        WriteTx::Direct(c) => c.rows(&sql, &[&list], EntryRow::from_direct)?,
+        tx => on_tx!(tx, |c, d| sqlx::query_as(&sql)
+            .bind(&list)
+            .fetch_all(c)
+            .await?),
+    };
+    for row in &found {
+        turn_keys.push([row.session_key.as_str(), row.logical_turn_id.as_str()]);
+    }
+    turn_keys.sort_unstable();
+    turn_keys.dedup();
+    let mut turns = Vec::new();
+    if !turn_keys.is_empty() {
+        // Postgres: the turns' row locks are held until the group commits; the revisions it takes
+        // are read under them (docs/ledger.md "Backends").
+        let sql = format!(
+            "SELECT session_key, logical_turn_id, latest_revision FROM turns \
+             WHERE (session_key, logical_turn_id) IN ({}){}",
+            dialect.pair_list(1),
+            if dialect == Dialect::Postgres {
+                " FOR UPDATE"
+            } else {
+                ""
+            }
+        );
+        let list = json!(turn_keys).to_string();
+        turns = match &mut *tx {
+            WriteTx::Direct(c) => {
+                c.rows(&sql, &[&list], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))?
+            }
+            tx => on_tx!(tx, |c, d| sqlx::query_as(&sql)
+                .bind(&list)
+                .fetch_all(c)
+                .await?),
+        };
+    }
+    Ok((rows, found, turns))
+}
+
+/// [`Group::load`] on Postgres in ONE statement (one round trip, docs/ledger.md
+/// "Postgres round trips"): the three reads of [`load_each`] as CTEs, the turns' read taking the turns
+/// of the entries found from the entries' CTE and locking them `FOR UPDATE` (held until the group
+/// commits; the revisions it takes are read under them). The rows come back as one `UNION ALL`:
+/// `kind` says which read a row is from (`e` an entry, in [`ENTRY_COLUMNS`]; `s` a session, its key in
+/// `session_key` and `last_write_at` in `n`; `t` a turn, `session_key`, `logical_turn_id` and
+/// `latest_revision` in `n`), the other columns NULL. The session locks were taken by an earlier
+/// statement of the transaction ([`crate::store::Inner::begin_group`]), so this statement's snapshot
+/// is taken under them.
+async fn load_postgres(
+    t: &mut sqlx::Transaction<'_, sqlx::Postgres>,
+    session_keys: &[&str],
+    entry_keys: &[[&str; 2]],
+    approved_turns: &[[&str; 2]],
+) -> Result<Loaded, LedgerError> {
+    use sqlx::Row;
+    let d = Dialect::Postgres;
+    // NULL for each entry column after `seq, session_key, logical_turn_id` (ENTRY_COLUMNS has 17).
+    let rest = ["NULL"; 14].join(", ");
+    let sql = format!(
+        "WITH s AS (SELECT session_key, last_write_at FROM sessions WHERE {sessions}), \
+         e AS (SELECT {ENTRY_COLUMNS} FROM entries WHERE (session_key, mutation_id) IN ({entries})), \
+         t AS (SELECT session_key, logical_turn_id, latest_revision FROM turns \
+               WHERE (session_key, logical_turn_id) IN \
+               ({turns} UNION ALL SELECT session_key, logical_turn_id FROM e) FOR UPDATE) \
+         SELECT 'e' AS kind, e.*, NULL::bigint AS n FROM e \
+         UNION ALL SELECT 's', NULL, s.session_key, NULL, {rest}, s.last_write_at FROM s \
+         UNION ALL SELECT 't', NULL, t.session_key, t.logical_turn_id, {rest}, t.latest_revision FROM t",
+        sessions = d.text_in("session_key", 1),
+        entries = d.pair_list(2),
+        turns = d.pair_list(3),
+    );
+    let rows = sqlx::query(&sql)
+        .bind(json!(session_keys).to_string())
+        .bind(json!(entry_keys).to_string())
+        .bind(json!(approved_turns).to_string())
+        .fetch_all(&mut **t)
+        .await?;
+    let (mut sessions, mut entries, mut turns) = (Vec::new(), Vec::new(), Vec::new());
+    for row in rows {
+        match row.try_get::<&str, _>("kind")? {
+            "e" => entries.push(<EntryRow as sqlx::FromRow<_>>::from_row(&row)?),
+            "s" => sessions.push((row.try_get("session_key")?, row.try_get("n")?)),
+            _ => turns.push((
+                row.try_get("session_key")?,
+                row.try_get("logical_turn_id")?,
+                row.try_get("n")?,
+            )),
+        }
+    }
+    Ok((sessions, entries, turns))
+}
+
 /// One parameter of the group's write: the group's time (ms) or a statement's list (JSON text).
 enum Bind {
     Now,
     List(String),
 }
 
-/// One statement of the group's write: its SQL for SQLite (anonymous parameters) and for Postgres
-/// (`$1`, `$2`, … numbered in the same order), and what its parameters are, in that order (exactly one of
-/// them the list).
+/// One statement of the group's write: its SQL for SQLite (anonymous parameters, `binds` says what each
+/// is, in order: exactly one of them the list) and for Postgres, where it is one data-modifying CTE of
+/// the group's ONE statement ([`GroupWrite::postgres`]), named `name`: there `$now` stands for the
+/// group's time, `$list` for its list, and `$new_seq` for the `seq` of the entry this group inserted
+/// under the row's session key and mutation id (read from the `RETURNING` of [`NEW_ENTRIES`]: sibling
+/// CTEs do not see each other's rows in the table).
 struct Statement {
     sql: &'static str,
+    name: &'static str,
     pg: &'static str,
     binds: &'static [Param],
 }
@@ -937,8 +1029,8 @@ enum Param {
 /// The group's write as it is assembled: the statements that have rows, in order, and their parameters.
 /// The group commit's SQLite transaction runs them one after the other on the writer's thread
 /// (crate::direct); sqlx's SQLite driver would get them as ONE multi-statement query (one round trip to
-/// its worker thread); Postgres, which takes one statement per prepared query, one query each (in the
-/// same order, in the same transaction).
+/// its worker thread); Postgres, which takes one statement per prepared query, gets them as the CTEs of
+/// ONE statement ([`GroupWrite::postgres`]).
 struct GroupWrite {
     statements: Vec<(&'static Statement, Vec<Bind>)>,
 }
@@ -976,6 +1068,60 @@ impl GroupWrite {
         self.statements.push((statement, binds));
         Ok(())
     }
+
+    /// The group's write on Postgres as ONE statement (one round trip, docs/ledger.md
+    /// "Postgres round trips"): `WITH <name> AS (<statement>), …` with each statement that has rows
+    /// as a data-modifying CTE, in order, and as its main query, when `notify`, the turns' notifications
+    /// (`SELECT pg_notify(channel, payload) … ORDER BY` their order; Postgres delivers them at commit),
+    /// else `SELECT 1`. Its parameters: `$1` the group's time, `$2`, `$3`, … each statement's list in
+    /// order, then when `notify` the channel and the payloads (`text[]`).
+    ///
+    /// The CTEs all read one snapshot and none sees another's rows in the tables; they need not: each
+    /// writes rows of its own (new sessions and turns are inserted, stored ones updated), the foreign
+    /// keys are checked at the end of the statement, when every CTE has written, and a row naming an
+    /// entry inserted by this group takes its `seq` from [`NEW_ENTRIES`]' `RETURNING` (`$new_seq`;
+    /// without new entries no row names one, and `NULL` would fail the `NOT NULL` loudly).
+    fn postgres(&self, notify: bool) -> String {
+        let new_seq = if self
+            .statements
+            .iter()
+            // By name: a `const`'s address is not one address (each use may be a copy of its own).
+            .any(|(st, _)| st.name == NEW_ENTRIES.name)
+        {
+            "(SELECT n.seq FROM new_entries AS n \
+             WHERE n.session_key = j.value ->> 1 AND n.mutation_id = j.value ->> 2)"
+        } else {
+            "NULL::bigint"
+        };
+        let ctes: Vec<String> = self
+            .statements
+            .iter()
+            .enumerate()
+            .map(|(i, (st, _))| {
+                let body = st
+                    .pg
+                    .replace("$now", "$1")
+                    .replace("$list", &format!("${}", i + 2))
+                    .replace("$new_seq", new_seq);
+                format!("{} AS ({body})", st.name)
+            })
+            .collect();
+        let n = self.statements.len() + 2;
+        let main = if notify {
+            format!(
+                "SELECT pg_notify(${n}, p) FROM unnest(${}::text[]) WITH ORDINALITY AS u(p, i) \
+                 ORDER BY i",
+                n + 1
+            )
+        } else {
+            "SELECT 1".to_owned()
+        };
+        if ctes.is_empty() {
+            main
+        } else {
+            format!("WITH {} {main}", ctes.join(", "))
+        }
+    }
 }
 
 use Param::{List as L, Now as N};
@@ -984,8 +1130,9 @@ use Param::{List as L, Now as N};
 const NEW_SESSIONS: Statement = Statement {
     sql: "INSERT INTO sessions (session_key, created_at, last_write_at) \
           SELECT value, ?, ? FROM json_each(?);",
+    name: "new_sessions",
     pg: "INSERT INTO sessions (session_key, created_at, last_write_at) \
-         SELECT value, $1, $2 FROM jsonb_array_elements_text($3::jsonb)",
+         SELECT value, $now, $now FROM jsonb_array_elements_text($list::jsonb)",
     binds: &[N, N, L],
 };
 
@@ -993,8 +1140,9 @@ const NEW_SESSIONS: Statement = Statement {
 const TOUCHED_SESSIONS: Statement = Statement {
     sql: "UPDATE sessions SET last_write_at = ? \
           WHERE session_key IN (SELECT value FROM json_each(?));",
-    pg: "UPDATE sessions SET last_write_at = $1 \
-         WHERE session_key IN (SELECT value FROM jsonb_array_elements_text($2::jsonb))",
+    name: "touched_sessions",
+    pg: "UPDATE sessions SET last_write_at = $now \
+         WHERE session_key IN (SELECT value FROM jsonb_array_elements_text($list::jsonb))",
     binds: &[N, L],
 };
 
@@ -1002,9 +1150,10 @@ const TOUCHED_SESSIONS: Statement = Statement {
 const NEW_TURNS: Statement = Statement {
     sql: "INSERT INTO turns (session_key, logical_turn_id, latest_revision, created_at) \
           SELECT value ->> 0, value ->> 1, value ->> 2, ? FROM json_each(?) ORDER BY key;",
+    name: "new_turns",
     pg: "INSERT INTO turns (session_key, logical_turn_id, latest_revision, created_at) \
-         SELECT value ->> 0, value ->> 1, (value ->> 2)::bigint, $1 \
-         FROM jsonb_array_elements($2::jsonb) WITH ORDINALITY AS j(value, key) ORDER BY key",
+         SELECT value ->> 0, value ->> 1, (value ->> 2)::bigint, $now \
+         FROM jsonb_array_elements($list::jsonb) WITH ORDINALITY AS j(value, key) ORDER BY key",
     binds: &[N, L],
 };
 
@@ -1013,14 +1162,17 @@ const CHANGED_TURNS: Statement = Statement {
     sql: "UPDATE turns SET latest_revision = j.latest \
           FROM (SELECT value ->> 0 AS s, value ->> 1 AS t, value ->> 2 AS latest FROM json_each(?)) AS j \
           WHERE turns.session_key = j.s AND turns.logical_turn_id = j.t;",
+    name: "changed_turns",
     pg: "UPDATE turns SET latest_revision = (j.value ->> 2)::bigint \
-         FROM jsonb_array_elements($1::jsonb) AS j(value) \
+         FROM jsonb_array_elements($list::jsonb) AS j(value) \
          WHERE turns.session_key = j.value ->> 0 AND turns.logical_turn_id = j.value ->> 1",
     binds: &[L],
 };
 
-/// New entries in the order they were recorded ([`NewEntry`]).
+/// New entries in the order they were recorded ([`NewEntry`]); on Postgres it returns their `seq` by
+/// key, for the `$new_seq` of the statements after it.
 const NEW_ENTRIES: Statement = Statement {
+    name: "new_entries",
     sql: "INSERT INTO entries (session_key, logical_turn_id, mutation_id, tool, status, intent_recorded, \
           attempt_id, reason, meta_attached, meta_id, meta_url, meta_title, revision, settled_at, \
           commissioned_after, recorded_at, updated_at) \
@@ -1032,13 +1184,15 @@ const NEW_ENTRIES: Statement = Statement {
          commissioned_after, recorded_at, updated_at) \
          SELECT value ->> 0, value ->> 1, value ->> 2, value ->> 3, value ->> 4, (value ->> 5)::boolean, \
          value ->> 6, value ->> 7, (value ->> 8)::boolean, value ->> 9, value ->> 10, value ->> 11, \
-         (value ->> 12)::bigint, (value ->> 13)::bigint, value ->> 14, $1, $2 \
-         FROM jsonb_array_elements($3::jsonb) WITH ORDINALITY AS j(value, key) ORDER BY key",
+         (value ->> 12)::bigint, (value ->> 13)::bigint, value ->> 14, $now, $now \
+         FROM jsonb_array_elements($list::jsonb) WITH ORDINALITY AS j(value, key) ORDER BY key \
+         RETURNING seq, session_key, mutation_id",
     binds: &[N, N, L],
 };
 
 /// Entries stored before the group that it changed ([`ChangedEntry`]), by `seq`.
 const CHANGED_ENTRIES: Statement = Statement {
+    name: "changed_entries",
     sql: "UPDATE entries SET status = j.status, intent_recorded = j.intent, attempt_id = j.attempt, \
           reason = j.reason, meta_attached = j.meta, meta_id = j.id, meta_url = j.url, meta_title = j.title, \
           revision = j.revision, settled_at = j.settled_at, updated_at = ? \
@@ -1050,8 +1204,8 @@ const CHANGED_ENTRIES: Statement = Statement {
     pg: "UPDATE entries SET status = j.value ->> 1, intent_recorded = (j.value ->> 2)::boolean, \
          attempt_id = j.value ->> 3, reason = j.value ->> 4, meta_attached = (j.value ->> 5)::boolean, \
          meta_id = j.value ->> 6, meta_url = j.value ->> 7, meta_title = j.value ->> 8, \
-         revision = (j.value ->> 9)::bigint, settled_at = (j.value ->> 10)::bigint, updated_at = $1 \
-         FROM jsonb_array_elements($2::jsonb) AS j(value) WHERE entries.seq = (j.value ->> 0)::bigint",
+         revision = (j.value ->> 9)::bigint, settled_at = (j.value ->> 10)::bigint, updated_at = $now \
+         FROM jsonb_array_elements($list::jsonb) AS j(value) WHERE entries.seq = (j.value ->> 0)::bigint",
     binds: &[N, L],
 };
 
@@ -1064,16 +1218,17 @@ macro_rules! entry_seq {
     };
 }
 
-/// [`entry_seq!`] for Postgres.
+/// [`entry_seq!`] for Postgres, in the group's one statement: an entry inserted by this group is found
+/// in the `RETURNING` of [`NEW_ENTRIES`] (`$new_seq`, [`GroupWrite::postgres`]).
 macro_rules! pg_entry_seq {
     () => {
-        "COALESCE((j.value ->> 0)::bigint, (SELECT e.seq FROM entries AS e \
-         WHERE e.session_key = j.value ->> 1 AND e.mutation_id = j.value ->> 2))"
+        "COALESCE((j.value ->> 0)::bigint, $new_seq)"
     };
 }
 
 /// New attempt ids: `[seq, session_key, mutation_id, attempt_id]` (see [`Group::entry_ref`]).
 const ATTEMPTS: Statement = Statement {
+    name: "new_attempts",
     sql: concat!(
         "INSERT INTO attempts (entry_seq, attempt_id) SELECT ",
         entry_seq!(),
@@ -1082,7 +1237,7 @@ const ATTEMPTS: Statement = Statement {
     pg: concat!(
         "INSERT INTO attempts (entry_seq, attempt_id) SELECT ",
         pg_entry_seq!(),
-        ", j.value ->> 3 FROM jsonb_array_elements($1::jsonb) AS j(value)"
+        ", j.value ->> 3 FROM jsonb_array_elements($list::jsonb) AS j(value)"
     ),
     binds: &[L],
 };
@@ -1090,6 +1245,7 @@ const ATTEMPTS: Statement = Statement {
 /// Reconciliation evidence: `[seq, session_key, mutation_id, attempt_id, completed, source, reference,
 /// observed_at]`.
 const RECONCILIATIONS: Statement = Statement {
+    name: "new_reconciliations",
     sql: concat!(
         "INSERT INTO reconciliations (entry_seq, attempt_id, completed, source, reference, observed_at, \
          recorded_at) SELECT ",
@@ -1101,14 +1257,15 @@ const RECONCILIATIONS: Statement = Statement {
         "INSERT INTO reconciliations (entry_seq, attempt_id, completed, source, reference, observed_at, \
          recorded_at) SELECT ",
         pg_entry_seq!(),
-        ", j.value ->> 3, (j.value ->> 4)::boolean, j.value ->> 5, j.value ->> 6, j.value ->> 7, $1 \
-         FROM jsonb_array_elements($2::jsonb) WITH ORDINALITY AS j(value, key) ORDER BY j.key"
+        ", j.value ->> 3, (j.value ->> 4)::boolean, j.value ->> 5, j.value ->> 6, j.value ->> 7, $now \
+         FROM jsonb_array_elements($list::jsonb) WITH ORDINALITY AS j(value, key) ORDER BY j.key"
     ),
     binds: &[N, L],
 };
 
 /// History rows in the order of the changes ([`HistoryOut`]).
 const HISTORY: Statement = Statement {
+    name: "new_history",
     sql: concat!(
         "INSERT INTO history (entry_seq, kind, at, revision, actor, attempt_id, ledger_status, \
          intent_recorded, reason, meta_attached, meta_id, meta_url, meta_title, source, reference, \
@@ -1123,10 +1280,10 @@ const HISTORY: Statement = Statement {
          intent_recorded, reason, meta_attached, meta_id, meta_url, meta_title, source, reference, \
          observed_at, note) SELECT ",
         pg_entry_seq!(),
-        ", j.value ->> 3, $1, (j.value ->> 4)::bigint, j.value ->> 5, j.value ->> 6, j.value ->> 7, \
+        ", j.value ->> 3, $now, (j.value ->> 4)::bigint, j.value ->> 5, j.value ->> 6, j.value ->> 7, \
          (j.value ->> 8)::boolean, j.value ->> 9, (j.value ->> 10)::boolean, j.value ->> 11, \
          j.value ->> 12, j.value ->> 13, j.value ->> 14, j.value ->> 15, j.value ->> 16, j.value ->> 17 \
-         FROM jsonb_array_elements($2::jsonb) WITH ORDINALITY AS j(value, key) ORDER BY j.key"
+         FROM jsonb_array_elements($list::jsonb) WITH ORDINALITY AS j(value, key) ORDER BY j.key"
     ),
     binds: &[N, L],
 };
@@ -1350,4 +1507,44 @@ pub(crate) fn rejected(rejection: Rejection, row: Option<&EntryRow>) -> LedgerEr
 /// A refusal for `row` (used outside groups, by legacy imports).
 pub(crate) fn refused(refusal: Refusal, row: &EntryRow) -> LedgerError {
     rejected(Rejection::Refused(refusal), Some(row))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The Postgres write's text ([`GroupWrite::postgres`]): parameters numbered `$1` (the time), then
+    /// the lists in order, then the channel and the payloads; an entry the group inserts is found in the
+    /// entries' insert's `RETURNING` (never by reading `entries`, which a sibling CTE does not see), and
+    /// without new entries no statement names that CTE.
+    #[test]
+    fn the_postgres_write_is_one_statement_that_finds_new_entries_in_their_returning() {
+        let mut w = GroupWrite::new();
+        w.push(&TOUCHED_SESSIONS, &["s-1"]).unwrap();
+        w.push(&NEW_ENTRIES, &["x"]).unwrap();
+        w.push(&HISTORY, &["y"]).unwrap();
+        let sql = w.postgres(true);
+        assert!(
+            sql.starts_with("WITH touched_sessions AS (UPDATE sessions SET last_write_at = $1 ")
+        );
+        assert!(sql.contains("jsonb_array_elements_text($2::jsonb)"));
+        assert!(sql.contains(", new_entries AS (INSERT INTO entries "));
+        assert!(sql.contains("jsonb_array_elements($3::jsonb)"));
+        assert!(sql.contains("RETURNING seq, session_key, mutation_id), new_history AS ("));
+        assert!(
+            sql.contains("COALESCE((j.value ->> 0)::bigint, (SELECT n.seq FROM new_entries AS n")
+        );
+        assert!(sql.contains("jsonb_array_elements($4::jsonb)"));
+        assert!(sql.ends_with(
+            "SELECT pg_notify($5, p) FROM unnest($6::text[]) WITH ORDINALITY AS u(p, i) ORDER BY i"
+        ));
+        assert!(!sql.contains("$now") && !sql.contains("$list") && !sql.contains("$new_seq"));
+
+        let mut w = GroupWrite::new();
+        w.push(&HISTORY, &["y"]).unwrap();
+        let sql = w.postgres(false);
+        assert!(!sql.contains("new_entries"));
+        assert!(sql.contains("COALESCE((j.value ->> 0)::bigint, NULL::bigint)"));
+        assert!(sql.ends_with(") SELECT 1"));
+    }
 }

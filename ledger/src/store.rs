@@ -203,7 +203,9 @@ pub(crate) use {on_pool, on_read, on_tx, on_write};
 /// transaction on the write connection's handle, run on the writer's thread ([`crate::direct`]).
 pub(crate) enum WriteTx<'c> {
     Sqlite(sqlx::Transaction<'static, sqlx::Sqlite>),
-    Postgres(sqlx::Transaction<'static, sqlx::Postgres>),
+    /// A pool's connection ([`Inner::begin_write`], `'static`), or the group commit's connection it
+    /// borrows ([`Inner::begin_group`]).
+    Postgres(sqlx::Transaction<'c, sqlx::Postgres>),
     Direct(crate::direct::Direct<'c>),
 }
 
@@ -268,9 +270,7 @@ impl WriteTx<'_> {
         let WriteTx::Postgres(t) = self else {
             return Ok(());
         };
-        let mut keys: Vec<i64> = session_keys.into_iter().map(session_lock_key).collect();
-        keys.sort_unstable();
-        keys.dedup();
+        let keys = session_lock_keys(session_keys);
         if keys.is_empty() {
             return Ok(());
         }
@@ -280,6 +280,15 @@ impl WriteTx<'_> {
             .await?;
         Ok(())
     }
+}
+
+/// The advisory lock keys of `session_keys` ([`session_lock_key`]), in the one order every writer takes
+/// them (ascending), without duplicates.
+fn session_lock_keys<'a>(session_keys: impl IntoIterator<Item = &'a str>) -> Vec<i64> {
+    let mut keys: Vec<i64> = session_keys.into_iter().map(session_lock_key).collect();
+    keys.sort_unstable();
+    keys.dedup();
+    keys
 }
 
 /// The advisory lock key of a session: the first 8 bytes of SHA-256 of `ledger-session:` and its key.
@@ -525,6 +534,48 @@ impl Inner {
                 Ok(WriteTx::Postgres(tx))
             }
         }
+    }
+
+    /// The group commit's write transaction with its sessions locked: [`Inner::begin_write`] then
+    /// [`WriteTx::lock_sessions`], in ONE round trip on Postgres (docs/ledger.md
+    /// "Postgres round trips"). There `conn` receives a connection of the pool, which the transaction
+    /// borrows, and the transaction's settings, the advisory locks and `BEGIN` go as one simple query:
+    /// `SELECT set_config(…); SELECT pg_advisory_xact_lock(k) FROM unnest('{…}'::bigint[]); BEGIN`.
+    /// Its only literals are integers this code formats (the write wait in ms, the lock keys), never a
+    /// caller's text. `BEGIN` comes last on purpose: the statements before it run in the query's
+    /// implicit transaction, which `BEGIN` turns into the transaction block (the settings and the locks
+    /// stay, Postgres protocol "Multiple Statements in a Simple Query"); when a lock is not taken within
+    /// the write wait (`Busy`), that implicit transaction ends rolled back and the connection goes back
+    /// to the pool idle, not inside an aborted transaction. SQLite: `conn` stays `None` and the two
+    /// steps run as they are.
+    pub(crate) async fn begin_group<'c, 'k>(
+        &self,
+        conn: &'c mut Option<sqlx::pool::PoolConnection<sqlx::Postgres>>,
+        session_keys: impl IntoIterator<Item = &'k str>,
+    ) -> Result<WriteTx<'c>, LedgerError> {
+        let Db::Postgres { pool, .. } = &self.db else {
+            let mut tx = self.begin_write().await?;
+            tx.lock_sessions(session_keys).await?;
+            return Ok(tx);
+        };
+        let keys = session_lock_keys(session_keys);
+        let ms = self.write_wait.as_millis().clamp(1, i32::MAX as u128);
+        // `begin_write`'s settings, spelled as literals (a simple query takes no parameters).
+        let mut sql = format!(
+            "SELECT set_config('lock_timeout', '{ms}', true), \
+             set_config('enable_hashjoin', 'off', true), set_config('enable_mergejoin', 'off', true); "
+        );
+        if !keys.is_empty() {
+            let list: Vec<String> = keys.iter().map(i64::to_string).collect();
+            sql.push_str(&format!(
+                "SELECT pg_advisory_xact_lock(k) FROM unnest('{{{}}}'::bigint[]) AS k; ",
+                list.join(",")
+            ));
+        }
+        sql.push_str("BEGIN");
+        use sqlx::Connection;
+        let c = conn.insert(pool.acquire().await?);
+        Ok(WriteTx::Postgres(c.begin_with(sql).await?))
     }
 
     /// The earliest `last_write_at` of a session that has not expired at `now`.

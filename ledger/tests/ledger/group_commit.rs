@@ -6,7 +6,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use crate::common::*;
-use ledger::command::Settlement;
+use ledger::command::{Command, Settlement};
 use ledger::wire::LedgerStatus as L;
 use ledger::{LedgerError, Refusal};
 
@@ -258,4 +258,201 @@ async fn a_new_entry_decided_several_times_in_one_group_is_stored_as_its_last_an
             T0
         )]
     );
+}
+
+/// One group that writes every kind of row at once (docs/ledger.md "Writing"; on Postgres ONE statement
+/// of data-modifying CTEs, "Postgres specifics"): a new session with a new turn and entry, a new turn and
+/// entry in a stored session, stored entries changed in a stored turn, attempts, evidence and history
+/// rows both of entries stored before the group (named by `seq`) and of entries the group inserts (found
+/// by key). Every row lands on its own entry, in the order decided, with the foreign keys satisfied.
+#[tokio::test]
+async fn a_group_writing_every_kind_of_row_at_once_puts_each_row_on_its_own_entry() {
+    let h = open().await;
+    // Stored before the group: m-old in flight then outcome unknown, m-old2 cancelled before dispatch.
+    for r in h
+        .engine
+        .apply_batch(vec![
+            approve("m-old"),
+            intent("m-old", "a-1"),
+            settle("m-old", "a-1", Settlement::OutcomeUnknown, None),
+            approve("m-old2"),
+            intent("m-old2", "a-1"),
+            cancel(
+                "m-old2",
+                "a-1",
+                Some(ledger::wire::Reason::PreDispatchDeadline),
+            ),
+        ])
+        .await
+        .unwrap()
+    {
+        r.unwrap();
+    }
+    assert_eq!(h.latest_revision().await, 4);
+    h.clock.advance(Duration::from_secs(1));
+    let in_s2 = |c: Command| Command::new(sk("s-2"), c.key.mutation_id, c.action);
+    let results = h
+        .engine
+        .apply_batch(vec![
+            // A new session, its new turn and entry, taken to outcome unknown and reconciled.
+            in_s2(approve_in("s-2", "t-2", "m-new")),
+            in_s2(intent("m-new", "a-1")),
+            in_s2(settle("m-new", "a-1", Settlement::OutcomeUnknown, None)),
+            in_s2(reconcile("m-new", "a-1", false)),
+            // A new turn and entry in the stored session.
+            approve_in(SESSION, "t-3", "m-new3"),
+            intent("m-new3", "a-7"),
+            // Stored entries of the stored turn: evidence, a fresh attempt.
+            reconcile("m-old", "a-1", true),
+            fresh("m-old2", "a-2"),
+        ])
+        .await
+        .unwrap();
+    for r in &results {
+        assert!(r.is_ok(), "{r:?}");
+    }
+    let raw = raw(&h.path).await;
+    let sessions: Vec<(String, i64)> =
+        sqlx::query_as("SELECT session_key, last_write_at FROM sessions ORDER BY session_key")
+            .fetch_all(&raw)
+            .await
+            .unwrap();
+    assert_eq!(
+        sessions,
+        vec![("s-1".to_owned(), T0 + 1000), ("s-2".to_owned(), T0 + 1000)]
+    );
+    let turns: Vec<(String, String, i64)> = sqlx::query_as(
+        "SELECT session_key, logical_turn_id, latest_revision FROM turns \
+         ORDER BY session_key, logical_turn_id",
+    )
+    .fetch_all(&raw)
+    .await
+    .unwrap();
+    assert_eq!(
+        turns,
+        vec![
+            ("s-1".to_owned(), "t-1".to_owned(), 6),
+            ("s-1".to_owned(), "t-3".to_owned(), 1),
+            ("s-2".to_owned(), "t-2".to_owned(), 3),
+        ]
+    );
+    let attempts: Vec<(String, String, String)> = sqlx::query_as(
+        "SELECT e.session_key, e.mutation_id, a.attempt_id FROM attempts AS a \
+         JOIN entries AS e ON e.seq = a.entry_seq ORDER BY 1, 2, 3",
+    )
+    .fetch_all(&raw)
+    .await
+    .unwrap();
+    let row = |s: &str, m: &str, a: &str| (s.to_owned(), m.to_owned(), a.to_owned());
+    assert_eq!(
+        attempts,
+        vec![
+            row("s-1", "m-new3", "a-7"),
+            row("s-1", "m-old", "a-1"),
+            row("s-1", "m-old2", "a-1"),
+            row("s-1", "m-old2", "a-2"),
+            row("s-2", "m-new", "a-1"),
+        ]
+    );
+    let evidence: Vec<(String, String, String)> = sqlx::query_as(
+        "SELECT e.session_key, e.mutation_id, r.attempt_id FROM reconciliations AS r \
+         JOIN entries AS e ON e.seq = r.entry_seq ORDER BY r.id",
+    )
+    .fetch_all(&raw)
+    .await
+    .unwrap();
+    assert_eq!(
+        evidence,
+        vec![row("s-2", "m-new", "a-1"), row("s-1", "m-old", "a-1")]
+    );
+    // The group's history rows, in the order decided, each on its entry, at the group's time.
+    let history: Vec<(String, String, String)> = sqlx::query_as(&format!(
+        "SELECT e.mutation_id, h.kind, COALESCE(CAST(h.revision AS TEXT), '-') FROM history AS h \
+         JOIN entries AS e ON e.seq = h.entry_seq WHERE h.at = {} ORDER BY h.id",
+        T0 + 1000
+    ))
+    .fetch_all(&raw)
+    .await
+    .unwrap();
+    assert_eq!(
+        history,
+        vec![
+            row("m-new", "approval", "-"),
+            row("m-new", "intent", "1"),
+            row("m-new", "settlement", "2"),
+            row("m-new", "reconciliation", "3"),
+            row("m-new3", "approval", "-"),
+            row("m-new3", "intent", "1"),
+            row("m-old", "reconciliation", "5"),
+            row("m-old2", "attempt", "6"),
+        ]
+    );
+}
+
+/// Postgres: another instance holds a session's lock longer than the write wait. The group is answered
+/// `Busy` and changes nothing; the connection its `BEGIN` ran on goes back to the pool usable (the locks
+/// are taken before `BEGIN` in one query, docs/ledger.md "Postgres round trips"), so every later read and
+/// write of the ledger succeeds.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_group_that_cannot_lock_its_session_is_busy_and_leaves_every_connection_usable() {
+    use sqlx::Connection;
+    if postgres().is_none() {
+        eprintln!("skipped: Postgres only (OUTCOMES_TEST_POSTGRES)");
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let url = fresh_database(dir.path()).await;
+    let ledger = ledger::Ledger::open(
+        &url,
+        ledger::LedgerOptions {
+            write_wait: Duration::from_millis(300),
+            read_connections: 1,
+            ..ledger::LedgerOptions::default()
+        },
+    )
+    .await
+    .unwrap();
+    let engine = ledger.engine();
+    let sessions = ledger.sessions();
+    // A session key of its own: advisory locks are per database, shared with the other tests' schemas.
+    let session = format!("s-busy-{}", std::process::id());
+    let op = |c: Command| Command::new(sk(&session), c.key.mutation_id, c.action);
+    engine
+        .apply(approve_in(&session, TURN, "m-1"))
+        .await
+        .unwrap();
+
+    let mut other = sqlx::PgConnection::connect(&url).await.unwrap();
+    sqlx::query("BEGIN").execute(&mut other).await.unwrap();
+    sqlx::query(
+        "SELECT pg_advisory_xact_lock(('x' || substr(encode(sha256(convert_to($1, 'UTF8')), 'hex'), \
+         1, 16))::bit(64)::bigint)",
+    )
+    .bind(format!("ledger-session:{session}"))
+    .execute(&mut other)
+    .await
+    .unwrap();
+    for _ in 0..3 {
+        assert!(matches!(
+            engine.apply(op(intent("m-1", "a-1"))).await,
+            Err(LedgerError::Busy)
+        ));
+    }
+    sqlx::query("ROLLBACK").execute(&mut other).await.unwrap();
+
+    // Nothing was written, and every connection of the pool (3) serves reads and writes again.
+    for i in 0..6 {
+        let entries = sessions
+            .turn_entries(&sk(&session), &turn(TURN))
+            .await
+            .unwrap();
+        assert_eq!(entries.latest_revision, i);
+        let m = format!("m-{}", i + 1);
+        if i > 0 {
+            engine.apply(approve_in(&session, TURN, &m)).await.unwrap();
+        }
+        let state = engine.apply(op(intent(&m, "a-1"))).await.unwrap();
+        assert_eq!(state.revision, Some(i + 1));
+    }
+    let _ = other.close().await;
 }
