@@ -43,13 +43,7 @@ impl<'c> Direct<'c> {
         mut map: impl FnMut(&rusqlite::Row<'_>) -> rusqlite::Result<T>,
     ) -> Result<Vec<T>, LedgerError> {
         let mut statement = self.db.prepare_cached(sql).map_err(failure)?;
-        bind(&mut statement, params)?;
-        let mut rows = statement.raw_query();
-        let mut out = Vec::new();
-        while let Some(row) = rows.next().map_err(failure)? {
-            out.push(map(row).map_err(failure)?);
-        }
-        Ok(out)
+        collect(&mut statement, params, |row| map(row).map_err(failure))
     }
 
     /// Runs the statement `sql` with `params` (bound as [`Direct::rows`] binds them); answers the rows it
@@ -223,10 +217,19 @@ pub(crate) fn query<T>(
     db: &rusqlite::Connection,
     sql: &str,
     params: &[&dyn ToSql],
-    mut map: impl FnMut(&rusqlite::Row<'_>) -> Result<T, LedgerError>,
+    map: impl FnMut(&rusqlite::Row<'_>) -> Result<T, LedgerError>,
 ) -> Result<Vec<T>, LedgerError> {
     let mut statement = db.prepare(sql).map_err(failure)?;
-    bind(&mut statement, params)?;
+    collect(&mut statement, params, map)
+}
+
+/// Binds `params` to `statement` ([`bind`]), runs it and maps every row it answers with `map`.
+fn collect<T>(
+    statement: &mut rusqlite::Statement<'_>,
+    params: &[&dyn ToSql],
+    mut map: impl FnMut(&rusqlite::Row<'_>) -> Result<T, LedgerError>,
+) -> Result<Vec<T>, LedgerError> {
+    bind(statement, params)?;
     let mut rows = statement.raw_query();
     let mut out = Vec::new();
     while let Some(row) = rows.next().map_err(failure)? {
