@@ -14,7 +14,10 @@ use reqwest::{Method, StatusCode};
 use serde_json::{json, Value};
 use server::serve::AccessArg;
 
-use crate::helpers::{client_at, form, read_until, with_staff, TestApp, PASSWORD, STAFF, TOKEN};
+use crate::helpers::{
+    client_at, cookie_in, form, read_until, server, set_cookies, with_staff, TestApp, PASSWORD,
+    STAFF, TOKEN,
+};
 
 // ---------------------------------------------------------------------------------------------------
 // Plumbing
@@ -101,20 +104,9 @@ fn bearer(token: &str) -> (&'static str, String) {
     ("authorization", format!("Bearer {token}"))
 }
 
-/// Every `Set-Cookie` of a response.
-fn set_cookies(h: &HeaderMap) -> Vec<String> {
-    h.get_all("set-cookie")
-        .iter()
-        .map(|v| v.to_str().unwrap().to_owned())
-        .collect()
-}
-
 /// The value a response's `Set-Cookie` gives cookie `name`.
 fn set_cookie_value(h: &HeaderMap, name: &str) -> Option<String> {
-    set_cookies(h).into_iter().find_map(|c| {
-        c.strip_prefix(&format!("{name}="))
-            .map(|rest| rest.split(';').next().unwrap_or("").to_owned())
-    })
+    cookie_in(&set_cookies(h), name)
 }
 
 /// Whether the response clears cookie `name` (`name=; …; Max-Age=0`).
@@ -184,46 +176,11 @@ async fn post_sign_in_with(
     }
 }
 
-/// A server in `access` mode (and otherwise the test defaults), with staff account `ada`.
-async fn server(access: AccessArg) -> TestApp {
-    server_with(|a| a.access = access).await
-}
-
-async fn server_with(edit: impl FnOnce(&mut server::serve::ServeArgs)) -> TestApp {
-    with_staff(edit).await
-}
-
-/// A staff API token of `ada`.
-async fn staff_token(app: &TestApp) -> String {
-    let token = server::staff::new_staff_token();
-    assert!(app
-        .state
-        .access
-        .store
-        .add_staff_token(STAFF, &token)
-        .await
-        .unwrap());
-    token
-}
-
 /// Signs `ada` in; the sign-in cookie's value.
 async fn sign_in_cookie(app: &TestApp) -> String {
     let r = post_sign_in(app, &plain(), Some(&app.base), STAFF, PASSWORD, "/").await;
     assert_eq!(r.status, StatusCode::SEE_OTHER, "{}", r.body);
     set_cookie_value(&r.headers, "outcomes_sign_in").expect("sign-in cookie")
-}
-
-/// Mints a viewer link of `session` (host token): its `/v/<token>` url.
-async fn mint_link(app: &TestApp, session: &str) -> String {
-    let (s, body) = app
-        .host(
-            Method::POST,
-            &format!("/api/host/sessions/{session}/viewer-links"),
-            json!({}),
-        )
-        .await;
-    assert_eq!(s, StatusCode::CREATED, "{body}");
-    body["url"].as_str().unwrap().to_owned()
 }
 
 /// Opens a viewer link as a browser would: the viewer cookie's value.
@@ -234,7 +191,7 @@ async fn open_link(app: &TestApp, url: &str) -> String {
 }
 
 async fn viewer_cookie(app: &TestApp, session: &str) -> String {
-    let url = mint_link(app, session).await;
+    let url = app.mint_link(session).await;
     open_link(app, &url).await
 }
 
@@ -357,7 +314,7 @@ async fn every_role_gets_exactly_its_answer_from_every_endpoint() {
     // Signed-in mode.
     let app = server(AccessArg::SignedIn).await;
     two_sessions(&app).await;
-    let staff = staff_token(&app).await;
+    let staff = app.staff_token().await;
     let signed_in = sign_in_cookie(&app).await;
     // A viewer cookie of alpha whose links are then revoked, then a live one.
     let revoked = viewer_cookie(&app, "alpha").await;
@@ -629,7 +586,7 @@ async fn one_sessions_viewer_never_receives_another_sessions_data() {
     }
     assert_eq!(app.state.hub.subscriber_count("bravo"), 0);
     // Staff do read bravo.
-    let staff = vec![bearer(&staff_token(&app).await)];
+    let staff = vec![bearer(&app.staff_token().await)];
     let r = get(&app, "/api/mutation-outcomes?session_id=bravo", &staff).await;
     assert_eq!(r.status, StatusCode::OK);
     assert!(r.body.contains("op-bravo-secret"));
@@ -1082,7 +1039,7 @@ async fn viewer_links_are_minted_checked_opened_and_revoked() {
     assert_eq!(r.status, StatusCode::UNPROCESSABLE_ENTITY);
 
     // Opening a link: 303 to its session with the cookie.
-    let url = mint_link(&app, "charlie").await;
+    let url = app.mint_link("charlie").await;
     let token = url.strip_prefix("/v/").unwrap().to_owned();
     let r = get(&app, &url, &[]).await;
     assert_eq!(r.status, StatusCode::SEE_OTHER);
@@ -1116,7 +1073,7 @@ async fn viewer_links_are_minted_checked_opened_and_revoked() {
     );
     // A session key that needs encoding comes back percent-encoded.
     app.settled("a b/c", "t1", "m1", "completed").await;
-    let url = mint_link(&app, "a%20b%2Fc").await;
+    let url = app.mint_link("a%20b%2Fc").await;
     let r = get(&app, &url, &[]).await;
     assert_eq!(location(&r), "/sessions/a%20b%2Fc");
 
@@ -1280,7 +1237,7 @@ async fn a_viewers_live_stream_closes_when_its_links_are_revoked() {
 async fn a_staff_token_reads_but_never_writes() {
     let app = server(AccessArg::SignedIn).await;
     two_sessions(&app).await;
-    let token = staff_token(&app).await;
+    let token = app.staff_token().await;
     for scheme in ["Bearer", "bearer", "BEARER"] {
         let h = [("authorization", format!("{scheme} {token}"))];
         let r = get(&app, "/api/sessions", &h).await;
@@ -1333,7 +1290,7 @@ async fn a_staff_token_reads_but_never_writes() {
 
 #[tokio::test]
 async fn the_trusted_proxy_header_counts_only_from_the_trusted_proxy() {
-    let app = server_with(|a| {
+    let app = with_staff(|a| {
         a.access = AccessArg::SignedIn;
         a.trusted_user_header = Some("x-forwarded-user".parse().unwrap());
         a.trusted_proxy = vec!["127.0.0.1/32".parse().unwrap()];
@@ -1389,7 +1346,7 @@ async fn the_trusted_proxy_header_counts_only_from_the_trusted_proxy() {
     assert_eq!(r.status, StatusCode::UNAUTHORIZED);
 
     // A server whose trusted proxy is elsewhere ignores the header from here.
-    let app = server_with(|a| {
+    let app = with_staff(|a| {
         a.access = AccessArg::SignedIn;
         a.trusted_user_header = Some("x-forwarded-user".parse().unwrap());
         a.trusted_proxy = vec!["10.0.0.0/8".parse().unwrap()];

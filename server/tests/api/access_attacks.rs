@@ -23,17 +23,13 @@ use server::serve::AccessArg;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
 use crate::helpers::{
-    client_at, form, read_until, spawn, with_staff, TestApp, PASSWORD, STAFF, TOKEN,
+    client_at, cookie_in, form, read_until, server, set_cookies, spawn, TestApp, PASSWORD, STAFF,
+    TOKEN,
 };
 
 // ---------------------------------------------------------------------------------------------------
 // Plumbing
 // ---------------------------------------------------------------------------------------------------
-
-/// A server in `access` mode (otherwise the test defaults) with the staff account `ada`.
-async fn server(access: AccessArg) -> TestApp {
-    with_staff(|a| a.access = access).await
-}
 
 /// `POST /sign-in` as `ada` with `Origin` = the server: status and the `Set-Cookie` values.
 async fn sign_in(
@@ -63,35 +59,9 @@ async fn sign_in_at(
         .await
         .expect("request");
     let status = r.status();
-    let cookies = r
-        .headers()
-        .get_all("set-cookie")
-        .iter()
-        .map(|v| v.to_str().unwrap().to_owned())
-        .collect();
+    let cookies = set_cookies(r.headers());
     let _ = r.text().await;
     (status, cookies)
-}
-
-/// The value a `Set-Cookie` list gives cookie `name`.
-fn cookie_in(set: &[String], name: &str) -> Option<String> {
-    set.iter().find_map(|c| {
-        c.strip_prefix(&format!("{name}="))
-            .map(|rest| rest.split(';').next().unwrap_or("").to_owned())
-    })
-}
-
-/// Mints a viewer link of `session` with `body`; its `/v/<token>` url.
-async fn mint_link(app: &TestApp, session: &str, body: Value) -> String {
-    let (s, v) = app
-        .host(
-            Method::POST,
-            &format!("/api/host/sessions/{session}/viewer-links"),
-            body,
-        )
-        .await;
-    assert_eq!(s, StatusCode::CREATED, "{v}");
-    v["url"].as_str().unwrap().to_owned()
 }
 
 /// Opens a viewer link as a browser would: the viewer cookie's value.
@@ -352,7 +322,9 @@ async fn a_viewers_live_stream_ends_when_its_link_expires() {
     app.settled("expiring", "t1", "m1", "completed").await;
     let client = client_at(Ipv4Addr::new(127, 0, 2, 10));
     let minted = Instant::now();
-    let url = mint_link(&app, "expiring", json!({"expires_in_secs": 2})).await;
+    let url = app
+        .mint_link_with("expiring", json!({"expires_in_secs": 2}))
+        .await;
     let viewer = open_link(&app, &client, &url).await;
     let opened = Instant::now();
     let mut stream = open_stream(
@@ -448,14 +420,7 @@ async fn a_staff_token_live_stream_ends_within_a_heartbeat_of_removing_the_accou
     let app = server(AccessArg::SignedIn).await;
     app.settled("watched", "t1", "m-before-0", "completed")
         .await;
-    let token = server::staff::new_staff_token();
-    assert!(app
-        .state
-        .access
-        .store
-        .add_staff_token(STAFF, &token)
-        .await
-        .unwrap());
+    let token = app.staff_token().await;
     let client = client_at(Ipv4Addr::new(127, 0, 2, 30));
     let bearer = ("authorization", format!("Bearer {token}"));
     let mut stream = open_stream(&app, &client, "watched", bearer.clone()).await;
@@ -508,22 +473,8 @@ async fn no_event_settled_after_the_credential_ended_reaches_a_staff_stream() {
     let mut by_cookie = open_stream(&app, &signed_in, "watched", cookie.clone()).await;
 
     // A second account, whose token will stop holding when the account is removed.
-    let hash = server::staff::hash_password("another password").unwrap();
-    assert!(app
-        .state
-        .access
-        .store
-        .add_staff("grace", &hash)
-        .await
-        .unwrap());
-    let token = server::staff::new_staff_token();
-    assert!(app
-        .state
-        .access
-        .store
-        .add_staff_token("grace", &token)
-        .await
-        .unwrap());
+    app.add_staff("grace", "another password").await;
+    let token = app.staff_token_of("grace").await;
     let by_token = client_at(Ipv4Addr::new(127, 0, 2, 41));
     let mut by_token_stream = open_stream(
         &app,

@@ -3,7 +3,7 @@
 use reqwest::{Method, StatusCode};
 use serde_json::{json, Value};
 use server::conn::ConnLimits;
-use server::serve::ServeArgs;
+use server::serve::{AccessArg, ServeArgs};
 use server::AppState;
 
 pub const TOKEN: &str = "test-host-token";
@@ -94,6 +94,15 @@ pub async fn spawn_configured(edit: impl FnOnce(&mut ServeArgs), limits: ConnLim
     let built = server::serve::build(&a, TOKEN.into())
         .await
         .expect("server builds");
+    serve_built(dir, built, limits).await
+}
+
+/// Serves `built` on a free loopback port with `limits`, its files in `dir`.
+pub async fn serve_built(
+    dir: tempfile::TempDir,
+    built: server::serve::Built,
+    limits: ConnLimits,
+) -> TestApp {
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
         .await
         .expect("bind");
@@ -251,6 +260,77 @@ pub async fn with_staff(edit: impl FnOnce(&mut ServeArgs)) -> TestApp {
         .await
         .expect("staff added"));
     app
+}
+
+/// A server in `access` mode (otherwise the test defaults) with the staff account [`STAFF`].
+pub async fn server(access: AccessArg) -> TestApp {
+    with_staff(|a| a.access = access).await
+}
+
+impl TestApp {
+    /// Adds the staff account `name` with `password`.
+    pub async fn add_staff(&self, name: &str, password: &str) {
+        let hash = server::staff::hash_password(password).expect("hash");
+        assert!(self
+            .state
+            .access
+            .store
+            .add_staff(name, &hash)
+            .await
+            .expect("staff added"));
+    }
+
+    /// A new staff API token of the account `name` (which exists).
+    pub async fn staff_token_of(&self, name: &str) -> String {
+        let token = server::staff::new_staff_token();
+        assert!(self
+            .state
+            .access
+            .store
+            .add_staff_token(name, &token)
+            .await
+            .expect("token added"));
+        token
+    }
+
+    /// A new staff API token of [`STAFF`].
+    pub async fn staff_token(&self) -> String {
+        self.staff_token_of(STAFF).await
+    }
+
+    /// Mints a viewer link of `session` with `body` (host token): its `/v/<token>` url.
+    pub async fn mint_link_with(&self, session: &str, body: Value) -> String {
+        let (s, v) = self
+            .host(
+                Method::POST,
+                &format!("/api/host/sessions/{session}/viewer-links"),
+                body,
+            )
+            .await;
+        assert_eq!(s, StatusCode::CREATED, "{v}");
+        v["url"].as_str().expect("url").to_owned()
+    }
+
+    /// [`Self::mint_link_with`] an empty body (the default lifetime).
+    pub async fn mint_link(&self, session: &str) -> String {
+        self.mint_link_with(session, json!({})).await
+    }
+}
+
+/// Every `Set-Cookie` value of a response's headers.
+pub fn set_cookies(h: &reqwest::header::HeaderMap) -> Vec<String> {
+    h.get_all("set-cookie")
+        .iter()
+        .map(|v| v.to_str().expect("ASCII cookie").to_owned())
+        .collect()
+}
+
+/// The value a `Set-Cookie` list gives cookie `name`.
+pub fn cookie_in(set: &[String], name: &str) -> Option<String> {
+    set.iter().find_map(|c| {
+        c.strip_prefix(&format!("{name}="))
+            .map(|rest| rest.split(';').next().unwrap_or("").to_owned())
+    })
 }
 
 /// A client that sends from `ip` (a loopback address) and does not follow redirects: each role or

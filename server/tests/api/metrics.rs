@@ -46,20 +46,7 @@ async fn spawn_on(
     let built = server::serve::build_with_clock(&a, TOKEN.into(), clock)
         .await
         .expect("server builds");
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let addr = listener.local_addr().unwrap();
-    tokio::spawn(server::conn::serve(
-        listener,
-        built.router,
-        ConnLimits::default(),
-        std::future::pending::<()>(),
-    ));
-    TestApp {
-        base: format!("http://{addr}"),
-        client: reqwest::Client::new(),
-        state: built.state,
-        _dir: dir,
-    }
+    crate::helpers::serve_built(dir, built, ConnLimits::default()).await
 }
 
 async fn spawn_clocked(clock: Arc<Manual>, edit: impl FnOnce(&mut ServeArgs)) -> TestApp {
@@ -339,11 +326,8 @@ async fn metrics_follow_read_access() {
         .lines()
         .any(|l| l == "outcomes_failed_credentials_total 1"));
     // Staff: a token.
-    let hash = server::staff::hash_password(crate::helpers::PASSWORD).unwrap();
-    let store = &closed.state.access.store;
-    assert!(store.add_staff(STAFF, &hash).await.unwrap());
-    let staff = server::staff::new_staff_token();
-    assert!(store.add_staff_token(STAFF, &staff).await.unwrap());
+    closed.add_staff(STAFF, crate::helpers::PASSWORD).await;
+    let staff = closed.staff_token().await;
     let r = closed
         .client
         .get(&url)

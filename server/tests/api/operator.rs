@@ -6,7 +6,9 @@ use reqwest::{Method, StatusCode};
 use serde_json::{json, Value};
 use server::serve::AccessArg;
 
-use crate::helpers::{enc, form, read_until, record, with_staff, TestApp, PASSWORD, STAFF, TOKEN};
+use crate::helpers::{
+    enc, form, read_until, record, server, with_staff, TestApp, PASSWORD, STAFF, TOKEN,
+};
 
 // ---------------------------------------------------------------------------------------------------
 // Plumbing
@@ -14,7 +16,7 @@ use crate::helpers::{enc, form, read_until, record, with_staff, TestApp, PASSWOR
 
 /// A server in signed-in mode with staff account `ada`.
 pub(crate) async fn signed_in() -> TestApp {
-    with_staff(|a| a.access = AccessArg::SignedIn).await
+    server(AccessArg::SignedIn).await
 }
 
 pub(crate) fn no_redirects() -> reqwest::Client {
@@ -22,18 +24,6 @@ pub(crate) fn no_redirects() -> reqwest::Client {
         .redirect(reqwest::redirect::Policy::none())
         .build()
         .expect("client")
-}
-
-pub(crate) async fn staff_token(app: &TestApp) -> String {
-    let token = server::staff::new_staff_token();
-    assert!(app
-        .state
-        .access
-        .store
-        .add_staff_token(STAFF, &token)
-        .await
-        .unwrap());
-    token
 }
 
 /// `ada`'s sign-in cookie, as `outcomes_sign_in=<id>`.
@@ -57,16 +47,9 @@ pub(crate) async fn sign_in(app: &TestApp) -> String {
 
 /// A viewer cookie of `session`, as `outcomes_viewer=<token>`.
 pub(crate) async fn viewer(app: &TestApp, session: &str) -> String {
-    let (s, body) = app
-        .host(
-            Method::POST,
-            &format!("/api/host/sessions/{}/viewer-links", enc(session)),
-            json!({}),
-        )
-        .await;
-    assert_eq!(s, StatusCode::CREATED, "{body}");
+    let url = app.mint_link(&enc(session)).await;
     let r = no_redirects()
-        .get(format!("{}{}", app.base, body["url"].as_str().unwrap()))
+        .get(format!("{}{url}", app.base))
         .send()
         .await
         .unwrap();
@@ -201,7 +184,7 @@ fn evidence_body(attempt: &str) -> Value {
 async fn a_staff_note_is_kept_in_the_history_with_its_actor_and_changes_nothing_else() {
     let app = signed_in().await;
     app.settled("s", "t", "m", "outcome_unknown").await;
-    let token = staff_token(&app).await;
+    let token = app.staff_token().await;
     let before = snapshot(&app, "s", "t", "m").await;
 
     let (s, row) = post(
@@ -481,7 +464,7 @@ async fn a_viewer_never_sees_a_staff_note_its_count_or_a_staff_name() {
     let app = signed_in().await;
     app.settled("s", "t", "m", "outcome_unknown").await;
     app.settled("s", "t", "other", "completed").await;
-    let token = staff_token(&app).await;
+    let token = app.staff_token().await;
     let staff = Who::Bearer(&token);
     let (s, _) = post(&app, staff, &notes("s", "m"), json!({ "text": NOTE })).await;
     assert_eq!(s, StatusCode::CREATED);
@@ -630,7 +613,7 @@ async fn a_viewer_never_sees_a_staff_note_its_count_or_a_staff_name() {
 async fn staff_reconcile_an_unknown_outcome_as_the_host_would_with_its_live_event() {
     let app = signed_in().await;
     app.settled("s", "t", "m", "outcome_unknown").await; // revisions 1, 2
-    let token = staff_token(&app).await;
+    let token = app.staff_token().await;
     let mut live = no_redirects()
         .get(format!("{}/api/run-events?session_id=s", app.base))
         .bearer_auth(&token)
@@ -708,7 +691,7 @@ async fn staff_reconcile_an_unknown_outcome_as_the_host_would_with_its_live_even
 async fn staff_reconciliation_refuses_exactly_as_the_host_api_and_changes_nothing() {
     let app = signed_in().await;
     app.settled("s", "t", "m", "outcome_unknown").await;
-    let token = staff_token(&app).await;
+    let token = app.staff_token().await;
     let before = snapshot(&app, "s", "t", "m").await;
     let ev = |source: &str, reference: &str, observed_at: &str| {
         json!({"attempt_id": "a1", "completed": true, "evidence": {
@@ -1501,7 +1484,7 @@ fn lines(body: &str) -> Vec<Value> {
 #[tokio::test]
 async fn the_export_is_the_sessions_records_then_its_operation_histories() {
     let app = signed_in().await;
-    let token = staff_token(&app).await;
+    let token = app.staff_token().await;
     let staff = Who::Bearer(&token);
     let key = "exp ort/ç";
     app.settled(key, "t1", "a", "completed").await;

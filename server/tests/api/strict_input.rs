@@ -7,7 +7,7 @@ use reqwest::{Method, StatusCode};
 use serde_json::{json, Value};
 use server::serve::AccessArg;
 
-use crate::helpers::{with_staff, TestApp, STAFF, TOKEN};
+use crate::helpers::{with_staff, TestApp, TOKEN};
 
 /// Sends `body` to `path` with the host token (or `bearer`) and the given `Content-Type` values (none
 /// when empty); status and JSON body (Null when not JSON).
@@ -157,14 +157,7 @@ async fn prepared() -> (TestApp, String) {
         )
         .await;
     assert_eq!(s, StatusCode::OK);
-    let token = server::staff::new_staff_token();
-    assert!(app
-        .state
-        .access
-        .store
-        .add_staff_token(STAFF, &token)
-        .await
-        .unwrap());
+    let token = app.staff_token().await;
     (app, token)
 }
 

@@ -7,7 +7,7 @@ use serde_json::{json, Value};
 
 use crate::helpers::{enc, form, TestApp, TOKEN};
 use crate::operator::{
-    error, get, history_path, no_redirects, post, sign_in, signed_in, staff_token, viewer, Who,
+    error, get, history_path, no_redirects, post, sign_in, signed_in, viewer, Who,
 };
 
 fn claim_path(session: &str, mutation: &str) -> String {
@@ -20,23 +20,8 @@ fn claim_path(session: &str, mutation: &str) -> String {
 
 /// A second staff member, `bob`, and a staff token of theirs.
 async fn bob(app: &TestApp) -> String {
-    let hash = server::staff::hash_password("bob's long password").unwrap();
-    assert!(app
-        .state
-        .access
-        .store
-        .add_staff("bob", &hash)
-        .await
-        .unwrap());
-    let token = server::staff::new_staff_token();
-    assert!(app
-        .state
-        .access
-        .store
-        .add_staff_token("bob", &token)
-        .await
-        .unwrap());
-    token
+    app.add_staff("bob", "bob's long password").await;
+    app.staff_token_of("bob").await
 }
 
 async fn delete(app: &TestApp, who: Who<'_>, path: &str) -> (StatusCode, Value) {
@@ -53,7 +38,7 @@ async fn delete(app: &TestApp, who: Who<'_>, path: &str) -> (StatusCode, Value) 
 async fn one_staff_member_holds_a_claim_the_others_are_told_who_and_a_viewer_never_sees_it() {
     let app = signed_in().await;
     app.settled("s", "t", "m", "outcome_unknown").await;
-    let ada = staff_token(&app).await;
+    let ada = app.staff_token().await;
     let bob = bob(&app).await;
 
     let (s, row) = post(&app, Who::Bearer(&ada), &claim_path("s", "m"), json!({})).await;
@@ -260,7 +245,7 @@ async fn the_queue_sorts_and_filters_and_refuses_what_it_cannot_read() {
             assert_eq!(s, StatusCode::OK, "{body}");
         }
     }
-    let ada = staff_token(&app).await;
+    let ada = app.staff_token().await;
     let ids = |v: &Value| -> Vec<String> {
         v["matches"]
             .as_array()
@@ -384,7 +369,7 @@ async fn search_answers_sessions_and_operations_by_substring_pages_them_and_hide
         )
         .await;
     assert_eq!(s, StatusCode::OK, "{body}");
-    let ada = staff_token(&app).await;
+    let ada = app.staff_token().await;
     let keys = |v: &Value| -> Vec<String> {
         v["sessions"]
             .as_array()
