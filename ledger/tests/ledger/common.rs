@@ -136,24 +136,7 @@ impl Adapter for Recorder {
     }
 }
 
-/// The Postgres the suite runs against instead of SQLite files: `OUTCOMES_TEST_POSTGRES`, a URL of a
-/// database in which the tests may create schemas (`scripts/postgres.sh start` prints one). Unset or
-/// empty: SQLite. The same tests run on both backends (docs/ledger.md "Backends").
-pub fn postgres() -> Option<String> {
-    std::env::var("OUTCOMES_TEST_POSTGRES")
-        .ok()
-        .filter(|s| !s.is_empty())
-}
-
-/// True (and says so) when the suite runs on Postgres: for the few tests of SQLite's own files and
-/// locks, which have no Postgres counterpart.
-pub fn skipped_on_postgres(what: &str) -> bool {
-    if postgres().is_some() {
-        eprintln!("skipped on Postgres: {what} (a SQLite file or lock)");
-        return true;
-    }
-    false
-}
+pub use testkit::{postgres, skipped_on_postgres};
 
 /// A fresh, empty ledger location: `ledger.db` in `dir`, or on Postgres a new schema of its own
 /// (`options=-c search_path=<schema>` in the URL).
@@ -179,8 +162,7 @@ pub async fn fresh_database(dir: &std::path::Path) -> String {
                 .await
                 .unwrap();
             let _ = admin.close().await;
-            let sep = if base.contains('?') { '&' } else { '?' };
-            format!("{base}{sep}options=-c%20search_path%3D{schema}")
+            testkit::in_schema(&base, &schema)
         }
     }
 }

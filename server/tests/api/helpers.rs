@@ -15,23 +15,7 @@ pub struct TestApp {
     pub _dir: tempfile::TempDir,
 }
 
-/// The Postgres the suite runs against instead of SQLite files: `OUTCOMES_TEST_POSTGRES`, a URL of a
-/// database in which the tests may create schemas (`scripts/postgres.sh start` prints one). Unset or
-/// empty: SQLite. The same tests run on both backends.
-pub fn postgres() -> Option<String> {
-    std::env::var("OUTCOMES_TEST_POSTGRES")
-        .ok()
-        .filter(|s| !s.is_empty())
-}
-
-/// True (and says so) when the suite runs on Postgres: for the tests of SQLite's own files and locks.
-pub fn skipped_on_postgres(what: &str) -> bool {
-    if postgres().is_some() {
-        eprintln!("skipped on Postgres: {what} (a SQLite file or lock)");
-        return true;
-    }
-    false
-}
+pub use testkit::{postgres, skipped_on_postgres};
 
 /// The ledger of a test whose files are in `dir`: `dir/ledger.sqlite`, or on Postgres a schema of its
 /// own named after `dir` (the ledger creates it), so a server restarted on the same `dir` finds the same
@@ -44,11 +28,7 @@ pub fn database_for(dir: &std::path::Path) -> String {
             let mut h = std::collections::hash_map::DefaultHasher::new();
             dir.hash(&mut h);
             std::process::id().hash(&mut h);
-            let sep = if base.contains('?') { '&' } else { '?' };
-            format!(
-                "{base}{sep}options=-c%20search_path%3Dt_{:016x}",
-                h.finish()
-            )
+            testkit::in_schema(&base, &format!("t_{:016x}", h.finish()))
         }
     }
 }
