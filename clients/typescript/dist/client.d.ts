@@ -48,7 +48,7 @@ export interface ProtectedWriteOp {
     notExecuted(options?: {
         reason?: 'pre_dispatch_deadline';
     }): void;
-    /** Attach host metadata now (docs/api.md "attach host metadata"); resolves to the entry's state. */
+    /** Attach host metadata now (docs/api.md "Host write API", attach host metadata); resolves to the entry's state. */
     attach(metadata: HostMetadata): Promise<EntryState>;
 }
 /** A logical turn of a session, from {@link Ledger.turn}. */

@@ -18,11 +18,11 @@ export type BatchResults = Schemas['BatchResults'];
 export type ViewerLinkCreated = Schemas['ViewerLinkCreated'];
 /** `{"revoked": n}`. */
 export type ViewerLinksRevoked = Schemas['ViewerLinksRevoked'];
-/** Reconciliation evidence `{"source", "reference", "observed_at", "provider_status"?}` (docs/api.md "reconcile"). */
+/** Reconciliation evidence `{"source", "reference", "observed_at", "provider_status"?}` (docs/api.md "Host write API", reconcile). */
 export type ReconcileBody = Schemas['ReconcileBody'];
 /** One published `mutation_outcome/v1` record. */
 export type MutationOutcome = Schemas['MutationOutcome'];
-/** Host metadata of an entry (docs/api.md "attach host metadata"); each sanitised by the server, missing or empty → `null`. */
+/** Host metadata of an entry (docs/api.md "Host write API", attach host metadata); each sanitised by the server, missing or empty → `null`. */
 export interface HostMetadata {
     /** The resource's id at the provider (published as `resource_id`; withheld over 256 bytes). */
     id?: string | null;
@@ -31,7 +31,7 @@ export interface HostMetadata {
     /** A title; truncated to 512 bytes, credentials redacted. */
     title?: string | null;
 }
-/** Evidence about the ORIGINAL attempt (docs/api.md "reconcile"). `observedAt` is RFC 3339 or a `Date`. */
+/** Evidence about the ORIGINAL attempt (docs/api.md "Host write API", reconcile). `observedAt` is RFC 3339 or a `Date`. */
 export interface Evidence {
     source: string;
     reference: string;

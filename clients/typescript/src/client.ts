@@ -62,7 +62,7 @@ export interface ProtectedWriteOp {
   failed(): void;
   /** Cancel (published `not_executed`) when the block returns: the tool was provably never called. */
   notExecuted(options?: { reason?: 'pre_dispatch_deadline' }): void;
-  /** Attach host metadata now (docs/api.md "attach host metadata"); resolves to the entry's state. */
+  /** Attach host metadata now (docs/api.md "Host write API", attach host metadata); resolves to the entry's state. */
   attach(metadata: HostMetadata): Promise<EntryState>;
 }
 

@@ -64,7 +64,7 @@ export class LedgerConnectionError extends LedgerError {
  * The block of a protected write returned, but its settlement could not be recorded (the ledger
  * stayed down past the retries, or refused it). The entry stays `execution_started`, which the
  * ledger publishes as `outcome_unknown`: the side effect may well have happened, so do not run
- * it again; reconcile the entry (docs/api.md "reconcile") with this `attemptId` once you know.
+ * it again; reconcile the entry (docs/api.md "Host write API", reconcile) with this `attemptId` once you know.
  * `result` is what the block returned; `cause` the settlement's own error.
  */
 export class LedgerSettleError extends LedgerError {
@@ -103,7 +103,7 @@ export class LedgerSettleError extends LedgerError {
 /**
  * Throw from a protected write's block when the tool was provably never called (the request was
  * never sent): the entry is cancelled before the router and published `not_executed`
- * (docs/api.md "cancel before the router"). `reason` `pre_dispatch_deadline` when a deadline
+ * (docs/api.md "Host write API", cancel before the router). `reason` `pre_dispatch_deadline` when a deadline
  * stopped it. The error is rethrown after the cancellation is recorded.
  */
 export class NotDispatched extends Error {

@@ -14,6 +14,13 @@ const ROOTS: &[&str] = &[
     "e2e",
     "docs",
     "README.md",
+    "clients/python/src",
+    "clients/python/tests",
+    "clients/python/README.md",
+    "clients/typescript/src",
+    "clients/typescript/test",
+    "clients/typescript/README.md",
+    "testkit",
 ];
 const EXTENSIONS: &[&str] = &["rs", "md", "sh", "py", "ts", "toml", "json"];
 
@@ -31,6 +38,9 @@ fn files(path: &Path, out: &mut Vec<PathBuf>) {
         "node_modules",
         "test-results",
         "playwright-report",
+        // The TypeScript client's types generated from the OpenAPI document, whose text the server's
+        // own sources hold (and are checked here).
+        "generated",
     ]
     .contains(&name)
     {
@@ -90,7 +100,15 @@ fn every_docs_reference_names_a_real_file_and_heading() {
             .unwrap_or(file)
             .display()
             .to_string();
-        if text.contains("DESIGN \"") || text.contains("DESIGN: \"") {
+        // Also as a JSON string holds it (a backslash before the quote); the needle is built so that
+        // this file does not match it.
+        let escaped = format!("DESIGN {}\"", '\\');
+        let this_test = file.ends_with("server/tests/api/docs.rs");
+        if !this_test
+            && (text.contains("DESIGN \"")
+                || text.contains("DESIGN: \"")
+                || text.contains(&escaped))
+        {
             broken.push(format!(
                 "{shown}: cites DESIGN, which the project does not have"
             ));

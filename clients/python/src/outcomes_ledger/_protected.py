@@ -1,4 +1,4 @@
-"""The protected write (DESIGN rules as docs/api.md's transitions), the logical turn context."""
+"""The protected write (README "Python client", with docs/api.md's transitions), the logical turn context."""
 
 from __future__ import annotations
 
@@ -132,7 +132,7 @@ class Operation:
         self.entry = intent.entry
 
     def finish_ops(self, exc: Optional[BaseException]) -> tuple[list[dict[str, Any]], str]:
-        """The settlement for how the block ended (DESIGN "Agent integration"): returned → what
+        """The settlement for how the block ended (README "Python client"): returned → what
         the block declared, else `completed`; `NotDispatched` → cancellation; `ProviderFailed` →
         `failed`; a built-in `TimeoutError` → `outcome_unknown` + `execution_timeout`; any other
         exception (cancellation and interrupts included) → `outcome_unknown`."""
