@@ -8,7 +8,6 @@ pub mod components;
 #[cfg(feature = "hydrate")]
 pub mod live;
 pub mod routes;
-pub mod roving;
 #[cfg(feature = "ssr")]
 pub mod standalone;
 pub mod timeline;
@@ -96,8 +95,8 @@ pub fn App() -> impl IntoView {
                     <Route path=path!("/sessions/:session_id") view=routes::session::SessionPage ssr=SsrMode::Async/>
                     <Route path=path!("/sessions/:session_id/turns") view=routes::turns::TurnsPage ssr=SsrMode::Async/>
                     <Route path=path!("/sessions/:session_id/turns/:turn_id") view=routes::turn::TurnPage ssr=SsrMode::Async/>
-                    <Route path=path!("/sessions/:session_id/operations/:mutation_id") view=routes::history::HistoryPage ssr=SsrMode::Async/>
-                    <Route path=path!("/operations/:mutation_id") view=routes::operation::OperationPage ssr=SsrMode::Async/>
+                    <Route path=path!("/sessions/:session_id/operations/:mutation_id") view=routes::operation::OperationPage ssr=SsrMode::Async/>
+                    <Route path=path!("/operations/:mutation_id") view=routes::lookup::LookupPage ssr=SsrMode::Async/>
                     <Route path=path!("/unknowns") view=routes::unknowns::UnknownsQueuePage ssr=SsrMode::Async/>
                 </Routes>
             </main>

@@ -1,7 +1,9 @@
 //! Pieces shared by the pages.
 
+pub mod listing;
 pub mod marks;
 pub mod outcome;
+pub mod roving;
 pub mod search;
 pub mod time;
 
@@ -243,13 +245,13 @@ pub fn refresh_ticker() -> RwSignal<u64> {
 }
 
 /// "As of <time>" for a listing read at `at` (RFC 3339), with a button that reads it again now. When the
-/// last read failed (`stale`: why, [`crate::routes::listing::Stale`]), the list shown is the one read at
+/// last read failed (`stale`: why, [`crate::components::listing::Stale`]), the list shown is the one read at
 /// `at`: "Stale since <time>" and why, in words, instead.
 #[component]
 pub fn AsOf(
     at: String,
     refresh: RwSignal<u64>,
-    stale: Option<crate::routes::listing::Stale>,
+    stale: Option<crate::components::listing::Stale>,
 ) -> impl IntoView {
     let button = view! {
         <button type="button" class="refresh rounded border border-slate-400 px-2 py-0.5 text-xs hover:bg-slate-100 dark:border-slate-600 dark:hover:bg-slate-800"
@@ -265,7 +267,7 @@ pub fn AsOf(
         .into_any(),
         Some(why) => {
             let words = match why {
-                crate::routes::listing::Stale::SignedOut => {
+                crate::components::listing::Stale::SignedOut => {
                     caller_gone();
                     view! {
                         "your sign-in has ended. "
@@ -273,10 +275,10 @@ pub fn AsOf(
                     }
                     .into_any()
                 }
-                crate::routes::listing::Stale::Unreachable => {
+                crate::components::listing::Stale::Unreachable => {
                     view! { {format!("the server cannot be reached; trying again every {REFRESH_SECS} s.")} }.into_any()
                 }
-                crate::routes::listing::Stale::Failed(w) => view! { {w} }.into_any(),
+                crate::components::listing::Stale::Failed(w) => view! { {w} }.into_any(),
             };
             view! {
                 <p class="as-of stale mb-3 flex flex-wrap items-center gap-2 rounded-md border-l-4 border-amber-500 bg-amber-50 p-2 text-sm text-amber-950 dark:bg-amber-950 dark:text-amber-50"

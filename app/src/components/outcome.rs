@@ -168,7 +168,7 @@ pub fn OutcomeTitle(outcome: MutationOutcome) -> impl IntoView {
         Some(url) => view! {
             <a
                 href=url
-                tabindex=crate::roving::control_tabindex()
+                tabindex=crate::components::roving::control_tabindex()
                 target="_blank"
                 rel="noopener noreferrer nofollow"
                 class=format!("{class} min-w-0 underline decoration-dotted underline-offset-2 hover:decoration-solid")
@@ -275,7 +275,7 @@ pub fn CopyButton(
             <button
                 type="button"
                 aria-label=name
-                tabindex=crate::roving::control_tabindex()
+                tabindex=crate::components::roving::control_tabindex()
                 class="copy-operation-id rounded border border-current px-2 py-0.5 text-xs hover:bg-black/5 focus:outline-none focus-visible:ring-2 focus-visible:ring-offset-1 dark:hover:bg-white/10"
                 on:click=on_click
             >

@@ -1,17 +1,19 @@
 //! Home: find a session or an operation by id; the sessions, most recently active first, paged and
 //! filtered in the address (`?prefix=&has_unknown=&tool=&active_after=&active_before=&after=`), "as of"
 //! the read, refreshing itself. The time range is in UTC (the form's fields, `datetime-local`, read as
-//! UTC: [`crate::routes::listing::api_time`]), so it works without JavaScript.
+//! UTC: [`crate::components::listing::api_time`]), so it works without JavaScript.
 
 use ledger::wire::{SessionList, SessionSummary};
 use leptos::prelude::*;
 use leptos_meta::Title;
 
+use crate::components::listing::{
+    field_time, listing, value_of, Listing, PageNav, FIELD, ID_FIELD,
+};
 use crate::components::marks::mark;
 use crate::components::time::Time;
 use crate::components::{count, ApiErrorPanel, AsOf, Counts};
 use crate::routes::find::SearchForm;
-use crate::routes::listing::{field_time, listing, value_of, Listing, PageNav, FIELD, ID_FIELD};
 use crate::routes::session_href;
 
 /// The filters of the sessions listing, as the API names them (docs/api.md "Sessions").

@@ -1,9 +1,8 @@
 //! One page per module.
 
 pub mod find;
-pub mod history;
 pub mod home;
-pub mod listing;
+pub mod lookup;
 pub mod operation;
 pub mod session;
 pub mod turn;

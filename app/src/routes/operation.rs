@@ -1,85 +1,522 @@
-//! Support look-up: an operation by its id (`mutation_id`), every match across sessions.
+//! One operation of a session (`/sessions/{key}/operations/{mutation_id}`): where it stands, every change
+//! it went through as a timeline (docs/ledger.md "History"), the published record as JSON, the links to
+//! what it was commissioned after and what was commissioned after it, and for staff the operator actions
+//! (a note; reconciling an unknown outcome with evidence, bound to the attempt shown). Kept live: a change
+//! of the entry reloads the history (notes have no live event: they show on the next load).
 
+use ledger::wire::{HistoryChange, HistoryKind, LedgerStatus, OperationHistory, PublishedStatus};
 use leptos::prelude::*;
 use leptos_meta::Title;
 
 use crate::api;
 use crate::components::marks::mark;
-use crate::components::outcome::OutcomeCard;
-use crate::components::time::{open_for, Time};
+use crate::components::outcome::{reason_text, CopyButton, OutcomeCard, StatusBadge};
+use crate::components::time::{now_rfc3339, Time};
 use crate::components::ApiErrorPanel;
 use crate::routes::{history_href, param, session_href, turn_href};
+use crate::timeline::Connection;
 
 #[component]
 pub fn OperationPage() -> impl IntoView {
-    let id = param(2);
-    let found = Resource::new(move || id.get(), |id| api::operation(&id));
+    let key = param(2);
+    let id = param(4);
+    let found = Resource::new(
+        move || (key.get(), id.get()),
+        |(k, m)| api::operation_history(&k, &m),
+    );
     let caller = use_context::<crate::CallerResource>();
     view! {
         <Title text=crate::routes::page_title(move || format!("Operation {} · Outcome ledger", mark(&id.get())))/>
-        <h1 class="mb-4 break-all text-2xl font-semibold">"Operation " <bdi class="font-mono">{move || mark(&id.get())}</bdi></h1>
-        <Suspense fallback=|| view! { <p>"Looking up…"</p> }>
+        <Suspense fallback=|| view! { <p>"Loading the operation…"</p> }>
             {move || Suspend::new(async move {
                 let viewer = crate::components::is_viewer(caller).await;
+                let staff = crate::components::is_staff(caller).await;
                 match found.await {
-                    Err(e) => view! { <ApiErrorPanel error=e/> }.into_any(),
-                    Ok(m) if m.matches.is_empty() => {
-                        crate::components::set_page_status(404);
-                        view! {
-                        <p class="no-match">"No published outcome has this operation id. Check the id, or the session may have expired."</p>
-                    }.into_any()
-                    }
-                    Ok(m) => view! { <OperationList matches=m.matches viewer/> }.into_any(),
+                    Err(e) => view! {
+                        <h1 class="mb-4 break-all text-2xl font-semibold">"Operation " <bdi class="font-mono">{mark(&id.get_untracked())}</bdi></h1>
+                        <ApiErrorPanel error=e/>
+                    }.into_any(),
+                    Ok(h) => view! { <LiveHistory history=h viewer staff/> }.into_any(),
                 }
             })}
         </Suspense>
     }
 }
 
-/// A list of operations with their session and turn, each linking to its history page; for an open
-/// entry (unknown or in flight) how long it has been open, and how many staff notes it has. `viewer`:
-/// the reader is an end user (a viewer link), who reads no revision numbers.
+/// The kind of a change in words.
+pub fn kind_words(change: &HistoryChange) -> String {
+    let attempt = change
+        .attempt_id
+        .as_deref()
+        .map(|a| format!(" (attempt {})", mark(a)))
+        .unwrap_or_default();
+    match change.kind {
+        HistoryKind::Approval => "Approved by the host".to_owned(),
+        HistoryKind::Intent => format!("Intent recorded: execution started{attempt}"),
+        HistoryKind::Settlement => format!("Settled{attempt}"),
+        HistoryKind::Cancellation => format!("Cancelled before dispatch{attempt}"),
+        HistoryKind::Reconciliation => format!("Reconciled with evidence{attempt}"),
+        HistoryKind::Metadata => "Host metadata attached".to_owned(),
+        HistoryKind::Attempt => format!("Fresh attempt{attempt}"),
+        HistoryKind::Note => "Note".to_owned(),
+        HistoryKind::Imported => "Imported (recorded before history was kept)".to_owned(),
+        HistoryKind::Claim => "Claimed: working on it".to_owned(),
+        HistoryKind::Release => "Claim released".to_owned(),
+    }
+}
+
+/// Whether a change of this kind is what gave the entry its reason (a settlement or cancellation; an
+/// imported entry's reason came with it). Every row carries the entry's reason after the change; the
+/// timeline shows it only where it arose.
+fn sets_reason(kind: HistoryKind) -> bool {
+    matches!(
+        kind,
+        HistoryKind::Settlement | HistoryKind::Cancellation | HistoryKind::Imported
+    )
+}
+
+/// Who made a change, in words: `host` → "the host", `staff:<name>` → "staff <name>", and `staff` (what
+/// the server gives a viewer: staff names are internal, docs/access.md "Viewer links") → "support".
+pub fn actor_words(actor: &str) -> String {
+    match actor.strip_prefix("staff:") {
+        Some(name) => format!("staff {name}"),
+        None if actor == "host" => "the host".to_owned(),
+        None if actor == "staff" => "support".to_owned(),
+        None => actor.to_owned(),
+    }
+}
+
+/// The published record the history ends with, and whether the entry is in flight (started, unsettled).
+fn current(
+    history: &OperationHistory,
+) -> (Option<ledger::wire::MutationOutcome>, bool, Option<i64>) {
+    let last = history.changes.iter().rev().find(|c| !c.kind.is_internal());
+    let outcome = history.changes.iter().rev().find_map(|c| c.outcome.clone());
+    let in_flight = last.is_some_and(|c| c.ledger_status == LedgerStatus::ExecutionStarted);
+    let revision = history.changes.iter().rev().find_map(|c| c.revision);
+    (outcome, in_flight, revision)
+}
+
+/// The attempt an operator reconciles: the entry's current one, when it is a settled unknown outcome.
+pub fn reconcilable_attempt(history: &OperationHistory) -> Option<String> {
+    let last = history
+        .changes
+        .iter()
+        .rev()
+        .find(|c| !c.kind.is_internal())?;
+    (last.ledger_status == LedgerStatus::OutcomeUnknown)
+        .then(|| last.attempt_id.clone())
+        .flatten()
+}
+
+/// The operation, live. `viewer`: the reader is an end user (a viewer link), who reads no revision
+/// numbers (docs/design.md "What the person sees"); `staff`: signed-in staff, who get the claim, the
+/// operator actions and an explanation of an unknown outcome meant for support.
 #[component]
-pub fn OperationList(
-    matches: Vec<ledger::wire::OperationMatch>,
-    #[prop(optional)] viewer: bool,
-) -> impl IntoView {
+fn LiveHistory(history: OperationHistory, viewer: bool, staff: bool) -> impl IntoView {
+    let (key, turn, id) = (
+        history.session_key.clone(),
+        history.logical_turn_id.clone(),
+        history.mutation_id.clone(),
+    );
+    let history = RwSignal::new(history);
+    let connection = RwSignal::new(Connection::Snapshot);
+    {
+        let (key, id) = (key.clone(), id.clone());
+        Effect::new(move |_| {
+            #[cfg(feature = "hydrate")]
+            crate::watch::start(key.clone(), id.clone(), history, connection);
+            #[cfg(not(feature = "hydrate"))]
+            let _ = (&key, &id);
+        });
+    }
+    // The forms re-render only when what they are bound to changes, so typing survives live updates.
+    let attempt = Memo::new(move |_| history.with(reconcilable_attempt));
+    let base = history_href(&key, &id);
+    let claim_base = base.clone();
     view! {
-        <ul class="operations space-y-4">
-            {matches.into_iter().map(|m| {
-                let turn = m.entry.outcome.logical_turn_id.clone();
-                let in_flight = m.entry.ledger_status == ledger::wire::LedgerStatus::ExecutionStarted;
-                let history = history_href(&m.session_key, &m.entry.outcome.mutation_id);
-                let mutation_id = m.entry.outcome.mutation_id.clone();
-                let open = m.age_secs.map(|a| {
-                    let what = if in_flight { "in flight" } else { "unknown" };
-                    format!("{what} {}", open_for(a))
-                });
-                // Absent for a viewer: the server leaves staff notes out of what an end user reads.
-                let notes = match m.notes.unwrap_or(0) {
-                    0 => None,
-                    1 => Some("1 note".to_owned()),
-                    n => Some(format!("{n} notes")),
-                };
-                view! {
-                    <li class="operation" data-mutation-id=mutation_id>
-                        <p class="mb-1 text-sm">
-                            "Session "
-                            <a rel="external" class="break-all font-mono underline underline-offset-2" href=session_href(&m.session_key)><bdi>{mark(&m.session_key)}</bdi></a>
-                            " · turn "
-                            <a rel="external" class="break-all font-mono underline underline-offset-2" href=turn_href(&m.session_key, &turn)><bdi>{mark(&turn)}</bdi></a>
-                            " · recorded "
-                            <Time at=m.entry.recorded_at.clone()/>
+        <p class="mb-1 flex flex-wrap gap-x-3 text-sm">
+            <a rel="external" class="underline-offset-2 hover:underline" href=session_href(&key)>"← Session " <bdi class="break-all font-mono">{mark(&key)}</bdi></a>
+            <a rel="external" class="underline-offset-2 hover:underline" href=turn_href(&key, &turn)>"Turn " <bdi class="break-all font-mono">{mark(&turn)}</bdi></a>
+        </p>
+        <div class="mb-4 flex flex-wrap items-center justify-between gap-3">
+            <h1 class="break-all text-2xl font-semibold">"Operation " <bdi class="font-mono">{mark(&id)}</bdi></h1>
+            <CopyLinkButton/>
+        </div>
+        <div class="mb-3"><crate::components::ConnectionIndicator connection/></div>
+        <section class="current mb-6" aria-label="Where it stands">
+            {move || {
+                let (outcome, in_flight, revision) = history.with(current);
+                let revision = revision.filter(|_| !viewer);
+                match outcome {
+                    Some(o) => view! { <OutcomeCard outcome=o in_flight revision for_staff=staff/> }.into_any(),
+                    None => view! {
+                        <p class="rounded-md border-l-4 border-slate-400 bg-slate-50 p-3 dark:bg-slate-900">
+                            "Approved, not started: nothing is published for this operation yet."
                         </p>
-                        <OutcomeCard outcome=m.entry.outcome in_flight revision=m.entry.mutation_revision.filter(|_| !viewer) settled_at=m.entry.settled_at.clone()/>
-                        <p class="mt-1 flex flex-wrap items-center gap-x-3 text-sm">
-                            {open.map(|o| view! { <span class="age font-medium" data-age-secs=m.age_secs.unwrap_or(0)>{o}</span> })}
-                            {notes.map(|n| view! { <span class="notes" data-notes=m.notes.unwrap_or(0)>{n}</span> })}
-                            <a rel="external" class="history-link underline underline-offset-2" href=history>"History and actions →"</a>
-                        </p>
-                    </li>
+                    }.into_any(),
                 }
-            }).collect_view()}
-        </ul>
+            }}
+        </section>
+        {staff.then(|| view! { <ClaimBox base=claim_base history attempt/> })}
+        {move || view! { <Commissioned history=history.get()/> }}
+        <section class="mb-6" aria-labelledby="history-heading">
+            <h2 id="history-heading" class="mb-2 text-lg font-semibold">"History"</h2>
+            <p class="mb-3 text-sm opacity-80">"Every change of this operation, oldest first, with who made it."</p>
+            <ol class="history space-y-3 border-l-2 border-slate-300 pl-4 dark:border-slate-700">
+                {move || history.with(|h| h.changes.iter().map(|c| view! { <Change change=c.clone() viewer/> }).collect_view())}
+            </ol>
+        </section>
+        {move || history.with(current).0.and_then(|o| serde_json::to_string_pretty(&o).ok()).map(|json| view! {
+            <details class="record mb-6 rounded-md border border-slate-200 p-3 dark:border-slate-800">
+                <summary class="cursor-pointer font-medium">"Published record (mutation_outcome/v1 JSON)"</summary>
+                <pre class="mt-2 overflow-x-auto whitespace-pre-wrap break-all rounded bg-slate-50 p-2 font-mono text-xs dark:bg-slate-900">{json.clone()}</pre>
+                <CopyButton text=json label="Copy JSON"/>
+            </details>
+        })}
+        {staff.then(|| view! { <OperatorActions base attempt/> })}
+    }
+}
+
+/// Who holds the claim on the operation (docs/api.md "Claims"), and since when: the staff name of its
+/// latest `claim` row when no `release` came after it. A viewer's history has no such rows.
+pub fn claim_of(history: &OperationHistory) -> Option<(String, String)> {
+    history
+        .changes
+        .iter()
+        .rev()
+        .find(|c| matches!(c.kind, HistoryKind::Claim | HistoryKind::Release))
+        .filter(|c| c.kind == HistoryKind::Claim)
+        .map(|c| {
+            let by = c
+                .actor
+                .strip_prefix("staff:")
+                .unwrap_or(&c.actor)
+                .to_owned();
+            (by, c.at.clone())
+        })
+}
+
+/// Staff only: who is on this operation, and "I'm on it" (or "Release" for a claim held). A form post
+/// without JavaScript (`…/claim`, `…/release`, 303 back here); once interactive `POST`/`DELETE` of the
+/// claim API, then the history is read again. A claim held by another is said in words (409).
+#[component]
+fn ClaimBox(
+    base: String,
+    history: RwSignal<OperationHistory>,
+    attempt: Memo<Option<String>>,
+) -> impl IntoView {
+    let held = Memo::new(move |_| history.with(claim_of));
+    let said = RwSignal::new(String::new());
+    let (key, id) = history.with_untracked(|h| (h.session_key.clone(), h.mutation_id.clone()));
+    let act = move |take: bool| {
+        let (key, id) = (key.clone(), id.clone());
+        move |ev: leptos::ev::MouseEvent| {
+            ev.prevent_default();
+            #[cfg(feature = "hydrate")]
+            {
+                let (key, id) = (key.clone(), id.clone());
+                leptos::task::spawn_local(async move {
+                    let answer = api::claim(&key, &id, take).await;
+                    said.set(crate::routes::unknowns::claim_words(answer, &id));
+                    if let Ok(h) = api::operation_history(&key, &id).await {
+                        history.set(h);
+                    }
+                });
+            }
+            #[cfg(not(feature = "hydrate"))]
+            let _ = (&key, &id, take, said);
+        }
+    };
+    let (take, release) = (act(true), act(false));
+    view! {
+        {move || (held.get().is_some() || attempt.get().is_some()).then(|| {
+            let (take, release) = (take.clone(), release.clone());
+            view! {
+                <form method="post" class="claim-box mb-6 flex flex-wrap items-center gap-3 rounded-md border border-slate-200 p-3 text-sm dark:border-slate-800">
+                    <input type="hidden" name="next" value=base.clone()/>
+                    {match held.get() {
+                        Some((by, at)) => view! {
+                            <span class="claim-holder" data-by=by.clone()>{format!("{by} is on it")}" · since "<crate::components::time::Time at/></span>
+                            <button type="submit" formaction=format!("{base}/release") class=BUTTON on:click=release>"Release"</button>
+                        }.into_any(),
+                        None => view! {
+                            <span class="claim-holder">"Nobody is on it."</span>
+                            <button type="submit" formaction=format!("{base}/claim") class=BUTTON on:click=take>"I'm on it"</button>
+                        }.into_any(),
+                    }}
+                    <span class="claim-said" role="status" aria-live="polite">{move || said.get()}</span>
+                </form>
+            }
+        })}
+    }
+}
+
+/// The links between an operation and new work commissioned after it.
+#[component]
+fn Commissioned(history: OperationHistory) -> impl IntoView {
+    let key = history.session_key.clone();
+    let after = history.commissioned_after.clone().map(|a| {
+        let href = history_href(&key, &a);
+        view! {
+            <p class="commissioned-after mb-2 text-sm">
+                "Commissioned after operation "
+                <a rel="external" class="break-all font-mono underline underline-offset-2" href=href><bdi>{mark(&a)}</bdi></a>
+            </p>
+        }
+    });
+    let later = (!history.commissioned.is_empty()).then(|| {
+        view! {
+            <div class="commissioned mb-2 text-sm">
+                <p>"New work commissioned after this operation:"</p>
+                <ul class="ml-4 list-disc">
+                    {history.commissioned.iter().map(|m| view! {
+                        <li><a rel="external" class="break-all font-mono underline underline-offset-2" href=history_href(&key, m)><bdi>{mark(m)}</bdi></a></li>
+                    }).collect_view()}
+                </ul>
+            </div>
+        }
+    });
+    view! { <div class="mb-4">{after}{later}</div> }
+}
+
+/// One change of the timeline (its revision number for staff only: `viewer` leaves it out).
+#[component]
+fn Change(change: HistoryChange, viewer: bool) -> impl IntoView {
+    let status = change.outcome.as_ref().map(|o| o.status);
+    let in_flight = change.ledger_status == LedgerStatus::ExecutionStarted;
+    let badge = match (change.kind, status) {
+        (k, _) if k.is_internal() => None,
+        (_, None) => None,
+        (_, Some(s)) => Some(
+            view! { <StatusBadge status=s in_flight=in_flight && s == PublishedStatus::OutcomeUnknown/> },
+        ),
+    };
+    let details = [
+        change
+            .revision
+            .filter(|_| !viewer)
+            .map(|r| format!("revision {r}")),
+        Some(format!("by {}", actor_words(&change.actor))),
+    ]
+    .into_iter()
+    .flatten()
+    .collect::<Vec<_>>()
+    .join(" · ");
+    view! {
+        <li class="change relative" data-kind=change.kind.as_str() data-actor=change.actor.clone()>
+            <span aria-hidden="true" class="absolute -left-[1.4rem] top-1.5 h-2.5 w-2.5 rounded-full bg-slate-400 dark:bg-slate-500"></span>
+            <p class="flex flex-wrap items-center gap-2">
+                <span class="font-medium">{kind_words(&change)}</span>
+                {badge}
+            </p>
+            <p class="text-xs opacity-80">
+                <Time at=change.at.clone()/>
+                " · "
+                <bdi>{details}</bdi>
+            </p>
+            {change.reason.filter(|_| sets_reason(change.kind)).map(|r| view! { <p class="reason text-sm">{reason_text(r)}</p> })}
+            {change.evidence.map(|e| view! {
+                <dl class="evidence mt-1 grid grid-cols-[auto_1fr] gap-x-3 text-sm">
+                    <dt class="opacity-80">"Source"</dt><dd class="break-all font-mono">{e.source}</dd>
+                    <dt class="opacity-80">"Reference"</dt><dd class="break-all font-mono">{e.reference}</dd>
+                    <dt class="opacity-80">"Observed"</dt><dd><Time at=e.observed_at/></dd>
+                </dl>
+            })}
+            {change.note.map(|n| view! {
+                <p class="note mt-1 whitespace-pre-wrap break-words rounded bg-slate-50 p-2 text-sm dark:bg-slate-900">{n}</p>
+            })}
+        </li>
+    }
+}
+
+/// Copies the page's address.
+#[component]
+fn CopyLinkButton() -> impl IntoView {
+    let copied = RwSignal::new(false);
+    let on_click = move |_| {
+        #[cfg(feature = "hydrate")]
+        if let Some(window) = web_sys::window() {
+            if let Ok(href) = window.location().href() {
+                let _ = window.navigator().clipboard().write_text(&href);
+                copied.set(true);
+            }
+        }
+    };
+    view! {
+        <button type="button" class="copy-link rounded border border-current px-2 py-0.5 text-sm hover:bg-black/5 dark:hover:bg-white/10" on:click=on_click>
+            {move || if copied.get() { "Link copied" } else { "Copy link" }}
+        </button>
+    }
+}
+
+const INPUT: &str = "w-full rounded border border-slate-300 bg-white px-2 py-1 text-sm dark:border-slate-700 dark:bg-slate-900";
+const BUTTON: &str = "rounded bg-slate-900 px-3 py-1 text-sm font-medium text-white hover:bg-slate-700 dark:bg-slate-100 dark:text-slate-900 dark:hover:bg-slate-300";
+
+/// Staff only: add a note; reconcile an unknown outcome with evidence observed at the provider, bound to
+/// the attempt this page shows. Plain form posts (they work without JavaScript), answered by 303 back here.
+#[component]
+fn OperatorActions(base: String, attempt: Memo<Option<String>>) -> impl IntoView {
+    let notes_action = format!("{base}/notes");
+    let reconcile_action = format!("{base}/reconciliation");
+    // "Observed at" is what the operator saw at the provider: empty until they enter it (the server
+    // refuses a missing one), never the page's load time. Once the page is interactive, a button fills in
+    // the current time for an observation made just now.
+    let observed = RwSignal::new(String::new());
+    let interactive = RwSignal::new(false);
+    #[cfg(feature = "hydrate")]
+    Effect::new(move |_| interactive.set(true));
+    view! {
+        <section class="operator-actions mb-6 space-y-6 rounded-md border border-slate-200 p-4 dark:border-slate-800" aria-labelledby="actions-heading">
+            <h2 id="actions-heading" class="text-lg font-semibold">"Operator actions"</h2>
+            <p class="text-sm opacity-80">"Recorded in the history with your name. Nothing here resends the write."</p>
+            <form method="post" action=notes_action class="note-form space-y-2">
+                <label class="block text-sm font-medium" for="note-text">"Add a note"</label>
+                <p id="note-internal" class="note-internal text-xs opacity-80">"Notes are internal: staff see them with your name; the end user's viewer link never shows a note, their count or who wrote them."</p>
+                <textarea id="note-text" name="text" aria-describedby="note-internal" required maxlength="4096" rows="3" class=INPUT
+                    placeholder="What you found, whom you asked, what is next"></textarea>
+                <button type="submit" class=BUTTON>"Add note"</button>
+            </form>
+            {move || attempt.get().map(|attempt| view! {
+                <form method="post" action=reconcile_action.clone() class="reconcile-form space-y-2">
+                    <h3 class="font-medium">"Reconcile this unknown outcome"</h3>
+                    <p class="text-sm">
+                        "Only with evidence you observed at the provider about attempt "
+                        <code class="font-mono">{mark(&attempt)}</code>
+                        ". If the entry moved on since this page loaded, the ledger refuses it."
+                    </p>
+                    <input type="hidden" name="attempt_id" value=attempt.clone()/>
+                    <fieldset class="space-y-1">
+                        <legend class="text-sm font-medium">"What the provider shows"</legend>
+                        <label class="mr-4 inline-flex items-center gap-1 text-sm"><input type="radio" name="completed" value="true" required/>"It took effect (completed)"</label>
+                        <label class="inline-flex items-center gap-1 text-sm"><input type="radio" name="completed" value="false"/>"It did not take effect (failed)"</label>
+                    </fieldset>
+                    <label class="block text-sm font-medium">"Evidence source" <input name="source" required maxlength="256" class=INPUT placeholder="payments-api"/></label>
+                    <label class="block text-sm font-medium">"Evidence reference" <input name="reference" required maxlength="256" class=INPUT placeholder="refund re_123"/></label>
+                    <label class="block text-sm font-medium" for="observed-at">"Observed at (RFC 3339)"</label>
+                    <div class="flex items-center gap-2">
+                        <input id="observed-at" name="observed_at" required class=INPUT placeholder="2026-12-01T18:30:00Z" aria-describedby="observed-at-hint"
+                            prop:value=move || observed.get() on:input=move |ev| observed.set(event_target_value(&ev))/>
+                        {move || interactive.get().then(|| view! {
+                            <button type="button" class="observed-now shrink-0 rounded border border-slate-400 px-2 py-1 text-xs hover:bg-slate-100 dark:border-slate-600 dark:hover:bg-slate-800"
+                                on:click=move |_| observed.set(now_rfc3339())>"Now"</button>
+                        })}
+                    </div>
+                    <p id="observed-at-hint" class="text-xs opacity-80">"When you saw it at the provider, with its time zone. Nothing is filled in for you."</p>
+                    <button type="submit" class=BUTTON>"Reconcile"</button>
+                </form>
+            })}
+        </section>
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn change(kind: HistoryKind, status: LedgerStatus, attempt: Option<&str>) -> HistoryChange {
+        HistoryChange {
+            kind,
+            at: "2026-12-01T18:00:00.000Z".into(),
+            revision: None,
+            actor: "host".into(),
+            attempt_id: attempt.map(str::to_owned),
+            ledger_status: status,
+            reason: None,
+            evidence: None,
+            note: None,
+            outcome: None,
+        }
+    }
+
+    fn history(changes: Vec<HistoryChange>) -> OperationHistory {
+        OperationHistory {
+            session_key: "s".into(),
+            logical_turn_id: "t".into(),
+            mutation_id: "m".into(),
+            commissioned_after: None,
+            commissioned: vec![],
+            changes,
+        }
+    }
+
+    #[test]
+    fn only_a_settled_unknown_outcome_is_reconcilable_and_with_its_current_attempt() {
+        use HistoryKind::*;
+        use LedgerStatus::*;
+        let approved = change(Approval, Approved, None);
+        let started = change(Intent, ExecutionStarted, Some("att-1"));
+        let unknown = change(Settlement, OutcomeUnknown, Some("att-1"));
+        // A note after it keeps the status of the change before it.
+        let note = change(Note, OutcomeUnknown, Some("att-1"));
+        let done = change(Reconciliation, Completed, Some("att-1"));
+        assert_eq!(reconcilable_attempt(&history(vec![approved.clone()])), None);
+        assert_eq!(
+            reconcilable_attempt(&history(vec![approved.clone(), started.clone()])),
+            None
+        );
+        let open = vec![
+            approved.clone(),
+            started.clone(),
+            unknown.clone(),
+            note.clone(),
+        ];
+        assert_eq!(
+            reconcilable_attempt(&history(open.clone())),
+            Some("att-1".into())
+        );
+        let mut closed = open;
+        closed.push(done);
+        assert_eq!(reconcilable_attempt(&history(closed)), None);
+        // In flight: the last change that is not a note started an attempt.
+        let (_, in_flight, _) = current(&history(vec![approved, started, note]));
+        assert!(in_flight);
+    }
+
+    #[test]
+    fn changes_read_in_words_with_their_attempt() {
+        let c = change(
+            HistoryKind::Intent,
+            LedgerStatus::ExecutionStarted,
+            Some("att-2"),
+        );
+        assert_eq!(
+            kind_words(&c),
+            "Intent recorded: execution started (attempt att-2)"
+        );
+        let c = change(HistoryKind::Approval, LedgerStatus::Approved, None);
+        assert_eq!(kind_words(&c), "Approved by the host");
+    }
+
+    #[test]
+    fn the_latest_claim_holds_until_a_release() {
+        use HistoryKind::*;
+        use LedgerStatus::*;
+        let unknown = change(Settlement, OutcomeUnknown, Some("att-1"));
+        let mut claim = change(Claim, OutcomeUnknown, Some("att-1"));
+        claim.actor = "staff:ada".into();
+        let release = change(Release, OutcomeUnknown, Some("att-1"));
+        assert_eq!(claim_of(&history(vec![unknown.clone()])), None);
+        assert_eq!(
+            claim_of(&history(vec![unknown.clone(), claim.clone()])),
+            Some(("ada".into(), "2026-12-01T18:00:00.000Z".into()))
+        );
+        assert_eq!(
+            claim_of(&history(vec![unknown.clone(), claim.clone(), release])),
+            None
+        );
+        let note = change(Note, OutcomeUnknown, Some("att-1"));
+        assert_eq!(
+            claim_of(&history(vec![unknown, claim, note])).map(|c| c.0),
+            Some("ada".into())
+        );
+    }
+
+    #[test]
+    fn actors_read_in_words() {
+        assert_eq!(actor_words("host"), "the host");
+        assert_eq!(actor_words("staff:alice"), "staff alice");
+        assert_eq!(actor_words("staff"), "support");
+        assert_eq!(actor_words("other"), "other");
     }
 }

@@ -24,10 +24,10 @@ use serde::{Deserialize, Serialize};
 use crate::api::{self, ApiError};
 use crate::components::marks::mark;
 use crate::components::outcome::{status_look, CopyIdButton, CountKind};
+use crate::components::roving::{KeysHelp, TimelineRows};
 use crate::components::time::Time;
 use crate::components::{ApiErrorPanel, ConnectionIndicator, Counts, ExportLinks, ViewerNotice};
 use crate::routes::{param, session_href, turn_href, turns_href};
-use crate::roving::{KeysHelp, TimelineRows};
 use crate::timeline::{Connection, Timeline};
 
 /// The page's row budget (docs/design.md "What the person sees"): at most this many outcome rows in all,

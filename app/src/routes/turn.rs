@@ -15,9 +15,9 @@ use serde::{Deserialize, Serialize};
 use crate::api::{self, ApiError};
 use crate::components::marks::mark;
 use crate::components::outcome::{CountBadge, CountKind};
+use crate::components::roving;
 use crate::components::ApiErrorPanel;
 use crate::routes::{param, session_href};
-use crate::roving;
 use crate::timeline::{Connection, Row, Timeline};
 
 /// Rows shown at first, and added by each "Show more".

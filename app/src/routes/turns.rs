@@ -7,10 +7,10 @@ use leptos::prelude::*;
 use leptos_meta::Title;
 
 use crate::api;
+use crate::components::listing::query_string;
 use crate::components::marks::mark;
 use crate::components::time::Time;
 use crate::components::{count, ApiErrorPanel, Counts, ViewerNotice};
-use crate::routes::listing::query_string;
 use crate::routes::session::id_repeats_label;
 use crate::routes::{param, session_href, turn_href, turns_href};
 

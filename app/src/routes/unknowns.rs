@@ -15,12 +15,12 @@ use leptos::prelude::*;
 use leptos_meta::Title;
 use serde::{Deserialize, Serialize};
 
-use crate::components::marks::mark;
-use crate::components::{ApiErrorPanel, AsOf};
-use crate::routes::listing::{
+use crate::components::listing::{
     field_time, filter_to_api, listing_as, query_string, value_of, Listing, PageNav, FIELD,
     ID_FIELD,
 };
+use crate::components::marks::mark;
+use crate::components::{ApiErrorPanel, AsOf};
 use crate::routes::{history_href, session_href};
 
 /// The filters and the order of the queue, as the API names them (docs/api.md "Support queue").
