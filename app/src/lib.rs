@@ -5,6 +5,7 @@
 pub mod address;
 pub mod api;
 pub mod components;
+pub mod connection;
 #[cfg(feature = "hydrate")]
 pub mod live;
 pub mod routes;

@@ -21,7 +21,8 @@ use wasm_bindgen::JsCast;
 use web_sys::{EventSource, MessageEvent};
 
 use crate::api;
-use crate::timeline::{session_ended_message, Connection, Timeline};
+use crate::connection::{session_ended_message, Connection};
+use crate::timeline::Timeline;
 
 /// The server's heartbeat interval (docs/api.md: every 15 s), in ms.
 const HEARTBEAT_MS: f64 = 15_000.0;

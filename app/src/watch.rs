@@ -12,8 +12,8 @@ use ledger::wire::OperationHistory;
 use leptos::prelude::*;
 
 use crate::api;
+use crate::connection::Connection;
 use crate::live::{Change, Event, Live};
-use crate::timeline::Connection;
 
 struct Watch {
     mutation_id: String,

@@ -206,9 +206,9 @@ pub async fn is_staff(caller: Option<crate::CallerResource>) -> bool {
 }
 
 /// The live indicator (docs/design.md "What the person sees"): a dot and words, announced politely;
-/// `data-state` is [`crate::timeline::Connection::name`].
+/// `data-state` is [`crate::connection::Connection::name`].
 #[component]
-pub fn ConnectionIndicator(connection: RwSignal<crate::timeline::Connection>) -> impl IntoView {
+pub fn ConnectionIndicator(connection: RwSignal<crate::connection::Connection>) -> impl IntoView {
     view! {
         <p class="connection text-sm" role="status" aria-live="polite" data-state=move || connection.with(|c| c.name())>
             <span aria-hidden="true" class=move || {

@@ -13,8 +13,8 @@ use crate::components::marks::mark;
 use crate::components::outcome::{reason_text, CopyButton, OutcomeCard, StatusBadge};
 use crate::components::time::{now_rfc3339, Time};
 use crate::components::ApiErrorPanel;
+use crate::connection::Connection;
 use crate::routes::{history_href, param, session_href, turn_href};
-use crate::timeline::Connection;
 
 #[component]
 pub fn OperationPage() -> impl IntoView {

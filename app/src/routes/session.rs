@@ -27,8 +27,9 @@ use crate::components::outcome::{status_look, CopyIdButton, CountKind};
 use crate::components::roving::{KeysHelp, TimelineRows};
 use crate::components::time::Time;
 use crate::components::{ApiErrorPanel, ConnectionIndicator, Counts, ExportLinks, ViewerNotice};
+use crate::connection::Connection;
 use crate::routes::{param, session_href, turn_href, turns_href};
-use crate::timeline::{Connection, Timeline};
+use crate::timeline::Timeline;
 
 /// The page's row budget (docs/design.md "What the person sees"): at most this many outcome rows in all,
 /// a turn without rows counting as one. The newest turns are shown; the earlier ones are one click away
@@ -767,8 +768,9 @@ mod follow {
 
     use super::{Earlier, Map, TurnBlock, ROWS_PER_TURN, ROW_BUDGET};
     use crate::api;
+    use crate::connection::Connection;
     use crate::live::{Change, Event, Live, TurnFeed};
-    use crate::timeline::{Connection, Timeline};
+    use crate::timeline::Timeline;
 
     struct Follow {
         blocks: RwSignal<Vec<TurnBlock>>,

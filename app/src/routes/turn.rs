@@ -17,8 +17,9 @@ use crate::components::marks::mark;
 use crate::components::outcome::{CountBadge, CountKind};
 use crate::components::roving;
 use crate::components::ApiErrorPanel;
+use crate::connection::Connection;
 use crate::routes::{param, session_href};
-use crate::timeline::{Connection, Row, Timeline};
+use crate::timeline::{Row, Timeline};
 
 /// Rows shown at first, and added by each "Show more".
 pub const ROWS_STEP: usize = 200;
