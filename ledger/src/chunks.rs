@@ -15,10 +15,10 @@ use std::sync::Arc;
 use serde::Deserialize;
 
 use crate::error::LedgerError;
-use crate::projection::{project_owned, HostMetadata, LedgerEntry};
-use crate::rows::EntryRow;
-use crate::sessions::{change, prefixed, HistoryRow, HISTORY_COLUMNS};
+use crate::projection::{project_owned, LedgerEntry};
+use crate::rows::{change, prefixed, EntryRow, HistoryRow, HISTORY_COLUMNS};
 use crate::store::{on_read, Dialect, Inner};
+use crate::wire::HostMetadata;
 use crate::wire::{LedgerStatus, MutationOutcome, OperationHistory, Reason};
 
 /// Entries read per statement.

@@ -1,5 +1,6 @@
 //! The store's rows: the `entries` row as read ([`EntryRow`]), its column list, and what the read and
-//! write sides derive from it (its published record, its answer shape, its state for the machine). Both
+//! write sides derive from it (its published record, its answer shape, its state for the machine); the
+//! `history` row as read ([`HistoryRow`], its column list) and the change it is served as. Both
 //! sides import this layer; it imports neither (docs/ledger.md "Layers"). The column type of the states the
 //! machine reads ([`LedgerStatus`], [`Reason`]) is defined here too, so the machine and the wire types stay
 //! free of sqlx.
@@ -13,9 +14,11 @@ use sqlx::{Decode, Encode, Postgres, Sqlite, Type};
 use crate::error::LedgerError;
 use crate::ids::SessionKey;
 use crate::machine::{Entry, SessionState};
-use crate::projection::{HostMetadata, LedgerEntry};
+use crate::projection::{project_owned, LedgerEntry};
+use crate::store::format_time;
 use crate::store::{on_tx, WriteTx};
-use crate::wire::{EntryState, HistoryKind, LedgerStatus, Reason};
+use crate::wire::HostMetadata;
+use crate::wire::{EntryState, HistoryChange, HistoryEvidence, HistoryKind, LedgerStatus, Reason};
 
 /// A TEXT column holding a state by its stored spelling (`as_str`): encoded as that text, decoded by
 /// `parse`, and any other text is a decode error, never a silent fallback.
@@ -332,4 +335,75 @@ mod tests {
             );
         }
     }
+}
+
+/// One `history` row as read (docs/ledger.md "History").
+#[derive(sqlx::FromRow)]
+pub(crate) struct HistoryRow {
+    kind: HistoryKind,
+    at: i64,
+    revision: Option<i64>,
+    actor: String,
+    attempt_id: Option<String>,
+    ledger_status: LedgerStatus,
+    intent_recorded: bool,
+    reason: Option<Reason>,
+    meta_attached: bool,
+    meta_id: Option<String>,
+    meta_url: Option<String>,
+    meta_title: Option<String>,
+    source: Option<String>,
+    reference: Option<String>,
+    observed_at: Option<String>,
+    note: Option<String>,
+}
+
+/// The columns of a [`HistoryRow`].
+pub(crate) const HISTORY_COLUMNS: &str = "kind, at, revision, actor, attempt_id, ledger_status, \
+     intent_recorded, reason, meta_attached, meta_id, meta_url, meta_title, source, reference, \
+     observed_at, note";
+
+/// A history row as served: its record projected from the entry's state fields at that change.
+pub(crate) fn change(entry: &EntryRow, r: HistoryRow) -> HistoryChange {
+    let outcome = project_owned(LedgerEntry {
+        logical_turn_id: entry.logical_turn_id.clone(),
+        mutation_id: entry.mutation_id.clone(),
+        tool: entry.tool.clone(),
+        status: r.ledger_status,
+        intent_recorded: r.intent_recorded,
+        reason: r.reason,
+        metadata: r.meta_attached.then_some(HostMetadata {
+            id: r.meta_id,
+            url: r.meta_url,
+            title: r.meta_title,
+        }),
+    });
+    let evidence = match (r.source, r.reference, r.observed_at) {
+        (Some(source), Some(reference), Some(observed_at)) => Some(HistoryEvidence {
+            source,
+            reference,
+            observed_at,
+        }),
+        _ => None,
+    };
+    HistoryChange {
+        kind: r.kind,
+        at: format_time(r.at),
+        revision: r.revision,
+        actor: r.actor,
+        attempt_id: r.attempt_id,
+        ledger_status: r.ledger_status,
+        reason: r.reason,
+        evidence,
+        note: r.note,
+        outcome,
+    }
+}
+
+pub(crate) fn prefixed(alias: &str) -> String {
+    ENTRY_COLUMNS
+        .split(", ")
+        .map(|c| format!("{alias}.{c}"))
+        .collect::<Vec<_>>()
+        .join(", ")
 }

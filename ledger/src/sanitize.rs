@@ -11,7 +11,7 @@ use serde::Deserialize;
 
 use crate::credential::{redact_credentials, resembles_credential};
 use crate::limits::{RESOURCE_ID_MAX_BYTES, TITLE_MAX_BYTES, URL_MAX_BYTES};
-use crate::projection::HostMetadata;
+use crate::wire::HostMetadata;
 
 /// All three sanitisers at once: what the ledger stores of an attach (secrets at rest, `docs/design.md`
 /// "Decisions where the sources are silent"): `id` at most 256 bytes or `None`, `url` at most 2048 bytes or

@@ -9,8 +9,9 @@
 
 use crate::error::LedgerError;
 use crate::projection::project;
+use crate::rows::prefixed;
 use crate::rows::EntryRow;
-use crate::sessions::{counts_by_session, prefixed, sessions_counts_sql, CountRow, SessionManager};
+use crate::sessions::{counts_by_session, sessions_counts_sql, CountRow, SessionManager};
 use crate::store::{format_time, on_read, Dialect};
 use crate::wire::{OperationHit, SearchResults, SessionHit};
 

@@ -8,13 +8,12 @@ use std::sync::Arc;
 pub use crate::chunks::{HistoryChunks, OperationHistoryChunks, ReplayChunks, ReplayEvent};
 use crate::error::LedgerError;
 use crate::ids::{Cursor, LogicalTurnId, MutationId, SessionKey};
-use crate::projection::{project, project_owned, HostMetadata, LedgerEntry};
-use crate::rows::{EntryRow, ENTRY_COLUMNS};
+use crate::projection::project;
+use crate::rows::{change, prefixed, EntryRow, HistoryRow, ENTRY_COLUMNS, HISTORY_COLUMNS};
 use crate::store::{format_time, on_read, Dialect, Inner};
 use crate::wire::{
-    Claim, HistoryChange, HistoryEvidence, HistoryKind, LedgerStatus, MutationOutcome,
-    OperationHistory, OperationMatch, Reason, SessionList, SessionSummary, SessionTurns,
-    StatusCounts, TurnEntries, TurnEntry, TurnSummary, UnknownsPage,
+    Claim, LedgerStatus, MutationOutcome, OperationHistory, OperationMatch, SessionList,
+    SessionSummary, SessionTurns, StatusCounts, TurnEntries, TurnEntry, TurnSummary, UnknownsPage,
 };
 
 /// A replay snapshot of one logical turn (seed 000, `GET /api/mutation-events`).
@@ -84,27 +83,6 @@ struct MatchRow {
     last_note: Option<String>,
     claim_actor: Option<String>,
     claim_at: Option<i64>,
-}
-
-/// One `history` row as read (docs/ledger.md "History").
-#[derive(sqlx::FromRow)]
-pub(crate) struct HistoryRow {
-    kind: HistoryKind,
-    at: i64,
-    revision: Option<i64>,
-    actor: String,
-    attempt_id: Option<String>,
-    ledger_status: LedgerStatus,
-    intent_recorded: bool,
-    reason: Option<Reason>,
-    meta_attached: bool,
-    meta_id: Option<String>,
-    meta_url: Option<String>,
-    meta_title: Option<String>,
-    source: Option<String>,
-    reference: Option<String>,
-    observed_at: Option<String>,
-    note: Option<String>,
 }
 
 /// The extra columns of a [`MatchRow`], after the entry's (`e`) columns.
@@ -1074,56 +1052,6 @@ impl SessionManager {
             changes,
         })
     }
-}
-
-/// The columns of a [`HistoryRow`].
-pub(crate) const HISTORY_COLUMNS: &str = "kind, at, revision, actor, attempt_id, ledger_status, \
-     intent_recorded, reason, meta_attached, meta_id, meta_url, meta_title, source, reference, \
-     observed_at, note";
-
-/// A history row as served: its record projected from the entry's state fields at that change.
-pub(crate) fn change(entry: &EntryRow, r: HistoryRow) -> HistoryChange {
-    let outcome = project_owned(LedgerEntry {
-        logical_turn_id: entry.logical_turn_id.clone(),
-        mutation_id: entry.mutation_id.clone(),
-        tool: entry.tool.clone(),
-        status: r.ledger_status,
-        intent_recorded: r.intent_recorded,
-        reason: r.reason,
-        metadata: r.meta_attached.then_some(HostMetadata {
-            id: r.meta_id,
-            url: r.meta_url,
-            title: r.meta_title,
-        }),
-    });
-    let evidence = match (r.source, r.reference, r.observed_at) {
-        (Some(source), Some(reference), Some(observed_at)) => Some(HistoryEvidence {
-            source,
-            reference,
-            observed_at,
-        }),
-        _ => None,
-    };
-    HistoryChange {
-        kind: r.kind,
-        at: format_time(r.at),
-        revision: r.revision,
-        actor: r.actor,
-        attempt_id: r.attempt_id,
-        ledger_status: r.ledger_status,
-        reason: r.reason,
-        evidence,
-        note: r.note,
-        outcome,
-    }
-}
-
-pub(crate) fn prefixed(alias: &str) -> String {
-    ENTRY_COLUMNS
-        .split(", ")
-        .map(|c| format!("{alias}.{c}"))
-        .collect::<Vec<_>>()
-        .join(", ")
 }
 
 /// A row of [`sessions_counts_sql`]: session key, status, intent flag, how many.
