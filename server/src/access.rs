@@ -219,6 +219,21 @@ impl<S: Send + Sync> FromRequestParts<S> for Principal {
     }
 }
 
+/// A caller who may read across sessions (an extractor, before the query is read): 401 when there is no
+/// caller ([`Principal`]'s rejection); a viewer gets the 404 of a path that names no endpoint
+/// ([`Principal::may_read_all`]), whatever the query holds.
+pub struct AcrossSessions(pub Principal);
+
+impl<S: Send + Sync> FromRequestParts<S> for AcrossSessions {
+    type Rejection = ApiError;
+
+    async fn from_request_parts(parts: &mut Parts, state: &S) -> Result<Self, Self::Rejection> {
+        let principal = Principal::from_request_parts(parts, state).await?;
+        principal.may_read_all()?;
+        Ok(AcrossSessions(principal))
+    }
+}
+
 /// What a path is, for access.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum PathClass {

@@ -4,6 +4,7 @@
 
 pub mod cursor;
 pub mod export;
+pub mod extract;
 pub mod host;
 pub mod live;
 pub mod malformed;

@@ -13,7 +13,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use axum::extract::rejection::FormRejection;
-use axum::extract::{Path, Query, Request, State};
+use axum::extract::{Extension, State};
 use axum::http::header::{CONTENT_TYPE, LOCATION, SET_COOKIE};
 use axum::http::{HeaderMap, HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};
@@ -22,6 +22,7 @@ use axum::{Form, Json};
 use ledger::wire::Caller;
 use serde::Deserialize;
 
+use super::extract::{ReadQuery, WritePath};
 use crate::access::{
     self, client_ip, cookie_value, is_https, local_next, origin_matches, set_cookie, CookieLife,
     Principal, StaffVia, SIGN_IN_COOKIE, VIEWER_COOKIE, VIEWER_ENDED_COOKIE,
@@ -78,15 +79,14 @@ pub struct NextParam {
 }
 
 /// `GET /sign-in?next=<path>`: the form; a caller already signed in as staff goes straight to `next`.
-pub async fn sign_in_form(request: Request) -> Response {
-    let next = Query::<NextParam>::try_from_uri(request.uri())
-        .ok()
-        .and_then(|q| q.0.next);
+/// A query that cannot be read counts as no `next`.
+pub async fn sign_in_form(
+    principal: Option<Extension<Principal>>,
+    q: Result<ReadQuery<NextParam>, ApiError>,
+) -> Response {
+    let next = q.ok().and_then(|ReadQuery(q)| q.next);
     let next = local_next(next.as_deref());
-    if matches!(
-        request.extensions().get::<Principal>(),
-        Some(Principal::Staff { .. })
-    ) {
+    if matches!(principal, Some(Extension(Principal::Staff { .. }))) {
         return see_other(&next);
     }
     html(StatusCode::OK, sign_in_page(&next, "", None))
@@ -340,15 +340,15 @@ pub async fn sign_out(
     response
 }
 
-/// `GET /v/{token}`.
+/// `GET /v/{token}`. A token that cannot be read (not UTF-8) is no token: the link no longer works.
 pub async fn open_viewer_link(
     State(state): State<AppState>,
     headers: HeaderMap,
     request_extensions: axum::http::Extensions,
-    token: Result<Path<String>, axum::extract::rejection::PathRejection>,
+    token: Result<WritePath<String>, ApiError>,
 ) -> Response {
     let client = client_ip(&request_extensions);
-    let token = token.map(|Path(t)| t).unwrap_or_default();
+    let token = token.map(|WritePath(t)| t).unwrap_or_default();
     let link = if token.is_empty() || token.len() > 128 {
         Ok(None)
     } else {
