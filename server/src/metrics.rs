@@ -369,7 +369,7 @@ pub fn listener_router(state: &AppState, addr: std::net::SocketAddr) -> axum::Ro
         ))
         .layer(axum::middleware::from_fn_with_state(
             state.clone(),
-            crate::access::authenticate,
+            crate::http::gate::authenticate,
         ))
         .layer(axum::middleware::from_fn_with_state(state, count_answers))
         .layer(axum::middleware::from_fn(

@@ -238,7 +238,7 @@ pub async fn build_with_clock(
         // Who is calling, and may they (docs/access.md); before any handler or page rendering.
         .layer(axum::middleware::from_fn_with_state(
             state.clone(),
-            crate::access::authenticate,
+            crate::http::gate::authenticate,
         ))
         // Counts the answers 503 `busy` (refusals of `authenticate` included) for `GET /metrics`; gives
         // the host routes' timing layer its recorder.

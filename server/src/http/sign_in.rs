@@ -8,6 +8,10 @@
 //! - `GET /v/{token}`: a valid link sets the viewer cookie and 303s to its session's page; any other
 //!   token answers 404 with a plain page for the end user: this link no longer works.
 //! - `GET /api/me`: `{"access", "name"?, "session_key"?}`, what the page header shows.
+//!
+//! The sign-in page owns its address: the 303 that sends a page asked for without a credential here,
+//! keeping where it came from in `next` ([`to_sign_in`], answered by [`super::gate`]), and where a
+//! sign-in goes back to ([`local_next`]).
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -24,8 +28,8 @@ use serde::Deserialize;
 
 use super::extract::{ReadQuery, WritePath};
 use crate::access::{
-    self, client_ip, cookie_value, is_https, local_next, origin_matches, set_cookie, CookieLife,
-    Principal, StaffVia, SIGN_IN_COOKIE, VIEWER_COOKIE, VIEWER_ENDED_COOKIE,
+    self, client_ip, cookie_value, is_https, origin_matches, set_cookie, CookieLife, Principal,
+    StaffVia, SIGN_IN_COOKIE, VIEWER_COOKIE, VIEWER_ENDED_COOKIE,
 };
 use crate::error::ApiError;
 use crate::AppState;
@@ -71,6 +75,35 @@ pub(crate) fn html(status: StatusCode, body: String) -> Response {
 fn see_other(location: &str) -> Response {
     let location = HeaderValue::from_str(location).unwrap_or(HeaderValue::from_static("/"));
     (StatusCode::SEE_OTHER, [(LOCATION, location)]).into_response()
+}
+
+/// 303 to the sign-in page, which comes back to this page (path and query) once signed in.
+pub(crate) fn to_sign_in(uri: &axum::http::Uri) -> Response {
+    let here = uri.path_and_query().map_or("/", |p| p.as_str());
+    let query = url::form_urlencoded::Serializer::new(String::new())
+        .append_pair("next", here)
+        .finish();
+    let location = HeaderValue::from_str(&format!("/sign-in?{query}"))
+        .unwrap_or(HeaderValue::from_static("/sign-in"));
+    (StatusCode::SEE_OTHER, [(LOCATION, location)]).into_response()
+}
+
+/// Where to go after signing in: `next` when it is a path on this server (starts with one `/`, no
+/// backslash or control characters), else `/`.
+pub fn local_next(next: Option<&str>) -> String {
+    match next {
+        Some(n)
+            if n.starts_with('/')
+                && !n.starts_with("//")
+                && !n.contains('\\')
+                && !n.chars().any(char::is_control)
+                && !n.starts_with("/sign-in")
+                && !n.starts_with("/sign-out") =>
+        {
+            n.to_owned()
+        }
+        _ => "/".to_owned(),
+    }
 }
 
 #[derive(Deserialize)]
@@ -438,6 +471,23 @@ mod tests {
                 .and_then(|v| v.to_str().ok())
                 .map(str::to_owned),
         )
+    }
+
+    #[test]
+    fn next_stays_on_this_server() {
+        assert_eq!(local_next(Some("/sessions/a?x=1")), "/sessions/a?x=1");
+        for bad in [
+            "https://evil.example/",
+            "//evil.example/",
+            "/\\evil.example",
+            "evil",
+            "/sign-in?next=/",
+            "/a\nb",
+            "",
+        ] {
+            assert_eq!(local_next(Some(bad)), "/", "{bad:?}");
+        }
+        assert_eq!(local_next(None), "/");
     }
 
     /// A sign-in refused for a storage fault says to come back in 5 s, as every storage fault's answer
