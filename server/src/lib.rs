@@ -7,6 +7,7 @@ pub mod auth;
 pub mod backup;
 pub mod cli;
 pub mod conn;
+pub mod database;
 pub mod demo;
 pub mod error;
 pub mod host_client;

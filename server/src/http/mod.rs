@@ -6,6 +6,7 @@ pub mod cursor;
 pub mod export;
 pub mod extract;
 pub mod gate;
+pub mod guards;
 pub mod host;
 pub mod live;
 pub mod malformed;
