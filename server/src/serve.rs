@@ -22,7 +22,7 @@ use tracing::Span;
 use crate::auth::{resolve_host_token, TokenSource};
 use crate::conn::ConnLimits;
 use crate::demo::DemoArgs;
-use crate::live::{Hub, StreamLimits};
+use crate::hub::{Hub, StreamLimits};
 use crate::AppState;
 
 /// `outcomes serve`.

@@ -11,7 +11,8 @@ use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 use ledger::ids::SessionKey;
 
-use super::sign_in::{html, to_sign_in};
+use super::page::html;
+use super::sign_in::to_sign_in;
 use crate::access::{
     classify, client_ip, cookie_value, failure, is_https, is_operator_form, origin_matches,
     origin_refused, resolve, set_cookie, viewer_may_open, CookieLife, PathClass, Principal,

@@ -26,7 +26,7 @@ use super::read::SessionParam;
 use super::sse;
 use crate::access::{still_valid, Presented, Principal};
 use crate::error::ApiError;
-use crate::live::LiveMessage;
+use crate::hub::LiveMessage;
 use crate::AppState;
 use utoipa_axum::{router::OpenApiRouter, routes};
 

@@ -12,6 +12,7 @@ pub mod live;
 pub mod malformed;
 pub mod openapi;
 pub mod operator;
+pub mod page;
 pub mod query;
 pub mod read;
 pub mod replay;

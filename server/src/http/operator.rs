@@ -30,7 +30,7 @@ use utoipa_axum::{router::OpenApiRouter, routes};
 
 use super::extract::WritePath;
 use super::host::{MutationPath, NoteBody, ReconcileBody};
-use super::sign_in::html;
+use super::page::html;
 use super::write::{EntryPath, Request, Valid};
 use crate::access::origin_matches;
 use crate::access::Principal;

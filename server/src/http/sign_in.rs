@@ -18,7 +18,7 @@ use std::time::Duration;
 
 use axum::extract::rejection::FormRejection;
 use axum::extract::{Extension, State};
-use axum::http::header::{CONTENT_TYPE, LOCATION, SET_COOKIE};
+use axum::http::header::{LOCATION, SET_COOKIE};
 use axum::http::{HeaderMap, HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
@@ -27,6 +27,7 @@ use ledger::wire::Caller;
 use serde::Deserialize;
 
 use super::extract::{ReadQuery, WritePath};
+use super::page::html;
 use crate::access::{
     self, client_ip, cookie_value, is_https, origin_matches, set_cookie, CookieLife, Principal,
     StaffVia, SIGN_IN_COOKIE, VIEWER_COOKIE, VIEWER_ENDED_COOKIE,
@@ -56,20 +57,6 @@ const MAX_FIELD: usize = 1024;
 /// check takes tens of ms of CPU and 19 MiB, allocated once).
 pub fn password_checks() -> Arc<tokio::sync::Semaphore> {
     Arc::new(tokio::sync::Semaphore::new(crate::staff::HASHING_MEMORIES))
-}
-
-/// A standalone HTML page (`app::standalone`) with `status`; the security headers, `no-store` among
-/// them, come from the outermost layer.
-pub(crate) fn html(status: StatusCode, body: String) -> Response {
-    (
-        status,
-        [(
-            CONTENT_TYPE,
-            HeaderValue::from_static("text/html; charset=utf-8"),
-        )],
-        body,
-    )
-        .into_response()
 }
 
 fn see_other(location: &str) -> Response {
