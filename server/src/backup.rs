@@ -24,7 +24,7 @@ pub struct BackupArgs {
 /// writing) and prints `outcomes: backed up <database> to <file> (<bytes> bytes)`. The copy is one whole
 /// database file, mode 0600, that opens alone.
 pub async fn run(args: BackupArgs) -> Result<(), Box<dyn std::error::Error>> {
-    let database = crate::serve::database_or_default(args.database.as_deref(), &args.data_dir);
+    let database = crate::database::database_or_default(args.database.as_deref(), &args.data_dir);
     let bytes = ledger::store::backup(&database, &args.to)
         .await
         .map_err(|e| match e {

@@ -7,12 +7,13 @@ pub mod auth;
 pub mod backup;
 pub mod cli;
 pub mod conn;
+pub mod database;
 pub mod demo;
 pub mod error;
 pub mod host_client;
 pub mod http;
+pub mod hub;
 pub mod import;
-pub mod live;
 pub mod mcp_proxy;
 pub mod metrics;
 pub mod project;
@@ -32,7 +33,7 @@ use tokio_util::sync::CancellationToken;
 pub struct AppState {
     pub engine: Engine,
     pub sessions: SessionManager,
-    pub hub: Arc<live::Hub>,
+    pub hub: Arc<hub::Hub>,
     /// Bearer token of the host write API.
     pub host_token: Arc<str>,
     /// Cancelled on shutdown: live streams end cleanly.

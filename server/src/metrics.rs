@@ -365,11 +365,11 @@ pub fn listener_router(state: &AppState, addr: std::net::SocketAddr) -> axum::Ro
         .with_state(state.clone())
         // As on the main listener: a handler that panics answers 500 JSON, logged.
         .layer(tower_http::catch_panic::CatchPanicLayer::custom(
-            crate::serve::panic_response,
+            crate::http::guards::panic_response,
         ))
         .layer(axum::middleware::from_fn_with_state(
             state.clone(),
-            crate::access::authenticate,
+            crate::http::gate::authenticate,
         ))
         .layer(axum::middleware::from_fn_with_state(state, count_answers))
         .layer(axum::middleware::from_fn(

@@ -71,7 +71,7 @@ pub struct PurgeArgs {
 /// then a summary line.
 pub async fn run(args: PurgeArgs) -> Result<(), Box<dyn std::error::Error>> {
     let ledger = Ledger::open(
-        &crate::serve::database_or_default(args.database.as_deref(), &args.data_dir),
+        &crate::database::database_or_default(args.database.as_deref(), &args.data_dir),
         LedgerOptions {
             session_ttl: Duration::from_secs(args.session_ttl_secs),
             ..LedgerOptions::default()

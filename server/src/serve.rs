@@ -22,7 +22,7 @@ use tracing::Span;
 use crate::auth::{resolve_host_token, TokenSource};
 use crate::conn::ConnLimits;
 use crate::demo::DemoArgs;
-use crate::live::{Hub, StreamLimits};
+use crate::hub::{Hub, StreamLimits};
 use crate::AppState;
 
 /// `outcomes serve`.
@@ -144,7 +144,7 @@ impl ServeArgs {
 
     /// The database to open.
     pub fn database(&self) -> String {
-        database_or_default(self.database.as_deref(), &self.data_dir)
+        crate::database::database_or_default(self.database.as_deref(), &self.data_dir)
     }
 
     pub fn session_ttl(&self) -> Duration {
@@ -154,19 +154,6 @@ impl ServeArgs {
     pub fn write_wait(&self) -> Duration {
         Duration::from_millis(self.write_wait_ms)
     }
-}
-
-/// `database` when given, else `<data_dir>/ledger.sqlite`.
-pub(crate) fn database_or_default(database: Option<&str>, data_dir: &std::path::Path) -> String {
-    database.map_or_else(
-        || {
-            data_dir
-                .join("ledger.sqlite")
-                .to_string_lossy()
-                .into_owned()
-        },
-        str::to_owned,
-    )
 }
 
 /// Everything a running server is made of; `router` is what tests drive in process.
@@ -234,11 +221,11 @@ pub async fn build_with_clock(
     let router = api
         .merge(pages)
         // A handler that panics answers 500 JSON (and is logged); its connection stays usable.
-        .layer(CatchPanicLayer::custom(panic_response))
+        .layer(CatchPanicLayer::custom(crate::http::guards::panic_response))
         // Who is calling, and may they (docs/access.md); before any handler or page rendering.
         .layer(axum::middleware::from_fn_with_state(
             state.clone(),
-            crate::access::authenticate,
+            crate::http::gate::authenticate,
         ))
         // Counts the answers 503 `busy` (refusals of `authenticate` included) for `GET /metrics`; gives
         // the host routes' timing layer its recorder.
@@ -251,7 +238,7 @@ pub async fn build_with_clock(
         .layer(RequestBodyTimeoutLayer::new(Duration::from_secs(
             args.body_timeout_secs,
         )))
-        .layer(axum::middleware::from_fn(refuse_unroutable))
+        .layer(axum::middleware::from_fn(crate::http::guards::refuse_unroutable))
         .layer(
             // SSE must not be compressed: a compressed stream is buffered until it ends.
             CompressionLayer::new().compress_when(SizeAbove::default().and(NotForContentType::new("text/event-stream"))),
@@ -265,7 +252,7 @@ pub async fn build_with_clock(
                         .get("x-request-id")
                         .and_then(|v| v.to_str().ok())
                         .unwrap_or("-");
-                    tracing::info_span!("request", method = %req.method(), path = %logged_path(req.uri().path()), request_id = %id)
+                    tracing::info_span!("request", method = %req.method(), path = %crate::http::guards::logged_path(req.uri().path()), request_id = %id)
                 })
                 .on_response(|res: &axum::http::Response<_>, latency: Duration, _span: &Span| {
                     tracing::info!(status = res.status().as_u16(), latency_ms = latency.as_millis() as u64, "response");
@@ -280,7 +267,7 @@ pub async fn build_with_clock(
         )
         .layer(SetRequestIdLayer::new(request_id, MakeRequestUuid))
         // A client's request id is kept only when it is a plain token (it goes into every log line).
-        .layer(axum::middleware::from_fn(plain_request_id))
+        .layer(axum::middleware::from_fn(crate::http::guards::plain_request_id))
         // Outermost: every answer of the router, refusals included, carries the security headers.
         .layer(axum::middleware::from_fn(
             crate::http::security::security_headers,
@@ -290,98 +277,6 @@ pub async fn build_with_clock(
         ledger,
         router,
     })
-}
-
-/// The answer to a handler that panicked: 500 JSON `internal`, the panic message logged, never sent.
-pub(crate) fn panic_response(
-    panic: Box<dyn std::any::Any + Send + 'static>,
-) -> axum::response::Response {
-    let message = panic
-        .downcast_ref::<String>()
-        .map(String::as_str)
-        .or_else(|| panic.downcast_ref::<&str>().copied())
-        .unwrap_or("(no message)");
-    tracing::error!(panic = message, "a request handler panicked");
-    axum::response::IntoResponse::into_response(crate::error::ApiError::internal())
-}
-
-/// `CONNECT` (an authority-form target, no path) and any request without a path: 405 JSON before any
-/// route or the page fallback sees it. A declared body over the limit: 413 JSON at once. We are not a proxy. A path with a `.` or `..` segment (also
-/// percent-encoded) is 400 `invalid_path`: browsers resolve those before sending, and access is decided
-/// on the path as sent, so one must never name a page other than the one it reads as.
-async fn refuse_unroutable(
-    request: axum::extract::Request,
-    next: axum::middleware::Next,
-) -> axum::response::Response {
-    if request.method() == axum::http::Method::CONNECT || !request.uri().path().starts_with('/') {
-        return axum::response::IntoResponse::into_response(
-            crate::error::ApiError::method_not_allowed(),
-        );
-    }
-    if declared_too_large(request.headers()) {
-        return axum::response::IntoResponse::into_response(
-            crate::error::ApiError::body_too_large(),
-        );
-    }
-    if has_dot_segment(request.uri().path()) {
-        return axum::response::IntoResponse::into_response(crate::error::ApiError::bad_request(
-            "invalid_path",
-            "a path may not have `.` or `..` segments",
-            None,
-        ));
-    }
-    next.run(request).await
-}
-
-/// Whether the request declares a body over the limit (`Content-Length` above
-/// [`crate::http::write::BODY_LIMIT_BYTES`]): it is refused with 413 before any byte of it is read,
-/// instead of waiting for a body it would refuse anyway. (Hyper has already checked the header is one
-/// valid length; a chunked body is limited while it is read.)
-fn declared_too_large(headers: &axum::http::HeaderMap) -> bool {
-    headers
-        .get(axum::http::header::CONTENT_LENGTH)
-        .and_then(|v| v.to_str().ok())
-        .and_then(|v| v.trim().parse::<u64>().ok())
-        .is_some_and(|n| n > crate::http::write::BODY_LIMIT_BYTES)
-}
-
-/// Whether a path has a `.` or `..` segment, literally or percent-encoded (`%2e`).
-fn has_dot_segment(path: &str) -> bool {
-    path.split('/').any(|segment| {
-        let decoded = percent_encoding::percent_decode_str(segment).decode_utf8_lossy();
-        decoded == "." || decoded == ".."
-    })
-}
-
-/// The path as logged: a viewer link's token (`/v/<token>`) is a credential and is never logged.
-fn logged_path(path: &str) -> &str {
-    if path.starts_with("/v/") {
-        "/v/[token]"
-    } else {
-        path
-    }
-}
-
-/// Drops a client's `X-Request-Id` unless it is 1 to 128 ASCII letters, digits, `.`, `_`, `:` or `-`
-/// (one is then made): it is written into every log line of the request and must not forge log text.
-async fn plain_request_id(
-    mut request: axum::extract::Request,
-    next: axum::middleware::Next,
-) -> axum::response::Response {
-    let plain = |v: &axum::http::HeaderValue| {
-        let b = v.as_bytes();
-        !b.is_empty()
-            && b.len() <= 128
-            && b.iter()
-                .all(|c| c.is_ascii_alphanumeric() || matches!(c, b'.' | b'_' | b':' | b'-'))
-    };
-    let headers = request.headers_mut();
-    if headers.get_all("x-request-id").iter().count() > 1
-        || headers.get("x-request-id").is_some_and(|v| !plain(v))
-    {
-        headers.remove("x-request-id");
-    }
-    next.run(request).await
 }
 
 /// Serves until SIGTERM or SIGINT: stops accepting, ends live streams, lets requests finish, closes the
@@ -416,7 +311,7 @@ pub async fn serve(args: ServeArgs) -> Result<(), Box<dyn std::error::Error>> {
     }
     // Another application's file, or not a database: refused before anything is created or changed.
     ledger::store::check_database(&args.database()).await?;
-    let _database_lock = lock_database(&args.database())?;
+    let _database_lock = crate::database::lock_database(&args.database())?;
     let (token, source) = resolve_host_token(args.host_token.as_deref(), &args.data_dir)?;
     match source {
         TokenSource::Configured => {
@@ -530,65 +425,6 @@ pub async fn serve(args: ServeArgs) -> Result<(), Box<dyn std::error::Error>> {
     Ok(())
 }
 
-/// Held while `serve` runs: the advisory locks that keep a second `serve` off the same SQLite file.
-pub struct DatabaseLock {
-    _lock_file: std::fs::File,
-    _database: std::fs::File,
-}
-
-/// Takes the advisory lock `<database>.lock` (created mode 0600) that keeps a second `serve` off the same
-/// SQLite file, with the path resolved first (a symlink names the file it points to), and the same lock on
-/// the database file itself (a hard link is the same file). Both are `flock` locks, which SQLite's own
-/// `fcntl` locks do not see: other tools (`sqlite3`, backups) still open and use the database. `None` for
-/// an in-memory database. Keep the returned value until the ledger is closed.
-pub fn lock_database(database: &str) -> Result<Option<DatabaseLock>, Box<dyn std::error::Error>> {
-    let Some(file) = ledger::store::database_file(database) else {
-        return Ok(None);
-    };
-    if let Some(parent) = file.parent().filter(|p| !p.as_os_str().is_empty()) {
-        std::fs::create_dir_all(parent)?;
-    }
-    let mut options = std::fs::OpenOptions::new();
-    options.read(true).write(true).create(true).truncate(false);
-    #[cfg(unix)]
-    {
-        use std::os::unix::fs::OpenOptionsExt;
-        options.mode(0o600);
-    }
-    let db = options
-        .open(&file)
-        .map_err(|e| format!("cannot open the ledger {}: {e}", file.display()))?;
-    let file = std::fs::canonicalize(&file)?;
-    let mut path = file.as_os_str().to_owned();
-    path.push(".lock");
-    let path = std::path::PathBuf::from(path);
-    let lock = options
-        .open(&path)
-        .map_err(|e| format!("cannot open the lock file {}: {e}", path.display()))?;
-    let refused = || -> Box<dyn std::error::Error> {
-        format!(
-            "another `outcomes serve` is already serving the ledger {} (it holds {}); stop it, or give \
-             this server its own --database / --data-dir",
-            file.display(),
-            path.display()
-        )
-        .into()
-    };
-    for f in [&lock, &db] {
-        match f.try_lock() {
-            Ok(()) => {}
-            Err(std::fs::TryLockError::WouldBlock) => return Err(refused()),
-            Err(std::fs::TryLockError::Error(e)) => {
-                return Err(format!("cannot lock {}: {e}", path.display()).into())
-            }
-        }
-    }
-    Ok(Some(DatabaseLock {
-        _lock_file: lock,
-        _database: db,
-    }))
-}
-
 async fn shutdown_signal() {
     let ctrl_c = async {
         let _ = tokio::signal::ctrl_c().await;
@@ -607,35 +443,5 @@ async fn shutdown_signal() {
     tokio::select! {
         _ = ctrl_c => {}
         _ = term => {}
-    }
-}
-
-#[cfg(test)]
-mod path_tests {
-    use super::*;
-
-    #[test]
-    fn dot_segments_are_found_also_percent_encoded() {
-        for p in [
-            "/pkg/../sessions/x",
-            "/v/..",
-            "/a/./b",
-            "/%2e%2e/api",
-            "/pkg/%2E/x",
-            "/..",
-        ] {
-            assert!(has_dot_segment(p), "{p}");
-        }
-        for p in [
-            "/",
-            "/sessions/a.b",
-            "/pkg/outcomes.js",
-            "/sessions/...",
-            "/sessions/%2e%2e%2e",
-        ] {
-            assert!(!has_dot_segment(p), "{p}");
-        }
-        assert_eq!(logged_path("/v/secret"), "/v/[token]");
-        assert_eq!(logged_path("/sessions/x"), "/sessions/x");
     }
 }

@@ -30,7 +30,7 @@ pub struct StaffArgs {
 impl StaffArgs {
     /// The database to open (as `serve` would).
     pub fn database(&self) -> String {
-        crate::serve::database_or_default(self.database.as_deref(), &self.data_dir)
+        crate::database::database_or_default(self.database.as_deref(), &self.data_dir)
     }
 }
 

@@ -2,8 +2,7 @@
 //! JSON Lines streamed a chunk of the ledger's read at a time, as a download. Read access as every
 //! session read (a viewer of another session gets the 404 of an unknown session).
 
-use axum::extract::rejection::{PathRejection, QueryRejection};
-use axum::extract::{Path, Query, State};
+use axum::extract::State;
 use axum::http::header::CONTENT_DISPOSITION;
 use axum::http::HeaderValue;
 use axum::response::Response;
@@ -13,7 +12,8 @@ use ledger::{HistoryChunks, OperationHistoryChunks};
 use serde::{Deserialize, Serialize};
 use utoipa_axum::{router::OpenApiRouter, routes};
 
-use super::query::{query, read_param, read_path, unknown};
+use super::extract::{ReadPath, ReadQuery};
+use super::query::{read_param, unknown};
 use super::sse;
 use crate::access::Principal;
 use crate::error::ApiError;
@@ -53,10 +53,11 @@ pub struct ExportParams {
 pub async fn export(
     State(state): State<AppState>,
     principal: Principal,
-    p: Result<Path<String>, PathRejection>,
-    q: Result<Query<ExportParams>, QueryRejection>,
+    // The query before the path: its errors come first.
+    ReadQuery(params): ReadQuery<ExportParams>,
+    ReadPath(key): ReadPath<String>,
 ) -> Result<Response, ApiError> {
-    let with_history = match query(q)?.history.as_deref() {
+    let with_history = match params.history.as_deref() {
         None | Some("false") => false,
         Some("true") => true,
         Some(_) => {
@@ -67,7 +68,7 @@ pub async fn export(
             ))
         }
     };
-    let key = read_path(p)?.map_err(|_| unknown("session_id"))?;
+    let key = key.map_err(|_| unknown("session_id"))?;
     let key = read_param(Some(key), "session_id", SessionKey::parse)?;
     principal.may_read(&key)?;
     let records = state.sessions.history(&key).await?;

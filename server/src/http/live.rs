@@ -14,19 +14,19 @@
 
 use std::time::Duration;
 
-use axum::extract::rejection::QueryRejection;
-use axum::extract::{Extension, Query, State};
+use axum::extract::{Extension, State};
 use axum::response::Response;
 use bytes::Bytes;
 use ledger::ids::SessionKey;
 use ledger::wire::Resync;
 
-use super::query::{query, read_param};
+use super::extract::ReadQuery;
+use super::query::read_param;
 use super::read::SessionParam;
 use super::sse;
 use crate::access::{still_valid, Presented, Principal};
 use crate::error::ApiError;
-use crate::live::LiveMessage;
+use crate::hub::LiveMessage;
 use crate::AppState;
 use utoipa_axum::{router::OpenApiRouter, routes};
 
@@ -73,9 +73,9 @@ pub async fn run_events(
     principal: Principal,
     presented: Option<Extension<Presented>>,
     sent: Option<Extension<crate::conn::SentBytes>>,
-    q: Result<Query<SessionParam>, QueryRejection>,
+    ReadQuery(params): ReadQuery<SessionParam>,
 ) -> Result<Response, ApiError> {
-    let key = read_param(query(q)?.session_id_opt(), "session_id", SessionKey::parse)?;
+    let key = read_param(params.session_id_opt(), "session_id", SessionKey::parse)?;
     principal.may_read(&key)?;
     // A viewer's stream closes when the link expires or its session's links are revoked; any stream
     // whose credential stops holding (a revoked link, a removed account or token, a sign-out) sends no

@@ -4,11 +4,15 @@
 
 pub mod cursor;
 pub mod export;
+pub mod extract;
+pub mod gate;
+pub mod guards;
 pub mod host;
 pub mod live;
 pub mod malformed;
 pub mod openapi;
 pub mod operator;
+pub mod page;
 pub mod query;
 pub mod read;
 pub mod replay;
@@ -30,7 +34,7 @@ use crate::AppState;
 /// Every route, with the documentation of those in the API document: the host write API (behind
 /// [`crate::access::require_host`]), the read APIs, the export, the operator actions (and their forms),
 /// the access routes, `/metrics` and `/api/openapi.json`. Who may
-/// call what is decided before routing by [`crate::access::authenticate`]; the host routes check again
+/// call what is decided before routing by [`crate::http::gate::authenticate`]; the host routes check again
 /// that the caller is the host.
 pub fn documented() -> OpenApiRouter<AppState> {
     let host = host::router()

@@ -13,8 +13,7 @@
 //! Both build the same [`Command`] through the host API's request types and conversions, and apply it
 //! with [`Actor::Staff`], so the history records `staff:<name>`.
 
-use axum::extract::rejection::PathRejection;
-use axum::extract::{FromRequest, FromRequestParts, Path, State};
+use axum::extract::{FromRequest, FromRequestParts, State};
 use axum::http::header::{CONTENT_TYPE, LOCATION, RETRY_AFTER};
 use axum::http::request::Parts;
 use axum::http::{HeaderValue, StatusCode};
@@ -29,9 +28,9 @@ use serde::de::DeserializeOwned;
 use serde::Deserialize;
 use utoipa_axum::{router::OpenApiRouter, routes};
 
+use super::extract::WritePath;
 use super::host::{MutationPath, NoteBody, ReconcileBody};
-use super::query::path;
-use super::sign_in::html;
+use super::page::html;
 use super::write::{EntryPath, Request, Valid};
 use crate::access::origin_matches;
 use crate::access::Principal;
@@ -68,7 +67,7 @@ pub fn router() -> OpenApiRouter<AppState> {
 }
 
 /// `GET` on a form's path (a bookmark, or where a sign-in came back to): 303 to its operation page.
-async fn to_operation_page(p: Result<Path<EntryPath>, PathRejection>) -> Response {
+async fn to_operation_page(p: Result<WritePath<EntryPath>, ApiError>) -> Response {
     let back = back_to(&p);
     let location = HeaderValue::from_str(&back).unwrap_or(HeaderValue::from_static("/"));
     (StatusCode::SEE_OTHER, [(LOCATION, location)]).into_response()
@@ -183,12 +182,11 @@ pub async fn reconcile(
     Ok(Json(entry))
 }
 
-/// The entry a claim names, its identifiers checked as a write's (400 `invalid_path`, then 422 naming
-/// `session_key` or `mutation_id`).
+/// The entry a claim names (its path read by [`WritePath`]: 400 `invalid_path`), its identifiers checked
+/// as a write's: 422 naming `session_key` or `mutation_id`.
 fn claimed_entry(
-    p: Result<Path<EntryPath>, PathRejection>,
+    (session_key, mutation_id): EntryPath,
 ) -> Result<(ledger::ids::SessionKey, ledger::ids::MutationId), ApiError> {
-    let (session_key, mutation_id) = path(p)?;
     Ok((
         crate::http::query::write_id(session_key, "session_key", ledger::ids::SessionKey::parse)?,
         crate::http::query::write_id(mutation_id, "mutation_id", ledger::ids::MutationId::parse)?,
@@ -214,9 +212,9 @@ fn claimed_entry(
 pub async fn claim(
     State(state): State<AppState>,
     Staff(name): Staff,
-    p: Result<Path<EntryPath>, PathRejection>,
+    WritePath(entry): WritePath<EntryPath>,
 ) -> Result<(StatusCode, Json<HistoryChange>), ApiError> {
-    let (session_key, mutation_id) = claimed_entry(p)?;
+    let (session_key, mutation_id) = claimed_entry(entry)?;
     let (row, added) = state
         .engine
         .claim_as(Actor::Staff(name), session_key, mutation_id)
@@ -245,9 +243,9 @@ pub async fn claim(
 pub async fn release(
     State(state): State<AppState>,
     Staff(name): Staff,
-    p: Result<Path<EntryPath>, PathRejection>,
+    WritePath(entry): WritePath<EntryPath>,
 ) -> Result<StatusCode, ApiError> {
-    let (session_key, mutation_id) = claimed_entry(p)?;
+    let (session_key, mutation_id) = claimed_entry(entry)?;
     state
         .engine
         .release_as(Actor::Staff(name), session_key, mutation_id)
@@ -284,7 +282,7 @@ fn claim_back(next: Option<&str>, back: &str) -> String {
 async fn claim_form(
     state: State<AppState>,
     principal: Result<Principal, ApiError>,
-    p: Result<Path<EntryPath>, PathRejection>,
+    p: Result<WritePath<EntryPath>, ApiError>,
     form: Result<StrictForm<ClaimForm>, ApiError>,
 ) -> Response {
     claim_or_release_form(state, principal, p, form, true).await
@@ -295,7 +293,7 @@ async fn claim_form(
 async fn release_form(
     state: State<AppState>,
     principal: Result<Principal, ApiError>,
-    p: Result<Path<EntryPath>, PathRejection>,
+    p: Result<WritePath<EntryPath>, ApiError>,
     form: Result<StrictForm<ClaimForm>, ApiError>,
 ) -> Response {
     claim_or_release_form(state, principal, p, form, false).await
@@ -304,7 +302,7 @@ async fn release_form(
 async fn claim_or_release_form(
     State(state): State<AppState>,
     principal: Result<Principal, ApiError>,
-    p: Result<Path<EntryPath>, PathRejection>,
+    p: Result<WritePath<EntryPath>, ApiError>,
     form: Result<StrictForm<ClaimForm>, ApiError>,
     take: bool,
 ) -> Response {
@@ -330,7 +328,8 @@ async fn claim_or_release_form(
         Err(e) => return refused(&e),
     };
     let done = async {
-        let (session_key, mutation_id) = claimed_entry(p)?;
+        let WritePath(entry) = p?;
+        let (session_key, mutation_id) = claimed_entry(entry)?;
         if take {
             state
                 .engine
@@ -438,7 +437,7 @@ async fn note_form(
     State(state): State<AppState>,
     principal: Result<Principal, ApiError>,
     headers: HeaderMap,
-    p: Result<Path<EntryPath>, PathRejection>,
+    p: Result<WritePath<EntryPath>, ApiError>,
     form: Result<StrictForm<NoteForm>, ApiError>,
 ) -> Response {
     let back = back_to(&p);
@@ -455,7 +454,7 @@ async fn note_form(
         return keep_across_sign_in(&kept, &back);
     };
     let done = async {
-        let path = path(p)?;
+        let WritePath(path) = p?;
         let command = Command::try_from(Request {
             path,
             body: NoteBody::from_field(kept.input.text.clone()),
@@ -476,7 +475,7 @@ async fn reconcile_form(
     State(state): State<AppState>,
     principal: Result<Principal, ApiError>,
     headers: HeaderMap,
-    p: Result<Path<EntryPath>, PathRejection>,
+    p: Result<WritePath<EntryPath>, ApiError>,
     form: Result<StrictForm<ReconcileForm>, ApiError>,
 ) -> Response {
     let back = back_to(&p);
@@ -497,7 +496,7 @@ async fn reconcile_form(
         return keep_across_sign_in(&kept, &back);
     };
     let done = async {
-        let path = path(p)?;
+        let WritePath(path) = p?;
         let f = kept.input.clone();
         // An empty field is a missing one (a browser sends every field of the form).
         let given = |v: Option<String>| v.filter(|v| !v.trim().is_empty());
@@ -534,9 +533,9 @@ async fn reconcile_form(
 }
 
 /// The operation page the forms come from and go back to (`/` when the path could not be read).
-fn back_to(p: &Result<Path<EntryPath>, PathRejection>) -> String {
+fn back_to(p: &Result<WritePath<EntryPath>, ApiError>) -> String {
     match p {
-        Ok(Path((k, m))) => app::routes::history_href(k, m),
+        Ok(WritePath((k, m))) => app::routes::history_href(k, m),
         Err(_) => "/".to_owned(),
     }
 }

@@ -1,19 +1,10 @@
-//! Extracting and validating request parts into the ledger's newtypes, with errors that name the field.
+//! Validating request parts (read as text by the extractors of [`super::extract`]) into the ledger's
+//! newtypes, with errors that name the field.
 
-use axum::extract::path::ErrorKind;
-use axum::extract::rejection::{PathRejection, QueryRejection};
-use axum::extract::{Path, Query};
 use ledger::ids::{check_identifier, IdError};
 use ledger::LedgerError;
-use serde::de::DeserializeOwned;
 
 use crate::error::ApiError;
-
-/// The query string as `T`, or 400 naming the problem.
-pub fn query<T: DeserializeOwned>(q: Result<Query<T>, QueryRejection>) -> Result<T, ApiError> {
-    q.map(|Query(t)| t)
-        .map_err(|e| ApiError::bad_request("invalid_query", e.body_text(), None))
-}
 
 /// A required read identifier: 400 when missing or empty; `Ok(None)` when it breaks the identifier rule
 /// (over 256 bytes, control characters, `.` or `..`), so could never have been stored: the caller answers it as the
@@ -67,20 +58,6 @@ pub fn write_id<T>(
     parse(value).map_err(|e| ApiError::invalid_field(field, format!("{field} {e}")))
 }
 
-/// Read path parameters as `T` (percent-decoded once by the router). `Ok(Err(key))` when the parameter
-/// `key` is not UTF-8 once percent-decoded: like an identifier over 256 bytes, it could never have been
-/// stored, so the caller answers it as unknown (404). Any other malformed path: 400 `invalid_path`.
-pub fn read_path<T>(p: Result<Path<T>, PathRejection>) -> Result<Result<T, String>, ApiError> {
-    match p {
-        Ok(Path(t)) => Ok(Ok(t)),
-        Err(PathRejection::FailedToDeserializePathParams(e)) => match e.kind() {
-            ErrorKind::InvalidUtf8InPathParam { key } => Ok(Err(key.clone())),
-            _ => Err(ApiError::bad_request("invalid_path", e.body_text(), None)),
-        },
-        Err(e) => Err(ApiError::bad_request("invalid_path", e.body_text(), None)),
-    }
-}
-
 /// Segment `index` of a URI path (`/api/sessions/{key}/...`: the key is 3), percent-decoded, with bytes
 /// that are not UTF-8 replaced by U+FFFD.
 pub fn lossy_segment(path: &str, index: usize) -> String {
@@ -88,12 +65,6 @@ pub fn lossy_segment(path: &str, index: usize) -> String {
     percent_encoding::percent_decode_str(raw)
         .decode_utf8_lossy()
         .into_owned()
-}
-
-/// The path parameters as `T` (percent-decoded once by the router), or 400 `invalid_path`.
-pub fn path<T>(p: Result<Path<T>, PathRejection>) -> Result<T, ApiError> {
-    p.map(|Path(t)| t)
-        .map_err(|e| ApiError::bad_request("invalid_path", e.body_text(), None))
 }
 
 /// A page size: absent → `default`; else one or more ASCII digits with value 1 to `max`, or 400

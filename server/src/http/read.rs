@@ -2,8 +2,7 @@
 //! (missing or empty parameter, invalid query) → 404 (unknown or expired session, unknown turn). An
 //! identifier that could never have been stored (over 256 bytes, control characters) is simply unknown.
 
-use axum::extract::rejection::{PathRejection, QueryRejection};
-use axum::extract::{Path, Query, State};
+use axum::extract::State;
 use axum::http::Uri;
 use axum::response::Response;
 use axum::Json;
@@ -21,11 +20,10 @@ use ledger::{
 use serde::Deserialize;
 
 use super::cursor::{self, Listing, Position};
-use super::query::{
-    lossy_segment, query, read_id, read_limit, read_param, read_path, read_revision, unknown,
-};
+use super::extract::{ReadPath, ReadQuery};
+use super::query::{lossy_segment, read_id, read_limit, read_param, read_revision, unknown};
 use super::sse;
-use crate::access::Principal;
+use crate::access::{AcrossSessions, Principal};
 use crate::error::ApiError;
 use crate::AppState;
 use utoipa_axum::{router::OpenApiRouter, routes};
@@ -78,9 +76,9 @@ impl SessionParam {
 pub async fn mutation_outcomes(
     State(state): State<AppState>,
     principal: Principal,
-    q: Result<Query<SessionParam>, QueryRejection>,
+    ReadQuery(params): ReadQuery<SessionParam>,
 ) -> Result<Response, ApiError> {
-    let key = read_param(query(q)?.session_id, "session_id", SessionKey::parse)?;
+    let key = read_param(params.session_id, "session_id", SessionKey::parse)?;
     principal.may_read(&key)?;
     let chunks = state.sessions.history(&key).await?;
     Ok(sse::json_stream(history_body(chunks)))
@@ -171,11 +169,9 @@ fn read_time(value: Option<&str>, field: &str) -> Result<Option<i64>, ApiError> 
 )]
 pub async fn sessions(
     State(state): State<AppState>,
-    principal: Principal,
-    q: Result<Query<SessionsParams>, QueryRejection>,
+    _: AcrossSessions,
+    ReadQuery(params): ReadQuery<SessionsParams>,
 ) -> Result<Json<SessionList>, ApiError> {
-    principal.may_read_all()?;
-    let params = query(q)?;
     let limit = read_limit(
         params.limit.as_deref(),
         "limit",
@@ -295,11 +291,10 @@ fn read_order(order: Option<&str>) -> Result<bool, ApiError> {
 pub async fn turns(
     State(state): State<AppState>,
     principal: Principal,
-    p: Result<Path<String>, PathRejection>,
-    q: Result<Query<TurnsParams>, QueryRejection>,
+    ReadPath(key): ReadPath<String>,
+    ReadQuery(params): ReadQuery<TurnsParams>,
 ) -> Result<Json<SessionTurns>, ApiError> {
-    let key = read_path(p)?.map_err(|_| unknown("session_id"))?;
-    let params = query(q)?;
+    let key = key.map_err(|_| unknown("session_id"))?;
     let limit = read_limit(
         params.limit.as_deref(),
         "limit",
@@ -377,11 +372,9 @@ pub async fn turn_entries(
     State(state): State<AppState>,
     principal: Principal,
     uri: Uri,
-    p: Result<Path<(String, String)>, PathRejection>,
-    q: Result<Query<EntriesParams>, QueryRejection>,
+    ReadPath(path): ReadPath<(String, String)>,
+    ReadQuery(params): ReadQuery<EntriesParams>,
 ) -> Result<Json<TurnEntries>, ApiError> {
-    let path = read_path(p)?;
-    let params = query(q)?;
     let after_revision = read_revision(params.after_revision.as_deref(), "after_revision")?;
     let limit = read_limit(
         params.limit.as_deref(),
@@ -461,9 +454,9 @@ pub async fn operation_history(
     State(state): State<AppState>,
     principal: Principal,
     uri: Uri,
-    p: Result<Path<(String, String)>, PathRejection>,
+    ReadPath(path): ReadPath<(String, String)>,
 ) -> Result<Json<OperationHistory>, ApiError> {
-    let (k, m) = match read_path(p)? {
+    let (k, m) = match path {
         Ok(km) => (km.0, Some(km.1)),
         Err(bad) if bad == "session_key" => return Err(unknown("session_id")),
         // The mutation id is not UTF-8; the key (`/api/sessions/{key}/...`) is.
@@ -499,10 +492,10 @@ pub async fn operation_history(
 pub async fn operation(
     State(state): State<AppState>,
     principal: Principal,
-    p: Result<Path<String>, PathRejection>,
+    ReadPath(id): ReadPath<String>,
 ) -> Result<Json<OperationMatches>, ApiError> {
     // An id that could never have been stored matches nothing, like any other unknown id.
-    let id = match read_path(p)? {
+    let id = match id {
         Ok(id) => read_id(Some(id), "mutation_id", MutationId::parse)?,
         Err(_) => None,
     };
@@ -634,11 +627,9 @@ fn unknowns_sort(sort: Option<&str>, order: Option<&str>) -> Result<UnknownsSort
 )]
 pub async fn unknowns(
     State(state): State<AppState>,
-    principal: Principal,
-    q: Result<Query<UnknownsParams>, QueryRejection>,
+    _: AcrossSessions,
+    ReadQuery(params): ReadQuery<UnknownsParams>,
 ) -> Result<Json<UnknownsPage>, ApiError> {
-    principal.may_read_all()?;
-    let params = query(q)?;
     let limit = read_limit(
         params.limit.as_deref(),
         "limit",

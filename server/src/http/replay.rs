@@ -14,8 +14,7 @@
 
 use std::time::Duration;
 
-use axum::extract::rejection::QueryRejection;
-use axum::extract::{Query, State};
+use axum::extract::State;
 use axum::http::HeaderMap;
 use axum::response::Response;
 use bytes::Bytes;
@@ -23,7 +22,8 @@ use ledger::ids::{Cursor, LogicalTurnId, SessionKey};
 use ledger::ReplayChunks;
 use serde::Deserialize;
 
-use super::query::{query, read_id, unknown};
+use super::extract::ReadQuery;
+use super::query::{read_id, unknown};
 use super::sse;
 use crate::access::Principal;
 use crate::error::ApiError;
@@ -147,9 +147,8 @@ pub async fn mutation_events(
     State(state): State<AppState>,
     principal: Principal,
     headers: HeaderMap,
-    q: Result<Query<ReplayParams>, QueryRejection>,
+    ReadQuery(params): ReadQuery<ReplayParams>,
 ) -> Result<Response, ApiError> {
-    let params = query(q)?;
     // An identifier that could never have been stored is an unknown one: 404 in its turn, after the 400s.
     let key = read_id(params.session_id, "session_id", SessionKey::parse)?;
     let turn = read_id(

@@ -1,8 +1,7 @@
 //! `GET /api/search` (docs/api.md "Search"): one box over session keys, mutation ids, titles and resource
 //! ids, for staff and investigators (every caller who may list sessions; a viewer gets 404).
 
-use axum::extract::rejection::QueryRejection;
-use axum::extract::{Query, State};
+use axum::extract::State;
 use axum::Json;
 use ledger::search::{
     SearchAfter, SearchQuery, SessionPosition, SEARCH_DEFAULT_LIMIT, SEARCH_MAX_BYTES,
@@ -13,8 +12,9 @@ use serde::Deserialize;
 use utoipa_axum::{router::OpenApiRouter, routes};
 
 use super::cursor::{self, Listing, Position};
-use super::query::{query, read_limit};
-use crate::access::Principal;
+use super::extract::ReadQuery;
+use super::query::read_limit;
+use crate::access::AcrossSessions;
 use crate::error::ApiError;
 use crate::AppState;
 
@@ -75,11 +75,9 @@ fn search_text(q: Option<&str>) -> Result<String, ApiError> {
 )]
 pub async fn search(
     State(state): State<AppState>,
-    principal: Principal,
-    q: Result<Query<SearchParams>, QueryRejection>,
+    _: AcrossSessions,
+    ReadQuery(params): ReadQuery<SearchParams>,
 ) -> Result<Json<SearchResults>, ApiError> {
-    principal.may_read_all()?;
-    let params = query(q)?;
     let text = search_text(params.q.as_deref())?;
     let limit = read_limit(
         params.limit.as_deref(),

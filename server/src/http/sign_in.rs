@@ -8,13 +8,17 @@
 //! - `GET /v/{token}`: a valid link sets the viewer cookie and 303s to its session's page; any other
 //!   token answers 404 with a plain page for the end user: this link no longer works.
 //! - `GET /api/me`: `{"access", "name"?, "session_key"?}`, what the page header shows.
+//!
+//! The sign-in page owns its address: the 303 that sends a page asked for without a credential here,
+//! keeping where it came from in `next` ([`to_sign_in`], answered by [`super::gate`]), and where a
+//! sign-in goes back to ([`local_next`]).
 
 use std::sync::Arc;
 use std::time::Duration;
 
 use axum::extract::rejection::FormRejection;
-use axum::extract::{Path, Query, Request, State};
-use axum::http::header::{CONTENT_TYPE, LOCATION, SET_COOKIE};
+use axum::extract::{Extension, State};
+use axum::http::header::{LOCATION, SET_COOKIE};
 use axum::http::{HeaderMap, HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
@@ -22,9 +26,11 @@ use axum::{Form, Json};
 use ledger::wire::Caller;
 use serde::Deserialize;
 
+use super::extract::{ReadQuery, WritePath};
+use super::page::html;
 use crate::access::{
-    self, client_ip, cookie_value, is_https, local_next, origin_matches, set_cookie, CookieLife,
-    Principal, StaffVia, SIGN_IN_COOKIE, VIEWER_COOKIE, VIEWER_ENDED_COOKIE,
+    self, client_ip, cookie_value, is_https, origin_matches, set_cookie, CookieLife, Principal,
+    StaffVia, SIGN_IN_COOKIE, VIEWER_COOKIE, VIEWER_ENDED_COOKIE,
 };
 use crate::error::ApiError;
 use crate::AppState;
@@ -53,23 +59,38 @@ pub fn password_checks() -> Arc<tokio::sync::Semaphore> {
     Arc::new(tokio::sync::Semaphore::new(crate::staff::HASHING_MEMORIES))
 }
 
-/// A standalone HTML page (`app::standalone`) with `status`; the security headers, `no-store` among
-/// them, come from the outermost layer.
-pub(crate) fn html(status: StatusCode, body: String) -> Response {
-    (
-        status,
-        [(
-            CONTENT_TYPE,
-            HeaderValue::from_static("text/html; charset=utf-8"),
-        )],
-        body,
-    )
-        .into_response()
-}
-
 fn see_other(location: &str) -> Response {
     let location = HeaderValue::from_str(location).unwrap_or(HeaderValue::from_static("/"));
     (StatusCode::SEE_OTHER, [(LOCATION, location)]).into_response()
+}
+
+/// 303 to the sign-in page, which comes back to this page (path and query) once signed in.
+pub(crate) fn to_sign_in(uri: &axum::http::Uri) -> Response {
+    let here = uri.path_and_query().map_or("/", |p| p.as_str());
+    let query = url::form_urlencoded::Serializer::new(String::new())
+        .append_pair("next", here)
+        .finish();
+    let location = HeaderValue::from_str(&format!("/sign-in?{query}"))
+        .unwrap_or(HeaderValue::from_static("/sign-in"));
+    (StatusCode::SEE_OTHER, [(LOCATION, location)]).into_response()
+}
+
+/// Where to go after signing in: `next` when it is a path on this server (starts with one `/`, no
+/// backslash or control characters), else `/`.
+pub fn local_next(next: Option<&str>) -> String {
+    match next {
+        Some(n)
+            if n.starts_with('/')
+                && !n.starts_with("//")
+                && !n.contains('\\')
+                && !n.chars().any(char::is_control)
+                && !n.starts_with("/sign-in")
+                && !n.starts_with("/sign-out") =>
+        {
+            n.to_owned()
+        }
+        _ => "/".to_owned(),
+    }
 }
 
 #[derive(Deserialize)]
@@ -78,15 +99,14 @@ pub struct NextParam {
 }
 
 /// `GET /sign-in?next=<path>`: the form; a caller already signed in as staff goes straight to `next`.
-pub async fn sign_in_form(request: Request) -> Response {
-    let next = Query::<NextParam>::try_from_uri(request.uri())
-        .ok()
-        .and_then(|q| q.0.next);
+/// A query that cannot be read counts as no `next`.
+pub async fn sign_in_form(
+    principal: Option<Extension<Principal>>,
+    q: Result<ReadQuery<NextParam>, ApiError>,
+) -> Response {
+    let next = q.ok().and_then(|ReadQuery(q)| q.next);
     let next = local_next(next.as_deref());
-    if matches!(
-        request.extensions().get::<Principal>(),
-        Some(Principal::Staff { .. })
-    ) {
+    if matches!(principal, Some(Extension(Principal::Staff { .. }))) {
         return see_other(&next);
     }
     html(StatusCode::OK, sign_in_page(&next, "", None))
@@ -340,15 +360,15 @@ pub async fn sign_out(
     response
 }
 
-/// `GET /v/{token}`.
+/// `GET /v/{token}`. A token that cannot be read (not UTF-8) is no token: the link no longer works.
 pub async fn open_viewer_link(
     State(state): State<AppState>,
     headers: HeaderMap,
     request_extensions: axum::http::Extensions,
-    token: Result<Path<String>, axum::extract::rejection::PathRejection>,
+    token: Result<WritePath<String>, ApiError>,
 ) -> Response {
     let client = client_ip(&request_extensions);
-    let token = token.map(|Path(t)| t).unwrap_or_default();
+    let token = token.map(|WritePath(t)| t).unwrap_or_default();
     let link = if token.is_empty() || token.len() > 128 {
         Ok(None)
     } else {
@@ -438,6 +458,23 @@ mod tests {
                 .and_then(|v| v.to_str().ok())
                 .map(str::to_owned),
         )
+    }
+
+    #[test]
+    fn next_stays_on_this_server() {
+        assert_eq!(local_next(Some("/sessions/a?x=1")), "/sessions/a?x=1");
+        for bad in [
+            "https://evil.example/",
+            "//evil.example/",
+            "/\\evil.example",
+            "evil",
+            "/sign-in?next=/",
+            "/a\nb",
+            "",
+        ] {
+            assert_eq!(local_next(Some(bad)), "/", "{bad:?}");
+        }
+        assert_eq!(local_next(None), "/");
     }
 
     /// A sign-in refused for a storage fault says to come back in 5 s, as every storage fault's answer

@@ -3,8 +3,7 @@
 
 use std::time::Duration;
 
-use axum::extract::rejection::PathRejection;
-use axum::extract::{Path, State};
+use axum::extract::State;
 use axum::http::StatusCode;
 use axum::Json;
 use base64::Engine as _;
@@ -12,9 +11,9 @@ use rand::RngCore;
 use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
 
+use super::extract::WritePath;
 use super::host::{session, HostErrors};
-use super::query::path;
-use super::write::{body, JsonBody};
+use super::write::{body, PathAndBody};
 use crate::error::ApiError;
 use crate::AppState;
 use utoipa_axum::{router::OpenApiRouter, routes};
@@ -79,10 +78,8 @@ pub fn new_token() -> String {
 )]
 pub async fn create(
     State(state): State<AppState>,
-    p: Result<Path<String>, PathRejection>,
-    JsonBody(bytes): JsonBody,
+    PathAndBody { path: key, bytes }: PathAndBody<String>,
 ) -> Result<(StatusCode, Json<ViewerLinkCreated>), ApiError> {
-    let key = path(p)?;
     let b: ViewerLinkBody =
         if bytes.iter().all(u8::is_ascii_whitespace) || bytes.trim_ascii() == b"null" {
             ViewerLinkBody::default()
@@ -128,9 +125,9 @@ pub async fn create(
 )]
 pub async fn revoke(
     State(state): State<AppState>,
-    p: Result<Path<String>, PathRejection>,
+    WritePath(key): WritePath<String>,
 ) -> Result<Json<ViewerLinksRevoked>, ApiError> {
-    let key = session(path(p)?)?;
+    let key = session(key)?;
     let revoked = state.access.store.revoke_viewer_links(&key).await?;
     state.hub.end_viewers(&key);
     Ok(Json(ViewerLinksRevoked { revoked }))

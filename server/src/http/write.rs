@@ -5,7 +5,7 @@
 use std::marker::PhantomData;
 
 use axum::extract::rejection::BytesRejection;
-use axum::extract::{FromRequest, FromRequestParts, Path};
+use axum::extract::{FromRequest, FromRequestParts};
 use axum::http::StatusCode;
 use bytes::Bytes;
 use ledger::Command;
@@ -14,6 +14,7 @@ use utoipa::openapi::schema::{ObjectBuilder, Schema, Type};
 use utoipa::openapi::{Ref, RefOr};
 use utoipa::{PartialSchema, ToSchema};
 
+use super::extract::WritePath;
 use super::strict_json;
 use crate::error::ApiError;
 
@@ -139,6 +140,32 @@ pub struct Request<P, B> {
     pub body: B,
 }
 
+/// A write's path parameters and its JSON body as received (an extractor): the body's size and media type
+/// first (413 over 2 MiB; 415 not `application/json`: [`JsonBody`]), then the path (400 `invalid_path`:
+/// [`WritePath`]), the order of docs/api.md "Errors". The body is not parsed yet: see [`body`].
+pub struct PathAndBody<P> {
+    pub path: P,
+    pub bytes: Bytes,
+}
+
+impl<S, P> FromRequest<S> for PathAndBody<P>
+where
+    S: Send + Sync,
+    P: DeserializeOwned + Send + 'static,
+{
+    type Rejection = ApiError;
+
+    async fn from_request(req: axum::extract::Request, state: &S) -> Result<Self, ApiError> {
+        let (mut parts, raw_body) = req.into_parts();
+        let p = WritePath::<P>::from_request_parts(&mut parts, state).await;
+        let JsonBody(bytes) =
+            JsonBody::from_request(axum::extract::Request::from_parts(parts, raw_body), state)
+                .await?;
+        let WritePath(path) = p?;
+        Ok(PathAndBody { path, bytes })
+    }
+}
+
 /// A validated host write (an extractor): the body's size and media type (413 over 2 MiB; 415 not
 /// `application/json`: [`JsonBody`]), the path (400 `invalid_path`), then the body (400 `malformed_json`
 /// when it is not a JSON object, `duplicate_key`; 422 naming a field of the wrong JSON type), then the
@@ -159,12 +186,7 @@ where
     type Rejection = ApiError;
 
     async fn from_request(req: axum::extract::Request, state: &S) -> Result<Self, ApiError> {
-        let (mut parts, raw_body) = req.into_parts();
-        let p = Path::<P>::from_request_parts(&mut parts, state).await;
-        let JsonBody(bytes) =
-            JsonBody::from_request(axum::extract::Request::from_parts(parts, raw_body), state)
-                .await?;
-        let path = super::query::path(p)?;
+        let PathAndBody { path, bytes } = PathAndBody::<P>::from_request(req, state).await?;
         let body: B = body(&bytes)?;
         Ok(Valid {
             command: Command::try_from(Request { path, body })?,

@@ -4,8 +4,7 @@
 //! breaks a rule; names the field) → 404 (unknown or expired session, unknown mutation) → 409 (a refused
 //! transition, with the entry's current state). Every error changes nothing.
 
-use axum::extract::rejection::PathRejection;
-use axum::extract::{Path, State};
+use axum::extract::State;
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use axum::Json;
@@ -16,7 +15,7 @@ use utoipa::ToSchema;
 use utoipa_axum::{router::OpenApiRouter, routes};
 
 use crate::error::ApiError;
-use crate::http::query::path;
+use crate::http::extract::WritePath;
 use crate::http::write::{body, required, EntryPath, JsonBody, JsonBodyErrors, SessionPath, Valid};
 use crate::AppState;
 
@@ -192,9 +191,9 @@ transition!(
 )]
 pub async fn delete_session(
     State(state): State<AppState>,
-    p: Result<Path<String>, PathRejection>,
+    WritePath(key): WritePath<String>,
 ) -> Result<StatusCode, ApiError> {
-    let key = session(path(p)?)?;
+    let key = session(key)?;
     state.engine.delete_session(&key).await?;
     Ok(StatusCode::NO_CONTENT)
 }

@@ -1,4 +1,5 @@
-//! Live run events (docs/api.md, "Live run events"): the ledger's [`Adapter`] fans settled changes, and
+//! The live hub behind live run events (docs/api.md, "Live run events"; the stream itself is
+//! [`crate::http::live`]): the ledger's [`Adapter`] fans settled changes, and
 //! the `turn_changed` hints that follow each commit, out to the subscribers of each session.
 //!
 //! - Each change is framed once, as the exact SSE bytes every subscriber sends (`event: mutation_outcome`,

@@ -1,0 +1,64 @@
+//! What a viewer (an end user with a viewer link) may see: its session's pages and operation pages, and
+//! histories without what is internal to staff (docs/access.md "Viewer links").
+
+use ledger::ids::SessionKey;
+use ledger::wire::OperationHistory;
+
+/// The actor a viewer reads for any staff member: the name is internal (pages say "by support").
+pub const STAFF_ACTOR_FOR_VIEWER: &str = "staff";
+
+/// Takes out of `history` what only staff may see (docs/access.md "Viewer links" and "Operator
+/// actions"): the rows of kind `note`, `claim` and `release` are removed, and an actor `staff:<name>`
+/// becomes `staff` ([`STAFF_ACTOR_FOR_VIEWER`]). Every other row and field is kept as it is.
+pub fn without_internal(history: &mut OperationHistory) {
+    history.changes.retain(|c| !c.kind.is_internal());
+    for change in &mut history.changes {
+        if change.actor.starts_with("staff:") {
+            change.actor = STAFF_ACTOR_FOR_VIEWER.to_owned();
+        }
+    }
+}
+
+/// Whether a viewer of `own` may open the page at `path`: its session's pages (`/sessions/<own>` and
+/// below) and operation pages (which list only matches in its session). The sessions list, the
+/// unknowns queue, find and other sessions are not there for a viewer.
+pub fn viewer_may_open(path: &str, own: &SessionKey) -> bool {
+    if path.starts_with("/operations/") {
+        return true;
+    }
+    let Some(rest) = path.strip_prefix("/sessions/") else {
+        return false;
+    };
+    let segment = rest.split('/').next().unwrap_or("");
+    percent_encoding::percent_decode_str(segment)
+        .decode_utf8()
+        .is_ok_and(|key| key == own.as_str())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_viewer_opens_only_its_session_and_operation_pages() {
+        let own = SessionKey::parse("a/b c").unwrap();
+        for ok in [
+            "/sessions/a%2Fb%20c",
+            "/sessions/a%2Fb%20c/turns/t",
+            "/operations/x",
+        ] {
+            assert!(viewer_may_open(ok, &own), "{ok}");
+        }
+        for no in [
+            "/",
+            "/find",
+            "/unknowns",
+            "/sessions/other",
+            "/sessions/a",
+            "/sessions/",
+            "/sessionsx",
+        ] {
+            assert!(!viewer_may_open(no, &own), "{no}");
+        }
+    }
+}
