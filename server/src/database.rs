@@ -49,15 +49,7 @@ pub fn lock_database(database: &str) -> Result<Option<DatabaseLock>, Box<dyn std
     let lock = options
         .open(&path)
         .map_err(|e| format!("cannot open the lock file {}: {e}", path.display()))?;
-    let refused = || -> Box<dyn std::error::Error> {
-        format!(
-            "another `outcomes serve` is already serving the ledger {} (it holds {}); stop it, or give \
-             this server its own --database / --data-dir",
-            file.display(),
-            path.display()
-        )
-        .into()
-    };
+    let refused = || -> Box<dyn std::error::Error> { serving_elsewhere(&file, &path).into() };
     for f in [&lock, &db] {
         match f.try_lock() {
             Ok(()) => {}
@@ -71,4 +63,32 @@ pub fn lock_database(database: &str) -> Result<Option<DatabaseLock>, Box<dyn std
         _lock_file: lock,
         _database: db,
     }))
+}
+
+/// What `serve` says when another `outcomes serve` holds the ledger `file` (its lock file `lock`).
+fn serving_elsewhere(file: &std::path::Path, lock: &std::path::Path) -> String {
+    format!(
+        "another `outcomes serve` is already serving the ledger {} (it holds {}); stop it, or give this \
+         server its own --database / --data-dir",
+        file.display(),
+        lock.display()
+    )
+}
+
+/// The refusal of [`lock_database`] when another process holds the lock of `database` right now, found
+/// without creating or changing anything (`None` when the file, its lock file or the lock is absent, or
+/// for an in-memory database). `serve` asks when the file's check refused it: a ledger that another
+/// `serve` is creating (its first migration under way) looks half-made to that check, and the lock says
+/// why better than "another application's migration record".
+pub fn held_elsewhere(database: &str) -> Option<String> {
+    let file = std::fs::canonicalize(ledger::store::database_file(database)?).ok()?;
+    let mut path = file.as_os_str().to_owned();
+    path.push(".lock");
+    let path = std::path::PathBuf::from(path);
+    let lock = std::fs::File::open(&path).ok()?;
+    match lock.try_lock_shared() {
+        Err(std::fs::TryLockError::WouldBlock) => Some(serving_elsewhere(&file, &path)),
+        // Free (released when `lock` is dropped here), or it cannot be told.
+        Ok(()) | Err(std::fs::TryLockError::Error(_)) => None,
+    }
 }

@@ -309,8 +309,14 @@ pub async fn serve(args: ServeArgs) -> Result<(), Box<dyn std::error::Error>> {
         )
         .into());
     }
-    // Another application's file, or not a database: refused before anything is created or changed.
-    ledger::store::check_database(&args.database()).await?;
+    // Another application's file, or not a database: refused before anything is created or changed
+    // (unless another `serve` holds it: that one may be creating it, and says so better).
+    if let Err(e) = ledger::store::check_database(&args.database()).await {
+        return Err(match crate::database::held_elsewhere(&args.database()) {
+            Some(serving) => serving.into(),
+            None => e.into(),
+        });
+    }
     let _database_lock = crate::database::lock_database(&args.database())?;
     let (token, source) = resolve_host_token(args.host_token.as_deref(), &args.data_dir)?;
     match source {
