@@ -77,10 +77,7 @@ pub fn check_events(list: &str) -> Result<String, LedgerError> {
             None => {
                 return Err(LedgerError::invalid(
                     "events",
-                    format!(
-                        "unknown event {e:?}; the events are {}",
-                        EVENTS.join(", ")
-                    ),
+                    format!("unknown event {e:?}; the events are {}", EVENTS.join(", ")),
                 ))
             }
         }
@@ -94,7 +91,8 @@ pub fn check_events(list: &str) -> Result<String, LedgerError> {
         .join(","))
 }
 
-const ITEM_COLUMNS: &str = "o.id, o.endpoint_id, w.url, w.secret, o.event, o.msg_id, o.session_key, \
+const ITEM_COLUMNS: &str =
+    "o.id, o.endpoint_id, w.url, w.secret, o.event, o.msg_id, o.session_key, \
     o.logical_turn_id, o.mutation_id, o.tool, o.status, o.age_secs, o.at, o.attempts";
 
 /// Webhook endpoints and the outbox. Cheap to clone; from [`crate::Ledger::webhooks`].
@@ -122,7 +120,8 @@ impl Webhooks {
     ) -> Result<i64, LedgerError> {
         let events = check_events(events)?;
         let _writer = self.inner.writer().await?;
-        Ok(on_write!(self.inner, |pool, d| sqlx::query_scalar(
+        Ok(on_write!(self.inner, |pool, d| {
+            sqlx::query_scalar(
             "INSERT INTO webhook_endpoints (url, events, secret, created_at) VALUES ($1, $2, $3, $4) \
              RETURNING id",
         )
@@ -131,7 +130,8 @@ impl Webhooks {
         .bind(secret)
         .bind(self.now_ms())
         .fetch_one(pool)
-        .await?))
+        .await?
+        }))
     }
 
     /// Removes an endpoint with its outbox rows. `Ok(false)` when there was no such endpoint.
@@ -149,11 +149,13 @@ impl Webhooks {
 
     /// Every endpoint, by id.
     pub async fn list_endpoints(&self) -> Result<Vec<WebhookEndpoint>, LedgerError> {
-        Ok(on_read!(self.inner, |pool, d| sqlx::query_as(
+        Ok(on_read!(self.inner, |pool, d| {
+            sqlx::query_as(
             "SELECT id, url, events, secret, created_at, disabled_at FROM webhook_endpoints ORDER BY id"
         )
         .fetch_all(pool)
-        .await?))
+        .await?
+        }))
     }
 
     /// Marks an endpoint disabled (it answered 410): its pending rows fail, nothing more is queued for it.
@@ -224,7 +226,11 @@ impl Webhooks {
     /// Takes up to `limit` due deliveries (next attempt due, not delivered or given up, not leased by
     /// another worker), leasing them for `lease_ms`. On Postgres the rows are locked with `FOR UPDATE SKIP
     /// LOCKED` while they are leased, so two instances never take the same row.
-    pub async fn take_due(&self, limit: i64, lease_ms: i64) -> Result<Vec<OutboxItem>, LedgerError> {
+    pub async fn take_due(
+        &self,
+        limit: i64,
+        lease_ms: i64,
+    ) -> Result<Vec<OutboxItem>, LedgerError> {
         let now = self.now_ms();
         let _writer = self.inner.writer().await?;
         let lock = |d: Dialect| match d {
@@ -247,21 +253,24 @@ impl Webhooks {
             return Ok(Vec::new());
         }
         let list = serde_json::to_string(&ids).unwrap_or_else(|_| "[]".into());
-        Ok(on_write!(self.inner, |pool, d| sqlx::query_as(&format!(
+        Ok(on_write!(self.inner, |pool, d| {
+            sqlx::query_as(&format!(
             "SELECT {ITEM_COLUMNS} FROM webhook_outbox o JOIN webhook_endpoints w ON w.id = o.endpoint_id \
              WHERE {} ORDER BY o.id",
             d.int_in("o.id", 1)
         ))
         .bind(list)
         .fetch_all(pool)
-        .await?))
+        .await?
+        }))
     }
 
     /// Records a delivery (a 2xx answer).
     pub async fn delivered(&self, id: i64) -> Result<(), LedgerError> {
         let now = self.now_ms();
         let _writer = self.inner.writer().await?;
-        on_write!(self.inner, |pool, d| sqlx::query(
+        on_write!(self.inner, |pool, d| {
+            sqlx::query(
             "UPDATE webhook_outbox SET delivered_at = $1, attempts = attempts + 1, leased_until = NULL, \
              last_error = NULL WHERE id = $2"
         )
@@ -269,7 +278,8 @@ impl Webhooks {
         .bind(id)
         .execute(pool)
         .await?
-        .rows_affected());
+        .rows_affected()
+        });
         Ok(())
     }
 
@@ -282,7 +292,8 @@ impl Webhooks {
     ) -> Result<(), LedgerError> {
         let now = self.now_ms();
         let _writer = self.inner.writer().await?;
-        on_write!(self.inner, |pool, d| sqlx::query(
+        on_write!(self.inner, |pool, d| {
+            sqlx::query(
             "UPDATE webhook_outbox SET attempts = attempts + 1, leased_until = NULL, last_error = $1, \
              next_attempt_at = COALESCE($2, next_attempt_at), \
              failed_at = CASE WHEN $3 THEN $4 ELSE NULL END WHERE id = $5"
@@ -294,17 +305,20 @@ impl Webhooks {
         .bind(id)
         .execute(pool)
         .await?
-        .rows_affected());
+        .rows_affected()
+        });
         Ok(())
     }
 
     /// Every outbox row, oldest first (tests and diagnostics).
     pub async fn outbox(&self) -> Result<Vec<OutboxRow>, LedgerError> {
-        Ok(on_read!(self.inner, |pool, d| sqlx::query_as(
+        Ok(on_read!(self.inner, |pool, d| {
+            sqlx::query_as(
             "SELECT id, endpoint_id, event, msg_id, mutation_id, status, attempts, delivered_at, failed_at \
              FROM webhook_outbox ORDER BY id"
         )
         .fetch_all(pool)
-        .await?))
+        .await?
+        }))
     }
 }

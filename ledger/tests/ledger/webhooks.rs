@@ -25,7 +25,10 @@ async fn events_lists_are_checked() {
 async fn an_unknown_settle_and_a_reconciliation_queue_one_row_per_subscribed_endpoint() {
     let h = open().await;
     let w = h.ledger.webhooks();
-    let all = w.add_endpoint("https://a.example/hook", ALL, "whsec_x").await.unwrap();
+    let all = w
+        .add_endpoint("https://a.example/hook", ALL, "whsec_x")
+        .await
+        .unwrap();
     let resolved_only = w
         .add_endpoint("https://b.example/hook", "outcome.resolved", "whsec_y")
         .await
@@ -36,11 +39,16 @@ async fn an_unknown_settle_and_a_reconciliation_queue_one_row_per_subscribed_end
     assert!(w.outbox().await.unwrap().is_empty());
 
     h.in_flight("m-1", "a").await;
-    h.ok(settle("m-1", "a", Settlement::OutcomeUnknown, None)).await;
+    h.ok(settle("m-1", "a", Settlement::OutcomeUnknown, None))
+        .await;
     let rows = w.outbox().await.unwrap();
     assert_eq!(rows.len(), 1, "{rows:?}");
     assert_eq!(
-        (rows[0].endpoint_id, rows[0].event.as_str(), rows[0].mutation_id.as_str()),
+        (
+            rows[0].endpoint_id,
+            rows[0].event.as_str(),
+            rows[0].mutation_id.as_str()
+        ),
         (all, "outcome.unknown", "m-1")
     );
     assert_eq!(rows[0].status, "outcome_unknown");
@@ -58,7 +66,10 @@ async fn an_unknown_settle_and_a_reconciliation_queue_one_row_per_subscribed_end
     h.ok(reconcile("m-1", "a", true)).await;
     let rows = w.outbox().await.unwrap();
     assert_eq!(rows.len(), 3, "{rows:?}");
-    let resolved: Vec<_> = rows.iter().filter(|r| r.event == "outcome.resolved").collect();
+    let resolved: Vec<_> = rows
+        .iter()
+        .filter(|r| r.event == "outcome.resolved")
+        .collect();
     assert_eq!(resolved.len(), 2);
     assert!(resolved.iter().all(|r| r.status == "completed"));
     assert!(resolved.iter().any(|r| r.endpoint_id == resolved_only));
@@ -66,7 +77,10 @@ async fn an_unknown_settle_and_a_reconciliation_queue_one_row_per_subscribed_end
     assert_eq!(msg_ids.len(), 3, "every delivery has its own webhook-id");
 
     let items = w.take_due(10, 30_000).await.unwrap();
-    let item = items.iter().find(|i| i.event == "outcome.resolved" && i.endpoint_id == all).unwrap();
+    let item = items
+        .iter()
+        .find(|i| i.event == "outcome.resolved" && i.endpoint_id == all)
+        .unwrap();
     assert_eq!(item.age_secs, 42);
     assert_eq!(item.session_key, SESSION);
     assert_eq!(item.logical_turn_id, TURN);
@@ -77,18 +91,26 @@ async fn an_unknown_settle_and_a_reconciliation_queue_one_row_per_subscribed_end
 async fn stale_alerts_are_queued_once_per_operation_and_threshold() {
     let h = open().await;
     let w = h.ledger.webhooks();
-    w.add_endpoint("https://a.example/hook", ALL, "whsec_x").await.unwrap();
+    w.add_endpoint("https://a.example/hook", ALL, "whsec_x")
+        .await
+        .unwrap();
     w.add_endpoint("https://b.example/hook", "outcome.unknown", "whsec_y")
         .await
         .unwrap();
     h.in_flight("m-1", "a").await;
-    h.ok(settle("m-1", "a", Settlement::OutcomeUnknown, None)).await;
+    h.ok(settle("m-1", "a", Settlement::OutcomeUnknown, None))
+        .await;
     h.clock.advance(Duration::from_secs(5));
     h.in_flight("m-2", "a").await;
-    h.ok(settle("m-2", "a", Settlement::OutcomeUnknown, None)).await;
+    h.ok(settle("m-2", "a", Settlement::OutcomeUnknown, None))
+        .await;
 
     h.clock.advance(Duration::from_secs(5));
-    assert_eq!(w.enqueue_stale(10).await.unwrap(), 1, "m-1 only, one endpoint");
+    assert_eq!(
+        w.enqueue_stale(10).await.unwrap(),
+        1,
+        "m-1 only, one endpoint"
+    );
     assert_eq!(w.enqueue_stale(10).await.unwrap(), 0, "not again");
     h.clock.advance(Duration::from_secs(5));
     assert_eq!(w.enqueue_stale(10).await.unwrap(), 1, "m-2 now");
@@ -111,11 +133,16 @@ async fn stale_alerts_are_queued_once_per_operation_and_threshold() {
 async fn taken_rows_are_leased_retried_delivered_and_410_disables() {
     let h = open().await;
     let w = h.ledger.webhooks();
-    let a = w.add_endpoint("https://a.example/hook", ALL, "whsec_x").await.unwrap();
+    let a = w
+        .add_endpoint("https://a.example/hook", ALL, "whsec_x")
+        .await
+        .unwrap();
     h.in_flight("m-1", "a").await;
-    h.ok(settle("m-1", "a", Settlement::OutcomeUnknown, None)).await;
+    h.ok(settle("m-1", "a", Settlement::OutcomeUnknown, None))
+        .await;
     h.in_flight("m-2", "a").await;
-    h.ok(settle("m-2", "a", Settlement::OutcomeUnknown, None)).await;
+    h.ok(settle("m-2", "a", Settlement::OutcomeUnknown, None))
+        .await;
 
     let taken = w.take_due(10, 30_000).await.unwrap();
     assert_eq!(taken.len(), 2);
@@ -126,11 +153,17 @@ async fn taken_rows_are_leased_retried_delivered_and_410_disables() {
     w.attempt_failed(taken[1].id, Some(h.clock.now_ms() + 2_000), "HTTP 500")
         .await
         .unwrap();
-    assert!(w.take_due(10, 30_000).await.unwrap().is_empty(), "not due yet");
+    assert!(
+        w.take_due(10, 30_000).await.unwrap().is_empty(),
+        "not due yet"
+    );
     h.clock.advance(Duration::from_secs(2));
     let again = w.take_due(10, 30_000).await.unwrap();
     assert_eq!(again.len(), 1);
-    assert_eq!((again[0].msg_id.as_str(), again[0].attempts), (taken[1].msg_id.as_str(), 1));
+    assert_eq!(
+        (again[0].msg_id.as_str(), again[0].attempts),
+        (taken[1].msg_id.as_str(), 1)
+    );
 
     // The lease runs out: taken again.
     h.clock.advance(Duration::from_secs(31));
@@ -143,9 +176,13 @@ async fn taken_rows_are_leased_retried_delivered_and_410_disables() {
     assert!(w.list_endpoints().await.unwrap()[0].disabled_at.is_some());
     // A disabled endpoint is queued nothing more.
     h.in_flight("m-3", "a").await;
-    h.ok(settle("m-3", "a", Settlement::OutcomeUnknown, None)).await;
+    h.ok(settle("m-3", "a", Settlement::OutcomeUnknown, None))
+        .await;
     assert_eq!(w.outbox().await.unwrap().len(), 2);
     assert!(w.remove_endpoint(a).await.unwrap());
     assert!(!w.remove_endpoint(a).await.unwrap());
-    assert!(w.outbox().await.unwrap().is_empty(), "removed with its endpoint");
+    assert!(
+        w.outbox().await.unwrap().is_empty(),
+        "removed with its endpoint"
+    );
 }
