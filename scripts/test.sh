@@ -40,6 +40,9 @@ PYTHONDONTWRITEBYTECODE=1 python3 -m pytest -q -p no:cacheprovider e2e/contract
 echo "== GET /metrics: prometheus_client's parser, and Debian's Prometheus firing an alert (e2e/metrics, ~15 s)"
 PYTHONDONTWRITEBYTECODE=1 python3 -m pytest -q -p no:cacheprovider e2e/metrics
 
+echo "== webhooks verified by the standardwebhooks package (e2e/webhooks, ~20 s)"
+PYTHONDONTWRITEBYTECODE=1 python3 -m pytest -q -p no:cacheprovider e2e/webhooks
+
 echo "== start the server for the client and browser tests"
 port=${E2E_PORT:-3100}
 data=$(mktemp -d)

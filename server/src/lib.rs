@@ -21,6 +21,7 @@ pub mod serve;
 pub mod ssr;
 pub mod staff;
 pub mod telemetry;
+pub mod webhooks;
 
 use std::sync::Arc;
 
