@@ -186,3 +186,53 @@ async fn taken_rows_are_leased_retried_delivered_and_410_disables() {
         "removed with its endpoint"
     );
 }
+
+/// Two instances on one database (on Postgres: two servers) take due rows at the same time, many times
+/// over: each row is taken by exactly one of them, and stale alerts are queued once.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn two_instances_take_each_delivery_once_and_queue_stale_alerts_once() {
+    let a = open().await;
+    let b = reopen(&a.path, a.recorder.clone(), a.clock.clone()).await;
+    let (wa, wb) = (a.ledger.webhooks(), b.webhooks());
+    wa.add_endpoint("https://a.example/hook", ALL, "whsec_x")
+        .await
+        .unwrap();
+    for i in 0..40 {
+        let m = format!("m-{i}");
+        a.in_flight(&m, "a").await;
+        a.ok(settle(&m, "a", Settlement::OutcomeUnknown, None))
+            .await;
+    }
+    a.clock.advance(Duration::from_secs(60));
+    let (sa, sb) = tokio::join!(wa.enqueue_stale(30), wb.enqueue_stale(30));
+    assert_eq!(
+        sa.unwrap() + sb.unwrap(),
+        40,
+        "each operation's stale alert once"
+    );
+
+    let take = |w: ledger::webhooks::Webhooks| {
+        tokio::spawn(async move {
+            let mut ids = Vec::new();
+            for _ in 0..40 {
+                ids.extend(
+                    w.take_due(3, 60_000)
+                        .await
+                        .unwrap()
+                        .into_iter()
+                        .map(|i| i.id),
+                );
+            }
+            ids
+        })
+    };
+    let (ta, tb) = (take(wa.clone()), take(wb.clone()));
+    let (ia, ib) = (ta.await.unwrap(), tb.await.unwrap());
+    let mut all: Vec<_> = ia.iter().chain(ib.iter()).copied().collect();
+    all.sort_unstable();
+    let n = all.len();
+    all.dedup();
+    assert_eq!(all.len(), n, "no row taken by both: a {ia:?} b {ib:?}");
+    assert_eq!(n, 80, "every row taken (40 unknown + 40 stale)");
+    b.close().await;
+}
