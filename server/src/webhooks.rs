@@ -535,6 +535,40 @@ mod tests {
         assert_eq!(sig, "v1,g0hM9SsE+OTPJTGt/tmIKtSyZlE3uFJELVlNIOLJ1OE=");
     }
 
+    /// An `https://` destination is spoken to in TLS (the client has rustls): the receiver's first byte
+    /// is a TLS handshake record's.
+    #[tokio::test]
+    async fn https_destinations_get_tls() {
+        use tokio::io::AsyncReadExt;
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let port = listener.local_addr().unwrap().port();
+        let first = tokio::spawn(async move {
+            let (mut sock, _) = listener.accept().await.unwrap();
+            let mut b = [0u8; 1];
+            sock.read_exact(&mut b).await.unwrap();
+            b[0]
+        });
+        let item = OutboxItem {
+            id: 1,
+            endpoint_id: 1,
+            url: format!("https://127.0.0.1:{port}/hook"),
+            secret: new_secret(),
+            event: "outcome.unknown".into(),
+            msg_id: "msg_1".into(),
+            session_key: "s".into(),
+            logical_turn_id: "t".into(),
+            mutation_id: "m".into(),
+            tool: "x".into(),
+            status: "outcome_unknown".into(),
+            age_secs: 0,
+            at: 0,
+            attempts: 0,
+        };
+        let sent = tokio::spawn(async move { attempt(&item, true).await });
+        assert_eq!(first.await.unwrap(), 0x16, "a TLS handshake record");
+        assert!(matches!(sent.await.unwrap(), Attempt::Failed(_)));
+    }
+
     #[test]
     fn backoff_doubles_with_jitter_up_to_an_hour() {
         for (attempts, full) in [(1, 1000), (2, 2000), (3, 4000), (40, MAX_BACKOFF_MS)] {
