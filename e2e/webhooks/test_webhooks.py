@@ -11,6 +11,9 @@ library, not ours): `Webhook(secret).verify(body, headers)` raises on a bad sign
    `webhook-id` (and body) four times.
 3. `test_kill_9_between_the_change_and_the_delivery`: the receiver is down when the outcome settles and the
    server is killed with SIGKILL; after a restart the event is delivered, once.
+4. `test_two_instances_on_postgres_deliver_each_event_once` (only with `OUTCOMES_TEST_POSTGRES`, a
+   database URL; scripts/test.sh runs it in its Postgres step): two servers on one ledger, 20 unknowns
+   written through both, each `webhook-id` arrives once.
 
 Run: `OUTCOMES_BIN=target/release/outcomes python3 -m pytest -q e2e/webhooks` (scripts/test.sh does).
 Needs `standardwebhooks` and `pytest` (scripts/setup.sh installs them).
@@ -104,14 +107,15 @@ class Receiver:
 class Server:
     """`outcomes serve` on a free loopback port with webhooks to private addresses allowed."""
 
-    def __init__(self, data_dir, extra=()):
+    def __init__(self, data_dir, extra=(), database=None):
         self.dir = data_dir
         self.port = free_port()
         self.base = f"http://127.0.0.1:{self.port}"
-        self.log = open(os.path.join(self.dir, "server.log"), "ab")
+        self.log = open(os.path.join(self.dir, f"server-{self.port}.log"), "ab")
+        db = ["--database", database] if database else []
         self.proc = subprocess.Popen(
             [outcomes_bin(), "serve", "--addr", f"127.0.0.1:{self.port}", "--data-dir", self.dir,
-             "--host-token", TOKEN, "--webhook-allow-private", *extra],
+             "--host-token", TOKEN, "--webhook-allow-private", *db, *extra],
             stdout=self.log, stderr=subprocess.STDOUT,
         )
         deadline = time.monotonic() + 20
@@ -163,9 +167,10 @@ class Server:
         self.log.close()
 
 
-def add_endpoint(data_dir, url):
+def add_endpoint(data_dir, url, database=None):
+    db = ["--database", database] if database else []
     out = subprocess.run(
-        [outcomes_bin(), "webhooks", "add", url, "--data-dir", data_dir, "--webhook-allow-private"],
+        [outcomes_bin(), "webhooks", "add", url, "--data-dir", data_dir, "--webhook-allow-private", *db],
         capture_output=True, text=True, check=True)
     secret = out.stdout.strip().splitlines()[-1]
     assert secret.startswith("whsec_"), out.stdout
@@ -255,4 +260,37 @@ def test_kill_9_between_the_change_and_the_delivery(data_dir):
         assert len(rx.wait(2, 0)) == 1, "delivered once"
     finally:
         srv.stop()
+        rx.close()
+
+
+def test_two_instances_on_postgres_deliver_each_event_once(data_dir):
+    base = os.environ.get("OUTCOMES_TEST_POSTGRES")
+    if not base:
+        pytest.skip("Postgres only (OUTCOMES_TEST_POSTGRES)")
+    sep = "&" if "?" in base else "?"
+    database = f"{base}{sep}options=-c%20search_path%3Dwebhooks_e2e_{os.getpid()}_{int(time.time())}"
+    rx = Receiver()
+    rx.secret = add_endpoint(data_dir, rx.url, database)
+    a = Server(data_dir, database=database)
+    b = Server(data_dir, database=database)
+    try:
+        for i in range(20):
+            (a if i % 2 else b).unknown(f"s-{i % 3}", f"m-{i}")
+        got = rx.wait(20, 10)
+        time.sleep(2)
+        got = rx.wait(21, 0)
+        ids = [g[1]["webhook-id"] for g in got]
+        assert len(ids) == 20 and len(set(ids)) == 20, ids
+        assert sorted(g[3]["data"]["mutation_id"] for g in got) == sorted(f"m-{i}" for i in range(20))
+        # Which instance delivered what (their logs): together 20, whatever the split.
+        counts = []
+        for srv in (a, b):
+            srv.log.flush()
+            with open(srv.log.name, "rb") as f:
+                counts.append(f.read().count(b"webhook delivered"))
+        print("deliveries per instance:", counts)
+        assert sum(counts) == 20, counts
+    finally:
+        a.stop()
+        b.stop()
         rx.close()
