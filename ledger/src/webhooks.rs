@@ -18,8 +18,8 @@ pub const EVENTS: [&str; 3] = [
     "outcome.resolved",
 ];
 
-/// A webhook endpoint as stored.
-#[derive(Debug, Clone, PartialEq, Eq, sqlx::FromRow)]
+/// A webhook endpoint as stored. Its `Debug` never shows the secret.
+#[derive(Clone, PartialEq, Eq, sqlx::FromRow)]
 pub struct WebhookEndpoint {
     pub id: i64,
     pub url: String,
@@ -31,8 +31,8 @@ pub struct WebhookEndpoint {
     pub disabled_at: Option<i64>,
 }
 
-/// One delivery to make: an outbox row with its endpoint.
-#[derive(Debug, Clone, PartialEq, Eq, sqlx::FromRow)]
+/// One delivery to make: an outbox row with its endpoint. Its `Debug` never shows the secret.
+#[derive(Clone, PartialEq, Eq, sqlx::FromRow)]
 pub struct OutboxItem {
     pub id: i64,
     pub endpoint_id: i64,
@@ -51,6 +51,34 @@ pub struct OutboxItem {
     pub at: i64,
     /// Attempts made before this one.
     pub attempts: i64,
+}
+
+impl std::fmt::Debug for WebhookEndpoint {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("WebhookEndpoint")
+            .field("id", &self.id)
+            .field("url", &self.url)
+            .field("events", &self.events)
+            .field("secret", &"<redacted>")
+            .field("created_at", &self.created_at)
+            .field("disabled_at", &self.disabled_at)
+            .finish()
+    }
+}
+
+impl std::fmt::Debug for OutboxItem {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("OutboxItem")
+            .field("id", &self.id)
+            .field("endpoint_id", &self.endpoint_id)
+            .field("url", &self.url)
+            .field("secret", &"<redacted>")
+            .field("event", &self.event)
+            .field("msg_id", &self.msg_id)
+            .field("mutation_id", &self.mutation_id)
+            .field("attempts", &self.attempts)
+            .finish_non_exhaustive()
+    }
 }
 
 /// An outbox row as tests and tools read it.

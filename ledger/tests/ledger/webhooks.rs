@@ -148,6 +148,12 @@ async fn taken_rows_are_leased_retried_delivered_and_410_disables() {
     assert_eq!(taken.len(), 2);
     assert_eq!(taken[0].url, "https://a.example/hook");
     assert_eq!(taken[0].secret, "whsec_x");
+    assert!(
+        !format!("{taken:?}").contains("whsec_x"),
+        "Debug never shows the secret"
+    );
+    let endpoints = w.list_endpoints().await.unwrap();
+    assert!(!format!("{endpoints:?}").contains("whsec_x"));
     assert!(w.take_due(10, 30_000).await.unwrap().is_empty(), "leased");
     w.delivered(taken[0].id).await.unwrap();
     w.attempt_failed(taken[1].id, Some(h.clock.now_ms() + 2_000), "HTTP 500")
