@@ -10,6 +10,7 @@
 #   - pip: jsonschema and pytest (the contract schema under Python, e2e/contract)
 #   - pip: Schemathesis (API fuzzing against the OpenAPI document, scripts/schemathesis.sh)
 #   - pip: prometheus_client (its text parser reads GET /metrics, e2e/metrics)
+#   - pip: standardwebhooks (a third party's verifier of our webhook deliveries, e2e/webhooks)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -51,4 +52,9 @@ fi
 if ! python3 -c 'import prometheus_client' >/dev/null 2>&1; then
   echo "setup: pip install prometheus_client 0.26.0"
   python3 -m pip install -q --disable-pip-version-check "prometheus_client==0.26.0"
+fi
+
+if ! python3 -c 'import standardwebhooks' >/dev/null 2>&1; then
+  echo "setup: pip install standardwebhooks 1.1.0"
+  python3 -m pip install -q --disable-pip-version-check "standardwebhooks==1.1.0"
 fi

@@ -31,6 +31,8 @@ OUTCOMES_TEST_POSTGRES=$(scripts/postgres.sh start "$pg_dir/cluster" "${PG_PORT:
 export OUTCOMES_TEST_POSTGRES
 trap 'scripts/postgres.sh stop "$pg_dir/cluster" >/dev/null 2>&1 || true; rm -rf "$pg_dir"' EXIT
 cargo test -p ledger -p server
+echo "== webhooks: two instances on Postgres deliver each event once (e2e/webhooks)"
+PYTHONDONTWRITEBYTECODE=1 python3 -m pytest -q -p no:cacheprovider e2e/webhooks -k postgres
 unset OUTCOMES_TEST_POSTGRES
 scripts/postgres.sh stop "$pg_dir/cluster"
 
@@ -39,6 +41,9 @@ PYTHONDONTWRITEBYTECODE=1 python3 -m pytest -q -p no:cacheprovider e2e/contract
 
 echo "== GET /metrics: prometheus_client's parser, and Debian's Prometheus firing an alert (e2e/metrics, ~15 s)"
 PYTHONDONTWRITEBYTECODE=1 python3 -m pytest -q -p no:cacheprovider e2e/metrics
+
+echo "== webhooks verified by the standardwebhooks package (e2e/webhooks, ~20 s)"
+PYTHONDONTWRITEBYTECODE=1 python3 -m pytest -q -p no:cacheprovider e2e/webhooks
 
 echo "== start the server for the client and browser tests"
 port=${E2E_PORT:-3100}

@@ -48,6 +48,8 @@ pub mod search;
 pub mod sessions;
 #[cfg(feature = "store")]
 pub mod store;
+#[cfg(feature = "store")]
+pub mod webhooks;
 
 #[cfg(feature = "store")]
 pub use adapter::{Adapter, AdapterError, SessionEnd};
@@ -109,6 +111,11 @@ impl Ledger {
     /// Staff accounts, tokens, sign-ins and viewer links (docs/access.md).
     pub fn access(&self) -> access::Access {
         access::Access::new(self.inner.clone())
+    }
+
+    /// Webhook endpoints and their outbox (docs/api.md "Webhooks").
+    pub fn webhooks(&self) -> webhooks::Webhooks {
+        webhooks::Webhooks::new(self.inner.clone())
     }
 
     /// The read side.

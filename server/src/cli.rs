@@ -1,6 +1,6 @@
 //! The command line (clap): the top-level [`Cli`] with its [`Command`]s, and [`run`], which dispatches to
 //! each command's module. Each command's arguments live in its own module (`serve::ServeArgs`,
-//! `demo::DemoArgs`, `import::ImportArgs`, `staff::StaffArgs`). Every flag can also come from an
+//! `demo::DemoArgs`, `import::ImportArgs`, `staff::StaffArgs`, `webhooks::WebhooksArgs`). Every flag can also come from an
 //! `OUTCOMES_*` environment variable.
 
 use std::process::ExitCode;
@@ -30,6 +30,8 @@ pub enum Command {
     Import(ImportArgs),
     /// Manage staff accounts (investigators, support) in the ledger database: add, remove, list, token.
     Staff(StaffArgs),
+    /// Manage webhook endpoints in the ledger database (docs/api.md "Webhooks"): add, list, remove.
+    Webhooks(crate::webhooks::WebhooksArgs),
     /// Delete the sessions due for the retention purge now, a mass purge the server held included (with
     /// `--confirm`; without it, list them).
     Purge(crate::purge::PurgeArgs),
@@ -51,6 +53,8 @@ pub async fn run(cli: Cli) -> ExitCode {
         Command::Demo(args) => crate::demo::run(args).await,
         Command::Import(args) => crate::import::run(args).await,
         Command::Staff(args) => crate::staff::run(args).await,
+        // Refused input exits 2 (docs/api.md "Webhooks").
+        Command::Webhooks(args) => return crate::webhooks::main(args).await,
         Command::Purge(args) => crate::purge::run(args).await,
         Command::Project => crate::project::run(),
         Command::Backup(args) => crate::backup::run(args).await,

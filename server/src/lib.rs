@@ -22,6 +22,7 @@ pub mod serve;
 pub mod ssr;
 pub mod staff;
 pub mod telemetry;
+pub mod webhooks;
 
 use std::sync::Arc;
 

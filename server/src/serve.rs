@@ -105,6 +105,9 @@ pub struct ServeArgs {
         requires = "trusted_user_header"
     )]
     pub trusted_proxy: Vec<ipnet::IpNet>,
+    /// Webhook delivery (docs/api.md "Webhooks").
+    #[command(flatten)]
+    pub webhooks: crate::webhooks::WorkerOptions,
 }
 
 /// `--access`.
@@ -382,6 +385,11 @@ pub async fn serve(args: ServeArgs) -> Result<(), Box<dyn std::error::Error>> {
             }
         }
     });
+    tokio::spawn(crate::webhooks::run_worker(
+        built.ledger.webhooks(),
+        args.webhooks.clone(),
+        shutdown.clone(),
+    ));
     tokio::spawn(crate::purge::sweep_periodically(
         built.state.clone(),
         args.purge.clone(),

@@ -20,4 +20,5 @@ mod sign_ins;
 mod storage_faults;
 mod streamed_reads;
 mod transitions;
+mod webhooks;
 mod workbench;

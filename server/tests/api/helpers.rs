@@ -55,6 +55,7 @@ pub fn args(dir: &std::path::Path, ttl_secs: u64) -> ServeArgs {
         trusted_user_header: None,
         trusted_proxy: Vec::new(),
         metrics_addr: None,
+        webhooks: Default::default(),
     }
 }
 

@@ -28,4 +28,5 @@ mod replay;
 mod session_page;
 mod staff_cli;
 mod strict_input;
+mod webhooks;
 mod workbench;

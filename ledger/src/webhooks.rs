@@ -1,0 +1,352 @@
+//! Webhooks as stored in the ledger database (docs/api.md "Webhooks"): the endpoints `outcomes webhooks`
+//! manages, and the durable outbox of deliveries. The outbox rows of `outcome.unknown` and
+//! `outcome.resolved` are written by a trigger on `history`, in the transaction of the change itself
+//! (migration `0010_webhooks.sql`, Postgres `0004_webhooks.sql`); `outcome.unknown_stale` rows by
+//! [`Webhooks::enqueue_stale`]. Delivery (signing, HTTP) is the server's; here are the rows a worker takes
+//! ([`Webhooks::take_due`]: on Postgres `FOR UPDATE SKIP LOCKED` and a lease, so of several instances one
+//! delivers each row) and what it records afterwards.
+
+use std::sync::Arc;
+
+use crate::error::LedgerError;
+use crate::store::{on_read, on_write, Dialect, Inner};
+
+/// The event types, as `--events` names them.
+pub const EVENTS: [&str; 3] = [
+    "outcome.unknown",
+    "outcome.unknown_stale",
+    "outcome.resolved",
+];
+
+/// A webhook endpoint as stored. Its `Debug` never shows the secret.
+#[derive(Clone, PartialEq, Eq, sqlx::FromRow)]
+pub struct WebhookEndpoint {
+    pub id: i64,
+    pub url: String,
+    /// Comma-separated event types.
+    pub events: String,
+    /// `whsec_<base64>`.
+    pub secret: String,
+    pub created_at: i64,
+    pub disabled_at: Option<i64>,
+}
+
+/// One delivery to make: an outbox row with its endpoint. Its `Debug` never shows the secret.
+#[derive(Clone, PartialEq, Eq, sqlx::FromRow)]
+pub struct OutboxItem {
+    pub id: i64,
+    pub endpoint_id: i64,
+    pub url: String,
+    pub secret: String,
+    pub event: String,
+    /// The `webhook-id`, the same on every attempt.
+    pub msg_id: String,
+    pub session_key: String,
+    pub logical_turn_id: String,
+    pub mutation_id: String,
+    pub tool: String,
+    pub status: String,
+    pub age_secs: i64,
+    /// When the event happened (ms since the epoch).
+    pub at: i64,
+    /// Attempts made before this one.
+    pub attempts: i64,
+}
+
+impl std::fmt::Debug for WebhookEndpoint {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("WebhookEndpoint")
+            .field("id", &self.id)
+            .field("url", &self.url)
+            .field("events", &self.events)
+            .field("secret", &"<redacted>")
+            .field("created_at", &self.created_at)
+            .field("disabled_at", &self.disabled_at)
+            .finish()
+    }
+}
+
+impl std::fmt::Debug for OutboxItem {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("OutboxItem")
+            .field("id", &self.id)
+            .field("endpoint_id", &self.endpoint_id)
+            .field("url", &self.url)
+            .field("secret", &"<redacted>")
+            .field("event", &self.event)
+            .field("msg_id", &self.msg_id)
+            .field("mutation_id", &self.mutation_id)
+            .field("attempts", &self.attempts)
+            .finish_non_exhaustive()
+    }
+}
+
+/// An outbox row as tests and tools read it.
+#[derive(Debug, Clone, PartialEq, Eq, sqlx::FromRow)]
+pub struct OutboxRow {
+    pub id: i64,
+    pub endpoint_id: i64,
+    pub event: String,
+    pub msg_id: String,
+    pub mutation_id: String,
+    pub status: String,
+    pub attempts: i64,
+    pub delivered_at: Option<i64>,
+    pub failed_at: Option<i64>,
+}
+
+/// Checks an `--events` list: one or more of [`EVENTS`], comma-separated, each once. Answers the list as
+/// stored (in the order of [`EVENTS`]). The error names the first unknown event.
+pub fn check_events(list: &str) -> Result<String, LedgerError> {
+    let mut chosen = [false; 3];
+    for e in list.split(',').map(str::trim) {
+        match EVENTS.iter().position(|k| *k == e) {
+            Some(i) => chosen[i] = true,
+            None => {
+                return Err(LedgerError::invalid(
+                    "events",
+                    format!("unknown event {e:?}; the events are {}", EVENTS.join(", ")),
+                ))
+            }
+        }
+    }
+    Ok(EVENTS
+        .iter()
+        .zip(chosen)
+        .filter(|(_, c)| *c)
+        .map(|(e, _)| *e)
+        .collect::<Vec<_>>()
+        .join(","))
+}
+
+const ITEM_COLUMNS: &str =
+    "o.id, o.endpoint_id, w.url, w.secret, o.event, o.msg_id, o.session_key, \
+    o.logical_turn_id, o.mutation_id, o.tool, o.status, o.age_secs, o.at, o.attempts";
+
+/// Webhook endpoints and the outbox. Cheap to clone; from [`crate::Ledger::webhooks`].
+#[derive(Clone)]
+pub struct Webhooks {
+    inner: Arc<Inner>,
+}
+
+impl Webhooks {
+    pub(crate) fn new(inner: Arc<Inner>) -> Self {
+        Webhooks { inner }
+    }
+
+    /// Now, by the ledger's clock (ms since the epoch).
+    pub fn now_ms(&self) -> i64 {
+        self.inner.clock.now_ms()
+    }
+
+    /// Stores an endpoint (the caller has checked the URL and made the secret); answers its id.
+    pub async fn add_endpoint(
+        &self,
+        url: &str,
+        events: &str,
+        secret: &str,
+    ) -> Result<i64, LedgerError> {
+        let events = check_events(events)?;
+        let _writer = self.inner.writer().await?;
+        Ok(on_write!(self.inner, |pool, d| {
+            sqlx::query_scalar(
+            "INSERT INTO webhook_endpoints (url, events, secret, created_at) VALUES ($1, $2, $3, $4) \
+             RETURNING id",
+        )
+        .bind(url)
+        .bind(&events)
+        .bind(secret)
+        .bind(self.now_ms())
+        .fetch_one(pool)
+        .await?
+        }))
+    }
+
+    /// Removes an endpoint with its outbox rows. `Ok(false)` when there was no such endpoint.
+    pub async fn remove_endpoint(&self, id: i64) -> Result<bool, LedgerError> {
+        let _writer = self.inner.writer().await?;
+        let done = on_write!(self.inner, |pool, d| sqlx::query(
+            "DELETE FROM webhook_endpoints WHERE id = $1"
+        )
+        .bind(id)
+        .execute(pool)
+        .await?
+        .rows_affected());
+        Ok(done == 1)
+    }
+
+    /// Every endpoint, by id.
+    pub async fn list_endpoints(&self) -> Result<Vec<WebhookEndpoint>, LedgerError> {
+        Ok(on_read!(self.inner, |pool, d| {
+            sqlx::query_as(
+            "SELECT id, url, events, secret, created_at, disabled_at FROM webhook_endpoints ORDER BY id"
+        )
+        .fetch_all(pool)
+        .await?
+        }))
+    }
+
+    /// Marks an endpoint disabled (it answered 410): its pending rows fail, nothing more is queued for it.
+    pub async fn disable_endpoint(&self, id: i64) -> Result<(), LedgerError> {
+        let _writer = self.inner.writer().await?;
+        let now = self.now_ms();
+        on_write!(self.inner, |pool, d| {
+            sqlx::query(
+                "UPDATE webhook_endpoints SET disabled_at = $1 WHERE id = $2 AND disabled_at IS NULL",
+            )
+            .bind(now)
+            .bind(id)
+            .execute(pool)
+            .await?;
+            sqlx::query(
+                "UPDATE webhook_outbox SET failed_at = $1, last_error = 'endpoint disabled (410)' \
+                 WHERE endpoint_id = $2 AND delivered_at IS NULL AND failed_at IS NULL",
+            )
+            .bind(now)
+            .bind(id)
+            .execute(pool)
+            .await?;
+        });
+        Ok(())
+    }
+
+    /// Queues `outcome.unknown_stale` for every operation settled `outcome_unknown` at least
+    /// `threshold_secs` ago (by its latest unknown settlement) and still unknown, for every enabled endpoint
+    /// that takes the event; once per operation, endpoint and threshold (a unique index, so instances on
+    /// one Postgres database do not queue it twice). Answers how many rows were queued.
+    pub async fn enqueue_stale(&self, threshold_secs: i64) -> Result<u64, LedgerError> {
+        let now = self.now_ms();
+        let before = now.saturating_sub(threshold_secs.saturating_mul(1000));
+        let _writer = self.inner.writer().await?;
+        let done = on_write!(self.inner, |pool, d| {
+            let (msg_id, find) = match d {
+                Dialect::Sqlite => ("'msg_' || lower(hex(randomblob(16)))", "instr"),
+                Dialect::Postgres => (
+                    "'msg_' || md5(random()::text || clock_timestamp()::text || w.id::text || u.seq::text)",
+                    "strpos",
+                ),
+            };
+            let sql = format!(
+                "INSERT INTO webhook_outbox (endpoint_id, event, msg_id, entry_seq, session_key, \
+                     logical_turn_id, mutation_id, tool, status, age_secs, at, threshold_secs, next_attempt_at) \
+                 SELECT w.id, 'outcome.unknown_stale', {msg_id}, u.seq, u.session_key, u.logical_turn_id, \
+                     u.mutation_id, u.tool, 'outcome_unknown', ($1 - u.since) / 1000, $1, $2, $1 \
+                 FROM (SELECT e.seq, e.session_key, e.logical_turn_id, e.mutation_id, e.tool, \
+                         (SELECT MAX(h.at) FROM history h WHERE h.entry_seq = e.seq AND h.kind = 'settlement' \
+                          AND h.ledger_status = 'outcome_unknown') AS since \
+                       FROM entries e WHERE e.status = 'outcome_unknown') AS u \
+                 JOIN webhook_endpoints w ON w.disabled_at IS NULL \
+                     AND {find}(',' || w.events || ',', ',outcome.unknown_stale,') > 0 \
+                 WHERE u.since IS NOT NULL AND u.since <= $3 \
+                 ON CONFLICT DO NOTHING"
+            );
+            sqlx::query(&sql)
+                .bind(now)
+                .bind(threshold_secs)
+                .bind(before)
+                .execute(pool)
+                .await?
+                .rows_affected()
+        });
+        Ok(done)
+    }
+
+    /// Takes up to `limit` due deliveries (next attempt due, not delivered or given up, not leased by
+    /// another worker), leasing them for `lease_ms`. On Postgres the rows are locked with `FOR UPDATE SKIP
+    /// LOCKED` while they are leased, so two instances never take the same row.
+    pub async fn take_due(
+        &self,
+        limit: i64,
+        lease_ms: i64,
+    ) -> Result<Vec<OutboxItem>, LedgerError> {
+        let now = self.now_ms();
+        let _writer = self.inner.writer().await?;
+        let lock = |d: Dialect| match d {
+            Dialect::Sqlite => "",
+            Dialect::Postgres => " FOR UPDATE SKIP LOCKED",
+        };
+        let ids: Vec<i64> = on_write!(self.inner, |pool, d| sqlx::query_scalar(&format!(
+            "UPDATE webhook_outbox SET leased_until = $1 WHERE id IN (\
+                 SELECT id FROM webhook_outbox WHERE delivered_at IS NULL AND failed_at IS NULL \
+                 AND next_attempt_at <= $2 AND (leased_until IS NULL OR leased_until <= $2) \
+                 ORDER BY next_attempt_at, id LIMIT $3{}) RETURNING id",
+            lock(d)
+        ))
+        .bind(now.saturating_add(lease_ms))
+        .bind(now)
+        .bind(limit)
+        .fetch_all(pool)
+        .await?);
+        if ids.is_empty() {
+            return Ok(Vec::new());
+        }
+        let list = serde_json::to_string(&ids).unwrap_or_else(|_| "[]".into());
+        Ok(on_write!(self.inner, |pool, d| {
+            sqlx::query_as(&format!(
+            "SELECT {ITEM_COLUMNS} FROM webhook_outbox o JOIN webhook_endpoints w ON w.id = o.endpoint_id \
+             WHERE {} ORDER BY o.id",
+            d.int_in("o.id", 1)
+        ))
+        .bind(list)
+        .fetch_all(pool)
+        .await?
+        }))
+    }
+
+    /// Records a delivery (a 2xx answer).
+    pub async fn delivered(&self, id: i64) -> Result<(), LedgerError> {
+        let now = self.now_ms();
+        let _writer = self.inner.writer().await?;
+        on_write!(self.inner, |pool, d| {
+            sqlx::query(
+            "UPDATE webhook_outbox SET delivered_at = $1, attempts = attempts + 1, leased_until = NULL, \
+             last_error = NULL WHERE id = $2"
+        )
+        .bind(now)
+        .bind(id)
+        .execute(pool)
+        .await?
+        .rows_affected()
+        });
+        Ok(())
+    }
+
+    /// Records a failed attempt: tried again at `next_attempt_at`, or given up when that is `None`.
+    pub async fn attempt_failed(
+        &self,
+        id: i64,
+        next_attempt_at: Option<i64>,
+        error: &str,
+    ) -> Result<(), LedgerError> {
+        let now = self.now_ms();
+        let _writer = self.inner.writer().await?;
+        on_write!(self.inner, |pool, d| {
+            sqlx::query(
+            "UPDATE webhook_outbox SET attempts = attempts + 1, leased_until = NULL, last_error = $1, \
+             next_attempt_at = COALESCE($2, next_attempt_at), \
+             failed_at = CASE WHEN $3 THEN $4 ELSE NULL END WHERE id = $5"
+        )
+        .bind(error)
+        .bind(next_attempt_at)
+        .bind(next_attempt_at.is_none())
+        .bind(now)
+        .bind(id)
+        .execute(pool)
+        .await?
+        .rows_affected()
+        });
+        Ok(())
+    }
+
+    /// Every outbox row, oldest first (tests and diagnostics).
+    pub async fn outbox(&self) -> Result<Vec<OutboxRow>, LedgerError> {
+        Ok(on_read!(self.inner, |pool, d| {
+            sqlx::query_as(
+            "SELECT id, endpoint_id, event, msg_id, mutation_id, status, attempts, delivered_at, failed_at \
+             FROM webhook_outbox ORDER BY id"
+        )
+        .fetch_all(pool)
+        .await?
+        }))
+    }
+}

@@ -1,0 +1,584 @@
+//! Webhooks (docs/api.md "Webhooks"): the `outcomes webhooks add|list|remove` commands, the destination
+//! rule (no credentials in the URL; no private, loopback or link-local address unless
+//! `--webhook-allow-private`), Standard Webhooks signing, and the delivery worker `serve` runs.
+//!
+//! The outbox is the ledger's (`ledger::webhooks`): its rows are written in the transaction of the change,
+//! so the worker here only reads and updates them, never on the write path. A delivery is one POST with a
+//! 10 s timeout; a 2xx is delivered, a 410 disables the endpoint, anything else is tried again with
+//! exponential backoff and jitter until 24 h after the event.
+
+use std::net::{IpAddr, Ipv4Addr, SocketAddr};
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::sync::Arc;
+use std::time::Duration;
+
+use base64::Engine as _;
+use clap::{Args, Subcommand};
+use hmac::{Hmac, Mac};
+use ledger::webhooks::{OutboxItem, Webhooks};
+use ledger::{Ledger, LedgerOptions};
+use rand::{Rng, RngCore};
+use sha2::Sha256;
+use tokio_util::sync::CancellationToken;
+
+/// How long a receiver has to answer (a 2xx within it counts as delivered).
+pub const DELIVERY_TIMEOUT: Duration = Duration::from_secs(10);
+/// How long after the event a delivery is still tried.
+pub const GIVE_UP_AFTER_MS: i64 = 24 * 3600 * 1000;
+/// The longest wait between two attempts.
+pub const MAX_BACKOFF_MS: i64 = 3600 * 1000;
+/// How long a worker holds a row it is delivering (longer than [`DELIVERY_TIMEOUT`]).
+const LEASE_MS: i64 = 60_000;
+/// Deliveries in flight at once per process.
+const CONCURRENT_DELIVERIES: usize = 16;
+/// How often the worker looks for due deliveries and stale unknowns.
+const POLL: Duration = Duration::from_millis(250);
+
+/// `outcomes webhooks`.
+#[derive(Debug, Clone, Args)]
+pub struct WebhooksArgs {
+    #[command(subcommand)]
+    pub command: WebhooksCommand,
+    /// The ledger: a SQLite file path or `sqlite:` URL, or a `postgres://` URL (docs/ledger.md
+    /// "Backends"). Default: `<data dir>/ledger.sqlite`.
+    #[arg(long, env = "OUTCOMES_DATABASE", global = true)]
+    pub database: Option<String>,
+    /// Directory of the default database.
+    #[arg(long, env = "OUTCOMES_DATA_DIR", default_value = "data", global = true)]
+    pub data_dir: PathBuf,
+}
+
+/// `outcomes webhooks …`.
+#[derive(Debug, Clone, Subcommand)]
+pub enum WebhooksCommand {
+    /// Add an endpoint; prints its signing secret (`whsec_…`) alone on the last line.
+    Add {
+        /// Where deliveries are POSTed: an `http://` or `https://` URL without credentials.
+        url: String,
+        /// The events it takes, comma-separated.
+        #[arg(
+            long,
+            default_value = "outcome.unknown,outcome.unknown_stale,outcome.resolved"
+        )]
+        events: String,
+        /// Allow a private, loopback or link-local destination (`serve` needs the flag too).
+        #[arg(long, env = "OUTCOMES_WEBHOOK_ALLOW_PRIVATE")]
+        webhook_allow_private: bool,
+    },
+    /// Remove an endpoint with its pending deliveries.
+    Remove { id: i64 },
+    /// List endpoints (never their secrets).
+    List,
+}
+
+/// A new signing secret: `whsec_` then 24 random bytes, base64.
+pub fn new_secret() -> String {
+    let mut bytes = [0u8; 24];
+    rand::rng().fill_bytes(&mut bytes);
+    format!(
+        "whsec_{}",
+        base64::engine::general_purpose::STANDARD.encode(bytes)
+    )
+}
+
+/// Whether `ip` may receive deliveries without `--webhook-allow-private`: not loopback, private (RFC 1918,
+/// unique local), link-local, shared (100.64/10), unspecified, broadcast, multicast, reserved or
+/// documentation; IPv4-mapped and NAT64 IPv6 addresses are judged by their IPv4 address.
+pub fn is_public(ip: IpAddr) -> bool {
+    match ip {
+        IpAddr::V4(v4) => is_public_v4(v4),
+        IpAddr::V6(v6) => {
+            if let Some(v4) = v6.to_ipv4_mapped() {
+                return is_public_v4(v4);
+            }
+            let s = v6.segments();
+            if s[0] == 0x64 && s[1] == 0xff9b && s[2..6] == [0, 0, 0, 0] {
+                let o = v6.octets();
+                return is_public_v4(Ipv4Addr::new(o[12], o[13], o[14], o[15]));
+            }
+            !(v6.is_loopback()
+                || v6.is_unspecified()
+                || v6.is_multicast()
+                || (s[0] & 0xfe00) == 0xfc00 // unique local fc00::/7
+                || (s[0] & 0xffc0) == 0xfe80 // link-local fe80::/10
+                || (s[0] & 0xffc0) == 0xfec0 // site-local fec0::/10
+                || (s[0] == 0x2001 && s[1] == 0x0db8) // documentation
+                || (s[0..6] == [0, 0, 0, 0, 0, 0])) // IPv4-compatible (deprecated)
+        }
+    }
+}
+
+fn is_public_v4(ip: Ipv4Addr) -> bool {
+    let o = ip.octets();
+    !(ip.is_private()
+        || ip.is_loopback()
+        || ip.is_link_local()
+        || ip.is_unspecified()
+        || ip.is_broadcast()
+        || ip.is_multicast()
+        || ip.is_documentation()
+        || o[0] == 0
+        || o[0] >= 240
+        || (o[0] == 100 && (o[1] & 0xc0) == 64) // shared 100.64/10
+        || (o[0] == 192 && o[1] == 0 && o[2] == 0) // 192.0.0/24
+        || (o[0] == 198 && (o[1] & 0xfe) == 18)) // benchmarking 198.18/15
+}
+
+/// Checks a destination URL's form (no host resolution): `http` or `https`, a host, no user or password.
+/// The error names the reason.
+pub fn check_url_form(raw: &str) -> Result<url::Url, String> {
+    let url = url::Url::parse(raw).map_err(|e| format!("{raw:?} is not a URL ({e})"))?;
+    if !matches!(url.scheme(), "http" | "https") {
+        return Err(format!(
+            "{raw:?}: the scheme must be http or https, not {}",
+            url.scheme()
+        ));
+    }
+    if !url.username().is_empty() || url.password().is_some() {
+        return Err(
+            "the URL carries credentials (a user or password before the host): they are refused; \
+             the receiver verifies the signature instead"
+                .into(),
+        );
+    }
+    if url.host().is_none() {
+        return Err(format!("{raw:?} has no host"));
+    }
+    Ok(url)
+}
+
+/// Resolves the URL's host and checks every address: all must be public unless `allow_private`. Answers
+/// the addresses (a delivery connects only to them, so a name cannot resolve elsewhere in between).
+pub async fn check_destination(
+    url: &url::Url,
+    allow_private: bool,
+) -> Result<Vec<SocketAddr>, String> {
+    let port = url.port_or_known_default().unwrap_or(80);
+    let addrs: Vec<SocketAddr> = match url.host() {
+        Some(url::Host::Ipv4(ip)) => vec![SocketAddr::new(IpAddr::V4(ip), port)],
+        Some(url::Host::Ipv6(ip)) => vec![SocketAddr::new(IpAddr::V6(ip), port)],
+        Some(url::Host::Domain(name)) => tokio::net::lookup_host((name, port))
+            .await
+            .map_err(|e| format!("the host {name} does not resolve ({e})"))?
+            .collect(),
+        None => return Err("the URL has no host".into()),
+    };
+    if addrs.is_empty() {
+        return Err("the host resolves to no address".into());
+    }
+    if !allow_private {
+        if let Some(bad) = addrs.iter().find(|a| !is_public(a.ip())) {
+            return Err(format!(
+                "the destination is a private, loopback or link-local address ({}); pass \
+                 --webhook-allow-private to allow it",
+                bad.ip()
+            ));
+        }
+    }
+    Ok(addrs)
+}
+
+/// The Standard Webhooks signature of one attempt: `v1,<base64 HMAC-SHA256 of "id.timestamp.body">`,
+/// keyed with the base64-decoded part of the `whsec_` secret.
+pub fn sign(secret: &str, msg_id: &str, timestamp: i64, body: &[u8]) -> Result<String, String> {
+    let key = base64::engine::general_purpose::STANDARD
+        .decode(secret.strip_prefix("whsec_").unwrap_or(secret))
+        .map_err(|_| "the stored secret is not base64".to_owned())?;
+    let mut mac = Hmac::<Sha256>::new_from_slice(&key).map_err(|e| e.to_string())?;
+    mac.update(msg_id.as_bytes());
+    mac.update(b".");
+    mac.update(timestamp.to_string().as_bytes());
+    mac.update(b".");
+    mac.update(body);
+    Ok(format!(
+        "v1,{}",
+        base64::engine::general_purpose::STANDARD.encode(mac.finalize().into_bytes())
+    ))
+}
+
+#[derive(serde::Serialize)]
+struct Payload<'a> {
+    #[serde(rename = "type")]
+    kind: &'a str,
+    timestamp: String,
+    data: PayloadData<'a>,
+}
+
+#[derive(serde::Serialize)]
+struct PayloadData<'a> {
+    session_key: &'a str,
+    logical_turn_id: &'a str,
+    mutation_id: &'a str,
+    tool: &'a str,
+    status: &'a str,
+    age_secs: i64,
+    /// The operation's page, a path on the dashboard.
+    dashboard_path: String,
+}
+
+/// The thin JSON body of a delivery (the same bytes on every attempt).
+pub fn payload(item: &OutboxItem) -> Vec<u8> {
+    serde_json::to_vec(&Payload {
+        kind: &item.event,
+        timestamp: ledger::store::format_time(item.at),
+        data: PayloadData {
+            session_key: &item.session_key,
+            logical_turn_id: &item.logical_turn_id,
+            mutation_id: &item.mutation_id,
+            tool: &item.tool,
+            status: &item.status,
+            age_secs: item.age_secs,
+            dashboard_path: app::routes::history_href(&item.session_key, &item.mutation_id),
+        },
+    })
+    .unwrap_or_default()
+}
+
+/// The wait before attempt `attempts + 1` after `attempts` failures: `base` doubled per failure, at most
+/// [`MAX_BACKOFF_MS`], with jitter (a random point in its upper half).
+pub fn backoff_ms(base_ms: i64, attempts: i64) -> i64 {
+    let exp = u32::try_from(attempts.saturating_sub(1).clamp(0, 30)).unwrap_or(30);
+    let full = base_ms
+        .saturating_mul(1i64 << exp)
+        .min(MAX_BACKOFF_MS)
+        .max(1);
+    let half = full / 2;
+    half + rand::rng().random_range(0..=full - half)
+}
+
+/// `serve`'s webhook flags.
+#[derive(Debug, Clone, Args)]
+pub struct WorkerOptions {
+    /// Send `outcome.unknown_stale` for an operation still unknown this long after it settled unknown.
+    #[arg(long, env = "OUTCOMES_STALE_AFTER_SECS", default_value_t = 900, value_parser = clap::value_parser!(i64).range(1..=31_536_000))]
+    pub stale_after_secs: i64,
+    /// Deliver to private, loopback and link-local destinations too (`webhooks add` needs it as well).
+    #[arg(long, env = "OUTCOMES_WEBHOOK_ALLOW_PRIVATE")]
+    pub webhook_allow_private: bool,
+    /// The first retry's wait (ms), doubled per failed attempt up to an hour, with jitter.
+    #[arg(long, env = "OUTCOMES_WEBHOOK_RETRY_BASE_MS", default_value_t = 5_000, hide = true, value_parser = clap::value_parser!(i64).range(1..=3_600_000))]
+    pub webhook_retry_base_ms: i64,
+}
+
+impl Default for WorkerOptions {
+    fn default() -> Self {
+        WorkerOptions {
+            stale_after_secs: 900,
+            webhook_allow_private: false,
+            webhook_retry_base_ms: 5_000,
+        }
+    }
+}
+
+/// What one attempt came to.
+enum Attempt {
+    Delivered,
+    Gone,
+    Failed(String),
+}
+
+async fn attempt(item: &OutboxItem, allow_private: bool) -> Attempt {
+    let url = match check_url_form(&item.url) {
+        Ok(u) => u,
+        Err(e) => return Attempt::Failed(e),
+    };
+    let addrs = match check_destination(&url, allow_private).await {
+        Ok(a) => a,
+        Err(e) => return Attempt::Failed(e),
+    };
+    let mut client = reqwest::Client::builder()
+        .timeout(DELIVERY_TIMEOUT)
+        .redirect(reqwest::redirect::Policy::none())
+        .user_agent(concat!("outcomes-webhooks/", env!("CARGO_PKG_VERSION")));
+    if let Some(url::Host::Domain(name)) = url.host() {
+        client = client.resolve_to_addrs(name, &addrs);
+    }
+    let client = match client.build() {
+        Ok(c) => c,
+        Err(e) => return Attempt::Failed(format!("client: {e}")),
+    };
+    let body = payload(item);
+    let ts = time::OffsetDateTime::now_utc().unix_timestamp();
+    let signature = match sign(&item.secret, &item.msg_id, ts, &body) {
+        Ok(s) => s,
+        Err(e) => return Attempt::Failed(e),
+    };
+    let sent = client
+        .post(url)
+        .header("content-type", "application/json")
+        .header("webhook-id", &item.msg_id)
+        .header("webhook-timestamp", ts.to_string())
+        .header("webhook-signature", signature)
+        .body(body)
+        .send()
+        .await;
+    match sent {
+        Ok(r) if r.status().is_success() => Attempt::Delivered,
+        Ok(r) if r.status() == reqwest::StatusCode::GONE => Attempt::Gone,
+        Ok(r) => Attempt::Failed(format!("HTTP {}", r.status().as_u16())),
+        Err(e) if e.is_timeout() => Attempt::Failed("no answer within 10 s".into()),
+        Err(e) => Attempt::Failed(format!("not sent: {}", e.without_url())),
+    }
+}
+
+async fn deliver(webhooks: Webhooks, item: OutboxItem, options: Arc<WorkerOptions>) {
+    let result = attempt(&item, options.webhook_allow_private).await;
+    let recorded = match result {
+        Attempt::Delivered => {
+            tracing::info!(endpoint = item.endpoint_id, webhook_id = %item.msg_id, event = %item.event, "webhook delivered");
+            webhooks.delivered(item.id).await
+        }
+        Attempt::Gone => {
+            tracing::warn!(
+                endpoint = item.endpoint_id,
+                "webhook endpoint answered 410 Gone: disabled"
+            );
+            webhooks
+                .attempt_failed(item.id, None, "HTTP 410")
+                .await
+                .and(webhooks.disable_endpoint(item.endpoint_id).await)
+        }
+        Attempt::Failed(why) => {
+            let next = webhooks
+                .now_ms()
+                .saturating_add(backoff_ms(options.webhook_retry_base_ms, item.attempts + 1));
+            let next = (next <= item.at.saturating_add(GIVE_UP_AFTER_MS)).then_some(next);
+            tracing::warn!(endpoint = item.endpoint_id, webhook_id = %item.msg_id, error = %why, given_up = next.is_none(), "webhook not delivered");
+            webhooks.attempt_failed(item.id, next, &why).await
+        }
+    };
+    if let Err(e) = recorded {
+        // The lease runs out and the row is taken again.
+        tracing::warn!(error = %e, "webhook outcome not recorded");
+    }
+}
+
+/// The delivery worker of `serve`: every [`POLL`] queues stale alerts and takes due deliveries (a lease
+/// each; on Postgres `FOR UPDATE SKIP LOCKED`), each delivered on its own task (at most
+/// [`CONCURRENT_DELIVERIES`] at once), so a slow receiver delays neither the others nor any write.
+pub async fn run_worker(webhooks: Webhooks, options: WorkerOptions, stop: CancellationToken) {
+    let options = Arc::new(options);
+    let permits = Arc::new(tokio::sync::Semaphore::new(CONCURRENT_DELIVERIES));
+    let mut tick = tokio::time::interval(POLL);
+    tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    loop {
+        tokio::select! {
+            _ = stop.cancelled() => break,
+            _ = tick.tick() => {}
+        }
+        if let Err(e) = webhooks.enqueue_stale(options.stale_after_secs).await {
+            tracing::warn!(error = %e, "stale webhook alerts not queued");
+        }
+        let free = i64::try_from(permits.available_permits()).unwrap_or(0);
+        if free == 0 {
+            continue;
+        }
+        let items = match webhooks.take_due(free, LEASE_MS).await {
+            Ok(items) => items,
+            Err(e) => {
+                tracing::warn!(error = %e, "webhook outbox not read");
+                continue;
+            }
+        };
+        for item in items {
+            let Ok(permit) = permits.clone().acquire_owned().await else {
+                break;
+            };
+            let (w, o) = (webhooks.clone(), options.clone());
+            tokio::spawn(async move {
+                deliver(w, item, o).await;
+                drop(permit);
+            });
+        }
+    }
+}
+
+/// Runs `outcomes webhooks …`: 0 done, 2 refused input (nothing changed), 1 any other failure.
+pub async fn main(args: WebhooksArgs) -> ExitCode {
+    // Input is checked before the database is opened.
+    let checked = match &args.command {
+        WebhooksCommand::Add {
+            url,
+            events,
+            webhook_allow_private,
+        } => {
+            let checked = async {
+                let parsed = check_url_form(url)?;
+                check_destination(&parsed, *webhook_allow_private).await?;
+                ledger::webhooks::check_events(events).map_err(|e| e.to_string())
+            };
+            match checked.await {
+                Ok(events) => Some(events),
+                Err(e) => {
+                    eprintln!("outcomes: webhooks add refused: {e}");
+                    return ExitCode::from(2);
+                }
+            }
+        }
+        _ => None,
+    };
+    match run(args, checked).await {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("outcomes: {e}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+async fn run(args: WebhooksArgs, events: Option<String>) -> Result<(), Box<dyn std::error::Error>> {
+    let database = crate::serve::database_or_default(args.database.as_deref(), &args.data_dir);
+    let ledger = Ledger::open(&database, LedgerOptions::default()).await?;
+    let webhooks = ledger.webhooks();
+    let result: Result<(), Box<dyn std::error::Error>> = match &args.command {
+        WebhooksCommand::Add { url, .. } => {
+            let secret = new_secret();
+            let events = events.unwrap_or_default();
+            let id = webhooks.add_endpoint(url, &events, &secret).await?;
+            println!(
+                "webhook endpoint {id} added ({events}); its signing secret (shown this once):"
+            );
+            println!("{secret}");
+            Ok(())
+        }
+        WebhooksCommand::Remove { id } => {
+            if webhooks.remove_endpoint(*id).await? {
+                println!("webhook endpoint {id} removed, with its pending deliveries");
+                Ok(())
+            } else {
+                Err(format!("no webhook endpoint {id}").into())
+            }
+        }
+        WebhooksCommand::List => {
+            let endpoints = webhooks.list_endpoints().await?;
+            if endpoints.is_empty() {
+                println!("no webhook endpoints; add one with `outcomes webhooks add URL`");
+            }
+            for e in endpoints {
+                println!(
+                    "{}\t{}\t{}\tadded {}{}",
+                    e.id,
+                    e.url,
+                    e.events,
+                    ledger::store::format_time(e.created_at),
+                    e.disabled_at
+                        .map(|t| format!("\tdisabled {} (410)", ledger::store::format_time(t)))
+                        .unwrap_or_default()
+                );
+            }
+            Ok(())
+        }
+    };
+    ledger.close().await;
+    result
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn private_and_public_addresses() {
+        for ip in [
+            "127.0.0.1",
+            "10.1.2.3",
+            "172.16.0.1",
+            "192.168.1.1",
+            "169.254.169.254",
+            "0.0.0.0",
+            "100.64.0.1",
+            "255.255.255.255",
+            "224.0.0.1",
+            "::1",
+            "::",
+            "fc00::1",
+            "fd12::1",
+            "fe80::1",
+            "::ffff:127.0.0.1",
+            "::ffff:10.0.0.1",
+            "64:ff9b::a00:1",
+        ] {
+            assert!(!is_public(ip.parse().unwrap()), "{ip}");
+        }
+        for ip in ["8.8.8.8", "1.1.1.1", "2606:4700::1111", "::ffff:8.8.8.8"] {
+            assert!(is_public(ip.parse().unwrap()), "{ip}");
+        }
+    }
+
+    #[tokio::test]
+    async fn destinations_are_refused_naming_the_reason() {
+        let e = check_url_form("not a url").unwrap_err();
+        assert!(e.contains("not a URL"), "{e}");
+        let e = check_url_form("https://user:pw@example.com/h").unwrap_err();
+        assert!(e.contains("credentials"), "{e}");
+        let e = check_url_form("ftp://example.com/h").unwrap_err();
+        assert!(e.contains("scheme"), "{e}");
+        let u = check_url_form("http://10.0.0.7:8080/h").unwrap();
+        let e = check_destination(&u, false).await.unwrap_err();
+        assert!(e.contains("private") && e.contains("10.0.0.7"), "{e}");
+        assert!(check_destination(&u, true).await.is_ok());
+        let u = check_url_form("http://localhost:9/h").unwrap();
+        assert!(check_destination(&u, false).await.is_err());
+        let u = check_url_form("http://[::1]:9/h").unwrap();
+        assert!(check_destination(&u, false).await.is_err());
+        let u = check_url_form("https://93.184.215.14/h").unwrap();
+        assert!(check_destination(&u, false).await.is_ok());
+    }
+
+    #[test]
+    fn signatures_follow_standard_webhooks() {
+        // The example of the Standard Webhooks specification (spec/standard-webhooks.md).
+        let secret = "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw";
+        let body = br#"{"test": 2432232314}"#;
+        let sig = sign(secret, "msg_p5jXN8AQM9LWM0D4loKWxJek", 1614265330, body).unwrap();
+        assert_eq!(sig, "v1,g0hM9SsE+OTPJTGt/tmIKtSyZlE3uFJELVlNIOLJ1OE=");
+    }
+
+    /// An `https://` destination is spoken to in TLS (the client has rustls): the receiver's first byte
+    /// is a TLS handshake record's.
+    #[tokio::test]
+    async fn https_destinations_get_tls() {
+        use tokio::io::AsyncReadExt;
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let port = listener.local_addr().unwrap().port();
+        let first = tokio::spawn(async move {
+            let (mut sock, _) = listener.accept().await.unwrap();
+            let mut b = [0u8; 1];
+            sock.read_exact(&mut b).await.unwrap();
+            b[0]
+        });
+        let item = OutboxItem {
+            id: 1,
+            endpoint_id: 1,
+            url: format!("https://127.0.0.1:{port}/hook"),
+            secret: new_secret(),
+            event: "outcome.unknown".into(),
+            msg_id: "msg_1".into(),
+            session_key: "s".into(),
+            logical_turn_id: "t".into(),
+            mutation_id: "m".into(),
+            tool: "x".into(),
+            status: "outcome_unknown".into(),
+            age_secs: 0,
+            at: 0,
+            attempts: 0,
+        };
+        let sent = tokio::spawn(async move { attempt(&item, true).await });
+        assert_eq!(first.await.unwrap(), 0x16, "a TLS handshake record");
+        assert!(matches!(sent.await.unwrap(), Attempt::Failed(_)));
+    }
+
+    #[test]
+    fn backoff_doubles_with_jitter_up_to_an_hour() {
+        for (attempts, full) in [(1, 1000), (2, 2000), (3, 4000), (40, MAX_BACKOFF_MS)] {
+            let b = backoff_ms(1000, attempts);
+            assert!(b >= full / 2 && b <= full, "{attempts}: {b}");
+        }
+        let secret = new_secret();
+        assert!(
+            secret.starts_with("whsec_") && secret.len() == 6 + 32,
+            "{secret}"
+        );
+    }
+}
