@@ -428,7 +428,7 @@ pub async fn main(args: WebhooksArgs) -> ExitCode {
 }
 
 async fn run(args: WebhooksArgs, events: Option<String>) -> Result<(), Box<dyn std::error::Error>> {
-    let database = crate::serve::database_or_default(args.database.as_deref(), &args.data_dir);
+    let database = crate::database::database_or_default(args.database.as_deref(), &args.data_dir);
     let ledger = Ledger::open(&database, LedgerOptions::default()).await?;
     let webhooks = ledger.webhooks();
     let result: Result<(), Box<dyn std::error::Error>> = match &args.command {
