@@ -220,6 +220,23 @@ async fn wait_for(
     }
 }
 
+/// The outbox once every row is recorded as delivered, or as it stands after `within`. The receiver
+/// sees a delivery before the worker records its answer, so a test reading the outbox right after the
+/// receiver saw the last delivery would race the worker.
+async fn outbox_when_delivered(
+    ledger: &ledger::Ledger,
+    within: Duration,
+) -> Vec<ledger::webhooks::OutboxRow> {
+    let end = Instant::now() + within;
+    loop {
+        let rows = ledger.webhooks().outbox().await.unwrap();
+        if rows.iter().all(|r| r.delivered_at.is_some()) || Instant::now() > end {
+            return rows;
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}
+
 #[tokio::test]
 async fn an_unknown_is_delivered_signed_within_2_s_then_stale_once_then_resolved() {
     let (url, received) = receiver(vec![Some(200)]).await;
@@ -288,7 +305,7 @@ async fn an_unknown_is_delivered_signed_within_2_s_then_stale_once_then_resolved
     assert_eq!(resolved["type"], "outcome.resolved");
     assert_eq!(resolved["data"]["status"], "completed");
     assert!(resolved["data"]["age_secs"].as_i64().unwrap() >= 4);
-    let rows = ledger.webhooks().outbox().await.unwrap();
+    let rows = outbox_when_delivered(&ledger, Duration::from_secs(3)).await;
     assert!(
         rows.iter()
             .all(|r| r.delivered_at.is_some() && r.attempts == 1),
@@ -321,7 +338,7 @@ async fn a_receiver_failing_three_times_gets_the_same_webhook_id_four_times_and_
         .collect();
     assert!(gaps[0] >= Duration::from_millis(100), "{gaps:?}");
     tokio::time::sleep(Duration::from_millis(500)).await;
-    let rows = ledger.webhooks().outbox().await.unwrap();
+    let rows = outbox_when_delivered(&ledger, Duration::from_secs(3)).await;
     assert_eq!(
         (rows[0].attempts, rows[0].delivered_at.is_some()),
         (4, true),
