@@ -1050,6 +1050,7 @@ impl SessionManager {
             commissioned_after: entry.commissioned_after,
             commissioned,
             changes,
+            alerted_at: None,
         })
     }
 }
@@ -1122,6 +1123,7 @@ fn matches(rows: &[MatchRow], now: i64) -> Vec<OperationMatch> {
                     }),
                     _ => None,
                 },
+                alerted_at: None,
             })
         })
         .collect()

@@ -6,6 +6,7 @@
 //! ([`Webhooks::take_due`]: on Postgres `FOR UPDATE SKIP LOCKED` and a lease, so of several instances one
 //! delivers each row) and what it records afterwards.
 
+use std::collections::HashMap;
 use std::sync::Arc;
 
 use crate::error::LedgerError;
@@ -17,6 +18,9 @@ pub const EVENTS: [&str; 3] = [
     "outcome.unknown_stale",
     "outcome.resolved",
 ];
+
+/// The most operations [`Webhooks::alerted_at`] reads at once: the support queue's largest page.
+pub const ALERTED_MAX_OPERATIONS: usize = 1000;
 
 /// A webhook endpoint as stored. Its `Debug` never shows the secret.
 #[derive(Clone, PartialEq, Eq, sqlx::FromRow)]
@@ -336,6 +340,53 @@ impl Webhooks {
         .rows_affected()
         });
         Ok(())
+    }
+
+    /// When staff were first alerted about each operation's current unknown outcome (docs/api.md
+    /// "Alerted"): for each `(session_key, mutation_id)` of `operations` that has one, the earliest
+    /// `delivered_at` (ms since the epoch) of an `outcome.unknown` or `outcome.unknown_stale` delivery to
+    /// any endpoint, counting only deliveries about the entry's latest unknown settlement (an alert about
+    /// an earlier unknown of the same entry, before a reconciliation and a fresh attempt, is not this
+    /// one's). Operations without a delivered alert are absent; at most [`ALERTED_MAX_OPERATIONS`] at
+    /// once, else `Err(Invalid)`. One statement for the whole list.
+    pub async fn alerted_at(
+        &self,
+        operations: &[(&str, &str)],
+    ) -> Result<HashMap<(String, String), i64>, LedgerError> {
+        if operations.is_empty() {
+            return Ok(HashMap::new());
+        }
+        if operations.len() > ALERTED_MAX_OPERATIONS {
+            return Err(LedgerError::Invalid {
+                field: "operations".into(),
+                message: format!("at most {ALERTED_MAX_OPERATIONS} operations at once"),
+            });
+        }
+        let list = serde_json::to_string(operations)
+            .map_err(|e| LedgerError::Store(sqlx::Error::Encode(Box::new(e))))?;
+        let rows: Vec<(String, String, i64)> = on_read!(self.inner, |pool, d| {
+            let list_rows = match d {
+                Dialect::Sqlite => "SELECT value ->> 0 AS k, value ->> 1 AS m FROM json_each($1)",
+                Dialect::Postgres => {
+                    "SELECT value ->> 0 AS k, value ->> 1 AS m FROM jsonb_array_elements($1::jsonb)"
+                }
+            };
+            sqlx::query_as(&format!(
+                "SELECT e.session_key, e.mutation_id, MIN(o.delivered_at) \
+                 FROM ({list_rows}) AS j \
+                 JOIN entries e ON e.session_key = j.k AND e.mutation_id = j.m \
+                 JOIN webhook_outbox o ON o.entry_seq = e.seq \
+                 WHERE o.delivered_at IS NOT NULL \
+                   AND o.event IN ('outcome.unknown', 'outcome.unknown_stale') \
+                   AND o.at >= COALESCE((SELECT MAX(h.at) FROM history h WHERE h.entry_seq = e.seq \
+                       AND h.kind = 'settlement' AND h.ledger_status = 'outcome_unknown'), 0) \
+                 GROUP BY e.session_key, e.mutation_id"
+            ))
+            .bind(&list)
+            .fetch_all(pool)
+            .await?
+        });
+        Ok(rows.into_iter().map(|(k, m, at)| ((k, m), at)).collect())
     }
 
     /// Every outbox row, oldest first (tests and diagnostics).

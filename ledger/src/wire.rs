@@ -337,6 +337,11 @@ pub struct OperationMatch {
     /// for a viewer.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub claim: Option<Claim>,
+    /// When staff were first alerted about the entry's current unknown outcome: the earliest delivery
+    /// (RFC 3339 UTC) of an `outcome.unknown` or `outcome.unknown_stale` webhook (docs/api.md "Alerted").
+    /// Absent when none was delivered, and for a viewer.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub alerted_at: Option<String>,
 }
 
 /// A staff member's claim on an operation (docs/api.md "Claims"): who holds it (the staff name) and since
@@ -519,6 +524,10 @@ pub struct OperationHistory {
     pub commissioned_after: Option<String>,
     pub commissioned: Vec<String>,
     pub changes: Vec<HistoryChange>,
+    /// When staff were first alerted about the entry's current unknown outcome (RFC 3339 UTC), as
+    /// [`OperationMatch::alerted_at`]. Absent when none was delivered, and for a viewer.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub alerted_at: Option<String>,
 }
 
 /// Every error body of the HTTP API: `{"error": {"code", "message", "field"?, "current"?}}`.

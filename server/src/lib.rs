@@ -34,6 +34,8 @@ use tokio_util::sync::CancellationToken;
 pub struct AppState {
     pub engine: Engine,
     pub sessions: SessionManager,
+    /// Webhook endpoints and the outbox: when staff were alerted (docs/api.md "Alerted").
+    pub webhooks: ledger::webhooks::Webhooks,
     pub hub: Arc<hub::Hub>,
     /// Bearer token of the host write API.
     pub host_token: Arc<str>,

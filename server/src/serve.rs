@@ -205,6 +205,7 @@ pub async fn build_with_clock(
     let state = AppState {
         engine: ledger.engine(),
         sessions: ledger.sessions(),
+        webhooks: ledger.webhooks(),
         hub,
         host_token: Arc::from(host_token),
         shutdown: CancellationToken::new(),

@@ -154,10 +154,7 @@ pub fn ViewerNotice() -> impl IntoView {
     view! {
         <Transition fallback=|| ()>
             {move || Suspend::new(async move {
-                let viewer = match caller {
-                    Some(c) => c.0.await.is_ok_and(|c| c.access == "viewer"),
-                    None => false,
-                };
+                let viewer = is_viewer(caller).await;
                 viewer.then(|| view! {
                     <aside class="viewer-notice mb-4 rounded-md border-l-4 border-sky-600 bg-sky-50 p-3 text-sky-950 dark:bg-sky-950 dark:text-sky-50" aria-label="About this page">
                         <p class="mb-1 font-medium">"This is one session of your agent, shared with you."</p>
@@ -187,22 +184,30 @@ pub fn ExportLinks(session_key: String) -> impl IntoView {
     }
 }
 
-/// Whether the caller is a viewer (an end user who opened a viewer link), once read; `false` without a
-/// caller in context. Await it inside the page's `Suspense`, so the server and the browser render alike.
-pub async fn is_viewer(caller: Option<crate::CallerResource>) -> bool {
-    match caller {
-        Some(c) => c.0.await.is_ok_and(|c| c.access == "viewer"),
-        None => false,
-    }
+/// Who the page was rendered for: the caller's access (`"staff"`, `"viewer"`, …) once read, `None`
+/// without a caller in context or when it could not be read. Await it inside the page's `Suspense`, so
+/// the server and the browser render alike.
+///
+/// Read untracked: a later read of the caller ([`caller_gone`], when a sign-in ends while the page is
+/// open) changes the header to "Signed out" but never renders the page again, so a staff member's forms
+/// and what was typed into them stay; a submit is then refused and the sign-in form keeps the text
+/// (docs/access.md "Signing in").
+pub async fn page_access(caller: Option<crate::CallerResource>) -> Option<String> {
+    let c = caller?;
+    leptos::reactive::computed::ScopedFuture::new_untracked(std::future::IntoFuture::into_future(c.0))
+        .await
+        .ok()
+        .map(|c| c.access)
 }
 
-/// Whether the caller is signed-in staff, once read; `false` without a caller in context. Await it
-/// inside the page's `Suspense`, like [`is_viewer`].
+/// Whether the page was rendered for a viewer (an end user who opened a viewer link): [`page_access`].
+pub async fn is_viewer(caller: Option<crate::CallerResource>) -> bool {
+    page_access(caller).await.as_deref() == Some("viewer")
+}
+
+/// Whether the page was rendered for signed-in staff: [`page_access`].
 pub async fn is_staff(caller: Option<crate::CallerResource>) -> bool {
-    match caller {
-        Some(c) => c.0.await.is_ok_and(|c| c.access == "staff"),
-        None => false,
-    }
+    page_access(caller).await.as_deref() == Some("staff")
 }
 
 /// The live indicator (docs/design.md "What the person sees"): a dot and words, announced politely;

@@ -158,6 +158,7 @@ fn LiveHistory(history: OperationHistory, viewer: bool, staff: bool) -> impl Int
                 }
             }}
         </section>
+        {staff.then(|| view! { <Alerted history/> })}
         {staff.then(|| view! { <ClaimBox base=claim_base history attempt/> })}
         {move || view! { <Commissioned history=history.get()/> }}
         <section class="mb-6" aria-labelledby="history-heading">
@@ -175,6 +176,26 @@ fn LiveHistory(history: OperationHistory, viewer: bool, staff: bool) -> impl Int
             </details>
         })}
         {staff.then(|| view! { <OperatorActions base attempt/> })}
+    }
+}
+
+/// For staff: when they were alerted about the current unknown outcome (a webhook delivery, docs/api.md
+/// "Alerted"), or, while the outcome is unknown and none was delivered, that no alert went out.
+#[component]
+fn Alerted(history: RwSignal<OperationHistory>) -> impl IntoView {
+    move || {
+        history.with(|h| {
+            let unknown = reconcilable_attempt(h).is_some();
+            match h.alerted_at.clone() {
+                Some(at) => Some(view! {
+                    <p class="alerted mb-3 text-sm">"Staff were alerted " <crate::components::time::Time at/> " (webhook delivered)."</p>
+                }.into_any()),
+                None if unknown => Some(view! {
+                    <p class="alerted mb-3 text-sm opacity-80">"No alert has been delivered about this unknown outcome (no webhook takes it, or its delivery is still being tried)."</p>
+                }.into_any()),
+                None => None,
+            }
+        })
     }
 }
 
@@ -437,6 +458,7 @@ mod tests {
             commissioned_after: None,
             commissioned: vec![],
             changes,
+            alerted_at: None,
         }
     }
 

@@ -52,6 +52,8 @@ pub struct Row {
     /// The latest note, cut to [`LAST_NOTE_CHARS`].
     pub last_note: Option<String>,
     pub claim: Option<Claim>,
+    /// When staff were first alerted (RFC 3339 UTC; docs/api.md "Alerted").
+    pub alerted_at: Option<String>,
 }
 
 /// One page of the queue as the page keeps it. The rows are not part of the page's hydration data
@@ -86,6 +88,7 @@ impl From<UnknownsPage> for QueuePage {
                 notes: m.notes,
                 last_note: m.last_note.map(|n| cut(&n, LAST_NOTE_CHARS)),
                 claim: m.claim,
+                alerted_at: m.alerted_at,
             })
             .collect();
         QueuePage {
@@ -209,10 +212,7 @@ pub fn UnknownsQueuePage() -> impl IntoView {
             {move || {
                 let filters = filters.clone();
                 Suspend::new(async move {
-                    let staff = match caller {
-                        Some(c) => c.0.await.is_ok_and(|c| c.access == "staff"),
-                        None => false,
-                    };
+                    let staff = crate::components::is_staff(caller).await;
                     match queue.await {
                         Err(e) => view! { <ApiErrorPanel error=e/> }.into_any(),
                         Ok(q) => {
@@ -362,6 +362,7 @@ fn QueueTable(
                         <th scope="col" class="w-12">"Notes"</th>
                         <th scope="col" class="w-48">"Last note"</th>
                         <th scope="col" class="w-28">"On it"</th>
+                        <th scope="col" class="w-24">"Alerted (UTC)"</th>
                     </tr>
                 </thead>
                 <tbody class="operations" inner_html=body></tbody>
@@ -391,8 +392,8 @@ pub fn esc(s: &str) -> String {
 /// classes (styled by their column, `style/main.css`), host strings marked ([`mark`]) and escaped. The
 /// cells: a select box named by the operation id (`aria-labelledby` its link, `id="r<i>"`), age, tool,
 /// title, session (a link), turn, operation id (a link to its page; a copy button), notes, last note,
-/// and who is on it, or for staff an "I'm on it" button (interactive pages only; without JavaScript the
-/// operation page's form claims). `selected` rows (operation page paths) are ticked.
+/// who is on it, or for staff an "I'm on it" button (interactive pages only; without JavaScript the
+/// operation page's form claims), and when staff were alerted ([`alerted_cell`]). `selected` rows (operation page paths) are ticked.
 pub fn rows_html(rows: &[Row], staff: bool, selected: &[String]) -> String {
     let mut out = String::with_capacity(rows.len() * 640);
     for (i, r) in rows.iter().enumerate() {
@@ -416,7 +417,7 @@ pub fn rows_html(rows: &[Row], staff: bool, selected: &[String]) -> String {
             "<tr><td><input type=\"checkbox\" aria-labelledby=\"r{i}\"{ticked}></td><td>{age}</td><td>{tool}</td><td>{title}</td>\
              <td><a href=\"{session_href}\">{session}</a></td><td>{turn}</td>\
              <td><a id=\"r{i}\" href=\"{href}\">{id}</a> <button class=\"cp\" aria-label=\"Copy id\">⧉</button></td>\
-             <td>{notes}</td><td>{note}</td><td>{claim}</td></tr>",
+             <td>{notes}</td><td>{note}</td><td>{claim}</td><td>{alerted}</td></tr>",
             age = r.age_secs.map(age_short).unwrap_or_default(),
             tool = esc(&mark(&r.tool)),
             title = esc(&r.title.as_deref().map(mark).unwrap_or_default()),
@@ -426,9 +427,26 @@ pub fn rows_html(rows: &[Row], staff: bool, selected: &[String]) -> String {
             href = esc(&href),
             id = esc(&mark(&r.mutation_id)),
             note = esc(&r.last_note.as_deref().map(mark).unwrap_or_default()),
+            alerted = r.alerted_at.as_deref().map(alerted_cell).unwrap_or_default(),
         ));
     }
     out
+}
+
+/// The "Alerted" cell of a row: `<time>` of the RFC 3339 UTC `at`, reading `MM-DD HH:MM` (UTC, as the
+/// column's heading says; the same on the server and in the browser), the full UTC time as its title.
+fn alerted_cell(at: &str) -> String {
+    let short = at
+        .get(5..16)
+        .filter(|s| s.as_bytes().get(5) == Some(&b'T'))
+        .map(|s| s.replacen('T', " ", 1))
+        .unwrap_or_else(|| at.to_owned());
+    format!(
+        "<time datetime=\"{}\" title=\"{}\">{}</time>",
+        esc(at),
+        esc(&crate::components::time::utc_text(at)),
+        esc(&short)
+    )
 }
 
 /// Ticks (or unticks) every row's select box on the page; the operation page paths of the rows.
@@ -707,5 +725,32 @@ mod tests {
         assert_eq!(age_short(185), "3 min");
         assert_eq!(age_short(3 * 3600), "3 h");
         assert_eq!(age_short(2 * 86_400 + 5), "2 d");
+    }
+
+    #[test]
+    fn a_row_shows_when_staff_were_alerted_in_utc_and_nothing_when_they_were_not() {
+        let row = |alerted_at: Option<&str>| Row {
+            session_key: "s-1".into(),
+            turn: "t-1".into(),
+            mutation_id: "m-1".into(),
+            tool: "mcp__dashboards__create".into(),
+            title: None,
+            age_secs: Some(185),
+            notes: None,
+            last_note: None,
+            claim: None,
+            alerted_at: alerted_at.map(str::to_owned),
+        };
+        let html = rows_html(&[row(Some("2026-12-03T14:30:05.123Z"))], true, &[]);
+        assert!(
+            html.ends_with(
+                "<td><time datetime=\"2026-12-03T14:30:05.123Z\" \
+                 title=\"2026-12-03 14:30:05 UTC\">12-03 14:30</time></td></tr>"
+            ),
+            "{html}"
+        );
+        let html = rows_html(&[row(None)], true, &[]);
+        assert!(html.ends_with("<td></td></tr>"), "{html}");
+        assert_eq!(html.matches("<td").count(), 11, "{html}");
     }
 }

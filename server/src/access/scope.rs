@@ -9,8 +9,10 @@ pub const STAFF_ACTOR_FOR_VIEWER: &str = "staff";
 
 /// Takes out of `history` what only staff may see (docs/access.md "Viewer links" and "Operator
 /// actions"): the rows of kind `note`, `claim` and `release` are removed, and an actor `staff:<name>`
-/// becomes `staff` ([`STAFF_ACTOR_FOR_VIEWER`]). Every other row and field is kept as it is.
+/// becomes `staff` ([`STAFF_ACTOR_FOR_VIEWER`]), and `alerted_at` (when staff were alerted) is left out.
+/// Every other row and field is kept as it is.
 pub fn without_internal(history: &mut OperationHistory) {
+    history.alerted_at = None;
     history.changes.retain(|c| !c.kind.is_internal());
     for change in &mut history.changes {
         if change.actor.starts_with("staff:") {
@@ -38,6 +40,23 @@ pub fn viewer_may_open(path: &str, own: &SessionKey) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_viewer_s_history_has_no_alert_time_and_no_staff_names() {
+        let mut h: OperationHistory = serde_json::from_value(serde_json::json!({
+            "session_key": "s", "logical_turn_id": "t", "mutation_id": "m",
+            "commissioned_after": null, "commissioned": [],
+            "changes": [{"kind": "reconciliation", "at": "2026-12-03T14:30:05.123Z", "revision": 3,
+                "actor": "staff:alice", "attempt_id": "a1", "ledger_status": "completed",
+                "reason": null, "evidence": null, "note": null, "outcome": null}],
+            "alerted_at": "2026-12-03T14:30:06.000Z"
+        }))
+        .unwrap();
+        without_internal(&mut h);
+        assert_eq!(h.alerted_at, None);
+        assert_eq!(h.changes[0].actor, "staff");
+        assert!(!serde_json::to_string(&h).unwrap().contains("alerted_at"));
+    }
 
     #[test]
     fn a_viewer_opens_only_its_session_and_operation_pages() {

@@ -10,8 +10,10 @@ use bytes::Bytes;
 use ledger::ids::SEARCH_TEXT_MAX_BYTES;
 use ledger::ids::{LogicalTurnId, MutationId, SessionKey, ToolName};
 use ledger::sessions::{UnknownsSort, UnknownsSortBy};
+use ledger::store::format_time;
 use ledger::wire::{
-    OperationHistory, OperationMatches, SessionList, SessionTurns, TurnEntries, UnknownsPage,
+    OperationHistory, OperationMatch, OperationMatches, SessionList, SessionTurns, TurnEntries,
+    UnknownsPage,
 };
 use ledger::{
     EntriesPage, HistoryChunks, SessionsAfter, SessionsQuery, TurnsPage, UnknownsAfter,
@@ -473,7 +475,14 @@ pub async fn operation_history(
         state.sessions.check_session(&key).await?;
         return Err(unknown("mutation_id"));
     };
-    let history = state.sessions.operation_history(&key, &mutation).await?;
+    let mut history = state.sessions.operation_history(&key, &mutation).await?;
+    if principal.sees_internal() {
+        let alerted = state
+            .webhooks
+            .alerted_at(&[(&history.session_key, &history.mutation_id)])
+            .await?;
+        history.alerted_at = alerted.into_values().next().map(format_time);
+    }
     Ok(Json(principal.history(history)))
 }
 
@@ -507,7 +516,9 @@ pub async fn operation(
     if let Some(own) = principal.viewer_session() {
         matches.retain(|m| m.session_key == own.as_str());
     }
-    if !principal.sees_internal() {
+    if principal.sees_internal() {
+        with_alerted(&state, &mut matches).await?;
+    } else {
         for m in &mut matches {
             m.notes = None;
             m.last_note = None;
@@ -515,6 +526,24 @@ pub async fn operation(
         }
     }
     Ok(Json(OperationMatches { matches }))
+}
+
+/// Fills each match's `alerted_at` (docs/api.md "Alerted"), for staff and the host: one read of the
+/// webhook outbox per [`ledger::webhooks::ALERTED_MAX_OPERATIONS`] matches (a queue page is one).
+async fn with_alerted(state: &AppState, matches: &mut [OperationMatch]) -> Result<(), ApiError> {
+    for chunk in matches.chunks_mut(ledger::webhooks::ALERTED_MAX_OPERATIONS) {
+        let operations: Vec<(&str, &str)> = chunk
+            .iter()
+            .map(|m| (m.session_key.as_str(), m.entry.outcome.mutation_id.as_str()))
+            .collect();
+        let mut alerted = state.webhooks.alerted_at(&operations).await?;
+        for m in chunk {
+            m.alerted_at = alerted
+                .remove(&(m.session_key.clone(), m.entry.outcome.mutation_id.clone()))
+                .map(format_time);
+        }
+    }
+    Ok(())
 }
 
 /// `?limit=&after=&tool=&session_key=&min_age_secs=&tool_like=&session_like=&settled_after=
@@ -698,6 +727,7 @@ pub async fn unknowns(
         sort,
     };
     let (mut page, next) = state.sessions.open_unknowns(&query).await?;
+    with_alerted(&state, &mut page.matches).await?;
     page.oldest_unknown_age_secs = oldest_unknown_age_secs;
     page.next = next.map(|n| {
         Position::Unknowns {

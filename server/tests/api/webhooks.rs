@@ -269,6 +269,28 @@ async fn an_unknown_is_delivered_signed_within_2_s_then_stale_once_then_resolved
         String::from_utf8_lossy(body)
     );
 
+    // Staff see when they were alerted (docs/api.md "Alerted"): the delivery's recorded time, on the
+    // queue, the look-up and the history.
+    let rows = outbox_when_delivered(&ledger, Duration::from_secs(3)).await;
+    let delivered = ledger::store::format_time(rows[0].delivered_at.expect("delivered"));
+    let (s, queue) = app.get_json("/api/unknowns").await;
+    assert_eq!(s, StatusCode::OK, "{queue}");
+    assert_eq!(
+        queue["matches"][0]["alerted_at"],
+        delivered.as_str(),
+        "{queue}"
+    );
+    let (_, found) = app.get_json("/api/operations/m-1").await;
+    assert_eq!(
+        found["matches"][0]["alerted_at"],
+        delivered.as_str(),
+        "{found}"
+    );
+    let (_, history) = app
+        .get_json("/api/sessions/s-1/mutations/m-1/history")
+        .await;
+    assert_eq!(history["alerted_at"], delivered.as_str(), "{history}");
+
     // Stale after 2 s: once, within 2 s of the threshold.
     let got = wait_for(&received, 2, Duration::from_secs(5)).await;
     assert_eq!(got.len(), 2);
@@ -385,6 +407,18 @@ async fn a_receiver_that_never_answers_does_not_slow_settles() {
         "deliveries were attempted: {}",
         received.all().len()
     );
+    // Nothing was delivered, so nobody was alerted: no `alerted_at` anywhere.
+    let (_, queue) = app.get_json("/api/unknowns").await;
+    let items = queue["matches"].as_array().expect("matches");
+    assert_eq!(items.len(), 30, "{queue}");
+    assert!(
+        items.iter().all(|m| m.get("alerted_at").is_none()),
+        "{queue}"
+    );
+    let (_, history) = app
+        .get_json("/api/sessions/s-1/mutations/m-0/history")
+        .await;
+    assert!(history.get("alerted_at").is_none(), "{history}");
     // approve + intent + settle, each well under the 10 s the receiver holds every delivery.
     assert!(
         slowest < Duration::from_secs(1),
