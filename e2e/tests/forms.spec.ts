@@ -90,6 +90,12 @@ test('a note typed while the sign-in ended comes back filled in after signing in
       await page.getByLabel('Add a note').fill(note);
       const before = await historyKinds(session, id);
       await endSignIn(context);
+      if (javaScriptEnabled) {
+        // The live stream finds the sign-in gone (it checks every 15 s): the header says so, and the page
+        // is not rendered again for a signed-out person, so the form and the typed note stay.
+        await expect(page.locator('header [data-access="signed-out"]')).toHaveText('Signed out', { timeout: 25_000 });
+        await expect(page.getByLabel('Add a note')).toHaveValue(note);
+      }
       await page.getByRole('button', { name: 'Add note' }).click();
 
       // The sign-in form, saying the note is kept; nothing saved, no raw JSON, no token hint.
