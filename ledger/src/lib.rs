@@ -35,8 +35,6 @@ pub mod health;
 #[cfg(feature = "store")]
 pub mod machine;
 #[cfg(feature = "store")]
-mod notify;
-#[cfg(feature = "store")]
 pub mod projection;
 #[cfg(feature = "store")]
 mod rows;

@@ -280,63 +280,6 @@ pub(crate) async fn check_session_live(
     }
 }
 
-#[cfg(test)]
-mod tests {
-    use sqlx::{Connection, SqliteConnection};
-
-    use crate::wire::{LedgerStatus, Reason};
-
-    #[tokio::test]
-    async fn states_are_stored_by_their_spelling_and_any_other_spelling_is_a_decode_error() {
-        let mut db = SqliteConnection::connect("sqlite::memory:").await.unwrap();
-        for status in [
-            LedgerStatus::Approved,
-            LedgerStatus::ExecutionStarted,
-            LedgerStatus::Completed,
-            LedgerStatus::Failed,
-            LedgerStatus::OutcomeUnknown,
-        ] {
-            let (text, back): (String, LedgerStatus) = sqlx::query_as("SELECT ?1, ?1")
-                .bind(status)
-                .fetch_one(&mut db)
-                .await
-                .unwrap();
-            assert_eq!((text.as_str(), back), (status.as_str(), status));
-        }
-        for reason in [Reason::PreDispatchDeadline, Reason::ExecutionTimeout] {
-            let (text, back): (String, Reason) = sqlx::query_as("SELECT ?1, ?1")
-                .bind(reason)
-                .fetch_one(&mut db)
-                .await
-                .unwrap();
-            assert_eq!((text.as_str(), back), (reason.as_str(), reason));
-        }
-        let none: Option<Reason> = sqlx::query_scalar("SELECT NULL")
-            .fetch_one(&mut db)
-            .await
-            .unwrap();
-        assert_eq!(none, None);
-        for other in ["Completed", "outcome-unknown", "settled", ""] {
-            let status = sqlx::query_scalar::<_, LedgerStatus>("SELECT ?")
-                .bind(other)
-                .fetch_one(&mut db)
-                .await;
-            assert!(
-                matches!(status, Err(sqlx::Error::ColumnDecode { .. })),
-                "{other:?}: {status:?}"
-            );
-            let reason = sqlx::query_scalar::<_, Option<Reason>>("SELECT ?")
-                .bind(other)
-                .fetch_one(&mut db)
-                .await;
-            assert!(
-                matches!(reason, Err(sqlx::Error::ColumnDecode { .. })),
-                "{other:?}: {reason:?}"
-            );
-        }
-    }
-}
-
 /// One `history` row as read (docs/ledger.md "History").
 #[derive(sqlx::FromRow)]
 pub(crate) struct HistoryRow {
@@ -406,4 +349,61 @@ pub(crate) fn prefixed(alias: &str) -> String {
         .map(|c| format!("{alias}.{c}"))
         .collect::<Vec<_>>()
         .join(", ")
+}
+
+#[cfg(test)]
+mod tests {
+    use sqlx::{Connection, SqliteConnection};
+
+    use crate::wire::{LedgerStatus, Reason};
+
+    #[tokio::test]
+    async fn states_are_stored_by_their_spelling_and_any_other_spelling_is_a_decode_error() {
+        let mut db = SqliteConnection::connect("sqlite::memory:").await.unwrap();
+        for status in [
+            LedgerStatus::Approved,
+            LedgerStatus::ExecutionStarted,
+            LedgerStatus::Completed,
+            LedgerStatus::Failed,
+            LedgerStatus::OutcomeUnknown,
+        ] {
+            let (text, back): (String, LedgerStatus) = sqlx::query_as("SELECT ?1, ?1")
+                .bind(status)
+                .fetch_one(&mut db)
+                .await
+                .unwrap();
+            assert_eq!((text.as_str(), back), (status.as_str(), status));
+        }
+        for reason in [Reason::PreDispatchDeadline, Reason::ExecutionTimeout] {
+            let (text, back): (String, Reason) = sqlx::query_as("SELECT ?1, ?1")
+                .bind(reason)
+                .fetch_one(&mut db)
+                .await
+                .unwrap();
+            assert_eq!((text.as_str(), back), (reason.as_str(), reason));
+        }
+        let none: Option<Reason> = sqlx::query_scalar("SELECT NULL")
+            .fetch_one(&mut db)
+            .await
+            .unwrap();
+        assert_eq!(none, None);
+        for other in ["Completed", "outcome-unknown", "settled", ""] {
+            let status = sqlx::query_scalar::<_, LedgerStatus>("SELECT ?")
+                .bind(other)
+                .fetch_one(&mut db)
+                .await;
+            assert!(
+                matches!(status, Err(sqlx::Error::ColumnDecode { .. })),
+                "{other:?}: {status:?}"
+            );
+            let reason = sqlx::query_scalar::<_, Option<Reason>>("SELECT ?")
+                .bind(other)
+                .fetch_one(&mut db)
+                .await;
+            assert!(
+                matches!(reason, Err(sqlx::Error::ColumnDecode { .. })),
+                "{other:?}: {reason:?}"
+            );
+        }
+    }
 }

@@ -20,12 +20,13 @@ use serde::{Deserialize, Serialize};
 use sqlx::postgres::{PgListener, PgPool};
 use tokio::sync::watch;
 
-use crate::adapter::SessionEnd;
+use super::Inner;
+use crate::adapter::{announce, announce_turn, Announcement, SessionEnd, TurnChange};
 use crate::error::LedgerError;
 use crate::ids::{LogicalTurnId, SessionKey};
 use crate::machine::emitted_live;
-use crate::projection::{project, HostMetadata, LedgerEntry};
-use crate::store::Inner;
+use crate::projection::{project, LedgerEntry};
+use crate::wire::HostMetadata;
 use crate::wire::{LedgerStatus, MutationOutcome, Reason};
 
 /// One notification's payload (JSON, at most a few hundred bytes: ids are at most 256 bytes each, well
@@ -416,18 +417,18 @@ async fn emit_turns(
             LogicalTurnId::parse(t.clone()),
         ) {
             for (revision, outcome) in records {
-                crate::engine::announce(
+                announce(
                     &inner.adapter,
-                    crate::group::Announcement {
+                    Announcement {
                         session_key: session_key.clone(),
                         outcome,
                         revision,
                     },
                 );
             }
-            crate::engine::announce_turn(
+            announce_turn(
                 &inner.adapter,
-                crate::group::TurnChange {
+                TurnChange {
                     session_key,
                     logical_turn_id: turn,
                     latest_revision: p.last,
