@@ -301,10 +301,52 @@ pub(crate) struct HistoryRow {
     note: Option<String>,
 }
 
+/// The columns of a `history` row after its `entry_seq`, in the order of [`HistoryRow`]'s fields: the one
+/// list the reads ([`HISTORY_COLUMNS`]) and the group commit's insert (`group::statements`) spell.
+macro_rules! history_columns {
+    () => {
+        "kind, at, revision, actor, attempt_id, ledger_status, intent_recorded, reason, meta_attached, \
+         meta_id, meta_url, meta_title, source, reference, observed_at, note"
+    };
+}
+pub(crate) use history_columns;
+
 /// The columns of a [`HistoryRow`].
-pub(crate) const HISTORY_COLUMNS: &str = "kind, at, revision, actor, attempt_id, ledger_status, \
-     intent_recorded, reason, meta_attached, meta_id, meta_url, meta_title, source, reference, \
-     observed_at, note";
+pub(crate) const HISTORY_COLUMNS: &str = history_columns!();
+
+impl HistoryRow {
+    /// The revision the change took (`None` for an approval, a note, a claim or release, an import).
+    pub(crate) fn revision(&self) -> Option<i64> {
+        self.revision
+    }
+
+    pub(crate) fn ledger_status(&self) -> LedgerStatus {
+        self.ledger_status
+    }
+
+    /// The entry as of this change, for the projection: the entry's keys with the state fields this
+    /// row kept.
+    pub(crate) fn ledger_entry(
+        self,
+        logical_turn_id: String,
+        mutation_id: String,
+        tool: String,
+    ) -> LedgerEntry {
+        LedgerEntry {
+            logical_turn_id,
+            mutation_id,
+            tool,
+            status: self.ledger_status,
+            intent_recorded: self.intent_recorded,
+            reason: self.reason,
+            metadata: self.meta_attached.then_some(HostMetadata {
+                id: self.meta_id,
+                url: self.meta_url,
+                title: self.meta_title,
+            }),
+        }
+    }
+}
 
 /// A history row as served: its record projected from the entry's state fields at that change.
 pub(crate) fn change(entry: &EntryRow, r: HistoryRow) -> HistoryChange {
@@ -344,7 +386,17 @@ pub(crate) fn change(entry: &EntryRow, r: HistoryRow) -> HistoryChange {
 }
 
 pub(crate) fn prefixed(alias: &str) -> String {
-    ENTRY_COLUMNS
+    columns_of(alias, ENTRY_COLUMNS)
+}
+
+/// [`HISTORY_COLUMNS`], each qualified by the table alias `alias`.
+pub(crate) fn history_prefixed(alias: &str) -> String {
+    columns_of(alias, HISTORY_COLUMNS)
+}
+
+/// `columns` (a `, `-separated list), each qualified by the table alias `alias`.
+fn columns_of(alias: &str, columns: &str) -> String {
+    columns
         .split(", ")
         .map(|c| format!("{alias}.{c}"))
         .collect::<Vec<_>>()

@@ -180,9 +180,9 @@ impl Engine {
     }
 
     /// The notification that this instance ended `session_key` (Postgres: the other instances tell
-    /// their adapters; crate::store::notify).
+    /// their adapters; the crate's `notify` listener).
     fn ended(&self, session_key: &str, deleted: bool) -> String {
-        crate::store::notify::Note::Ended {
+        crate::store::live::Note::Ended {
             s: session_key.to_owned(),
             deleted,
             by: self.inner.instance(),

@@ -342,7 +342,7 @@ impl Writer {
     fn finish(&self, commits: Vec<Commit>) {
         let mut answers = Vec::new();
         // Postgres: the listener of this instance emits every instance's changes, this one's
-        // included, from the notifications (crate::store::notify); the answers wait until it has.
+        // included, from the notifications (the crate's `notify` listener); the answers wait until it has.
         let emitter = self.store.emitter.clone();
         let mut waits = Vec::new();
         for (jobs, turns) in commits {

@@ -97,7 +97,7 @@ pub(crate) struct Group {
     /// Turns that took a revision in this group, in the order of their first change.
     changed_turns: Vec<Key>,
     /// The records this group announces live, with their turn and revision (Postgres sends them in
-    /// the turn's notification when they fit, crate::store::notify).
+    /// the turn's notification when they fit, the crate's `notify` listener).
     announced: Vec<(Key, i64, MutationOutcome)>,
     /// Whether the group's changes are notified (Postgres); on SQLite the writer announces them itself
     /// and nothing is kept for notifications.
@@ -169,8 +169,8 @@ impl Group {
     }
 
     /// The notifications of the turns this group changed visibly, in the order of their first change
-    /// (Postgres, crate::store::notify): each names the revisions the group took.
-    pub(crate) fn notes(&self) -> Vec<crate::store::notify::Note> {
+    /// (Postgres, the crate's `notify` listener): each names the revisions the group took.
+    pub(crate) fn notes(&self) -> Vec<crate::store::live::Note> {
         self.changed_turns
             .iter()
             .filter_map(|key| {
@@ -181,7 +181,7 @@ impl Group {
                     .filter(|(k, _, _)| k == key)
                     .map(|(_, revision, outcome)| (*revision, outcome.clone()))
                     .collect();
-                Some(crate::store::notify::Note::turn(
+                Some(crate::store::live::Note::turn(
                     key.0.clone(),
                     key.1.clone(),
                     slot.before + 1,

@@ -7,7 +7,7 @@ use serde::ser::{Serialize, SerializeTuple, Serializer};
 use super::Key;
 use crate::command::{Actor, Evidence};
 use crate::error::LedgerError;
-use crate::rows::EntryRow;
+use crate::rows::{history_columns, EntryRow};
 use crate::wire::{HistoryKind, LedgerStatus, Reason};
 
 /// One parameter of the group's write: the group's time (ms) or a statement's list (JSON text).
@@ -276,18 +276,18 @@ pub(super) const RECONCILIATIONS: Statement = Statement {
 pub(super) const HISTORY: Statement = Statement {
     name: "new_history",
     sql: concat!(
-        "INSERT INTO history (entry_seq, kind, at, revision, actor, attempt_id, ledger_status, \
-         intent_recorded, reason, meta_attached, meta_id, meta_url, meta_title, source, reference, \
-         observed_at, note) SELECT ",
+        "INSERT INTO history (entry_seq, ",
+        history_columns!(),
+        ") SELECT ",
         entry_seq!(),
         ", j.value ->> 3, ?, j.value ->> 4, j.value ->> 5, j.value ->> 6, j.value ->> 7, j.value ->> 8, \
          j.value ->> 9, j.value ->> 10, j.value ->> 11, j.value ->> 12, j.value ->> 13, j.value ->> 14, \
          j.value ->> 15, j.value ->> 16, j.value ->> 17 FROM json_each(?) AS j ORDER BY j.key;"
     ),
     pg: concat!(
-        "INSERT INTO history (entry_seq, kind, at, revision, actor, attempt_id, ledger_status, \
-         intent_recorded, reason, meta_attached, meta_id, meta_url, meta_title, source, reference, \
-         observed_at, note) SELECT ",
+        "INSERT INTO history (entry_seq, ",
+        history_columns!(),
+        ") SELECT ",
         pg_entry_seq!(),
         ", j.value ->> 3, $now, (j.value ->> 4)::bigint, j.value ->> 5, j.value ->> 6, j.value ->> 7, \
          (j.value ->> 8)::boolean, j.value ->> 9, (j.value ->> 10)::boolean, j.value ->> 11, \

@@ -32,7 +32,7 @@ impl Group {
             Some(_) => self
                 .notes()
                 .iter()
-                .map(crate::store::notify::Note::payload)
+                .map(crate::store::live::Note::payload)
                 .collect(),
             None => Vec::new(),
         };

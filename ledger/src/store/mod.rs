@@ -6,7 +6,8 @@
 //! - [`transaction`]: write transactions, their notifications and session locks;
 //! - [`open`]: opening SQLite or Postgres; [`files`]: the SQLite file's checks, mode and backups;
 //! - [`location`]: what a `database` argument names; [`clock`]: the clock and time spelling;
-//! - [`notify`]: the Postgres listener (live delivery across instances), beside the store it reads.
+//! - [`live`]: what the writers share with the Postgres listener (its notes, what it emitted); the
+//!   listener itself is the crate's `notify` module, beside the store: it reads the store, the store never calls it.
 //!
 //! The store imports neither the engine nor the group commit: the write path points one way, `engine →
 //! group → store`.
@@ -17,8 +18,8 @@ use std::time::Duration;
 pub(crate) mod backend;
 mod clock;
 mod files;
+pub(crate) mod live;
 mod location;
-pub(crate) mod notify;
 mod open;
 pub(crate) mod transaction;
 
@@ -32,11 +33,6 @@ use crate::adapter::{Adapter, NoAdapter};
 use crate::error::LedgerError;
 use open::{open_postgres, open_sqlite};
 use transaction::session_lock_keys;
-#[cfg(test)]
-use {
-    open::{first_schema, notify_channel},
-    transaction::session_lock_key,
-};
 
 /// How the ledger is opened.
 #[derive(Clone)]
@@ -72,9 +68,9 @@ pub(crate) type StopWriter = tokio::sync::oneshot::Sender<tokio::sync::oneshot::
 
 pub(crate) struct Inner {
     pub(crate) db: Db,
-    /// Postgres: what this instance's listener emitted ([`notify`]); `None` on SQLite, where the
+    /// Postgres: what this instance's listener emitted ([`live::Emitter`]); `None` on SQLite, where the
     /// writer tells the adapter itself.
-    pub(crate) emitter: Option<Arc<notify::Emitter>>,
+    pub(crate) emitter: Option<Arc<live::Emitter>>,
     /// Postgres: the listener task, ended with the ledger.
     pub(crate) listener: std::sync::Mutex<Option<tokio::task::AbortHandle>>,
     /// Held by whoever writes in this process: the group-commit writer for each group, and the other
@@ -113,7 +109,7 @@ impl Inner {
             Location::Sqlite(path) => open_sqlite(&path, &options, &storage).await?,
             Location::Postgres(url) => open_postgres(&url, &options).await?,
         };
-        let emitter = matches!(db, Db::Postgres { .. }).then(|| Arc::new(notify::Emitter::new()));
+        let emitter = matches!(db, Db::Postgres { .. }).then(|| Arc::new(live::Emitter::new()));
         Ok(Inner {
             db,
             emitter,
@@ -146,25 +142,6 @@ impl Inner {
     /// This instance, as its session-end notifications name it (0 on SQLite).
     pub(crate) fn instance(&self) -> u64 {
         self.emitter.as_ref().map_or(0, |e| e.instance)
-    }
-
-    /// Postgres: starts this instance's listener ([`notify`]), listening before this returns.
-    pub(crate) async fn start_listener(self: &Arc<Self>) -> Result<(), LedgerError> {
-        let (Db::Postgres { pool, channel }, Some(emitter)) = (&self.db, &self.emitter) else {
-            return Ok(());
-        };
-        let listener = notify::connect(pool, channel).await?;
-        let task = tokio::spawn(notify::listen(
-            listener,
-            Arc::downgrade(self),
-            pool.clone(),
-            channel.clone(),
-            emitter.clone(),
-        ));
-        if let Ok(mut l) = self.listener.lock() {
-            *l = Some(task.abort_handle());
-        }
-        Ok(())
     }
 
     /// This process's write lock, waited for at most `write_wait`; [`LedgerError::Busy`] past it.
@@ -321,6 +298,8 @@ impl Drop for Inner {
 
 #[cfg(test)]
 mod tests {
+    use super::open::{first_schema, notify_channel};
+    use super::transaction::session_lock_key;
     use super::*;
 
     #[test]

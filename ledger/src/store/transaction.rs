@@ -40,7 +40,7 @@ impl WriteTx<'_> {
     }
 
     /// Postgres: sends `payloads` on `channel`, in order, delivered when this transaction commits (in
-    /// commit order; [`notify`]). SQLite, no channel or no payload: nothing.
+    /// commit order; the crate's `notify` module). SQLite, no channel or no payload: nothing.
     pub(crate) async fn notify(
         &mut self,
         channel: Option<&str>,
