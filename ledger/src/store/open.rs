@@ -240,7 +240,7 @@ async fn scrub_metadata_at_rest(write: &SqlitePool, now_ms: i64) -> Result<u64, 
     .await?;
     let mut changed = 0;
     for row in rows {
-        let stored = crate::projection::HostMetadata {
+        let stored = crate::wire::HostMetadata {
             id: row.try_get("meta_id")?,
             url: row.try_get("meta_url")?,
             title: row.try_get("meta_title")?,
