@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Runs the long (soak) variants of the reliability suite, server/tests/api/reliability.rs, in release mode and
+# Runs the long (soak) variants of the reliability suite, server/tests/api/reliability.rs and the
+# reliability_lock.rs, reliability_connections.rs and reliability_render.rs beside it, in release mode and
 # prints their figures. The short variants of the same tests run in every `cargo test` (scripts/test.sh).
 #
 #   crash durability: 50 rounds of 32 concurrent writers (approve -> intent -> settle in four turns of one
@@ -13,9 +14,9 @@
 #
 # Each test prints one summary line starting with `figures: ` (rounds, answered settlements checked,
 # failures, seconds); this script repeats those lines at the end. Extra arguments go to the test binary (e.g. a test name filter).
-# The suite is the `reliability` module of the server's one test binary (`api`): without a name filter among
-# the arguments, the filter `reliability` is added, so only its tests run (the `reliability` module and the
-# `reliability_*` modules beside it: disk full, clock jumps, memory).
+# The suite is the `reliability` modules of the server's one test binary (`api`): without a name filter among
+# the arguments, the filter `reliability` is added, so only their tests run (the `reliability` module and the
+# `reliability_*` modules beside it: lock, connections, render, disk full, clock jumps, memory).
 # OUTCOMES_CRASH_SEED=<n> fixes the crash test's kill delays.
 set -euo pipefail
 cd "$(dirname "$0")/.."

@@ -6,8 +6,8 @@
 //! therefore read their ids here: from the raw request path and query on the server
 //! (`http::request::Parts`), from `window.location` in the browser, each path segment percent-decoded once
 //! and the query parsed as `application/x-www-form-urlencoded` (a plain GET form's encoding). Links that
-//! carry an id are followed by the browser (`rel="external"` on every link to a page path built in
-//! [`crate::routes`]) rather than by the router, so the address a page reads is always the one its link encoded.
+//! carry an id are followed by the browser (`rel="external"` on every link to a page path built here,
+//! [`session_href`] and its siblings) rather than by the router, so the address a page reads is always the one its link encoded.
 
 /// The raw path (`/sessions/a%2Fb/turns/t`), not decoded.
 pub fn raw_path() -> String {
@@ -73,11 +73,43 @@ pub fn query_value(name: &str) -> Option<String> {
     query_value_of(&raw_query(), name)
 }
 
+/// The page path of a session.
+pub fn session_href(key: &str) -> String {
+    format!("/sessions/{}", crate::api::enc(key))
+}
+
+/// The page path of a session's turns, every one, a page at a time (`?after=` for a later page).
+pub fn turns_href(key: &str) -> String {
+    format!("/sessions/{}/turns", crate::api::enc(key))
+}
+
+/// The page path of a logical turn.
+pub fn turn_href(key: &str, turn: &str) -> String {
+    format!(
+        "/sessions/{}/turns/{}",
+        crate::api::enc(key),
+        crate::api::enc(turn)
+    )
+}
+
+/// The page path of an operation.
+pub fn operation_href(id: &str) -> String {
+    format!("/operations/{}", crate::api::enc(id))
+}
+
+/// The page path of one operation of a session: its history and the operator actions.
+pub fn history_href(key: &str, mutation_id: &str) -> String {
+    format!(
+        "/sessions/{}/operations/{}",
+        crate::api::enc(key),
+        crate::api::enc(mutation_id)
+    )
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::api::enc;
-    use crate::routes::{history_href, session_href, turn_href};
 
     /// Ids the links must carry through unchanged: `%41`, `%25`, `%2F`, `/`, spaces, `+`, non-ASCII, and
     /// 256 bytes.

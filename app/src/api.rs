@@ -40,7 +40,7 @@ impl ApiError {
     /// client error: 404 when the API found nothing (an id that could never have been stored included),
     /// the API's own 4xx otherwise. Only a real fault is a 5xx: 503 when the API answered 503 (the
     /// ledger is busy or its database cannot be reached: the page says so and carries `Retry-After`,
-    /// [`crate::components::set_page_status`]), 502 when the API failed otherwise or could not be read.
+    /// `components::set_page_status`), 502 when the API failed otherwise or could not be read.
     pub fn page_status(&self) -> u16 {
         match self {
             ApiError::NotFound { .. } => 404,

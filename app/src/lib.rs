@@ -4,6 +4,7 @@
 
 pub mod address;
 pub mod api;
+pub mod clock;
 pub mod components;
 pub mod connection;
 #[cfg(feature = "hydrate")]
@@ -69,7 +70,7 @@ pub fn App() -> impl IntoView {
     });
     provide_context(CallerResource(caller));
     #[cfg(feature = "hydrate")]
-    components::CALLER.with(|c| c.set(Some(CallerResource(caller))));
+    CALLER.with(|c| c.set(Some(CallerResource(caller))));
     view! {
         <Stylesheet id="leptos" href="/pkg/outcomes.css"/>
         <Title text="Outcome ledger"/>
@@ -108,6 +109,29 @@ pub fn App() -> impl IntoView {
 /// The caller as the app read it from `GET /api/me`, in context for every page.
 #[derive(Clone, Copy)]
 pub struct CallerResource(pub Resource<Result<ledger::wire::Caller, api::ApiError>>);
+
+#[cfg(feature = "hydrate")]
+thread_local! {
+    /// The page header's caller, for [`caller_gone`] called outside the app's reactive tree (a live
+    /// stream's callbacks).
+    pub static CALLER: std::cell::Cell<Option<CallerResource>> = const { std::cell::Cell::new(None) };
+}
+
+/// Reads who is calling again (once interactive), after a read was refused for want of a credential:
+/// the page header then says "Signed out" instead of "Signed in".
+pub fn caller_gone() {
+    #[cfg(feature = "hydrate")]
+    if let Some(c) = use_context::<CallerResource>().or_else(|| CALLER.with(|c| c.get())) {
+        // Staff only: a viewer whose link ended is told so by the page, and never offered the staff
+        // sign-in in the header.
+        let signed_in =
+            c.0.get_untracked()
+                .is_some_and(|c| c.is_ok_and(|c| c.access == "staff"));
+        if signed_in {
+            c.0.refetch();
+        }
+    }
+}
 
 /// The header's links and the caller's access: a viewer sees no links to other sessions and no search,
 /// only what they are looking at and how to leave; staff see their name and a sign-out button; open

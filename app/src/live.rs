@@ -101,9 +101,9 @@ pub struct Live {
 }
 
 /// The local time of `ms` (`Date.now()` scale) in the format of every time on the page
-/// ([`crate::components::time::clock_text`]: `07:15:03` today).
+/// ([`crate::clock::clock_text`]: `07:15:03` today).
 fn clock(ms: f64) -> String {
-    crate::components::time::local_text(ms).unwrap_or_default()
+    crate::clock::local_text(ms).unwrap_or_default()
 }
 
 /// Adds a listener for the named event; it lives as long as the stream.
@@ -368,7 +368,7 @@ impl Live {
             api::ApiError::Status { status: 401, .. } => {
                 self.stop(Connection::AccessEnded);
                 // The page header reads who is calling again: never "Signed in" once it ended.
-                crate::components::caller_gone();
+                crate::caller_gone();
                 true
             }
             api::ApiError::NotFound { .. } => {

@@ -316,7 +316,7 @@ impl Access {
                 .rows_affected()
         });
         if done > 0 {
-            let note = crate::notify::Note::Revoked {
+            let note = crate::store::live::Note::Revoked {
                 s: session_key.to_string(),
                 by: self.inner.instance(),
             };

@@ -1,5 +1,12 @@
 //! Live delivery (seed 000, "Events"): after an outcome is durably settled, the engine calls the adapter.
 //! Delivery is best effort; an adapter error or panic never changes settlement.
+//!
+//! Announcing lives here too ([`announce`], [`announce_turn`] with what they deliver, [`Announcement`] and
+//! [`TurnChange`]): the group commit builds them, the engine's writer (SQLite) and the store's Postgres
+//! listener hand them to the adapter, and neither of those imports the other (docs/ledger.md "Layers").
+
+use std::panic::AssertUnwindSafe;
+use std::sync::Arc;
 
 use crate::ids::{LogicalTurnId, SessionKey};
 use crate::wire::MutationOutcome;
@@ -89,5 +96,46 @@ impl Adapter for NoAdapter {
         _: i64,
     ) -> Result<(), AdapterError> {
         Ok(())
+    }
+}
+
+/// A change to announce to the adapter once committed: the entry's record as of `revision`.
+pub(crate) struct Announcement {
+    pub session_key: SessionKey,
+    pub outcome: MutationOutcome,
+    pub revision: i64,
+}
+
+/// A turn a committed group changed visibly, with its latest revision after the group (the
+/// `turn_changed` hint, [`Adapter::on_turn_changed`]).
+pub(crate) struct TurnChange {
+    pub session_key: SessionKey,
+    pub logical_turn_id: LogicalTurnId,
+    pub latest_revision: i64,
+}
+
+/// Tells the adapter of a committed change; its failure or panic never changes settlement.
+pub(crate) fn announce(adapter: &Arc<dyn Adapter>, a: Announcement) {
+    let delivered = std::panic::catch_unwind(AssertUnwindSafe(|| {
+        adapter.on_mutation_outcome(&a.session_key, &a.outcome, a.revision)
+    }));
+    match delivered {
+        Ok(Ok(())) => {}
+        Ok(Err(e)) => tracing::warn!(error = %e, revision = a.revision, "live delivery failed"),
+        Err(_) => tracing::error!(revision = a.revision, "live delivery panicked"),
+    }
+}
+
+/// Tells the adapter a turn changed (`turn_changed`); its failure or panic never changes settlement.
+pub(crate) fn announce_turn(adapter: &Arc<dyn Adapter>, t: TurnChange) {
+    let delivered = std::panic::catch_unwind(AssertUnwindSafe(|| {
+        adapter.on_turn_changed(&t.session_key, &t.logical_turn_id, t.latest_revision)
+    }));
+    match delivered {
+        Ok(Ok(())) => {}
+        Ok(Err(e)) => {
+            tracing::warn!(error = %e, revision = t.latest_revision, "turn hint delivery failed")
+        }
+        Err(_) => tracing::error!(revision = t.latest_revision, "turn hint delivery panicked"),
     }
 }

@@ -3,7 +3,7 @@
 //! worker thread and waits for its answer, two thread switches per statement; here the writer locks the
 //! writer thread opens a connection of its own through sqlx (the write pool's options: file, pragmas,
 //! busy timeout), locks its handle out of that worker for the connection's whole life
-//! ([`sqlx::sqlite::SqliteConnection::lock_handle`], crate::engine's `Writer::run_direct`) and runs
+//! ([`sqlx::sqlite::SqliteConnection::lock_handle`], the engine's writer, `Writer::run_direct`) and runs
 //! `BEGIN IMMEDIATE`, the loads, the writes and `COMMIT` itself, through `rusqlite` on that handle
 //! (`rusqlite` 0.32 links the `libsqlite3-sys` 0.30 that sqlx links: one SQLite library).
 //!
@@ -12,11 +12,9 @@
 //! [`LedgerError`] kind sqlx's would be (through [`SqliteFailure`]): `SQLITE_BUSY`/`SQLITE_LOCKED`
 //! `Busy`, `SQLITE_FULL` `StorageFull`, `SQLITE_READONLY`/`SQLITE_IOERR` `StorageUnavailable`.
 
-use std::borrow::Cow;
-
 use rusqlite::types::ToSql;
 
-use crate::error::LedgerError;
+use crate::error::{LedgerError, SqliteFailure};
 
 /// A write transaction (`BEGIN IMMEDIATE`) on the locked write connection. Dropped without
 /// [`Direct::commit`], it is rolled back. Holds `&mut` of the connection, so a future holding it stays
@@ -114,63 +112,12 @@ pub(crate) fn failure(e: rusqlite::Error) -> LedgerError {
     match e {
         rusqlite::Error::SqliteFailure(code, message) => {
             let message = message.unwrap_or_else(|| code.to_string());
-            LedgerError::from(sqlx::Error::Database(Box::new(SqliteFailure {
-                code: code.extended_code,
+            LedgerError::from(sqlx::Error::Database(Box::new(SqliteFailure::new(
+                code.extended_code,
                 message,
-            })))
+            ))))
         }
         other => LedgerError::Store(sqlx::Error::Protocol(other.to_string())),
-    }
-}
-
-/// An SQLite error of the direct path: its extended result code and SQLite's message. Shown as sqlx
-/// shows its own (`(code: 13) database or disk is full`).
-#[derive(Debug)]
-pub struct SqliteFailure {
-    code: i32,
-    message: String,
-}
-
-impl std::fmt::Display for SqliteFailure {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "(code: {}) {}", self.code, self.message)
-    }
-}
-
-impl std::error::Error for SqliteFailure {}
-
-impl sqlx::error::DatabaseError for SqliteFailure {
-    fn message(&self) -> &str {
-        &self.message
-    }
-
-    /// The extended result code in decimal, as sqlx's `SqliteError` gives it.
-    fn code(&self) -> Option<Cow<'_, str>> {
-        Some(Cow::Owned(self.code.to_string()))
-    }
-
-    fn as_error(&self) -> &(dyn std::error::Error + Send + Sync + 'static) {
-        self
-    }
-
-    fn as_error_mut(&mut self) -> &mut (dyn std::error::Error + Send + Sync + 'static) {
-        self
-    }
-
-    fn into_error(self: Box<Self>) -> Box<dyn std::error::Error + Send + Sync + 'static> {
-        self
-    }
-
-    fn kind(&self) -> sqlx::error::ErrorKind {
-        use sqlx::error::ErrorKind;
-        match self.code {
-            // SQLITE_CONSTRAINT_UNIQUE, _PRIMARYKEY, _FOREIGNKEY, _NOTNULL, _CHECK.
-            2067 | 1555 => ErrorKind::UniqueViolation,
-            787 => ErrorKind::ForeignKeyViolation,
-            1299 => ErrorKind::NotNullViolation,
-            275 => ErrorKind::CheckViolation,
-            _ => ErrorKind::Other,
-        }
     }
 }
 

@@ -180,11 +180,9 @@ impl From<sqlx::Error> for LedgerError {
             return LedgerError::Unavailable;
         }
         if let sqlx::Error::Database(db) = &e {
-            // sqlx's own SQLite errors, and those of the group commit's direct path (crate::direct).
+            // sqlx's own SQLite errors, and those of the group commit's direct path (`direct`).
             if db.try_downcast_ref::<sqlx::sqlite::SqliteError>().is_some()
-                || db
-                    .try_downcast_ref::<crate::direct::SqliteFailure>()
-                    .is_some()
+                || db.try_downcast_ref::<SqliteFailure>().is_some()
             {
                 let primary = db
                     .code()
@@ -217,5 +215,69 @@ impl From<sqlx::Error> for LedgerError {
             }
         }
         LedgerError::Store(e)
+    }
+}
+
+/// An SQLite error of the group commit's direct path (`direct`, through `rusqlite`): its extended result
+/// code and SQLite's message. Shown as sqlx shows its own (`(code: 13) database or disk is full`). Defined
+/// here, below the direct path, so the `From<sqlx::Error>` conversion reads it without importing it.
+#[cfg(feature = "store")]
+#[derive(Debug)]
+pub(crate) struct SqliteFailure {
+    code: i32,
+    message: String,
+}
+
+#[cfg(feature = "store")]
+impl SqliteFailure {
+    /// The failure of SQLite's extended result `code` with SQLite's `message`.
+    pub(crate) fn new(code: i32, message: String) -> SqliteFailure {
+        SqliteFailure { code, message }
+    }
+}
+
+#[cfg(feature = "store")]
+impl std::fmt::Display for SqliteFailure {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "(code: {}) {}", self.code, self.message)
+    }
+}
+
+#[cfg(feature = "store")]
+impl std::error::Error for SqliteFailure {}
+
+#[cfg(feature = "store")]
+impl sqlx::error::DatabaseError for SqliteFailure {
+    fn message(&self) -> &str {
+        &self.message
+    }
+
+    /// The extended result code in decimal, as sqlx's `SqliteError` gives it.
+    fn code(&self) -> Option<std::borrow::Cow<'_, str>> {
+        Some(std::borrow::Cow::Owned(self.code.to_string()))
+    }
+
+    fn as_error(&self) -> &(dyn std::error::Error + Send + Sync + 'static) {
+        self
+    }
+
+    fn as_error_mut(&mut self) -> &mut (dyn std::error::Error + Send + Sync + 'static) {
+        self
+    }
+
+    fn into_error(self: Box<Self>) -> Box<dyn std::error::Error + Send + Sync + 'static> {
+        self
+    }
+
+    fn kind(&self) -> sqlx::error::ErrorKind {
+        use sqlx::error::ErrorKind;
+        match self.code {
+            // SQLITE_CONSTRAINT_UNIQUE, _PRIMARYKEY, _FOREIGNKEY, _NOTNULL, _CHECK.
+            2067 | 1555 => ErrorKind::UniqueViolation,
+            787 => ErrorKind::ForeignKeyViolation,
+            1299 => ErrorKind::NotNullViolation,
+            275 => ErrorKind::CheckViolation,
+            _ => ErrorKind::Other,
+        }
     }
 }

@@ -96,7 +96,7 @@ impl Ledger {
     /// naming it, and left as it was (docs/ledger.md "Files").
     pub async fn open(database: &str, options: LedgerOptions) -> Result<Ledger, LedgerError> {
         let inner = Arc::new(store::Inner::open(database, options).await?);
-        inner.start_listener().await?;
+        notify::start(&inner).await?;
         Ok(Ledger {
             engine: Engine::start(inner.clone()),
             inner,

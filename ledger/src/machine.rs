@@ -10,8 +10,7 @@
 pub use crate::command::{Action, Evidence, Settlement, NOTE_MAX_BYTES};
 use crate::error::Refusal;
 use crate::ids::AttemptId;
-use crate::projection::{published_status, HostMetadata};
-use crate::wire::{LedgerStatus, PublishedStatus, Reason};
+use crate::wire::{published_status, HostMetadata, LedgerStatus, PublishedStatus, Reason};
 
 /// The session an action names, as stored.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -5,7 +5,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::limits::RECORD_MAX_BYTES;
 use crate::sanitize::{sanitize_resource_id, sanitize_title, sanitize_url};
-pub use crate::wire::HostMetadata;
+pub use crate::wire::{published_status, HostMetadata};
 use crate::wire::{LedgerStatus, MutationOutcome, PublishedStatus, Reason, SCHEMA};
 
 /// The part of a ledger entry the projection reads. This is also the `ledger_entry` shape of the contract
@@ -24,19 +24,6 @@ pub struct LedgerEntry {
     /// `null` until the host attaches metadata.
     #[serde(default)]
     pub metadata: Option<HostMetadata>,
-}
-
-/// The published status of a ledger state, or `None` where nothing is published (approved, never started).
-pub fn published_status(status: LedgerStatus, intent_recorded: bool) -> Option<PublishedStatus> {
-    match status {
-        LedgerStatus::Completed => Some(PublishedStatus::Completed),
-        LedgerStatus::Failed => Some(PublishedStatus::Failed),
-        LedgerStatus::OutcomeUnknown | LedgerStatus::ExecutionStarted => {
-            Some(PublishedStatus::OutcomeUnknown)
-        }
-        LedgerStatus::Approved if intent_recorded => Some(PublishedStatus::NotExecuted),
-        LedgerStatus::Approved => None,
-    }
 }
 
 /// Whether `reason` may accompany `status` (seed 000: `pre_dispatch_deadline` with `not_executed`,

@@ -280,6 +280,129 @@ pub(crate) async fn check_session_live(
     }
 }
 
+/// One `history` row as read (docs/ledger.md "History").
+#[derive(sqlx::FromRow)]
+pub(crate) struct HistoryRow {
+    kind: HistoryKind,
+    at: i64,
+    revision: Option<i64>,
+    actor: String,
+    attempt_id: Option<String>,
+    ledger_status: LedgerStatus,
+    intent_recorded: bool,
+    reason: Option<Reason>,
+    meta_attached: bool,
+    meta_id: Option<String>,
+    meta_url: Option<String>,
+    meta_title: Option<String>,
+    source: Option<String>,
+    reference: Option<String>,
+    observed_at: Option<String>,
+    note: Option<String>,
+}
+
+/// The columns of a `history` row after its `entry_seq`, in the order of [`HistoryRow`]'s fields: the one
+/// list the reads ([`HISTORY_COLUMNS`]) and the group commit's insert (`group::statements`) spell.
+macro_rules! history_columns {
+    () => {
+        "kind, at, revision, actor, attempt_id, ledger_status, intent_recorded, reason, meta_attached, \
+         meta_id, meta_url, meta_title, source, reference, observed_at, note"
+    };
+}
+pub(crate) use history_columns;
+
+/// The columns of a [`HistoryRow`].
+pub(crate) const HISTORY_COLUMNS: &str = history_columns!();
+
+impl HistoryRow {
+    /// The revision the change took (`None` for an approval, a note, a claim or release, an import).
+    pub(crate) fn revision(&self) -> Option<i64> {
+        self.revision
+    }
+
+    pub(crate) fn ledger_status(&self) -> LedgerStatus {
+        self.ledger_status
+    }
+
+    /// The entry as of this change, for the projection: the entry's keys with the state fields this
+    /// row kept.
+    pub(crate) fn ledger_entry(
+        self,
+        logical_turn_id: String,
+        mutation_id: String,
+        tool: String,
+    ) -> LedgerEntry {
+        LedgerEntry {
+            logical_turn_id,
+            mutation_id,
+            tool,
+            status: self.ledger_status,
+            intent_recorded: self.intent_recorded,
+            reason: self.reason,
+            metadata: self.meta_attached.then_some(HostMetadata {
+                id: self.meta_id,
+                url: self.meta_url,
+                title: self.meta_title,
+            }),
+        }
+    }
+}
+
+/// A history row as served: its record projected from the entry's state fields at that change.
+pub(crate) fn change(entry: &EntryRow, r: HistoryRow) -> HistoryChange {
+    let outcome = project_owned(LedgerEntry {
+        logical_turn_id: entry.logical_turn_id.clone(),
+        mutation_id: entry.mutation_id.clone(),
+        tool: entry.tool.clone(),
+        status: r.ledger_status,
+        intent_recorded: r.intent_recorded,
+        reason: r.reason,
+        metadata: r.meta_attached.then_some(HostMetadata {
+            id: r.meta_id,
+            url: r.meta_url,
+            title: r.meta_title,
+        }),
+    });
+    let evidence = match (r.source, r.reference, r.observed_at) {
+        (Some(source), Some(reference), Some(observed_at)) => Some(HistoryEvidence {
+            source,
+            reference,
+            observed_at,
+        }),
+        _ => None,
+    };
+    HistoryChange {
+        kind: r.kind,
+        at: format_time(r.at),
+        revision: r.revision,
+        actor: r.actor,
+        attempt_id: r.attempt_id,
+        ledger_status: r.ledger_status,
+        reason: r.reason,
+        evidence,
+        note: r.note,
+        outcome,
+    }
+}
+
+pub(crate) fn prefixed(alias: &str) -> String {
+    columns_of(alias, ENTRY_COLUMNS)
+}
+
+/// [`HISTORY_COLUMNS`], each qualified by the table alias `alias`.
+pub(crate) fn history_prefixed(alias: &str) -> String {
+    columns_of(alias, HISTORY_COLUMNS)
+}
+
+/// `columns` (a `, `-separated list), each qualified by the table alias `alias`.
+fn columns_of(alias: &str, columns: &str) -> String {
+    columns
+        .split(", ")
+        .map(|c| format!("{alias}.{c}"))
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
 #[cfg(test)]
 mod tests {
     use sqlx::{Connection, SqliteConnection};
@@ -335,75 +458,4 @@ mod tests {
             );
         }
     }
-}
-
-/// One `history` row as read (docs/ledger.md "History").
-#[derive(sqlx::FromRow)]
-pub(crate) struct HistoryRow {
-    kind: HistoryKind,
-    at: i64,
-    revision: Option<i64>,
-    actor: String,
-    attempt_id: Option<String>,
-    ledger_status: LedgerStatus,
-    intent_recorded: bool,
-    reason: Option<Reason>,
-    meta_attached: bool,
-    meta_id: Option<String>,
-    meta_url: Option<String>,
-    meta_title: Option<String>,
-    source: Option<String>,
-    reference: Option<String>,
-    observed_at: Option<String>,
-    note: Option<String>,
-}
-
-/// The columns of a [`HistoryRow`].
-pub(crate) const HISTORY_COLUMNS: &str = "kind, at, revision, actor, attempt_id, ledger_status, \
-     intent_recorded, reason, meta_attached, meta_id, meta_url, meta_title, source, reference, \
-     observed_at, note";
-
-/// A history row as served: its record projected from the entry's state fields at that change.
-pub(crate) fn change(entry: &EntryRow, r: HistoryRow) -> HistoryChange {
-    let outcome = project_owned(LedgerEntry {
-        logical_turn_id: entry.logical_turn_id.clone(),
-        mutation_id: entry.mutation_id.clone(),
-        tool: entry.tool.clone(),
-        status: r.ledger_status,
-        intent_recorded: r.intent_recorded,
-        reason: r.reason,
-        metadata: r.meta_attached.then_some(HostMetadata {
-            id: r.meta_id,
-            url: r.meta_url,
-            title: r.meta_title,
-        }),
-    });
-    let evidence = match (r.source, r.reference, r.observed_at) {
-        (Some(source), Some(reference), Some(observed_at)) => Some(HistoryEvidence {
-            source,
-            reference,
-            observed_at,
-        }),
-        _ => None,
-    };
-    HistoryChange {
-        kind: r.kind,
-        at: format_time(r.at),
-        revision: r.revision,
-        actor: r.actor,
-        attempt_id: r.attempt_id,
-        ledger_status: r.ledger_status,
-        reason: r.reason,
-        evidence,
-        note: r.note,
-        outcome,
-    }
-}
-
-pub(crate) fn prefixed(alias: &str) -> String {
-    ENTRY_COLUMNS
-        .split(", ")
-        .map(|c| format!("{alias}.{c}"))
-        .collect::<Vec<_>>()
-        .join(", ")
 }

@@ -17,6 +17,19 @@ pub enum PublishedStatus {
     NotExecuted,
 }
 
+/// The published status of a ledger state, or `None` where nothing is published (approved, never started).
+pub fn published_status(status: LedgerStatus, intent_recorded: bool) -> Option<PublishedStatus> {
+    match status {
+        LedgerStatus::Completed => Some(PublishedStatus::Completed),
+        LedgerStatus::Failed => Some(PublishedStatus::Failed),
+        LedgerStatus::OutcomeUnknown | LedgerStatus::ExecutionStarted => {
+            Some(PublishedStatus::OutcomeUnknown)
+        }
+        LedgerStatus::Approved if intent_recorded => Some(PublishedStatus::NotExecuted),
+        LedgerStatus::Approved => None,
+    }
+}
+
 impl PublishedStatus {
     /// Every published status, in the order the dashboard lists them.
     pub const ALL: [PublishedStatus; 4] = [

@@ -34,18 +34,7 @@ use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 use tower::ServiceExt;
 
-/// Bytes of responses the connection's socket has taken so far (written to the kernel), as a request
-/// extension: a long response compares it with what it produced to know how much of it is still buffered
-/// in this process (`http::live` closes a stream whose client does not read).
-#[derive(Debug, Clone, Default)]
-pub struct SentBytes(Arc<AtomicU64>);
-
-impl SentBytes {
-    /// Bytes taken by the socket since the connection opened.
-    pub fn get(&self) -> u64 {
-        self.0.load(Ordering::Acquire)
-    }
-}
+use crate::http::live::SentBytes;
 
 /// Bounds on connections.
 #[derive(Debug, Clone, Copy)]
@@ -426,7 +415,7 @@ struct SendWatch {
 impl SendWatch {
     fn note(&self, poll: &Poll<std::io::Result<usize>>) {
         if let Poll::Ready(Ok(n)) = poll {
-            self.sent.0.fetch_add(*n as u64, Ordering::AcqRel);
+            self.sent.add(*n as u64);
         }
         match poll {
             Poll::Pending => {

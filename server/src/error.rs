@@ -130,7 +130,7 @@ impl ApiError {
         Self::new(StatusCode::SERVICE_UNAVAILABLE, code, message, None)
     }
 
-    /// 413 `body_too_large`: the body is over [`crate::http::write::BODY_LIMIT_BYTES`].
+    /// 413 `body_too_large`: the body is over `http::write::BODY_LIMIT_BYTES`.
     pub fn body_too_large() -> Self {
         Self::new(
             StatusCode::PAYLOAD_TOO_LARGE,
@@ -267,9 +267,13 @@ pub const RETRY_AFTER_SECS: u64 = 1;
 /// fault), in seconds: freeing space takes longer than a lock is held.
 pub const STORAGE_RETRY_AFTER_SECS: u64 = 5;
 
+/// Marks a response as a 503 `busy` answer ([`ApiError`] sets it), for `metrics::count_answers`.
+#[derive(Debug, Clone, Copy)]
+pub struct BusyAnswer;
+
 impl ApiError {
     /// Whether this is the 503 `busy` answer (counted by `GET /metrics` as `outcomes_busy_total`; an
-    /// answer built from it marks itself with [`crate::metrics::BusyAnswer`]).
+    /// answer built from it marks itself with [`BusyAnswer`]).
     pub fn is_busy(&self) -> bool {
         self.status == StatusCode::SERVICE_UNAVAILABLE && self.detail.code == "busy"
     }
@@ -302,7 +306,7 @@ impl IntoResponse for ApiError {
             );
         }
         if busy {
-            response.extensions_mut().insert(crate::metrics::BusyAnswer);
+            response.extensions_mut().insert(BusyAnswer);
         }
         response
     }

@@ -1,5 +1,5 @@
 //! The live hub behind live run events (docs/api.md, "Live run events"; the stream itself is
-//! [`crate::http::live`]): the ledger's [`Adapter`] fans settled changes, and
+//! `http::live`): the ledger's [`Adapter`] fans settled changes, and
 //! the `turn_changed` hints that follow each commit, out to the subscribers of each session.
 //!
 //! - Each change is framed once, as the exact SSE bytes every subscriber sends (`event: mutation_outcome`,
@@ -59,7 +59,7 @@ impl LiveFrame {
     /// Frames `event` as its SSE bytes (`mutation_outcome`).
     pub fn new(event: &RunEvent) -> Result<LiveFrame, serde_json::Error> {
         let mut bytes = Vec::with_capacity(256);
-        crate::http::sse::frame(&mut bytes, "mutation_outcome", None, event)?;
+        crate::sse::frame(&mut bytes, "mutation_outcome", None, event)?;
         Ok(LiveFrame {
             revision: event.mutation_revision,
             logical_turn_id: Arc::from(event.outcome.logical_turn_id.as_str()),
@@ -70,7 +70,7 @@ impl LiveFrame {
     /// Frames a `turn_changed` hint as its SSE bytes.
     pub fn turn_changed(hint: &TurnChanged) -> Result<LiveFrame, serde_json::Error> {
         let mut bytes = Vec::with_capacity(96);
-        crate::http::sse::frame(&mut bytes, "turn_changed", None, hint)?;
+        crate::sse::frame(&mut bytes, "turn_changed", None, hint)?;
         Ok(LiveFrame {
             revision: hint.latest_revision,
             logical_turn_id: Arc::from(hint.logical_turn_id.as_str()),

@@ -19,6 +19,7 @@ pub mod metrics;
 pub mod project;
 pub mod purge;
 pub mod serve;
+pub mod sse;
 pub mod ssr;
 pub mod staff;
 pub mod telemetry;

@@ -28,7 +28,7 @@ use metrics_exporter_prometheus::{
 };
 
 use crate::access::Principal;
-use crate::error::ApiError;
+use crate::error::{ApiError, BusyAnswer};
 use crate::AppState;
 
 /// Open settled unknowns (`outcome_unknown`), in total and `{tool}`.
@@ -62,11 +62,7 @@ pub const CONTENT_TYPE: &str = "text/plain; version=0.0.4; charset=utf-8";
 static METADATA: Metadata<'static> =
     Metadata::new(module_path!(), Level::INFO, Some(module_path!()));
 
-/// Marks a response as a 503 `busy` answer ([`crate::error::ApiError`] sets it), for [`count_answers`].
-#[derive(Debug, Clone, Copy)]
-pub struct BusyAnswer;
-
-/// This server's counters and its recorder. One per server ([`crate::serve::build`]).
+/// This server's counters and its recorder. One per server (`serve::build`).
 pub struct Metrics {
     recorder: PrometheusRecorder,
     handle: PrometheusHandle,
@@ -289,7 +285,7 @@ pub fn host_operation(method: &Method, route: &str) -> &'static str {
 
 /// Route layer of the host write API: times each request by its operation ([`host_operation`]) into
 /// [`HOST_REQUEST_DURATION`], whatever its answer. The recorder is the request's `Arc<Metrics>`
-/// extension ([`crate::serve::build`] adds it); without one nothing is recorded.
+/// extension (`serve::build` adds it); without one nothing is recorded.
 pub async fn time_host_request(request: Request, next: Next) -> Response {
     let metrics = request.extensions().get::<Arc<Metrics>>().cloned();
     let operation = request
@@ -344,37 +340,6 @@ pub async fn metrics(
         body,
     )
         .into_response())
-}
-
-/// The router of the separate metrics listener (`outcomes serve --metrics-addr`): `GET /metrics` alone
-/// (any other path a JSON 404), under the same access rules and security headers as the main listener,
-/// except that reads are open there only when both listeners are on loopback addresses: a metrics
-/// listener on any other address needs a host or staff credential whatever `--access` says.
-pub fn listener_router(state: &AppState, addr: std::net::SocketAddr) -> axum::Router {
-    let mut access = (*state.access).clone();
-    if !addr.ip().is_loopback() {
-        access.mode = crate::access::AccessMode::SignedIn;
-    }
-    let state = AppState {
-        access: Arc::new(access),
-        ..state.clone()
-    };
-    axum::Router::new()
-        .route(crate::access::METRICS_PATH, axum::routing::get(metrics))
-        .fallback(|| async { ApiError::no_route() })
-        .with_state(state.clone())
-        // As on the main listener: a handler that panics answers 500 JSON, logged.
-        .layer(tower_http::catch_panic::CatchPanicLayer::custom(
-            crate::http::guards::panic_response,
-        ))
-        .layer(axum::middleware::from_fn_with_state(
-            state.clone(),
-            crate::http::gate::authenticate,
-        ))
-        .layer(axum::middleware::from_fn_with_state(state, count_answers))
-        .layer(axum::middleware::from_fn(
-            crate::http::security::security_headers,
-        ))
 }
 
 /// `GET /metrics`, documented.

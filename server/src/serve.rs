@@ -416,7 +416,7 @@ pub async fn serve(args: ServeArgs) -> Result<(), Box<dyn std::error::Error>> {
             .map_err(|e| format!("cannot listen on --metrics-addr {metrics_addr}: {e}"))?;
         let local = metrics_listener.local_addr()?;
         println!("outcomes: metrics on http://{local}/metrics");
-        let router = crate::metrics::listener_router(&built.state, local);
+        let router = listener_router(&built.state, local);
         let stop = shutdown.clone();
         tokio::spawn(crate::conn::serve(
             metrics_listener,
@@ -459,4 +459,41 @@ async fn shutdown_signal() {
         _ = ctrl_c => {}
         _ = term => {}
     }
+}
+
+/// The router of the separate metrics listener (`outcomes serve --metrics-addr`): `GET /metrics` alone
+/// (any other path a JSON 404), under the same access rules and security headers as the main listener,
+/// except that reads are open there only when both listeners are on loopback addresses: a metrics
+/// listener on any other address needs a host or staff credential whatever `--access` says.
+pub fn listener_router(state: &AppState, addr: std::net::SocketAddr) -> axum::Router {
+    let mut access = (*state.access).clone();
+    if !addr.ip().is_loopback() {
+        access.mode = crate::access::AccessMode::SignedIn;
+    }
+    let state = AppState {
+        access: Arc::new(access),
+        ..state.clone()
+    };
+    axum::Router::new()
+        .route(
+            crate::access::METRICS_PATH,
+            axum::routing::get(crate::metrics::metrics),
+        )
+        .fallback(|| async { crate::error::ApiError::no_route() })
+        .with_state(state.clone())
+        // As on the main listener: a handler that panics answers 500 JSON, logged.
+        .layer(tower_http::catch_panic::CatchPanicLayer::custom(
+            crate::http::guards::panic_response,
+        ))
+        .layer(axum::middleware::from_fn_with_state(
+            state.clone(),
+            crate::http::gate::authenticate,
+        ))
+        .layer(axum::middleware::from_fn_with_state(
+            state,
+            crate::metrics::count_answers,
+        ))
+        .layer(axum::middleware::from_fn(
+            crate::http::security::security_headers,
+        ))
 }

@@ -11,6 +11,7 @@ use ledger::wire::StatusCounts;
 use leptos::prelude::*;
 
 use self::outcome::{CountBadge, CountKind};
+use crate::caller_gone;
 
 /// Counts as badges with numbers, unknown first: settled unknown and in flight each on their own
 /// ([`CountKind`]; docs/design.md "What the person sees"), zero counts left out.
@@ -121,29 +122,6 @@ pub fn SignedOut() -> impl IntoView {
         </div>
     }
     .into_any()
-}
-
-#[cfg(feature = "hydrate")]
-thread_local! {
-    /// The page header's caller, for [`caller_gone`] called outside the app's reactive tree (a live
-    /// stream's callbacks).
-    pub static CALLER: std::cell::Cell<Option<crate::CallerResource>> = const { std::cell::Cell::new(None) };
-}
-
-/// Reads who is calling again (once interactive), after a read was refused for want of a credential:
-/// the page header then says "Signed out" instead of "Signed in".
-pub fn caller_gone() {
-    #[cfg(feature = "hydrate")]
-    if let Some(c) = use_context::<crate::CallerResource>().or_else(|| CALLER.with(|c| c.get())) {
-        // Staff only: a viewer whose link ended is told so by the page, and never offered the staff
-        // sign-in in the header.
-        let signed_in =
-            c.0.get_untracked()
-                .is_some_and(|c| c.is_ok_and(|c| c.access == "staff"));
-        if signed_in {
-            c.0.refetch();
-        }
-    }
 }
 
 /// For a viewer (an end user who opened a viewer link): what this page is and what to do with an unknown

@@ -77,7 +77,7 @@ pub fn TimelineRows(
                 key=|r| (r.outcome.mutation_id.clone(), r.revision, r.in_flight, r.sequence, r.settled_at.clone())
                 children=move |r| {
                     let label = row_label(&r);
-                    let history = crate::routes::history_href(&session, &r.outcome.mutation_id);
+                    let history = crate::address::history_href(&session, &r.outcome.mutation_id);
                     let id = r.outcome.mutation_id.clone();
                     let row_id = id.clone();
                     let tabindex = move || if stop.with(|t| t.as_deref() == Some(id.as_str())) { "0" } else { "-1" };

@@ -8,8 +8,8 @@
 use ledger::wire::{PublishedStatus, SearchResults};
 use leptos::prelude::*;
 
+use crate::address::{history_href, session_href};
 use crate::components::marks::mark;
-use crate::routes::{history_href, session_href};
 
 /// Results asked for per group while typing.
 pub const AS_YOU_TYPE: u32 = 5;

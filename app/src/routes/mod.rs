@@ -42,35 +42,6 @@ pub fn page_title(
     }
 }
 
-/// The page path of a session.
-pub fn session_href(key: &str) -> String {
-    format!("/sessions/{}", crate::api::enc(key))
-}
-
-/// The page path of a session's turns, every one, a page at a time (`?after=` for a later page).
-pub fn turns_href(key: &str) -> String {
-    format!("/sessions/{}/turns", crate::api::enc(key))
-}
-
-/// The page path of a logical turn.
-pub fn turn_href(key: &str, turn: &str) -> String {
-    format!(
-        "/sessions/{}/turns/{}",
-        crate::api::enc(key),
-        crate::api::enc(turn)
-    )
-}
-
-/// The page path of an operation.
-pub fn operation_href(id: &str) -> String {
-    format!("/operations/{}", crate::api::enc(id))
-}
-
-/// The page path of one operation of a session: its history and the operator actions.
-pub fn history_href(key: &str, mutation_id: &str) -> String {
-    format!(
-        "/sessions/{}/operations/{}",
-        crate::api::enc(key),
-        crate::api::enc(mutation_id)
-    )
-}
+/// The page paths, built in [`crate::address`] beside the reading of them (the components link to
+/// them too).
+pub use crate::address::{history_href, operation_href, session_href, turn_href, turns_href};

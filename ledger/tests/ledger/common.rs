@@ -274,6 +274,11 @@ pub fn approve(m: &str) -> Command {
     approve_in(SESSION, TURN, m)
 }
 
+/// A command on entry `m` of `session`.
+pub fn in_session(session: &str, m: &str, action: Action) -> Command {
+    Command::new(sk(session), mid(m), action)
+}
+
 /// A command on entry `m` of the default session.
 pub fn on(m: &str, action: Action) -> Command {
     Command::new(sk(SESSION), mid(m), action)

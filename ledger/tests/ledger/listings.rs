@@ -20,10 +20,6 @@ fn tooled(session: &str, m: &str, tool: &str) -> Command {
     )
 }
 
-fn in_session(session: &str, m: &str, action: Action) -> Command {
-    Command::new(sk(session), mid(m), action)
-}
-
 /// Sessions, newest activity last: `a%1` (completed, tool `x`), `a_2` (in flight), `ab` (settled unknown,
 /// tool `y`) and `b` (tool `y` approved only, nothing published) at the same time, then `c` (failed).
 async fn sessions_fixture() -> Harness {

@@ -34,10 +34,6 @@ fn approve_tool(session: &str, t: &str, m: &str, tool: &str) -> Command {
     )
 }
 
-fn in_session(session: &str, m: &str, action: Action) -> Command {
-    Command::new(sk(session), mid(m), action)
-}
-
 impl Harness {
     /// `m` of `session` settled `outcome_unknown` through `tool`, at the clock's time.
     async fn unknown_in(&self, session: &str, m: &str, tool: &str) {

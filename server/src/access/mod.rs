@@ -1,7 +1,7 @@
 //! Who may see what (docs/access.md). Every request is classified by its path (`paths`), its caller is
 //! resolved from the credential it carries (`credentials`), and the request is let through, refused (401
 //! JSON for an API, 303 to `/sign-in?next=…` for a page, before any rendering) or scoped (a viewer reads
-//! one session: `scope`) by the gate on every request, [`crate::http::gate::authenticate`].
+//! one session: `scope`) by the gate on every request, `http::gate::authenticate`.
 //!
 //! Credentials, in the order they are looked at:
 //! 1. `Authorization: Bearer <token>`: the host token, else a staff API token. Any other token is a
@@ -16,7 +16,7 @@
 //! By concern: `config` (the access mode, the trusted proxy, the client's address), `principal` (who is
 //! calling, as handlers take it), `credentials` (resolving the caller, failed credentials, whether a
 //! credential still holds), `paths` (path classes), `cookies` (the access cookies and the `Origin`
-//! check), `scope` (what a viewer may see). Nothing here answers a page or names [`crate::http`]: the
+//! check), `scope` (what a viewer may see). Nothing here answers a page or names `http`: the
 //! gate and the sign-in page use this module, not the other way round.
 
 mod config;

@@ -22,7 +22,7 @@ pub enum StaffVia {
     Proxy,
 }
 
-/// Who is calling. Put into every request's extensions by [`crate::http::gate::authenticate`] (absent when the caller has
+/// Who is calling. Put into every request's extensions by `http::gate::authenticate` (absent when the caller has
 /// no credential and reads are closed); handlers take it as an extractor.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Principal {
@@ -101,7 +101,7 @@ impl Principal {
 impl<S: Send + Sync> FromRequestParts<S> for Principal {
     type Rejection = ApiError;
 
-    /// The caller [`crate::http::gate::authenticate`] resolved; 401 when there is none (the middleware refuses such requests
+    /// The caller `http::gate::authenticate` resolved; 401 when there is none (the middleware refuses such requests
     /// before they reach a handler that reads data, so this only guards a route wired without it).
     async fn from_request_parts(parts: &mut Parts, _: &S) -> Result<Self, Self::Rejection> {
         parts
@@ -127,7 +127,7 @@ impl<S: Send + Sync> FromRequestParts<S> for AcrossSessions {
     }
 }
 
-/// Route layer of the host write API: the caller [`crate::http::gate::authenticate`] resolved must be the host (401 else).
+/// Route layer of the host write API: the caller `http::gate::authenticate` resolved must be the host (401 else).
 /// The middleware already refuses anyone else; this keeps the host API closed if it is ever wired
 /// without it.
 pub async fn require_host(request: Request, next: Next) -> Response {

@@ -14,9 +14,9 @@ use utoipa_axum::{router::OpenApiRouter, routes};
 
 use super::extract::{ReadPath, ReadQuery};
 use super::query::{read_param, unknown};
-use super::sse;
 use crate::access::Principal;
 use crate::error::ApiError;
+use crate::sse;
 use crate::AppState;
 
 /// `GET /api/sessions/{session_key}/export`, documented.

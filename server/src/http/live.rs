@@ -12,6 +12,8 @@
 //! Errors: 400 (missing parameter) → 404 (unknown or expired session) → 503 `too_many_streams` with
 //! `Retry-After` (a cap on live streams in total or per session is reached).
 
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
 use std::time::Duration;
 
 use axum::extract::{Extension, State};
@@ -23,12 +25,30 @@ use ledger::wire::Resync;
 use super::extract::ReadQuery;
 use super::query::read_param;
 use super::read::SessionParam;
-use super::sse;
 use crate::access::{still_valid, Presented, Principal};
 use crate::error::ApiError;
 use crate::hub::LiveMessage;
+use crate::sse;
 use crate::AppState;
 use utoipa_axum::{router::OpenApiRouter, routes};
+
+/// Bytes of responses the connection's socket has taken so far (written to the kernel), as a request
+/// extension: a long response compares it with what it produced to know how much of it is still buffered
+/// in this process (this module closes a stream whose client does not read). `conn` counts them.
+#[derive(Debug, Clone, Default)]
+pub struct SentBytes(Arc<AtomicU64>);
+
+impl SentBytes {
+    /// Bytes taken by the socket since the connection opened.
+    pub fn get(&self) -> u64 {
+        self.0.load(Ordering::Acquire)
+    }
+
+    /// Counts `n` more bytes taken by the socket (the connection's writer calls it).
+    pub(crate) fn add(&self, n: u64) {
+        self.0.fetch_add(n, Ordering::AcqRel);
+    }
+}
 
 /// `GET /api/run-events`, documented.
 pub fn router() -> OpenApiRouter<AppState> {
@@ -72,7 +92,7 @@ pub async fn run_events(
     State(state): State<AppState>,
     principal: Principal,
     presented: Option<Extension<Presented>>,
-    sent: Option<Extension<crate::conn::SentBytes>>,
+    sent: Option<Extension<SentBytes>>,
     ReadQuery(params): ReadQuery<SessionParam>,
 ) -> Result<Response, ApiError> {
     let key = read_param(params.session_id_opt(), "session_id", SessionKey::parse)?;
@@ -186,14 +206,14 @@ pub const STALL_GRACE: Duration = Duration::from_secs(2);
 
 /// What a live stream produced against what its connection's socket took.
 struct Unsent {
-    sent: Option<crate::conn::SentBytes>,
+    sent: Option<SentBytes>,
     /// The socket's count when the stream started, plus what the stream produced since.
     produced: u64,
 }
 
 impl Unsent {
-    fn new(sent: Option<crate::conn::SentBytes>) -> Unsent {
-        let produced = sent.as_ref().map_or(0, crate::conn::SentBytes::get);
+    fn new(sent: Option<SentBytes>) -> Unsent {
+        let produced = sent.as_ref().map_or(0, SentBytes::get);
         Unsent { sent, produced }
     }
 

@@ -19,7 +19,6 @@ pub mod replay;
 pub mod search;
 pub mod security;
 pub mod sign_in;
-pub mod sse;
 pub mod strict_json;
 pub mod viewer_links;
 pub mod write;

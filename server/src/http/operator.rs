@@ -608,7 +608,7 @@ fn with_status(e: &ApiError, page: String) -> Response {
             .insert(RETRY_AFTER, HeaderValue::from(secs));
     }
     if e.is_busy() {
-        response.extensions_mut().insert(crate::metrics::BusyAnswer);
+        response.extensions_mut().insert(crate::error::BusyAnswer);
     }
     response
 }

@@ -24,9 +24,9 @@ use serde::Deserialize;
 use super::cursor::{self, Listing, Position};
 use super::extract::{ReadPath, ReadQuery};
 use super::query::{lossy_segment, read_id, read_limit, read_param, read_revision, unknown};
-use super::sse;
 use crate::access::{AcrossSessions, Principal};
 use crate::error::ApiError;
+use crate::sse;
 use crate::AppState;
 use utoipa_axum::{router::OpenApiRouter, routes};
 

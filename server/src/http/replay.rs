@@ -24,9 +24,9 @@ use serde::Deserialize;
 
 use super::extract::ReadQuery;
 use super::query::{read_id, unknown};
-use super::sse;
 use crate::access::Principal;
 use crate::error::ApiError;
+use crate::sse;
 use crate::AppState;
 use utoipa_axum::{router::OpenApiRouter, routes};
 

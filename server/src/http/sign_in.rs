@@ -329,7 +329,7 @@ fn unavailable(next: &str, name: &str, e: ApiError, keep: Option<&PendingForm>) 
             .insert(axum::http::header::RETRY_AFTER, HeaderValue::from(secs));
     }
     if e.is_busy() {
-        r.extensions_mut().insert(crate::metrics::BusyAnswer);
+        r.extensions_mut().insert(crate::error::BusyAnswer);
     }
     r
 }

@@ -22,6 +22,7 @@ use server::http::live::HEARTBEAT;
 use server::serve::AccessArg;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
+use crate::helpers::access::open_link_from;
 use crate::helpers::{
     client_at, cookie_in, form, read_until, server, set_cookies, spawn, TestApp, PASSWORD, STAFF,
     TOKEN,
@@ -62,23 +63,6 @@ async fn sign_in_at(
     let cookies = set_cookies(r.headers());
     let _ = r.text().await;
     (status, cookies)
-}
-
-/// Opens a viewer link as a browser would: the viewer cookie's value.
-async fn open_link(app: &TestApp, client: &reqwest::Client, url: &str) -> String {
-    let r = client
-        .get(format!("{}{url}", app.base))
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(r.status(), StatusCode::SEE_OTHER);
-    let set: Vec<String> = r
-        .headers()
-        .get_all("set-cookie")
-        .iter()
-        .map(|v| v.to_str().unwrap().to_owned())
-        .collect();
-    cookie_in(&set, "outcomes_viewer").expect("viewer cookie")
 }
 
 /// Opens `/api/run-events?session_id=<session>` with `header`; asserts 200.
@@ -325,7 +309,7 @@ async fn a_viewers_live_stream_ends_when_its_link_expires() {
     let url = app
         .mint_link_with("expiring", json!({"expires_in_secs": 2}))
         .await;
-    let viewer = open_link(&app, &client, &url).await;
+    let viewer = open_link_from(&app, &client, &url).await;
     let opened = Instant::now();
     let mut stream = open_stream(
         &app,

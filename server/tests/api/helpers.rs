@@ -6,6 +6,10 @@ use server::conn::ConnLimits;
 use server::serve::{AccessArg, ServeArgs};
 use server::AppState;
 
+pub mod access;
+pub mod binary;
+pub mod operator;
+
 pub const TOKEN: &str = "test-host-token";
 
 pub struct TestApp {

@@ -11,8 +11,8 @@ use std::time::{Duration, Instant};
 use reqwest::StatusCode;
 use serde_json::{json, Value};
 
+use crate::helpers::binary::{Server, TOKEN};
 use crate::helpers::{database_for, enc, form, postgres};
-use crate::reliability::support::{Server, TOKEN};
 
 const SESSION: &str = "shared";
 const TURN: &str = "t-1";
@@ -226,7 +226,7 @@ async fn two_instances_on_one_postgres_share_writes_replays_live_events_and_sign
     assert!(!sse.contains("event: resync"), "{sse}");
 
     // A staff sign-in made on A works on B; a viewer link minted on A opens on B.
-    let out = std::process::Command::new(crate::reliability::support::BIN)
+    let out = std::process::Command::new(crate::helpers::binary::BIN)
         .args([
             "staff",
             "add",

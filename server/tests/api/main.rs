@@ -1,11 +1,15 @@
 //! The server's tests, one test binary with a module per feature: the server in process over real HTTP
-//! (`helpers`), and the built `outcomes` binary as an operator runs it (`process`, `reliability`,
-//! `staff_cli`).
+//! (`helpers`), and the built `outcomes` binary as an operator runs it (`helpers::binary`; `process`,
+//! `reliability*`, `staff_cli`).
 
 mod helpers;
 
-mod access;
 mod access_attacks;
+mod access_headers;
+mod access_roles;
+mod access_sign_in;
+mod access_staff;
+mod access_viewer;
 mod docs;
 mod hardening;
 mod history;
@@ -16,14 +20,20 @@ mod instances;
 mod live;
 mod metrics;
 mod openapi;
-mod operator;
+mod operator_export;
+mod operator_forms;
+mod operator_notes;
+mod operator_reconcile;
 mod pages;
 mod paging;
 mod process;
 mod reliability;
 mod reliability_clock;
+mod reliability_connections;
 mod reliability_disk;
+mod reliability_lock;
 mod reliability_memory;
+mod reliability_render;
 mod replay;
 mod session_page;
 mod staff_cli;

@@ -379,7 +379,7 @@ async fn the_separate_listener_serves_metrics_and_closes_reads_off_loopback() {
     let app = spawn_clocked(clock, |_| {}).await;
     app.settled("s-1", "t-1", "m1", "outcome_unknown").await;
     for (declared, open) in [("127.0.0.1:9", true), ("0.0.0.0:9", false)] {
-        let router = server::metrics::listener_router(&app.state, declared.parse().unwrap());
+        let router = server::serve::listener_router(&app.state, declared.parse().unwrap());
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
         let base = format!("http://{}", listener.local_addr().unwrap());
         tokio::spawn(server::conn::serve(

@@ -553,8 +553,8 @@ async fn count_rows(path: &std::path::Path, table: &str) -> i64 {
 
 /// `n` mutations approved, started and settled in session `session` of the server at `base`.
 async fn write_settled(base: &str, session: &str, from: usize, n: usize) {
-    let client = crate::reliability::support::client();
-    let token = crate::reliability::support::TOKEN;
+    let client = crate::helpers::binary::client();
+    let token = crate::helpers::binary::TOKEN;
     let url = format!("{base}/api/host/sessions/{session}/mutations");
     for i in from..from + n {
         let m = format!("m{i}");
@@ -596,7 +596,7 @@ async fn a_stopped_server_leaves_the_whole_ledger_in_its_sqlite_file() {
         return;
     }
     let dir = tempfile::tempdir().unwrap();
-    let mut server = crate::reliability::support::Server::start(dir.path(), &[]);
+    let mut server = crate::helpers::binary::Server::start(dir.path(), &[]);
     write_settled(&server.base, "stop", 0, 20).await;
     let status = server.terminate().unwrap();
     assert!(status.success(), "{}", server.log());
@@ -623,7 +623,7 @@ async fn backup_copies_a_running_ledger_to_a_new_file_and_never_overwrites() {
         return;
     }
     let dir = tempfile::tempdir().unwrap();
-    let server = crate::reliability::support::Server::start(dir.path(), &[]);
+    let server = crate::helpers::binary::Server::start(dir.path(), &[]);
     write_settled(&server.base, "b", 0, 30).await;
     // Writes go on while the backup runs.
     let base = server.base.clone();

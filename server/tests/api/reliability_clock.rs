@@ -19,7 +19,7 @@ use std::time::{Duration, Instant};
 
 use serde_json::{json, Value};
 
-use crate::reliability::support::{self, Server, BIN, TOKEN};
+use crate::helpers::binary::{self as support, Server, BIN, TOKEN};
 
 /// The shim: `CLOCK_REALTIME` (and its coarse variant) and `time()` read ahead by the whole seconds
 /// written in the file named by `CLOCK_SHIM_OFFSET_FILE` (read at each call, so a test moves the clock

@@ -17,8 +17,8 @@ use std::time::{Duration, Instant};
 
 use serde_json::{json, Value};
 
+use crate::helpers::binary as support;
 use crate::helpers::{self, TOKEN};
-use crate::reliability::support;
 
 /// What one writer was answered: every write that answered 2xx (mutation id → its last answered
 /// status), how many 503 `storage_full` it got, and anything that broke a rule.

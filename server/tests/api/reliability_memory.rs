@@ -15,7 +15,7 @@ use std::time::{Duration, Instant};
 
 use serde_json::{json, Value};
 
-use crate::reliability::support::{self, rss_kib, Server, TOKEN};
+use crate::helpers::binary::{self as support, rss_kib, Server, TOKEN};
 
 /// One wrong sign-in from `from` (a loopback address of its own): its status.
 async fn wrong_sign_in(base: &str, from: IpAddr, i: usize) -> u16 {

@@ -5,10 +5,10 @@
 use reqwest::{Method, StatusCode};
 use serde_json::{json, Value};
 
-use crate::helpers::{enc, form, TestApp, TOKEN};
-use crate::operator::{
+use crate::helpers::operator::{
     error, get, history_path, no_redirects, post, sign_in, signed_in, viewer, Who,
 };
+use crate::helpers::{enc, form, TestApp, TOKEN};
 
 fn claim_path(session: &str, mutation: &str) -> String {
     format!(

@@ -1,0 +1,476 @@
+//! The group's write statements and their serialisers (docs/ledger.md "Writing"): each statement's SQL
+//! for SQLite and its data-modifying CTE for Postgres, the rows as positional JSON arrays (a new entry, a
+//! changed entry, a history row), and the assembly of the Postgres statement.
+
+use serde::ser::{Serialize, SerializeTuple, Serializer};
+
+use super::Key;
+use crate::command::{Actor, Evidence};
+use crate::error::LedgerError;
+use crate::rows::{history_columns, EntryRow};
+use crate::wire::{HistoryKind, LedgerStatus, Reason};
+
+/// One parameter of the group's write: the group's time (ms) or a statement's list (JSON text).
+pub(super) enum Bind {
+    Now,
+    List(String),
+}
+
+/// One statement of the group's write: its SQL for SQLite (anonymous parameters, `binds` says what each
+/// is, in order: exactly one of them the list) and for Postgres, where it is one data-modifying CTE of
+/// the group's ONE statement ([`GroupWrite::postgres`]), named `name`: there `$now` stands for the
+/// group's time, `$list` for its list, and `$new_seq` for the `seq` of the entry this group inserted
+/// under the row's session key and mutation id (read from the `RETURNING` of [`NEW_ENTRIES`]: sibling
+/// CTEs do not see each other's rows in the table).
+pub(super) struct Statement {
+    pub(super) sql: &'static str,
+    name: &'static str,
+    pg: &'static str,
+    binds: &'static [Param],
+}
+
+#[derive(Clone, Copy)]
+enum Param {
+    Now,
+    List,
+}
+
+/// The group's write as it is assembled: the statements that have rows, in order, and their parameters.
+/// The group commit's SQLite transaction runs them one after the other on the writer's thread
+/// (crate::direct); sqlx's SQLite driver would get them as ONE multi-statement query (one round trip to
+/// its worker thread); Postgres, which takes one statement per prepared query, gets them as the CTEs of
+/// ONE statement ([`GroupWrite::postgres`]).
+pub(super) struct GroupWrite {
+    pub(super) statements: Vec<(&'static Statement, Vec<Bind>)>,
+}
+
+impl GroupWrite {
+    pub(super) fn new() -> Self {
+        GroupWrite {
+            statements: Vec::new(),
+        }
+    }
+
+    /// Adds `statement` with `rows` as its list, unless there are none.
+    pub(super) fn push<T: Serialize>(
+        &mut self,
+        statement: &'static Statement,
+        rows: &[T],
+    ) -> Result<(), LedgerError> {
+        if rows.is_empty() {
+            return Ok(());
+        }
+        let list = serde_json::to_string(rows).map_err(|e| {
+            LedgerError::Store(sqlx::Error::Protocol(format!(
+                "the group's write could not be encoded: {e}"
+            )))
+        })?;
+        let mut list = Some(list);
+        let binds = statement
+            .binds
+            .iter()
+            .map(|param| match param {
+                Param::Now => Bind::Now,
+                Param::List => Bind::List(list.take().unwrap_or_default()),
+            })
+            .collect();
+        self.statements.push((statement, binds));
+        Ok(())
+    }
+
+    /// The group's write on Postgres as ONE statement (one round trip, docs/ledger.md
+    /// "Postgres round trips"): `WITH <name> AS (<statement>), …` with each statement that has rows
+    /// as a data-modifying CTE, in order, and as its main query, when `notify`, the turns' notifications
+    /// (`SELECT pg_notify(channel, payload) … ORDER BY` their order; Postgres delivers them at commit),
+    /// else `SELECT 1`. Its parameters: `$1` the group's time, `$2`, `$3`, … each statement's list in
+    /// order, then when `notify` the channel and the payloads (`text[]`).
+    ///
+    /// The CTEs all read one snapshot and none sees another's rows in the tables; they need not: each
+    /// writes rows of its own (new sessions and turns are inserted, stored ones updated), the foreign
+    /// keys are checked at the end of the statement, when every CTE has written, and a row naming an
+    /// entry inserted by this group takes its `seq` from [`NEW_ENTRIES`]' `RETURNING` (`$new_seq`;
+    /// without new entries no row names one, and `NULL` would fail the `NOT NULL` loudly).
+    pub(super) fn postgres(&self, notify: bool) -> String {
+        let new_seq = if self
+            .statements
+            .iter()
+            // By name: a `const`'s address is not one address (each use may be a copy of its own).
+            .any(|(st, _)| st.name == NEW_ENTRIES.name)
+        {
+            "(SELECT n.seq FROM new_entries AS n \
+             WHERE n.session_key = j.value ->> 1 AND n.mutation_id = j.value ->> 2)"
+        } else {
+            "NULL::bigint"
+        };
+        let ctes: Vec<String> = self
+            .statements
+            .iter()
+            .enumerate()
+            .map(|(i, (st, _))| {
+                let body = st
+                    .pg
+                    .replace("$now", "$1")
+                    .replace("$list", &format!("${}", i + 2))
+                    .replace("$new_seq", new_seq);
+                format!("{} AS ({body})", st.name)
+            })
+            .collect();
+        let n = self.statements.len() + 2;
+        let main = if notify {
+            format!(
+                "SELECT pg_notify(${n}, p) FROM unnest(${}::text[]) WITH ORDINALITY AS u(p, i) \
+                 ORDER BY i",
+                n + 1
+            )
+        } else {
+            "SELECT 1".to_owned()
+        };
+        if ctes.is_empty() {
+            main
+        } else {
+            format!("WITH {} {main}", ctes.join(", "))
+        }
+    }
+}
+
+use Param::{List as L, Now as N};
+
+/// New sessions: `[session_key, …]`.
+pub(super) const NEW_SESSIONS: Statement = Statement {
+    sql: "INSERT INTO sessions (session_key, created_at, last_write_at) \
+          SELECT value, ?, ? FROM json_each(?);",
+    name: "new_sessions",
+    pg: "INSERT INTO sessions (session_key, created_at, last_write_at) \
+         SELECT value, $now, $now FROM jsonb_array_elements_text($list::jsonb)",
+    binds: &[N, N, L],
+};
+
+/// Sessions written to: `[session_key, …]`.
+pub(super) const TOUCHED_SESSIONS: Statement = Statement {
+    sql: "UPDATE sessions SET last_write_at = ? \
+          WHERE session_key IN (SELECT value FROM json_each(?));",
+    name: "touched_sessions",
+    pg: "UPDATE sessions SET last_write_at = $now \
+         WHERE session_key IN (SELECT value FROM jsonb_array_elements_text($list::jsonb))",
+    binds: &[N, L],
+};
+
+/// New turns, in the order first seen: `[session_key, logical_turn_id, latest_revision]`.
+pub(super) const NEW_TURNS: Statement = Statement {
+    sql: "INSERT INTO turns (session_key, logical_turn_id, latest_revision, created_at) \
+          SELECT value ->> 0, value ->> 1, value ->> 2, ? FROM json_each(?) ORDER BY key;",
+    name: "new_turns",
+    pg: "INSERT INTO turns (session_key, logical_turn_id, latest_revision, created_at) \
+         SELECT value ->> 0, value ->> 1, (value ->> 2)::bigint, $now \
+         FROM jsonb_array_elements($list::jsonb) WITH ORDINALITY AS j(value, key) ORDER BY key",
+    binds: &[N, L],
+};
+
+/// Turns whose latest revision changed: `[session_key, logical_turn_id, latest_revision]`.
+pub(super) const CHANGED_TURNS: Statement = Statement {
+    sql: "UPDATE turns SET latest_revision = j.latest \
+          FROM (SELECT value ->> 0 AS s, value ->> 1 AS t, value ->> 2 AS latest FROM json_each(?)) AS j \
+          WHERE turns.session_key = j.s AND turns.logical_turn_id = j.t;",
+    name: "changed_turns",
+    pg: "UPDATE turns SET latest_revision = (j.value ->> 2)::bigint \
+         FROM jsonb_array_elements($list::jsonb) AS j(value) \
+         WHERE turns.session_key = j.value ->> 0 AND turns.logical_turn_id = j.value ->> 1",
+    binds: &[L],
+};
+
+/// New entries in the order they were recorded ([`NewEntry`]); on Postgres it returns their `seq` by
+/// key, for the `$new_seq` of the statements after it.
+pub(super) const NEW_ENTRIES: Statement = Statement {
+    name: "new_entries",
+    sql: "INSERT INTO entries (session_key, logical_turn_id, mutation_id, tool, status, intent_recorded, \
+          attempt_id, reason, meta_attached, meta_id, meta_url, meta_title, revision, settled_at, \
+          commissioned_after, recorded_at, updated_at) \
+          SELECT value ->> 0, value ->> 1, value ->> 2, value ->> 3, value ->> 4, value ->> 5, value ->> 6, \
+          value ->> 7, value ->> 8, value ->> 9, value ->> 10, value ->> 11, value ->> 12, value ->> 13, \
+          value ->> 14, ?, ? FROM json_each(?) ORDER BY key;",
+    pg: "INSERT INTO entries (session_key, logical_turn_id, mutation_id, tool, status, intent_recorded, \
+         attempt_id, reason, meta_attached, meta_id, meta_url, meta_title, revision, settled_at, \
+         commissioned_after, recorded_at, updated_at) \
+         SELECT value ->> 0, value ->> 1, value ->> 2, value ->> 3, value ->> 4, (value ->> 5)::boolean, \
+         value ->> 6, value ->> 7, (value ->> 8)::boolean, value ->> 9, value ->> 10, value ->> 11, \
+         (value ->> 12)::bigint, (value ->> 13)::bigint, value ->> 14, $now, $now \
+         FROM jsonb_array_elements($list::jsonb) WITH ORDINALITY AS j(value, key) ORDER BY key \
+         RETURNING seq, session_key, mutation_id",
+    binds: &[N, N, L],
+};
+
+/// Entries stored before the group that it changed ([`ChangedEntry`]), by `seq`.
+pub(super) const CHANGED_ENTRIES: Statement = Statement {
+    name: "changed_entries",
+    sql: "UPDATE entries SET status = j.status, intent_recorded = j.intent, attempt_id = j.attempt, \
+          reason = j.reason, meta_attached = j.meta, meta_id = j.id, meta_url = j.url, meta_title = j.title, \
+          revision = j.revision, settled_at = j.settled_at, updated_at = ? \
+          FROM (SELECT value ->> 0 AS seq, value ->> 1 AS status, value ->> 2 AS intent, \
+                value ->> 3 AS attempt, value ->> 4 AS reason, value ->> 5 AS meta, value ->> 6 AS id, \
+                value ->> 7 AS url, value ->> 8 AS title, value ->> 9 AS revision, \
+                value ->> 10 AS settled_at FROM json_each(?)) AS j \
+          WHERE entries.seq = j.seq;",
+    pg: "UPDATE entries SET status = j.value ->> 1, intent_recorded = (j.value ->> 2)::boolean, \
+         attempt_id = j.value ->> 3, reason = j.value ->> 4, meta_attached = (j.value ->> 5)::boolean, \
+         meta_id = j.value ->> 6, meta_url = j.value ->> 7, meta_title = j.value ->> 8, \
+         revision = (j.value ->> 9)::bigint, settled_at = (j.value ->> 10)::bigint, updated_at = $now \
+         FROM jsonb_array_elements($list::jsonb) AS j(value) WHERE entries.seq = (j.value ->> 0)::bigint",
+    binds: &[N, L],
+};
+
+/// The entry's `seq` from the first three elements of a row (`seq`, or `NULL` and then the session key
+/// and mutation id of an entry inserted by this group); `j` is the row.
+macro_rules! entry_seq {
+    () => {
+        "COALESCE(j.value ->> 0, (SELECT e.seq FROM entries AS e \
+         WHERE e.session_key = j.value ->> 1 AND e.mutation_id = j.value ->> 2))"
+    };
+}
+
+/// [`entry_seq!`] for Postgres, in the group's one statement: an entry inserted by this group is found
+/// in the `RETURNING` of [`NEW_ENTRIES`] (`$new_seq`, [`GroupWrite::postgres`]).
+macro_rules! pg_entry_seq {
+    () => {
+        "COALESCE((j.value ->> 0)::bigint, $new_seq)"
+    };
+}
+
+/// New attempt ids: `[seq, session_key, mutation_id, attempt_id]` (see [`Group::entry_ref`]).
+pub(super) const ATTEMPTS: Statement = Statement {
+    name: "new_attempts",
+    sql: concat!(
+        "INSERT INTO attempts (entry_seq, attempt_id) SELECT ",
+        entry_seq!(),
+        ", j.value ->> 3 FROM json_each(?) AS j;"
+    ),
+    pg: concat!(
+        "INSERT INTO attempts (entry_seq, attempt_id) SELECT ",
+        pg_entry_seq!(),
+        ", j.value ->> 3 FROM jsonb_array_elements($list::jsonb) AS j(value)"
+    ),
+    binds: &[L],
+};
+
+/// Reconciliation evidence: `[seq, session_key, mutation_id, attempt_id, completed, source, reference,
+/// observed_at]`.
+pub(super) const RECONCILIATIONS: Statement = Statement {
+    name: "new_reconciliations",
+    sql: concat!(
+        "INSERT INTO reconciliations (entry_seq, attempt_id, completed, source, reference, observed_at, \
+         recorded_at) SELECT ",
+        entry_seq!(),
+        ", j.value ->> 3, j.value ->> 4, j.value ->> 5, j.value ->> 6, j.value ->> 7, ? \
+         FROM json_each(?) AS j ORDER BY j.key;"
+    ),
+    pg: concat!(
+        "INSERT INTO reconciliations (entry_seq, attempt_id, completed, source, reference, observed_at, \
+         recorded_at) SELECT ",
+        pg_entry_seq!(),
+        ", j.value ->> 3, (j.value ->> 4)::boolean, j.value ->> 5, j.value ->> 6, j.value ->> 7, $now \
+         FROM jsonb_array_elements($list::jsonb) WITH ORDINALITY AS j(value, key) ORDER BY j.key"
+    ),
+    binds: &[N, L],
+};
+
+/// History rows in the order of the changes ([`HistoryOut`]).
+pub(super) const HISTORY: Statement = Statement {
+    name: "new_history",
+    sql: concat!(
+        "INSERT INTO history (entry_seq, ",
+        history_columns!(),
+        ") SELECT ",
+        entry_seq!(),
+        ", j.value ->> 3, ?, j.value ->> 4, j.value ->> 5, j.value ->> 6, j.value ->> 7, j.value ->> 8, \
+         j.value ->> 9, j.value ->> 10, j.value ->> 11, j.value ->> 12, j.value ->> 13, j.value ->> 14, \
+         j.value ->> 15, j.value ->> 16, j.value ->> 17 FROM json_each(?) AS j ORDER BY j.key;"
+    ),
+    pg: concat!(
+        "INSERT INTO history (entry_seq, ",
+        history_columns!(),
+        ") SELECT ",
+        pg_entry_seq!(),
+        ", j.value ->> 3, $now, (j.value ->> 4)::bigint, j.value ->> 5, j.value ->> 6, j.value ->> 7, \
+         (j.value ->> 8)::boolean, j.value ->> 9, (j.value ->> 10)::boolean, j.value ->> 11, \
+         j.value ->> 12, j.value ->> 13, j.value ->> 14, j.value ->> 15, j.value ->> 16, j.value ->> 17 \
+         FROM jsonb_array_elements($list::jsonb) WITH ORDINALITY AS j(value, key) ORDER BY j.key"
+    ),
+    binds: &[N, L],
+};
+
+/// A new entry's columns as one positional array of [`NEW_ENTRIES`]: session key, turn, mutation, tool,
+/// status, intent, attempt, reason, metadata (attached, id, url, title), revision, settled_at and
+/// commissioned_after.
+pub(super) struct NewEntry<'a>(pub(super) &'a EntryRow);
+
+impl Serialize for NewEntry<'_> {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        let r = self.0;
+        let mut t = s.serialize_tuple(15)?;
+        t.serialize_element(&r.session_key)?;
+        t.serialize_element(&r.logical_turn_id)?;
+        t.serialize_element(&r.mutation_id)?;
+        t.serialize_element(&r.tool)?;
+        t.serialize_element(r.status.as_str())?;
+        t.serialize_element(&r.intent_recorded)?;
+        t.serialize_element(&r.attempt_id)?;
+        t.serialize_element(&r.reason.map(Reason::as_str))?;
+        t.serialize_element(&r.meta_attached)?;
+        t.serialize_element(&r.meta_id)?;
+        t.serialize_element(&r.meta_url)?;
+        t.serialize_element(&r.meta_title)?;
+        t.serialize_element(&r.revision)?;
+        t.serialize_element(&r.settled_at)?;
+        t.serialize_element(&r.commissioned_after)?;
+        t.end()
+    }
+}
+
+/// A changed entry's columns as one positional array of [`CHANGED_ENTRIES`]: seq, status, intent,
+/// attempt, reason, metadata (attached, id, url, title), revision and settled_at.
+pub(super) struct ChangedEntry<'a>(pub(super) &'a EntryRow);
+
+impl Serialize for ChangedEntry<'_> {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        let r = self.0;
+        let mut t = s.serialize_tuple(11)?;
+        t.serialize_element(&r.seq)?;
+        t.serialize_element(r.status.as_str())?;
+        t.serialize_element(&r.intent_recorded)?;
+        t.serialize_element(&r.attempt_id)?;
+        t.serialize_element(&r.reason.map(Reason::as_str))?;
+        t.serialize_element(&r.meta_attached)?;
+        t.serialize_element(&r.meta_id)?;
+        t.serialize_element(&r.meta_url)?;
+        t.serialize_element(&r.meta_title)?;
+        t.serialize_element(&r.revision)?;
+        t.serialize_element(&r.settled_at)?;
+        t.end()
+    }
+}
+
+/// One history row to write (docs/ledger.md "History"): the entry (its `seq`, or its key when this
+/// group inserts it), what the change was, the revision it took (`None` for approvals and notes), who
+/// asked, the entry's state fields after the change, and the evidence (reconciliations) or text (notes)
+/// it carries. Its time is the group's.
+pub(super) struct HistoryOut {
+    seq: Option<i64>,
+    key: Option<Key>,
+    kind: HistoryKind,
+    revision: Option<i64>,
+    actor: String,
+    attempt_id: Option<String>,
+    status: LedgerStatus,
+    intent_recorded: bool,
+    reason: Option<Reason>,
+    meta_attached: bool,
+    meta_id: Option<String>,
+    meta_url: Option<String>,
+    meta_title: Option<String>,
+    evidence: Option<Evidence>,
+    note: Option<String>,
+}
+
+/// The history row of a change of `row` (its state after the change).
+pub(super) fn history_row(
+    row: &EntryRow,
+    kind: HistoryKind,
+    revision: Option<i64>,
+    actor: &Actor,
+    evidence: Option<&Evidence>,
+    note: Option<&String>,
+) -> HistoryOut {
+    let (seq, key) = if row.seq != 0 {
+        (Some(row.seq), None)
+    } else {
+        (
+            None,
+            Some((row.session_key.clone(), row.mutation_id.clone())),
+        )
+    };
+    HistoryOut {
+        seq,
+        key,
+        kind,
+        revision,
+        actor: actor.spelling(),
+        attempt_id: row.attempt_id.clone(),
+        status: row.status,
+        intent_recorded: row.intent_recorded,
+        reason: row.reason,
+        meta_attached: row.meta_attached,
+        meta_id: row.meta_id.clone(),
+        meta_url: row.meta_url.clone(),
+        meta_title: row.meta_title.clone(),
+        evidence: evidence.cloned(),
+        note: note.cloned(),
+    }
+}
+
+/// A history row as one positional array of [`HISTORY`]: seq, session key, mutation id (see
+/// [`Group::entry_ref`]), kind, revision, actor, attempt, status, intent, reason, metadata (attached, id,
+/// url, title), source, reference, observed_at and note.
+impl Serialize for HistoryOut {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        let mut t = s.serialize_tuple(18)?;
+        t.serialize_element(&self.seq)?;
+        t.serialize_element(&self.key.as_ref().map(|k| &k.0))?;
+        t.serialize_element(&self.key.as_ref().map(|k| &k.1))?;
+        t.serialize_element(self.kind.as_str())?;
+        t.serialize_element(&self.revision)?;
+        t.serialize_element(&self.actor)?;
+        t.serialize_element(&self.attempt_id)?;
+        t.serialize_element(self.status.as_str())?;
+        t.serialize_element(&self.intent_recorded)?;
+        t.serialize_element(&self.reason.map(Reason::as_str))?;
+        t.serialize_element(&self.meta_attached)?;
+        t.serialize_element(&self.meta_id)?;
+        t.serialize_element(&self.meta_url)?;
+        t.serialize_element(&self.meta_title)?;
+        let evidence = self.evidence.as_ref();
+        t.serialize_element(&evidence.map(|e| &e.source))?;
+        t.serialize_element(&evidence.map(|e| &e.reference))?;
+        t.serialize_element(&evidence.map(|e| &e.observed_at))?;
+        t.serialize_element(&self.note)?;
+        t.end()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The Postgres write's text ([`GroupWrite::postgres`]): parameters numbered `$1` (the time), then
+    /// the lists in order, then the channel and the payloads; an entry the group inserts is found in the
+    /// entries' insert's `RETURNING` (never by reading `entries`, which a sibling CTE does not see), and
+    /// without new entries no statement names that CTE.
+    #[test]
+    fn the_postgres_write_is_one_statement_that_finds_new_entries_in_their_returning() {
+        let mut w = GroupWrite::new();
+        w.push(&TOUCHED_SESSIONS, &["s-1"]).unwrap();
+        w.push(&NEW_ENTRIES, &["x"]).unwrap();
+        w.push(&HISTORY, &["y"]).unwrap();
+        let sql = w.postgres(true);
+        assert!(
+            sql.starts_with("WITH touched_sessions AS (UPDATE sessions SET last_write_at = $1 ")
+        );
+        assert!(sql.contains("jsonb_array_elements_text($2::jsonb)"));
+        assert!(sql.contains(", new_entries AS (INSERT INTO entries "));
+        assert!(sql.contains("jsonb_array_elements($3::jsonb)"));
+        assert!(sql.contains("RETURNING seq, session_key, mutation_id), new_history AS ("));
+        assert!(
+            sql.contains("COALESCE((j.value ->> 0)::bigint, (SELECT n.seq FROM new_entries AS n")
+        );
+        assert!(sql.contains("jsonb_array_elements($4::jsonb)"));
+        assert!(sql.ends_with(
+            "SELECT pg_notify($5, p) FROM unnest($6::text[]) WITH ORDINALITY AS u(p, i) ORDER BY i"
+        ));
+        assert!(!sql.contains("$now") && !sql.contains("$list") && !sql.contains("$new_seq"));
+
+        let mut w = GroupWrite::new();
+        w.push(&HISTORY, &["y"]).unwrap();
+        let sql = w.postgres(false);
+        assert!(!sql.contains("new_entries"));
+        assert!(sql.contains("COALESCE((j.value ->> 0)::bigint, NULL::bigint)"));
+        assert!(sql.ends_with(") SELECT 1"));
+    }
+}

@@ -1,0 +1,199 @@
+//! Finding operations (docs/api.md): one operation by its keys, the open unknown outcomes across
+//! sessions, and one operation's history.
+
+use super::*;
+
+impl SessionManager {
+    /// Support look-up: every published outcome with this `mutation_id`, across sessions that have not
+    /// expired (one id may be used in several sessions).
+    pub async fn find_operation(
+        &self,
+        mutation_id: &MutationId,
+    ) -> Result<Vec<OperationMatch>, LedgerError> {
+        let now = self.inner.clock.now_ms();
+        let rows: Vec<MatchRow> = on_read!(self.inner, |pool, d| sqlx::query_as(&format!(
+            "SELECT {}, {MATCH_COLUMNS} FROM entries e JOIN sessions s USING (session_key) \
+             WHERE e.mutation_id = $1 AND s.last_write_at >= $2 ORDER BY e.seq",
+            prefixed("e")
+        ))
+        .bind(mutation_id.as_str())
+        .bind(self.inner.live_since(now))
+        .fetch_all(pool)
+        .await?);
+        Ok(matches(&rows, now))
+    }
+
+    /// One page of the support queue (docs/api.md "Support queue"): open unknown outcomes (settled
+    /// `outcome_unknown` and in flight `execution_started`) across sessions that have not expired, in
+    /// `query.sort` order (by default the oldest recorded first: `recorded_at, sequence`), after
+    /// `query.after` (the previous page's last item, in the same order), at most `query.limit`, filtered:
+    /// `tool` and `session_key` exact, `tool_like` and `session_like` substrings (case-insensitive),
+    /// `min_age_secs` (only items whose `age_secs` is known and at least this: open since at least that
+    /// many whole seconds, by the same history time as `age_secs`), `settled_after` / `settled_before`
+    /// (ms). Each carries `age_secs`, its count of `notes`, its `last_note` and its `claim`. `total`
+    /// counts every matching item. Read in one read transaction. Answers the page (its `next` left
+    /// `None`) and the position to go on after, when more items match.
+    pub async fn open_unknowns(
+        &self,
+        query: &UnknownsQuery,
+    ) -> Result<(UnknownsPage, Option<UnknownsAfter>), LedgerError> {
+        let now = self.inner.clock.now_ms();
+        let live_since = self.inner.live_since(now);
+        let limit = query.limit.max(1);
+        // Open since at or before this time (ms); a minimum age past any time matches nothing.
+        let opened_by: Option<i64> = query.min_age_secs.map(|secs| {
+            i64::try_from(secs)
+                .ok()
+                .and_then(|s| s.checked_mul(1000))
+                .map_or(i64::MIN, |ms| now.saturating_sub(ms))
+        });
+        let tool_like = query.tool_like.as_deref().map(str::to_lowercase);
+        let session_like = query.session_like.as_deref().map(str::to_lowercase);
+        let sort = query.sort;
+        let key_column = match sort.by {
+            UnknownsSortBy::Age => None,
+            UnknownsSortBy::Tool => Some("e.tool"),
+            UnknownsSortBy::Session => Some("e.session_key"),
+        };
+        let key_dir = if sort.descending { "DESC" } else { "ASC" };
+        let (time_dir, time_cmp) = if sort.time_ascending() {
+            ("ASC", ">")
+        } else {
+            ("DESC", "<")
+        };
+        let key_cmp = if sort.descending { "<" } else { ">" };
+        // The keyset: after the previous page's last item in this order. The first page has none.
+        let (after_key, after_at, after_seq) = match &query.after {
+            Some(a) => (a.key.clone(), Some(a.recorded_at), a.seq),
+            None => (None, None, 0),
+        };
+        let time_after = format!(
+            "(e.recorded_at {time_cmp} $10 OR (e.recorded_at = $10 AND e.seq {time_cmp} $11))"
+        );
+        let keyset = match key_column {
+            // `$9` is "" by age (bound all the same: every query binds the same parameters).
+            None => format!("($10 IS NULL OR ($9 = '' AND {time_after}))"),
+            Some(col) => {
+                format!("($10 IS NULL OR {col} {key_cmp} $9 OR ({col} = $9 AND {time_after}))")
+            }
+        };
+        let order = match key_column {
+            None => format!("e.recorded_at {time_dir}, e.seq {time_dir}"),
+            Some(col) => format!("{col} {key_dir}, e.recorded_at {time_dir}, e.seq {time_dir}"),
+        };
+        let (total, rows) = on_read!(self.inner, |pool, d| {
+            let mut tx = pool.begin_with(d.begin_read()).await?;
+            let filter = unknown_filter(d);
+            let total: i64 = sqlx::query_scalar(&format!(
+                "SELECT COUNT(*) FROM entries e JOIN sessions s USING (session_key) WHERE {filter}"
+            ))
+            .bind(live_since)
+            .bind(query.tool.as_deref())
+            .bind(query.session_key.as_deref())
+            .bind(opened_by)
+            .bind(tool_like.as_deref())
+            .bind(session_like.as_deref())
+            .bind(query.settled_after)
+            .bind(query.settled_before)
+            .fetch_one(&mut *tx)
+            .await?;
+            let rows: Vec<MatchRow> = sqlx::query_as(&format!(
+                "SELECT {}, {MATCH_COLUMNS} FROM entries e JOIN sessions s USING (session_key) \
+                 WHERE {filter} AND {keyset} ORDER BY {order} LIMIT $12",
+                prefixed("e")
+            ))
+            .bind(live_since)
+            .bind(query.tool.as_deref())
+            .bind(query.session_key.as_deref())
+            .bind(opened_by)
+            .bind(tool_like.as_deref())
+            .bind(session_like.as_deref())
+            .bind(query.settled_after)
+            .bind(query.settled_before)
+            .bind(after_key.as_deref().unwrap_or(""))
+            .bind(after_at)
+            .bind(after_seq)
+            .bind(i64::from(limit) + 1)
+            .fetch_all(&mut *tx)
+            .await?;
+            tx.commit().await?;
+            (total, rows)
+        });
+        let mut rows = rows;
+        let next = if rows.len() > limit as usize {
+            rows.truncate(limit as usize);
+            rows.last().map(|r| UnknownsAfter {
+                key: match sort.by {
+                    UnknownsSortBy::Age => None,
+                    UnknownsSortBy::Tool => Some(r.entry.tool.clone()),
+                    UnknownsSortBy::Session => Some(r.entry.session_key.clone()),
+                },
+                recorded_at: r.entry.recorded_at,
+                seq: r.entry.seq,
+            })
+        } else {
+            None
+        };
+        Ok((
+            UnknownsPage {
+                matches: matches(&rows, now),
+                next: None,
+                total: u64::try_from(total).unwrap_or(0),
+                // The whole queue's, read by `ledger_gauges` (the server fills it in).
+                oldest_unknown_age_secs: None,
+            },
+            next,
+        ))
+    }
+
+    /// One operation's history (docs/ledger.md "History"): the entry `(session_key, mutation_id)`, the
+    /// mutation it was commissioned after, the mutations of the session commissioned after it (approval
+    /// order), and every change it went through, oldest first, each with the `mutation_outcome/v1` record
+    /// as of that change projected on read (`null` while nothing is published). Errors:
+    /// `SessionNotFound` / `SessionExpired` (404, the session is checked first), then `MutationNotFound`.
+    /// Read in one read transaction (one snapshot); the whole history of the entry is returned.
+    pub async fn operation_history(
+        &self,
+        session_key: &SessionKey,
+        mutation_id: &MutationId,
+    ) -> Result<OperationHistory, LedgerError> {
+        self.session(session_key).await?;
+        let (entry, commissioned, rows) = on_read!(self.inner, |pool, d| {
+            let mut tx = pool.begin_with(d.begin_read()).await?;
+            let entry: EntryRow = sqlx::query_as(&format!(
+                "SELECT {ENTRY_COLUMNS} FROM entries WHERE session_key = $1 AND mutation_id = $2"
+            ))
+            .bind(session_key.as_str())
+            .bind(mutation_id.as_str())
+            .fetch_optional(&mut *tx)
+            .await?
+            .ok_or(LedgerError::MutationNotFound)?;
+            let commissioned: Vec<String> = sqlx::query_scalar(
+            "SELECT mutation_id FROM entries WHERE session_key = $1 AND commissioned_after = $2 \
+             ORDER BY seq",
+        )
+        .bind(session_key.as_str())
+        .bind(mutation_id.as_str())
+        .fetch_all(&mut *tx)
+        .await?;
+            let rows: Vec<HistoryRow> = sqlx::query_as(&format!(
+                "SELECT {HISTORY_COLUMNS} FROM history WHERE entry_seq = $1 ORDER BY id"
+            ))
+            .bind(entry.seq)
+            .fetch_all(&mut *tx)
+            .await?;
+            tx.commit().await?;
+            (entry, commissioned, rows)
+        });
+        let changes = rows.into_iter().map(|r| change(&entry, r)).collect();
+        Ok(OperationHistory {
+            session_key: entry.session_key,
+            logical_turn_id: entry.logical_turn_id,
+            mutation_id: entry.mutation_id,
+            commissioned_after: entry.commissioned_after,
+            commissioned,
+            changes,
+            alerted_at: None,
+        })
+    }
+}

@@ -1,0 +1,425 @@
+//! The proxy at work (docs/mcp-proxy.md "Ordering" and "Failure behaviour"): the child process, the
+//! client → server pipeline (one ordered pipeline: a protected call waits for its approve + intent, and
+//! every later line waits behind it), the server → client pipeline (each line forwarded first, its
+//! settlement written in the background), the proxy's own timeouts, and the exit. The two pipelines are
+//! [`to_server`] (client → server) and [`to_client`] (server → client); this module starts the child, the
+//! writer to the client and the viewer link, and waits for the exit.
+
+use std::collections::HashMap;
+use std::process::Stdio;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+
+use bytes::Bytes;
+use serde_json::Value;
+use tokio::io::AsyncWriteExt;
+use tokio::sync::{mpsc, oneshot, Notify};
+use tokio::task::{AbortHandle, JoinHandle};
+use tokio_util::task::TaskTracker;
+
+use super::ledger::{Operation, Recorder, Settle};
+use super::tools::ToolSet;
+use super::turns::TurnClock;
+use super::Config;
+
+mod to_client;
+mod to_server;
+
+use to_client::server_to_client;
+use to_server::client_to_server;
+
+/// The JSON-RPC error code of the proxy's answer when the ledger could not record a protected call
+/// (the call was not forwarded).
+pub const LEDGER_REFUSED: i64 = -32010;
+/// The JSON-RPC error code of the proxy's answer when a protected call went unanswered past
+/// `--call-timeout-secs` (MCP SDKs' "request timeout" code).
+pub const CALL_TIMED_OUT: i64 = -32001;
+
+/// How long the exit waits for the background ledger writes after the child exited (their own retries
+/// stop at about 30 s), and after a termination signal (the client may kill the proxy soon after).
+const DRAIN_AFTER_EXIT: std::time::Duration = std::time::Duration::from_secs(35);
+const DRAIN_AFTER_SIGNAL: std::time::Duration = std::time::Duration::from_secs(5);
+/// How long a `tools/call` waits for the answers to the `initialize` and `tools/list` requests the
+/// client sent before it (a client that sends everything at once, without waiting for answers).
+const LIST_WAIT: std::time::Duration = std::time::Duration::from_secs(10);
+/// Lines queued for the client at most: past it, reading the server's output waits (so a client that
+/// stops reading holds the server back instead of filling the proxy's memory).
+const OUT_QUEUE: usize = 1024;
+/// How long a terminated child gets to exit after SIGTERM before it is killed.
+const CHILD_GRACE: std::time::Duration = std::time::Duration::from_secs(3);
+
+/// What the proxy waits for an answer to, by request id ([`message::id_key`]).
+enum Watch {
+    Initialize,
+    ToolsList,
+    /// A protected call in flight.
+    Call {
+        op: Arc<Pending>,
+        timer: Option<AbortHandle>,
+    },
+    /// A protected call the proxy gave up on (settled `outcome_unknown`): after its own timeout (the
+    /// client has the proxy's answer, so a late answer is not forwarded) or the client's cancellation
+    /// (a late answer is forwarded). A late success reconciles it.
+    GaveUp {
+        op: Arc<Pending>,
+        settled: Option<JoinHandle<()>>,
+        forward_late: bool,
+    },
+}
+
+impl Watch {
+    fn is_list(&self) -> bool {
+        matches!(self, Watch::Initialize | Watch::ToolsList)
+    }
+}
+
+/// A recorded call waiting for its answer.
+#[derive(Debug)]
+struct Pending {
+    op: Operation,
+    request_id: Value,
+}
+
+enum Out {
+    Line(Bytes),
+    Flush(oneshot::Sender<()>),
+}
+
+struct State {
+    cfg: Config,
+    recorder: Recorder,
+    tools: Mutex<ToolSet>,
+    /// `serverInfo.name` of the `initialize` answer.
+    server_name: Mutex<Option<String>>,
+    watched: Mutex<HashMap<String, Watch>>,
+    out: mpsc::Sender<Out>,
+    /// The background ledger writes (settle, cancel, reconcile, metadata).
+    tracker: TaskTracker,
+    next_op: AtomicU64,
+    /// Signalled after each recorded call (the viewer link waits for the session to exist).
+    recorded: Notify,
+    /// How many `initialize` and `tools/list` requests await their answer: a `tools/call` that follows
+    /// them waits (at most [`LIST_WAIT`]) until the answers named the server and listed its tools.
+    lists: tokio::sync::watch::Sender<usize>,
+}
+
+impl State {
+    fn lock_watched(&self) -> std::sync::MutexGuard<'_, HashMap<String, Watch>> {
+        self.watched.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    fn server_name(&self) -> String {
+        if let Some(n) = &self.cfg.fixed_name {
+            return n.clone();
+        }
+        self.server_name
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .clone()
+            .unwrap_or_else(|| self.cfg.fallback_name.clone())
+    }
+
+    /// Queues a line for the client; waits while [`OUT_QUEUE`] lines are queued (a client not reading).
+    async fn send(&self, bytes: impl Into<Bytes>) {
+        let _ = self.out.send(Out::Line(bytes.into())).await;
+    }
+
+    fn new_operation(&self) -> Operation {
+        let n = self.next_op.fetch_add(1, Ordering::Relaxed) + 1;
+        let mutation_id = format!("op-{}-{n}", self.cfg.run);
+        Operation {
+            attempt_id: format!("{mutation_id}-a1"),
+            mutation_id,
+        }
+    }
+
+    /// Writes `settle` for `op` in the background.
+    fn spawn_settle(self: &Arc<Self>, op: Operation, settle: Settle) -> JoinHandle<()> {
+        let st = self.clone();
+        self.tracker.spawn(async move {
+            st.recorder.settle(&op, settle).await;
+        })
+    }
+
+    /// Settles every call still in flight `outcome_unknown` (the child exited or its pipe closed before
+    /// the answer).
+    fn give_up_all(self: &Arc<Self>) {
+        let calls: Vec<Arc<Pending>> = {
+            let mut w = self.lock_watched();
+            w.retain(|_, v| !v.is_list());
+            self.lists.send_replace(0);
+            let keys: Vec<String> = w
+                .iter()
+                .filter(|(_, v)| matches!(v, Watch::Call { .. }))
+                .map(|(k, _)| k.clone())
+                .collect();
+            keys.into_iter()
+                .filter_map(|k| match w.remove(&k) {
+                    Some(Watch::Call { op, timer }) => {
+                        if let Some(t) = timer {
+                            t.abort();
+                        }
+                        Some(op)
+                    }
+                    _ => None,
+                })
+                .collect()
+        };
+        for p in calls {
+            tracing::warn!(
+                operation_id = %p.op.mutation_id,
+                "no answer before the MCP server's output ended: the call is recorded outcome_unknown"
+            );
+            self.spawn_settle(p.op.clone(), Settle::Unknown);
+        }
+    }
+}
+
+/// Starts `command` and proxies until it exits; answers the exit code (see [`super::run`]).
+pub(super) async fn run(
+    cfg: Config,
+    tools: ToolSet,
+    recorder: Recorder,
+    command: &[String],
+) -> Result<i32, String> {
+    let mut child = tokio::process::Command::new(&command[0])
+        .args(&command[1..])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::inherit())
+        .kill_on_drop(true)
+        .spawn()
+        .map_err(|e| format!("cannot start the MCP server {:?}: {e}", command[0]))?;
+    let child_in = child
+        .stdin
+        .take()
+        .ok_or("the MCP server's stdin is not piped")?;
+    let child_out = child
+        .stdout
+        .take()
+        .ok_or("the MCP server's stdout is not piped")?;
+
+    let (tx, rx) = mpsc::channel(OUT_QUEUE);
+    let writer = tokio::spawn(write_client(rx));
+    let turns = TurnClock::new(cfg.turn_gap, &cfg.run);
+    let state = Arc::new(State {
+        cfg,
+        recorder,
+        tools: Mutex::new(tools),
+        server_name: Mutex::new(None),
+        watched: Mutex::new(HashMap::new()),
+        out: tx,
+        tracker: TaskTracker::new(),
+        next_op: AtomicU64::new(0),
+        recorded: Notify::new(),
+        lists: tokio::sync::watch::Sender::new(0),
+    });
+    let viewer = state
+        .cfg
+        .viewer_link
+        .then(|| tokio::spawn(viewer_link(state.clone())));
+    let to_server = tokio::spawn(client_to_server(state.clone(), child_in, turns));
+    let mut to_client = tokio::spawn(server_to_client(state.clone(), child_out));
+
+    let (status, signalled) = wait_child(&mut child).await;
+    // Whatever the child wrote before it exited still reaches the client (bounded: a grandchild may hold
+    // the pipe open).
+    if tokio::time::timeout(std::time::Duration::from_secs(2), &mut to_client)
+        .await
+        .is_err()
+    {
+        to_client.abort();
+    }
+    state.give_up_all();
+    to_server.abort();
+    if let Some(v) = viewer {
+        v.abort();
+    }
+    state.tracker.close();
+    let drain = if signalled {
+        DRAIN_AFTER_SIGNAL
+    } else {
+        DRAIN_AFTER_EXIT
+    };
+    if tokio::time::timeout(drain, state.tracker.wait())
+        .await
+        .is_err()
+    {
+        tracing::error!(
+            "ledger writes still pending after {} s at exit: their entries stay as last written \
+             (in flight is published outcome_unknown)",
+            drain.as_secs()
+        );
+    }
+    let (ack, acked) = oneshot::channel();
+    let _ = tokio::time::timeout(
+        std::time::Duration::from_secs(2),
+        state.out.send(Out::Flush(ack)),
+    )
+    .await;
+    let _ = tokio::time::timeout(std::time::Duration::from_secs(2), acked).await;
+    writer.abort();
+    Ok(exit_code(status))
+}
+
+/// Waits for the child to exit. On SIGTERM, SIGINT or SIGHUP to the proxy, passes SIGTERM to the child
+/// and kills it after [`CHILD_GRACE`]. Answers its status and whether a signal ended the wait.
+#[cfg(unix)]
+async fn wait_child(
+    child: &mut tokio::process::Child,
+) -> (std::io::Result<std::process::ExitStatus>, bool) {
+    use tokio::signal::unix::{signal, SignalKind};
+    let mut term = signal(SignalKind::terminate()).ok();
+    let mut int = signal(SignalKind::interrupt()).ok();
+    let mut hup = signal(SignalKind::hangup()).ok();
+    async fn recv(s: &mut Option<tokio::signal::unix::Signal>) {
+        match s {
+            Some(s) => {
+                s.recv().await;
+            }
+            None => std::future::pending().await,
+        }
+    }
+    tokio::select! {
+        status = child.wait() => return (status, false),
+        _ = recv(&mut term) => {}
+        _ = recv(&mut int) => {}
+        _ = recv(&mut hup) => {}
+    }
+    if let Some(pid) = child.id().and_then(|p| i32::try_from(p).ok()) {
+        // SAFETY: kill(2) with our own child's pid and a valid signal number has no memory effects.
+        unsafe {
+            libc::kill(pid, libc::SIGTERM);
+        }
+    }
+    let status = match tokio::time::timeout(CHILD_GRACE, child.wait()).await {
+        Ok(status) => status,
+        Err(_) => {
+            let _ = child.start_kill();
+            child.wait().await
+        }
+    };
+    (status, true)
+}
+
+/// Waits for the child to exit; on Ctrl-C, kills it (there is no SIGTERM to pass on).
+#[cfg(not(unix))]
+async fn wait_child(
+    child: &mut tokio::process::Child,
+) -> (std::io::Result<std::process::ExitStatus>, bool) {
+    tokio::select! {
+        status = child.wait() => return (status, false),
+        _ = tokio::signal::ctrl_c() => {}
+    }
+    let _ = child.start_kill();
+    (child.wait().await, true)
+}
+
+/// The child's exit code, 128 + the signal that ended it, or 1 when its status could not be read.
+fn exit_code(status: std::io::Result<std::process::ExitStatus>) -> i32 {
+    #[cfg(unix)]
+    use std::os::unix::process::ExitStatusExt;
+    match status {
+        #[cfg(unix)]
+        Ok(s) => s
+            .code()
+            .or_else(|| s.signal().map(|sig| 128 + sig))
+            .unwrap_or(1),
+        #[cfg(not(unix))]
+        Ok(s) => s.code().unwrap_or(1),
+        Err(e) => {
+            tracing::error!("cannot read the MCP server's exit status: {e}");
+            1
+        }
+    }
+}
+
+/// Writes lines to the client (stdout) in the order they were sent, flushing whenever nothing else is
+/// queued.
+async fn write_client(mut rx: mpsc::Receiver<Out>) {
+    let mut out = tokio::io::stdout();
+    let mut gone = false;
+    while let Some(m) = rx.recv().await {
+        match m {
+            Out::Line(bytes) => {
+                if gone {
+                    continue;
+                }
+                if out.write_all(&bytes).await.is_err()
+                    || (rx.is_empty() && out.flush().await.is_err())
+                {
+                    tracing::warn!("the client's stdin is closed: answers are no longer delivered");
+                    gone = true;
+                }
+            }
+            Out::Flush(ack) => {
+                let _ = out.flush().await;
+                let _ = ack.send(());
+            }
+        }
+    }
+}
+
+/// Mints the viewer link once the session exists (at start when it already does, else after the first
+/// recorded call) and prints it.
+async fn viewer_link(state: Arc<State>) {
+    loop {
+        match state.recorder.viewer_link().await {
+            Ok(Some(url)) => {
+                eprintln!("outcomes mcp-proxy: viewer link: {url}");
+                return;
+            }
+            Ok(None) => {}
+            Err(e) => tracing::warn!("cannot mint a viewer link yet: {e}"),
+        }
+        state.recorded.notified().await;
+    }
+}
+
+/// A batch line without the elements at `indexes`, `None` when nothing is left. The elements kept are
+/// each forwarded byte for byte (read as raw JSON), joined by commas in a new array line.
+fn without(line: &[u8], indexes: &[usize]) -> Option<Vec<u8>> {
+    let items: Vec<&serde_json::value::RawValue> = serde_json::from_slice(line).ok()?;
+    let rest: Vec<&str> = items
+        .into_iter()
+        .enumerate()
+        .filter(|(i, _)| !indexes.contains(i))
+        .map(|(_, v)| v.get())
+        .collect();
+    if rest.is_empty() {
+        return None;
+    }
+    Some(format!("[{}]\n", rest.join(",")).into_bytes())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_batch_loses_only_the_named_elements() {
+        let line = br#"[{"id":1,"result":{}}, {"id":2,"result":{}},{"id":3,"error":{"code":1}}]"#;
+        assert_eq!(
+            without(line, &[1]).expect("rest"),
+            br#"[{"id":1,"result":{}},{"id":3,"error":{"code":1}}]"#
+                .iter()
+                .chain(b"\n")
+                .copied()
+                .collect::<Vec<u8>>()
+        );
+        assert_eq!(without(line, &[0, 1, 2]), None);
+        assert_eq!(without(b"not json", &[0]), None);
+    }
+
+    #[cfg(unix)]
+    #[test]
+    fn exit_codes_are_the_childs() {
+        use std::os::unix::process::ExitStatusExt;
+        let exited = |code: i32| Ok(std::process::ExitStatus::from_raw(code << 8));
+        assert_eq!(exit_code(exited(0)), 0);
+        assert_eq!(exit_code(exited(3)), 3);
+        // Killed by SIGKILL (9): 128 + 9.
+        assert_eq!(exit_code(Ok(std::process::ExitStatus::from_raw(9))), 137);
+        assert_eq!(exit_code(Err(std::io::Error::other("x"))), 1);
+    }
+}

@@ -1,0 +1,209 @@
+//! The server → client pipeline (docs/mcp-proxy.md "Failure behaviour"): each line forwarded first, its
+//! settlement written in the background; batches and late answers.
+
+use std::sync::Arc;
+use std::time::SystemTime;
+
+use bytes::Bytes;
+use serde_json::Value;
+use tokio::io::{AsyncBufReadExt, BufReader};
+use tokio::process::ChildStdout;
+
+use super::{without, State, Watch};
+use crate::mcp_proxy::ledger::{Operation, Settle};
+use crate::mcp_proxy::message::{self, Message};
+use crate::mcp_proxy::outcome::{self, Decision};
+
+/// Reads the child's lines (stdout) and forwards each to the client at once; answers to watched
+/// requests are then read for the ledger in the background. At the end of the child's output, every
+/// call still in flight is settled `outcome_unknown`.
+pub(super) async fn server_to_client(state: Arc<State>, child_out: ChildStdout) {
+    let mut reader = BufReader::with_capacity(64 * 1024, child_out);
+    loop {
+        let mut line = Vec::new();
+        match reader.read_until(b'\n', &mut line).await {
+            Ok(0) => break,
+            Ok(_) => {}
+            Err(e) => {
+                tracing::warn!("cannot read the MCP server's output: {e}");
+                break;
+            }
+        }
+        if message::is_batch(&line) {
+            server_batch(&state, line).await;
+            continue;
+        }
+        let Some(id) = message::response_id(&line) else {
+            state.send(line).await;
+            continue;
+        };
+        let key = message::id_key(&id);
+        let watch = state.lock_watched().remove(&key);
+        let line = Bytes::from(line);
+        match watch {
+            None => state.send(line).await,
+            Some(w) => {
+                let forward = answer(&state, w, &line, None);
+                if forward {
+                    state.send(line).await;
+                }
+            }
+        }
+    }
+    state.give_up_all();
+}
+
+/// One answer to a watched request (`line` its bytes, or `parsed` when it came in a batch): updates the
+/// server name or the tool set before it is forwarded, and writes the ledger's transition in the
+/// background. Answers whether the line is forwarded (not: a late answer after the proxy's timeout).
+fn answer(state: &Arc<State>, watch: Watch, line: &Bytes, parsed: Option<&Value>) -> bool {
+    let parse = || -> Value {
+        parsed
+            .cloned()
+            .unwrap_or_else(|| serde_json::from_slice(line).unwrap_or(Value::Null))
+    };
+    match watch {
+        Watch::Initialize => {
+            let v = parse();
+            if let Some(name) = v
+                .pointer("/result/serverInfo/name")
+                .and_then(Value::as_str)
+                .filter(|n| !n.is_empty())
+            {
+                *state.server_name.lock().unwrap_or_else(|p| p.into_inner()) =
+                    Some(name.to_owned());
+            }
+            state.lists.send_modify(|n| *n = n.saturating_sub(1));
+            true
+        }
+        Watch::ToolsList => {
+            if let Some(result) = parse().get("result") {
+                state
+                    .tools
+                    .lock()
+                    .unwrap_or_else(|p| p.into_inner())
+                    .learn(result);
+            }
+            state.lists.send_modify(|n| *n = n.saturating_sub(1));
+            true
+        }
+        Watch::Call { op, timer } => {
+            if let Some(t) = timer {
+                t.abort();
+            }
+            let st = state.clone();
+            let (line, parsed) = (line.clone(), parsed.cloned());
+            state.tracker.spawn(async move {
+                let v =
+                    parsed.unwrap_or_else(|| serde_json::from_slice(&line).unwrap_or(Value::Null));
+                settle_answer(&st, &op.op, &v).await;
+            });
+            true
+        }
+        Watch::GaveUp {
+            op,
+            settled,
+            forward_late,
+        } => {
+            let observed_at = ledger::store::format_time(now_ms());
+            let reference = late_reference(&state.server_name(), &op.request_id);
+            let st = state.clone();
+            let (line, parsed) = (line.clone(), parsed.cloned());
+            state.tracker.spawn(async move {
+                if let Some(h) = settled {
+                    let _ = h.await;
+                }
+                let v = parsed.unwrap_or_else(|| serde_json::from_slice(&line).unwrap_or(Value::Null));
+                if outcome::late_success(&v) {
+                    tracing::info!(operation_id = %op.op.mutation_id, "a late success answered the call: reconciled completed");
+                    st.recorder
+                        .reconcile_completed(&op.op, &reference, &observed_at)
+                        .await;
+                } else {
+                    tracing::info!(operation_id = %op.op.mutation_id, "a late answer that is no success: the outcome stays unknown");
+                }
+            });
+            forward_late
+        }
+    }
+}
+
+/// The ledger transition of a protected call's answer, then its host metadata.
+async fn settle_answer(state: &State, op: &Operation, answer: &Value) {
+    let r = &state.recorder;
+    match outcome::decide(answer, state.cfg.is_error_as) {
+        Decision::Completed => match state.cfg.metadata.extract(answer) {
+            Some(fields) => {
+                r.complete_with_metadata(op, &fields).await;
+            }
+            None => {
+                r.settle(op, Settle::Completed).await;
+            }
+        },
+        Decision::Failed => {
+            r.settle(op, Settle::Failed).await;
+        }
+        Decision::NotExecuted => {
+            r.cancel(op).await;
+        }
+        Decision::Unknown => {
+            r.settle(op, Settle::Unknown).await;
+        }
+    }
+}
+
+/// A batch from the server: each answer in it handled as a single one; late answers after the proxy's
+/// timeout are left out of the forwarded array (the rest forwarded unchanged when nothing is left out).
+async fn server_batch(state: &Arc<State>, line: Vec<u8>) {
+    let Ok(Value::Array(items)) = serde_json::from_slice::<Value>(&line) else {
+        state.send(line).await;
+        return;
+    };
+    let line = Bytes::from(line);
+    let mut dropped = Vec::new();
+    for (i, item) in items.iter().enumerate() {
+        let Message::Response { id } = message::describe(item) else {
+            continue;
+        };
+        let watch = state.lock_watched().remove(&message::id_key(&id));
+        if let Some(w) = watch {
+            if !answer(state, w, &line, Some(item)) {
+                dropped.push(i);
+            }
+        }
+    }
+    if dropped.is_empty() {
+        state.send(line).await;
+    } else if let Some(rest) = without(&line, &dropped) {
+        state.send(rest).await;
+    }
+}
+
+/// The evidence reference of a late answer: `<server name> request <id>`, a string id as its text, a
+/// number as its digits (`secure-filesystem-server request 7`).
+fn late_reference(server: &str, id: &Value) -> String {
+    match id {
+        Value::String(s) => format!("{server} request {s}"),
+        other => format!("{server} request {other}"),
+    }
+}
+
+fn now_ms() -> i64 {
+    SystemTime::now()
+        .duration_since(SystemTime::UNIX_EPOCH)
+        .map(|d| i64::try_from(d.as_millis()).unwrap_or(i64::MAX))
+        .unwrap_or(0)
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+
+    #[test]
+    fn a_late_answer_is_referenced_by_server_and_request_id() {
+        assert_eq!(late_reference("fs", &json!(7)), "fs request 7");
+        assert_eq!(late_reference("fs", &json!("call-7")), "fs request call-7");
+    }
+}
