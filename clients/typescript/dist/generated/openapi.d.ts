@@ -810,6 +810,11 @@ export interface components {
          *     order), and every change it went through, oldest first.
          */
         OperationHistory: {
+            /**
+             * @description When staff were first alerted about the entry's current unknown outcome (RFC 3339 UTC), as
+             *     [`OperationMatch::alerted_at`]. Absent when none was delivered, and for a viewer.
+             */
+            alerted_at?: string | null;
             changes: components["schemas"]["HistoryChange"][];
             commissioned: string[];
             commissioned_after?: string | null;
@@ -841,6 +846,12 @@ export interface components {
              *     entry is not open, or has no history (recorded before history was kept).
              */
             age_secs?: number | null;
+            /**
+             * @description When staff were first alerted about the entry's current unknown outcome: the earliest delivery
+             *     (RFC 3339 UTC) of an `outcome.unknown` or `outcome.unknown_stale` webhook (docs/api.md "Alerted").
+             *     Absent when none was delivered, and for a viewer.
+             */
+            alerted_at?: string | null;
             claim?: null | components["schemas"]["Claim"];
             entry: components["schemas"]["TurnEntry"];
             /**
