@@ -9,6 +9,7 @@ mod credential_corpus;
 mod gauges;
 mod group_commit;
 mod history;
+mod history_reads;
 mod listings;
 mod metadata_at_rest;
 mod reads;
