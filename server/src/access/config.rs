@@ -80,15 +80,8 @@ pub fn client_ip(parts_extensions: &axum::http::Extensions) -> IpAddr {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use axum::http::HeaderValue;
 
-    fn headers(pairs: &[(&'static str, &str)]) -> HeaderMap {
-        let mut h = HeaderMap::new();
-        for (k, v) in pairs {
-            h.append(*k, HeaderValue::from_str(v).unwrap());
-        }
-        h
-    }
+    use crate::access::test_headers as headers;
 
     #[test]
     fn the_proxy_header_counts_only_from_a_trusted_address() {

@@ -123,13 +123,7 @@ pub fn origin_refused() -> Response {
 mod tests {
     use super::*;
 
-    fn headers(pairs: &[(&'static str, &str)]) -> HeaderMap {
-        let mut h = HeaderMap::new();
-        for (k, v) in pairs {
-            h.append(*k, HeaderValue::from_str(v).unwrap());
-        }
-        h
-    }
+    use crate::access::test_headers as headers;
 
     #[test]
     fn origin_must_name_this_server() {

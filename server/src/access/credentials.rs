@@ -203,7 +203,6 @@ pub async fn still_valid(state: &AppState, presented: &Presented) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use axum::http::HeaderValue;
 
     #[test]
     fn the_bearer_scheme_is_case_insensitive() {
@@ -222,13 +221,7 @@ mod tests {
         }
     }
 
-    fn headers(pairs: &[(&'static str, &str)]) -> HeaderMap {
-        let mut h = HeaderMap::new();
-        for (k, v) in pairs {
-            h.append(*k, HeaderValue::from_str(v).unwrap());
-        }
-        h
-    }
+    use crate::access::test_headers as headers;
 
     #[test]
     fn open_reads_need_a_host_that_names_loopback() {

@@ -37,3 +37,13 @@ pub use credentials::{
 pub use paths::{classify, is_operator_form, PathClass, INSTALL_FILES, METRICS_PATH};
 pub use principal::{require_host, AcrossSessions, Principal, StaffVia};
 pub use scope::{viewer_may_open, without_internal, STAFF_ACTOR_FOR_VIEWER};
+
+/// The access modules' unit tests: a header map of `pairs`, appended in order (a name may repeat).
+#[cfg(test)]
+pub(crate) fn test_headers(pairs: &[(&'static str, &str)]) -> axum::http::HeaderMap {
+    let mut h = axum::http::HeaderMap::new();
+    for (k, v) in pairs {
+        h.append(*k, axum::http::HeaderValue::from_str(v).unwrap());
+    }
+    h
+}
