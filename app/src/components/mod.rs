@@ -194,10 +194,12 @@ pub fn ExportLinks(session_key: String) -> impl IntoView {
 /// (docs/access.md "Signing in").
 pub async fn page_access(caller: Option<crate::CallerResource>) -> Option<String> {
     let c = caller?;
-    leptos::reactive::computed::ScopedFuture::new_untracked(std::future::IntoFuture::into_future(c.0))
-        .await
-        .ok()
-        .map(|c| c.access)
+    leptos::reactive::computed::ScopedFuture::new_untracked(std::future::IntoFuture::into_future(
+        c.0,
+    ))
+    .await
+    .ok()
+    .map(|c| c.access)
 }
 
 /// Whether the page was rendered for a viewer (an end user who opened a viewer link): [`page_access`].
