@@ -5,7 +5,7 @@
 #   css:  the Tailwind v4 CLI from npm.       server: the rustup toolchain, release profile.
 #   names: each file is renamed after its content (outcomes.<hash>.js, outcomes_bg.<hash>.wasm,
 #         outcomes.<hash>.css; the hash is the first 16 hex digits of its SHA-256), compressed once beside
-#         itself (x.br brotli 11, x.gz gzip 9: scripts/compress.mjs) and listed in pkg/assets.json, which
+#         itself (x.br brotli 11 by scripts/compress.mjs, x.gz by gzip -9) and listed in pkg/assets.json, which
 #         the server reads at start-up (server/src/assets.rs, README "Bundle size").
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -52,6 +52,7 @@ js=$(hashed "$OUT/$NAME.js" "$NAME" js)
 wasm=$(hashed "$OUT/${NAME}_bg.wasm" "${NAME}_bg" wasm)
 css=$(hashed "$OUT/$NAME.css" "$NAME" css)
 node scripts/compress.mjs "$PKG/$js" "$PKG/$wasm" "$PKG/$css"
+for f in "$js" "$wasm" "$css"; do gzip -9 -n -c "$PKG/$f" >"$PKG/$f.gz"; done
 printf '{"js":"%s","wasm":"%s","css":"%s"}\n' "$js" "$wasm" "$css" >"$PKG/assets.json"
 cp -r public/. target/site/
 cargo build -q --release -p server

@@ -1,8 +1,9 @@
-// Writes `x.br` (brotli, quality 11, the largest window) and `x.gz` (gzip, level 9) beside each file named
-// on the command line: the bundle is compressed once when it is built, and the server sends these twins
-// by the client's Accept-Encoding (server/src/assets.rs). Node's zlib is the reference brotli and zlib.
+// Writes `x.br` (brotli, quality 11, the largest window) beside each file named on the command line, with
+// Node's zlib (the reference brotli library): the bundle is compressed once when it is built, and the server
+// sends `x.br` (or `x.gz`, which scripts/build.sh makes with `gzip -9`) by the client's Accept-Encoding
+// (server/src/assets.rs).
 import { readFileSync, writeFileSync } from 'node:fs';
-import { brotliCompressSync, gzipSync, constants } from 'node:zlib';
+import { brotliCompressSync, constants } from 'node:zlib';
 
 for (const file of process.argv.slice(2)) {
   const raw = readFileSync(file);
@@ -15,7 +16,5 @@ for (const file of process.argv.slice(2)) {
       [constants.BROTLI_PARAM_SIZE_HINT]: raw.length,
     },
   });
-  const gz = gzipSync(raw, { level: 9 });
   writeFileSync(`${file}.br`, br);
-  writeFileSync(`${file}.gz`, gz);
 }
