@@ -66,7 +66,7 @@ fn pkg_paths(html: &str) -> Vec<String> {
     paths
 }
 
-fn header<'a>(r: &'a reqwest::Response, name: reqwest::header::HeaderName) -> &'a str {
+fn header(r: &reqwest::Response, name: reqwest::header::HeaderName) -> &str {
     r.headers()
         .get(name)
         .map(|v| v.to_str().unwrap())
