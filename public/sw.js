@@ -2,7 +2,10 @@
 //
 // It keeps only the offline page and what that page shows: its stylesheet, the icons, the manifest. It never
 // stores a page, an API answer or a live stream, so it can never show an outcome that is not current; and it
-// never stores the app's script or wasm (/pkg/), so it can never hand out a stale or mismatched pair.
+// never stores the app's script or wasm (/pkg/), so it can never hand out a stale or mismatched pair: the
+// browser's HTTP cache keeps those, under content-hashed names (outcomes.<hash>.js, outcomes_bg.<hash>.wasm,
+// outcomes.<hash>.css, sent `immutable`) that every build changes and the page (never cached) names.
+// This script and /sw-register.js keep their names and are sent `no-store`, so a new worker is found at once.
 //
 // - A navigation goes to the network. Only when it fails is the answer a page of the worker's: when this device
 //   is offline (navigator.onLine is false), the offline page; when it is online and only the server did not

@@ -3,11 +3,17 @@
 #   wasm: Debian's Rust (rustc-web) with -Zbuild-std, because rustup's wasm32 target cannot be relied on
 #         here; the `app` crate is compiled as a cdylib with its `hydrate` feature.
 #   css:  the Tailwind v4 CLI from npm.       server: the rustup toolchain, release profile.
+#   names: each file is renamed after its content (outcomes.<hash>.js, outcomes_bg.<hash>.wasm,
+#         outcomes.<hash>.css; the hash is the first 16 hex digits of its SHA-256), compressed once beside
+#         itself (x.br brotli 11 by scripts/compress.mjs, x.gz by gzip -9) and listed in pkg/assets.json, which
+#         the server reads at start-up (server/src/assets.rs, README "Bundle size").
 set -euo pipefail
 cd "$(dirname "$0")/.."
 NAME=outcomes
 PKG=target/site/pkg
+OUT=target/front/bundle
 mkdir -p "$PKG"
+rm -rf "$OUT" && mkdir -p "$OUT"
 
 (
   export PATH=/usr/bin:$PATH RUSTC=/usr/bin/rustc RUSTC_BOOTSTRAP=1
@@ -19,16 +25,34 @@ mkdir -p "$PKG"
     -Zbuild-std=std,panic_abort
 )
 wasm-bindgen --target web --no-typescript --remove-name-section --remove-producers-section \
-  --out-dir "$PKG" --out-name "$NAME" target/front/wasm32-unknown-unknown/wasm-release/app.wasm
+  --out-dir "$OUT" --out-name "$NAME" target/front/wasm32-unknown-unknown/wasm-release/app.wasm
 # Tailwind prints its banner on stderr; keep it quiet, but say why when it fails (e.g. no `npm ci` yet).
 if [[ ! -x ./node_modules/.bin/tailwindcss ]]; then
   echo "build: ./node_modules/.bin/tailwindcss is missing: run scripts/setup.sh (or npm ci) first" >&2
   exit 1
 fi
-if ! tw_log=$(./node_modules/.bin/tailwindcss -i style/main.css -o "$PKG/$NAME.css" --minify 2>&1); then
+if ! tw_log=$(./node_modules/.bin/tailwindcss -i style/main.css -o "$OUT/$NAME.css" --minify 2>&1); then
   echo "$tw_log" >&2
   echo "build: tailwindcss failed" >&2
   exit 1
 fi
+if [[ -d $OUT/snippets ]]; then
+  echo "build: wasm-bindgen wrote snippets/, which the hashed glue would import by plain names" >&2
+  exit 1
+fi
+# The bundle of this build only: an older build's files go (a page naming one of them is itself old).
+rm -f "$PKG"/"$NAME".* "$PKG"/"$NAME"_bg.* "$PKG"/assets.json
+hashed() { # <file> <stem> <ext>: copies the file to $PKG/<stem>.<hash>.<ext>, prints that name
+  local h
+  h=$(sha256sum "$1" | cut -c1-16)
+  cp "$1" "$PKG/$2.$h.$3"
+  echo "$2.$h.$3"
+}
+js=$(hashed "$OUT/$NAME.js" "$NAME" js)
+wasm=$(hashed "$OUT/${NAME}_bg.wasm" "${NAME}_bg" wasm)
+css=$(hashed "$OUT/$NAME.css" "$NAME" css)
+node scripts/compress.mjs "$PKG/$js" "$PKG/$wasm" "$PKG/$css"
+for f in "$js" "$wasm" "$css"; do gzip -9 -n -c "$PKG/$f" >"$PKG/$f.gz"; done
+printf '{"js":"%s","wasm":"%s","css":"%s"}\n' "$js" "$wasm" "$css" >"$PKG/assets.json"
 cp -r public/. target/site/
 cargo build -q --release -p server

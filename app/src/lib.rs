@@ -17,13 +17,36 @@ pub mod timeline;
 pub mod watch;
 
 use leptos::prelude::*;
-use leptos_meta::{provide_meta_context, MetaTags, Stylesheet, Title};
+use leptos_meta::{provide_meta_context, MetaTags, Title};
 use leptos_router::components::{Route, Router, Routes, A};
 use leptos_router::path;
 use leptos_router::SsrMode;
 
-/// The HTML document around the app (server side).
-pub fn shell(options: LeptosOptions) -> impl IntoView {
+/// The browser bundle a page names: the paths of the JS glue, the wasm and the stylesheet under `/pkg/`.
+/// A built site names them with a content hash (`outcomes.<hash>.js`, `outcomes_bg.<hash>.wasm`,
+/// `outcomes.<hash>.css`; README "Bundle size"), so each may be cached for good.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Bundle {
+    pub js: String,
+    pub wasm: String,
+    pub css: String,
+}
+
+impl Bundle {
+    /// The plain names of a bundle built without hashes (`/pkg/<name>.js`, `/pkg/<name>_bg.wasm`,
+    /// `/pkg/<name>.css`).
+    pub fn plain(name: &str) -> Self {
+        Bundle {
+            js: format!("/pkg/{name}.js"),
+            wasm: format!("/pkg/{name}_bg.wasm"),
+            css: format!("/pkg/{name}.css"),
+        }
+    }
+}
+
+/// The HTML document around the app (server side). The stylesheet link is rendered here, outside the
+/// hydrated body, so the browser never renders it again; `bundle` names the files.
+pub fn shell(bundle: Bundle) -> impl IntoView {
     view! {
         <!DOCTYPE html>
         <html lang="en">
@@ -40,13 +63,32 @@ pub fn shell(options: LeptosOptions) -> impl IntoView {
                 <link rel="icon" href="/icon.svg" type="image/svg+xml"/>
                 <link rel="apple-touch-icon" href="/apple-touch-icon.png"/>
                 <script nonce=use_nonce() src="/sw-register.js" defer></script>
-                <HydrationScripts options/>
+                <link rel="stylesheet" id="leptos" href=bundle.css.clone()/>
+                <BundleScripts bundle/>
                 <MetaTags/>
             </head>
             <body class="bg-white text-slate-900 dark:bg-slate-950 dark:text-slate-100">
                 <App/>
             </body>
         </html>
+    }
+}
+
+/// Loads the JS glue and the wasm of `bundle` and hydrates the page: what Leptos's `HydrationScripts`
+/// renders, with the paths given whole (its own derives the wasm's name from the script's, which a
+/// content-hashed name cannot follow). The inline module carries the page's CSP nonce.
+#[component]
+fn BundleScripts(bundle: Bundle) -> impl IntoView {
+    let nonce = use_nonce();
+    let script = format!(
+        "import({js:?}).then(m=>m.default({{module_or_path:{wasm:?}}}).then(()=>m.hydrate()));",
+        js = bundle.js,
+        wasm = bundle.wasm,
+    );
+    view! {
+        <link rel="modulepreload" href=bundle.js crossorigin=""/>
+        <link rel="preload" href=bundle.wasm r#as="fetch" r#type="application/wasm" crossorigin=""/>
+        <script type="module" nonce=nonce>{script}</script>
     }
 }
 
@@ -72,7 +114,6 @@ pub fn App() -> impl IntoView {
     #[cfg(feature = "hydrate")]
     CALLER.with(|c| c.set(Some(CallerResource(caller))));
     view! {
-        <Stylesheet id="leptos" href="/pkg/outcomes.css"/>
         <Title text="Outcome ledger"/>
         <Router>
             <a href="#main" rel="external" class="skip-link sr-only focus:not-sr-only focus:absolute focus:left-2 focus:top-2 focus:z-50 focus:rounded focus:bg-white focus:px-3 focus:py-2 focus:text-slate-900 focus:ring-2 focus:ring-sky-500 dark:focus:bg-slate-900 dark:focus:text-slate-100">"Skip to content"</a>

@@ -16,9 +16,30 @@ pub enum SignInProblem {
     Unavailable,
 }
 
+/// The stylesheet these pages link to: the server sets it once it has found the built bundle
+/// ([`set_stylesheet`]); before that, the plain name.
+static STYLESHEET: std::sync::RwLock<Option<String>> = std::sync::RwLock::new(None);
+
+/// Makes the standalone pages link to `href` (the content-hashed stylesheet of the bundle the server
+/// serves). One per process: a server sets it when it is built.
+pub fn set_stylesheet(href: &str) {
+    if let Ok(mut s) = STYLESHEET.write() {
+        *s = Some(href.to_owned());
+    }
+}
+
+fn stylesheet() -> String {
+    STYLESHEET
+        .read()
+        .ok()
+        .and_then(|s| s.clone())
+        .unwrap_or_else(|| "/pkg/outcomes.css".to_owned())
+}
+
 /// The whole document of a standalone page: head with the stylesheet and a title, a header, `body`.
 fn document(title: &str, body: impl IntoView + 'static) -> String {
     let title = format!("{title} · Outcome ledger");
+    let stylesheet = stylesheet();
     let html = view! {
         <html lang="en">
             <head>
@@ -27,7 +48,7 @@ fn document(title: &str, body: impl IntoView + 'static) -> String {
                 <meta name="color-scheme" content="light dark"/>
                 <meta name="referrer" content="no-referrer"/>
                 <link rel="icon" href="data:,"/>
-                <link rel="stylesheet" href="/pkg/outcomes.css"/>
+                <link rel="stylesheet" href=stylesheet/>
                 <title>{title}</title>
             </head>
             <body class="bg-white text-slate-900 dark:bg-slate-950 dark:text-slate-100">

@@ -138,3 +138,38 @@ test('the service worker registers, keeps only shell files, and offline a naviga
   await page.goto(`/sessions/${session}`);
   await expect(page.locator('.outcome')).toHaveCount(1);
 });
+
+test('the page loads a content-hashed bundle, compressed and cached for good; the worker scripts keep their names', async ({ page, request }) => {
+  const bundle: { url: string; status: number; headers: Record<string, string> }[] = [];
+  page.on('response', (r) => {
+    if (new URL(r.url()).pathname.startsWith('/pkg/')) bundle.push({ url: r.url(), status: r.status(), headers: r.headers() });
+  });
+  const nav = await page.goto('/');
+  expect(nav!.headers()['cache-control']).toBe('no-store');
+  // Hydrated: the hashed glue and wasm loaded and ran.
+  await expect(page.locator('html')).toHaveAttribute('data-interactive', 'true');
+  const names = bundle.map((r) => new URL(r.url).pathname).sort();
+  expect(names).toHaveLength(3);
+  expect(names[0]).toMatch(/^\/pkg\/outcomes\.[0-9a-f]{16}\.css$/);
+  expect(names[1]).toMatch(/^\/pkg\/outcomes\.[0-9a-f]{16}\.js$/);
+  expect(names[2]).toMatch(/^\/pkg\/outcomes_bg\.[0-9a-f]{16}\.wasm$/);
+  for (const r of bundle) {
+    expect(r.status, r.url).toBe(200);
+    expect(r.headers['cache-control'], r.url).toBe('public, max-age=31536000, immutable');
+    // Chromium asks for br over http only on some origins; whichever it takes, the build made it.
+    expect(['br', 'gzip'], r.url).toContain(r.headers['content-encoding']);
+  }
+  for (const [name, encoding] of [[names[2], 'br'], [names[2], 'gzip']] as const) {
+    const r = await request.get(name, { headers: { 'accept-encoding': encoding } });
+    expect(r.headers()['content-encoding']).toBe(encoding);
+  }
+  // An old or unknown name is a plain 404, not a page.
+  const old = await request.get('/pkg/outcomes_bg.wasm');
+  expect(old.status()).toBe(404);
+  expect(old.headers()['content-type'] ?? '').not.toContain('text/html');
+  for (const name of ['/sw.js', '/sw-register.js']) {
+    const r = await request.get(name);
+    expect(r.status(), name).toBe(200);
+    expect(r.headers()['cache-control'], name).toBe('no-store');
+  }
+});

@@ -3,6 +3,7 @@
 //! the server-side rendering of the dashboard (`app`). `main.rs` only parses the command line.
 
 pub mod access;
+pub mod assets;
 pub mod auth;
 pub mod backup;
 pub mod cli;

@@ -25,6 +25,22 @@ use crate::demo::DemoArgs;
 use crate::hub::{Hub, StreamLimits};
 use crate::AppState;
 
+/// The compression predicate that leaves out a response marked [`crate::assets::BuildTimeCompressed`].
+#[derive(Debug, Clone, Copy)]
+struct NotBuildTimeCompressed;
+
+impl Predicate for NotBuildTimeCompressed {
+    fn should_compress<B>(&self, response: &axum::http::Response<B>) -> bool
+    where
+        B: axum::body::HttpBody,
+    {
+        response
+            .extensions()
+            .get::<crate::assets::BuildTimeCompressed>()
+            .is_none()
+    }
+}
+
 /// `outcomes serve`.
 #[derive(Debug, Clone, Args)]
 pub struct ServeArgs {
@@ -217,8 +233,12 @@ pub async fn build_with_clock(
         metrics,
     };
     let api = crate::http::api_router().with_state(state.clone());
+    // The bundle's names, read once (crate::assets); the standalone pages link the same stylesheet.
+    let bundle = crate::assets::find(&args.site_root);
+    app::standalone::set_stylesheet(&bundle.css);
     let pages = crate::ssr::pages(
         crate::ssr::leptos_options(&args.site_root, args.addr),
+        bundle,
         api.clone(),
     );
     let request_id = HeaderName::from_static("x-request-id");
@@ -244,8 +264,13 @@ pub async fn build_with_clock(
         )))
         .layer(axum::middleware::from_fn(crate::http::guards::refuse_unroutable))
         .layer(
-            // SSE must not be compressed: a compressed stream is buffered until it ends.
-            CompressionLayer::new().compress_when(SizeAbove::default().and(NotForContentType::new("text/event-stream"))),
+            // SSE must not be compressed: a compressed stream is buffered until it ends. The bundle under
+            // /pkg/ was compressed when it was built (crate::assets): not again here.
+            CompressionLayer::new().compress_when(
+                SizeAbove::default()
+                    .and(NotForContentType::new("text/event-stream"))
+                    .and(NotBuildTimeCompressed),
+            ),
         )
         .layer(PropagateRequestIdLayer::new(request_id.clone()))
         .layer(

@@ -15,7 +15,8 @@ use tower::ServiceExt;
 use crate::access::Principal;
 use crate::http::security::CspNonce;
 
-/// Name of the browser bundle: `pkg/outcomes.js`, `pkg/outcomes_bg.wasm`, `pkg/outcomes.css`.
+/// Name of the browser bundle: `pkg/outcomes.<hash>.js`, `pkg/outcomes_bg.<hash>.wasm`,
+/// `pkg/outcomes.<hash>.css` once built (crate::assets), the plain names without a build.
 pub const OUTPUT_NAME: &str = "outcomes";
 
 /// Leptos settings for a site root and listening address.
@@ -69,10 +70,12 @@ fn route_list() -> Vec<leptos_axum::AxumRouteListing> {
     ROUTES.get_or_init(|| generate_route_list(app::App)).clone()
 }
 
-/// The dashboard's pages and static files under the site root. Each page renders with, in context, a
-/// transport that reads `api` in process as the page's caller, and the request's CSP nonce (so the
-/// hydration scripts carry it).
-pub fn pages(options: LeptosOptions, api: Router) -> Router {
+/// The dashboard's pages, the bundle under `/pkg/` ([`crate::assets::service`]) and the other static
+/// files under the site root. Each page renders with, in context, a transport that reads `api` in process
+/// as the page's caller, and the request's CSP nonce (so the hydration scripts carry it); it names the
+/// files of `bundle`.
+pub fn pages(options: LeptosOptions, bundle: app::Bundle, api: Router) -> Router {
+    let pkg = crate::assets::service(&options.site_root);
     let routes = route_list();
     let context = move || {
         let parts = use_context::<axum::http::request::Parts>();
@@ -86,12 +89,13 @@ pub fn pages(options: LeptosOptions, api: Router) -> Router {
     };
     Router::new()
         .leptos_routes_with_context(&options, routes, context.clone(), {
-            let options = options.clone();
-            move || app::shell(options.clone())
+            let bundle = bundle.clone();
+            move || app::shell(bundle.clone())
         })
+        .nest_service("/pkg", pkg)
         .fallback(leptos_axum::file_and_error_handler_with_context(
             context,
-            app::shell,
+            move |_| app::shell(bundle.clone()),
         ))
         .with_state(options)
 }

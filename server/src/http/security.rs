@@ -9,7 +9,9 @@
 //! - Anything else: `default-src 'none'; frame-ancestors 'none'; base-uri 'none'; form-action 'none'`.
 //! - Always: `X-Content-Type-Options: nosniff`, `Referrer-Policy: no-referrer` (a viewer link must never
 //!   leak through `Referer`), `X-Frame-Options: DENY`.
-//! - `Cache-Control: no-store` on everything but the static assets under `/pkg/`.
+//! - `Cache-Control: no-store` on everything but the bundle under `/pkg/`, where a content-hashed file
+//!   found is `public, max-age=31536000, immutable`, another file found `no-cache`, a miss `no-store`
+//!   ([`crate::assets::cache_control`]).
 
 use std::sync::Arc;
 
@@ -69,7 +71,8 @@ pub const RAW_HEADER_LINES: &str = "content-security-policy: default-src 'none';
 pub async fn security_headers(mut request: Request, next: Next) -> Response {
     let nonce = CspNonce::new();
     request.extensions_mut().insert(nonce.clone());
-    let is_static = request.uri().path().starts_with("/pkg/");
+    let path = request.uri().path().to_owned();
+    let is_static = path.starts_with("/pkg/");
     let is_worker = request.uri().path() == WORKER_PATH;
     let mut response = next.run(request).await;
     let is_html = response
@@ -91,8 +94,13 @@ pub async fn security_headers(mut request: Request, next: Next) -> Response {
     h.insert(X_CONTENT_TYPE_OPTIONS, HeaderValue::from_static("nosniff"));
     h.insert(REFERRER_POLICY, HeaderValue::from_static("no-referrer"));
     h.insert(X_FRAME_OPTIONS, HeaderValue::from_static("DENY"));
-    if !is_static {
-        h.insert(CACHE_CONTROL, HeaderValue::from_static("no-store"));
-    }
+    let cache = if is_static {
+        crate::assets::cache_control(&path, response.status())
+    } else {
+        "no-store"
+    };
+    response
+        .headers_mut()
+        .insert(CACHE_CONTROL, HeaderValue::from_static(cache));
     response
 }

@@ -10,6 +10,7 @@ mod access_roles;
 mod access_sign_in;
 mod access_staff;
 mod access_viewer;
+mod assets;
 mod docs;
 mod hardening;
 mod history;
