@@ -38,7 +38,9 @@ fn stylesheet() -> String {
 
 /// The whole document of a standalone page: head with the stylesheet and a title, a header, `body`.
 fn document(title: &str, body: impl IntoView + 'static) -> String {
-    let title = format!("{title} · Outcome ledger");
+    // `<title>` holds text only: rendered as a child, an erased view would put its `<!>` marker in the
+    // tab's text, so the escaped text goes in as the element's inner HTML.
+    let title = html_escape::encode_text(&format!("{title} · Outcome ledger")).into_owned();
     let stylesheet = stylesheet();
     let html = view! {
         <html lang="en">
@@ -49,7 +51,7 @@ fn document(title: &str, body: impl IntoView + 'static) -> String {
                 <meta name="referrer" content="no-referrer"/>
                 <link rel="icon" href="data:,"/>
                 <link rel="stylesheet" href=stylesheet/>
-                <title>{title}</title>
+                <title inner_html=title></title>
             </head>
             <body class="bg-white text-slate-900 dark:bg-slate-950 dark:text-slate-100">
                 <header class="border-b border-slate-200 dark:border-slate-800">
