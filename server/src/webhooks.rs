@@ -239,10 +239,7 @@ pub fn payload(item: &OutboxItem) -> Vec<u8> {
 /// [`MAX_BACKOFF_MS`], with jitter (a random point in its upper half).
 pub fn backoff_ms(base_ms: i64, attempts: i64) -> i64 {
     let exp = u32::try_from(attempts.saturating_sub(1).clamp(0, 30)).unwrap_or(30);
-    let full = base_ms
-        .saturating_mul(1i64 << exp)
-        .min(MAX_BACKOFF_MS)
-        .max(1);
+    let full = base_ms.saturating_mul(1i64 << exp).clamp(1, MAX_BACKOFF_MS);
     let half = full / 2;
     half + rand::rng().random_range(0..=full - half)
 }

@@ -112,12 +112,15 @@ fn the_cli_adds_lists_and_removes_and_refuses_bad_destinations_naming_the_reason
     assert!(stderr.contains("no webhook endpoint 1"), "{stderr}");
 }
 
+/// One request the local receiver got: when, its headers and its body.
+type Got = (Instant, HeaderMap, Vec<u8>);
+
 /// What the local receiver got: headers and body of each request.
 #[derive(Clone, Default)]
-struct Received(Arc<Mutex<Vec<(Instant, HeaderMap, Vec<u8>)>>>);
+struct Received(Arc<Mutex<Vec<Got>>>);
 
 impl Received {
-    fn all(&self) -> Vec<(Instant, HeaderMap, Vec<u8>)> {
+    fn all(&self) -> Vec<Got> {
         self.0.lock().unwrap().clone()
     }
 }
@@ -205,11 +208,7 @@ fn header<'a>(h: &'a HeaderMap, name: &str) -> &'a str {
     h.get(name).and_then(|v| v.to_str().ok()).unwrap_or("")
 }
 
-async fn wait_for(
-    received: &Received,
-    n: usize,
-    within: Duration,
-) -> Vec<(Instant, HeaderMap, Vec<u8>)> {
+async fn wait_for(received: &Received, n: usize, within: Duration) -> Vec<Got> {
     let end = Instant::now() + within;
     loop {
         let all = received.all();
