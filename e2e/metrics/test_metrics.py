@@ -2,10 +2,11 @@
 
 1. `test_exact_values_through_prometheus_client`: a server of its own, a known sequence of writes, then
    the exposition parsed by `prometheus_client.parser.text_string_to_metric_families` (PyPI
-   `prometheus_client`) with EXACT values: every ledger gauge, every transition series, the histogram's
-   counts per operation, busy and failed credentials. The ages run on the real clock, so they are
-   compared with the support queue's `oldest_unknown_age_secs` and in-flight `age_secs` read just before
-   and just after the scrape (retried until both reads fall within one second): one figure, exactly.
+   `prometheus_client`) with EXACT values: every ledger gauge (the webhook outbox's too), every
+   transition series, the histogram's counts per operation, busy and failed credentials. The ages run on
+   the real clock, so they are compared with the support queue's `oldest_unknown_age_secs` and in-flight
+   `age_secs` read just before and just after the scrape (retried until both reads fall within one
+   second): one figure, exactly.
    The separate listener of `--metrics-addr` answers the same exposition (and a JSON 404 elsewhere).
 2. `test_prometheus_alert_fires_then_resolves`: Debian's `prometheus` scrapes the server every second and
    evaluates `outcomes_unknown_oldest_age_seconds > 2` (`for: 1s`); `/api/v1/alerts` shows it firing
@@ -196,6 +197,8 @@ def test_exact_values_through_prometheus_client(server):
         ("outcomes_live_streams", ()): 0.0,
         ("outcomes_busy_total", ()): 0.0,
         ("outcomes_failed_credentials_total", ()): 0.0,
+        ("outcomes_webhook_outbox_pending", ()): 0.0,
+        ("outcomes_webhook_outbox_oldest_pending_age_seconds", ()): 0.0,
     }
 
     # The known sequence (as server/tests/api/metrics.rs): m1 unknown, m2 in flight, m3 completed,
@@ -231,6 +234,9 @@ def test_exact_values_through_prometheus_client(server):
         ("outcomes_live_streams", ()): 0.0,
         ("outcomes_busy_total", ()): 0.0,
         ("outcomes_failed_credentials_total", ()): 1.0,
+        # No webhook endpoint: nothing in the outbox, no delivery attempt.
+        ("outcomes_webhook_outbox_pending", ()): 0.0,
+        ("outcomes_webhook_outbox_oldest_pending_age_seconds", ()): 0.0,
         ("outcomes_transitions_total", (("kind", "approve"), ("status", "approved"))): 5.0,
         ("outcomes_transitions_total", (("kind", "intent"), ("status", "execution_started"))): 5.0,
         ("outcomes_transitions_total", (("kind", "settle"), ("status", "outcome_unknown"))): 2.0,

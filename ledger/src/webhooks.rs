@@ -4,7 +4,8 @@
 //! (migration `0010_webhooks.sql`, Postgres `0004_webhooks.sql`); `outcome.unknown_stale` rows by
 //! [`Webhooks::enqueue_stale`]. Delivery (signing, HTTP) is the server's; here are the rows a worker takes
 //! ([`Webhooks::take_due`]: on Postgres `FOR UPDATE SKIP LOCKED` and a lease, so of several instances one
-//! delivers each row) and what it records afterwards.
+//! delivers each row) and what it records afterwards; the outbox's backlog for `GET /metrics`
+//! ([`Webhooks::outbox_gauges`]); and its pruning ([`Webhooks::prune_outbox`], docs/api.md "Webhooks", "Pruning").
 
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -21,6 +22,59 @@ pub const EVENTS: [&str; 3] = [
 
 /// The most operations [`Webhooks::alerted_at`] reads at once: the support queue's largest page.
 pub const ALERTED_MAX_OPERATIONS: usize = 1000;
+
+/// How long a finished outbox row (delivered, or given up) is kept before [`Webhooks::prune_outbox`]
+/// deletes it, in ms: 7 days after it was delivered or given up (docs/api.md "Webhooks", "Pruning").
+pub const OUTBOX_RETENTION_MS: i64 = 7 * 24 * 3600 * 1000;
+
+/// What [`Webhooks::prune_outbox`] deletes in one call, and how.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct OutboxPrune {
+    /// A finished row is deleted this long (ms) after it was delivered or given up.
+    pub retention_ms: i64,
+    /// Rows deleted per statement (the write lock is held for one statement at a time).
+    pub batch: i64,
+    /// Statements at most per call; what is left waits for the next call.
+    pub max_batches: u32,
+}
+
+impl Default for OutboxPrune {
+    /// [`OUTBOX_RETENTION_MS`], batches of 500, at most 20 of them (10,000 rows) per call.
+    fn default() -> Self {
+        OutboxPrune {
+            retention_ms: OUTBOX_RETENTION_MS,
+            batch: 500,
+            max_batches: 20,
+        }
+    }
+}
+
+/// The outbox's backlog at one time ([`Webhooks::outbox_gauges`]; docs/api.md "Metrics").
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct OutboxGauges {
+    /// Rows neither delivered nor given up (still being tried, a leased one included).
+    pub pending: u64,
+    /// Whole seconds since the event of the oldest pending row happened (its `at`), `None` when
+    /// nothing is pending.
+    pub oldest_pending_age_secs: Option<u64>,
+}
+
+/// The outbox rows [`Webhooks::prune_outbox`] may delete, at most `$2` of them, finished at or before
+/// `$1` (ms since the epoch): delivered or given up, found through the index `webhook_outbox_done`
+/// (the condition on both columns is the index's own, so SQLite uses it), except a delivered
+/// `outcome.unknown` / `outcome.unknown_stale` row about the current unknown outcome of an entry still
+/// `outcome_unknown` (at or after its latest unknown settlement: the rows [`Webhooks::alerted_at`]
+/// reads). Pending rows are never among them.
+const PRUNABLE: &str = "\
+    SELECT o.id FROM webhook_outbox o \
+    WHERE (o.delivered_at IS NOT NULL OR o.failed_at IS NOT NULL) \
+      AND COALESCE(o.delivered_at, o.failed_at) <= $1 \
+      AND NOT (o.delivered_at IS NOT NULL \
+          AND o.event IN ('outcome.unknown', 'outcome.unknown_stale') \
+          AND EXISTS (SELECT 1 FROM entries e WHERE e.seq = o.entry_seq AND e.status = 'outcome_unknown' \
+              AND o.at >= COALESCE((SELECT MAX(h.at) FROM history h WHERE h.entry_seq = e.seq \
+                  AND h.kind = 'settlement' AND h.ledger_status = 'outcome_unknown'), 0))) \
+    LIMIT $2";
 
 /// A webhook endpoint as stored. Its `Debug` never shows the secret.
 #[derive(Clone, PartialEq, Eq, sqlx::FromRow)]
@@ -389,6 +443,67 @@ impl Webhooks {
         Ok(rows.into_iter().map(|(k, m, at)| ((k, m), at)).collect())
     }
 
+    /// Deletes finished outbox rows older than `rules.retention_ms` (docs/api.md "Webhooks", "Pruning"): rows
+    /// delivered, or given up (after 24 h of retries, or when their endpoint answered 410), at least that
+    /// long ago by the ledger's clock; never a pending row (one still being tried), and never a delivered
+    /// `outcome.unknown` / `outcome.unknown_stale` row about the current unknown outcome of an entry that
+    /// is still `outcome_unknown`, so [`Webhooks::alerted_at`] answers the same for it (those go once the
+    /// entry is reconciled, or with its session). Rows of a removed endpoint went with it already.
+    /// Deletes in statements of at most `rules.batch` rows, each holding the write lock alone and
+    /// yielding between them, at most `rules.max_batches` statements; answers how many rows went. On
+    /// Postgres the rows are taken `FOR UPDATE SKIP LOCKED`, so instances pruning at once do not wait for
+    /// each other. Errors: the store's (`Busy`, `Unavailable`, …); rows deleted before one stay deleted.
+    pub async fn prune_outbox(&self, rules: OutboxPrune) -> Result<u64, LedgerError> {
+        let mut total = 0u64;
+        for _ in 0..rules.max_batches {
+            let before = self.now_ms().saturating_sub(rules.retention_ms);
+            let done = {
+                let _writer = self.inner.writer().await?;
+                on_write!(self.inner, |pool, d| {
+                    let lock = match d {
+                        Dialect::Sqlite => "",
+                        Dialect::Postgres => " FOR UPDATE OF o SKIP LOCKED",
+                    };
+                    sqlx::query(&format!(
+                        "DELETE FROM webhook_outbox WHERE id IN ({PRUNABLE}{lock})"
+                    ))
+                    .bind(before)
+                    .bind(rules.batch)
+                    .execute(pool)
+                    .await?
+                    .rows_affected()
+                })
+            };
+            total = total.saturating_add(done);
+            if done < u64::try_from(rules.batch).unwrap_or(0) {
+                break;
+            }
+            tokio::task::yield_now().await;
+        }
+        Ok(total)
+    }
+
+    /// The outbox's backlog now (docs/api.md "Metrics"): how many rows are pending (neither delivered
+    /// nor given up) and the age of the oldest of them by its event time, in whole seconds by the
+    /// ledger's clock. Read from the database (the same on every instance of one Postgres database), one
+    /// statement over the pending rows (the partial index `webhook_outbox_due`). Errors: the store's.
+    pub async fn outbox_gauges(&self) -> Result<OutboxGauges, LedgerError> {
+        let now = self.now_ms();
+        let (pending, oldest): (i64, Option<i64>) = on_read!(self.inner, |pool, d| {
+            sqlx::query_as(
+                "SELECT COUNT(*), MIN(at) FROM webhook_outbox \
+                 WHERE delivered_at IS NULL AND failed_at IS NULL",
+            )
+            .fetch_one(pool)
+            .await?
+        });
+        Ok(OutboxGauges {
+            pending: u64::try_from(pending).unwrap_or(0),
+            oldest_pending_age_secs: oldest
+                .map(|at| u64::try_from(now.saturating_sub(at) / 1000).unwrap_or(0)),
+        })
+    }
+
     /// Every outbox row, oldest first (tests and diagnostics).
     pub async fn outbox(&self) -> Result<Vec<OutboxRow>, LedgerError> {
         Ok(on_read!(self.inner, |pool, d| {
@@ -399,5 +514,42 @@ impl Webhooks {
         .fetch_all(pool)
         .await?
         }))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::store::Db;
+
+    /// On SQLite the rows to prune are found through the index of finished rows (never `SCAN o`, a walk
+    /// of the whole outbox, pending rows included), each entry by its key and its settlements through
+    /// `history_by_entry`.
+    #[tokio::test]
+    async fn pruning_finds_finished_rows_through_their_index() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("plan.db");
+        let inner = Inner::open(path.to_str().unwrap(), Default::default())
+            .await
+            .unwrap();
+        let Db::Sqlite { read, .. } = &inner.db else {
+            panic!("a SQLite ledger")
+        };
+        let plan: Vec<(i64, i64, i64, String)> = sqlx::query_as(&format!(
+            "EXPLAIN QUERY PLAN DELETE FROM webhook_outbox WHERE id IN ({PRUNABLE})"
+        ))
+        .bind(0_i64)
+        .bind(500_i64)
+        .fetch_all(read)
+        .await
+        .unwrap();
+        let plan = plan.into_iter().map(|r| r.3).collect::<Vec<_>>().join("\n");
+        assert!(!plan.contains("SCAN o"), "{plan}");
+        assert!(
+            plan.contains("SEARCH o USING INDEX webhook_outbox_done"),
+            "{plan}"
+        );
+        assert!(!plan.contains("SCAN e"), "{plan}");
+        assert!(!plan.contains("SCAN h"), "{plan}");
     }
 }

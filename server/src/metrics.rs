@@ -6,9 +6,10 @@
 //!   [`crate::AppState`], never installed as the process's global recorder, so several servers in one
 //!   process, as in the tests, count apart): `outcomes_transitions_total{kind,status}`,
 //!   `outcomes_host_request_duration_seconds{operation}` (a histogram), `outcomes_busy_total`,
-//!   `outcomes_failed_credentials_total`.
-//! - **Read at each scrape**: the ledger's gauges from the database (`ledger::SessionManager::ledger_gauges`,
-//!   the same on every instance of one Postgres database) and this process's open live streams, set into
+//!   `outcomes_failed_credentials_total`, `outcomes_webhook_deliveries_total{event,result}`.
+//! - **Read at each scrape**: the ledger's gauges from the database (`ledger::SessionManager::ledger_gauges`
+//!   and the webhook outbox's backlog, `ledger::webhooks::Webhooks::outbox_gauges`, the same on every
+//!   instance of one Postgres database) and this process's open live streams, set into
 //!   a recorder made for that one scrape, so a tool whose last unknown was reconciled disappears from
 //!   `outcomes_unknown_open{tool}` instead of keeping its last value.
 
@@ -21,6 +22,7 @@ use axum::http::{header, HeaderValue, Method, StatusCode};
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 use ledger::command::Action;
+use ledger::webhooks::OutboxGauges;
 use ledger::wire::LedgerStatus;
 use ledger::LedgerGauges;
 use metrics_exporter_prometheus::{
@@ -49,6 +51,39 @@ pub const LIVE_STREAMS: &str = "outcomes_live_streams";
 pub const BUSY: &str = "outcomes_busy_total";
 /// Failed credentials (docs/access.md "Failed credentials").
 pub const FAILED_CREDENTIALS: &str = "outcomes_failed_credentials_total";
+/// Webhook delivery attempts this process made, by `event` and `result` ([`DeliveryResult`]).
+pub const WEBHOOK_DELIVERIES: &str = "outcomes_webhook_deliveries_total";
+/// Webhook outbox rows pending (neither delivered nor given up), read from the database.
+pub const WEBHOOK_OUTBOX_PENDING: &str = "outcomes_webhook_outbox_pending";
+/// Whole seconds since the event of the oldest pending webhook outbox row; 0 when none is pending.
+pub const WEBHOOK_OUTBOX_OLDEST_PENDING_AGE: &str =
+    "outcomes_webhook_outbox_oldest_pending_age_seconds";
+
+/// What one webhook delivery attempt came to: the `result` label of [`WEBHOOK_DELIVERIES`]
+/// (docs/api.md "Metrics").
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum DeliveryResult {
+    /// Answered 2xx within the timeout.
+    Delivered,
+    /// Not delivered (another status, no answer, a refused connection or destination): tried again.
+    Failed,
+    /// Not delivered, and no attempt is left (24 h after the event): given up.
+    GaveUp,
+    /// Answered `410 Gone`: the endpoint is disabled, its pending deliveries dropped.
+    Gone,
+}
+
+impl DeliveryResult {
+    /// The label value: `delivered`, `failed`, `gave_up`, `gone`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            DeliveryResult::Delivered => "delivered",
+            DeliveryResult::Failed => "failed",
+            DeliveryResult::GaveUp => "gave_up",
+            DeliveryResult::Gone => "gone",
+        }
+    }
+}
 
 /// The buckets of [`HOST_REQUEST_DURATION`], in seconds: 1 ms to 10 s (the default write wait).
 pub const DURATION_BUCKETS: [f64; 14] = [
@@ -101,6 +136,7 @@ impl Metrics {
         );
         describe_counter(&recorder, BUSY, "Answers 503 busy (the ledger's write lock or connections not free within the write wait).");
         describe_counter(&recorder, FAILED_CREDENTIALS, "Failed credentials: bearer tokens, sign-ins, viewer links, a missing host token on the host API.");
+        describe_counter(&recorder, WEBHOOK_DELIVERIES, "Webhook delivery attempts this instance made, by event and result (delivered, failed: tried again, gave_up: the last attempt failed, gone: 410 disabled the endpoint).");
         recorder.describe_histogram(
             KeyName::from_const_str(HOST_REQUEST_DURATION),
             Some(Unit::Seconds),
@@ -143,6 +179,19 @@ impl Metrics {
         self.recorder.register_counter(&key, &METADATA).increment(1);
     }
 
+    /// Counts one webhook delivery attempt: `event` its event type (`outcome.unknown`, …), `result` what
+    /// it came to.
+    pub fn webhook_delivery(&self, event: &str, result: DeliveryResult) {
+        let key = Key::from_parts(
+            WEBHOOK_DELIVERIES,
+            vec![
+                Label::new("event", label_value(event)),
+                Label::new("result", result.as_str()),
+            ],
+        );
+        self.recorder.register_counter(&key, &METADATA).increment(1);
+    }
+
     /// Records how long one host write request took.
     pub fn host_request(&self, operation: &'static str, seconds: f64) {
         let key = Key::from_parts(
@@ -160,9 +209,14 @@ impl Metrics {
         self.handle.run_upkeep();
     }
 
-    /// The whole exposition: the scrape-time gauges (`ledger`, `live_streams`), then what this process
-    /// counted. An age without an open entry is 0.
-    pub fn render(&self, ledger: &LedgerGauges, live_streams: usize) -> String {
+    /// The whole exposition: the scrape-time gauges (`ledger`, the webhook `outbox`, `live_streams`),
+    /// then what this process counted. An age without an open entry (or a pending row) is 0.
+    pub fn render(
+        &self,
+        ledger: &LedgerGauges,
+        outbox: &OutboxGauges,
+        live_streams: usize,
+    ) -> String {
         let scrape = PrometheusBuilder::new().build_recorder();
         let gauge = |name: &'static str, labels: Vec<Label>, value: f64| {
             scrape
@@ -189,6 +243,18 @@ impl Metrics {
             None,
             "Live streams (/api/run-events) open on this instance.",
         );
+        describe_gauge(
+            &scrape,
+            WEBHOOK_OUTBOX_PENDING,
+            None,
+            "Webhook deliveries pending in the outbox (neither delivered nor given up).",
+        );
+        describe_gauge(
+            &scrape,
+            WEBHOOK_OUTBOX_OLDEST_PENDING_AGE,
+            Some(Unit::Seconds),
+            "Whole seconds since the event of the oldest pending webhook delivery happened; 0 when none is pending.",
+        );
         gauge(UNKNOWN_OPEN, vec![], ledger.unknown_open() as f64);
         for (tool, n) in &ledger.unknown_by_tool {
             gauge(
@@ -209,6 +275,12 @@ impl Metrics {
             ledger.in_flight_oldest_age_secs.unwrap_or(0) as f64,
         );
         gauge(LIVE_STREAMS, vec![], live_streams as f64);
+        gauge(WEBHOOK_OUTBOX_PENDING, vec![], outbox.pending as f64);
+        gauge(
+            WEBHOOK_OUTBOX_OLDEST_PENDING_AGE,
+            vec![],
+            outbox.oldest_pending_age_secs.unwrap_or(0) as f64,
+        );
         let mut out = scrape.handle().render();
         out.push_str(&self.handle.render());
         out
@@ -333,7 +405,10 @@ pub async fn metrics(
 ) -> Result<Response, ApiError> {
     principal.may_read_all()?;
     let gauges = state.sessions.ledger_gauges().await?;
-    let body = state.metrics.render(&gauges, state.hub.total_subscribers());
+    let outbox = state.webhooks.outbox_gauges().await?;
+    let body = state
+        .metrics
+        .render(&gauges, &outbox, state.hub.total_subscribers());
     Ok((
         StatusCode::OK,
         [(header::CONTENT_TYPE, HeaderValue::from_static(CONTENT_TYPE))],
@@ -391,7 +466,7 @@ mod tests {
     #[test]
     fn the_exposition_holds_the_scrape_gauges_and_the_counters() {
         let m = Metrics::new();
-        let empty = m.render(&LedgerGauges::default(), 0);
+        let empty = m.render(&LedgerGauges::default(), &OutboxGauges::default(), 0);
         assert!(empty.contains("\noutcomes_unknown_open 0\n"), "{empty}");
         assert!(empty.contains("\noutcomes_busy_total 0\n"), "{empty}");
         assert!(!empty.contains("tool="), "{empty}");
@@ -404,7 +479,15 @@ mod tests {
             in_flight: 1,
             in_flight_oldest_age_secs: Some(3),
         };
-        let text = m.render(&g, 4);
+        m.webhook_delivery("outcome.unknown", DeliveryResult::Failed);
+        m.webhook_delivery("outcome.unknown", DeliveryResult::Failed);
+        m.webhook_delivery("outcome.unknown", DeliveryResult::Delivered);
+        m.webhook_delivery("outcome.resolved", DeliveryResult::Gone);
+        let outbox = OutboxGauges {
+            pending: 3,
+            oldest_pending_age_secs: Some(12),
+        };
+        let text = m.render(&g, &outbox, 4);
         for line in [
             "outcomes_unknown_open 2",
             "outcomes_unknown_open{tool=\"x\"} 2",
@@ -415,6 +498,11 @@ mod tests {
             "outcomes_transitions_total{kind=\"settle\",status=\"outcome_unknown\"} 2",
             "outcomes_busy_total 1",
             "outcomes_failed_credentials_total 0",
+            "outcomes_webhook_outbox_pending 3",
+            "outcomes_webhook_outbox_oldest_pending_age_seconds 12",
+            "outcomes_webhook_deliveries_total{event=\"outcome.unknown\",result=\"failed\"} 2",
+            "outcomes_webhook_deliveries_total{event=\"outcome.unknown\",result=\"delivered\"} 1",
+            "outcomes_webhook_deliveries_total{event=\"outcome.resolved\",result=\"gone\"} 1",
         ] {
             assert!(text.lines().any(|l| l == line), "{line} in\n{text}");
         }
@@ -424,11 +512,16 @@ mod tests {
             unknown_by_tool: [(r#"a\"b\\c\n"#.to_owned(), 1)].into(),
             ..LedgerGauges::default()
         };
-        let text = m.render(&odd, 0);
+        let text = m.render(&odd, &OutboxGauges::default(), 0);
         let line = r#"outcomes_unknown_open{tool="a\\\"b\\\\c\\n"} 1"#;
         assert!(text.lines().any(|l| l == line), "{line} in\n{text}");
         // The next scrape no longer has the tool.
-        let text = m.render(&LedgerGauges::default(), 0);
+        let text = m.render(&LedgerGauges::default(), &OutboxGauges::default(), 0);
         assert!(!text.contains("tool=\"x\""), "{text}");
+        assert!(
+            text.lines()
+                .any(|l| l == "outcomes_webhook_outbox_oldest_pending_age_seconds 0"),
+            "{text}"
+        );
     }
 }

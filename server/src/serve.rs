@@ -414,6 +414,7 @@ pub async fn serve(args: ServeArgs) -> Result<(), Box<dyn std::error::Error>> {
     tokio::spawn(crate::webhooks::run_worker(
         built.ledger.webhooks(),
         args.webhooks.clone(),
+        built.state.metrics.clone(),
         shutdown.clone(),
     ));
     tokio::spawn(crate::purge::sweep_periodically(

@@ -5,22 +5,30 @@
 //! The outbox is the ledger's (`ledger::webhooks`): its rows are written in the transaction of the change,
 //! so the worker here only reads and updates them, never on the write path. A delivery is one POST with a
 //! 10 s timeout; a 2xx is delivered, a 410 disables the endpoint, anything else is tried again with
-//! exponential backoff and jitter until 24 h after the event.
+//! exponential backoff and jitter until 24 h after the event. Each attempt is counted into
+//! `outcomes_webhook_deliveries_total{event,result}` (docs/api.md "Metrics"). A destination refused at
+//! delivery (a private or loopback address without `--webhook-allow-private`) is tried again like any
+//! other failure (its name may resolve elsewhere later), but logged once per endpoint, not per attempt.
+//! The worker also prunes the outbox (finished rows after 7 days; docs/api.md "Webhooks", "Pruning").
 
+use std::collections::HashSet;
 use std::net::{IpAddr, Ipv4Addr, SocketAddr};
 use std::path::PathBuf;
 use std::process::ExitCode;
 use std::sync::Arc;
-use std::time::Duration;
+use std::sync::Mutex;
+use std::time::{Duration, Instant};
 
 use base64::Engine as _;
 use clap::{Args, Subcommand};
 use hmac::{Hmac, Mac};
-use ledger::webhooks::{OutboxItem, Webhooks};
+use ledger::webhooks::{OutboxItem, OutboxPrune, Webhooks};
 use ledger::{Ledger, LedgerOptions};
 use rand::{Rng, RngCore};
 use sha2::Sha256;
 use tokio_util::sync::CancellationToken;
+
+use crate::metrics::{DeliveryResult, Metrics};
 
 /// How long a receiver has to answer (a 2xx within it counts as delivered).
 pub const DELIVERY_TIMEOUT: Duration = Duration::from_secs(10);
@@ -34,6 +42,9 @@ const LEASE_MS: i64 = 60_000;
 const CONCURRENT_DELIVERIES: usize = 16;
 /// How often the worker looks for due deliveries and stale unknowns.
 const POLL: Duration = Duration::from_millis(250);
+/// How often the worker prunes the outbox (the first time when it starts): finished rows older than
+/// `ledger::webhooks::OUTBOX_RETENTION_MS`, in bounded batches ([`OutboxPrune::default`]).
+pub const PRUNE_EVERY: Duration = Duration::from_secs(60);
 
 /// `outcomes webhooks`.
 #[derive(Debug, Clone, Args)]
@@ -154,6 +165,32 @@ pub async fn check_destination(
     url: &url::Url,
     allow_private: bool,
 ) -> Result<Vec<SocketAddr>, String> {
+    let addrs = resolve_destination(url).await?;
+    match private_address(&addrs, allow_private) {
+        Some(bad) => Err(refused_destination(bad)),
+        None => Ok(addrs),
+    }
+}
+
+/// The reason a destination at `ip` (not public) is refused, naming the flag that allows it.
+fn refused_destination(ip: IpAddr) -> String {
+    format!(
+        "the destination is a private, loopback or link-local address ({ip}); pass \
+         --webhook-allow-private to allow it"
+    )
+}
+
+/// The first address of `addrs` that is not public ([`is_public`]), unless `allow_private`.
+fn private_address(addrs: &[SocketAddr], allow_private: bool) -> Option<IpAddr> {
+    if allow_private {
+        return None;
+    }
+    addrs.iter().map(SocketAddr::ip).find(|ip| !is_public(*ip))
+}
+
+/// The URL's addresses: its IP literal, or its host name resolved (at least one address, else the
+/// error names why).
+async fn resolve_destination(url: &url::Url) -> Result<Vec<SocketAddr>, String> {
     let port = url.port_or_known_default().unwrap_or(80);
     let addrs: Vec<SocketAddr> = match url.host() {
         Some(url::Host::Ipv4(ip)) => vec![SocketAddr::new(IpAddr::V4(ip), port)],
@@ -166,15 +203,6 @@ pub async fn check_destination(
     };
     if addrs.is_empty() {
         return Err("the host resolves to no address".into());
-    }
-    if !allow_private {
-        if let Some(bad) = addrs.iter().find(|a| !is_public(a.ip())) {
-            return Err(format!(
-                "the destination is a private, loopback or link-local address ({}); pass \
-                 --webhook-allow-private to allow it",
-                bad.ip()
-            ));
-        }
     }
     Ok(addrs)
 }
@@ -239,10 +267,7 @@ pub fn payload(item: &OutboxItem) -> Vec<u8> {
 /// [`MAX_BACKOFF_MS`], with jitter (a random point in its upper half).
 pub fn backoff_ms(base_ms: i64, attempts: i64) -> i64 {
     let exp = u32::try_from(attempts.saturating_sub(1).clamp(0, 30)).unwrap_or(30);
-    let full = base_ms
-        .saturating_mul(1i64 << exp)
-        .min(MAX_BACKOFF_MS)
-        .max(1);
+    let full = base_ms.saturating_mul(1i64 << exp).clamp(1, MAX_BACKOFF_MS);
     let half = full / 2;
     half + rand::rng().random_range(0..=full - half)
 }
@@ -276,6 +301,41 @@ enum Attempt {
     Delivered,
     Gone,
     Failed(String),
+    /// The destination resolved to a private, loopback or link-local address without
+    /// `--webhook-allow-private`: nothing was sent (tried again like a failure, logged once).
+    Refused(String),
+}
+
+/// The endpoints whose refused destination ([`Attempt::Refused`]) this process has logged, so that it
+/// is logged once per endpoint, not once per attempt: again only after an attempt of that endpoint
+/// that was not refused (its name resolved to a public address in between).
+#[derive(Debug, Default)]
+struct RefusalLog(Mutex<HashSet<i64>>);
+
+impl RefusalLog {
+    /// Whether this refusal of `endpoint` is to be logged (the first since the last attempt that was
+    /// not refused); it is remembered.
+    fn first(&self, endpoint: i64) -> bool {
+        self.0
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .insert(endpoint)
+    }
+
+    /// An attempt of `endpoint` that was not refused: its next refusal is logged again.
+    fn clear(&self, endpoint: i64) {
+        self.0
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .remove(&endpoint);
+    }
+}
+
+/// What the delivery tasks of one worker share.
+struct Worker {
+    options: WorkerOptions,
+    metrics: Arc<Metrics>,
+    refused: RefusalLog,
 }
 
 async fn attempt(item: &OutboxItem, allow_private: bool) -> Attempt {
@@ -283,10 +343,13 @@ async fn attempt(item: &OutboxItem, allow_private: bool) -> Attempt {
         Ok(u) => u,
         Err(e) => return Attempt::Failed(e),
     };
-    let addrs = match check_destination(&url, allow_private).await {
+    let addrs = match resolve_destination(&url).await {
         Ok(a) => a,
         Err(e) => return Attempt::Failed(e),
     };
+    if let Some(bad) = private_address(&addrs, allow_private) {
+        return Attempt::Refused(refused_destination(bad));
+    }
     let mut client = reqwest::Client::builder()
         .timeout(DELIVERY_TIMEOUT)
         .redirect(reqwest::redirect::Policy::none())
@@ -322,32 +385,73 @@ async fn attempt(item: &OutboxItem, allow_private: bool) -> Attempt {
     }
 }
 
-async fn deliver(webhooks: Webhooks, item: OutboxItem, options: Arc<WorkerOptions>) {
-    let result = attempt(&item, options.webhook_allow_private).await;
-    let recorded = match result {
+/// When a failed attempt of `item` is tried again: after [`backoff_ms`] from now, or `None` (given up)
+/// when that would be more than [`GIVE_UP_AFTER_MS`] after the event.
+fn next_attempt(webhooks: &Webhooks, item: &OutboxItem, options: &WorkerOptions) -> Option<i64> {
+    let next = webhooks.now_ms().saturating_add(backoff_ms(
+        options.webhook_retry_base_ms,
+        item.attempts.saturating_add(1),
+    ));
+    (next <= item.at.saturating_add(GIVE_UP_AFTER_MS)).then_some(next)
+}
+
+/// Records a failed attempt (tried again at `next`, or given up): what it counts as, and the record.
+async fn failed(
+    webhooks: &Webhooks,
+    item: &OutboxItem,
+    next: Option<i64>,
+    why: &str,
+) -> (DeliveryResult, Result<(), ledger::LedgerError>) {
+    let counted = match next {
+        Some(_) => DeliveryResult::Failed,
+        None => DeliveryResult::GaveUp,
+    };
+    (counted, webhooks.attempt_failed(item.id, next, why).await)
+}
+
+/// Makes one attempt of `item`, records what it came to in the outbox and counts it
+/// ([`DeliveryResult`]).
+async fn deliver(webhooks: Webhooks, item: OutboxItem, worker: Arc<Worker>) {
+    let result = attempt(&item, worker.options.webhook_allow_private).await;
+    let endpoint = item.endpoint_id;
+    if !matches!(result, Attempt::Refused(_)) {
+        worker.refused.clear(endpoint);
+    }
+    let (counted, recorded) = match result {
         Attempt::Delivered => {
-            tracing::info!(endpoint = item.endpoint_id, webhook_id = %item.msg_id, event = %item.event, "webhook delivered");
-            webhooks.delivered(item.id).await
+            tracing::info!(endpoint, webhook_id = %item.msg_id, event = %item.event, "webhook delivered");
+            (DeliveryResult::Delivered, webhooks.delivered(item.id).await)
         }
         Attempt::Gone => {
-            tracing::warn!(
-                endpoint = item.endpoint_id,
-                "webhook endpoint answered 410 Gone: disabled"
-            );
-            webhooks
+            tracing::warn!(endpoint, "webhook endpoint answered 410 Gone: disabled");
+            let recorded = webhooks
                 .attempt_failed(item.id, None, "HTTP 410")
                 .await
-                .and(webhooks.disable_endpoint(item.endpoint_id).await)
+                .and(webhooks.disable_endpoint(endpoint).await);
+            (DeliveryResult::Gone, recorded)
         }
         Attempt::Failed(why) => {
-            let next = webhooks
-                .now_ms()
-                .saturating_add(backoff_ms(options.webhook_retry_base_ms, item.attempts + 1));
-            let next = (next <= item.at.saturating_add(GIVE_UP_AFTER_MS)).then_some(next);
-            tracing::warn!(endpoint = item.endpoint_id, webhook_id = %item.msg_id, error = %why, given_up = next.is_none(), "webhook not delivered");
-            webhooks.attempt_failed(item.id, next, &why).await
+            let next = next_attempt(&webhooks, &item, &worker.options);
+            tracing::warn!(endpoint, webhook_id = %item.msg_id, error = %why, given_up = next.is_none(), "webhook not delivered");
+            failed(&webhooks, &item, next, &why).await
+        }
+        Attempt::Refused(why) => {
+            let next = next_attempt(&webhooks, &item, &worker.options);
+            if worker.refused.first(endpoint) {
+                tracing::warn!(
+                    endpoint,
+                    error = %why,
+                    "webhook destination refused: nothing is sent to it; its deliveries are tried again \
+                     (the name may resolve elsewhere) until 24 h after each event, then given up; logged \
+                     once for this endpoint until an attempt is not refused"
+                );
+            } else {
+                tracing::debug!(endpoint, webhook_id = %item.msg_id, error = %why, given_up = next.is_none(), "webhook destination refused again");
+            }
+            failed(&webhooks, &item, next, &why).await
         }
     };
+    worker.metrics.webhook_delivery(&item.event, counted);
     if let Err(e) = recorded {
         // The lease runs out and the row is taken again.
         tracing::warn!(error = %e, "webhook outcome not recorded");
@@ -356,18 +460,42 @@ async fn deliver(webhooks: Webhooks, item: OutboxItem, options: Arc<WorkerOption
 
 /// The delivery worker of `serve`: every [`POLL`] queues stale alerts and takes due deliveries (a lease
 /// each; on Postgres `FOR UPDATE SKIP LOCKED`), each delivered on its own task (at most
-/// [`CONCURRENT_DELIVERIES`] at once), so a slow receiver delays neither the others nor any write.
-pub async fn run_worker(webhooks: Webhooks, options: WorkerOptions, stop: CancellationToken) {
-    let options = Arc::new(options);
+/// [`CONCURRENT_DELIVERIES`] at once), so a slow receiver delays neither the others nor any write; each
+/// attempt is counted into `metrics` (`outcomes_webhook_deliveries_total`). Every [`PRUNE_EVERY`], the
+/// first time at once, it prunes the outbox ([`Webhooks::prune_outbox`]: finished rows 7 days old, in
+/// batches of 500, at most 10,000 a time; docs/api.md "Webhooks", "Pruning").
+pub async fn run_worker(
+    webhooks: Webhooks,
+    options: WorkerOptions,
+    metrics: Arc<Metrics>,
+    stop: CancellationToken,
+) {
+    let worker = Arc::new(Worker {
+        options,
+        metrics,
+        refused: RefusalLog::default(),
+    });
     let permits = Arc::new(tokio::sync::Semaphore::new(CONCURRENT_DELIVERIES));
     let mut tick = tokio::time::interval(POLL);
     tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    let mut pruned_at: Option<Instant> = None;
     loop {
         tokio::select! {
             _ = stop.cancelled() => break,
             _ = tick.tick() => {}
         }
-        if let Err(e) = webhooks.enqueue_stale(options.stale_after_secs).await {
+        if pruned_at.is_none_or(|at| at.elapsed() >= PRUNE_EVERY) {
+            pruned_at = Some(Instant::now());
+            match webhooks.prune_outbox(OutboxPrune::default()).await {
+                Ok(0) => {}
+                Ok(rows) => tracing::debug!(rows, "webhook outbox pruned"),
+                Err(e) => tracing::warn!(error = %e, "webhook outbox not pruned"),
+            }
+        }
+        if let Err(e) = webhooks
+            .enqueue_stale(worker.options.stale_after_secs)
+            .await
+        {
             tracing::warn!(error = %e, "stale webhook alerts not queued");
         }
         let free = i64::try_from(permits.available_permits()).unwrap_or(0);
@@ -385,7 +513,7 @@ pub async fn run_worker(webhooks: Webhooks, options: WorkerOptions, stop: Cancel
             let Ok(permit) = permits.clone().acquire_owned().await else {
                 break;
             };
-            let (w, o) = (webhooks.clone(), options.clone());
+            let (w, o) = (webhooks.clone(), worker.clone());
             tokio::spawn(async move {
                 deliver(w, item, o).await;
                 drop(permit);
@@ -567,6 +695,55 @@ mod tests {
         let sent = tokio::spawn(async move { attempt(&item, true).await });
         assert_eq!(first.await.unwrap(), 0x16, "a TLS handshake record");
         assert!(matches!(sent.await.unwrap(), Attempt::Failed(_)));
+    }
+
+    /// A refused destination is logged once per endpoint, and again only after an attempt of that
+    /// endpoint that was not refused.
+    #[test]
+    fn a_refused_destination_is_logged_once_per_endpoint() {
+        let log = RefusalLog::default();
+        assert!(log.first(1));
+        assert!(!log.first(1));
+        assert!(!log.first(1));
+        assert!(log.first(2));
+        log.clear(1);
+        assert!(log.first(1));
+        assert!(!log.first(1));
+        assert!(!log.first(2));
+    }
+
+    /// Without `--webhook-allow-private` a loopback destination is refused at delivery, naming the
+    /// address, and nothing connects to it.
+    #[tokio::test]
+    async fn a_private_destination_is_refused_at_delivery_without_connecting() {
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let port = listener.local_addr().unwrap().port();
+        let item = OutboxItem {
+            id: 1,
+            endpoint_id: 1,
+            url: format!("http://127.0.0.1:{port}/hook"),
+            secret: new_secret(),
+            event: "outcome.unknown".into(),
+            msg_id: "msg_1".into(),
+            session_key: "s".into(),
+            logical_turn_id: "t".into(),
+            mutation_id: "m".into(),
+            tool: "x".into(),
+            status: "outcome_unknown".into(),
+            age_secs: 0,
+            at: 0,
+            attempts: 0,
+        };
+        match attempt(&item, false).await {
+            Attempt::Refused(why) => assert_eq!(
+                why,
+                "the destination is a private, loopback or link-local address (127.0.0.1); pass \
+                 --webhook-allow-private to allow it"
+            ),
+            _ => panic!("refused"),
+        }
+        let accepted = tokio::time::timeout(Duration::from_millis(200), listener.accept()).await;
+        assert!(accepted.is_err(), "nothing connected");
     }
 
     #[test]

@@ -242,3 +242,241 @@ async fn two_instances_take_each_delivery_once_and_queue_stale_alerts_once() {
     assert_eq!(n, 80, "every row taken (40 unknown + 40 stale)");
     b.close().await;
 }
+
+/// How a test answers one taken delivery.
+enum Answer {
+    Delivered,
+    /// Tried again much later (pending all through the test).
+    Later,
+    GivenUp,
+}
+
+/// Takes every due delivery and records each as `answer` says for its endpoint, event and operation.
+async fn take_and_answer(h: &Harness, answer: impl Fn(i64, &str, &str) -> Answer) -> usize {
+    let w = h.ledger.webhooks();
+    let items = w.take_due(100, 30_000).await.unwrap();
+    for i in &items {
+        match answer(i.endpoint_id, &i.event, &i.mutation_id) {
+            Answer::Delivered => w.delivered(i.id).await.unwrap(),
+            Answer::Later => w
+                .attempt_failed(i.id, Some(h.clock.now_ms() + 86_400_000), "HTTP 500")
+                .await
+                .unwrap(),
+            Answer::GivenUp => w.attempt_failed(i.id, None, "HTTP 500").await.unwrap(),
+        }
+    }
+    items.len()
+}
+
+/// The outbox as `(endpoint, event, operation, delivered_at - T0 in s, failed_at - T0 in s)`, sorted.
+async fn outbox_by_content(
+    h: &Harness,
+    names: &[(i64, &'static str)],
+) -> Vec<(&'static str, String, String, Option<i64>, Option<i64>)> {
+    let name = |id: i64| names.iter().find(|(i, _)| *i == id).unwrap().1;
+    let mut rows: Vec<_> = h
+        .ledger
+        .webhooks()
+        .outbox()
+        .await
+        .unwrap()
+        .into_iter()
+        .map(|r| {
+            (
+                name(r.endpoint_id),
+                r.event,
+                r.mutation_id,
+                r.delivered_at.map(|t| (t - T0) / 1000),
+                r.failed_at.map(|t| (t - T0) / 1000),
+            )
+        })
+        .collect();
+    rows.sort();
+    rows
+}
+
+/// `alerted_at` of the three operations of the pruning test, as RFC 3339 strings.
+async fn alerted(h: &Harness) -> std::collections::BTreeMap<String, String> {
+    h.ledger
+        .webhooks()
+        .alerted_at(&[
+            (SESSION, "m-open"),
+            (SESSION, "m-done"),
+            (SESSION, "m-again"),
+        ])
+        .await
+        .unwrap()
+        .into_iter()
+        .map(|((_, m), at)| (m, ledger::store::format_time(at)))
+        .collect()
+}
+
+/// Pruning (docs/api.md "Webhooks", "Pruning"): finished rows go once they are older than the retention window,
+/// except a delivered alert about the current unknown outcome of an entry still unknown (its
+/// `alerted_at` stays the same); pending rows stay however old; deletions come in bounded batches.
+/// Retention 60 s here (the server's is 7 days, `OUTBOX_RETENTION_MS`).
+#[tokio::test]
+async fn pruning_keeps_pending_rows_and_alerts_about_open_unknowns_and_deletes_the_rest() {
+    use ledger::webhooks::{OutboxGauges, OutboxPrune, OUTBOX_RETENTION_MS};
+    assert_eq!(OUTBOX_RETENTION_MS, 7 * 24 * 3600 * 1000);
+    let rules = |batch, max_batches| OutboxPrune {
+        retention_ms: 60_000,
+        batch,
+        max_batches,
+    };
+    let h = open().await;
+    let w = h.ledger.webhooks();
+    let a = w
+        .add_endpoint("https://a.example/hook", ALL, "whsec_x")
+        .await
+        .unwrap();
+    let b = w
+        .add_endpoint("https://b.example/hook", ALL, "whsec_y")
+        .await
+        .unwrap();
+    let names = [(a, "a"), (b, "b")];
+    for m in ["m-open", "m-done", "m-again"] {
+        h.in_flight(m, "a1").await;
+        h.ok(settle(m, "a1", Settlement::OutcomeUnknown, None))
+            .await;
+    }
+    // At T0: m-open's alert delivered to a, given up for b; m-done's delivered to a, still tried for b;
+    // m-again's delivered to both.
+    let taken = take_and_answer(&h, |e, _, m| match (e == a, m) {
+        (false, "m-open") => Answer::GivenUp,
+        (false, "m-done") => Answer::Later,
+        _ => Answer::Delivered,
+    })
+    .await;
+    assert_eq!(taken, 6);
+
+    // At T0+10 s: m-done is reconciled; m-again reconciled as not done, tried afresh and unknown again.
+    h.clock.advance(Duration::from_secs(10));
+    h.ok(reconcile("m-done", "a1", true)).await;
+    h.ok(reconcile("m-again", "a1", false)).await;
+    h.ok(fresh("m-again", "a2")).await;
+    h.ok(settle("m-again", "a2", Settlement::OutcomeUnknown, None))
+        .await;
+    let taken = take_and_answer(&h, |e, event, m| match (e == a, event, m) {
+        (false, "outcome.resolved", "m-again") => Answer::GivenUp,
+        (false, "outcome.unknown", "m-again") => Answer::Later,
+        _ => Answer::Delivered,
+    })
+    .await;
+    assert_eq!(taken, 6);
+    let before = alerted(&h).await;
+    let at = |secs: i64| ledger::store::format_time(T0 + secs * 1000);
+    assert_eq!(
+        before,
+        [
+            ("m-again".to_owned(), at(10)),
+            ("m-done".to_owned(), at(0)),
+            ("m-open".to_owned(), at(0)),
+        ]
+        .into()
+    );
+    let (u, r) = ("outcome.unknown", "outcome.resolved");
+    let row = |e: &'static str, ev: &str, m: &str, d: Option<i64>, f: Option<i64>| {
+        (e, ev.to_owned(), m.to_owned(), d, f)
+    };
+    let all = vec![
+        row("a", r, "m-again", Some(10), None),
+        row("a", r, "m-done", Some(10), None),
+        row("a", u, "m-again", Some(0), None),
+        row("a", u, "m-again", Some(10), None),
+        row("a", u, "m-done", Some(0), None),
+        row("a", u, "m-open", Some(0), None),
+        row("b", r, "m-again", None, Some(10)),
+        row("b", r, "m-done", Some(10), None),
+        row("b", u, "m-again", None, None),
+        row("b", u, "m-again", Some(0), None),
+        row("b", u, "m-done", None, None),
+        row("b", u, "m-open", None, Some(0)),
+    ];
+    assert_eq!(outbox_by_content(&h, &names).await, all);
+
+    // Nothing is 60 s old yet.
+    assert_eq!(w.prune_outbox(rules(500, 20)).await.unwrap(), 0);
+
+    // T0+65 s: what finished at T0 may go: m-open's given-up row, m-done's delivered alert (m-done is
+    // resolved), m-again's alerts about its earlier unknown. In batches of 3: one batch of 3, then 1.
+    h.clock.advance(Duration::from_secs(55));
+    assert_eq!(w.prune_outbox(rules(3, 1)).await.unwrap(), 3);
+    assert_eq!(w.prune_outbox(rules(3, 20)).await.unwrap(), 1);
+    assert_eq!(w.prune_outbox(rules(3, 20)).await.unwrap(), 0);
+    let kept: Vec<_> = all
+        .iter()
+        .filter(|x| {
+            !matches!(
+                (x.0, x.1.as_str(), x.2.as_str(), x.3, x.4),
+                ("b", "outcome.unknown", "m-open", None, Some(0))
+                    | (_, "outcome.unknown", "m-done", Some(0), None)
+                    | (_, "outcome.unknown", "m-again", Some(0), None)
+            )
+        })
+        .cloned()
+        .collect();
+    assert_eq!(kept.len(), 8);
+    assert_eq!(outbox_by_content(&h, &names).await, kept);
+
+    // T0+75 s: the rows finished at T0+10 s go too, but m-again's alert about its current unknown stays,
+    // as do the rows still being tried (b's of m-done since T0, however old).
+    h.clock.advance(Duration::from_secs(10));
+    assert_eq!(w.prune_outbox(rules(500, 20)).await.unwrap(), 4);
+    assert_eq!(
+        outbox_by_content(&h, &names).await,
+        vec![
+            row("a", u, "m-again", Some(10), None),
+            row("a", u, "m-open", Some(0), None),
+            row("b", u, "m-again", None, None),
+            row("b", u, "m-done", None, None),
+        ]
+    );
+    // When staff were alerted about the open unknowns reads the same; the resolved m-done's is gone.
+    assert_eq!(
+        alerted(&h).await,
+        [("m-again".to_owned(), at(10)), ("m-open".to_owned(), at(0)),].into()
+    );
+    assert_eq!(
+        w.outbox_gauges().await.unwrap(),
+        OutboxGauges {
+            pending: 2,
+            oldest_pending_age_secs: Some(75),
+        }
+    );
+
+    // Once m-open is reconciled its alert may go as well (the two new resolved rows are pending).
+    h.ok(reconcile("m-open", "a1", true)).await;
+    assert_eq!(w.prune_outbox(rules(500, 20)).await.unwrap(), 1);
+    assert_eq!(
+        outbox_by_content(&h, &names).await,
+        vec![
+            row("a", r, "m-open", None, None),
+            row("a", u, "m-again", Some(10), None),
+            row("b", r, "m-open", None, None),
+            row("b", u, "m-again", None, None),
+            row("b", u, "m-done", None, None),
+        ]
+    );
+    assert_eq!(alerted(&h).await, [("m-again".to_owned(), at(10))].into());
+    assert_eq!(
+        w.outbox_gauges().await.unwrap(),
+        OutboxGauges {
+            pending: 4,
+            oldest_pending_age_secs: Some(75),
+        }
+    );
+}
+
+/// An empty outbox: nothing pending, no age.
+#[tokio::test]
+async fn the_gauges_of_an_empty_outbox_are_zero() {
+    let h = open().await;
+    assert_eq!(
+        h.ledger.webhooks().outbox_gauges().await.unwrap(),
+        ledger::webhooks::OutboxGauges {
+            pending: 0,
+            oldest_pending_age_secs: None,
+        }
+    );
+}

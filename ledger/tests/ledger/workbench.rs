@@ -565,7 +565,7 @@ async fn search_answers_alike_for_common_and_rare_texts_beyond_the_newest_operat
     let h = open().await;
     let tag = |i: usize| match i {
         3 | 2500 => "rare",
-        _ if i % 10 == 0 => "tenth",
+        _ if i.is_multiple_of(10) => "tenth",
         _ => "plain",
     };
     let ids: Vec<String> = (0..2600)

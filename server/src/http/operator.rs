@@ -397,18 +397,23 @@ impl From<ReconcileForm> for OperatorInput {
 /// Who sends an operator form, looked at before the form is read: staff (`Ok(Some(name))`); a person
 /// whose sign-in ended, sending from this server's page (no credential, or open access, with a matching
 /// `Origin`: `Ok(None)`, answered once the form is read by [`keep_across_sign_in`]); anyone else is
-/// refused now (the host, a viewer, open access from elsewhere: 403).
+/// refused now (the host, a viewer, open access from elsewhere: 403), the refusal page boxed (a
+/// `Response` is large).
 fn sender(
     principal: &Result<Principal, ApiError>,
     headers: &HeaderMap,
     action: OperatorAction,
     back: &str,
-) -> Result<Option<String>, Response> {
+) -> Result<Option<String>, Box<Response>> {
     match principal {
         Ok(Principal::Staff { name, .. }) => Ok(Some(name.clone())),
         Err(_) | Ok(Principal::Open) if origin_matches(headers) => Ok(None),
-        Err(e) => Err(refusal_page(e, action, back)),
-        Ok(_) => Err(refusal_page(&ApiError::staff_only(), action, back)),
+        Err(e) => Err(Box::new(refusal_page(e, action, back))),
+        Ok(_) => Err(Box::new(refusal_page(
+            &ApiError::staff_only(),
+            action,
+            back,
+        ))),
     }
 }
 
@@ -443,7 +448,7 @@ async fn note_form(
     let back = back_to(&p);
     let who = match sender(&principal, &headers, OperatorAction::Note, &back) {
         Ok(who) => who,
-        Err(answer) => return answer,
+        Err(answer) => return *answer,
     };
     let StrictForm(f) = match form {
         Ok(f) => f,
@@ -481,7 +486,7 @@ async fn reconcile_form(
     let back = back_to(&p);
     let who = match sender(&principal, &headers, OperatorAction::Reconciliation, &back) {
         Ok(who) => who,
-        Err(answer) => return answer,
+        Err(answer) => return *answer,
     };
     let StrictForm(f) = match form {
         Ok(f) => f,

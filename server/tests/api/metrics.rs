@@ -16,7 +16,7 @@ use server::serve::ServeArgs;
 use crate::helpers::{args, database_for, enc, postgres, TestApp, STAFF, TOKEN};
 
 /// A clock the test moves (ms since the Unix epoch).
-struct Manual(AtomicI64);
+pub(crate) struct Manual(pub(crate) AtomicI64);
 
 impl ledger::Clock for Manual {
     fn now_ms(&self) -> i64 {
@@ -25,12 +25,12 @@ impl ledger::Clock for Manual {
 }
 
 impl Manual {
-    fn advance_ms(&self, ms: i64) {
+    pub(crate) fn advance_ms(&self, ms: i64) {
         self.0.fetch_add(ms, Ordering::SeqCst);
     }
 }
 
-const T0: i64 = 1_800_000_000_000;
+pub(crate) const T0: i64 = 1_800_000_000_000;
 const OTHER_TOOL: &str = "mcp__codehost__create_issue";
 
 /// A server on `database` (the test defaults, `edit` applied) whose ledger runs on `clock`.
@@ -57,7 +57,7 @@ async fn spawn_clocked(clock: Arc<Manual>, edit: impl FnOnce(&mut ServeArgs)) ->
 
 /// The samples of an exposition, `name{labels}` → value, parsed by the text format's line rule (a
 /// comment starts with `#`; a sample is the series and its value separated by the last space).
-fn samples(text: &str) -> BTreeMap<String, f64> {
+pub(crate) fn samples(text: &str) -> BTreeMap<String, f64> {
     text.lines()
         .filter(|l| !l.is_empty() && !l.starts_with('#'))
         .map(|l| {
@@ -68,7 +68,7 @@ fn samples(text: &str) -> BTreeMap<String, f64> {
 }
 
 /// `GET /metrics` with the host token: status, `Content-Type` and the samples.
-async fn scrape(app: &TestApp) -> BTreeMap<String, f64> {
+pub(crate) async fn scrape(app: &TestApp) -> BTreeMap<String, f64> {
     let r = app
         .client
         .get(format!("{}/metrics", app.base))
@@ -84,15 +84,20 @@ async fn scrape(app: &TestApp) -> BTreeMap<String, f64> {
     samples(&r.text().await.unwrap())
 }
 
-/// The ledger's gauges of a scrape (every sample named after one of them).
+/// The ledger's gauges of a scrape (every sample named after one of them, the webhook outbox's
+/// included).
 fn ledger_gauges(all: &BTreeMap<String, f64>) -> BTreeMap<String, f64> {
     all.iter()
-        .filter(|(k, _)| k.starts_with("outcomes_unknown_") || k.starts_with("outcomes_in_flight"))
+        .filter(|(k, _)| {
+            k.starts_with("outcomes_unknown_")
+                || k.starts_with("outcomes_in_flight")
+                || k.starts_with("outcomes_webhook_outbox_")
+        })
         .map(|(k, v)| (k.clone(), *v))
         .collect()
 }
 
-fn expect(all: &BTreeMap<String, f64>, wanted: &[(&str, f64)]) {
+pub(crate) fn expect(all: &BTreeMap<String, f64>, wanted: &[(&str, f64)]) {
     for (series, value) in wanted {
         assert_eq!(all.get(*series), Some(value), "{series} in {all:#?}");
     }
@@ -140,9 +145,11 @@ async fn every_figure_is_exact_after_a_known_sequence_of_writes() {
             ("outcomes_live_streams", 0.0),
             ("outcomes_busy_total", 0.0),
             ("outcomes_failed_credentials_total", 0.0),
+            ("outcomes_webhook_outbox_pending", 0.0),
+            ("outcomes_webhook_outbox_oldest_pending_age_seconds", 0.0),
         ],
     );
-    assert_eq!(first.len(), 7, "{first:#?}");
+    assert_eq!(first.len(), 9, "{first:#?}");
     assert_eq!(queue_oldest(&app).await, Value::Null);
 
     app.settled("s-1", "t-1", "m1", "outcome_unknown").await;
@@ -429,8 +436,9 @@ async fn the_separate_listener_serves_metrics_and_closes_reads_off_loopback() {
     }
 }
 
-/// Two servers on one Postgres database (docs/ledger.md "Backends") report the same ledger gauges,
-/// whichever took the writes; their own counters stay their own. Postgres only.
+/// Two servers on one Postgres database (docs/ledger.md "Backends") report the same ledger gauges (the
+/// webhook outbox's backlog included), whichever took the writes; their own counters stay their own.
+/// Postgres only.
 #[tokio::test]
 async fn two_servers_on_one_postgres_database_report_the_same_ledger_gauges() {
     if postgres().is_none() {
@@ -448,6 +456,12 @@ async fn two_servers_on_one_postgres_database_report_the_same_ledger_gauges() {
         |_| {},
     )
     .await;
+    // A webhook endpoint no worker delivers to (none runs here): its outbox rows stay pending.
+    a.state
+        .webhooks
+        .add_endpoint("https://alerts.example/hook", "outcome.unknown", "whsec_x")
+        .await
+        .unwrap();
     a.settled("s-1", "t-1", "m1", "outcome_unknown").await;
     clock.advance_ms(5_000);
     b.start("s-2", "t-1", "m2").await;
@@ -471,6 +485,8 @@ async fn two_servers_on_one_postgres_database_report_the_same_ledger_gauges() {
             ("outcomes_unknown_oldest_age_seconds", 12.0),
             ("outcomes_in_flight", 1.0),
             ("outcomes_in_flight_oldest_age_seconds", 7.0),
+            ("outcomes_webhook_outbox_pending", 2.0),
+            ("outcomes_webhook_outbox_oldest_pending_age_seconds", 12.0),
             (
                 "outcomes_transitions_total{kind=\"settle\",status=\"outcome_unknown\"}",
                 1.0,

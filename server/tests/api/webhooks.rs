@@ -4,7 +4,9 @@
 //! disables the endpoint, `outcome.resolved` after a reconciliation, and a receiver that never answers
 //! does not slow settles.
 
+use std::collections::BTreeMap;
 use std::process::Command;
+use std::sync::atomic::AtomicI64;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
@@ -112,12 +114,15 @@ fn the_cli_adds_lists_and_removes_and_refuses_bad_destinations_naming_the_reason
     assert!(stderr.contains("no webhook endpoint 1"), "{stderr}");
 }
 
+/// One request the local receiver got: when, its headers and its body.
+type Got = (Instant, HeaderMap, Vec<u8>);
+
 /// What the local receiver got: headers and body of each request.
 #[derive(Clone, Default)]
-struct Received(Arc<Mutex<Vec<(Instant, HeaderMap, Vec<u8>)>>>);
+struct Received(Arc<Mutex<Vec<Got>>>);
 
 impl Received {
-    fn all(&self) -> Vec<(Instant, HeaderMap, Vec<u8>)> {
+    fn all(&self) -> Vec<Got> {
         self.0.lock().unwrap().clone()
     }
 }
@@ -182,6 +187,7 @@ async fn served_with_hook(
             webhook_allow_private: true,
             webhook_retry_base_ms: 200,
         },
+        built.state.metrics.clone(),
         stop.clone(),
     ));
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
@@ -205,11 +211,7 @@ fn header<'a>(h: &'a HeaderMap, name: &str) -> &'a str {
     h.get(name).and_then(|v| v.to_str().ok()).unwrap_or("")
 }
 
-async fn wait_for(
-    received: &Received,
-    n: usize,
-    within: Duration,
-) -> Vec<(Instant, HeaderMap, Vec<u8>)> {
+async fn wait_for(received: &Received, n: usize, within: Duration) -> Vec<Got> {
     let end = Instant::now() + within;
     loop {
         let all = received.all();
@@ -426,4 +428,321 @@ async fn a_receiver_that_never_answers_does_not_slow_settles() {
     );
     eprintln!("slowest approve+intent+settle with a receiver that never answers: {slowest:?}");
     stop.cancel();
+}
+
+/// A server whose ledger runs on `clock` (sessions live 30 days), with one endpoint (all events) per URL
+/// of `urls`, and the worker running with `options` and the server's metrics.
+async fn served_with_hooks_on(
+    clock: Arc<crate::metrics::Manual>,
+    urls: &[&str],
+    options: server::webhooks::WorkerOptions,
+) -> (TestApp, ledger::Ledger, CancellationToken) {
+    let dir = tempfile::tempdir().unwrap();
+    let a = args(dir.path(), 30 * 24 * 3600);
+    let built = server::serve::build_with_clock(&a, TOKEN.into(), clock)
+        .await
+        .unwrap();
+    for url in urls {
+        built
+            .ledger
+            .webhooks()
+            .add_endpoint(
+                url,
+                "outcome.unknown,outcome.unknown_stale,outcome.resolved",
+                &server::webhooks::new_secret(),
+            )
+            .await
+            .unwrap();
+    }
+    let stop = CancellationToken::new();
+    tokio::spawn(server::webhooks::run_worker(
+        built.ledger.webhooks(),
+        options,
+        built.state.metrics.clone(),
+        stop.clone(),
+    ));
+    let ledger = built.ledger.clone();
+    let app = serve_built(dir, built, ConnLimits::default()).await;
+    (app, ledger, stop)
+}
+
+/// The samples of `GET /metrics` once the webhook delivery attempts counted (every
+/// `outcomes_webhook_deliveries_total` series, summed) are `attempts`, or as they stand after 10 s. The
+/// worker counts an attempt once its outcome is recorded in the outbox, so the outbox gauges of that
+/// scrape already hold it.
+async fn scrape_after_attempts(app: &TestApp, attempts: f64) -> BTreeMap<String, f64> {
+    let end = Instant::now() + Duration::from_secs(10);
+    loop {
+        let all = crate::metrics::scrape(app).await;
+        let counted: f64 = all
+            .iter()
+            .filter(|(k, _)| k.starts_with("outcomes_webhook_deliveries_total{"))
+            .map(|(_, v)| v)
+            .sum();
+        if counted >= attempts || Instant::now() > end {
+            return all;
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}
+
+/// The webhook series of a scrape: every `outcomes_webhook_*` sample.
+fn webhook_series(all: &BTreeMap<String, f64>) -> BTreeMap<String, f64> {
+    all.iter()
+        .filter(|(k, _)| k.starts_with("outcomes_webhook_"))
+        .map(|(k, v)| (k.clone(), *v))
+        .collect()
+}
+
+fn series(pairs: &[(&str, f64)]) -> BTreeMap<String, f64> {
+    pairs.iter().map(|(k, v)| ((*k).to_owned(), *v)).collect()
+}
+
+const UNKNOWN_FAILED: &str =
+    "outcomes_webhook_deliveries_total{event=\"outcome.unknown\",result=\"failed\"}";
+const UNKNOWN_DELIVERED: &str =
+    "outcomes_webhook_deliveries_total{event=\"outcome.unknown\",result=\"delivered\"}";
+const UNKNOWN_GONE: &str =
+    "outcomes_webhook_deliveries_total{event=\"outcome.unknown\",result=\"gone\"}";
+const UNKNOWN_GAVE_UP: &str =
+    "outcomes_webhook_deliveries_total{event=\"outcome.unknown\",result=\"gave_up\"}";
+const PENDING: &str = "outcomes_webhook_outbox_pending";
+const OLDEST: &str = "outcomes_webhook_outbox_oldest_pending_age_seconds";
+
+/// The webhook figures of `GET /metrics` (docs/api.md "Metrics") after a known sequence on a manual
+/// clock, the receivers' answers fixed: one unknown outcome for three endpoints, `a` answering 500 then
+/// 200, `b` 410, `c` always 503. Every attempt is counted by event and result, and the outbox's backlog
+/// (pending rows, the oldest one's age) is read from the database at each scrape.
+#[tokio::test]
+async fn webhook_deliveries_and_the_outbox_backlog_are_exact_in_metrics() {
+    let (a, got_a) = receiver(vec![Some(500), Some(200)]).await;
+    let (b, got_b) = receiver(vec![Some(410)]).await;
+    let (c, got_c) = receiver(vec![Some(503)]).await;
+    let clock = Arc::new(crate::metrics::Manual(AtomicI64::new(crate::metrics::T0)));
+    let (app, _ledger, stop) = served_with_hooks_on(
+        clock.clone(),
+        &[&a, &b, &c],
+        server::webhooks::WorkerOptions {
+            // No stale alert within the test's 25 h; a first retry 5 to 10 s after a failure.
+            stale_after_secs: 31_536_000,
+            webhook_allow_private: true,
+            webhook_retry_base_ms: 10_000,
+        },
+    )
+    .await;
+    let first = crate::metrics::scrape(&app).await;
+    assert_eq!(
+        webhook_series(&first),
+        series(&[(PENDING, 0.0), (OLDEST, 0.0)]),
+        "no attempt yet, so no deliveries series"
+    );
+
+    // T0: m1 settles unknown, one row per endpoint; each is tried at once (the clock stands still, so
+    // no retry comes due until it moves): a fails, b disables its endpoint, c fails.
+    app.settled("s-1", "t-1", "m1", "outcome_unknown").await;
+    clock.advance_ms(2_000);
+    let all = scrape_after_attempts(&app, 3.0).await;
+    assert_eq!(
+        webhook_series(&all),
+        series(&[
+            (UNKNOWN_FAILED, 2.0),
+            (UNKNOWN_GONE, 1.0),
+            (PENDING, 2.0),
+            (OLDEST, 2.0),
+        ])
+    );
+
+    // T0+12 s: the retries are due (5 to 10 s after T0): a delivers, c fails again.
+    clock.advance_ms(10_000);
+    let all = scrape_after_attempts(&app, 5.0).await;
+    assert_eq!(
+        webhook_series(&all),
+        series(&[
+            (UNKNOWN_FAILED, 3.0),
+            (UNKNOWN_DELIVERED, 1.0),
+            (UNKNOWN_GONE, 1.0),
+            (PENDING, 1.0),
+            (OLDEST, 12.0),
+        ])
+    );
+
+    // 25 h later c's next attempt fails past the 24 h window: given up; nothing is pending.
+    clock.advance_ms(25 * 3600 * 1000);
+    let all = scrape_after_attempts(&app, 6.0).await;
+    assert_eq!(
+        webhook_series(&all),
+        series(&[
+            (UNKNOWN_FAILED, 3.0),
+            (UNKNOWN_DELIVERED, 1.0),
+            (UNKNOWN_GONE, 1.0),
+            (UNKNOWN_GAVE_UP, 1.0),
+            (PENDING, 0.0),
+            (OLDEST, 0.0),
+        ])
+    );
+    assert_eq!(
+        (got_a.all().len(), got_b.all().len(), got_c.all().len()),
+        (2, 1, 3)
+    );
+    stop.cancel();
+}
+
+/// A destination found private at delivery (a loopback receiver, without `--webhook-allow-private`)
+/// gets nothing; its deliveries stay pending and are tried again (a name may resolve elsewhere later),
+/// each attempt counted `failed`, until 24 h after the event, then `gave_up`.
+#[tokio::test]
+async fn a_private_destination_is_tried_again_counted_failed_then_given_up() {
+    let (url, received) = receiver(vec![Some(200)]).await;
+    let clock = Arc::new(crate::metrics::Manual(AtomicI64::new(crate::metrics::T0)));
+    let (app, ledger, stop) = served_with_hooks_on(
+        clock.clone(),
+        &[&url],
+        server::webhooks::WorkerOptions {
+            stale_after_secs: 31_536_000,
+            webhook_allow_private: false,
+            webhook_retry_base_ms: 10_000,
+        },
+    )
+    .await;
+    app.settled("s-1", "t-1", "m1", "outcome_unknown").await;
+    app.settled("s-1", "t-1", "m2", "outcome_unknown").await;
+    clock.advance_ms(1_000);
+    let all = scrape_after_attempts(&app, 2.0).await;
+    assert_eq!(
+        webhook_series(&all),
+        series(&[(UNKNOWN_FAILED, 2.0), (PENDING, 2.0), (OLDEST, 1.0)])
+    );
+    let rows = ledger.webhooks().outbox().await.unwrap();
+    assert_eq!(
+        rows.iter()
+            .map(|r| (r.attempts, r.delivered_at, r.failed_at))
+            .collect::<Vec<_>>(),
+        vec![(1, None, None), (1, None, None)],
+        "kept for another attempt"
+    );
+    // Tried again once the wait is over: refused again.
+    clock.advance_ms(10_000);
+    let all = scrape_after_attempts(&app, 4.0).await;
+    assert_eq!(
+        webhook_series(&all),
+        series(&[(UNKNOWN_FAILED, 4.0), (PENDING, 2.0), (OLDEST, 11.0)])
+    );
+    clock.advance_ms(25 * 3600 * 1000);
+    let all = scrape_after_attempts(&app, 6.0).await;
+    assert_eq!(
+        webhook_series(&all),
+        series(&[
+            (UNKNOWN_FAILED, 4.0),
+            (UNKNOWN_GAVE_UP, 2.0),
+            (PENDING, 0.0),
+            (OLDEST, 0.0),
+        ])
+    );
+    assert!(received.all().is_empty(), "nothing was sent to it");
+    stop.cancel();
+}
+
+/// The worker prunes the outbox when it starts (docs/api.md "Webhooks", "Pruning"): 8 days on, the
+/// delivered rows of a reconciled operation are gone, the delivered alert about an outcome still unknown
+/// stays (the operation's `alerted_at` reads the same), and a pending row stays.
+#[tokio::test]
+async fn the_worker_prunes_finished_rows_but_keeps_the_alert_of_an_open_unknown_and_pending_rows() {
+    let (ok, _) = receiver(vec![Some(200)]).await;
+    let (never, _) = receiver(vec![Some(500)]).await;
+    let clock = Arc::new(crate::metrics::Manual(AtomicI64::new(crate::metrics::T0)));
+    let options = server::webhooks::WorkerOptions {
+        stale_after_secs: 31_536_000,
+        webhook_allow_private: true,
+        // One failure, then nothing more within the test (the next attempt is 30 to 60 min later).
+        webhook_retry_base_ms: 3_600_000,
+    };
+    let (app, ledger, stop) =
+        served_with_hooks_on(clock.clone(), &[&ok, &never], options.clone()).await;
+    // m1 unknown then reconciled, m2 unknown: each row delivered to `ok`, failed once at `never`.
+    app.settled("s-1", "t-1", "m1", "outcome_unknown").await;
+    app.settled("s-1", "t-1", "m2", "outcome_unknown").await;
+    let (s, body) = app
+        .step(
+            "s-1",
+            "m1",
+            "reconciliation",
+            serde_json::json!({"attempt_id": "a1", "completed": true,
+                "evidence": {"source": "dashboards", "reference": "d-1", "observed_at": "2027-01-15T08:05:00Z"}}),
+        )
+        .await;
+    assert_eq!(s, StatusCode::OK, "{body}");
+    scrape_after_attempts(&app, 6.0).await;
+    stop.cancel();
+    let content = |rows: &[ledger::webhooks::OutboxRow]| {
+        let mut v: Vec<_> = rows
+            .iter()
+            .map(|r| {
+                (
+                    r.endpoint_id,
+                    r.event.clone(),
+                    r.mutation_id.clone(),
+                    r.delivered_at.is_some(),
+                )
+            })
+            .collect();
+        v.sort();
+        v
+    };
+    let row =
+        |e: i64, ev: &str, m: &str, delivered: bool| (e, ev.to_owned(), m.to_owned(), delivered);
+    let (u, r) = ("outcome.unknown", "outcome.resolved");
+    assert_eq!(
+        content(&ledger.webhooks().outbox().await.unwrap()),
+        vec![
+            row(1, r, "m1", true),
+            row(1, u, "m1", true),
+            row(1, u, "m2", true),
+            row(2, r, "m1", false),
+            row(2, u, "m1", false),
+            row(2, u, "m2", false),
+        ]
+    );
+    let history = "/api/sessions/s-1/mutations/m2/history";
+    let (_, before) = app.get_json(history).await;
+    assert_eq!(before["alerted_at"], "2027-01-15T08:00:00Z", "{before}");
+
+    // The rows of `never` failed once and wait for their next attempt.
+    assert!(
+        ledger
+            .webhooks()
+            .outbox()
+            .await
+            .unwrap()
+            .iter()
+            .all(|r| r.attempts == 1 && r.failed_at.is_none()),
+        "one attempt each"
+    );
+    // 8 days on, a worker starts: it prunes at once (then it tries `never` again, past its 24 h: given
+    // up, which keeps those rows another 7 days).
+    clock.advance_ms(8 * 24 * 3600 * 1000);
+    let stop = CancellationToken::new();
+    tokio::spawn(server::webhooks::run_worker(
+        ledger.webhooks(),
+        options,
+        app.state.metrics.clone(),
+        stop.clone(),
+    ));
+    let end = Instant::now() + Duration::from_secs(5);
+    let mut rows = ledger.webhooks().outbox().await.unwrap();
+    while rows.len() > 4 && Instant::now() < end {
+        tokio::time::sleep(Duration::from_millis(20)).await;
+        rows = ledger.webhooks().outbox().await.unwrap();
+    }
+    stop.cancel();
+    assert_eq!(
+        content(&rows),
+        vec![
+            row(1, u, "m2", true),
+            row(2, r, "m1", false),
+            row(2, u, "m1", false),
+            row(2, u, "m2", false),
+        ]
+    );
+    let (_, after) = app.get_json(history).await;
+    assert_eq!(after["alerted_at"], before["alerted_at"], "{after}");
 }
