@@ -25,9 +25,11 @@ use crate::timeline::{Row, Timeline};
 pub const ROWS_STEP: usize = 200;
 
 /// What the page read: the first page of the turn's entries and, when there are more pages, the turn's
-/// counts (the first read's `counts`, read with the entries).
+/// counts (the first read's `counts`, read with the entries). Sent to the browser compactly
+/// ([`crate::hydration`]).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct TurnRead {
+    #[serde(with = "crate::hydration::entries")]
     pub entries: TurnEntries,
     pub counts: Option<StatusCounts>,
 }
