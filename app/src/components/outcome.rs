@@ -305,9 +305,8 @@ pub fn OutcomeCard(
     view! {
         <div class=format!("outcome {classes}") data-mutation-id=mutation_id.clone() data-status=status.as_str()>
             <div class="o-head">
-                // The card's own badge, in the card's tone (`.o-head > .badge`); its status is the card's
-                // `data-status`.
-                <span class="badge"><span aria-hidden="true">{icon}</span>{words}</span>
+                // The card's own badge, in the card's tone (`.o-head > .badge`).
+                <span class="badge" data-status=status.as_str()><span aria-hidden="true">{icon}</span>{words}</span>
                 <OutcomeTitle outcome=outcome.clone()/>
             </div>
             <p class="o-meta"><bdi class="details">{details}</bdi></p>
