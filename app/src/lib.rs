@@ -7,6 +7,7 @@ pub mod api;
 pub mod clock;
 pub mod components;
 pub mod connection;
+pub mod hydration;
 #[cfg(feature = "hydrate")]
 pub mod live;
 pub mod routes;

@@ -6,37 +6,20 @@ use leptos::prelude::*;
 
 use crate::components::marks::{mark, marked};
 
-/// Words, icon and classes of a status. `in_flight` is an unknown whose attempt has not settled yet.
+/// Words, icon and tone of a status (a class of `style/main.css`: its background, text and border colours,
+/// light and dark). `in_flight` is an unknown whose attempt has not settled yet.
 pub fn status_look(
     status: PublishedStatus,
     in_flight: bool,
 ) -> (&'static str, &'static str, &'static str) {
     match (status, in_flight) {
-        (PublishedStatus::Completed, _) => (
-            "Completed",
-            "✓",
-            "bg-emerald-50 text-emerald-900 border-emerald-600 dark:bg-emerald-950 dark:text-emerald-100",
-        ),
-        (PublishedStatus::Failed, _) => (
-            "Failed",
-            "✕",
-            "bg-red-50 text-red-900 border-red-600 dark:bg-red-950 dark:text-red-100",
-        ),
-        (PublishedStatus::NotExecuted, _) => (
-            "Not executed",
-            "⊘",
-            "bg-slate-100 text-slate-800 border-slate-500 dark:bg-slate-800 dark:text-slate-100",
-        ),
-        (PublishedStatus::OutcomeUnknown, true) => (
-            "In flight: outcome not yet known",
-            "…",
-            "bg-sky-50 text-sky-900 border-sky-600 dark:bg-sky-950 dark:text-sky-100",
-        ),
-        (PublishedStatus::OutcomeUnknown, false) => (
-            "Outcome unknown",
-            "?",
-            "bg-amber-50 text-amber-950 border-amber-500 dark:bg-amber-950 dark:text-amber-50",
-        ),
+        (PublishedStatus::Completed, _) => ("Completed", "✓", "tone-completed"),
+        (PublishedStatus::Failed, _) => ("Failed", "✕", "tone-failed"),
+        (PublishedStatus::NotExecuted, _) => ("Not executed", "⊘", "tone-not-executed"),
+        (PublishedStatus::OutcomeUnknown, true) => {
+            ("In flight: outcome not yet known", "…", "tone-in-flight")
+        }
+        (PublishedStatus::OutcomeUnknown, false) => ("Outcome unknown", "?", "tone-unknown"),
     }
 }
 
@@ -129,7 +112,7 @@ pub fn CountBadge(kind: CountKind) -> impl IntoView {
     };
     view! {
         <span
-            class=format!("inline-flex items-center gap-1 rounded border px-2 py-0.5 text-xs font-semibold {classes}")
+            class=format!("badge {classes}")
             data-kind=kind.as_str()
         >
             <span aria-hidden="true">{icon}</span>
@@ -144,11 +127,11 @@ pub fn StatusBadge(status: PublishedStatus, #[prop(optional)] in_flight: bool) -
     let (words, icon, classes) = status_look(status, in_flight);
     view! {
         <span
-            class=format!("inline-flex items-center gap-1 rounded border px-2 py-0.5 text-xs font-semibold {classes}")
+            class=format!("badge {classes}")
             data-status=status.as_str()
         >
             <span aria-hidden="true">{icon}</span>
-            <span>{words}</span>
+            {words}
         </span>
     }
 }
@@ -159,11 +142,7 @@ pub fn StatusBadge(status: PublishedStatus, #[prop(optional)] in_flight: bool) -
 pub fn OutcomeTitle(outcome: MutationOutcome) -> impl IntoView {
     let text = mark(outcome.title.as_deref().unwrap_or(&outcome.tool));
     let has_title = outcome.title.is_some();
-    let class = if has_title {
-        "font-medium"
-    } else {
-        "font-mono text-sm"
-    };
+    let class = if has_title { "o-title" } else { "o-tool" };
     match outcome.url.filter(|u| safe_href(u)) {
         Some(url) => view! {
             <a
@@ -171,13 +150,13 @@ pub fn OutcomeTitle(outcome: MutationOutcome) -> impl IntoView {
                 tabindex=crate::components::roving::control_tabindex()
                 target="_blank"
                 rel="noopener noreferrer nofollow"
-                class=format!("{class} min-w-0 underline decoration-dotted underline-offset-2 hover:decoration-solid")
+                class=format!("{class} o-link")
             >
                 <bdi class="outcome-title">{text}</bdi>
             </a>
         }
         .into_any(),
-        None => view! { <bdi class=format!("{class} outcome-title min-w-0")>{text}</bdi> }.into_any(),
+        None => view! { <bdi class=format!("{class} outcome-title")>{text}</bdi> }.into_any(),
     }
 }
 
@@ -209,13 +188,13 @@ pub fn UnknownExplanation(
         "Operation id to quote:"
     };
     view! {
-        <div class="unknown-explanation mt-2 space-y-1 text-sm" data-audience=if for_staff { "staff" } else { "end-user" }>
+        <div class="unknown-explanation" data-audience=if for_staff { "staff" } else { "end-user" }>
             <p>{lead}</p>
             {(!for_staff).then(|| view! { <p>"It is not shown as done or failed, because there is no evidence either way yet."</p> })}
-            <p class="what-to-do font-medium">{todo}</p>
-            <p class="flex flex-wrap items-center gap-2">
+            <p class="what-to-do">{todo}</p>
+            <p class="o-quote">
                 <span>{id_label}</span>
-                <code class="operation-id min-w-0 break-all rounded bg-white/70 px-1 font-mono text-xs dark:bg-black/30">
+                <code class="operation-id">
                     {mark(&mutation_id)}
                 </code>
                 <CopyIdButton id=mutation_id/>
@@ -271,17 +250,17 @@ pub fn CopyButton(
         let _ = (&text, clicks, copied);
     };
     view! {
-        <span class="inline-flex items-center gap-2">
+        <span class="copy">
             <button
                 type="button"
                 aria-label=name
                 tabindex=crate::components::roving::control_tabindex()
-                class="copy-operation-id rounded border border-current px-2 py-0.5 text-xs hover:bg-black/5 focus:outline-none focus-visible:ring-2 focus-visible:ring-offset-1 dark:hover:bg-white/10"
+                class="copy-operation-id"
                 on:click=on_click
             >
                 {label}
             </button>
-            <span class="copy-status text-xs font-medium" role="status" aria-live="polite">
+            <span class="copy-status" role="status" aria-live="polite">
                 {move || copied.get().then_some("Copied")}
             </span>
         </span>
@@ -304,12 +283,7 @@ pub fn OutcomeCard(
 ) -> impl IntoView {
     let status = outcome.status;
     let unknown = status == PublishedStatus::OutcomeUnknown;
-    let (_, _, classes) = status_look(status, in_flight);
-    let border = if unknown && !in_flight {
-        "border-l-8"
-    } else {
-        "border-l-4"
-    };
+    let (words, icon, classes) = status_look(status, in_flight);
     let reason = outcome.reason.map(reason_text);
     let mutation_id = outcome.mutation_id.clone();
     // The tool heads the card when there is no title; then it is not repeated below. The resource id
@@ -329,19 +303,18 @@ pub fn OutcomeCard(
     .collect::<Vec<_>>()
     .join(" · ");
     view! {
-        <div class=format!("outcome rounded-md {border} p-3 {classes}") data-mutation-id=mutation_id.clone() data-status=status.as_str()>
-            <div class="flex flex-wrap items-center gap-2">
-                <StatusBadge status in_flight/>
+        <div class=format!("outcome {classes}") data-mutation-id=mutation_id.clone() data-status=status.as_str()>
+            <div class="o-head">
+                // The card's own badge, in the card's tone (`.o-head > .badge`).
+                <span class="badge" data-status=status.as_str()><span aria-hidden="true">{icon}</span>{words}</span>
                 <OutcomeTitle outcome=outcome.clone()/>
             </div>
-            <p class="mt-1 text-xs opacity-80">
-                <bdi class="details font-mono">{details}</bdi>
-            </p>
+            <p class="o-meta"><bdi class="details">{details}</bdi></p>
             <RowTimes status in_flight recorded_at settled_at/>
             {reason.map(|r| view! { <p class="reason mt-1 text-sm">{r}</p> })}
             {unknown.then(|| view! { <UnknownExplanation mutation_id=mutation_id.clone() in_flight for_staff/> })}
             {(!unknown).then(|| view! {
-                <p class="mt-1 text-xs opacity-80">"Operation id: "<code class="operation-id break-all font-mono">{mark(&mutation_id)}</code></p>
+                <p class="o-meta">"Operation id: "<code class="operation-id">{mark(&mutation_id)}</code></p>
             })}
         </div>
     }
@@ -367,20 +340,20 @@ fn RowTimes(
         _ => "settled ",
     };
     // "Recorded … · settled …", or "Settled …" alone when the recorded time is shown elsewhere.
-    let (lead, settled_words) = if recorded_at.is_some() {
-        (" · ", settled_words.to_owned())
+    let settled_words = if recorded_at.is_some() {
+        format!(" · {settled_words}")
     } else {
         let mut w = settled_words.to_owned();
         w[..1].make_ascii_uppercase();
-        ("", w)
+        w
     };
     Some(view! {
-        <p class="row-times mt-1 text-xs opacity-80">
+        <p class="row-times">
             {recorded_at.map(|at| view! {
                 <span class="recorded">{if in_flight { "In flight since " } else { "Recorded " }}<Time at/></span>
             })}
             {settled_at.filter(|_| !in_flight).map(|at| view! {
-                <span class="settled">{lead}{settled_words}<Time at/></span>
+                <span class="settled">{settled_words}<Time at/></span>
             })}
         </p>
     })

@@ -83,9 +83,9 @@ pub fn TimelineRows(
                     let tabindex = move || if stop.with(|t| t.as_deref() == Some(id.as_str())) { "0" } else { "-1" };
                     let revision = r.revision.filter(|_| revisions);
                     view! {
-                        <li aria-label=label data-row-id=row_id class="timeline-row rounded-md focus:outline-none focus-visible:ring-2 focus-visible:ring-sky-500" tabindex=tabindex>
+                        <li aria-label=label data-row-id=row_id class="timeline-row" tabindex=tabindex>
                             <OutcomeCard outcome=r.outcome in_flight=r.in_flight revision recorded_at=r.recorded_at.clone() settled_at=r.settled_at.clone()/>
-                            <a rel="external" tabindex="-1" class="history-link mt-1 inline-block text-sm underline underline-offset-2" href=history>"History →"</a>
+                            <a rel="external" tabindex="-1" class="history-link" href=history>"History →"</a>
                         </li>
                     }
                 }

@@ -2,7 +2,8 @@
 //! renders the UTC time; once the page is interactive the browser shows it in the reader's local time, in
 //! the one format every time of a page uses, the live indicator's included ([`clock_text`]: 24-hour,
 //! `07:15:03` today, `2026-12-02 07:15:03` on another day), with its relative age ("3 min ago"), kept
-//! current every 30 s. The UTC time is the element's title (hover).
+//! current every 30 s. The UTC time is then the element's title (hover); the server's text is the UTC time
+//! itself, so the server sends no title (issue 30: a turn page has two times a row).
 
 use leptos::prelude::*;
 
@@ -66,16 +67,18 @@ pub fn now_rfc3339() -> String {
     }
 }
 
-/// `<time datetime=at title="<UTC>">`: UTC from the server; in the browser the local time
-/// ([`clock_text`]) and its age.
+/// `<time datetime=at>`: UTC from the server; in the browser the local time ([`clock_text`]) and its
+/// age, with the UTC time as its title.
 #[component]
 pub fn Time(at: String) -> impl IntoView {
     let text = RwSignal::new(utc_text(&at));
+    let title = RwSignal::new(None::<String>);
     #[cfg(feature = "hydrate")]
     {
         let at = at.clone();
         Effect::new(move |_| {
             let at = at.clone();
+            title.set(Some(utc_text(&at)));
             let local = move || {
                 let ms = js_sys::Date::new(&wasm_bindgen::JsValue::from_str(&at)).get_time();
                 let Some(shown) = local_text(ms) else {
@@ -91,8 +94,7 @@ pub fn Time(at: String) -> impl IntoView {
             }
         });
     }
-    let utc = utc_text(&at);
-    view! { <time datetime=at title=utc>{move || text.get()}</time> }
+    view! { <time datetime=at title=move || title.get()>{move || text.get()}</time> }
 }
 
 #[cfg(test)]

@@ -25,9 +25,11 @@ use crate::timeline::{Row, Timeline};
 pub const ROWS_STEP: usize = 200;
 
 /// What the page read: the first page of the turn's entries and, when there are more pages, the turn's
-/// counts (the first read's `counts`, read with the entries).
+/// counts (the first read's `counts`, read with the entries). Sent to the browser compactly
+/// ([`crate::hydration`]).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct TurnRead {
+    #[serde(with = "crate::hydration::entries")]
     pub entries: TurnEntries,
     pub counts: Option<StatusCounts>,
 }
@@ -87,13 +89,10 @@ pub fn TurnPage() -> impl IntoView {
     }
 }
 
-/// Classes of a filter button: pressed reads as a filled, bordered button with a check mark; focus is a
-/// separate sky-blue ring, so the pressed "All" does not look focused on load.
-const FILTER: &str = "filter group inline-flex items-center gap-1 rounded border border-slate-300 px-2 py-0.5 text-sm \
-    hover:bg-slate-100 focus:outline-none focus-visible:ring-2 focus-visible:ring-sky-500 focus-visible:ring-offset-2 \
-    aria-pressed:border-slate-900 aria-pressed:bg-slate-200 aria-pressed:font-semibold \
-    dark:border-slate-700 dark:hover:bg-slate-800 dark:focus-visible:ring-offset-slate-950 \
-    dark:aria-pressed:border-slate-100 dark:aria-pressed:bg-slate-700";
+/// Classes of a filter button (`.filter` in `style/main.css`): pressed reads as a filled, bordered button
+/// with a check mark; focus is a separate sky-blue ring, so the pressed "All" does not look focused on
+/// load.
+const FILTER: &str = "filter group";
 
 /// The check mark of a pressed filter.
 fn pressed_mark() -> impl IntoView {

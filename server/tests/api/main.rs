@@ -25,6 +25,7 @@ mod operator_export;
 mod operator_forms;
 mod operator_notes;
 mod operator_reconcile;
+mod page_weight;
 mod pages;
 mod paging;
 mod process;

@@ -51,12 +51,13 @@ pub const ROW_BUDGET: usize = 500;
 pub const ROWS_PER_TURN: usize = 50;
 
 /// One turn as the page read it: its newest entries (newest first, with the turn's counts) and how
-/// many rows it shows at most.
+/// many rows it shows at most. Sent to the browser compactly ([`crate::hydration`]).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ShownTurn {
     pub logical_turn_id: String,
     pub first_recorded_at: String,
     pub shown: usize,
+    #[serde(with = "crate::hydration::entries")]
     pub entries: TurnEntries,
 }
 
