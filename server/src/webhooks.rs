@@ -606,6 +606,26 @@ async fn run(args: WebhooksArgs, events: Option<String>) -> Result<(), Box<dyn s
 mod tests {
     use super::*;
 
+    /// A first attempt at an `outcome.unknown` for `url`, with a fresh secret.
+    fn unknown_to(url: String) -> OutboxItem {
+        OutboxItem {
+            id: 1,
+            endpoint_id: 1,
+            url,
+            secret: new_secret(),
+            event: "outcome.unknown".into(),
+            msg_id: "msg_1".into(),
+            session_key: "s".into(),
+            logical_turn_id: "t".into(),
+            mutation_id: "m".into(),
+            tool: "x".into(),
+            status: "outcome_unknown".into(),
+            age_secs: 0,
+            at: 0,
+            attempts: 0,
+        }
+    }
+
     #[test]
     fn private_and_public_addresses() {
         for ip in [
@@ -676,22 +696,7 @@ mod tests {
             sock.read_exact(&mut b).await.unwrap();
             b[0]
         });
-        let item = OutboxItem {
-            id: 1,
-            endpoint_id: 1,
-            url: format!("https://127.0.0.1:{port}/hook"),
-            secret: new_secret(),
-            event: "outcome.unknown".into(),
-            msg_id: "msg_1".into(),
-            session_key: "s".into(),
-            logical_turn_id: "t".into(),
-            mutation_id: "m".into(),
-            tool: "x".into(),
-            status: "outcome_unknown".into(),
-            age_secs: 0,
-            at: 0,
-            attempts: 0,
-        };
+        let item = unknown_to(format!("https://127.0.0.1:{port}/hook"));
         let sent = tokio::spawn(async move { attempt(&item, true).await });
         assert_eq!(first.await.unwrap(), 0x16, "a TLS handshake record");
         assert!(matches!(sent.await.unwrap(), Attempt::Failed(_)));
@@ -718,22 +723,7 @@ mod tests {
     async fn a_private_destination_is_refused_at_delivery_without_connecting() {
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
         let port = listener.local_addr().unwrap().port();
-        let item = OutboxItem {
-            id: 1,
-            endpoint_id: 1,
-            url: format!("http://127.0.0.1:{port}/hook"),
-            secret: new_secret(),
-            event: "outcome.unknown".into(),
-            msg_id: "msg_1".into(),
-            session_key: "s".into(),
-            logical_turn_id: "t".into(),
-            mutation_id: "m".into(),
-            tool: "x".into(),
-            status: "outcome_unknown".into(),
-            age_secs: 0,
-            at: 0,
-            attempts: 0,
-        };
+        let item = unknown_to(format!("http://127.0.0.1:{port}/hook"));
         match attempt(&item, false).await {
             Attempt::Refused(why) => assert_eq!(
                 why,
