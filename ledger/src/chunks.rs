@@ -678,31 +678,11 @@ impl ReplayChunks {
 mod tests {
     use super::*;
 
-    /// `EXPLAIN QUERY PLAN` of `select` inside the chunk statement, one line per step.
-    fn sqlite_read(inner: &Inner) -> &sqlx::SqlitePool {
-        match &inner.db {
-            crate::store::Db::Sqlite { read, .. } => read,
-            crate::store::Db::Postgres { .. } => panic!("a SQLite ledger"),
-        }
-    }
-
-    async fn plan(inner: &Inner, select: &str, binds: usize) -> String {
-        let sql = format!("EXPLAIN QUERY PLAN {select}");
-        let mut q = sqlx::query_as::<_, (i64, i64, i64, String)>(&sql);
-        for _ in 0..binds {
-            q = q.bind(1_i64);
-        }
-        let rows = q.fetch_all(sqlite_read(inner)).await.unwrap();
-        rows.into_iter().map(|r| r.3).collect::<Vec<_>>().join("\n")
-    }
+    use crate::store::query_plan::{fresh_sqlite, plan, sqlite_read};
 
     #[tokio::test]
     async fn every_chunk_is_an_index_range_and_never_sorts_the_session_or_the_turn() {
-        let dir = tempfile::tempdir().unwrap();
-        let path = dir.path().join("plan.db");
-        let inner = Inner::open(path.to_str().unwrap(), Default::default())
-            .await
-            .unwrap();
+        let (_dir, inner) = fresh_sqlite().await;
         let history = plan(&inner, &history_select(Dialect::Sqlite), 4).await;
         assert!(
             history.contains("USING INDEX turns_by_session"),

@@ -97,27 +97,14 @@ impl SessionManager {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::store::{Db, Inner};
+    use crate::store::query_plan::{fresh_sqlite, plan};
 
     /// On SQLite the open entries are found through an index on their status (never `SCAN e`, a walk
     /// of every entry), each session by its key and each entry's status time through `history_by_entry`.
     #[tokio::test]
     async fn the_gauges_read_only_the_open_entries_through_indexes() {
-        let dir = tempfile::tempdir().unwrap();
-        let path = dir.path().join("plan.db");
-        let inner = Inner::open(path.to_str().unwrap(), Default::default())
-            .await
-            .unwrap();
-        let Db::Sqlite { read, .. } = &inner.db else {
-            panic!("a SQLite ledger")
-        };
-        let plan: Vec<(i64, i64, i64, String)> =
-            sqlx::query_as(&format!("EXPLAIN QUERY PLAN {OPEN_GROUPS}"))
-                .bind(0_i64)
-                .fetch_all(read)
-                .await
-                .unwrap();
-        let plan = plan.into_iter().map(|r| r.3).collect::<Vec<_>>().join("\n");
+        let (_dir, inner) = fresh_sqlite().await;
+        let plan = plan(&inner, OPEN_GROUPS, 1).await;
         assert!(!plan.contains("SCAN e"), "{plan}");
         assert!(!plan.contains("SCAN s"), "{plan}");
         assert!(

@@ -520,30 +520,20 @@ impl Webhooks {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::store::Db;
+    use crate::store::query_plan::{fresh_sqlite, plan};
 
     /// On SQLite the rows to prune are found through the index of finished rows (never `SCAN o`, a walk
     /// of the whole outbox, pending rows included), each entry by its key and its settlements through
     /// `history_by_entry`.
     #[tokio::test]
     async fn pruning_finds_finished_rows_through_their_index() {
-        let dir = tempfile::tempdir().unwrap();
-        let path = dir.path().join("plan.db");
-        let inner = Inner::open(path.to_str().unwrap(), Default::default())
-            .await
-            .unwrap();
-        let Db::Sqlite { read, .. } = &inner.db else {
-            panic!("a SQLite ledger")
-        };
-        let plan: Vec<(i64, i64, i64, String)> = sqlx::query_as(&format!(
-            "EXPLAIN QUERY PLAN DELETE FROM webhook_outbox WHERE id IN ({PRUNABLE})"
-        ))
-        .bind(0_i64)
-        .bind(500_i64)
-        .fetch_all(read)
-        .await
-        .unwrap();
-        let plan = plan.into_iter().map(|r| r.3).collect::<Vec<_>>().join("\n");
+        let (_dir, inner) = fresh_sqlite().await;
+        let plan = plan(
+            &inner,
+            &format!("DELETE FROM webhook_outbox WHERE id IN ({PRUNABLE})"),
+            2,
+        )
+        .await;
         assert!(!plan.contains("SCAN o"), "{plan}");
         assert!(
             plan.contains("SEARCH o USING INDEX webhook_outbox_done"),

@@ -21,6 +21,8 @@ mod files;
 pub(crate) mod live;
 mod location;
 mod open;
+#[cfg(test)]
+pub(crate) mod query_plan;
 pub(crate) mod transaction;
 
 pub(crate) use backend::{on_pool, on_read, on_tx, on_write, Db, Dialect};
