@@ -107,6 +107,23 @@ pub async fn serve_built(
 }
 
 impl TestApp {
+    /// Writes `ops` through `POST /api/host/batch`, 999 at a time; every result must be 200 or 201.
+    pub async fn batch_ok(&self, ops: Vec<Value>) {
+        for chunk in ops.chunks(999) {
+            let (s, v) = self
+                .host(
+                    Method::POST,
+                    "/api/host/batch",
+                    json!({"operations": chunk}),
+                )
+                .await;
+            assert_eq!(s, StatusCode::OK, "{v}");
+            for r in v["results"].as_array().unwrap() {
+                assert!(r["status"] == 200 || r["status"] == 201, "{r} in a batch");
+            }
+        }
+    }
+
     /// A host API call with the token; returns status and JSON body (Null when empty).
     pub async fn host(&self, method: Method, path: &str, body: Value) -> (StatusCode, Value) {
         let r = self

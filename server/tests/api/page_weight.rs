@@ -6,10 +6,10 @@
 //! every fourth failed, half of them with a title, a link and a resource id from their host, staff's view
 //! (revisions shown).
 
-use reqwest::{Method, StatusCode};
+use reqwest::StatusCode;
 use serde_json::{json, Value};
 
-use crate::helpers::{spawn, TestApp};
+use crate::helpers::spawn;
 
 /// The turn page's first 200 rows: at most this many bytes of HTML, hydration data included. Measured
 /// 269,116 on 2026-12-03 (477,658 before: 1,906 bytes of markup a row, 86,275 of hydration data), and
@@ -39,23 +39,6 @@ fn turn_ops(session: &str, turn: &str, prefix: &str, n: usize) -> Vec<Value> {
         ops.push(json!({"op": "settle", "session_key": session, "mutation_id": m, "attempt_id": "a1", "status": STATUSES[i % 4]}));
     }
     ops
-}
-
-/// Writes `ops` through the batch API, 999 at a time; every result must be 200 or 201.
-async fn batch(app: &TestApp, ops: Vec<Value>) {
-    for chunk in ops.chunks(999) {
-        let (s, v) = app
-            .host(
-                Method::POST,
-                "/api/host/batch",
-                json!({"operations": chunk}),
-            )
-            .await;
-        assert_eq!(s, StatusCode::OK, "{v}");
-        for r in v["results"].as_array().unwrap() {
-            assert!(r["status"] == 200 || r["status"] == 201, "{r} in a batch");
-        }
-    }
 }
 
 /// A page's weight: its bytes, its rows, the bytes of its rows' markup and of its hydration data (the
@@ -113,7 +96,8 @@ fn figures(what: &str, w: &Weight) {
 #[tokio::test]
 async fn a_turn_page_of_200_rows_stays_within_its_byte_budget() {
     let app = spawn().await;
-    batch(&app, turn_ops("phone", "t", "dash-create", 200)).await;
+    app.batch_ok(turn_ops("phone", "t", "dash-create", 200))
+        .await;
     let r = app.get("/sessions/phone/turns/t").await;
     assert_eq!(r.status(), StatusCode::OK);
     let html = r.text().await.unwrap();
@@ -148,7 +132,7 @@ async fn a_session_page_at_its_row_budget_stays_within_its_byte_budget() {
             50,
         ));
     }
-    batch(&app, ops).await;
+    app.batch_ok(ops).await;
     let r = app.get("/sessions/phone").await;
     assert_eq!(r.status(), StatusCode::OK);
     let html = r.text().await.unwrap();

@@ -3,7 +3,7 @@
 //! showed its oldest 50 rows (the newest never appeared), and `/api/sessions/{key}/turns` answered every
 //! turn at once. Also the counts: in flight is counted apart from a settled unknown.
 
-use reqwest::{Method, StatusCode};
+use reqwest::StatusCode;
 use serde_json::{json, Value};
 
 use crate::helpers::{spawn, TestApp};
@@ -15,23 +15,6 @@ fn settled_ops(session: &str, turn: &str, mutation: &str, status: &str) -> [Valu
         json!({"op": "intent", "session_key": session, "mutation_id": mutation, "attempt_id": "a1"}),
         json!({"op": "settle", "session_key": session, "mutation_id": mutation, "attempt_id": "a1", "status": status}),
     ]
-}
-
-/// Writes `ops` through the batch API, 999 at a time; every result must be 200 or 201.
-async fn batch(app: &TestApp, ops: Vec<Value>) {
-    for chunk in ops.chunks(999) {
-        let (s, v) = app
-            .host(
-                Method::POST,
-                "/api/host/batch",
-                json!({"operations": chunk}),
-            )
-            .await;
-        assert_eq!(s, StatusCode::OK, "{v}");
-        for r in v["results"].as_array().unwrap() {
-            assert!(r["status"] == 200 || r["status"] == 201, "{r} in a batch");
-        }
-    }
 }
 
 /// `turns` turns `t000`… of `per_turn` outcomes `tNNN-mNNN` each in session `s`.
@@ -47,7 +30,7 @@ async fn session_of(app: &TestApp, turns: usize, per_turn: usize) {
             ));
         }
     }
-    batch(app, ops).await;
+    app.batch_ok(ops).await;
 }
 
 /// The turn ids of a turns answer, in its order.
@@ -299,7 +282,7 @@ async fn a_turn_of_61_outcomes_shows_its_newest_rows_on_the_session_page() {
     for m in 0..61 {
         ops.extend(settled_ops("s", "t", &format!("m{m:02}"), "completed"));
     }
-    batch(&app, ops).await;
+    app.batch_ok(ops).await;
     let html = app.get("/sessions/s").await.text().await.unwrap();
     assert!(html.contains("data-mutation-id=\"m60\""));
     assert!(html.contains("data-mutation-id=\"m11\""));
