@@ -21,6 +21,10 @@ export OUTCOMES_BIN
 
 echo "== cargo test"
 cargo test --workspace
+# The ledger's rules build without its store (feature `rules`, docs/ledger.md "Layers"), and its wire types
+# without either (what the browser bundle uses).
+cargo check -q -p ledger --no-default-features --features rules
+cargo check -q -p ledger --no-default-features
 
 # The ledger and HTTP suites again, on Postgres (docs/ledger.md "Backends"): a throwaway cluster of
 # Debian's postgresql package on loopback, each test in a schema of its own.

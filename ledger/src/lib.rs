@@ -2,9 +2,10 @@
 //! "Unknown outcomes").
 //!
 //! - [`wire`]: the published record and the dashboard's read shapes (always compiled; the browser uses them).
-//! - With the `store` feature (default): [`projection`] with its [`sanitize`]rs and the shared
-//!   [`credential`] detector, the [`Engine`] (writes), the [`SessionManager`] (reads), the [`Adapter`] for
-//!   live delivery, and the SQLite store behind sqlx.
+//! - With the `rules` feature: the entry state [`machine`], the [`projection`] with its [`sanitize`]rs and
+//!   the shared [`credential`] detector, without any storage.
+//! - With the `store` feature (default; includes `rules`): the [`Engine`] (writes), the [`SessionManager`]
+//!   (reads), the [`Adapter`] for live delivery, and the SQLite and Postgres store behind sqlx.
 //!
 //! Import of agent transcripts is the `importer` crate, built on [`command`] (compiled without the store).
 
@@ -20,7 +21,7 @@ pub mod access;
 pub mod adapter;
 #[cfg(feature = "store")]
 mod chunks;
-#[cfg(feature = "store")]
+#[cfg(feature = "rules")]
 pub mod credential;
 #[cfg(feature = "store")]
 mod direct;
@@ -32,15 +33,15 @@ pub mod gauges;
 mod group;
 #[cfg(feature = "store")]
 pub mod health;
-#[cfg(feature = "store")]
+#[cfg(feature = "rules")]
 pub mod machine;
 #[cfg(feature = "store")]
 mod notify;
-#[cfg(feature = "store")]
+#[cfg(feature = "rules")]
 pub mod projection;
 #[cfg(feature = "store")]
 mod rows;
-#[cfg(feature = "store")]
+#[cfg(feature = "rules")]
 pub mod sanitize;
 #[cfg(feature = "store")]
 pub mod search;

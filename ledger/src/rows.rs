@@ -5,12 +5,14 @@
 //! machine reads ([`LedgerStatus`], [`Reason`]) is defined here too, so the machine and the wire types stay
 //! free of sqlx.
 
+use serde::ser::SerializeTuple;
 use sqlx::encode::IsNull;
 use sqlx::error::BoxDynError;
 use sqlx::postgres::{PgArgumentBuffer, PgTypeInfo, PgValueRef};
 use sqlx::sqlite::{SqliteArgumentValue, SqliteTypeInfo, SqliteValueRef};
 use sqlx::{Decode, Encode, Postgres, Sqlite, Type};
 
+use crate::command::Evidence;
 use crate::error::LedgerError;
 use crate::ids::SessionKey;
 use crate::machine::{Entry, SessionState};
@@ -302,7 +304,8 @@ pub(crate) struct HistoryRow {
 }
 
 /// The columns of a `history` row after its `entry_seq`, in the order of [`HistoryRow`]'s fields: the one
-/// list the reads ([`HISTORY_COLUMNS`]) and the group commit's insert (`group::statements`) spell.
+/// list the reads ([`HISTORY_COLUMNS`]), the group commit's insert (`group::statements`) and the legacy
+/// import's (`engine::legacy`) spell.
 macro_rules! history_columns {
     () => {
         "kind, at, revision, actor, attempt_id, ledger_status, intent_recorded, reason, meta_attached, \
@@ -315,6 +318,60 @@ pub(crate) use history_columns;
 pub(crate) const HISTORY_COLUMNS: &str = history_columns!();
 
 impl HistoryRow {
+    /// The history row of a change of `entry` (its state fields after the change) at `at` (ms since the
+    /// epoch, the group's time): what the change was, the revision it took (`None` for approvals, notes,
+    /// claims and releases), who asked (`Actor::spelling`), and the evidence (reconciliations) or text
+    /// (notes) it carries (docs/ledger.md "History").
+    pub(crate) fn of_change(
+        at: i64,
+        entry: &EntryRow,
+        kind: HistoryKind,
+        revision: Option<i64>,
+        actor: String,
+        evidence: Option<&Evidence>,
+        note: Option<&String>,
+    ) -> HistoryRow {
+        HistoryRow {
+            kind,
+            at,
+            revision,
+            actor,
+            attempt_id: entry.attempt_id.clone(),
+            ledger_status: entry.status,
+            intent_recorded: entry.intent_recorded,
+            reason: entry.reason,
+            meta_attached: entry.meta_attached,
+            meta_id: entry.meta_id.clone(),
+            meta_url: entry.meta_url.clone(),
+            meta_title: entry.meta_title.clone(),
+            source: evidence.map(|e| e.source.clone()),
+            reference: evidence.map(|e| e.reference.clone()),
+            observed_at: evidence.map(|e| e.observed_at.clone()),
+            note: note.cloned(),
+        }
+    }
+
+    /// The row's columns after `at`, in [`history_columns!`]'s order (kind, revision, actor, attempt,
+    /// status, intent, reason, metadata attached, id, url, title, source, reference, observed_at, note:
+    /// 15 elements), appended to a positional array (the group's insert binds the time once for all rows).
+    pub(crate) fn serialize_after_at<T: SerializeTuple>(&self, t: &mut T) -> Result<(), T::Error> {
+        t.serialize_element(self.kind.as_str())?;
+        t.serialize_element(&self.revision)?;
+        t.serialize_element(&self.actor)?;
+        t.serialize_element(&self.attempt_id)?;
+        t.serialize_element(self.ledger_status.as_str())?;
+        t.serialize_element(&self.intent_recorded)?;
+        t.serialize_element(&self.reason.map(Reason::as_str))?;
+        t.serialize_element(&self.meta_attached)?;
+        t.serialize_element(&self.meta_id)?;
+        t.serialize_element(&self.meta_url)?;
+        t.serialize_element(&self.meta_title)?;
+        t.serialize_element(&self.source)?;
+        t.serialize_element(&self.reference)?;
+        t.serialize_element(&self.observed_at)?;
+        t.serialize_element(&self.note)
+    }
+
     /// The revision the change took (`None` for an approval, a note, a claim or release, an import).
     pub(crate) fn revision(&self) -> Option<i64> {
         self.revision

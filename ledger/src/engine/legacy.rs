@@ -7,7 +7,7 @@ use crate::group::refused;
 use crate::ids::{LogicalTurnId, MutationId, SessionKey, ToolName};
 use crate::machine::SessionState;
 use crate::projection::LedgerEntry;
-use crate::rows::{load_for_write, EntryRow, ENTRY_COLUMNS};
+use crate::rows::{history_columns, load_for_write, EntryRow, ENTRY_COLUMNS};
 use crate::sanitize::sanitize_metadata;
 use crate::store::{on_tx, WriteTx};
 use crate::wire::{HistoryKind, LedgerStatus, Reason};
@@ -55,34 +55,37 @@ impl Engine {
         );
         on_tx!(&mut tx, |c, d| {
             sqlx::query(
-            "UPDATE entries SET status = $1, intent_recorded = $2, reason = $3, meta_attached = $4, meta_id = $5, \
-             meta_url = $6, meta_title = $7, settled_at = $8 WHERE session_key = $9 AND mutation_id = $10",
-        )
-        .bind(entry.status.as_str())
-        .bind(entry.intent_recorded)
-        .bind(entry.reason.map(Reason::as_str))
-        .bind(meta.is_some())
-        .bind(meta.as_ref().and_then(|m| m.id.clone()))
-        .bind(meta.as_ref().and_then(|m| m.url.clone()))
-        .bind(meta.as_ref().and_then(|m| m.title.clone()))
-        .bind(settled.then_some(now))
-        .bind(session_key.as_str())
-        .bind(mutation.as_str())
-        .execute(&mut *c)
-        .await?;
-            sqlx::query(
-            "INSERT INTO history (entry_seq, kind, at, revision, actor, attempt_id, ledger_status, \
-             intent_recorded, reason, meta_attached, meta_id, meta_url, meta_title) \
-             SELECT seq, $1, $2, NULL, $3, attempt_id, status, intent_recorded, reason, meta_attached, meta_id, \
-             meta_url, meta_title FROM entries WHERE session_key = $4 AND mutation_id = $5",
-        )
-        .bind(HistoryKind::Imported.as_str())
-        .bind(now)
-        .bind(Actor::Host.spelling())
-        .bind(session_key.as_str())
-        .bind(mutation.as_str())
-        .execute(&mut *c)
-        .await?;
+                "UPDATE entries SET status = $1, intent_recorded = $2, reason = $3, meta_attached = $4, \
+                 meta_id = $5, meta_url = $6, meta_title = $7, settled_at = $8 \
+                 WHERE session_key = $9 AND mutation_id = $10",
+            )
+            .bind(entry.status.as_str())
+            .bind(entry.intent_recorded)
+            .bind(entry.reason.map(Reason::as_str))
+            .bind(meta.is_some())
+            .bind(meta.as_ref().and_then(|m| m.id.clone()))
+            .bind(meta.as_ref().and_then(|m| m.url.clone()))
+            .bind(meta.as_ref().and_then(|m| m.title.clone()))
+            .bind(settled.then_some(now))
+            .bind(session_key.as_str())
+            .bind(mutation.as_str())
+            .execute(&mut *c)
+            .await?;
+            // The entry's state as imported: no revision, no evidence, no note.
+            sqlx::query(concat!(
+                "INSERT INTO history (entry_seq, ",
+                history_columns!(),
+                ") SELECT seq, $1, $2, NULL, $3, attempt_id, status, intent_recorded, reason, \
+                 meta_attached, meta_id, meta_url, meta_title, NULL, NULL, NULL, NULL \
+                 FROM entries WHERE session_key = $4 AND mutation_id = $5"
+            ))
+            .bind(HistoryKind::Imported.as_str())
+            .bind(now)
+            .bind(Actor::Host.spelling())
+            .bind(session_key.as_str())
+            .bind(mutation.as_str())
+            .execute(&mut *c)
+            .await?;
         });
         tx.commit().await?;
         Ok(())

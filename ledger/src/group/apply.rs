@@ -158,6 +158,7 @@ impl Group {
         };
         let state = row.state();
         self.history.push(history_row(
+            self.now,
             &row,
             HistoryKind::Approval,
             None,
@@ -242,6 +243,7 @@ impl Group {
             _ => (HistoryKind::Attempt, None),
         };
         self.history.push(history_row(
+            self.now,
             &slot.row,
             kind,
             Some(revision),
@@ -280,6 +282,7 @@ impl Group {
         row.revision = Some(revision);
         slot.changed = true;
         self.history.push(history_row(
+            self.now,
             &slot.row,
             HistoryKind::Metadata,
             Some(revision),
@@ -302,6 +305,7 @@ impl Group {
         // Not session activity: the time to live counts from the last change (docs/ledger.md
         // "History").
         self.history.push(history_row(
+            self.now,
             &slot.row,
             HistoryKind::Note,
             None,
@@ -358,6 +362,7 @@ impl Group {
             });
         }
         self.history.push(history_row(
+            self.now,
             &slot.row,
             HistoryKind::Claim,
             None,
@@ -406,6 +411,7 @@ impl Group {
             });
         }
         self.history.push(history_row(
+            self.now,
             &slot.row,
             HistoryKind::Release,
             None,

@@ -7,8 +7,8 @@ use serde::ser::{Serialize, SerializeTuple, Serializer};
 use super::Key;
 use crate::command::{Actor, Evidence};
 use crate::error::LedgerError;
-use crate::rows::{history_columns, EntryRow};
-use crate::wire::{HistoryKind, LedgerStatus, Reason};
+use crate::rows::{history_columns, EntryRow, HistoryRow};
+use crate::wire::{HistoryKind, Reason};
 
 /// One parameter of the group's write: the group's time (ms) or a statement's list (JSON text).
 pub(super) enum Bind {
@@ -348,89 +348,46 @@ impl Serialize for ChangedEntry<'_> {
     }
 }
 
-/// One history row to write (docs/ledger.md "History"): the entry (its `seq`, or its key when this
-/// group inserts it), what the change was, the revision it took (`None` for approvals and notes), who
-/// asked, the entry's state fields after the change, and the evidence (reconciliations) or text (notes)
-/// it carries. Its time is the group's.
+/// One history row to write (docs/ledger.md "History"): the entry it is about (its `seq`, or its key when
+/// this group inserts it) and the row itself.
 pub(super) struct HistoryOut {
     seq: Option<i64>,
     key: Option<Key>,
-    kind: HistoryKind,
-    revision: Option<i64>,
-    actor: String,
-    attempt_id: Option<String>,
-    status: LedgerStatus,
-    intent_recorded: bool,
-    reason: Option<Reason>,
-    meta_attached: bool,
-    meta_id: Option<String>,
-    meta_url: Option<String>,
-    meta_title: Option<String>,
-    evidence: Option<Evidence>,
-    note: Option<String>,
+    row: HistoryRow,
 }
 
-/// The history row of a change of `row` (its state after the change).
+/// The history row of a change of `entry` (its state after the change) at the group's time `at`
+/// ([`HistoryRow::of_change`]).
 pub(super) fn history_row(
-    row: &EntryRow,
+    at: i64,
+    entry: &EntryRow,
     kind: HistoryKind,
     revision: Option<i64>,
     actor: &Actor,
     evidence: Option<&Evidence>,
     note: Option<&String>,
 ) -> HistoryOut {
-    let (seq, key) = if row.seq != 0 {
-        (Some(row.seq), None)
+    let (seq, key) = if entry.seq != 0 {
+        (Some(entry.seq), None)
     } else {
         (
             None,
-            Some((row.session_key.clone(), row.mutation_id.clone())),
+            Some((entry.session_key.clone(), entry.mutation_id.clone())),
         )
     };
-    HistoryOut {
-        seq,
-        key,
-        kind,
-        revision,
-        actor: actor.spelling(),
-        attempt_id: row.attempt_id.clone(),
-        status: row.status,
-        intent_recorded: row.intent_recorded,
-        reason: row.reason,
-        meta_attached: row.meta_attached,
-        meta_id: row.meta_id.clone(),
-        meta_url: row.meta_url.clone(),
-        meta_title: row.meta_title.clone(),
-        evidence: evidence.cloned(),
-        note: note.cloned(),
-    }
+    let row = HistoryRow::of_change(at, entry, kind, revision, actor.spelling(), evidence, note);
+    HistoryOut { seq, key, row }
 }
 
 /// A history row as one positional array of [`HISTORY`]: seq, session key, mutation id (see
-/// [`Group::entry_ref`]), kind, revision, actor, attempt, status, intent, reason, metadata (attached, id,
-/// url, title), source, reference, observed_at and note.
+/// [`Group::entry_ref`]), then the row's columns after `at` ([`HistoryRow::serialize_after_at`]).
 impl Serialize for HistoryOut {
     fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
         let mut t = s.serialize_tuple(18)?;
         t.serialize_element(&self.seq)?;
         t.serialize_element(&self.key.as_ref().map(|k| &k.0))?;
         t.serialize_element(&self.key.as_ref().map(|k| &k.1))?;
-        t.serialize_element(self.kind.as_str())?;
-        t.serialize_element(&self.revision)?;
-        t.serialize_element(&self.actor)?;
-        t.serialize_element(&self.attempt_id)?;
-        t.serialize_element(self.status.as_str())?;
-        t.serialize_element(&self.intent_recorded)?;
-        t.serialize_element(&self.reason.map(Reason::as_str))?;
-        t.serialize_element(&self.meta_attached)?;
-        t.serialize_element(&self.meta_id)?;
-        t.serialize_element(&self.meta_url)?;
-        t.serialize_element(&self.meta_title)?;
-        let evidence = self.evidence.as_ref();
-        t.serialize_element(&evidence.map(|e| &e.source))?;
-        t.serialize_element(&evidence.map(|e| &e.reference))?;
-        t.serialize_element(&evidence.map(|e| &e.observed_at))?;
-        t.serialize_element(&self.note)?;
+        self.row.serialize_after_at(&mut t)?;
         t.end()
     }
 }
