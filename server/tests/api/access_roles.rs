@@ -11,8 +11,7 @@ use serde_json::json;
 use server::serve::AccessArg;
 
 use crate::helpers::access::{
-    bearer, clears, cookie, fresh_ip, location, revoke, send, sends_to_sign_in, sign_in_cookie,
-    two_sessions, viewer_cookie, Got,
+    bearer, clears, cookie, fresh_ip, location, revoke, send, sends_to_sign_in, two_sessions, Got,
 };
 use crate::helpers::{client_at, server, TestApp, TOKEN};
 
@@ -114,11 +113,11 @@ async fn every_role_gets_exactly_its_answer_from_every_endpoint() {
     let app = server(AccessArg::SignedIn).await;
     two_sessions(&app).await;
     let staff = app.staff_token().await;
-    let signed_in = sign_in_cookie(&app).await;
+    let signed_in = app.sign_in_id().await;
     // A viewer cookie of alpha whose links are then revoked, then a live one.
-    let revoked = viewer_cookie(&app, "alpha").await;
+    let revoked = app.viewer_token("alpha").await;
     assert_eq!(revoke(&app, "alpha").await, json!({"revoked": 1}));
-    let viewer = viewer_cookie(&app, "alpha").await;
+    let viewer = app.viewer_token("alpha").await;
     let forged = server::staff::new_sign_in_id();
 
     let roles = [
@@ -258,7 +257,7 @@ async fn every_role_gets_exactly_its_answer_from_every_endpoint() {
     // Open mode (the loopback default): no credential reads everything; a viewer is still scoped.
     let app = server(AccessArg::Auto).await;
     two_sessions(&app).await;
-    let viewer = viewer_cookie(&app, "alpha").await;
+    let viewer = app.viewer_token("alpha").await;
     let roles = [
         Role {
             name: "none",

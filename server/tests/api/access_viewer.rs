@@ -8,8 +8,7 @@ use serde_json::{json, Value};
 use server::serve::AccessArg;
 
 use crate::helpers::access::{
-    bearer, clears, cookie, get, location, open_link, plain, revoke, send, sends_to_sign_in,
-    viewer_cookie, Got,
+    bearer, clears, cookie, get, location, open_link, plain, revoke, send, sends_to_sign_in, Got,
 };
 use crate::helpers::{read_until, server, set_cookies, TestApp, TOKEN};
 
@@ -34,10 +33,7 @@ async fn one_sessions_viewer_never_receives_another_sessions_data() {
         )
         .await;
     assert_eq!(s, StatusCode::OK);
-    let v = vec![cookie(
-        "outcomes_viewer",
-        &viewer_cookie(&app, "alpha").await,
-    )];
+    let v = vec![cookie("outcomes_viewer", &app.viewer_token("alpha").await)];
 
     // Every read of bravo answers exactly what a session that does not exist answers.
     for (of_bravo, of_nobody) in [
@@ -409,7 +405,7 @@ async fn viewer_links_are_minted_checked_opened_and_revoked() {
 
     // Deleting the session deletes its links: the cookie stops working, even once the key is used again.
     app.settled("delta", "t1", "m1", "completed").await;
-    let delta = viewer_cookie(&app, "delta").await;
+    let delta = app.viewer_token("delta").await;
     let d = vec![cookie("outcomes_viewer", &delta)];
     assert_eq!(
         get(&app, "/api/sessions/delta/turns", &d).await.status,
@@ -439,8 +435,8 @@ async fn a_viewers_live_stream_closes_when_its_links_are_revoked() {
     let app = server(AccessArg::SignedIn).await;
     app.settled("echo", "t1", "m1", "completed").await;
     app.settled("other", "t1", "m1", "completed").await;
-    let viewer = viewer_cookie(&app, "echo").await;
-    let _other_viewer = viewer_cookie(&app, "other").await;
+    let viewer = app.viewer_token("echo").await;
+    let _other_viewer = app.viewer_token("other").await;
     let open = |headers: Vec<(&'static str, String)>| {
         let base = app.base.clone();
         async move {

@@ -4,7 +4,7 @@ use reqwest::{Method, StatusCode};
 use serde_json::json;
 
 use crate::helpers::operator::{
-    as_viewer_reads, error, get, get_text, history_path, lines, notes, post, signed_in, viewer, Who,
+    as_viewer_reads, error, get, get_text, history_path, lines, notes, post, signed_in, Who,
 };
 use crate::helpers::{enc, record, with_staff};
 
@@ -122,13 +122,13 @@ async fn the_export_is_the_sessions_records_then_its_operation_histories() {
     assert_eq!(error(s, &v).1, Some("session_not_found"));
     assert_eq!(s, StatusCode::NOT_FOUND);
     app.settled("other", "t", "m", "completed").await;
-    let other = viewer(&app, "other").await;
+    let other = app.viewer("other").await;
     let (s, v) = get(&app, Who::CookieNoOrigin(&other), &path).await;
     assert_eq!(
         (s, error(s, &v).1),
         (StatusCode::NOT_FOUND, Some("session_not_found"))
     );
-    let own = viewer(&app, key).await;
+    let own = app.viewer(key).await;
     let (s, _, as_viewer) = get_text(
         &app,
         Who::CookieNoOrigin(&own),

@@ -5,10 +5,8 @@ use reqwest::StatusCode;
 use serde_json::json;
 use server::serve::AccessArg;
 
-use crate::helpers::operator::{
-    get, history_path, no_redirects, post, reconciliation, sign_in, signed_in, snapshot, viewer,
-    Who,
-};
+use crate::helpers::access::plain;
+use crate::helpers::operator::{get, history_path, post, reconciliation, signed_in, snapshot, Who};
 use crate::helpers::{enc, form, with_staff, TestApp, PASSWORD, STAFF, TOKEN};
 
 // ---------------------------------------------------------------------------------------------------
@@ -43,7 +41,7 @@ async fn post_page(
     content_type: &str,
     body: String,
 ) -> (StatusCode, String, String, String) {
-    let req = no_redirects()
+    let req = plain()
         .post(format!("{}{path}", app.base))
         .header("content-type", content_type)
         .body(body);
@@ -63,7 +61,7 @@ async fn the_operation_page_forms_post_notes_and_reconciliations_and_go_back() {
     let app = signed_in().await;
     let (session, mutation) = ("chat 42/x", "op:1");
     app.settled(session, "t", mutation, "outcome_unknown").await;
-    let signed = sign_in(&app).await;
+    let signed = app.sign_in().await;
     let page = format!("/sessions/{}/operations/{}", enc(session), enc(mutation));
     let back = "/sessions/chat%2042%2Fx/operations/op%3A1";
     assert_eq!(page, back);
@@ -330,7 +328,7 @@ async fn the_operation_page_forms_post_notes_and_reconciliations_and_go_back() {
     .await;
     assert_eq!(s, StatusCode::NOT_FOUND);
     assert!(body.contains("no such operation"), "{body}");
-    let own_viewer = viewer(&app, session).await;
+    let own_viewer = app.viewer(session).await;
     for who in [Who::Cookie(&own_viewer), Who::Bearer(TOKEN)] {
         let (s, _, _, body) =
             post_form(&app, who, &format!("{page}/notes"), &[("text", "x")]).await;
@@ -429,8 +427,8 @@ async fn a_form_sent_after_the_sign_in_ended_comes_back_filled_after_signing_in_
         let page = format!("/sessions/{}/operations/{}", enc(session), enc(mutation));
         let before = rows(&app, session, mutation).await;
         // A sign-in that ended (idle, signed out elsewhere): its cookie names nothing live.
-        let signed = sign_in(&app).await;
-        let r = no_redirects()
+        let signed = app.sign_in().await;
+        let r = plain()
             .post(format!("{}/sign-out", app.base))
             .header("cookie", &signed)
             .header("origin", &app.base)
@@ -483,7 +481,7 @@ async fn a_form_sent_after_the_sign_in_ended_comes_back_filled_after_signing_in_
                     .map(|(k, v)| (*k, v.as_str()))
                     .collect::<Vec<_>>(),
             );
-            no_redirects()
+            plain()
                 .post(format!("{}/sign-in", app.base))
                 .header("origin", &app.base)
                 .header("content-type", "application/x-www-form-urlencoded")
@@ -576,7 +574,7 @@ async fn a_form_sent_after_the_sign_in_ended_comes_back_filled_after_signing_in_
             .map(|(k, v)| (format!("pending_{k}"), *v))
             .collect();
         again.extend(pending.iter().map(|(k, v)| (k.as_str(), *v)));
-        let r = no_redirects()
+        let r = plain()
             .post(format!("{}/sign-in", app.base))
             .header("origin", &app.base)
             .header("content-type", "application/x-www-form-urlencoded")
@@ -638,11 +636,11 @@ async fn a_get_on_a_form_path_goes_to_its_operation_page() {
     let app = signed_in().await;
     let (session, mutation) = ("chat 42/x", "op:1");
     app.settled(session, "t", mutation, "outcome_unknown").await;
-    let signed = sign_in(&app).await;
+    let signed = app.sign_in().await;
     let page = format!("/sessions/{}/operations/{}", enc(session), enc(mutation));
     for action in ["notes", "reconciliation"] {
         // Signed in (where a sign-in that began on a form comes back to): the operation page.
-        let r = no_redirects()
+        let r = plain()
             .get(format!("{}{page}/{action}", app.base))
             .header("cookie", &signed)
             .send()
@@ -651,7 +649,7 @@ async fn a_get_on_a_form_path_goes_to_its_operation_page() {
         assert_eq!(r.status(), StatusCode::SEE_OTHER, "{action}");
         assert_eq!(r.headers()["location"], page.as_str());
         // Without a credential: the sign-in page first.
-        let r = no_redirects()
+        let r = plain()
             .get(format!("{}{page}/{action}", app.base))
             .send()
             .await

@@ -5,9 +5,10 @@ use reqwest::StatusCode;
 use serde_json::{json, Value};
 use server::serve::AccessArg;
 
+use crate::helpers::access::plain;
 use crate::helpers::operator::{
-    as_viewer_reads, error, evidence_body, get, get_text, history_path, lines, no_redirects, notes,
-    post, post_raw, reconciliation, sign_in, signed_in, snapshot, viewer, Who,
+    as_viewer_reads, error, evidence_body, get, get_text, history_path, lines, notes, post,
+    post_raw, reconciliation, signed_in, snapshot, Who,
 };
 use crate::helpers::{form, record, with_staff, TestApp, TOKEN};
 
@@ -148,9 +149,9 @@ async fn only_staff_may_add_a_note() {
     let app = signed_in().await;
     app.settled("s", "t", "m", "outcome_unknown").await;
     app.settled("other", "t", "m", "completed").await;
-    let signed = sign_in(&app).await;
-    let own_viewer = viewer(&app, "s").await;
-    let other_viewer = viewer(&app, "other").await;
+    let signed = app.sign_in().await;
+    let own_viewer = app.viewer("s").await;
+    let other_viewer = app.viewer("other").await;
     let before = snapshot(&app, "s", "t", "m").await;
     let body = json!({"text": "a note"});
     for (who, expected) in [
@@ -212,7 +213,7 @@ async fn behind_the_sso_proxy_a_staff_change_needs_a_matching_origin_too() {
     app.settled("s", "t", "m", "outcome_unknown").await;
     let before = snapshot(&app, "s", "t", "m").await;
     let send = |origin: Option<&str>, path: &str, body: String, content_type: &str| {
-        let mut req = no_redirects()
+        let mut req = plain()
             .post(format!("{}{path}", app.base))
             .header("x-forwarded-user", "grace")
             .header("content-type", content_type)
@@ -294,7 +295,7 @@ async fn a_viewer_never_sees_a_staff_note_its_count_or_a_staff_name() {
     )
     .await;
     assert_eq!(s, StatusCode::CREATED);
-    let cookie = viewer(&app, "s").await;
+    let cookie = app.viewer("s").await;
     let viewer = Who::CookieNoOrigin(&cookie);
 
     // The history API: staff read everything, the viewer the same rows without notes and names.

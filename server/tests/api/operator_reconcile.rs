@@ -4,9 +4,10 @@
 use reqwest::StatusCode;
 use serde_json::json;
 
+use crate::helpers::access::plain;
 use crate::helpers::operator::{
-    error, evidence_body, get, history_path, no_redirects, notes, post, post_raw, reconciliation,
-    signed_in, snapshot, viewer, Refusal, Who,
+    error, evidence_body, get, history_path, notes, post, post_raw, reconciliation, signed_in,
+    snapshot, Refusal, Who,
 };
 use crate::helpers::{read_until, record, TOKEN};
 
@@ -19,7 +20,7 @@ async fn staff_reconcile_an_unknown_outcome_as_the_host_would_with_its_live_even
     let app = signed_in().await;
     app.settled("s", "t", "m", "outcome_unknown").await; // revisions 1, 2
     let token = app.staff_token().await;
-    let mut live = no_redirects()
+    let mut live = plain()
         .get(format!("{}/api/run-events?session_id=s", app.base))
         .bearer_auth(&token)
         .send()
@@ -184,7 +185,7 @@ async fn staff_reconciliation_refuses_exactly_as_the_host_api_and_changes_nothin
         (s, error(s, &v).1),
         (StatusCode::NOT_FOUND, Some("mutation_not_found"))
     );
-    let viewer = viewer(&app, "s").await;
+    let viewer = app.viewer("s").await;
     for who in [Who::Bearer(TOKEN), Who::Cookie(&viewer)] {
         let (s, v) = post(&app, who, &reconciliation("s", "m"), evidence_body("a1")).await;
         assert_eq!(

@@ -5,9 +5,8 @@
 use reqwest::{Method, StatusCode};
 use serde_json::{json, Value};
 
-use crate::helpers::operator::{
-    error, get, history_path, no_redirects, post, sign_in, signed_in, viewer, Who,
-};
+use crate::helpers::access::plain;
+use crate::helpers::operator::{error, get, history_path, post, signed_in, Who};
 use crate::helpers::{enc, form, TestApp, TOKEN};
 
 fn claim_path(session: &str, mutation: &str) -> String {
@@ -26,7 +25,7 @@ async fn bob(app: &TestApp) -> String {
 
 async fn delete(app: &TestApp, who: Who<'_>, path: &str) -> (StatusCode, Value) {
     let r = who
-        .apply(app, no_redirects().delete(format!("{}{path}", app.base)))
+        .apply(app, plain().delete(format!("{}{path}", app.base)))
         .send()
         .await
         .unwrap();
@@ -83,7 +82,7 @@ async fn one_staff_member_holds_a_claim_the_others_are_told_who_and_a_viewer_nev
     assert_eq!(found["matches"][0]["claim"]["by"], "ada");
 
     // A viewer: no claim anywhere, and may not claim.
-    let cookie = viewer(&app, "s").await;
+    let cookie = app.viewer("s").await;
     let (s, history) = get(&app, Who::Cookie(&cookie), &history_path("s", "m")).await;
     assert_eq!(s, StatusCode::OK);
     assert!(history["changes"]
@@ -109,7 +108,7 @@ async fn one_staff_member_holds_a_claim_the_others_are_told_who_and_a_viewer_nev
         (StatusCode::FORBIDDEN, Some("staff_only"), None)
     );
     // A signed-in browser's change needs its Origin.
-    let ada_cookie = sign_in(&app).await;
+    let ada_cookie = app.sign_in().await;
     let (s, body) = delete(
         &app,
         Who::CookieNoOrigin(&ada_cookie),
@@ -168,12 +167,12 @@ async fn one_staff_member_holds_a_claim_the_others_are_told_who_and_a_viewer_nev
 async fn the_claim_buttons_work_without_javascript_and_go_back_only_to_this_server() {
     let app = signed_in().await;
     app.settled("s", "t", "m", "outcome_unknown").await;
-    let cookie = sign_in(&app).await;
+    let cookie = app.sign_in().await;
     let send = |path: &'static str, next: &'static str| {
         let app = &app;
         let cookie = cookie.clone();
         async move {
-            no_redirects()
+            plain()
                 .post(format!("{}/sessions/s/operations/m/{path}", app.base))
                 .header("cookie", cookie)
                 .header("origin", &app.base)
@@ -451,7 +450,7 @@ async fn search_answers_sessions_and_operations_by_substring_pages_them_and_hide
         )
     );
     // A viewer: the search does not exist for them; nobody without a credential: 401.
-    let cookie = viewer(&app, "support-chat-1").await;
+    let cookie = app.viewer("support-chat-1").await;
     let (s, body) = get(&app, Who::Cookie(&cookie), "/api/search?q=chat").await;
     assert_eq!(error(s, &body).0, StatusCode::NOT_FOUND);
     let (s, _) = get(&app, Who::Nobody, "/api/search?q=chat").await;

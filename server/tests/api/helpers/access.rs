@@ -8,7 +8,7 @@ use reqwest::header::HeaderMap;
 use reqwest::{Method, StatusCode};
 use serde_json::Value;
 
-use super::{client_at, cookie_in, form, set_cookies, TestApp, PASSWORD, STAFF};
+use super::{client_at, cookie_in, enc, form, set_cookies, TestApp, PASSWORD, STAFF};
 
 /// A client from 127.0.0.1 that does not follow redirects.
 pub fn plain() -> reqwest::Client {
@@ -163,11 +163,31 @@ pub async fn post_sign_in_with(
     }
 }
 
-/// Signs `ada` in; the sign-in cookie's value.
-pub async fn sign_in_cookie(app: &TestApp) -> String {
-    let r = post_sign_in(app, &plain(), Some(&app.base), STAFF, PASSWORD, "/").await;
-    assert_eq!(r.status, StatusCode::SEE_OTHER, "{}", r.body);
-    set_cookie_value(&r.headers, "outcomes_sign_in").expect("sign-in cookie")
+impl TestApp {
+    /// Signs [`STAFF`] in (`POST /sign-in` from [`plain`], redirects not followed): the sign-in cookie's
+    /// value.
+    pub async fn sign_in_id(&self) -> String {
+        let r = post_sign_in(self, &plain(), Some(&self.base), STAFF, PASSWORD, "/").await;
+        assert_eq!(r.status, StatusCode::SEE_OTHER, "{}", r.body);
+        set_cookie_value(&r.headers, "outcomes_sign_in").expect("sign-in cookie")
+    }
+
+    /// [`Self::sign_in_id`] as a `Cookie` header value: `outcomes_sign_in=<id>`.
+    pub async fn sign_in(&self) -> String {
+        format!("outcomes_sign_in={}", self.sign_in_id().await)
+    }
+
+    /// Mints a viewer link of the session `session` (its raw key) and opens it as a browser would: the
+    /// viewer cookie's value.
+    pub async fn viewer_token(&self, session: &str) -> String {
+        let url = self.mint_link(&enc(session)).await;
+        open_link(self, &url).await
+    }
+
+    /// [`Self::viewer_token`] as a `Cookie` header value: `outcomes_viewer=<token>`.
+    pub async fn viewer(&self, session: &str) -> String {
+        format!("outcomes_viewer={}", self.viewer_token(session).await)
+    }
 }
 
 /// Opens a viewer link as a browser would: the viewer cookie's value.
@@ -187,11 +207,6 @@ pub async fn open_link_from(app: &TestApp, client: &reqwest::Client, url: &str) 
     .await;
     assert_eq!(r.status, StatusCode::SEE_OTHER, "{}", r.body);
     set_cookie_value(&r.headers, "outcomes_viewer").expect("viewer cookie")
-}
-
-pub async fn viewer_cookie(app: &TestApp, session: &str) -> String {
-    let url = app.mint_link(session).await;
-    open_link(app, &url).await
 }
 
 pub async fn revoke(app: &TestApp, session: &str) -> Value {

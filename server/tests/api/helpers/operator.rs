@@ -5,34 +5,12 @@ use reqwest::StatusCode;
 use serde_json::{json, Value};
 use server::serve::AccessArg;
 
-use super::access::{open_link_from, post_sign_in, set_cookie_value};
-use super::{enc, server, TestApp, PASSWORD, STAFF, TOKEN};
+use super::access::plain;
+use super::{enc, server, TestApp, TOKEN};
 
 /// A server in signed-in mode with staff account `ada`.
 pub async fn signed_in() -> TestApp {
     server(AccessArg::SignedIn).await
-}
-
-pub fn no_redirects() -> reqwest::Client {
-    reqwest::Client::builder()
-        .redirect(reqwest::redirect::Policy::none())
-        .build()
-        .expect("client")
-}
-
-/// `ada`'s sign-in cookie, as `outcomes_sign_in=<id>`.
-pub async fn sign_in(app: &TestApp) -> String {
-    let r = post_sign_in(app, &no_redirects(), Some(&app.base), STAFF, PASSWORD, "/").await;
-    assert_eq!(r.status, StatusCode::SEE_OTHER, "{}", r.body);
-    let id = set_cookie_value(&r.headers, "outcomes_sign_in").expect("sign-in cookie");
-    format!("outcomes_sign_in={id}")
-}
-
-/// A viewer cookie of `session`, as `outcomes_viewer=<token>`.
-pub async fn viewer(app: &TestApp, session: &str) -> String {
-    let url = app.mint_link(&enc(session)).await;
-    let token = open_link_from(app, &no_redirects(), &url).await;
-    format!("outcomes_viewer={token}")
 }
 
 /// How a request is authenticated.
@@ -59,7 +37,7 @@ impl Who<'_> {
 
 /// `POST <path>` with a raw JSON body; status and body (Null when not JSON).
 pub async fn post_raw(app: &TestApp, who: Who<'_>, path: &str, body: &str) -> (StatusCode, Value) {
-    let req = no_redirects()
+    let req = plain()
         .post(format!("{}{path}", app.base))
         .header("content-type", "application/json")
         .body(body.to_owned());
@@ -75,7 +53,7 @@ pub async fn post(app: &TestApp, who: Who<'_>, path: &str, body: Value) -> (Stat
 /// GET with `who`: status and JSON body.
 pub async fn get(app: &TestApp, who: Who<'_>, path: &str) -> (StatusCode, Value) {
     let r = who
-        .apply(app, no_redirects().get(format!("{}{path}", app.base)))
+        .apply(app, plain().get(format!("{}{path}", app.base)))
         .send()
         .await
         .unwrap();
@@ -166,7 +144,7 @@ pub async fn get_text(
     path: &str,
 ) -> (StatusCode, reqwest::header::HeaderMap, String) {
     let r = who
-        .apply(app, no_redirects().get(format!("{}{path}", app.base)))
+        .apply(app, plain().get(format!("{}{path}", app.base)))
         .send()
         .await
         .unwrap();
