@@ -1,6 +1,15 @@
 #![recursion_limit = "256"]
 //! What a person sees: the dashboard's pages, rendered on the server and hydrated in the browser. The app
 //! reads only through the server's public HTTP API ([`api`]).
+//!
+//! Built with Leptos's `erase_components` (`.cargo/config.toml`): the server renders and the browser hydrates
+//! with the same view types only when both builds have it, so a build without it stops here.
+
+#[cfg(not(erase_components))]
+compile_error!(
+    "app must be built with `--cfg erase_components` (set in .cargo/config.toml; a RUSTFLAGS variable \
+     replaces it: add `--cfg erase_components` to it). README \"Bundle size\"."
+);
 
 pub mod address;
 pub mod api;

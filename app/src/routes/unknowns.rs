@@ -57,9 +57,9 @@ pub struct Row {
 }
 
 /// One page of the queue as the page keeps it. The rows are not part of the page's hydration data
-/// (`serde(skip)`): the server renders them as the table body's HTML ([`rows_html`]), which hydration
-/// leaves as it is (an `inner_html` from the server is not set again); a later read in the browser renders
-/// them from the API's answer. So the page sends each row once, as HTML only.
+/// (`serde(skip)`): the server renders them as the table body's HTML ([`rows_html`]), which the browser
+/// keeps as the document has it until a read in the browser renders them from the API's answer
+/// (`rows_in_document`). So the page sends each row once, as HTML only.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct QueuePage {
     #[serde(skip)]
@@ -325,7 +325,15 @@ fn QueueTable(
         #[cfg(not(feature = "hydrate"))]
         let _ = (ev, refresh);
     };
-    let body = rows_html(&rows, staff, &selected.get_untracked());
+    // A page hydrated from the server has no rows of its own (`QueuePage::rows` is not in its hydration
+    // data): its table body is the one in the document, taken as it stands, so that the same page shown
+    // again (a failed read keeps it, marked stale) keeps its rows. A rebuild sets a table body again even
+    // when it is the same text (Leptos `erase_components` clears an erased `inner_html` first).
+    let body = if rows.is_empty() && shown > 0 {
+        rows_in_document()
+    } else {
+        rows_html(&rows, staff, &selected.get_untracked())
+    };
     view! {
         <div class="bulk mb-2 flex flex-wrap items-center gap-2 text-sm">
             <button type="button" class="open-selected rounded bg-sky-700 px-2 py-0.5 font-semibold text-white hover:bg-sky-800 disabled:opacity-50"
@@ -462,6 +470,19 @@ fn tick_every_row(on: bool) -> Vec<String> {
     }
 }
 
+/// The table body's rows as the document holds them (its HTML, each select box's `checked` attribute
+/// set as the box is now); "" outside the browser or without a table.
+fn rows_in_document() -> String {
+    #[cfg(feature = "hydrate")]
+    {
+        row_event::rows_html_now().unwrap_or_default()
+    }
+    #[cfg(not(feature = "hydrate"))]
+    {
+        String::new()
+    }
+}
+
 /// What a click or a change inside the table's body was about (browser only).
 #[cfg(feature = "hydrate")]
 mod row_event {
@@ -524,6 +545,25 @@ mod row_event {
             crate::address::segment_of(&href, 2),
             crate::address::segment_of(&href, 4),
         ))
+    }
+
+    /// The table body's HTML now, each select box's `checked` attribute first made to say whether the
+    /// box is ticked (the HTML has attributes, not the boxes' state).
+    pub fn rows_html_now() -> Option<String> {
+        let document = web_sys::window()?.document()?;
+        let body = document.query_selector("table.q tbody.operations").ok()??;
+        let boxes = body.query_selector_all("input[type=checkbox]").ok()?;
+        for i in 0..boxes.length() {
+            let Some(el) = boxes.item(i).and_then(|n| n.dyn_into::<Element>().ok()) else {
+                continue;
+            };
+            let _ = if checked(&el) {
+                el.set_attribute("checked", "")
+            } else {
+                el.remove_attribute("checked")
+            };
+        }
+        Some(body.inner_html())
     }
 
     /// Sets every row's select box; the rows' page paths.
