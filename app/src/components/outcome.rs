@@ -283,7 +283,7 @@ pub fn OutcomeCard(
 ) -> impl IntoView {
     let status = outcome.status;
     let unknown = status == PublishedStatus::OutcomeUnknown;
-    let (words, icon, classes) = status_look(status, in_flight);
+    let (words, _icon, classes) = status_look(status, in_flight);
     let reason = outcome.reason.map(reason_text);
     let mutation_id = outcome.mutation_id.clone();
     // The tool heads the card when there is no title; then it is not repeated below. The resource id
@@ -305,8 +305,10 @@ pub fn OutcomeCard(
     view! {
         <div class=format!("outcome {classes}") data-mutation-id=mutation_id.clone() data-status=status.as_str()>
             <div class="o-head">
-                // The card's own badge, in the card's tone (`.o-head > .badge`).
-                <span class="badge" data-status=status.as_str()><span aria-hidden="true">{icon}</span>{words}</span>
+                // The card's own badge, in the card's tone, its icon drawn by the stylesheet from the tone
+                // (`.o-head > .badge::before`, hidden from screen readers): the same icon as [`status_look`]
+                // names, without an element of its own in every row.
+                <span class="badge">{words}</span>
                 <OutcomeTitle outcome=outcome.clone()/>
             </div>
             <p class="o-meta"><bdi class="details">{details}</bdi></p>
@@ -357,4 +359,30 @@ fn RowTimes(
             })}
         </p>
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A card's badge icon is drawn by the stylesheet (`.o-head > .badge::before`): each tone's rule there
+    /// draws the icon [`status_look`] names, with empty alternative text.
+    #[test]
+    fn the_stylesheet_draws_the_icon_of_status_look_on_each_card_badge() {
+        let css = include_str!("../../../style/main.css");
+        for status in [
+            PublishedStatus::Completed,
+            PublishedStatus::Failed,
+            PublishedStatus::NotExecuted,
+            PublishedStatus::OutcomeUnknown,
+        ] {
+            for in_flight in [false, true] {
+                let (_, icon, tone) = status_look(status, in_flight);
+                let rule = format!(
+                    ".{tone} > .o-head > .badge::before {{\n    content: \"{icon}\" / \"\";\n  }}"
+                );
+                assert!(css.contains(&rule), "style/main.css lacks {rule}");
+            }
+        }
+    }
 }
