@@ -20,6 +20,11 @@ use axum::http::{HeaderValue, StatusCode};
 use tower_http::services::fs::ServeFileSystemResponseBody;
 use tower_http::services::ServeDir;
 
+/// Name of the browser bundle: `pkg/outcomes.<hash>.js`, `pkg/outcomes_bg.<hash>.wasm`,
+/// `pkg/outcomes.<hash>.css` once built, the plain names without a build; also the `output_name` the
+/// server renders pages with.
+pub const OUTPUT_NAME: &str = "outcomes";
+
 pub use app::Bundle;
 
 /// The list of the bundle's files that the build writes into the site's `pkg/` directory.
@@ -44,7 +49,7 @@ struct Manifest {
 }
 
 /// The bundle under `<site_root>/pkg/`: the names `assets.json` lists when it is there and every file it
-/// names exists, else the plain names of [`crate::ssr::OUTPUT_NAME`] (said in the log).
+/// names exists, else the plain names of [`OUTPUT_NAME`] (said in the log).
 pub fn find(site_root: &str) -> Bundle {
     let pkg = Path::new(site_root).join("pkg");
     let path = pkg.join(MANIFEST);
@@ -52,11 +57,11 @@ pub fn find(site_root: &str) -> Bundle {
         Ok(text) => text,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
             tracing::info!(path = %path.display(), "no bundle manifest: pages name the plain file names");
-            return Bundle::plain(crate::ssr::OUTPUT_NAME);
+            return Bundle::plain(OUTPUT_NAME);
         }
         Err(e) => {
             tracing::warn!(path = %path.display(), error = %e, "bundle manifest unreadable: pages name the plain file names");
-            return Bundle::plain(crate::ssr::OUTPUT_NAME);
+            return Bundle::plain(OUTPUT_NAME);
         }
     };
     match parse(&text, &pkg) {
@@ -66,7 +71,7 @@ pub fn find(site_root: &str) -> Bundle {
         }
         Err(e) => {
             tracing::warn!(path = %path.display(), error = %e, "bundle manifest refused: pages name the plain file names");
-            Bundle::plain(crate::ssr::OUTPUT_NAME)
+            Bundle::plain(OUTPUT_NAME)
         }
     }
 }

@@ -13,11 +13,8 @@ use leptos_axum::{generate_route_list, LeptosRoutes};
 use tower::ServiceExt;
 
 use crate::access::Principal;
+use crate::assets::OUTPUT_NAME;
 use crate::http::security::CspNonce;
-
-/// Name of the browser bundle: `pkg/outcomes.<hash>.js`, `pkg/outcomes_bg.<hash>.wasm`,
-/// `pkg/outcomes.<hash>.css` once built (crate::assets), the plain names without a build.
-pub const OUTPUT_NAME: &str = "outcomes";
 
 /// Leptos settings for a site root and listening address.
 pub fn leptos_options(site_root: &str, addr: std::net::SocketAddr) -> LeptosOptions {
