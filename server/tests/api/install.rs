@@ -92,10 +92,7 @@ async fn the_service_worker_may_fetch_from_its_own_origin_only() {
 #[tokio::test]
 async fn the_install_files_are_open_when_reads_are_closed() {
     let app = with_public(AccessArg::SignedIn).await;
-    let no_redirects = reqwest::Client::builder()
-        .redirect(reqwest::redirect::Policy::none())
-        .build()
-        .unwrap();
+    let no_redirects = crate::helpers::access::plain();
     for path in server::access::INSTALL_FILES {
         let r = no_redirects
             .get(format!("{}{path}", app.base))

@@ -259,10 +259,7 @@ async fn a_restart_sixty_days_ahead_deletes_nothing_and_every_session_is_back_on
         "{}",
         server.log()
     );
-    let no_redirects = reqwest::Client::builder()
-        .redirect(reqwest::redirect::Policy::none())
-        .build()
-        .unwrap();
+    let no_redirects = crate::helpers::access::plain();
     let opened = no_redirects
         .get(format!("{}{link}", server.base))
         .send()

@@ -50,13 +50,17 @@ pub async fn post(app: &TestApp, who: Who<'_>, path: &str, body: Value) -> (Stat
     post_raw(app, who, path, &body.to_string()).await
 }
 
-/// GET with `who`: status and JSON body.
-pub async fn get(app: &TestApp, who: Who<'_>, path: &str) -> (StatusCode, Value) {
-    let r = who
-        .apply(app, plain().get(format!("{}{path}", app.base)))
+/// `GET <path>` as `who`, redirects not followed: the response.
+async fn get_as(app: &TestApp, who: Who<'_>, path: &str) -> reqwest::Response {
+    who.apply(app, plain().get(format!("{}{path}", app.base)))
         .send()
         .await
-        .unwrap();
+        .unwrap()
+}
+
+/// GET with `who`: status and JSON body.
+pub async fn get(app: &TestApp, who: Who<'_>, path: &str) -> (StatusCode, Value) {
+    let r = get_as(app, who, path).await;
     let status = r.status();
     (status, r.json().await.unwrap_or(Value::Null))
 }
@@ -137,17 +141,13 @@ pub fn as_viewer_reads(history: &Value) -> Value {
     h
 }
 
-/// `GET <path>` with the host token: status, headers and the body as text.
+/// `GET <path>` as `who`: status, headers and the body as text.
 pub async fn get_text(
     app: &TestApp,
     who: Who<'_>,
     path: &str,
 ) -> (StatusCode, reqwest::header::HeaderMap, String) {
-    let r = who
-        .apply(app, plain().get(format!("{}{path}", app.base)))
-        .send()
-        .await
-        .unwrap();
+    let r = get_as(app, who, path).await;
     let status = r.status();
     let headers = r.headers().clone();
     (status, headers, r.text().await.unwrap())
