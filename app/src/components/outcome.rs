@@ -366,7 +366,8 @@ mod tests {
     use super::*;
 
     /// A card's badge icon is drawn by the stylesheet (`.o-head > .badge::before`): each tone's rule there
-    /// draws the icon [`status_look`] names, with empty alternative text.
+    /// draws the icon [`status_look`] names, with empty alternative text (and without, for a browser that
+    /// has none).
     #[test]
     fn the_stylesheet_draws_the_icon_of_status_look_on_each_card_badge() {
         let css = include_str!("../../../style/main.css");
@@ -379,7 +380,7 @@ mod tests {
             for in_flight in [false, true] {
                 let (_, icon, tone) = status_look(status, in_flight);
                 let rule = format!(
-                    ".{tone} > .o-head > .badge::before {{\n    content: \"{icon}\" / \"\";\n  }}"
+                    ".{tone} > .o-head > .badge::before {{\n    content: \"{icon}\";\n    content: \"{icon}\" / \"\";\n  }}"
                 );
                 assert!(css.contains(&rule), "style/main.css lacks {rule}");
             }
