@@ -1,7 +1,7 @@
 // Accessibility (axe: no serious or critical violations) and screenshots: desktop and phone, light and dark.
 import { test, expect, Page } from '@playwright/test';
 import AxeBuilder from '@axe-core/playwright';
-import { Host, unique, enc } from './host';
+import { Host, unique, enc, layOutAllRows } from './host';
 import { writeFortyTurns } from './forty';
 
 let paths: Record<string, string> = {};
@@ -60,6 +60,7 @@ test('screenshots at desktop and phone width, light and dark', async ({ page }) 
       for (const name of ['home', 'session', 'turn', 'operation', 'history', 'unknowns']) {
         await page.goto(paths[name]);
         await settle(page, name);
+        await layOutAllRows(page);
         // Nothing wider than the viewport at phone width.
         const overflow = await page.evaluate(() => document.documentElement.scrollWidth - window.innerWidth);
         expect(overflow, `${name} ${device} ${scheme} overflows`).toBeLessThanOrEqual(0);

@@ -7,7 +7,7 @@
 // (STAFF_NAME, STAFF_PASSWORD); the open server is BASE_URL. Both take the same host token.
 import { test, expect, request as pwRequest, BrowserContext, Page, APIRequestContext } from '@playwright/test';
 import AxeBuilder from '@axe-core/playwright';
-import { Host, unique, enc } from './host';
+import { Host, unique, enc, layOutAllRows } from './host';
 
 const signedInUrl = process.env.SIGNED_IN_URL ?? '';
 const staffName = process.env.STAFF_NAME ?? '';
@@ -470,6 +470,7 @@ test.describe('on the signed-in server', () => {
   const schemes = ['light', 'dark'] as const;
 
   async function look(p: Page, name: string, device: string, colorScheme: string) {
+    await layOutAllRows(p);
     const overflow = await p.evaluate(() => document.documentElement.scrollWidth - window.innerWidth);
     expect(overflow, `${name} ${device} ${colorScheme} overflows`).toBeLessThanOrEqual(0);
     const bg = await p.evaluate(() => getComputedStyle(document.body).backgroundColor);

@@ -10,7 +10,7 @@ import { test, expect, request as pwRequest, APIRequestContext, BrowserContext, 
 import { mkdtempSync, rmSync } from 'fs';
 import { tmpdir } from 'os';
 import * as path from 'path';
-import { Host, unique, enc } from './host';
+import { Host, unique, enc, layOutAllRows } from './host';
 import { OwnServer, outcomes } from './own-server';
 
 const own = new OwnServer(3300 + Math.floor(Math.random() * 50));
@@ -67,6 +67,7 @@ async function shots(page: Page, name: string) {
   for (const [device, width, height, scheme] of looks) {
     await page.setViewportSize({ width, height });
     await page.emulateMedia({ colorScheme: scheme });
+    await layOutAllRows(page);
     const overflow = await page.evaluate(() => document.documentElement.scrollWidth - window.innerWidth);
     expect(overflow, `${name} ${device} ${scheme} overflows`).toBeLessThanOrEqual(0);
     await page.screenshot({ path: `test-results/screenshots/${name}-${device}-${scheme}.png`, fullPage: true });

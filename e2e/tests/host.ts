@@ -1,5 +1,5 @@
 // A host that writes to the ledger through the host write API, as an agent host would.
-import { APIRequestContext, expect } from '@playwright/test';
+import { APIRequestContext, Page, expect } from '@playwright/test';
 
 const token = process.env.OUTCOMES_HOST_TOKEN ?? '';
 
@@ -90,4 +90,17 @@ export function settledOps(session: string, turn: string, mutation: string, stat
     { op: 'intent', session_key: session, mutation_id: mutation, attempt_id: 'att-1' },
     { op: 'settle', session_key: session, mutation_id: mutation, attempt_id: 'att-1', status },
   ];
+}
+
+/** Lays out every timeline row, as if none were off screen. A row off screen is not laid out until it comes
+ *  near (`content-visibility: auto` on `.timeline-row`, README "First load"): until then its text is left
+ *  out of `innerText`, what overflows it is clipped, and a full-page screenshot shows it blank. So a check
+ *  of a whole page's text or width, and a full-page screenshot, calls this first. (A constructed style
+ *  sheet: the page's CSP allows no inline `<style>`.) */
+export async function layOutAllRows(page: Page) {
+  await page.evaluate(() => {
+    const sheet = new CSSStyleSheet();
+    sheet.replaceSync('.timeline-row { content-visibility: visible !important; }');
+    document.adoptedStyleSheets = [...document.adoptedStyleSheets, sheet];
+  });
 }

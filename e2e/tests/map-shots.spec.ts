@@ -3,7 +3,7 @@
 // `<SHOTS_PREFIX>session40-<device>-<scheme>.png` (and `-top.png`, the first screen; `-collapsed.png`, every
 // turn collapsed); each page's height is printed. Nothing wider than the viewport at either width.
 import { test, expect } from '@playwright/test';
-import { unique, enc } from './host';
+import { unique, enc, layOutAllRows } from './host';
 import { writeFortyTurns } from './forty';
 
 const dir = process.env.SHOTS_DIR ?? 'test-results/screens-map';
@@ -19,6 +19,7 @@ test('screenshots of a 40-turn session at desktop and phone width, light and dar
       await page.emulateMedia({ colorScheme: scheme });
       await page.goto(`/sessions/${enc(session)}`);
       await expect(page.locator('.connection')).toHaveAttribute('data-state', 'live', { timeout: 15_000 });
+      await layOutAllRows(page);
       const overflow = await page.evaluate(() => document.documentElement.scrollWidth - window.innerWidth);
       expect(overflow, `${device} ${scheme} overflows`).toBeLessThanOrEqual(0);
       const h = await page.evaluate(() => document.documentElement.scrollHeight);
@@ -28,6 +29,7 @@ test('screenshots of a 40-turn session at desktop and phone width, light and dar
       // With every turn collapsed (the map's `?collapsed=`; before issue 26 the address changes nothing).
       await page.goto(`/sessions/${enc(session)}?collapsed=1-40`);
       await expect(page.locator('.connection')).toHaveAttribute('data-state', 'live', { timeout: 15_000 });
+      await layOutAllRows(page);
       const folded = await page.evaluate(() => document.documentElement.scrollHeight);
       console.log(`session40 ${device} ${scheme} ?collapsed=1-40: page height ${folded} px`);
       await page.screenshot({ path: `${dir}/${prefix}session40-${device}-${scheme}-collapsed.png`, fullPage: true });

@@ -6,7 +6,7 @@ import { test, expect, Page, request as pwRequest } from '@playwright/test';
 import { mkdtempSync, rmSync } from 'fs';
 import { tmpdir } from 'os';
 import * as path from 'path';
-import { Host, unique, enc } from './host';
+import { Host, unique, enc, layOutAllRows } from './host';
 import { FORTY, outcomesOf, writeFortyTurns } from './forty';
 import { OwnServer } from './own-server';
 
@@ -208,7 +208,10 @@ test('a viewer sees the navigator and none of the engineering words on the sessi
     const nav = page.getByRole('navigation', { name: 'Turns' });
     await expect(nav.locator('.turn-nav-item')).toHaveCount(40);
     await expect(nav.getByRole('link', { name: 'First unknown' })).toBeVisible();
-    const words = async () => page.locator('main').innerText();
+    const words = async () => {
+      await layOutAllRows(page);
+      return page.locator('main').innerText();
+    };
     let text = await words();
     expect(text).not.toMatch(/NDJSON|revision/i);
     expect(text).not.toContain('Turn 1 · turn-1');

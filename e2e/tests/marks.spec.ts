@@ -3,7 +3,7 @@
 // unbroken strings wrap; copy buttons name what they copy and announce "Copied"; the end user's session
 // page has no revision numbers; counts read with correct plurals.
 import { test, expect, Page, APIRequestContext } from '@playwright/test';
-import { Host, enc, unique } from './host';
+import { Host, enc, unique, layOutAllRows } from './host';
 
 const TITLE = 'Invoice\u202Egnp.exe\u202C paid';
 const TITLE_SHOWN = 'Invoice⟨U+202E⟩gnp.exe⟨U+202C⟩ paid';
@@ -67,6 +67,7 @@ test('ids, tools and titles with Cf characters show marks, server-rendered, each
   await expect(page.getByRole('listitem', { name: `Outcome unknown: ${TITLE_SHOWN}` })).toHaveCount(1);
 
   // A title without the marks would read "Invoice exe.png paid": the page never shows the raw characters.
+  await layOutAllRows(page);
   const text = await page.locator('main').innerText();
   expect(text).not.toMatch(/[\u200B\u202A-\u202E\u2066-\u2069\uFEFF]/);
 
@@ -76,6 +77,7 @@ test('ids, tools and titles with Cf characters show marks, server-rendered, each
   await expect(page.locator('h1 bdi')).toHaveText(s.sessionShown);
   await expect(page.locator('.turn h2 bdi')).toHaveText(s.turnShown);
   await expect(page.locator('.session-summary .summary-unknown')).toHaveText(s.mutationShown);
+  await layOutAllRows(page);
   expect(await page.locator('main').innerText()).not.toMatch(/[\u200B\u202A-\u202E\u2066-\u2069\uFEFF]/);
 
   // Links carry the raw ids, percent-encoded.
@@ -203,12 +205,14 @@ test('a 512-byte unbroken title and a 256-byte unbroken id do not widen any page
       await page.goto(path);
       await expect(page.locator('main h1').first()).toBeVisible();
       if (!path.startsWith('/find')) await expect(page.locator('main')).toContainText(path.startsWith('/?') || path.startsWith('/unknowns') ? session.slice(0, 40) : 'WWWW');
+      await layOutAllRows(page);
       const [scroll, client] = await page.evaluate(() => [document.documentElement.scrollWidth, document.documentElement.clientWidth]);
       expect(scroll, `${path} at ${width} px`).toBeLessThanOrEqual(client);
     }
   }
   // The check can fail: without the wrapping rule the same page is wider than the screen.
   await page.goto(host.turnPath(turn));
+  await layOutAllRows(page);
   const [scroll, client] = await page.evaluate(() => {
     for (const e of document.querySelectorAll<HTMLElement>('bdi, .outcome-title, .operation-id')) e.style.overflowWrap = 'normal';
     return [document.documentElement.scrollWidth, document.documentElement.clientWidth];
@@ -228,6 +232,7 @@ test('the end user\'s session page shows no revision numbers; the turn page says
   await page.goto(one.sessionPath());
   await live(page);
   await expect(page.locator('.outcome')).toHaveCount(2);
+  await layOutAllRows(page);
   const text = await page.locator('main').innerText();
   expect(text).not.toMatch(/revision/i);
   await expect(page.locator('.session-summary .summary-text')).toHaveText('1 completed, 1 unknown');

@@ -4,7 +4,7 @@
 // page sees the history and the status change live. Screenshots of the operation page before and after
 // reconciliation, desktop and phone, light and dark, go to test-results/screenshots/.
 import { test, expect, request as pwRequest, APIRequestContext, Page, Browser } from '@playwright/test';
-import { Host, unique, enc } from './host';
+import { Host, unique, enc, layOutAllRows } from './host';
 
 const signedInUrl = process.env.SIGNED_IN_URL ?? '';
 const staffName = process.env.STAFF_NAME ?? '';
@@ -32,6 +32,7 @@ function kinds(page: Page) {
 }
 
 async function shot(page: Page, name: string, device: string, scheme: string) {
+  await layOutAllRows(page);
   const overflow = await page.evaluate(() => document.documentElement.scrollWidth - window.innerWidth);
   expect(overflow, `${name} ${device} ${scheme} overflows`).toBeLessThanOrEqual(0);
   await page.screenshot({ path: `test-results/screenshots/${name}-${device}-${scheme}.png`, fullPage: true });

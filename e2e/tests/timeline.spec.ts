@@ -1,5 +1,5 @@
 import { test, expect } from '@playwright/test';
-import { Host, unique } from './host';
+import { Host, unique, layOutAllRows } from './host';
 
 test('a turn page shows settled outcomes live, without reload, and an unknown outcome with its operation id', async ({ page, request }) => {
   const errors: string[] = [];
@@ -34,6 +34,7 @@ test('a turn page shows settled outcomes live, without reload, and an unknown ou
   await expect(rows).toHaveCount(3);
   expect(await page.evaluate(() => (window as any).__marker)).toBe('same page');
 
+  await layOutAllRows(page);
   await page.screenshot({ path: 'test-results/turn-page.png', fullPage: true });
   expect(errors).toEqual([]);
 });

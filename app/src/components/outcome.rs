@@ -160,49 +160,6 @@ pub fn OutcomeTitle(outcome: MutationOutcome) -> impl IntoView {
     }
 }
 
-/// The plain message of an unknown outcome (seed 002, "Tell the user…"): what is known, and what the
-/// reader can do, with the operation id. An end user (the default) is told not to repeat it and to
-/// quote the id to support; staff (`for_staff`), who are that support, are told to check it with the
-/// provider and reconcile it (docs/design.md "What the person sees").
-#[component]
-pub fn UnknownExplanation(
-    mutation_id: String,
-    #[prop(optional)] in_flight: bool,
-    #[prop(optional)] for_staff: bool,
-) -> impl IntoView {
-    let lead = match (in_flight, for_staff) {
-        (true, false) => "This write was started and has not reported back yet. Until it does, its result is not established.",
-        (false, false) => "The result of this write is not established. The original operation is under investigation, and automatic resend is paused.",
-        (true, true) => "Started and not reported back yet: its result is not established until it reports or is reconciled.",
-        (false, true) => "Not established: nothing shows whether the provider carried it out. Automatic resend stays paused until it is reconciled.",
-    };
-    let todo = match (in_flight, for_staff) {
-        (true, false) => "Do not repeat it yourself: wait for it to report back. If it stays like this, quote the operation id below to support.",
-        (false, false) => "Do not repeat this action yourself: it may already have taken effect. Quote the operation id below to support; they will check it with the provider.",
-        (true, true) => "If it stays like this, look the operation id up with the provider and reconcile it with what you find.",
-        (false, true) => "Look the operation id up with the provider, then reconcile it below with what you find. Do not send it again before that: it may already have taken effect.",
-    };
-    let id_label = if for_staff {
-        "Operation id:"
-    } else {
-        "Operation id to quote:"
-    };
-    view! {
-        <div class="unknown-explanation" data-audience=if for_staff { "staff" } else { "end-user" }>
-            <p>{lead}</p>
-            {(!for_staff).then(|| view! { <p>"It is not shown as done or failed, because there is no evidence either way yet."</p> })}
-            <p class="what-to-do">{todo}</p>
-            <p class="o-quote">
-                <span>{id_label}</span>
-                <code class="operation-id">
-                    {mark(&mutation_id)}
-                </code>
-                <CopyIdButton id=mutation_id/>
-            </p>
-        </div>
-    }
-}
-
 /// A copy button for an operation id: copies the raw id; its accessible name names the id as shown
 /// (marked): "Copy operation id dash-create-1".
 #[component]
@@ -267,7 +224,14 @@ pub fn CopyButton(
     }
 }
 
-/// One outcome as a card: badge, title, tool, reason, and for an unknown outcome the explanation.
+/// One outcome as a card: badge, title, tool, times, reason, and for an unknown outcome the explanation
+/// with the operation id to quote and a copy button.
+///
+/// The card is one element whose content is HTML written by [`card_html`], on the server and in the
+/// browser alike (a live row's card is written the same way): hydration adopts it as one node instead of
+/// walking some 30 views a row, which on a 200-row turn page was most of hydration's one long task
+/// (README "First load"). What is interactive in it is delegated to the card's element: the copy
+/// button's click, and its times, which the page clock writes ([`crate::components::time`]).
 #[component]
 pub fn OutcomeCard(
     outcome: MutationOutcome,
@@ -282,10 +246,99 @@ pub fn OutcomeCard(
     for_staff: bool,
 ) -> impl IntoView {
     let status = outcome.status;
+    let (_, _, tone) = status_look(status, in_flight);
+    let card = Card {
+        in_flight,
+        revision,
+        recorded_at,
+        settled_at,
+        for_staff,
+        // Inside a roving list the card's links and buttons leave the tab order.
+        roving: crate::components::roving::control_tabindex().is_some(),
+    };
+    let html = card_html(&outcome, &card);
+    let class = format!("outcome {tone}");
+    let mutation_id = outcome.mutation_id;
+    if status != PublishedStatus::OutcomeUnknown {
+        return view! {
+            <div class=class data-mutation-id=mutation_id data-status=status.as_str() inner_html=html></div>
+        }
+        .into_any();
+    }
+    let copy = copy_on_click(mutation_id.clone());
+    view! {
+        <div class=class data-mutation-id=mutation_id data-status=status.as_str() inner_html=html on:click=copy></div>
+    }
+    .into_any()
+}
+
+/// What a card shows besides its outcome (see [`OutcomeCard`]'s props).
+#[derive(Debug, Clone, Default)]
+pub struct Card {
+    pub in_flight: bool,
+    pub revision: Option<i64>,
+    pub recorded_at: Option<String>,
+    pub settled_at: Option<String>,
+    pub for_staff: bool,
+    /// The card sits in a roving list: its links and buttons get `tabindex="-1"`.
+    pub roving: bool,
+}
+
+/// The content of an outcome's card, as HTML (every text and attribute value escaped):
+///
+/// - `.o-head`: the badge (its words; the icon is drawn by the stylesheet from the card's tone) and the
+///   title, or the tool when there is none, linked to the sanitised url only ([`safe_href`]);
+/// - `.o-meta .details`: the tool (when a title heads the card), the resource id (only with what names
+///   it: its title or its link), the revision (when given);
+/// - `.row-times`: "Recorded …" (or "In flight since …") and "· settled …" / "· unknown since …" /
+///   "· cancelled …" as `<time datetime>` elements ([`crate::components::time::time_text`]);
+/// - the reason in words, when the record has one;
+/// - for a settled or in-flight unknown, the plain message of seed 002 (docs/design.md "What the person
+///   sees"): an end user (the default) is told not to repeat it and to quote the id to support; staff, who
+///   are that support, to check it with the provider and reconcile it; then the operation id and a copy
+///   button (`.copy-operation-id`, named "Copy operation id <id>") with its polite status (`.copy-status`);
+/// - otherwise "Operation id: <id>".
+///
+/// Cf characters of the title, tool, resource id and operation id are shown as marks
+/// ([`crate::components::marks`]).
+pub fn card_html(outcome: &MutationOutcome, card: &Card) -> String {
+    let status = outcome.status;
     let unknown = status == PublishedStatus::OutcomeUnknown;
-    let (words, _icon, classes) = status_look(status, in_flight);
-    let reason = outcome.reason.map(reason_text);
-    let mutation_id = outcome.mutation_id.clone();
+    let (words, _, _) = status_look(status, card.in_flight);
+    let tabindex: &[(&str, &str)] = if card.roving {
+        &[("tabindex", "-1")]
+    } else {
+        &[]
+    };
+    let mut h = Html::default();
+    h.el("div", &[("class", "o-head")], |h| {
+        h.el("span", &[("class", "badge")], |h| h.text(words));
+        let text = mark(outcome.title.as_deref().unwrap_or(&outcome.tool));
+        let class = if outcome.title.is_some() {
+            "o-title"
+        } else {
+            "o-tool"
+        };
+        match outcome.url.as_deref().filter(|u| safe_href(u)) {
+            Some(url) => {
+                let mut attrs = vec![("href", url)];
+                attrs.extend_from_slice(tabindex);
+                let link_class = format!("{class} o-link");
+                attrs.extend([
+                    ("target", "_blank"),
+                    ("rel", "noopener noreferrer nofollow"),
+                    ("class", link_class.as_str()),
+                ]);
+                h.el("a", &attrs, |h| {
+                    h.el("bdi", &[("class", "outcome-title")], |h| h.text(&text))
+                });
+            }
+            None => {
+                let bdi_class = format!("{class} outcome-title");
+                h.el("bdi", &[("class", &bdi_class)], |h| h.text(&text));
+            }
+        }
+    });
     // The tool heads the card when there is no title; then it is not repeated below. The resource id
     // only with what names it (its title or its link): "resource 478" alone tells an end user nothing.
     let named = outcome.title.is_some() || outcome.url.as_deref().is_some_and(safe_href);
@@ -296,74 +349,331 @@ pub fn OutcomeCard(
             .as_ref()
             .filter(|_| named)
             .map(|id| format!("resource {}", marked(id))),
-        revision.map(|r| format!("revision {r}")),
+        card.revision.map(|r| format!("revision {r}")),
     ]
     .into_iter()
     .flatten()
     .collect::<Vec<_>>()
     .join(" · ");
-    view! {
-        <div class=format!("outcome {classes}") data-mutation-id=mutation_id.clone() data-status=status.as_str()>
-            <div class="o-head">
-                // The card's own badge, in the card's tone, its icon drawn by the stylesheet from the tone
-                // (`.o-head > .badge::before`, hidden from screen readers): the same icon as [`status_look`]
-                // names, without an element of its own in every row.
-                <span class="badge">{words}</span>
-                <OutcomeTitle outcome=outcome.clone()/>
-            </div>
-            <p class="o-meta"><bdi class="details">{details}</bdi></p>
-            <RowTimes status in_flight recorded_at settled_at/>
-            {reason.map(|r| view! { <p class="reason mt-1 text-sm">{r}</p> })}
-            {unknown.then(|| view! { <UnknownExplanation mutation_id=mutation_id.clone() in_flight for_staff/> })}
-            {(!unknown).then(|| view! {
-                <p class="o-meta">"Operation id: "<code class="operation-id">{mark(&mutation_id)}</code></p>
-            })}
-        </div>
+    h.el("p", &[("class", "o-meta")], |h| {
+        h.el("bdi", &[("class", "details")], |h| h.text(&details))
+    });
+    row_times(&mut h, status, card);
+    if let Some(reason) = outcome.reason {
+        h.el("p", &[("class", "reason mt-1 text-sm")], |h| {
+            h.text(reason_text(reason))
+        });
     }
+    if unknown {
+        unknown_explanation(&mut h, &outcome.mutation_id, card, tabindex);
+    } else {
+        h.el("p", &[("class", "o-meta")], |h| {
+            h.text("Operation id: ");
+            h.el("code", &[("class", "operation-id")], |h| {
+                h.text(&marked(&outcome.mutation_id))
+            });
+        });
+    }
+    h.0
 }
 
-/// When a row was recorded and settled, as `<time>` elements with their ages (docs/design.md "What the
-/// person sees"): an in-flight write says how long it has been in flight, a settled unknown how long it has
-/// been unknown.
-#[component]
-fn RowTimes(
-    status: PublishedStatus,
-    in_flight: bool,
-    recorded_at: Option<String>,
-    settled_at: Option<String>,
-) -> impl IntoView {
-    use crate::components::time::Time;
-    if recorded_at.is_none() && settled_at.is_none() {
-        return None;
+/// When a row was recorded and settled (docs/design.md "What the person sees"): an in-flight write says
+/// how long it has been in flight, a settled unknown how long it has been unknown. "Recorded … · settled
+/// …", or "Settled …" alone when the recorded time is shown elsewhere; nothing without either time.
+fn row_times(h: &mut Html, status: PublishedStatus, card: &Card) {
+    use crate::components::time::{time_text, time_title};
+    let settled_at = card.settled_at.as_deref().filter(|_| !card.in_flight);
+    if card.recorded_at.is_none() && settled_at.is_none() {
+        return;
     }
     let settled_words = match status {
         PublishedStatus::OutcomeUnknown => "unknown since ",
         PublishedStatus::NotExecuted => "cancelled ",
         _ => "settled ",
     };
-    // "Recorded … · settled …", or "Settled …" alone when the recorded time is shown elsewhere.
-    let settled_words = if recorded_at.is_some() {
+    let settled_words = if card.recorded_at.is_some() {
         format!(" · {settled_words}")
     } else {
         let mut w = settled_words.to_owned();
         w[..1].make_ascii_uppercase();
         w
     };
-    Some(view! {
-        <p class="row-times">
-            {recorded_at.map(|at| view! {
-                <span class="recorded">{if in_flight { "In flight since " } else { "Recorded " }}<Time at/></span>
-            })}
-            {settled_at.filter(|_| !in_flight).map(|at| view! {
-                <span class="settled">{settled_words}<Time at/></span>
-            })}
-        </p>
-    })
+    let time = |h: &mut Html, at: &str| match time_title(at) {
+        Some(title) => h.el("time", &[("datetime", at), ("title", &title)], |h| {
+            h.text(&time_text(at))
+        }),
+        None => h.el("time", &[("datetime", at)], |h| h.text(&time_text(at))),
+    };
+    h.el("p", &[("class", "row-times")], |h| {
+        if let Some(at) = card.recorded_at.as_deref() {
+            h.el("span", &[("class", "recorded")], |h| {
+                h.text(if card.in_flight {
+                    "In flight since "
+                } else {
+                    "Recorded "
+                });
+                time(h, at);
+            });
+        }
+        if let Some(at) = settled_at {
+            h.el("span", &[("class", "settled")], |h| {
+                h.text(&settled_words);
+                time(h, at);
+            });
+        }
+    });
+}
+
+/// The plain message of an unknown outcome (seed 002, "Tell the user…"): what is known, and what the
+/// reader can do, with the operation id and its copy button.
+fn unknown_explanation(h: &mut Html, mutation_id: &str, card: &Card, tabindex: &[(&str, &str)]) {
+    let (in_flight, for_staff) = (card.in_flight, card.for_staff);
+    let lead = match (in_flight, for_staff) {
+        (true, false) => "This write was started and has not reported back yet. Until it does, its result is not established.",
+        (false, false) => "The result of this write is not established. The original operation is under investigation, and automatic resend is paused.",
+        (true, true) => "Started and not reported back yet: its result is not established until it reports or is reconciled.",
+        (false, true) => "Not established: nothing shows whether the provider carried it out. Automatic resend stays paused until it is reconciled.",
+    };
+    let todo = match (in_flight, for_staff) {
+        (true, false) => "Do not repeat it yourself: wait for it to report back. If it stays like this, quote the operation id below to support.",
+        (false, false) => "Do not repeat this action yourself: it may already have taken effect. Quote the operation id below to support; they will check it with the provider.",
+        (true, true) => "If it stays like this, look the operation id up with the provider and reconcile it with what you find.",
+        (false, true) => "Look the operation id up with the provider, then reconcile it below with what you find. Do not send it again before that: it may already have taken effect.",
+    };
+    let id_label = if for_staff {
+        "Operation id:"
+    } else {
+        "Operation id to quote:"
+    };
+    let audience = if for_staff { "staff" } else { "end-user" };
+    let shown = marked(mutation_id);
+    h.el(
+        "div",
+        &[("class", "unknown-explanation"), ("data-audience", audience)],
+        |h| {
+            h.el("p", &[], |h| h.text(lead));
+            if !for_staff {
+                h.el("p", &[], |h| {
+                    h.text("It is not shown as done or failed, because there is no evidence either way yet.")
+                });
+            }
+            h.el("p", &[("class", "what-to-do")], |h| h.text(todo));
+            h.el("p", &[("class", "o-quote")], |h| {
+                h.el("span", &[], |h| h.text(id_label));
+                h.el("code", &[("class", "operation-id")], |h| h.text(&shown));
+                h.el("span", &[("class", "copy")], |h| {
+                    let name = format!("Copy operation id {shown}");
+                    let mut attrs = vec![("type", "button"), ("aria-label", name.as_str())];
+                    attrs.extend_from_slice(tabindex);
+                    attrs.push(("class", "copy-operation-id"));
+                    h.el("button", &attrs, |h| h.text("Copy operation id"));
+                    h.el(
+                        "span",
+                        &[
+                            ("class", "copy-status"),
+                            ("role", "status"),
+                            ("aria-live", "polite"),
+                        ],
+                        |_| {},
+                    );
+                });
+            });
+        },
+    );
+}
+
+/// HTML written as text: elements with escaped attribute values and escaped text (html-escape).
+#[derive(Default)]
+struct Html(String);
+
+impl Html {
+    fn el(&mut self, tag: &str, attrs: &[(&str, &str)], body: impl FnOnce(&mut Html)) {
+        self.0.push('<');
+        self.0.push_str(tag);
+        for (name, value) in attrs {
+            self.0.push(' ');
+            self.0.push_str(name);
+            self.0.push_str("=\"");
+            html_escape::encode_double_quoted_attribute_to_string(value, &mut self.0);
+            self.0.push('"');
+        }
+        self.0.push('>');
+        body(self);
+        self.0.push_str("</");
+        self.0.push_str(tag);
+        self.0.push('>');
+    }
+
+    fn text(&mut self, text: &str) {
+        html_escape::encode_text_to_string(text, &mut self.0);
+    }
+}
+
+/// The click handler of a card with a copy button: a click on `.copy-operation-id` copies `mutation_id`
+/// (the raw id) and shows "Copied" in the button's `.copy-status` for [`COPIED_MS`]; every click copies
+/// again, and only the last click's timer clears the message ([`CopyButton`] does the same for its own
+/// button).
+fn copy_on_click(mutation_id: String) -> impl FnMut(leptos::ev::MouseEvent) + 'static {
+    #[cfg(feature = "hydrate")]
+    {
+        use wasm_bindgen::JsCast;
+        let clicks = std::rc::Rc::new(std::cell::Cell::new(0u64));
+        let mutation_id = send_wrapper::SendWrapper::new(mutation_id);
+        move |ev: leptos::ev::MouseEvent| {
+            let Some(button) = ev
+                .target()
+                .and_then(|t| t.dyn_into::<web_sys::Element>().ok())
+                .and_then(|t| t.closest("button.copy-operation-id").ok().flatten())
+            else {
+                return;
+            };
+            let Some(window) = web_sys::window() else {
+                return;
+            };
+            let _ = window.navigator().clipboard().write_text(&mutation_id);
+            let Some(status) = button
+                .next_element_sibling()
+                .filter(|s| s.class_list().contains("copy-status"))
+            else {
+                return;
+            };
+            let click = clicks.get() + 1;
+            clicks.set(click);
+            status.set_text_content(Some("Copied"));
+            let clicks = clicks.clone();
+            let status = send_wrapper::SendWrapper::new(status);
+            set_timeout(
+                move || {
+                    if clicks.get() == click {
+                        status.set_text_content(Some(""));
+                    }
+                },
+                std::time::Duration::from_millis(COPIED_MS),
+            );
+        }
+    }
+    #[cfg(not(feature = "hydrate"))]
+    move |_: leptos::ev::MouseEvent| {
+        let _ = &mutation_id;
+    }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn outcome(status: PublishedStatus) -> MutationOutcome {
+        MutationOutcome {
+            schema: "mutation_outcome/v1".into(),
+            logical_turn_id: "turn-1".into(),
+            mutation_id: "dash-create-1".into(),
+            tool: "mcp__dashboards__create".into(),
+            status,
+            resource_id: Some("4000".into()),
+            url: Some("https://dashboards.example.com/d/4000".into()),
+            title: Some("Revenue dashboard".into()),
+            reason: None,
+        }
+    }
+
+    /// The card's HTML, whole, for a completed outcome in a roving list (a timeline row): what the server
+    /// sends for it and what the browser writes for a live row.
+    #[test]
+    fn a_completed_card_reads_badge_title_details_times_and_operation_id() {
+        let card = Card {
+            revision: Some(3),
+            recorded_at: Some("2026-12-06T03:09:18.272Z".into()),
+            settled_at: Some("2026-12-06T03:09:19Z".into()),
+            roving: true,
+            ..Card::default()
+        };
+        assert_eq!(
+            card_html(&outcome(PublishedStatus::Completed), &card),
+            concat!(
+                r#"<div class="o-head"><span class="badge">Completed</span>"#,
+                r#"<a href="https://dashboards.example.com/d/4000" tabindex="-1" target="_blank" rel="noopener noreferrer nofollow" class="o-title o-link"><bdi class="outcome-title">Revenue dashboard</bdi></a></div>"#,
+                r#"<p class="o-meta"><bdi class="details">mcp__dashboards__create · resource 4000 · revision 3</bdi></p>"#,
+                r#"<p class="row-times"><span class="recorded">Recorded <time datetime="2026-12-06T03:09:18.272Z">2026-12-06 03:09:18 UTC</time></span>"#,
+                r#"<span class="settled"> · settled <time datetime="2026-12-06T03:09:19Z">2026-12-06 03:09:19 UTC</time></span></p>"#,
+                r#"<p class="o-meta">Operation id: <code class="operation-id">dash-create-1</code></p>"#,
+            )
+        );
+    }
+
+    /// What a host wrote is text, never markup: `<`, `&` and quotes are escaped in text and attributes; a
+    /// link that is not http(s) is no link; Cf characters show as marks, in the id and the copy button's
+    /// name alike; outside a roving list nothing gets a `tabindex`.
+    #[test]
+    fn host_text_is_escaped_marked_and_only_http_links() {
+        let mut o = outcome(PublishedStatus::OutcomeUnknown);
+        o.title = Some(r#"<img src=x onerror="alert(1)"> & co"#.into());
+        o.url = Some("javascript:alert(1)".into());
+        o.mutation_id = "op\u{200B}1".into();
+        let html = card_html(&o, &Card::default());
+        assert!(!html.contains("<img"), "{html}");
+        assert!(!html.contains("<a "), "{html}");
+        assert!(!html.contains("tabindex"), "{html}");
+        assert!(
+            html.contains(r#"<bdi class="o-title outcome-title">&lt;img src=x onerror="alert(1)"&gt; &amp; co</bdi>"#),
+            "{html}"
+        );
+        assert!(
+            html.contains(r#"<code class="operation-id">op⟨U+200B⟩1</code>"#),
+            "{html}"
+        );
+        assert!(
+            html.contains(r#"<button type="button" aria-label="Copy operation id op⟨U+200B⟩1" class="copy-operation-id">Copy operation id</button><span class="copy-status" role="status" aria-live="polite"></span>"#),
+            "{html}"
+        );
+        o.url = Some(r#"https://x.example/?q="><script>"#.into());
+        let html = card_html(&o, &Card::default());
+        assert!(
+            html.contains(r#"href="https://x.example/?q=&quot;&gt;&lt;script&gt;""#),
+            "{html}"
+        );
+    }
+
+    /// Seed 002: an unknown outcome is explained as not established, to the end user with the id to quote
+    /// and not to repeat it, to staff with what to check; in flight says so and has no settled time.
+    #[test]
+    fn an_unknown_card_explains_itself_to_its_reader() {
+        let o = outcome(PublishedStatus::OutcomeUnknown);
+        let user = card_html(&o, &Card::default());
+        assert!(user.contains(r#"<span class="badge">Outcome unknown</span>"#));
+        assert!(user.contains(r#"data-audience="end-user""#));
+        assert!(user.contains("<p>It is not shown as done or failed, because there is no evidence either way yet.</p>"));
+        assert!(user.contains("Do not repeat this action yourself"));
+        assert!(user.contains("<span>Operation id to quote:</span>"));
+        let staff = card_html(
+            &o,
+            &Card {
+                for_staff: true,
+                ..Card::default()
+            },
+        );
+        assert!(staff.contains(r#"data-audience="staff""#));
+        assert!(staff.contains("<span>Operation id:</span>"));
+        assert!(!staff.contains("It is not shown as done or failed"));
+        let flight = card_html(
+            &o,
+            &Card {
+                in_flight: true,
+                recorded_at: Some("2026-12-06T03:09:18Z".into()),
+                settled_at: Some("2026-12-06T03:09:18Z".into()),
+                ..Card::default()
+            },
+        );
+        assert!(flight.contains(r#"<span class="badge">In flight: outcome not yet known</span>"#));
+        assert!(flight.contains(r#"<span class="recorded">In flight since <time datetime="2026-12-06T03:09:18Z">2026-12-06 03:09:18 UTC</time></span></p>"#));
+        assert!(!flight.contains("settled"));
+        let mut failed = outcome(PublishedStatus::Failed);
+        failed.reason = Some(Reason::ExecutionTimeout);
+        failed.title = None;
+        let failed = card_html(&failed, &Card::default());
+        assert!(failed.contains(r#"<a href="https://dashboards.example.com/d/4000" target="_blank" rel="noopener noreferrer nofollow" class="o-tool o-link"><bdi class="outcome-title">mcp__dashboards__create</bdi></a>"#), "{failed}");
+        assert!(failed.contains(r#"<p class="reason mt-1 text-sm">The attempt timed out while executing; whether it took effect is not known.</p>"#));
+        assert!(!failed.contains("unknown-explanation"));
+    }
 
     /// A card's badge icon is drawn by the stylesheet (`.o-head > .badge::before`): each tone's rule there
     /// draws the icon [`status_look`] names, with empty alternative text (and without, for a browser that

@@ -69,32 +69,116 @@ pub fn now_rfc3339() -> String {
 
 /// `<time datetime=at>`: UTC from the server; in the browser the local time ([`clock_text`]) and its
 /// age, with the UTC time as its title.
+///
+/// The element is static: the page clock ([`time_text`], [`tick`]) writes every time of the page at
+/// once, instead of an effect and a timer for each (a 200-row turn page has 400 times: localising them
+/// one by one during hydration was a good part of its one long task, README "First load"). Hydration
+/// adopts the server's UTC text; the clock's first tick, a task of its own right after, shows every
+/// `time[datetime]` of the document in local time; it ticks again every 30 s for the ages. A time made
+/// after the first tick (a live row) shows local time at once. Cards built as HTML
+/// ([`crate::components::outcome`]) write their times with [`time_text`] too.
 #[component]
 pub fn Time(at: String) -> impl IntoView {
-    let text = RwSignal::new(utc_text(&at));
-    let title = RwSignal::new(None::<String>);
+    let text = time_text(&at);
+    let title = time_title(&at);
+    view! { <time datetime=at title=title>{text}</time> }
+}
+
+/// The title of a `<time>` made now: none on the server and while the page hydrates (the text is the
+/// UTC time then), the UTC time once the text is local.
+pub fn time_title(at: &str) -> Option<String> {
     #[cfg(feature = "hydrate")]
-    {
-        let at = at.clone();
-        Effect::new(move |_| {
-            let at = at.clone();
-            title.set(Some(utc_text(&at)));
-            let local = move || {
-                let ms = js_sys::Date::new(&wasm_bindgen::JsValue::from_str(&at)).get_time();
-                let Some(shown) = local_text(ms) else {
-                    return;
-                };
-                let age = ((js_sys::Date::now() - ms) / 1000.0).floor() as i64;
-                text.set(format!("{shown} · {}", age_words(age)));
-            };
-            local();
-            if let Ok(handle) = set_interval_with_handle(local, std::time::Duration::from_secs(30))
-            {
-                on_cleanup(move || handle.clear());
-            }
-        });
+    if tick() > 0 {
+        return Some(utc_text(at));
     }
-    view! { <time datetime=at title=move || title.get()>{move || text.get()}</time> }
+    let _ = at;
+    None
+}
+
+/// The text of a `<time>` made now: the UTC time ([`utc_text`]) on the server and while the page hydrates
+/// (as the server sent it), then the local time and its age.
+pub fn time_text(at: &str) -> String {
+    #[cfg(feature = "hydrate")]
+    if tick() > 0 {
+        if let Some(text) = local_with_age(at) {
+            return text;
+        }
+    }
+    utc_text(at)
+}
+
+/// `07:15:03 · 3 min ago` for an RFC 3339 time, in the reader's local time; `None` when the browser cannot
+/// read it.
+#[cfg(feature = "hydrate")]
+fn local_with_age(at: &str) -> Option<String> {
+    let ms = js_sys::Date::new(&wasm_bindgen::JsValue::from_str(at)).get_time();
+    let shown = local_text(ms)?;
+    let age = ((js_sys::Date::now() - ms) / 1000.0).floor() as i64;
+    Some(format!("{shown} · {}", age_words(age)))
+}
+
+#[cfg(feature = "hydrate")]
+thread_local! {
+    /// The page clock's ticks so far; `None` until something asked for it.
+    static TICKS: std::cell::Cell<Option<u64>> = const { std::cell::Cell::new(None) };
+}
+
+/// The page clock (browser only): 0 while the page hydrates, then 1, 2, …. The first call starts it: a
+/// zero-delay timer, so that its first tick is a task after the hydration that asked, and a 30 s interval,
+/// for the page's life. Each tick writes every `time[datetime]` of the document ([`write_all_times`]).
+#[cfg(feature = "hydrate")]
+pub fn tick() -> u64 {
+    if let Some(t) = TICKS.with(|t| t.get()) {
+        return t;
+    }
+    TICKS.with(|t| t.set(Some(0)));
+    let next = || {
+        TICKS.with(|t| t.set(Some(t.get().unwrap_or(0) + 1)));
+        write_all_times();
+    };
+    set_timeout(next, std::time::Duration::ZERO);
+    let _ = set_interval_with_handle(next, std::time::Duration::from_secs(30));
+    0
+}
+
+/// Writes every `time[datetime]` of the document but those marked `data-utc` (a column that reads UTC
+/// by design: the unknowns queue's "Alerted (UTC)"): local time and age as its text (the text node's data,
+/// so that the element keeps its nodes), the UTC time as its title.
+#[cfg(feature = "hydrate")]
+fn write_all_times() {
+    use wasm_bindgen::JsCast;
+    let Some(document) = web_sys::window().and_then(|w| w.document()) else {
+        return;
+    };
+    let Ok(times) = document.query_selector_all("time[datetime]:not([data-utc])") else {
+        return;
+    };
+    for i in 0..times.length() {
+        let Some(el) = times
+            .item(i)
+            .and_then(|n| n.dyn_into::<web_sys::Element>().ok())
+        else {
+            continue;
+        };
+        let Some(at) = el.get_attribute("datetime") else {
+            continue;
+        };
+        let Some(text) = local_with_age(&at) else {
+            continue;
+        };
+        match el.first_child() {
+            Some(node) if node.node_type() == web_sys::Node::TEXT_NODE => {
+                if node.node_value().as_deref() != Some(text.as_str()) {
+                    node.set_node_value(Some(&text));
+                }
+            }
+            _ => el.set_text_content(Some(&text)),
+        }
+        let title = utc_text(&at);
+        if el.get_attribute("title").as_deref() != Some(title.as_str()) {
+            let _ = el.set_attribute("title", &title);
+        }
+    }
 }
 
 #[cfg(test)]

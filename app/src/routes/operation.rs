@@ -132,6 +132,12 @@ fn LiveHistory(history: OperationHistory, viewer: bool, staff: bool) -> impl Int
     }
     // The forms re-render only when what they are bound to changes, so typing survives live updates.
     let attempt = Memo::new(move |_| history.with(reconcilable_attempt));
+    // The card likewise: a note, a claim or an alert changes the history but not the card, which is then
+    // not written again (its content is HTML: writing it again would drop focus and "Copied").
+    let card = Memo::new(move |_| {
+        let (outcome, in_flight, revision) = history.with(current);
+        (outcome, in_flight, revision.filter(|_| !viewer))
+    });
     let base = history_href(&key, &id);
     let claim_base = base.clone();
     view! {
@@ -146,8 +152,7 @@ fn LiveHistory(history: OperationHistory, viewer: bool, staff: bool) -> impl Int
         <div class="mb-3"><crate::components::ConnectionIndicator connection/></div>
         <section class="current mb-6" aria-label="Where it stands">
             {move || {
-                let (outcome, in_flight, revision) = history.with(current);
-                let revision = revision.filter(|_| !viewer);
+                let (outcome, in_flight, revision) = card.get();
                 match outcome {
                     Some(o) => view! { <OutcomeCard outcome=o in_flight revision for_staff=staff/> }.into_any(),
                     None => view! {

@@ -101,10 +101,21 @@ pub fn newest_into_view(numbered: Memo<Vec<(usize, TurnBlock)>>, map: Map) {
                 .ok()
                 .flatten();
             if let Some(el) = last_row.or_else(|| doc.get_element_by_id(&format!("turn-{n}"))) {
-                el.scroll_into_view_with_bool(false);
+                bottom_into_view(el, 2);
             }
         });
     });
+}
+
+/// Scrolls `el`'s bottom to the bottom of the window, then again on each of the next `frames` frames: a
+/// row never shown has a placeholder height until it is laid out (`content-visibility: auto` on
+/// `.timeline-row`, README "First load"), so the first scroll lands short once the rows it brought near
+/// take their real heights.
+fn bottom_into_view(el: web_sys::Element, frames: u32) {
+    el.scroll_into_view_with_bool(false);
+    if frames > 0 {
+        request_animation_frame(move || bottom_into_view(el, frames - 1));
+    }
 }
 
 /// Reads the newest turns (one read at a time; one asked for meanwhile follows it) and applies them.
