@@ -380,20 +380,9 @@ fn QueueTable(
     .into_any()
 }
 
-/// `s` escaped for HTML text and attribute values.
+/// `s` escaped for HTML text and attribute values (`&`, `<`, `>`, `"` and `'`; html-escape).
 pub fn esc(s: &str) -> String {
-    let mut out = String::with_capacity(s.len());
-    for c in s.chars() {
-        match c {
-            '&' => out.push_str("&amp;"),
-            '<' => out.push_str("&lt;"),
-            '>' => out.push_str("&gt;"),
-            '"' => out.push_str("&quot;"),
-            '\'' => out.push_str("&#39;"),
-            c => out.push(c),
-        }
-    }
-    out
+    html_escape::encode_quoted_attribute(s).into_owned()
 }
 
 /// The table body's rows as HTML, one `<tr>` each, with as few bytes as a row can have: cells without
@@ -443,6 +432,7 @@ pub fn rows_html(rows: &[Row], staff: bool, selected: &[String]) -> String {
 
 /// The "Alerted" cell of a row: `<time>` of the RFC 3339 UTC `at`, reading `MM-DD HH:MM` (UTC, as the
 /// column's heading says; the same on the server and in the browser), the full UTC time as its title.
+/// `data-utc` keeps the page clock from writing it in local time ([`crate::components::time::tick`]).
 fn alerted_cell(at: &str) -> String {
     let short = at
         .get(5..16)
@@ -450,7 +440,7 @@ fn alerted_cell(at: &str) -> String {
         .map(|s| s.replacen('T', " ", 1))
         .unwrap_or_else(|| at.to_owned());
     format!(
-        "<time datetime=\"{}\" title=\"{}\">{}</time>",
+        "<time datetime=\"{}\" title=\"{}\" data-utc>{}</time>",
         esc(at),
         esc(&crate::components::time::utc_text(at)),
         esc(&short)
@@ -785,7 +775,7 @@ mod tests {
         assert!(
             html.ends_with(
                 "<td><time datetime=\"2026-12-03T14:30:05.123Z\" \
-                 title=\"2026-12-03 14:30:05 UTC\">12-03 14:30</time></td></tr>"
+                 title=\"2026-12-03 14:30:05 UTC\" data-utc>12-03 14:30</time></td></tr>"
             ),
             "{html}"
         );
