@@ -173,7 +173,9 @@ pub const COPIED_MS: u64 = 2000;
 
 /// Copies `text` to the clipboard. The button reads `label` (default "Copy operation id"); its
 /// accessible name is `name` (default: the label). Once copied, "Copied" shows and is announced in a
-/// polite live region beside it for [`COPIED_MS`], then goes; every click copies again.
+/// polite live region beside it for [`COPIED_MS`], then goes; every click copies again. The region's text
+/// is written by the click ([`copy_and_say`]), not by a signal: nothing of the button is reactive, so a
+/// page with many of them (a session's summary of unknowns) hydrates only their listeners.
 #[component]
 pub fn CopyButton(
     text: String,
@@ -182,29 +184,22 @@ pub fn CopyButton(
 ) -> impl IntoView {
     let label = label.unwrap_or("Copy operation id");
     let name = name.unwrap_or_else(|| label.to_owned());
-    let copied = RwSignal::new(false);
-    // Clicks so far: a reset timer only clears the message of its own click.
-    let clicks = RwSignal::new(0u64);
-    let on_click = move |_| {
-        #[cfg(feature = "hydrate")]
-        {
-            if let Some(window) = web_sys::window() {
-                let _ = window.navigator().clipboard().write_text(&text);
-                let click = clicks.get_untracked() + 1;
-                clicks.set(click);
-                copied.set(true);
-                set_timeout(
-                    move || {
-                        if clicks.try_get_untracked() == Some(click) {
-                            copied.set(false);
-                        }
-                    },
-                    std::time::Duration::from_millis(COPIED_MS),
-                );
+    #[cfg(feature = "hydrate")]
+    let on_click = {
+        use wasm_bindgen::JsCast;
+        let clicks = std::rc::Rc::new(std::cell::Cell::new(0u64));
+        move |ev: leptos::ev::MouseEvent| {
+            if let Some(button) = ev
+                .current_target()
+                .and_then(|t| t.dyn_into::<web_sys::Element>().ok())
+            {
+                copy_and_say(&text, &button, &clicks);
             }
         }
-        #[cfg(not(feature = "hydrate"))]
-        let _ = (&text, clicks, copied);
+    };
+    #[cfg(not(feature = "hydrate"))]
+    let on_click = move |_: leptos::ev::MouseEvent| {
+        let _ = &text;
     };
     view! {
         <span class="copy">
@@ -217,11 +212,37 @@ pub fn CopyButton(
             >
                 {label}
             </button>
-            <span class="copy-status" role="status" aria-live="polite">
-                {move || copied.get().then_some("Copied")}
-            </span>
+            <span class="copy-status" role="status" aria-live="polite"></span>
         </span>
     }
+}
+
+/// Copies `text` and says so: "Copied" in `button`'s next sibling `.copy-status` for [`COPIED_MS`].
+/// `clicks` counts the button's clicks, so that only the last click's timer clears the message.
+#[cfg(feature = "hydrate")]
+fn copy_and_say(text: &str, button: &web_sys::Element, clicks: &std::rc::Rc<std::cell::Cell<u64>>) {
+    let Some(window) = web_sys::window() else {
+        return;
+    };
+    let _ = window.navigator().clipboard().write_text(text);
+    let Some(status) = button
+        .next_element_sibling()
+        .filter(|s| s.class_list().contains("copy-status"))
+    else {
+        return;
+    };
+    let click = clicks.get() + 1;
+    clicks.set(click);
+    status.set_text_content(Some("Copied"));
+    let clicks = clicks.clone();
+    set_timeout(
+        move || {
+            if clicks.get() == click {
+                status.set_text_content(Some(""));
+            }
+        },
+        std::time::Duration::from_millis(COPIED_MS),
+    );
 }
 
 /// One outcome as a card: badge, title, tool, times, reason, and for an unknown outcome the explanation
@@ -518,38 +539,14 @@ fn copy_on_click(mutation_id: String) -> impl FnMut(leptos::ev::MouseEvent) + 's
     {
         use wasm_bindgen::JsCast;
         let clicks = std::rc::Rc::new(std::cell::Cell::new(0u64));
-        let mutation_id = send_wrapper::SendWrapper::new(mutation_id);
         move |ev: leptos::ev::MouseEvent| {
-            let Some(button) = ev
+            if let Some(button) = ev
                 .target()
                 .and_then(|t| t.dyn_into::<web_sys::Element>().ok())
                 .and_then(|t| t.closest("button.copy-operation-id").ok().flatten())
-            else {
-                return;
-            };
-            let Some(window) = web_sys::window() else {
-                return;
-            };
-            let _ = window.navigator().clipboard().write_text(&mutation_id);
-            let Some(status) = button
-                .next_element_sibling()
-                .filter(|s| s.class_list().contains("copy-status"))
-            else {
-                return;
-            };
-            let click = clicks.get() + 1;
-            clicks.set(click);
-            status.set_text_content(Some("Copied"));
-            let clicks = clicks.clone();
-            let status = send_wrapper::SendWrapper::new(status);
-            set_timeout(
-                move || {
-                    if clicks.get() == click {
-                        status.set_text_content(Some(""));
-                    }
-                },
-                std::time::Duration::from_millis(COPIED_MS),
-            );
+            {
+                copy_and_say(&mutation_id, &button, &clicks);
+            }
         }
     }
     #[cfg(not(feature = "hydrate"))]
