@@ -419,11 +419,11 @@ fn row_times(h: &mut Html, status: PublishedStatus, card: &Card) {
         w[..1].make_ascii_uppercase();
         w
     };
-    let time = |h: &mut Html, at: &str| match time_title(at) {
-        Some(title) => h.el("time", &[("datetime", at), ("title", &title)], |h| {
-            h.text(&time_text(at))
-        }),
-        None => h.el("time", &[("datetime", at)], |h| h.text(&time_text(at))),
+    let time = |h: &mut Html, at: &str| {
+        let title = time_title(at);
+        let mut attrs = vec![("datetime", at)];
+        attrs.extend(title.as_deref().map(|t| ("title", t)));
+        h.el("time", &attrs, |h| h.text(&time_text(at)))
     };
     h.el("p", &[("class", "row-times")], |h| {
         if let Some(at) = card.recorded_at.as_deref() {
