@@ -131,6 +131,13 @@ pub(super) async fn check_file(file: &Path) -> Result<Found, LedgerError> {
                 .iter()
                 .any(|m| m.version == *version && m.checksum.as_ref() == checksum.as_slice())
         });
+    if foreign.is_empty() && !migrated && newer_build(&recorded) {
+        return Err(refuse(format!(
+            "{shown} is an outcomes ledger written by a newer version (it records migrations this \
+             build does not have); it was left as it was: run the newer version, or restore a backup \
+             made for this one"
+        )));
+    }
     if !migrated && foreign.is_empty() && tables.iter().any(|t| t == "_sqlx_migrations") {
         return Err(refuse(format!(
             "{shown} holds another application's migration record, not an outcomes ledger's; it was \
@@ -153,7 +160,96 @@ pub(super) async fn check_file(file: &Path) -> Result<Found, LedgerError> {
             if named.len() == 1 { "" } else { "s" },
         )));
     }
+    // A ledger: what opening it would change must succeed before anything is changed, so a refused
+    // start leaves the file as it was (docs/ledger.md "Files").
+    if let Some(version) = partly_applied(&options).await? {
+        return Err(refuse(format!(
+            "{shown} records migration {version} as partly applied (a start was stopped while it ran); \
+             it was left as it was: restore the ledger from a backup (`outcomes backup`, docs/ledger.md \
+             \"Backups\")"
+        )));
+    }
+    if SQLITE_MIGRATIONS
+        .iter()
+        .any(|m| !recorded.iter().any(|(v, _)| *v == m.version))
+    {
+        if let Err((version, e)) = try_migrations(&options).await {
+            return Err(refuse(format!(
+                "{shown}: migration {version} cannot be applied to this ledger ({e}); it was left as it \
+                 was: restore it from a backup (`outcomes backup`, docs/ledger.md \"Backups\")"
+            )));
+        }
+    }
     Ok(Found::Ledger)
+}
+
+/// Whether `recorded` (version and checksum of each migration a file records) holds every one of this
+/// build's migrations and later versions this build does not know: a file a newer version of the ledger
+/// migrated.
+fn newer_build(recorded: &[(i64, Vec<u8>)]) -> bool {
+    let Some(last) = SQLITE_MIGRATIONS.iter().map(|m| m.version).max() else {
+        return false;
+    };
+    recorded.iter().any(|(v, _)| *v > last)
+        && SQLITE_MIGRATIONS.iter().all(|m| {
+            recorded.iter().any(|(version, checksum)| {
+                m.version == *version && m.checksum.as_ref() == checksum.as_slice()
+            })
+        })
+}
+
+/// The first migration a ledger file records as not applied whole (`success` false: sqlx records a
+/// migration before it finishes, and such a file refuses every later migration), read through the
+/// read-only connection `options` describes.
+async fn partly_applied(options: &SqliteConnectOptions) -> Result<Option<i64>, LedgerError> {
+    use sqlx::Connection;
+    let mut conn = sqlx::SqliteConnection::connect_with(options).await?;
+    let found = sqlx::query_scalar(
+        "SELECT version FROM _sqlx_migrations WHERE NOT success ORDER BY version LIMIT 1",
+    )
+    .fetch_optional(&mut conn)
+    .await;
+    let _ = conn.close().await;
+    Ok(found?)
+}
+
+/// Applies this build's migrations to a copy of the ledger file `options` reads (SQLite's `VACUUM
+/// INTO` a temporary file, removed afterwards), so that one that cannot be applied is found before
+/// the file itself is touched. The error names the migration (0 when the copy itself failed) and why.
+async fn try_migrations(options: &SqliteConnectOptions) -> Result<(), (i64, String)> {
+    use sqlx::Connection;
+    let dir = tempfile::tempdir().map_err(|e| (0, format!("no temporary directory: {e}")))?;
+    let copy = dir.path().join("ledger-migration-check.sqlite");
+    let Some(copy_text) = copy.to_str() else {
+        return Err((0, "the temporary directory is not a UTF-8 path".into()));
+    };
+    let copied: Result<(), sqlx::Error> = async {
+        let mut conn = sqlx::SqliteConnection::connect_with(options).await?;
+        let done = sqlx::query("VACUUM INTO ?")
+            .bind(copy_text)
+            .execute(&mut conn)
+            .await;
+        let _ = conn.close().await;
+        done.map(|_| ())
+    }
+    .await;
+    copied.map_err(|e| (0, format!("it could not be copied to check: {e}")))?;
+    let mut conn =
+        sqlx::SqliteConnection::connect_with(&SqliteConnectOptions::new().filename(&copy))
+            .await
+            .map_err(|e| (0, e.to_string()))?;
+    let ran = SQLITE_MIGRATIONS.run(&mut conn).await;
+    let _ = conn.close().await;
+    ran.map_err(|e| {
+        let version = match &e {
+            sqlx::migrate::MigrateError::ExecuteMigration(_, v) => *v,
+            sqlx::migrate::MigrateError::Dirty(v) => *v,
+            sqlx::migrate::MigrateError::VersionMismatch(v) => *v,
+            sqlx::migrate::MigrateError::VersionMissing(v) => *v,
+            _ => 0,
+        };
+        (version, e.to_string())
+    })
 }
 
 /// The tables a SQLite ledger has (its migration record `_sqlx_migrations` included): this build's

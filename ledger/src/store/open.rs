@@ -10,7 +10,7 @@ use sqlx::postgres::{PgConnectOptions, PgPoolOptions};
 use sqlx::sqlite::{SqliteConnectOptions, SqliteJournalMode, SqlitePoolOptions, SqliteSynchronous};
 use sqlx::SqlitePool;
 
-use super::files::{check_file, restrict_files};
+use super::files::{check_file, restrict_files, Found};
 use super::location::{database_file, redact_url};
 use super::{Db, LedgerOptions};
 use crate::error::LedgerError;
@@ -39,11 +39,16 @@ pub(super) async fn open_sqlite(
     .pragma("secure_delete", "ON")
     .busy_timeout(Duration::from_secs(5));
     let file = database_file(database);
+    let mut found = None;
     if let Some(file) = &file {
-        // Another application's file, or not a database: refused before anything touches it.
-        if check_file(file).await?.restrict() {
+        // Another application's file, not a database, or a ledger that could not be migrated: refused
+        // before anything touches it. A new file is made mode 0600 before SQLite creates it; an existing
+        // ledger's mode is set once it opened (a refused start leaves its mode as it was).
+        let kind = check_file(file).await?;
+        if kind == Found::New {
             restrict_files(file).map_err(|e| LedgerError::Store(sqlx::Error::Io(e)))?;
         }
+        found = Some(kind);
     }
     let cannot_open = |e: sqlx::Error| match (&file, LedgerError::from(e)) {
         (Some(file), LedgerError::Store(e)) => LedgerError::Unreachable {
@@ -74,6 +79,11 @@ pub(super) async fn open_sqlite(
         .map_err(cannot_open)?;
     SQLITE_MIGRATIONS.run(&write).await?;
     scrub_metadata_at_rest(&write, options.clock.now_ms()).await?;
+    if let (Some(file), Some(kind)) = (&file, found) {
+        if kind.restrict() {
+            restrict_files(file).map_err(|e| LedgerError::Store(sqlx::Error::Io(e)))?;
+        }
+    }
     let read = SqlitePoolOptions::new()
         .max_connections(options.read_connections.max(1))
         .acquire_timeout(options.write_wait.max(Duration::from_secs(1)))

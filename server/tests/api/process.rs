@@ -713,3 +713,161 @@ async fn backup_copies_a_running_ledger_to_a_new_file_and_never_overwrites() {
     assert!(!out_dir.path().join("x.sqlite").exists());
     assert!(!missing.exists());
 }
+
+/// Runs `serve --database <file>` in `cwd` and waits (at most 20 s) for it to exit: answers whether it
+/// exited non-zero, and its stderr. A server that wrongly serves fails the test instead of hanging it.
+fn serve_is_refused(cwd: &std::path::Path, file: &std::path::Path) -> (bool, String) {
+    let mut child = Command::new(BIN)
+        .current_dir(cwd)
+        .args([
+            "serve",
+            "--addr",
+            "127.0.0.1:0",
+            "--data-dir",
+            "d",
+            "--host-token",
+            "t",
+        ])
+        .arg("--database")
+        .arg(file)
+        .env_remove("OUTCOMES_DATABASE")
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let deadline = Instant::now() + Duration::from_secs(20);
+    let status = loop {
+        if let Some(status) = child.try_wait().unwrap() {
+            break Some(status);
+        }
+        if Instant::now() > deadline {
+            let _ = child.kill();
+            let _ = child.wait();
+            break None;
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    let mut stderr = String::new();
+    use std::io::Read;
+    let _ = child.stderr.take().unwrap().read_to_string(&mut stderr);
+    (status.is_some_and(|s| !s.success()), stderr)
+}
+
+/// The file names in `dir`, sorted.
+fn names_in(dir: &std::path::Path) -> Vec<String> {
+    let mut names: Vec<String> = std::fs::read_dir(dir)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    names.sort();
+    names
+}
+
+/// A refused start leaves an existing ledger exactly as it was (issue 38, item 7): a ledger whose
+/// migration 12 is recorded as partly applied (`success` false), one whose migration 12's record is
+/// gone while its index is there (applying it again fails), and one that a newer build migrated. `serve` exits non-zero naming the file and the reason, and the file keeps its bytes
+/// (SHA-256 of the whole file) and its mode (0644, never chmod'ed to 0600); no `-wal`, `-shm`, lock file
+/// or data directory appears. It used to switch the file, rewrite it and chmod it 0600 before sqlx
+/// refused the migration. A ledger that is only older (migration 12 not yet applied) still opens, is
+/// migrated, and is then made 0600.
+#[tokio::test]
+async fn a_refused_start_leaves_the_ledger_file_byte_identical_with_its_mode() {
+    use sha2::Digest;
+    use sqlx::Connection;
+    use std::os::unix::fs::PermissionsExt;
+    // ledger/migrations/0012_webhook_prune.sql: it makes one index, `webhook_outbox_done`.
+    let last: i64 = 12;
+    let cases: [(&str, String, &str); 3] = [
+        (
+            "dirty.sqlite",
+            format!("UPDATE _sqlx_migrations SET success = 0 WHERE version = {last}"),
+            "records migration 12 as partly applied (a start was stopped while it ran); it was left as it was",
+        ),
+        (
+            "half.sqlite",
+            format!("DELETE FROM _sqlx_migrations WHERE version = {last}"),
+            "migration 12 cannot be applied to this ledger (",
+        ),
+        (
+            "newer.sqlite",
+            "INSERT INTO _sqlx_migrations (version, description, success, checksum, execution_time) \
+             VALUES (9999, 'from the future', 1, x'00', 1)"
+                .to_owned(),
+            "is an outcomes ledger written by a newer version (it records migrations this build does not have); it was left as it was",
+        ),
+    ];
+    let digest = |p: &std::path::Path| -> (String, u32) {
+        let bytes = std::fs::read(p).unwrap();
+        let hex: String = sha2::Sha256::digest(&bytes)
+            .iter()
+            .map(|b| format!("{b:02x}"))
+            .collect();
+        (hex, std::fs::metadata(p).unwrap().permissions().mode() & 0o777)
+    };
+    // A real ledger, with an entry, closed cleanly (WAL checkpointed, no `-wal` left), then spoiled.
+    let make = |file: std::path::PathBuf, spoil: String| async move {
+        let ledger = ledger::Ledger::open(file.to_str().unwrap(), ledger::LedgerOptions::default())
+            .await
+            .unwrap();
+        ledger.close().await;
+        let options = sqlx::sqlite::SqliteConnectOptions::new().filename(&file);
+        let mut conn = sqlx::SqliteConnection::connect_with(&options).await.unwrap();
+        sqlx::raw_sql(&spoil).execute(&mut conn).await.unwrap();
+        sqlx::raw_sql("PRAGMA wal_checkpoint(TRUNCATE)")
+            .execute(&mut conn)
+            .await
+            .unwrap();
+        conn.close().await.unwrap();
+        std::fs::set_permissions(&file, std::fs::Permissions::from_mode(0o644)).unwrap();
+    };
+    for (name, spoil, says) in cases {
+        let cwd = tempfile::tempdir().unwrap();
+        let file = cwd.path().join(name);
+        make(file.clone(), spoil).await;
+        assert_eq!(names_in(cwd.path()), vec![name.to_owned()], "{name}");
+        let before = digest(&file);
+        assert_eq!(before.1, 0o644);
+        let (refused, stderr) = serve_is_refused(cwd.path(), &file);
+        assert!(refused, "{name}: not refused: {stderr}");
+        assert!(
+            stderr.contains(&format!("{} {says}", file.display()))
+                || stderr.contains(&format!("{}: {says}", file.display())),
+            "{name}: {stderr}"
+        );
+        assert_eq!(digest(&file), before, "{name}: the file was changed");
+        assert_eq!(names_in(cwd.path()), vec![name.to_owned()], "{name}: nothing else");
+        // The staff command opens the ledger the same way: refused too, the file unchanged.
+        let out = Command::new(BIN)
+            .current_dir(cwd.path())
+            .args(["staff", "list", "--database", file.to_str().unwrap()])
+            .env_remove("OUTCOMES_DATABASE")
+            .output()
+            .unwrap();
+        assert!(!out.status.success(), "{name}");
+        assert_eq!(digest(&file), before, "{name}: staff list changed the file");
+        assert_eq!(names_in(cwd.path()), vec![name.to_owned()], "{name}");
+    }
+    // Only older: migration 12's record and its index are both gone. It opens and is migrated.
+    let cwd = tempfile::tempdir().unwrap();
+    let file = cwd.path().join("older.sqlite");
+    make(
+        file.clone(),
+        format!("DELETE FROM _sqlx_migrations WHERE version = {last}; DROP INDEX webhook_outbox_done;"),
+    )
+    .await;
+    let ledger = ledger::Ledger::open(file.to_str().unwrap(), ledger::LedgerOptions::default())
+        .await
+        .expect("an older ledger opens");
+    ledger.close().await;
+    assert_eq!(digest(&file).1, 0o600, "an opened ledger is made 0600");
+    let options = sqlx::sqlite::SqliteConnectOptions::new().filename(&file);
+    let mut conn = sqlx::SqliteConnection::connect_with(&options).await.unwrap();
+    let applied: bool =
+        sqlx::query_scalar("SELECT success FROM _sqlx_migrations WHERE version = ?")
+            .bind(last)
+            .fetch_one(&mut conn)
+            .await
+            .unwrap();
+    conn.close().await.unwrap();
+    assert!(applied, "migration {last} applied whole");
+}
