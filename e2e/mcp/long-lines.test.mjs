@@ -46,6 +46,11 @@ function start(session, proxyArgs = []) {
     if (at < chunk.length) pending.push(chunk.subarray(at));
     waiting?.();
   });
+  let closed = false;
+  proc.stdout.on('close', () => {
+    closed = true;
+    waiting?.();
+  });
   const exited = new Promise((resolve) => proc.on('exit', (code, signal) => resolve({ code, signal })));
   proc.stdin.on('error', () => {});
   return {
@@ -61,7 +66,9 @@ function start(session, proxyArgs = []) {
           const l = lines.shift();
           if (pred(l)) return l;
         }
-        if (Date.now() > deadline) assert.fail(`no such line within ${ms} ms; stderr: ${stderr.slice(-2000)}`);
+        if (closed || Date.now() > deadline) {
+          assert.fail(`no such line ${closed ? 'before the output ended' : `within ${ms} ms`}; stderr: ${stderr.slice(-2000)}`);
+        }
         await new Promise((r) => {
           waiting = r;
           setTimeout(r, 200);
@@ -72,8 +79,14 @@ function start(session, proxyArgs = []) {
 }
 
 const json = (l) => JSON.parse(l.toString('utf8'));
-/** Whether a line (small enough to parse) is the response to `id`. */
-const answers = (id) => (l) => l.length < MiB && 'id' in json(l) && json(l).id === id;
+/** Whether a line (small enough to parse, and JSON) is the response to `id`. */
+const answers = (id) => (l) => {
+  try {
+    return l.length < MiB && json(l).id === id && ('result' in json(l) || 'error' in json(l));
+  } catch {
+    return false;
+  }
+};
 const call = (id, name, args = {}) => ({ jsonrpc: '2.0', id, method: 'tools/call', params: { name, arguments: args } });
 
 async function handshake(p) {
@@ -186,9 +199,12 @@ test('the server exits in the middle of a batch of 5 protected calls: 5 errors i
   const p = start(session);
   try {
     await handshake(p);
-    // A read-only call the server never answers, then the batch it dies on.
+    // A read-only call the server never answers, then the batch it dies on, in the middle of its answer
+    // to the first call (a line cut short: no answer).
     p.send(call(10, 'read'));
     p.send(JSON.stringify([11, 12, 13, 14, 15].map((id) => call(id, 'write', { n: id }))));
+    // The cut line is forwarded as it came, and ended, so that the proxy's answers are lines of their own.
+    await p.next((l) => l.toString() === '{"jsonrpc":"2.0","id":11,"result":{"content":[');
     const single = json(await p.next(answers(10)));
     assert.deepEqual(single.error, { code: -32000, message: "outcomes mcp-proxy: the MCP server's output ended before it answered this request" });
     const batch = json(await p.next((l) => l[0] === 0x5b));

@@ -10,7 +10,8 @@
 //   write {size: n}               answers with a result line of n bytes, its id written last (as the
 //                                 TypeScript SDK writes answers)
 //   read {}                       never answered
-// A batch line (a JSON array): exits 3 at once, answering nothing. Every line it writes over 1 MiB is
+// A batch line (a JSON array): writes the start of an answer to its first request, without a newline,
+// and exits 3, answering nothing. Every line it writes over 1 MiB is
 // reported on stderr as `scripted: wrote <bytes> bytes sha256 <hex>` (the hash of the line without its
 // newline); every line it reads as `scripted: read <bytes> bytes`.
 import { createHash } from 'node:crypto';
@@ -45,7 +46,10 @@ const input = createInterface({ input: process.stdin, crlfDelay: Infinity });
 input.on('line', (text) => {
   process.stderr.write(`scripted: read ${Buffer.byteLength(text)} bytes\n`);
   const m = JSON.parse(text);
-  if (Array.isArray(m)) process.exit(3);
+  if (Array.isArray(m)) {
+    process.stdout.write(`{"jsonrpc":"2.0","id":${JSON.stringify(m[0].id)},"result":{"content":[`, () => process.exit(3));
+    return;
+  }
   if (m.method === 'initialize') {
     write(JSON.stringify({ jsonrpc: '2.0', id: m.id, result: { protocolVersion: m.params.protocolVersion, capabilities: { tools: {} }, serverInfo: { name: 'scripted', version: '1' } } }));
   } else if (m.method === 'tools/list') {
