@@ -254,9 +254,9 @@ impl HeadScan {
                 self.depth = self.depth.saturating_sub(1);
             }
             b':' if self.depth == md && self.slot == Slot::Key => {
-                let key = self.take_capture().and_then(|raw| {
-                    serde_json::from_slice::<String>(raw.trim_ascii()).ok()
-                });
+                let key = self
+                    .take_capture()
+                    .and_then(|raw| serde_json::from_slice::<String>(raw.trim_ascii()).ok());
                 self.member = Member::Other;
                 match key.as_deref() {
                     Some("id") => self.member = Member::Id,
@@ -383,7 +383,14 @@ mod tests {
                 head(Some(json!("b")), false, true)
             ]
         );
-        for none in ["", "   ", "not json", "42", r#""{\"id\":1}""#, "[[{\"id\":1,\"result\":1}]]"] {
+        for none in [
+            "",
+            "   ",
+            "not json",
+            "42",
+            r#""{\"id\":1}""#,
+            "[[{\"id\":1,\"result\":1}]]",
+        ] {
             assert_eq!(all_steps(none), [], "{none:?}");
         }
         // A message cut short gives no head.
@@ -395,8 +402,14 @@ mod tests {
     async fn lines_over_the_limit_are_told_and_read_on_in_pieces() {
         let input = b"short\nexactly-10\n0123456789ABC\nlast".to_vec();
         let mut r = tokio::io::BufReader::with_capacity(4, &input[..]);
-        assert_eq!(read_line(&mut r, 10).await.unwrap(), Read::Line(b"short\n".to_vec()));
-        assert_eq!(read_line(&mut r, 10).await.unwrap(), Read::Line(b"exactly-10\n".to_vec()));
+        assert_eq!(
+            read_line(&mut r, 10).await.unwrap(),
+            Read::Line(b"short\n".to_vec())
+        );
+        assert_eq!(
+            read_line(&mut r, 10).await.unwrap(),
+            Read::Line(b"exactly-10\n".to_vec())
+        );
         let Read::Long(head) = read_line(&mut r, 10).await.unwrap() else {
             panic!("long");
         };
@@ -411,7 +424,10 @@ mod tests {
             }
         }
         assert_eq!(rest, b"0123456789ABC\n");
-        assert_eq!(read_line(&mut r, 10).await.unwrap(), Read::Line(b"last".to_vec()));
+        assert_eq!(
+            read_line(&mut r, 10).await.unwrap(),
+            Read::Line(b"last".to_vec())
+        );
         assert_eq!(read_line(&mut r, 10).await.unwrap(), Read::End);
         assert_eq!(read_chunk(&mut r).await.unwrap(), None);
     }

@@ -157,7 +157,8 @@ pub fn is_batch(line: &[u8]) -> bool {
 /// A JSON-RPC error response to request `id`, as one line (with its newline): `{"jsonrpc":"2.0","id",
 /// "error":{"code","message","data"}}`.
 pub fn error_line(id: &Value, code: i64, message: &str, data: Value) -> Vec<u8> {
-    let mut out = serde_json::to_vec(&error_value(id, code, message, Some(data))).unwrap_or_default();
+    let mut out =
+        serde_json::to_vec(&error_value(id, code, message, Some(data))).unwrap_or_default();
     out.push(b'\n');
     out
 }

@@ -272,7 +272,10 @@ mod tests {
             1024
         );
         for bad in ["1023", "1073741825", "-1", "16MiB"] {
-            assert!(parse(&["--max-line-bytes", bad, "--", "srv"]).is_err(), "{bad}");
+            assert!(
+                parse(&["--max-line-bytes", bad, "--", "srv"]).is_err(),
+                "{bad}"
+            );
         }
     }
 
