@@ -377,7 +377,8 @@ pub(super) async fn run(
     {
         to_client.abort();
     }
-    state.give_up_all().await;
+    // Its settles start at once; its answers wait at most 2 s for a client that does not read.
+    let _ = tokio::time::timeout(std::time::Duration::from_secs(2), state.give_up_all()).await;
     to_server.abort();
     if let Some(v) = viewer {
         v.abort();
