@@ -157,14 +157,20 @@ pub fn is_batch(line: &[u8]) -> bool {
 /// A JSON-RPC error response to request `id`, as one line (with its newline): `{"jsonrpc":"2.0","id",
 /// "error":{"code","message","data"}}`.
 pub fn error_line(id: &Value, code: i64, message: &str, data: Value) -> Vec<u8> {
-    let mut out = serde_json::to_vec(&serde_json::json!({
-        "jsonrpc": "2.0",
-        "id": id,
-        "error": {"code": code, "message": message, "data": data},
-    }))
-    .unwrap_or_default();
+    let mut out =
+        serde_json::to_vec(&error_value(id, code, message, Some(data))).unwrap_or_default();
     out.push(b'\n');
     out
+}
+
+/// A JSON-RPC error response to request `id`: `{"jsonrpc":"2.0","id","error":{"code","message","data"?}}`
+/// (`data` left out when `None`).
+pub fn error_value(id: &Value, code: i64, message: &str, data: Option<Value>) -> Value {
+    let mut error = serde_json::json!({"code": code, "message": message});
+    if let Some(data) = data {
+        error["data"] = data;
+    }
+    serde_json::json!({"jsonrpc": "2.0", "id": id, "error": error})
 }
 
 #[cfg(test)]

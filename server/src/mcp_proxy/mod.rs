@@ -8,6 +8,7 @@
 //! entries, and `proxy` runs the two pipelines and the child.
 
 pub mod ledger;
+pub mod lines;
 pub mod message;
 pub mod outcome;
 mod proxy;
@@ -78,10 +79,25 @@ pub struct McpProxyArgs {
     /// Mint a viewer link of the session for the end user and print it to stderr.
     #[arg(long, env = "OUTCOMES_MCP_VIEWER_LINK")]
     pub viewer_link: bool,
+    /// The longest line (bytes, its newline not counted) the proxy reads whole, 1024 to 1 GiB. A longer
+    /// line from the server is forwarded as a stream, unread; a longer line from the client is not
+    /// forwarded (docs/mcp-proxy.md "Long lines").
+    #[arg(
+        long,
+        env = "OUTCOMES_MCP_MAX_LINE_BYTES",
+        default_value_t = DEFAULT_MAX_LINE_BYTES,
+        value_parser = clap::value_parser!(u32).range(1024..=MAX_MAX_LINE_BYTES)
+    )]
+    pub max_line_bytes: u32,
     /// The MCP server to start, after `--`: its command and arguments.
     #[arg(last = true, required = true, num_args = 1.., value_name = "SERVER COMMAND")]
     pub command: Vec<String>,
 }
+
+/// `--max-line-bytes` by default: 16 MiB.
+pub const DEFAULT_MAX_LINE_BYTES: u32 = 16 * 1024 * 1024;
+/// `--max-line-bytes` at most: 1 GiB.
+const MAX_MAX_LINE_BYTES: i64 = 1 << 30;
 
 /// The proxy's own settings, checked.
 #[derive(Debug, Clone)]
@@ -97,6 +113,8 @@ pub(crate) struct Config {
     pub is_error_as: IsErrorAs,
     pub metadata: MetadataMap,
     pub viewer_link: bool,
+    /// `--max-line-bytes`.
+    pub max_line_bytes: usize,
 }
 
 /// Runs the proxy until the child exits (or the proxy is told to stop) and answers the exit code to end
@@ -144,6 +162,7 @@ pub async fn run(args: McpProxyArgs) -> Result<i32, String> {
         is_error_as: args.is_error_as,
         metadata,
         viewer_link: args.viewer_link,
+        max_line_bytes: args.max_line_bytes as usize,
     };
     eprintln!("outcomes mcp-proxy: session {session}: {page}");
     let recorder = ledger::Recorder::new(client, session);
@@ -226,6 +245,7 @@ mod tests {
         assert_eq!(a.on_ledger_down, OnLedgerDown::Forward);
         assert_eq!(a.is_error_as, IsErrorAs::Unknown);
         assert!(a.viewer_link);
+        assert_eq!(a.max_line_bytes, DEFAULT_MAX_LINE_BYTES);
         // Everything after `--` is the server's, its own flags included.
         assert_eq!(
             a.command,
@@ -245,6 +265,18 @@ mod tests {
         // No server command is an error, as is an unknown choice.
         assert!(parse(&[]).is_err());
         assert!(parse(&["--on-ledger-down", "maybe", "--", "srv"]).is_err());
+        assert_eq!(
+            parse(&["--max-line-bytes", "1024", "--", "srv"])
+                .expect("smallest")
+                .max_line_bytes,
+            1024
+        );
+        for bad in ["1023", "1073741825", "-1", "16MiB"] {
+            assert!(
+                parse(&["--max-line-bytes", bad, "--", "srv"]).is_err(),
+                "{bad}"
+            );
+        }
     }
 
     #[test]

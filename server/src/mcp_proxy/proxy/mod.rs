@@ -13,11 +13,12 @@ use std::sync::{Arc, Mutex};
 use bytes::Bytes;
 use serde_json::Value;
 use tokio::io::AsyncWriteExt;
-use tokio::sync::{mpsc, oneshot, Notify};
+use tokio::sync::{mpsc, oneshot, Notify, OwnedSemaphorePermit, Semaphore};
 use tokio::task::{AbortHandle, JoinHandle};
 use tokio_util::task::TaskTracker;
 
 use super::ledger::{Operation, Recorder, Settle};
+use super::message;
 use super::tools::ToolSet;
 use super::turns::TurnClock;
 use super::Config;
@@ -34,6 +35,12 @@ pub const LEDGER_REFUSED: i64 = -32010;
 /// The JSON-RPC error code of the proxy's answer when a protected call went unanswered past
 /// `--call-timeout-secs` (MCP SDKs' "request timeout" code).
 pub const CALL_TIMED_OUT: i64 = -32001;
+/// The JSON-RPC error code of the proxy's answer to a request the server's output ended without
+/// answering (MCP SDKs' "connection closed" code).
+pub const SERVER_GONE: i64 = -32000;
+/// The JSON-RPC error code of the proxy's answer to a client request in a line over `--max-line-bytes`
+/// (not forwarded).
+pub const LINE_TOO_LONG: i64 = -32011;
 
 /// How long the exit waits for the background ledger writes after the child exited (their own retries
 /// stop at about 30 s), and after a termination signal (the client may kill the proxy soon after).
@@ -42,9 +49,11 @@ const DRAIN_AFTER_SIGNAL: std::time::Duration = std::time::Duration::from_secs(5
 /// How long a `tools/call` waits for the answers to the `initialize` and `tools/list` requests the
 /// client sent before it (a client that sends everything at once, without waiting for answers).
 const LIST_WAIT: std::time::Duration = std::time::Duration::from_secs(10);
-/// Lines queued for the client at most: past it, reading the server's output waits (so a client that
-/// stops reading holds the server back instead of filling the proxy's memory).
+/// Lines (or pieces of a long line) queued for the client at most; they also hold at most
+/// `--max-line-bytes` + [`OUT_SLACK`] bytes. Past either, reading the server's output waits (so a client
+/// that stops reading holds the server back instead of filling the proxy's memory).
 const OUT_QUEUE: usize = 1024;
+const OUT_SLACK: usize = 128 * 1024;
 /// How long a terminated child gets to exit after SIGTERM before it is killed.
 const CHILD_GRACE: std::time::Duration = std::time::Duration::from_secs(3);
 
@@ -80,9 +89,51 @@ struct Pending {
     request_id: Value,
 }
 
+/// A client request forwarded to the server and not answered yet: its id, its order among them, and its
+/// client batch (the JSON-RPC batch line it came in, numbered), if any.
+#[derive(Debug, Clone)]
+struct Asked {
+    id: Value,
+    seq: u64,
+    batch: Option<u64>,
+}
+
 enum Out {
-    Line(Bytes),
+    /// Bytes for the client: a whole line, or a piece of a long one. `own`: a line of the proxy's own,
+    /// which starts on a new line even when the server's output ended inside one. The permit holds the
+    /// bytes' share of the queue's byte budget until they are written.
+    Line {
+        bytes: Bytes,
+        own: bool,
+        _permit: OwnedSemaphorePermit,
+    },
     Flush(oneshot::Sender<()>),
+}
+
+/// The right to write to the client: whoever holds it writes whole lines, so a long line streamed under
+/// one lock has nothing written inside it.
+struct OutLock<'a> {
+    tx: tokio::sync::MutexGuard<'a, mpsc::Sender<Out>>,
+    budget: &'a Arc<Semaphore>,
+    cap: usize,
+}
+
+impl OutLock<'_> {
+    /// Queues bytes for the client; waits while the queue is full (in lines or bytes).
+    async fn push(&self, bytes: Bytes, own: bool) {
+        let n = u32::try_from(bytes.len().min(self.cap)).unwrap_or(u32::MAX);
+        let Ok(permit) = self.budget.clone().acquire_many_owned(n).await else {
+            return;
+        };
+        let _ = self
+            .tx
+            .send(Out::Line {
+                bytes,
+                own,
+                _permit: permit,
+            })
+            .await;
+    }
 }
 
 struct State {
@@ -92,7 +143,15 @@ struct State {
     /// `serverInfo.name` of the `initialize` answer.
     server_name: Mutex<Option<String>>,
     watched: Mutex<HashMap<String, Watch>>,
-    out: mpsc::Sender<Out>,
+    /// The client's requests forwarded to the server and not answered yet, by id key
+    /// ([`message::id_key`]): the proxy answers them itself when the server's output ends.
+    asked: Mutex<HashMap<String, Asked>>,
+    next_asked: AtomicU64,
+    next_batch: AtomicU64,
+    out: tokio::sync::Mutex<mpsc::Sender<Out>>,
+    /// The queue's byte budget (`--max-line-bytes` + [`OUT_SLACK`]) and its size.
+    budget: Arc<Semaphore>,
+    budget_cap: usize,
     /// The background ledger writes (settle, cancel, reconcile, metadata).
     tracker: TaskTracker,
     next_op: AtomicU64,
@@ -119,9 +178,46 @@ impl State {
             .unwrap_or_else(|| self.cfg.fallback_name.clone())
     }
 
-    /// Queues a line for the client; waits while [`OUT_QUEUE`] lines are queued (a client not reading).
+    fn lock_asked(&self) -> std::sync::MutexGuard<'_, HashMap<String, Asked>> {
+        self.asked.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// Notes the client's requests of one line, forwarded to the server now (`batch`: the line is a
+    /// batch). Called before the line is written, so the answer cannot come first.
+    fn ask(&self, ids: &[&Value], batch: bool) {
+        let batch = batch.then(|| self.next_batch.fetch_add(1, Ordering::Relaxed));
+        let mut asked = self.lock_asked();
+        for id in ids {
+            let seq = self.next_asked.fetch_add(1, Ordering::Relaxed);
+            asked.insert(
+                message::id_key(id),
+                Asked {
+                    id: (*id).clone(),
+                    seq,
+                    batch,
+                },
+            );
+        }
+    }
+
+    /// The right to write to the client, waited for while a long line is streamed.
+    async fn lock_out(&self) -> OutLock<'_> {
+        OutLock {
+            tx: self.out.lock().await,
+            budget: &self.budget,
+            cap: self.budget_cap,
+        }
+    }
+
+    /// Queues a line of the server's for the client; waits while the queue is full (a client not
+    /// reading).
     async fn send(&self, bytes: impl Into<Bytes>) {
-        let _ = self.out.send(Out::Line(bytes.into())).await;
+        self.lock_out().await.push(bytes.into(), false).await;
+    }
+
+    /// Queues a line of the proxy's own for the client.
+    async fn send_own(&self, bytes: impl Into<Bytes>) {
+        self.lock_out().await.push(bytes.into(), true).await;
     }
 
     fn new_operation(&self) -> Operation {
@@ -141,10 +237,12 @@ impl State {
         })
     }
 
-    /// Settles every call still in flight `outcome_unknown` (the child exited or its pipe closed before
-    /// the answer).
-    fn give_up_all(self: &Arc<Self>) {
-        let calls: Vec<Arc<Pending>> = {
+    /// The server's output ended (the child exited or closed it): every call still in flight is settled
+    /// `outcome_unknown`, and every request it left unanswered gets the proxy's JSON-RPC error
+    /// ([`SERVER_GONE`]; a protected call's names its operation id and the unknown outcome), those of one
+    /// client batch together in one array line (docs/mcp-proxy.md "Failure behaviour").
+    async fn give_up_all(self: &Arc<Self>) {
+        let calls: HashMap<String, Arc<Pending>> = {
             let mut w = self.lock_watched();
             w.retain(|_, v| !v.is_list());
             self.lists.send_replace(0);
@@ -159,19 +257,62 @@ impl State {
                         if let Some(t) = timer {
                             t.abort();
                         }
-                        Some(op)
+                        Some((k, op))
                     }
                     _ => None,
                 })
                 .collect()
         };
-        for p in calls {
+        for p in calls.values() {
             tracing::warn!(
                 operation_id = %p.op.mutation_id,
                 "no answer before the MCP server's output ended: the call is recorded outcome_unknown"
             );
             self.spawn_settle(p.op.clone(), Settle::Unknown);
         }
+        let mut asked: Vec<(String, Asked)> = self.lock_asked().drain().collect();
+        asked.sort_by_key(|(_, a)| a.seq);
+        // Consecutive requests of one batch are answered together.
+        let mut groups: Vec<(Option<u64>, Vec<Value>)> = Vec::new();
+        for (key, a) in asked {
+            let error = gone_error(&a.id, calls.get(&key).map(|p| &p.op));
+            match groups.last_mut() {
+                Some((Some(b), errors)) if a.batch == Some(*b) => errors.push(error),
+                _ => groups.push((a.batch, vec![error])),
+            }
+        }
+        for (batch, errors) in groups {
+            let value = match batch {
+                Some(_) => Value::Array(errors),
+                None => errors.into_iter().next().unwrap_or(Value::Null),
+            };
+            let mut line = serde_json::to_vec(&value).unwrap_or_default();
+            line.push(b'\n');
+            self.send_own(line).await;
+        }
+    }
+}
+
+/// The proxy's answer to request `id` that the server's output ended without answering: for a protected
+/// call (`op`), naming its operation and the unknown outcome.
+fn gone_error(id: &Value, op: Option<&Operation>) -> Value {
+    match op {
+        Some(op) => message::error_value(
+            id,
+            SERVER_GONE,
+            &format!(
+                "outcomes mcp-proxy: the MCP server's output ended before it answered; the outcome is \
+                 unknown (operation {}): the tool may or may not have run, do not repeat it blindly",
+                op.mutation_id
+            ),
+            Some(serde_json::json!({"operation_id": op.mutation_id, "outcome": "outcome_unknown"})),
+        ),
+        None => message::error_value(
+            id,
+            SERVER_GONE,
+            "outcomes mcp-proxy: the MCP server's output ended before it answered this request",
+            None,
+        ),
     }
 }
 
@@ -200,6 +341,7 @@ pub(super) async fn run(
         .ok_or("the MCP server's stdout is not piped")?;
 
     let (tx, rx) = mpsc::channel(OUT_QUEUE);
+    let budget_cap = cfg.max_line_bytes + OUT_SLACK;
     let writer = tokio::spawn(write_client(rx));
     let turns = TurnClock::new(cfg.turn_gap, &cfg.run);
     let state = Arc::new(State {
@@ -208,7 +350,12 @@ pub(super) async fn run(
         tools: Mutex::new(tools),
         server_name: Mutex::new(None),
         watched: Mutex::new(HashMap::new()),
-        out: tx,
+        asked: Mutex::new(HashMap::new()),
+        next_asked: AtomicU64::new(0),
+        next_batch: AtomicU64::new(0),
+        out: tokio::sync::Mutex::new(tx),
+        budget: Arc::new(Semaphore::new(budget_cap)),
+        budget_cap,
         tracker: TaskTracker::new(),
         next_op: AtomicU64::new(0),
         recorded: Notify::new(),
@@ -230,7 +377,8 @@ pub(super) async fn run(
     {
         to_client.abort();
     }
-    state.give_up_all();
+    // Its settles start at once; its answers wait at most 2 s for a client that does not read.
+    let _ = tokio::time::timeout(std::time::Duration::from_secs(2), state.give_up_all()).await;
     to_server.abort();
     if let Some(v) = viewer {
         v.abort();
@@ -252,10 +400,9 @@ pub(super) async fn run(
         );
     }
     let (ack, acked) = oneshot::channel();
-    let _ = tokio::time::timeout(
-        std::time::Duration::from_secs(2),
-        state.out.send(Out::Flush(ack)),
-    )
+    let _ = tokio::time::timeout(std::time::Duration::from_secs(2), async {
+        state.out.lock().await.send(Out::Flush(ack)).await
+    })
     .await;
     let _ = tokio::time::timeout(std::time::Duration::from_secs(2), acked).await;
     writer.abort();
@@ -335,22 +482,33 @@ fn exit_code(status: std::io::Result<std::process::ExitStatus>) -> i32 {
 }
 
 /// Writes lines to the client (stdout) in the order they were sent, flushing whenever nothing else is
-/// queued.
+/// queued. A line of the proxy's own after output that ended inside a line (the server's last line
+/// without its newline) starts on a new line, so the client can read it.
 async fn write_client(mut rx: mpsc::Receiver<Out>) {
     let mut out = tokio::io::stdout();
     let mut gone = false;
+    let mut line_open = false;
     while let Some(m) = rx.recv().await {
         match m {
-            Out::Line(bytes) => {
-                if gone {
+            Out::Line {
+                bytes,
+                own,
+                _permit: permit,
+            } => {
+                if gone || bytes.is_empty() {
                     continue;
                 }
-                if out.write_all(&bytes).await.is_err()
+                let newline: &[u8] = if own && line_open { b"\n" } else { b"" };
+                line_open = bytes.last() != Some(&b'\n');
+                if out.write_all(newline).await.is_err()
+                    || out.write_all(&bytes).await.is_err()
                     || (rx.is_empty() && out.flush().await.is_err())
                 {
                     tracing::warn!("the client's stdin is closed: answers are no longer delivered");
                     gone = true;
                 }
+                // The bytes are written: their share of the queue's byte budget is free.
+                drop(permit);
             }
             Out::Flush(ack) => {
                 let _ = out.flush().await;

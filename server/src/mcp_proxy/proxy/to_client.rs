@@ -1,34 +1,42 @@
 //! The server → client pipeline (docs/mcp-proxy.md "Failure behaviour"): each line forwarded first, its
-//! settlement written in the background; batches and late answers.
+//! settlement written in the background; batches, late answers, and lines over `--max-line-bytes`
+//! (streamed unread, docs/mcp-proxy.md "Long lines").
 
 use std::sync::Arc;
 use std::time::SystemTime;
 
 use bytes::Bytes;
 use serde_json::Value;
-use tokio::io::{AsyncBufReadExt, BufReader};
+use tokio::io::BufReader;
 use tokio::process::ChildStdout;
 
 use super::{without, State, Watch};
 use crate::mcp_proxy::ledger::{Operation, Settle};
+use crate::mcp_proxy::lines::{self, HeadScan, Read};
 use crate::mcp_proxy::message::{self, Message};
 use crate::mcp_proxy::outcome::{self, Decision};
 
 /// Reads the child's lines (stdout) and forwards each to the client at once; answers to watched
-/// requests are then read for the ledger in the background. At the end of the child's output, every
-/// call still in flight is settled `outcome_unknown`.
+/// requests are then read for the ledger in the background. A line over `--max-line-bytes` is streamed
+/// to the client piece by piece ([`long_line`]). At the end of the child's output, every call still in
+/// flight is settled `outcome_unknown` and every request left unanswered gets the proxy's error.
 pub(super) async fn server_to_client(state: Arc<State>, child_out: ChildStdout) {
     let mut reader = BufReader::with_capacity(64 * 1024, child_out);
     loop {
-        let mut line = Vec::new();
-        match reader.read_until(b'\n', &mut line).await {
-            Ok(0) => break,
-            Ok(_) => {}
+        let line = match lines::read_line(&mut reader, state.cfg.max_line_bytes).await {
+            Ok(Read::Line(line)) => line,
+            Ok(Read::Long(head)) => {
+                if long_line(&state, &mut reader, head).await {
+                    continue;
+                }
+                break;
+            }
+            Ok(Read::End) => break,
             Err(e) => {
                 tracing::warn!("cannot read the MCP server's output: {e}");
                 break;
             }
-        }
+        };
         if message::is_batch(&line) {
             server_batch(&state, line).await;
             continue;
@@ -38,6 +46,7 @@ pub(super) async fn server_to_client(state: Arc<State>, child_out: ChildStdout) 
             continue;
         };
         let key = message::id_key(&id);
+        state.lock_asked().remove(&key);
         let watch = state.lock_watched().remove(&key);
         let line = Bytes::from(line);
         match watch {
@@ -50,7 +59,91 @@ pub(super) async fn server_to_client(state: Arc<State>, child_out: ChildStdout) 
             }
         }
     }
-    state.give_up_all();
+    state.give_up_all().await;
+}
+
+/// A line over `--max-line-bytes` (`head`: its first bytes) forwarded to the client as it is read,
+/// piece by piece, never held whole; nothing else is written to the client inside it. Meanwhile
+/// [`HeadScan`] reads the id of each response in it: a protected call it answers is settled
+/// `outcome_unknown` (its answer was not read, [`unread_answer`]). Answers whether the line ended (else
+/// the output did).
+async fn long_line(state: &Arc<State>, reader: &mut BufReader<ChildStdout>, head: Vec<u8>) -> bool {
+    let mut scan = HeadScan::new();
+    let mut on_head = |h: lines::Head| {
+        if let Some(id) = h.response_id() {
+            unread_answer(state, id);
+        }
+    };
+    let mut total = head.len();
+    scan.feed(&head, &mut on_head);
+    let out = state.lock_out().await;
+    out.push(Bytes::from(head), false).await;
+    let ended = loop {
+        match lines::read_chunk(reader).await {
+            Ok(Some((chunk, ended))) => {
+                total += chunk.len();
+                scan.feed(&chunk, &mut on_head);
+                out.push(chunk, false).await;
+                if ended {
+                    break true;
+                }
+            }
+            Ok(None) => break false,
+            Err(e) => {
+                tracing::warn!("cannot read the MCP server's output: {e}");
+                break false;
+            }
+        }
+    };
+    drop(out);
+    tracing::warn!(
+        "a line of {total} bytes from the MCP server, over --max-line-bytes ({}), was forwarded unread{}",
+        state.cfg.max_line_bytes,
+        if ended { "" } else { " (the output ended inside it)" }
+    );
+    ended
+}
+
+/// An answer to request `id` that came in a line over `--max-line-bytes`, forwarded unread: a protected
+/// call in flight is settled `outcome_unknown` (a later answer with the same id is then a late answer,
+/// forwarded); an awaited `initialize` or `tools/list` is no longer awaited (its answer not learned); a
+/// call the proxy gave up on stays `outcome_unknown`.
+fn unread_answer(state: &Arc<State>, id: &Value) {
+    let key = message::id_key(id);
+    state.lock_asked().remove(&key);
+    let mut w = state.lock_watched();
+    match w.remove(&key) {
+        Some(Watch::Call { op, timer }) => {
+            if let Some(t) = timer {
+                t.abort();
+            }
+            tracing::warn!(
+                operation_id = %op.op.mutation_id,
+                "the call's answer came in a line over --max-line-bytes, forwarded unread: recorded outcome_unknown"
+            );
+            let settled = state.spawn_settle(op.op.clone(), Settle::Unknown);
+            w.insert(
+                key,
+                Watch::GaveUp {
+                    op,
+                    settled: Some(settled),
+                    forward_late: true,
+                },
+            );
+        }
+        Some(watch) if watch.is_list() => {
+            tracing::warn!(
+                "the answer to the client's initialize or tools/list came in a line over --max-line-bytes: \
+                 not read (an unlisted tool is recorded)"
+            );
+            state.lists.send_modify(|n| *n = n.saturating_sub(1));
+        }
+        Some(Watch::GaveUp { op, .. }) => tracing::info!(
+            operation_id = %op.op.mutation_id,
+            "a late answer in a line over --max-line-bytes, not read: the outcome stays unknown"
+        ),
+        _ => {}
+    }
 }
 
 /// One answer to a watched request (`line` its bytes, or `parsed` when it came in a batch): updates the
@@ -94,9 +187,17 @@ fn answer(state: &Arc<State>, watch: Watch, line: &Bytes, parsed: Option<&Value>
             let st = state.clone();
             let (line, parsed) = (line.clone(), parsed.cloned());
             state.tracker.spawn(async move {
-                let v =
-                    parsed.unwrap_or_else(|| serde_json::from_slice(&line).unwrap_or(Value::Null));
-                settle_answer(&st, &op.op, &v).await;
+                // Read, then let go of the answer before the ledger writes (which may retry for 30 s).
+                let (decision, metadata) = {
+                    let v = parsed
+                        .unwrap_or_else(|| serde_json::from_slice(&line).unwrap_or(Value::Null));
+                    drop(line);
+                    (
+                        outcome::decide(&v, st.cfg.is_error_as),
+                        st.cfg.metadata.extract(&v),
+                    )
+                };
+                settle_answer(&st, &op.op, decision, metadata).await;
             });
             true
         }
@@ -110,11 +211,14 @@ fn answer(state: &Arc<State>, watch: Watch, line: &Bytes, parsed: Option<&Value>
             let st = state.clone();
             let (line, parsed) = (line.clone(), parsed.cloned());
             state.tracker.spawn(async move {
+                let success = outcome::late_success(
+                    &parsed.unwrap_or_else(|| serde_json::from_slice(&line).unwrap_or(Value::Null)),
+                );
+                drop(line);
                 if let Some(h) = settled {
                     let _ = h.await;
                 }
-                let v = parsed.unwrap_or_else(|| serde_json::from_slice(&line).unwrap_or(Value::Null));
-                if outcome::late_success(&v) {
+                if success {
                     tracing::info!(operation_id = %op.op.mutation_id, "a late success answered the call: reconciled completed");
                     st.recorder
                         .reconcile_completed(&op.op, &reference, &observed_at)
@@ -128,11 +232,17 @@ fn answer(state: &Arc<State>, watch: Watch, line: &Bytes, parsed: Option<&Value>
     }
 }
 
-/// The ledger transition of a protected call's answer, then its host metadata.
-async fn settle_answer(state: &State, op: &Operation, answer: &Value) {
+/// The ledger transition of a protected call's answer (`decision`), then its host metadata (read from
+/// the answer by `--metadata`).
+async fn settle_answer(
+    state: &State,
+    op: &Operation,
+    decision: Decision,
+    metadata: Option<[Option<String>; 3]>,
+) {
     let r = &state.recorder;
-    match outcome::decide(answer, state.cfg.is_error_as) {
-        Decision::Completed => match state.cfg.metadata.extract(answer) {
+    match decision {
+        Decision::Completed => match metadata {
             Some(fields) => {
                 r.complete_with_metadata(op, &fields).await;
             }
@@ -165,7 +275,9 @@ async fn server_batch(state: &Arc<State>, line: Vec<u8>) {
         let Message::Response { id } = message::describe(item) else {
             continue;
         };
-        let watch = state.lock_watched().remove(&message::id_key(&id));
+        let key = message::id_key(&id);
+        let watch = state.lock_watched().remove(&key);
+        state.lock_asked().remove(&key);
         if let Some(w) = watch {
             if !answer(state, w, &line, Some(item)) {
                 dropped.push(i);

@@ -1,16 +1,20 @@
 //! The client → server pipeline (docs/mcp-proxy.md "Ordering"): one ordered pipeline in which a
 //! protected call waits for its approve + intent and every later line waits behind it; the proxy's own
-//! call timeouts and the client's cancellations.
+//! call timeouts and the client's cancellations; a client line over `--max-line-bytes` is not forwarded
+//! (docs/mcp-proxy.md "Long lines").
 
 use std::sync::Arc;
 use std::time::Instant;
 
 use serde_json::{json, Value};
-use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
+use tokio::io::{AsyncRead, AsyncWriteExt, BufReader};
 use tokio::process::ChildStdin;
 
-use super::{without, Pending, State, Watch, CALL_TIMED_OUT, LEDGER_REFUSED, LIST_WAIT};
+use super::{
+    without, Pending, State, Watch, CALL_TIMED_OUT, LEDGER_REFUSED, LINE_TOO_LONG, LIST_WAIT,
+};
 use crate::mcp_proxy::ledger::{NewCall, Operation, Settle};
+use crate::mcp_proxy::lines::{self, HeadScan, Read};
 use crate::mcp_proxy::message::{self, Line, Message};
 use crate::mcp_proxy::turns::TurnClock;
 use crate::mcp_proxy::OnLedgerDown;
@@ -25,15 +29,20 @@ pub(super) async fn client_to_server(
 ) {
     let mut stdin = BufReader::with_capacity(64 * 1024, tokio::io::stdin());
     loop {
-        let mut line = Vec::new();
-        match stdin.read_until(b'\n', &mut line).await {
-            Ok(0) => break,
-            Ok(_) => {}
+        let line = match lines::read_line(&mut stdin, state.cfg.max_line_bytes).await {
+            Ok(Read::Line(line)) => line,
+            Ok(Read::Long(head)) => {
+                if refuse_long_line(&state, &mut stdin, head).await {
+                    continue;
+                }
+                break;
+            }
+            Ok(Read::End) => break,
             Err(e) => {
                 tracing::warn!("cannot read the client's messages: {e}");
                 break;
             }
-        }
+        };
         let Some(forward) = client_line(&state, line, &mut turns).await else {
             continue;
         };
@@ -43,6 +52,78 @@ pub(super) async fn client_to_server(
         }
     }
     let _ = child_in.shutdown().await;
+}
+
+/// Requests of one over-long client line answered at most (their errors are built in memory).
+const LONG_LINE_ANSWERS: usize = 1000;
+
+/// A client line over `--max-line-bytes` (`head`: its first bytes), read to its end piece by piece and
+/// NOT forwarded: the proxy cannot read it whole, so it cannot tell whether it holds a protected call to
+/// record (fail closed). Each request in it whose id [`HeadScan`] reads (at most [`LONG_LINE_ANSWERS`])
+/// gets the error [`LINE_TOO_LONG`], in an array when the line is a batch; anything else in it is
+/// dropped, logged. Answers whether the line ended (else the input did).
+async fn refuse_long_line<R: AsyncRead + Unpin>(
+    state: &Arc<State>,
+    input: &mut BufReader<R>,
+    head: Vec<u8>,
+) -> bool {
+    let batch = message::is_batch(&head);
+    let mut scan = HeadScan::new();
+    let (mut ids, mut unanswered) = (Vec::new(), 0usize);
+    let mut on_head = |h: lines::Head| match h.request_id() {
+        Some(id) if ids.len() < LONG_LINE_ANSWERS => ids.push(id.clone()),
+        _ => unanswered += 1,
+    };
+    let mut total = head.len();
+    scan.feed(&head, &mut on_head);
+    drop(head);
+    let ended = loop {
+        match lines::read_chunk(input).await {
+            Ok(Some((chunk, ended))) => {
+                total += chunk.len();
+                scan.feed(&chunk, &mut on_head);
+                if ended {
+                    break true;
+                }
+            }
+            Ok(None) => break false,
+            Err(e) => {
+                tracing::warn!("cannot read the client's messages: {e}");
+                break false;
+            }
+        }
+    };
+    let max = state.cfg.max_line_bytes;
+    tracing::warn!(
+        "a line of {total} bytes from the client, over --max-line-bytes ({max}), was NOT forwarded: \
+         {} request(s) in it answered with an error, {unanswered} other message(s) in it dropped",
+        ids.len()
+    );
+    let errors: Vec<Value> = ids
+        .iter()
+        .map(|id| {
+            message::error_value(
+                id,
+                LINE_TOO_LONG,
+                &format!(
+                    "outcomes mcp-proxy: this message is over --max-line-bytes ({max} bytes), so the proxy \
+                     could not read it and did NOT forward it to the MCP server: nothing was called"
+                ),
+                Some(json!({"forwarded": false, "max_line_bytes": max})),
+            )
+        })
+        .collect();
+    let answer = match (batch, errors.len()) {
+        (_, 0) => None,
+        (true, _) => Some(Value::Array(errors)),
+        (false, _) => errors.into_iter().last(),
+    };
+    if let Some(v) = answer {
+        let mut line = serde_json::to_vec(&v).unwrap_or_default();
+        line.push(b'\n');
+        state.send_own(line).await;
+    }
+    ended
 }
 
 /// One client line: what it starts (watches, records) and the bytes to forward (`None`: nothing).
@@ -96,6 +177,7 @@ async fn client_line(state: &Arc<State>, line: Vec<u8>, turns: &mut TurnClock) -
         }
     }
     if calls.is_empty() {
+        ask(state, &inspected, &[]);
         return Some(line);
     }
 
@@ -161,7 +243,7 @@ async fn client_line(state: &Arc<State>, line: Vec<u8>, turns: &mut TurnClock) -
                         ),
                         json!({"operation_id": call.op.mutation_id, "tool_called": false}),
                     );
-                    state.send(refusal).await;
+                    state.send_own(refusal).await;
                 }
                 refused.push(i);
             }
@@ -170,12 +252,34 @@ async fn client_line(state: &Arc<State>, line: Vec<u8>, turns: &mut TurnClock) -
     for op in unanswerable {
         state.spawn_settle(op, Settle::Unknown);
     }
+    ask(state, &inspected, &refused);
     if refused.is_empty() {
         return Some(line);
     }
     match inspected {
         Line::Single(_) => None,
         Line::Batch(_) => without(&line, &refused),
+    }
+}
+
+/// Notes the requests of a line about to be forwarded (all but the elements at `refused`) as awaiting
+/// the server's answer.
+fn ask(state: &State, line: &Line, refused: &[usize]) {
+    let (messages, batch): (&[Message], bool) = match line {
+        Line::Single(m) => (std::slice::from_ref(m), false),
+        Line::Batch(ms) => (ms, true),
+    };
+    let ids: Vec<&Value> = messages
+        .iter()
+        .enumerate()
+        .filter(|(i, _)| !refused.contains(i))
+        .filter_map(|(_, m)| match m {
+            Message::Request { id, .. } => Some(id),
+            _ => None,
+        })
+        .collect();
+    if !ids.is_empty() {
+        state.ask(&ids, batch);
     }
 }
 
@@ -278,7 +382,7 @@ fn watch_call(state: &Arc<State>, id: Value, op: Operation) {
         tokio::spawn(async move {
             tokio::time::sleep(after).await;
             if let Some(line) = timed_out(&st, &k, &p, after) {
-                st.send(line).await;
+                st.send_own(line).await;
             }
         })
         .abort_handle()
@@ -315,6 +419,7 @@ fn timed_out(
         json!({"operation_id": id, "outcome": "outcome_unknown", "reason": "execution_timeout"}),
     );
     let settled = state.spawn_settle(pending.op.clone(), Settle::TimedOut);
+    state.lock_asked().remove(key);
     w.insert(
         key.to_owned(),
         Watch::GaveUp {
@@ -330,6 +435,8 @@ fn timed_out(
 /// protected call in flight is settled `outcome_unknown`.
 fn cancelled(state: &Arc<State>, id: &Value) {
     let key = message::id_key(id);
+    // The client gave up on it: it expects no answer, from the server or the proxy.
+    state.lock_asked().remove(&key);
     let mut w = state.lock_watched();
     if w.get(&key).is_some_and(Watch::is_list) {
         // A cancelled list may never be answered: it is no longer awaited.
