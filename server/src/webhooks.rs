@@ -12,7 +12,7 @@
 //! The worker also prunes the outbox (finished rows after 7 days; docs/api.md "Webhooks", "Pruning").
 
 use std::collections::HashSet;
-use std::net::{IpAddr, Ipv4Addr, SocketAddr};
+use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr};
 use std::path::PathBuf;
 use std::process::ExitCode;
 use std::sync::Arc;
@@ -95,28 +95,61 @@ pub fn new_secret() -> String {
 
 /// Whether `ip` may receive deliveries without `--webhook-allow-private`: not loopback, private (RFC 1918,
 /// unique local), link-local, shared (100.64/10), unspecified, broadcast, multicast, reserved or
-/// documentation; IPv4-mapped and NAT64 IPv6 addresses are judged by their IPv4 address.
+/// documentation. An IPv6 address that embeds an IPv4 address is judged by the IPv4 address it embeds
+/// ([`embedded_v4`]: IPv4-mapped, IPv4-translated, IPv4-compatible, NAT64, 6to4, Teredo), every one of them
+/// public, so `::1` (IPv4-compatible 0.0.0.1) and `::` stay refused; docs/api.md "Webhooks",
+/// "Destinations".
 pub fn is_public(ip: IpAddr) -> bool {
     match ip {
         IpAddr::V4(v4) => is_public_v4(v4),
         IpAddr::V6(v6) => {
-            if let Some(v4) = v6.to_ipv4_mapped() {
-                return is_public_v4(v4);
+            if let Some(embedded) = embedded_v4(v6) {
+                return embedded.iter().all(|v4| is_public_v4(*v4));
             }
             let s = v6.segments();
-            if s[0] == 0x64 && s[1] == 0xff9b && s[2..6] == [0, 0, 0, 0] {
-                let o = v6.octets();
-                return is_public_v4(Ipv4Addr::new(o[12], o[13], o[14], o[15]));
-            }
             !(v6.is_loopback()
                 || v6.is_unspecified()
                 || v6.is_multicast()
                 || (s[0] & 0xfe00) == 0xfc00 // unique local fc00::/7
                 || (s[0] & 0xffc0) == 0xfe80 // link-local fe80::/10
                 || (s[0] & 0xffc0) == 0xfec0 // site-local fec0::/10
-                || (s[0] == 0x2001 && s[1] == 0x0db8) // documentation
-                || (s[0..6] == [0, 0, 0, 0, 0, 0])) // IPv4-compatible (deprecated)
+                || (s[0] == 0x2001 && s[1] == 0x0db8)) // documentation
         }
+    }
+}
+
+/// The IPv4 addresses an IPv6 address embeds, by its form (`None` for any other IPv6 address); a
+/// connection to it reaches (or is relayed to) one of them:
+/// - IPv4-mapped `::ffff:0:0/96` and IPv4-translated `::ffff:0:0:0/96` (RFC 2765): the last 32 bits;
+/// - IPv4-compatible `::/96` (deprecated, RFC 4291): the last 32 bits (`::1` is 0.0.0.1, `::` 0.0.0.0);
+/// - NAT64 `64:ff9b::/96` (RFC 6052; the rest of `64:ff9b::/32` alike): the last 32 bits; the local-use
+///   `64:ff9b:1::/48` (RFC 8215): the last 32 bits when bits 48..96 are zero (a /96 translator prefix),
+///   else the address of each RFC 6052 layout a translator's prefix inside it may use (/48, /56, /64,
+///   /96), so such an address passes only when every reading of it is public;
+/// - 6to4 `2002::/16` (RFC 3056): bits 16..48;
+/// - Teredo `2001:0::/32` (RFC 4380): the server in bits 32..64, and the client, the last 32 bits
+///   inverted.
+pub fn embedded_v4(v6: Ipv6Addr) -> Option<Vec<Ipv4Addr>> {
+    let s = v6.segments();
+    let o = v6.octets();
+    let last = Ipv4Addr::new(o[12], o[13], o[14], o[15]);
+    match (s[0], s[1]) {
+        (0, 0) if s[2..5] == [0, 0, 0] && (s[5] == 0 || s[5] == 0xffff) => Some(vec![last]),
+        (0, 0) if s[2..4] == [0, 0] && s[4] == 0xffff && s[5] == 0 => Some(vec![last]),
+        (0x64, 0xff9b) if s[2] == 1 && o[6..12] == [0; 6] => Some(vec![last]),
+        (0x64, 0xff9b) if s[2] == 1 => Some(vec![
+            Ipv4Addr::new(o[6], o[7], o[9], o[10]),
+            Ipv4Addr::new(o[7], o[9], o[10], o[11]),
+            Ipv4Addr::new(o[9], o[10], o[11], o[12]),
+            last,
+        ]),
+        (0x64, 0xff9b) => Some(vec![last]),
+        (0x2002, _) => Some(vec![Ipv4Addr::new(o[2], o[3], o[4], o[5])]),
+        (0x2001, 0) => Some(vec![
+            Ipv4Addr::new(o[4], o[5], o[6], o[7]),
+            Ipv4Addr::from(!u32::from(last)),
+        ]),
+        _ => None,
     }
 }
 
@@ -651,6 +684,90 @@ mod tests {
         }
         for ip in ["8.8.8.8", "1.1.1.1", "2606:4700::1111", "::ffff:8.8.8.8"] {
             assert!(is_public(ip.parse().unwrap()), "{ip}");
+        }
+    }
+
+    /// Every IPv6 form that embeds an IPv4 address is judged by the address it embeds: wrapping
+    /// 127.0.0.1 or 10.1.2.3 it is refused, wrapping 8.8.8.8 it passes (Teredo: both its server and its
+    /// client, the last 32 bits inverted, must be public).
+    #[test]
+    fn ipv6_forms_embedding_ipv4_are_judged_by_the_embedded_address() {
+        // (form, wrapping 127.0.0.1, wrapping 10.1.2.3, wrapping 8.8.8.8)
+        let forms = [
+            (
+                "IPv4-mapped",
+                "::ffff:127.0.0.1",
+                "::ffff:10.1.2.3",
+                "::ffff:8.8.8.8",
+            ),
+            (
+                "IPv4-translated",
+                "::ffff:0:127.0.0.1",
+                "::ffff:0:10.1.2.3",
+                "::ffff:0:8.8.8.8",
+            ),
+            ("IPv4-compatible", "::127.0.0.1", "::10.1.2.3", "::8.8.8.8"),
+            (
+                "NAT64",
+                "64:ff9b::127.0.0.1",
+                "64:ff9b::10.1.2.3",
+                "64:ff9b::8.8.8.8",
+            ),
+            (
+                "NAT64 local-use",
+                "64:ff9b:1::127.0.0.1",
+                "64:ff9b:1::10.1.2.3",
+                "64:ff9b:1::8.8.8.8",
+            ),
+            // 6to4: the IPv4 address in bits 16..48 (7f00:0001 is 127.0.0.1).
+            (
+                "6to4",
+                "2002:7f00:1::",
+                "2002:a01:203::1",
+                "2002:808:808::1",
+            ),
+            // Teredo: server in bits 32..64, client the last 32 bits inverted (80ff:fffe is
+            // 127.0.0.1, f5fe:fdfc is 10.1.2.3, f7f7:f7f7 is 8.8.8.8).
+            (
+                "Teredo server",
+                "2001:0:7f00:1::f7f7:f7f7",
+                "2001:0:a01:203::f7f7:f7f7",
+                "2001:0:808:808::f7f7:f7f7",
+            ),
+            (
+                "Teredo client",
+                "2001:0:808:808::80ff:fffe",
+                "2001:0:808:808::f5fe:fdfc",
+                "2001:0:808:808::f7f7:f7f7",
+            ),
+        ];
+        for (form, loopback, private, public) in forms {
+            for ip in [loopback, private] {
+                assert!(!is_public(ip.parse().unwrap()), "{form} {ip}");
+            }
+            assert!(is_public(public.parse().unwrap()), "{form} {public}");
+        }
+        // `::1` and `::` embed 0.0.0.1 and 0.0.0.0: refused.
+        assert!(!is_public("::1".parse().unwrap()));
+        assert!(!is_public("::".parse().unwrap()));
+        // A local-use NAT64 address in another layout than /96 passes only if every reading is public:
+        // the /48 layout of 127.0.0.1 with 8.8.8.8 in the last 32 bits is refused.
+        assert!(!is_public("64:ff9b:1:7f00:0:1:808:808".parse().unwrap()));
+        // Not an embedding form: judged as IPv6.
+        assert_eq!(embedded_v4("2606:4700::1111".parse().unwrap()), None);
+    }
+
+    /// The 6to4 address of 127.0.0.1 is refused at delivery too, and nothing is sent.
+    #[tokio::test]
+    async fn a_6to4_loopback_destination_is_refused_at_delivery() {
+        let item = unknown_to("http://[2002:7f00:1::]:9/hook".into());
+        match attempt(&item, false).await {
+            Attempt::Refused(why) => assert_eq!(
+                why,
+                "the destination is a private, loopback or link-local address (2002:7f00:1::); pass \
+                 --webhook-allow-private to allow it"
+            ),
+            _ => panic!("refused"),
         }
     }
 

@@ -114,6 +114,46 @@ fn the_cli_adds_lists_and_removes_and_refuses_bad_destinations_naming_the_reason
     assert!(stderr.contains("no webhook endpoint 1"), "{stderr}");
 }
 
+/// `webhooks add` judges an IPv6 destination that embeds an IPv4 address by the address it embeds: each
+/// form wrapping 127.0.0.1 or 10.x is refused (exit 2, naming the address and the flag, nothing stored)
+/// without `--webhook-allow-private`, and accepted with it.
+#[test]
+fn the_cli_refuses_ipv6_forms_embedding_a_private_ipv4_address() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    for host in [
+        "2002:7f00:1::",
+        "2002:a00:1::1",
+        "::ffff:127.0.0.1",
+        "::127.0.0.1",
+        "64:ff9b::a00:1",
+        "64:ff9b:1::7f00:1",
+        "2001:0:7f00:1::f7f7:f7f7",
+        "2001:0:808:808::80ff:fffe",
+    ] {
+        let url = format!("http://[{host}]/");
+        let (code, stdout, stderr) = webhooks(d, &["add", &url]);
+        assert_eq!(code, 2, "{url}: {stderr}");
+        assert!(stdout.is_empty(), "{url}: {stdout}");
+        assert!(
+            stderr.contains("private, loopback or link-local")
+                && stderr.contains("--webhook-allow-private"),
+            "{url}: {stderr}"
+        );
+    }
+    let (code, stdout, _) = webhooks(d, &["list"]);
+    assert_eq!(code, 0);
+    assert!(
+        stdout.contains("no webhook endpoints"),
+        "nothing was stored: {stdout}"
+    );
+    let (code, _, stderr) = webhooks(
+        d,
+        &["add", "http://[2002:7f00:1::]/", "--webhook-allow-private"],
+    );
+    assert_eq!(code, 0, "{stderr}");
+}
+
 /// One request the local receiver got: when, its headers and its body.
 type Got = (Instant, HeaderMap, Vec<u8>);
 
