@@ -5,13 +5,16 @@
 //! The outbox is the ledger's (`ledger::webhooks`): its rows are written in the transaction of the change,
 //! so the worker here only reads and updates them, never on the write path. A delivery is one POST with a
 //! 10 s timeout; a 2xx is delivered, a 410 disables the endpoint, anything else is tried again with
-//! exponential backoff and jitter until 24 h after the event. Each attempt is counted into
+//! exponential backoff and jitter until 24 h after the event. Delivery is per endpoint (docs/api.md
+//! "Webhooks", "Per endpoint"): at most 4 in flight per endpoint, taken fairly across endpoints; after 5
+//! failures in a row an endpoint waits as a whole and is probed one delivery at a time; failing 24 h it
+//! is disabled; its pending rows past `--webhook-outbox-max-pending` are dropped, the oldest first. Each attempt is counted into
 //! `outcomes_webhook_deliveries_total{event,result}` (docs/api.md "Metrics"). A destination refused at
 //! delivery (a private or loopback address without `--webhook-allow-private`) is tried again like any
 //! other failure (its name may resolve elsewhere later), but logged once per endpoint, not per attempt.
 //! The worker also prunes the outbox (finished rows after 7 days; docs/api.md "Webhooks", "Pruning").
 
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr};
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -22,7 +25,10 @@ use std::time::{Duration, Instant};
 use base64::Engine as _;
 use clap::{Args, Subcommand};
 use hmac::{Hmac, Mac};
-use ledger::webhooks::{OutboxItem, OutboxPrune, Webhooks};
+use ledger::webhooks::{
+    EndpointFailure, OutboxItem, OutboxPrune, Webhooks, ENDPOINT_IN_FLIGHT,
+    OUTBOX_MAX_PENDING_PER_ENDPOINT,
+};
 use ledger::{Ledger, LedgerOptions};
 use rand::{Rng, RngCore};
 use sha2::Sha256;
@@ -38,8 +44,10 @@ pub const GIVE_UP_AFTER_MS: i64 = 24 * 3600 * 1000;
 pub const MAX_BACKOFF_MS: i64 = 3600 * 1000;
 /// How long a worker holds a row it is delivering (longer than [`DELIVERY_TIMEOUT`]).
 const LEASE_MS: i64 = 60_000;
-/// Deliveries in flight at once per process.
-const CONCURRENT_DELIVERIES: usize = 16;
+/// Deliveries in flight at once per process, all endpoints together. Each endpoint has at most
+/// [`ENDPOINT_IN_FLIGHT`] of them (1 while it waits as a whole), so a slow or dead endpoint holds at
+/// most that many and the others keep the rest.
+const CONCURRENT_DELIVERIES: usize = 64;
 /// How often the worker looks for due deliveries and stale unknowns.
 const POLL: Duration = Duration::from_millis(250);
 /// How often the worker prunes the outbox (the first time when it starts): finished rows older than
@@ -317,6 +325,10 @@ pub struct WorkerOptions {
     /// The first retry's wait (ms), doubled per failed attempt up to an hour, with jitter.
     #[arg(long, env = "OUTCOMES_WEBHOOK_RETRY_BASE_MS", default_value_t = 5_000, hide = true, value_parser = clap::value_parser!(i64).range(1..=3_600_000))]
     pub webhook_retry_base_ms: i64,
+    /// The most deliveries one endpoint keeps pending in the outbox; past it the oldest are dropped
+    /// (docs/api.md "Webhooks", "The bound").
+    #[arg(long, env = "OUTCOMES_WEBHOOK_OUTBOX_MAX_PENDING", default_value_t = OUTBOX_MAX_PENDING_PER_ENDPOINT, value_parser = clap::value_parser!(i64).range(1..=10_000_000))]
+    pub webhook_outbox_max_pending: i64,
 }
 
 impl Default for WorkerOptions {
@@ -325,6 +337,7 @@ impl Default for WorkerOptions {
             stale_after_secs: 900,
             webhook_allow_private: false,
             webhook_retry_base_ms: 5_000,
+            webhook_outbox_max_pending: OUTBOX_MAX_PENDING_PER_ENDPOINT,
         }
     }
 }
@@ -369,6 +382,29 @@ struct Worker {
     options: WorkerOptions,
     metrics: Arc<Metrics>,
     refused: RefusalLog,
+    /// Deliveries in flight per endpoint id (the cap [`ENDPOINT_IN_FLIGHT`] is applied by
+    /// [`Webhooks::take_due_per_endpoint`] with these counts).
+    in_flight: Mutex<HashMap<i64, i64>>,
+}
+
+impl Worker {
+    /// The deliveries in flight per endpoint now.
+    fn in_flight(&self) -> HashMap<i64, i64> {
+        self.in_flight
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .clone()
+    }
+
+    /// One more (`+1`) or one less (`-1`) delivery of `endpoint` in flight.
+    fn count_in_flight(&self, endpoint: i64, by: i64) {
+        let mut map = self.in_flight.lock().unwrap_or_else(|e| e.into_inner());
+        let n = map.entry(endpoint).or_insert(0);
+        *n += by;
+        if *n <= 0 {
+            map.remove(&endpoint);
+        }
+    }
 }
 
 async fn attempt(item: &OutboxItem, allow_private: bool) -> Attempt {
@@ -428,18 +464,45 @@ fn next_attempt(webhooks: &Webhooks, item: &OutboxItem, options: &WorkerOptions)
     (next <= item.at.saturating_add(GIVE_UP_AFTER_MS)).then_some(next)
 }
 
-/// Records a failed attempt (tried again at `next`, or given up): what it counts as, and the record.
+/// Records a failed attempt (tried again at `next`, or given up) and its endpoint's failure
+/// ([`Webhooks::endpoint_failed`]: after [`ledger::webhooks::ENDPOINT_BACKOFF_AFTER`] failures in a row
+/// the endpoint waits as a whole, [`backoff_ms`] from the retry base; failing 24 h, it is disabled):
+/// what the attempt counts as (`gave_up` when no attempt is left for the row, its endpoint disabled
+/// included), and the record.
 async fn failed(
     webhooks: &Webhooks,
     item: &OutboxItem,
     next: Option<i64>,
     why: &str,
+    options: &WorkerOptions,
 ) -> (DeliveryResult, Result<(), ledger::LedgerError>) {
-    let counted = match next {
-        Some(_) => DeliveryResult::Failed,
-        None => DeliveryResult::GaveUp,
+    let recorded = webhooks.attempt_failed(item.id, next, why).await;
+    let base = options.webhook_retry_base_ms;
+    let endpoint = match webhooks
+        .endpoint_failed(item.endpoint_id, |n| backoff_ms(base, n))
+        .await
+    {
+        Ok(e) => e,
+        Err(e) => return (DeliveryResult::Failed, recorded.and(Err(e))),
     };
-    (counted, webhooks.attempt_failed(item.id, next, why).await)
+    match endpoint {
+        EndpointFailure::Disabled { since } => tracing::warn!(
+            endpoint = item.endpoint_id,
+            failing_since = %ledger::store::format_time(since),
+            "webhook endpoint failing for 24 h: disabled, its pending deliveries given up"
+        ),
+        EndpointFailure::Blocked { until, .. } => tracing::debug!(
+            endpoint = item.endpoint_id,
+            until = %ledger::store::format_time(until),
+            "webhook endpoint failing: its deliveries wait"
+        ),
+        EndpointFailure::Failing { .. } | EndpointFailure::Gone => {}
+    }
+    let counted = match (next, endpoint) {
+        (None, _) | (_, EndpointFailure::Disabled { .. }) => DeliveryResult::GaveUp,
+        _ => DeliveryResult::Failed,
+    };
+    (counted, recorded)
 }
 
 /// Makes one attempt of `item`, records what it came to in the outbox and counts it
@@ -466,7 +529,7 @@ async fn deliver(webhooks: Webhooks, item: OutboxItem, worker: Arc<Worker>) {
         Attempt::Failed(why) => {
             let next = next_attempt(&webhooks, &item, &worker.options);
             tracing::warn!(endpoint, webhook_id = %item.msg_id, error = %why, given_up = next.is_none(), "webhook not delivered");
-            failed(&webhooks, &item, next, &why).await
+            failed(&webhooks, &item, next, &why, &worker.options).await
         }
         Attempt::Refused(why) => {
             let next = next_attempt(&webhooks, &item, &worker.options);
@@ -481,7 +544,7 @@ async fn deliver(webhooks: Webhooks, item: OutboxItem, worker: Arc<Worker>) {
             } else {
                 tracing::debug!(endpoint, webhook_id = %item.msg_id, error = %why, given_up = next.is_none(), "webhook destination refused again");
             }
-            failed(&webhooks, &item, next, &why).await
+            failed(&webhooks, &item, next, &why, &worker.options).await
         }
     };
     worker.metrics.webhook_delivery(&item.event, counted);
@@ -491,10 +554,51 @@ async fn deliver(webhooks: Webhooks, item: OutboxItem, worker: Arc<Worker>) {
     }
 }
 
-/// The delivery worker of `serve`: every [`POLL`] queues stale alerts and takes due deliveries (a lease
-/// each; on Postgres `FOR UPDATE SKIP LOCKED`), each delivered on its own task (at most
-/// [`CONCURRENT_DELIVERIES`] at once), so a slow receiver delays neither the others nor any write; each
-/// attempt is counted into `metrics` (`outcomes_webhook_deliveries_total`). Every [`PRUNE_EVERY`], the
+/// The worker's pass on each [`POLL`] tick: prunes the outbox every [`PRUNE_EVERY`] (the first time at
+/// once), queues stale alerts, and drops each endpoint's oldest pending rows past the bound, counting
+/// them. Failures are logged; the next tick tries again.
+async fn upkeep(webhooks: &Webhooks, worker: &Worker, pruned_at: &mut Option<Instant>) {
+    if pruned_at.is_none_or(|at| at.elapsed() >= PRUNE_EVERY) {
+        *pruned_at = Some(Instant::now());
+        match webhooks.prune_outbox(OutboxPrune::default()).await {
+            Ok(0) => {}
+            Ok(rows) => tracing::debug!(rows, "webhook outbox pruned"),
+            Err(e) => tracing::warn!(error = %e, "webhook outbox not pruned"),
+        }
+    }
+    if let Err(e) = webhooks
+        .enqueue_stale(worker.options.stale_after_secs)
+        .await
+    {
+        tracing::warn!(error = %e, "stale webhook alerts not queued");
+    }
+    match webhooks
+        .drop_over_bound(worker.options.webhook_outbox_max_pending)
+        .await
+    {
+        Ok(dropped) => {
+            for (endpoint, rows) in dropped {
+                tracing::warn!(
+                    endpoint,
+                    rows,
+                    bound = worker.options.webhook_outbox_max_pending,
+                    "webhook outbox over its bound: the endpoint's oldest pending deliveries dropped"
+                );
+                worker.metrics.webhook_outbox_dropped(endpoint, rows);
+            }
+        }
+        Err(e) => tracing::warn!(error = %e, "webhook outbox bound not applied"),
+    }
+}
+
+/// The delivery worker of `serve`: every [`POLL`] queues stale alerts, drops each endpoint's oldest
+/// pending rows past `--webhook-outbox-max-pending` ([`Webhooks::drop_over_bound`], counted into
+/// `outcomes_webhook_outbox_dropped_total{endpoint}`) and takes due deliveries fairly across endpoints
+/// (a lease each; on Postgres `FOR UPDATE SKIP LOCKED`; [`Webhooks::take_due_per_endpoint`]), each
+/// delivered on its own task: at most [`ENDPOINT_IN_FLIGHT`] per endpoint (1 while a failing endpoint
+/// waits) and [`CONCURRENT_DELIVERIES`] in all, so a slow or dead receiver delays only its own
+/// deliveries and never a write; each attempt is counted into `metrics`
+/// (`outcomes_webhook_deliveries_total`). docs/api.md "Webhooks", "Per endpoint". Every [`PRUNE_EVERY`], the
 /// first time at once, it prunes the outbox ([`Webhooks::prune_outbox`]: finished rows 7 days old, in
 /// batches of 500, at most 10,000 a time; docs/api.md "Webhooks", "Pruning").
 pub async fn run_worker(
@@ -507,35 +611,32 @@ pub async fn run_worker(
         options,
         metrics,
         refused: RefusalLog::default(),
+        in_flight: Mutex::new(HashMap::new()),
     });
     let permits = Arc::new(tokio::sync::Semaphore::new(CONCURRENT_DELIVERIES));
     let mut tick = tokio::time::interval(POLL);
     tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     let mut pruned_at: Option<Instant> = None;
+    // A delivery that ends wakes the loop to take the next due rows at once (only that: no stale or
+    // bound pass), so an endpoint's throughput is not one poll's worth of rows per [`POLL`].
+    let done = Arc::new(tokio::sync::Notify::new());
     loop {
-        tokio::select! {
+        let ticked = tokio::select! {
             _ = stop.cancelled() => break,
-            _ = tick.tick() => {}
-        }
-        if pruned_at.is_none_or(|at| at.elapsed() >= PRUNE_EVERY) {
-            pruned_at = Some(Instant::now());
-            match webhooks.prune_outbox(OutboxPrune::default()).await {
-                Ok(0) => {}
-                Ok(rows) => tracing::debug!(rows, "webhook outbox pruned"),
-                Err(e) => tracing::warn!(error = %e, "webhook outbox not pruned"),
-            }
-        }
-        if let Err(e) = webhooks
-            .enqueue_stale(worker.options.stale_after_secs)
-            .await
-        {
-            tracing::warn!(error = %e, "stale webhook alerts not queued");
+            _ = tick.tick() => true,
+            _ = done.notified() => false,
+        };
+        if ticked {
+            upkeep(&webhooks, &worker, &mut pruned_at).await;
         }
         let free = i64::try_from(permits.available_permits()).unwrap_or(0);
         if free == 0 {
             continue;
         }
-        let items = match webhooks.take_due(free, LEASE_MS).await {
+        let items = match webhooks
+            .take_due_per_endpoint(free, LEASE_MS, ENDPOINT_IN_FLIGHT, &worker.in_flight())
+            .await
+        {
             Ok(items) => items,
             Err(e) => {
                 tracing::warn!(error = %e, "webhook outbox not read");
@@ -547,9 +648,14 @@ pub async fn run_worker(
                 break;
             };
             let (w, o) = (webhooks.clone(), worker.clone());
+            let endpoint = item.endpoint_id;
+            o.count_in_flight(endpoint, 1);
+            let done = done.clone();
             tokio::spawn(async move {
-                deliver(w, item, o).await;
+                deliver(w, item, o.clone()).await;
+                o.count_in_flight(endpoint, -1);
                 drop(permit);
+                done.notify_one();
             });
         }
     }
@@ -588,6 +694,26 @@ pub async fn main(args: WebhooksArgs) -> ExitCode {
     }
 }
 
+/// What `webhooks list` says of an endpoint after its creation time: nothing while it delivers;
+/// `\tfailing since <time> (<n> failed attempts)`; `\tdisabled <time> (410)`, or
+/// `\tdisabled <time> (failing since <time>)` when 24 h of failures disabled it (docs/api.md
+/// "Webhooks").
+pub fn endpoint_state(e: &ledger::webhooks::WebhookEndpoint) -> String {
+    let t = ledger::store::format_time;
+    match (e.disabled_at, e.disabled_reason.as_deref(), e.failing_since) {
+        (Some(at), Some("failing"), Some(since)) => {
+            format!("\tdisabled {} (failing since {})", t(at), t(since))
+        }
+        (Some(at), _, _) => format!("\tdisabled {} (410)", t(at)),
+        (None, _, Some(since)) => format!(
+            "\tfailing since {} ({} failed attempts)",
+            t(since),
+            e.consecutive_failures
+        ),
+        (None, _, None) => String::new(),
+    }
+}
+
 async fn run(args: WebhooksArgs, events: Option<String>) -> Result<(), Box<dyn std::error::Error>> {
     let database = crate::database::database_or_default(args.database.as_deref(), &args.data_dir);
     let ledger = Ledger::open(&database, LedgerOptions::default()).await?;
@@ -623,9 +749,7 @@ async fn run(args: WebhooksArgs, events: Option<String>) -> Result<(), Box<dyn s
                     e.url,
                     e.events,
                     ledger::store::format_time(e.created_at),
-                    e.disabled_at
-                        .map(|t| format!("\tdisabled {} (410)", ledger::store::format_time(t)))
-                        .unwrap_or_default()
+                    endpoint_state(&e)
                 );
             }
             Ok(())
