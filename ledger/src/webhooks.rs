@@ -27,6 +27,35 @@ pub const ALERTED_MAX_OPERATIONS: usize = 1000;
 /// deletes it, in ms: 7 days after it was delivered or given up (docs/api.md "Webhooks", "Pruning").
 pub const OUTBOX_RETENTION_MS: i64 = 7 * 24 * 3600 * 1000;
 
+/// Per-endpoint delivery (docs/api.md "Webhooks", "Per endpoint"): how many deliveries of one endpoint a
+/// worker has in flight at once, at most.
+pub const ENDPOINT_IN_FLIGHT: i64 = 4;
+/// After this many consecutive failed attempts an endpoint waits as a whole (its `blocked_until`: none of
+/// its rows is taken before then) and has at most one delivery in flight (a probe) until one succeeds.
+pub const ENDPOINT_BACKOFF_AFTER: i64 = 5;
+/// An endpoint with no delivery for this long since its first failure (ms) is disabled at its next failed
+/// attempt: 24 h.
+pub const DISABLE_FAILING_AFTER_MS: i64 = 24 * 3600 * 1000;
+/// The most pending rows one endpoint keeps in the outbox by default; past it the oldest are dropped
+/// ([`Webhooks::drop_over_bound`]).
+pub const OUTBOX_MAX_PENDING_PER_ENDPOINT: i64 = 10_000;
+/// The `last_error` of a row dropped by the bound.
+pub const DROPPED_ERROR: &str = "dropped: the endpoint's outbox was over its bound";
+
+/// What a failed attempt made of its endpoint ([`Webhooks::endpoint_failed`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum EndpointFailure {
+    /// Failing since then (ms since the epoch); its rows are tried on their own schedule.
+    Failing { since: i64 },
+    /// Failing since `since`; none of its rows is taken before `until` (ms since the epoch).
+    Blocked { since: i64, until: i64 },
+    /// Failing since `since`, for [`DISABLE_FAILING_AFTER_MS`] or more: disabled now, its pending rows
+    /// given up.
+    Disabled { since: i64 },
+    /// The endpoint is removed or disabled already: nothing changed.
+    Gone,
+}
+
 /// What [`Webhooks::prune_outbox`] deletes in one call, and how.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct OutboxPrune {
@@ -76,6 +105,60 @@ const PRUNABLE: &str = "\
                   AND h.kind = 'settlement' AND h.ledger_status = 'outcome_unknown'), 0))) \
     LIMIT $2";
 
+/// [`Webhooks::take_due_per_endpoint`]'s statement: `$1` the lease's end, `$2` now, `$3` the limit, `$4`
+/// the cap per endpoint, `$5` [`ENDPOINT_BACKOFF_AFTER`], `$6` the JSON list `[[endpoint, in flight], …]`.
+/// The window function numbers each endpoint's due rows (`rn`); a row is taken when its number is within
+/// its endpoint's free room; the outer level, which locks on Postgres, checks the row again (a row leased
+/// by another instance meanwhile is skipped) and takes the first numbers of every endpoint first.
+fn take_due_sql(d: Dialect) -> String {
+    let (busy, lock) = match d {
+        Dialect::Sqlite => (
+            "SELECT value ->> 0 AS e, value ->> 1 AS n FROM json_each($6)",
+            "",
+        ),
+        Dialect::Postgres => (
+            "SELECT (value ->> 0)::bigint AS e, (value ->> 1)::bigint AS n \
+             FROM jsonb_array_elements($6::jsonb)",
+            " FOR UPDATE OF c SKIP LOCKED",
+        ),
+    };
+    format!(
+        "UPDATE webhook_outbox SET leased_until = $1 WHERE id IN (\
+             SELECT c.id FROM webhook_outbox c \
+             JOIN (SELECT o.id, o.endpoint_id, \
+                       ROW_NUMBER() OVER (PARTITION BY o.endpoint_id ORDER BY o.next_attempt_at, o.id) AS rn, \
+                       CASE WHEN w.consecutive_failures >= $5 THEN 1 ELSE $4 END AS cap \
+                   FROM webhook_outbox o JOIN webhook_endpoints w ON w.id = o.endpoint_id \
+                   WHERE o.delivered_at IS NULL AND o.failed_at IS NULL AND o.next_attempt_at <= $2 \
+                     AND (o.leased_until IS NULL OR o.leased_until <= $2) \
+                     AND w.disabled_at IS NULL AND (w.blocked_until IS NULL OR w.blocked_until <= $2)) AS r \
+               ON r.id = c.id \
+             LEFT JOIN ({busy}) AS b ON b.e = r.endpoint_id \
+             WHERE r.rn <= r.cap - COALESCE(b.n, 0) \
+               AND c.delivered_at IS NULL AND c.failed_at IS NULL \
+               AND (c.leased_until IS NULL OR c.leased_until <= $2) \
+             ORDER BY r.rn, c.next_attempt_at, c.id LIMIT $3{lock}) RETURNING id"
+    )
+}
+
+/// [`Webhooks::drop_over_bound`]'s statement for one endpoint: `$1` now, `$2` the error, `$3` the
+/// endpoint, `$4` the bound less one (the offset of the newest row kept last). Through the index
+/// `webhook_outbox_pending_by_endpoint`.
+fn drop_over_bound_sql(d: Dialect) -> String {
+    let lock = match d {
+        Dialect::Sqlite => "",
+        Dialect::Postgres => " FOR UPDATE SKIP LOCKED",
+    };
+    format!(
+        "UPDATE webhook_outbox SET failed_at = $1, last_error = $2, leased_until = NULL WHERE id IN (\
+             SELECT id FROM webhook_outbox WHERE endpoint_id = $3 \
+               AND delivered_at IS NULL AND failed_at IS NULL \
+               AND (leased_until IS NULL OR leased_until <= $1) \
+               AND id < (SELECT k.id FROM webhook_outbox k WHERE k.endpoint_id = $3 \
+                   AND k.delivered_at IS NULL AND k.failed_at IS NULL ORDER BY k.id DESC LIMIT 1 OFFSET $4){lock})"
+    )
+}
+
 /// A webhook endpoint as stored. Its `Debug` never shows the secret.
 #[derive(Clone, PartialEq, Eq, sqlx::FromRow)]
 pub struct WebhookEndpoint {
@@ -87,6 +170,15 @@ pub struct WebhookEndpoint {
     pub secret: String,
     pub created_at: i64,
     pub disabled_at: Option<i64>,
+    /// Why it is disabled: `gone` (410), `failing` (no delivery for 24 h); `None` for an endpoint
+    /// disabled by a 410 before this was recorded, or not disabled.
+    pub disabled_reason: Option<String>,
+    /// Failed attempts since its last delivery.
+    pub consecutive_failures: i64,
+    /// When the first of those failures was recorded; `None` while it delivers.
+    pub failing_since: Option<i64>,
+    /// None of its rows is taken before then (the endpoint's backoff).
+    pub blocked_until: Option<i64>,
 }
 
 /// One delivery to make: an outbox row with its endpoint. Its `Debug` never shows the secret.
@@ -120,6 +212,10 @@ impl std::fmt::Debug for WebhookEndpoint {
             .field("secret", &"<redacted>")
             .field("created_at", &self.created_at)
             .field("disabled_at", &self.disabled_at)
+            .field("disabled_reason", &self.disabled_reason)
+            .field("consecutive_failures", &self.consecutive_failures)
+            .field("failing_since", &self.failing_since)
+            .field("blocked_until", &self.blocked_until)
             .finish()
     }
 }
@@ -151,6 +247,7 @@ pub struct OutboxRow {
     pub attempts: i64,
     pub delivered_at: Option<i64>,
     pub failed_at: Option<i64>,
+    pub last_error: Option<String>,
 }
 
 /// Checks an `--events` list: one or more of [`EVENTS`], comma-separated, each once. Answers the list as
@@ -237,35 +334,103 @@ impl Webhooks {
     pub async fn list_endpoints(&self) -> Result<Vec<WebhookEndpoint>, LedgerError> {
         Ok(on_read!(self.inner, |pool, d| {
             sqlx::query_as(
-            "SELECT id, url, events, secret, created_at, disabled_at FROM webhook_endpoints ORDER BY id"
+            "SELECT id, url, events, secret, created_at, disabled_at, disabled_reason, consecutive_failures, \
+             failing_since, blocked_until FROM webhook_endpoints ORDER BY id"
         )
         .fetch_all(pool)
         .await?
         }))
     }
 
-    /// Marks an endpoint disabled (it answered 410): its pending rows fail, nothing more is queued for it.
+    /// Marks an endpoint disabled because it answered 410 (`disabled_reason` `gone`): its pending rows
+    /// fail, nothing more is queued for it.
     pub async fn disable_endpoint(&self, id: i64) -> Result<(), LedgerError> {
+        self.disable(id, "gone", "endpoint disabled (410)").await
+    }
+
+    /// Marks an endpoint disabled (unless it is already) for `reason`, and gives up its pending rows
+    /// with `error`.
+    async fn disable(&self, id: i64, reason: &str, error: &str) -> Result<(), LedgerError> {
         let _writer = self.inner.writer().await?;
         let now = self.now_ms();
         on_write!(self.inner, |pool, d| {
             sqlx::query(
-                "UPDATE webhook_endpoints SET disabled_at = $1 WHERE id = $2 AND disabled_at IS NULL",
+                "UPDATE webhook_endpoints SET disabled_at = $1, disabled_reason = $2 \
+                 WHERE id = $3 AND disabled_at IS NULL",
             )
             .bind(now)
+            .bind(reason)
             .bind(id)
             .execute(pool)
             .await?;
             sqlx::query(
-                "UPDATE webhook_outbox SET failed_at = $1, last_error = 'endpoint disabled (410)' \
-                 WHERE endpoint_id = $2 AND delivered_at IS NULL AND failed_at IS NULL",
+                "UPDATE webhook_outbox SET failed_at = $1, last_error = $2 \
+                 WHERE endpoint_id = $3 AND delivered_at IS NULL AND failed_at IS NULL",
             )
             .bind(now)
+            .bind(error)
             .bind(id)
             .execute(pool)
             .await?;
         });
         Ok(())
+    }
+
+    /// Records a failed attempt of endpoint `id` (docs/api.md "Webhooks", "Per endpoint"): one more
+    /// consecutive failure, failing since the first of them. Failing for [`DISABLE_FAILING_AFTER_MS`] or
+    /// more (by the ledger's clock), it is disabled (`disabled_reason` `failing`, its pending rows given
+    /// up); with [`ENDPOINT_BACKOFF_AFTER`] consecutive failures or more and not waiting already, it
+    /// waits `wait_ms(n)` ms as a whole, `n` counting the failures from that threshold (1, 2, …).
+    /// Errors: the store's.
+    pub async fn endpoint_failed(
+        &self,
+        id: i64,
+        wait_ms: impl FnOnce(i64) -> i64,
+    ) -> Result<EndpointFailure, LedgerError> {
+        let now = self.now_ms();
+        let state: Option<(i64, i64, Option<i64>)> = {
+            let _writer = self.inner.writer().await?;
+            on_write!(self.inner, |pool, d| {
+                sqlx::query_as(
+                    "UPDATE webhook_endpoints SET consecutive_failures = consecutive_failures + 1, \
+                     failing_since = COALESCE(failing_since, $1) WHERE id = $2 AND disabled_at IS NULL \
+                     RETURNING consecutive_failures, failing_since, blocked_until",
+                )
+                .bind(now)
+                .bind(id)
+                .fetch_optional(pool)
+                .await?
+            })
+        };
+        let Some((failures, since, blocked_until)) = state else {
+            return Ok(EndpointFailure::Gone);
+        };
+        if now.saturating_sub(since) >= DISABLE_FAILING_AFTER_MS {
+            self.disable(
+                id,
+                "failing",
+                "endpoint disabled (no delivery for 24 h since its first failure)",
+            )
+            .await?;
+            return Ok(EndpointFailure::Disabled { since });
+        }
+        if failures < ENDPOINT_BACKOFF_AFTER {
+            return Ok(EndpointFailure::Failing { since });
+        }
+        if let Some(until) = blocked_until.filter(|u| *u > now) {
+            return Ok(EndpointFailure::Blocked { since, until });
+        }
+        let until = now.saturating_add(wait_ms(failures - ENDPOINT_BACKOFF_AFTER + 1));
+        let _writer = self.inner.writer().await?;
+        on_write!(self.inner, |pool, d| {
+            sqlx::query("UPDATE webhook_endpoints SET blocked_until = $1 WHERE id = $2")
+                .bind(until)
+                .bind(id)
+                .execute(pool)
+                .await?
+                .rows_affected()
+        });
+        Ok(EndpointFailure::Blocked { since, until })
     }
 
     /// Queues `outcome.unknown_stale` for every operation settled `outcome_unknown` at least
@@ -310,31 +475,50 @@ impl Webhooks {
     }
 
     /// Takes up to `limit` due deliveries (next attempt due, not delivered or given up, not leased by
-    /// another worker), leasing them for `lease_ms`. On Postgres the rows are locked with `FOR UPDATE SKIP
-    /// LOCKED` while they are leased, so two instances never take the same row.
+    /// another worker, their endpoint not waiting), leasing them for `lease_ms`; fairly across endpoints,
+    /// as [`Webhooks::take_due_per_endpoint`] without a cap per endpoint.
     pub async fn take_due(
         &self,
         limit: i64,
         lease_ms: i64,
     ) -> Result<Vec<OutboxItem>, LedgerError> {
+        self.take_due_per_endpoint(limit, lease_ms, limit, &HashMap::new())
+            .await
+    }
+
+    /// Takes up to `limit` due deliveries, leasing them for `lease_ms` (docs/api.md "Webhooks", "Per
+    /// endpoint"): rows whose next attempt is due, neither delivered nor given up, not leased by another
+    /// worker, of an enabled endpoint that is not waiting (`blocked_until`). Of each endpoint at most
+    /// `per_endpoint` (1 when it has failed [`ENDPOINT_BACKOFF_AFTER`] times in a row: a probe) less what
+    /// `in_flight` says this worker has in flight for it (endpoint id → deliveries), its earliest due
+    /// first; across endpoints in turns (every endpoint's first row, then every second, …), so one
+    /// endpoint's backlog never fills `limit`. One statement (a window function over the due rows,
+    /// through the index `webhook_outbox_due`); on Postgres the rows are locked with `FOR UPDATE SKIP
+    /// LOCKED` while they are leased, so two instances never take the same row. Errors: the store's.
+    pub async fn take_due_per_endpoint(
+        &self,
+        limit: i64,
+        lease_ms: i64,
+        per_endpoint: i64,
+        in_flight: &HashMap<i64, i64>,
+    ) -> Result<Vec<OutboxItem>, LedgerError> {
         let now = self.now_ms();
+        let busy: Vec<(i64, i64)> = in_flight
+            .iter()
+            .filter(|(_, n)| **n > 0)
+            .map(|(e, n)| (*e, *n))
+            .collect();
+        let busy = serde_json::to_string(&busy).unwrap_or_else(|_| "[]".into());
         let _writer = self.inner.writer().await?;
-        let lock = |d: Dialect| match d {
-            Dialect::Sqlite => "",
-            Dialect::Postgres => " FOR UPDATE SKIP LOCKED",
-        };
-        let ids: Vec<i64> = on_write!(self.inner, |pool, d| sqlx::query_scalar(&format!(
-            "UPDATE webhook_outbox SET leased_until = $1 WHERE id IN (\
-                 SELECT id FROM webhook_outbox WHERE delivered_at IS NULL AND failed_at IS NULL \
-                 AND next_attempt_at <= $2 AND (leased_until IS NULL OR leased_until <= $2) \
-                 ORDER BY next_attempt_at, id LIMIT $3{}) RETURNING id",
-            lock(d)
-        ))
-        .bind(now.saturating_add(lease_ms))
-        .bind(now)
-        .bind(limit)
-        .fetch_all(pool)
-        .await?);
+        let ids: Vec<i64> = on_write!(self.inner, |pool, d| sqlx::query_scalar(&take_due_sql(d))
+            .bind(now.saturating_add(lease_ms))
+            .bind(now)
+            .bind(limit)
+            .bind(per_endpoint)
+            .bind(ENDPOINT_BACKOFF_AFTER)
+            .bind(&busy)
+            .fetch_all(pool)
+            .await?);
         if ids.is_empty() {
             return Ok(Vec::new());
         }
@@ -351,7 +535,49 @@ impl Webhooks {
         }))
     }
 
-    /// Records a delivery (a 2xx answer).
+    /// Keeps each endpoint's pending rows within `max_pending` (docs/api.md "Webhooks", "The bound"): of
+    /// an endpoint with more, the oldest (by id, the order they were queued) are given up
+    /// (`failed_at` now, `last_error` [`DROPPED_ERROR`]): every row older than its `max_pending` newest
+    /// pending rows, except those being delivered (leased), so it may hold `max_pending` plus those. Never touches a write:
+    /// the worker calls it. Answers the rows dropped per endpoint (endpoints with none absent). The cut
+    /// is "older than the `max_pending`-th newest pending row", the same for instances running it at
+    /// once, so they never drop more than the excess; on Postgres rows are taken `FOR UPDATE SKIP
+    /// LOCKED`. Errors: the store's.
+    pub async fn drop_over_bound(&self, max_pending: i64) -> Result<Vec<(i64, u64)>, LedgerError> {
+        let max_pending = max_pending.max(1);
+        let over: Vec<(i64, i64)> = on_read!(self.inner, |pool, d| {
+            sqlx::query_as(
+                "SELECT endpoint_id, COUNT(*) FROM webhook_outbox \
+                 WHERE delivered_at IS NULL AND failed_at IS NULL \
+                 GROUP BY endpoint_id HAVING COUNT(*) > $1 ORDER BY endpoint_id",
+            )
+            .bind(max_pending)
+            .fetch_all(pool)
+            .await?
+        });
+        let mut dropped = Vec::new();
+        for (endpoint, _) in over {
+            let now = self.now_ms();
+            let _writer = self.inner.writer().await?;
+            let n = on_write!(self.inner, |pool, d| {
+                sqlx::query(&drop_over_bound_sql(d))
+                    .bind(now)
+                    .bind(DROPPED_ERROR)
+                    .bind(endpoint)
+                    .bind(max_pending - 1)
+                    .execute(pool)
+                    .await?
+                    .rows_affected()
+            });
+            if n > 0 {
+                dropped.push((endpoint, n));
+            }
+        }
+        Ok(dropped)
+    }
+
+    /// Records a delivery (a 2xx answer); its endpoint is healthy again (no failure counted, not
+    /// failing, not waiting).
     pub async fn delivered(&self, id: i64) -> Result<(), LedgerError> {
         let now = self.now_ms();
         let _writer = self.inner.writer().await?;
@@ -363,13 +589,23 @@ impl Webhooks {
         .bind(now)
         .bind(id)
         .execute(pool)
-        .await?
-        .rows_affected()
+        .await?;
+            sqlx::query(
+                "UPDATE webhook_endpoints SET consecutive_failures = 0, failing_since = NULL, \
+                 blocked_until = NULL \
+                 WHERE id = (SELECT endpoint_id FROM webhook_outbox WHERE id = $1) \
+                 AND (consecutive_failures <> 0 OR failing_since IS NOT NULL OR blocked_until IS NOT NULL)",
+            )
+            .bind(id)
+            .execute(pool)
+            .await?
+            .rows_affected()
         });
         Ok(())
     }
 
-    /// Records a failed attempt: tried again at `next_attempt_at`, or given up when that is `None`.
+    /// Records a failed attempt: tried again at `next_attempt_at`, or given up when that is `None`. A row
+    /// given up meanwhile (its endpoint disabled, or dropped by the bound) stays given up.
     pub async fn attempt_failed(
         &self,
         id: i64,
@@ -382,7 +618,7 @@ impl Webhooks {
             sqlx::query(
             "UPDATE webhook_outbox SET attempts = attempts + 1, leased_until = NULL, last_error = $1, \
              next_attempt_at = COALESCE($2, next_attempt_at), \
-             failed_at = CASE WHEN $3 THEN $4 ELSE NULL END WHERE id = $5"
+             failed_at = CASE WHEN $3 THEN $4 ELSE failed_at END WHERE id = $5"
         )
         .bind(error)
         .bind(next_attempt_at)
@@ -508,8 +744,8 @@ impl Webhooks {
     pub async fn outbox(&self) -> Result<Vec<OutboxRow>, LedgerError> {
         Ok(on_read!(self.inner, |pool, d| {
             sqlx::query_as(
-            "SELECT id, endpoint_id, event, msg_id, mutation_id, status, attempts, delivered_at, failed_at \
-             FROM webhook_outbox ORDER BY id"
+            "SELECT id, endpoint_id, event, msg_id, mutation_id, status, attempts, delivered_at, failed_at, \
+             last_error FROM webhook_outbox ORDER BY id"
         )
         .fetch_all(pool)
         .await?
@@ -521,6 +757,31 @@ impl Webhooks {
 mod tests {
     use super::*;
     use crate::store::query_plan::{fresh_sqlite, plan};
+
+    /// On SQLite the due rows are found through the outbox's indexes (never `SCAN o`, a walk of the
+    /// whole outbox, finished rows included), and the bound's rows of one endpoint through the index of
+    /// pending rows by endpoint.
+    #[tokio::test]
+    async fn taking_due_rows_and_the_bound_use_the_pending_indexes() {
+        let (_dir, inner) = fresh_sqlite().await;
+        let take = plan(&inner, &take_due_sql(Dialect::Sqlite), 6).await;
+        eprintln!("take_due:\n{take}");
+        assert!(
+            !take.contains("SCAN o\n") && !take.ends_with("SCAN o"),
+            "{take}"
+        );
+        assert!(!take.contains("SCAN c"), "{take}");
+        assert!(take.contains("USING INDEX webhook_outbox_due"), "{take}");
+        let bound = plan(&inner, &drop_over_bound_sql(Dialect::Sqlite), 4).await;
+        eprintln!("drop_over_bound:\n{bound}");
+        assert!(!bound.contains("SCAN webhook_outbox"), "{bound}");
+        assert!(!bound.contains("SCAN k"), "{bound}");
+        assert!(
+            bound.contains("USING COVERING INDEX webhook_outbox_pending_by_endpoint")
+                || bound.contains("USING INDEX webhook_outbox_pending_by_endpoint"),
+            "{bound}"
+        );
+    }
 
     /// On SQLite the rows to prune are found through the index of finished rows (never `SCAN o`, a walk
     /// of the whole outbox, pending rows included), each entry by its key and its settlements through

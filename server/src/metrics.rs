@@ -6,7 +6,8 @@
 //!   [`crate::AppState`], never installed as the process's global recorder, so several servers in one
 //!   process, as in the tests, count apart): `outcomes_transitions_total{kind,status}`,
 //!   `outcomes_host_request_duration_seconds{operation}` (a histogram), `outcomes_busy_total`,
-//!   `outcomes_failed_credentials_total`, `outcomes_webhook_deliveries_total{event,result}`.
+//!   `outcomes_failed_credentials_total`, `outcomes_webhook_deliveries_total{event,result}`,
+//!   `outcomes_webhook_outbox_dropped_total{endpoint}`.
 //! - **Read at each scrape**: the ledger's gauges from the database (`ledger::SessionManager::ledger_gauges`
 //!   and the webhook outbox's backlog, `ledger::webhooks::Webhooks::outbox_gauges`, the same on every
 //!   instance of one Postgres database) and this process's open live streams, set into
@@ -53,6 +54,8 @@ pub const BUSY: &str = "outcomes_busy_total";
 pub const FAILED_CREDENTIALS: &str = "outcomes_failed_credentials_total";
 /// Webhook delivery attempts this process made, by `event` and `result` ([`DeliveryResult`]).
 pub const WEBHOOK_DELIVERIES: &str = "outcomes_webhook_deliveries_total";
+/// Webhook outbox rows this process dropped by the per-endpoint bound, by `endpoint` (its id).
+pub const WEBHOOK_OUTBOX_DROPPED: &str = "outcomes_webhook_outbox_dropped_total";
 /// Webhook outbox rows pending (neither delivered nor given up), read from the database.
 pub const WEBHOOK_OUTBOX_PENDING: &str = "outcomes_webhook_outbox_pending";
 /// Whole seconds since the event of the oldest pending webhook outbox row; 0 when none is pending.
@@ -137,6 +140,7 @@ impl Metrics {
         describe_counter(&recorder, BUSY, "Answers 503 busy (the ledger's write lock or connections not free within the write wait).");
         describe_counter(&recorder, FAILED_CREDENTIALS, "Failed credentials: bearer tokens, sign-ins, viewer links, a missing host token on the host API.");
         describe_counter(&recorder, WEBHOOK_DELIVERIES, "Webhook delivery attempts this instance made, by event and result (delivered, failed: tried again, gave_up: the last attempt failed, gone: 410 disabled the endpoint).");
+        describe_counter(&recorder, WEBHOOK_OUTBOX_DROPPED, "Webhook outbox rows this instance dropped undelivered because their endpoint had more pending than the bound (the oldest first), by endpoint id.");
         recorder.describe_histogram(
             KeyName::from_const_str(HOST_REQUEST_DURATION),
             Some(Unit::Seconds),
@@ -190,6 +194,18 @@ impl Metrics {
             ],
         );
         self.recorder.register_counter(&key, &METADATA).increment(1);
+    }
+
+    /// Counts `rows` webhook outbox rows of endpoint `endpoint` dropped by the per-endpoint bound
+    /// (docs/api.md "Webhooks", "The bound").
+    pub fn webhook_outbox_dropped(&self, endpoint: i64, rows: u64) {
+        let key = Key::from_parts(
+            WEBHOOK_OUTBOX_DROPPED,
+            vec![Label::new("endpoint", endpoint.to_string())],
+        );
+        self.recorder
+            .register_counter(&key, &METADATA)
+            .increment(rows);
     }
 
     /// Records how long one host write request took.
@@ -483,6 +499,8 @@ mod tests {
         m.webhook_delivery("outcome.unknown", DeliveryResult::Failed);
         m.webhook_delivery("outcome.unknown", DeliveryResult::Delivered);
         m.webhook_delivery("outcome.resolved", DeliveryResult::Gone);
+        m.webhook_outbox_dropped(3, 2);
+        m.webhook_outbox_dropped(3, 5);
         let outbox = OutboxGauges {
             pending: 3,
             oldest_pending_age_secs: Some(12),
@@ -503,6 +521,7 @@ mod tests {
             "outcomes_webhook_deliveries_total{event=\"outcome.unknown\",result=\"failed\"} 2",
             "outcomes_webhook_deliveries_total{event=\"outcome.unknown\",result=\"delivered\"} 1",
             "outcomes_webhook_deliveries_total{event=\"outcome.resolved\",result=\"gone\"} 1",
+            "outcomes_webhook_outbox_dropped_total{endpoint=\"3\"} 7",
         ] {
             assert!(text.lines().any(|l| l == line), "{line} in\n{text}");
         }

@@ -5,14 +5,17 @@
 //! The outbox is the ledger's (`ledger::webhooks`): its rows are written in the transaction of the change,
 //! so the worker here only reads and updates them, never on the write path. A delivery is one POST with a
 //! 10 s timeout; a 2xx is delivered, a 410 disables the endpoint, anything else is tried again with
-//! exponential backoff and jitter until 24 h after the event. Each attempt is counted into
+//! exponential backoff and jitter until 24 h after the event. Delivery is per endpoint (docs/api.md
+//! "Webhooks", "Per endpoint"): at most 4 in flight per endpoint, taken fairly across endpoints; after 5
+//! failures in a row an endpoint waits as a whole and is probed one delivery at a time; failing 24 h it
+//! is disabled; its pending rows past `--webhook-outbox-max-pending` are dropped, the oldest first. Each attempt is counted into
 //! `outcomes_webhook_deliveries_total{event,result}` (docs/api.md "Metrics"). A destination refused at
 //! delivery (a private or loopback address without `--webhook-allow-private`) is tried again like any
 //! other failure (its name may resolve elsewhere later), but logged once per endpoint, not per attempt.
 //! The worker also prunes the outbox (finished rows after 7 days; docs/api.md "Webhooks", "Pruning").
 
-use std::collections::HashSet;
-use std::net::{IpAddr, Ipv4Addr, SocketAddr};
+use std::collections::{HashMap, HashSet};
+use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr};
 use std::path::PathBuf;
 use std::process::ExitCode;
 use std::sync::Arc;
@@ -22,7 +25,10 @@ use std::time::{Duration, Instant};
 use base64::Engine as _;
 use clap::{Args, Subcommand};
 use hmac::{Hmac, Mac};
-use ledger::webhooks::{OutboxItem, OutboxPrune, Webhooks};
+use ledger::webhooks::{
+    EndpointFailure, OutboxItem, OutboxPrune, Webhooks, ENDPOINT_IN_FLIGHT,
+    OUTBOX_MAX_PENDING_PER_ENDPOINT,
+};
 use ledger::{Ledger, LedgerOptions};
 use rand::{Rng, RngCore};
 use sha2::Sha256;
@@ -38,8 +44,10 @@ pub const GIVE_UP_AFTER_MS: i64 = 24 * 3600 * 1000;
 pub const MAX_BACKOFF_MS: i64 = 3600 * 1000;
 /// How long a worker holds a row it is delivering (longer than [`DELIVERY_TIMEOUT`]).
 const LEASE_MS: i64 = 60_000;
-/// Deliveries in flight at once per process.
-const CONCURRENT_DELIVERIES: usize = 16;
+/// Deliveries in flight at once per process, all endpoints together. Each endpoint has at most
+/// [`ENDPOINT_IN_FLIGHT`] of them (1 while it waits as a whole), so a slow or dead endpoint holds at
+/// most that many and the others keep the rest.
+const CONCURRENT_DELIVERIES: usize = 64;
 /// How often the worker looks for due deliveries and stale unknowns.
 const POLL: Duration = Duration::from_millis(250);
 /// How often the worker prunes the outbox (the first time when it starts): finished rows older than
@@ -95,28 +103,61 @@ pub fn new_secret() -> String {
 
 /// Whether `ip` may receive deliveries without `--webhook-allow-private`: not loopback, private (RFC 1918,
 /// unique local), link-local, shared (100.64/10), unspecified, broadcast, multicast, reserved or
-/// documentation; IPv4-mapped and NAT64 IPv6 addresses are judged by their IPv4 address.
+/// documentation. An IPv6 address that embeds an IPv4 address is judged by the IPv4 address it embeds
+/// ([`embedded_v4`]: IPv4-mapped, IPv4-translated, IPv4-compatible, NAT64, 6to4, Teredo), every one of them
+/// public, so `::1` (IPv4-compatible 0.0.0.1) and `::` stay refused; docs/api.md "Webhooks",
+/// "Destinations".
 pub fn is_public(ip: IpAddr) -> bool {
     match ip {
         IpAddr::V4(v4) => is_public_v4(v4),
         IpAddr::V6(v6) => {
-            if let Some(v4) = v6.to_ipv4_mapped() {
-                return is_public_v4(v4);
+            if let Some(embedded) = embedded_v4(v6) {
+                return embedded.iter().all(|v4| is_public_v4(*v4));
             }
             let s = v6.segments();
-            if s[0] == 0x64 && s[1] == 0xff9b && s[2..6] == [0, 0, 0, 0] {
-                let o = v6.octets();
-                return is_public_v4(Ipv4Addr::new(o[12], o[13], o[14], o[15]));
-            }
             !(v6.is_loopback()
                 || v6.is_unspecified()
                 || v6.is_multicast()
                 || (s[0] & 0xfe00) == 0xfc00 // unique local fc00::/7
                 || (s[0] & 0xffc0) == 0xfe80 // link-local fe80::/10
                 || (s[0] & 0xffc0) == 0xfec0 // site-local fec0::/10
-                || (s[0] == 0x2001 && s[1] == 0x0db8) // documentation
-                || (s[0..6] == [0, 0, 0, 0, 0, 0])) // IPv4-compatible (deprecated)
+                || (s[0] == 0x2001 && s[1] == 0x0db8)) // documentation
         }
+    }
+}
+
+/// The IPv4 addresses an IPv6 address embeds, by its form (`None` for any other IPv6 address); a
+/// connection to it reaches (or is relayed to) one of them:
+/// - IPv4-mapped `::ffff:0:0/96` and IPv4-translated `::ffff:0:0:0/96` (RFC 2765): the last 32 bits;
+/// - IPv4-compatible `::/96` (deprecated, RFC 4291): the last 32 bits (`::1` is 0.0.0.1, `::` 0.0.0.0);
+/// - NAT64 `64:ff9b::/96` (RFC 6052; the rest of `64:ff9b::/32` alike): the last 32 bits; the local-use
+///   `64:ff9b:1::/48` (RFC 8215): the last 32 bits when bits 48..96 are zero (a /96 translator prefix),
+///   else the address of each RFC 6052 layout a translator's prefix inside it may use (/48, /56, /64,
+///   /96), so such an address passes only when every reading of it is public;
+/// - 6to4 `2002::/16` (RFC 3056): bits 16..48;
+/// - Teredo `2001:0::/32` (RFC 4380): the server in bits 32..64, and the client, the last 32 bits
+///   inverted.
+pub fn embedded_v4(v6: Ipv6Addr) -> Option<Vec<Ipv4Addr>> {
+    let s = v6.segments();
+    let o = v6.octets();
+    let last = Ipv4Addr::new(o[12], o[13], o[14], o[15]);
+    match (s[0], s[1]) {
+        (0, 0) if s[2..5] == [0, 0, 0] && (s[5] == 0 || s[5] == 0xffff) => Some(vec![last]),
+        (0, 0) if s[2..4] == [0, 0] && s[4] == 0xffff && s[5] == 0 => Some(vec![last]),
+        (0x64, 0xff9b) if s[2] == 1 && o[6..12] == [0; 6] => Some(vec![last]),
+        (0x64, 0xff9b) if s[2] == 1 => Some(vec![
+            Ipv4Addr::new(o[6], o[7], o[9], o[10]),
+            Ipv4Addr::new(o[7], o[9], o[10], o[11]),
+            Ipv4Addr::new(o[9], o[10], o[11], o[12]),
+            last,
+        ]),
+        (0x64, 0xff9b) => Some(vec![last]),
+        (0x2002, _) => Some(vec![Ipv4Addr::new(o[2], o[3], o[4], o[5])]),
+        (0x2001, 0) => Some(vec![
+            Ipv4Addr::new(o[4], o[5], o[6], o[7]),
+            Ipv4Addr::from(!u32::from(last)),
+        ]),
+        _ => None,
     }
 }
 
@@ -284,6 +325,10 @@ pub struct WorkerOptions {
     /// The first retry's wait (ms), doubled per failed attempt up to an hour, with jitter.
     #[arg(long, env = "OUTCOMES_WEBHOOK_RETRY_BASE_MS", default_value_t = 5_000, hide = true, value_parser = clap::value_parser!(i64).range(1..=3_600_000))]
     pub webhook_retry_base_ms: i64,
+    /// The most deliveries one endpoint keeps pending in the outbox; past it the oldest are dropped
+    /// (docs/api.md "Webhooks", "The bound").
+    #[arg(long, env = "OUTCOMES_WEBHOOK_OUTBOX_MAX_PENDING", default_value_t = OUTBOX_MAX_PENDING_PER_ENDPOINT, value_parser = clap::value_parser!(i64).range(1..=10_000_000))]
+    pub webhook_outbox_max_pending: i64,
 }
 
 impl Default for WorkerOptions {
@@ -292,6 +337,7 @@ impl Default for WorkerOptions {
             stale_after_secs: 900,
             webhook_allow_private: false,
             webhook_retry_base_ms: 5_000,
+            webhook_outbox_max_pending: OUTBOX_MAX_PENDING_PER_ENDPOINT,
         }
     }
 }
@@ -336,6 +382,29 @@ struct Worker {
     options: WorkerOptions,
     metrics: Arc<Metrics>,
     refused: RefusalLog,
+    /// Deliveries in flight per endpoint id (the cap [`ENDPOINT_IN_FLIGHT`] is applied by
+    /// [`Webhooks::take_due_per_endpoint`] with these counts).
+    in_flight: Mutex<HashMap<i64, i64>>,
+}
+
+impl Worker {
+    /// The deliveries in flight per endpoint now.
+    fn in_flight(&self) -> HashMap<i64, i64> {
+        self.in_flight
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .clone()
+    }
+
+    /// One more (`+1`) or one less (`-1`) delivery of `endpoint` in flight.
+    fn count_in_flight(&self, endpoint: i64, by: i64) {
+        let mut map = self.in_flight.lock().unwrap_or_else(|e| e.into_inner());
+        let n = map.entry(endpoint).or_insert(0);
+        *n += by;
+        if *n <= 0 {
+            map.remove(&endpoint);
+        }
+    }
 }
 
 async fn attempt(item: &OutboxItem, allow_private: bool) -> Attempt {
@@ -395,18 +464,45 @@ fn next_attempt(webhooks: &Webhooks, item: &OutboxItem, options: &WorkerOptions)
     (next <= item.at.saturating_add(GIVE_UP_AFTER_MS)).then_some(next)
 }
 
-/// Records a failed attempt (tried again at `next`, or given up): what it counts as, and the record.
+/// Records a failed attempt (tried again at `next`, or given up) and its endpoint's failure
+/// ([`Webhooks::endpoint_failed`]: after [`ledger::webhooks::ENDPOINT_BACKOFF_AFTER`] failures in a row
+/// the endpoint waits as a whole, [`backoff_ms`] from the retry base; failing 24 h, it is disabled):
+/// what the attempt counts as (`gave_up` when no attempt is left for the row, its endpoint disabled
+/// included), and the record.
 async fn failed(
     webhooks: &Webhooks,
     item: &OutboxItem,
     next: Option<i64>,
     why: &str,
+    options: &WorkerOptions,
 ) -> (DeliveryResult, Result<(), ledger::LedgerError>) {
-    let counted = match next {
-        Some(_) => DeliveryResult::Failed,
-        None => DeliveryResult::GaveUp,
+    let recorded = webhooks.attempt_failed(item.id, next, why).await;
+    let base = options.webhook_retry_base_ms;
+    let endpoint = match webhooks
+        .endpoint_failed(item.endpoint_id, |n| backoff_ms(base, n))
+        .await
+    {
+        Ok(e) => e,
+        Err(e) => return (DeliveryResult::Failed, recorded.and(Err(e))),
     };
-    (counted, webhooks.attempt_failed(item.id, next, why).await)
+    match endpoint {
+        EndpointFailure::Disabled { since } => tracing::warn!(
+            endpoint = item.endpoint_id,
+            failing_since = %ledger::store::format_time(since),
+            "webhook endpoint failing for 24 h: disabled, its pending deliveries given up"
+        ),
+        EndpointFailure::Blocked { until, .. } => tracing::debug!(
+            endpoint = item.endpoint_id,
+            until = %ledger::store::format_time(until),
+            "webhook endpoint failing: its deliveries wait"
+        ),
+        EndpointFailure::Failing { .. } | EndpointFailure::Gone => {}
+    }
+    let counted = match (next, endpoint) {
+        (None, _) | (_, EndpointFailure::Disabled { .. }) => DeliveryResult::GaveUp,
+        _ => DeliveryResult::Failed,
+    };
+    (counted, recorded)
 }
 
 /// Makes one attempt of `item`, records what it came to in the outbox and counts it
@@ -433,7 +529,7 @@ async fn deliver(webhooks: Webhooks, item: OutboxItem, worker: Arc<Worker>) {
         Attempt::Failed(why) => {
             let next = next_attempt(&webhooks, &item, &worker.options);
             tracing::warn!(endpoint, webhook_id = %item.msg_id, error = %why, given_up = next.is_none(), "webhook not delivered");
-            failed(&webhooks, &item, next, &why).await
+            failed(&webhooks, &item, next, &why, &worker.options).await
         }
         Attempt::Refused(why) => {
             let next = next_attempt(&webhooks, &item, &worker.options);
@@ -448,7 +544,7 @@ async fn deliver(webhooks: Webhooks, item: OutboxItem, worker: Arc<Worker>) {
             } else {
                 tracing::debug!(endpoint, webhook_id = %item.msg_id, error = %why, given_up = next.is_none(), "webhook destination refused again");
             }
-            failed(&webhooks, &item, next, &why).await
+            failed(&webhooks, &item, next, &why, &worker.options).await
         }
     };
     worker.metrics.webhook_delivery(&item.event, counted);
@@ -458,10 +554,51 @@ async fn deliver(webhooks: Webhooks, item: OutboxItem, worker: Arc<Worker>) {
     }
 }
 
-/// The delivery worker of `serve`: every [`POLL`] queues stale alerts and takes due deliveries (a lease
-/// each; on Postgres `FOR UPDATE SKIP LOCKED`), each delivered on its own task (at most
-/// [`CONCURRENT_DELIVERIES`] at once), so a slow receiver delays neither the others nor any write; each
-/// attempt is counted into `metrics` (`outcomes_webhook_deliveries_total`). Every [`PRUNE_EVERY`], the
+/// The worker's pass on each [`POLL`] tick: prunes the outbox every [`PRUNE_EVERY`] (the first time at
+/// once), queues stale alerts, and drops each endpoint's oldest pending rows past the bound, counting
+/// them. Failures are logged; the next tick tries again.
+async fn upkeep(webhooks: &Webhooks, worker: &Worker, pruned_at: &mut Option<Instant>) {
+    if pruned_at.is_none_or(|at| at.elapsed() >= PRUNE_EVERY) {
+        *pruned_at = Some(Instant::now());
+        match webhooks.prune_outbox(OutboxPrune::default()).await {
+            Ok(0) => {}
+            Ok(rows) => tracing::debug!(rows, "webhook outbox pruned"),
+            Err(e) => tracing::warn!(error = %e, "webhook outbox not pruned"),
+        }
+    }
+    if let Err(e) = webhooks
+        .enqueue_stale(worker.options.stale_after_secs)
+        .await
+    {
+        tracing::warn!(error = %e, "stale webhook alerts not queued");
+    }
+    match webhooks
+        .drop_over_bound(worker.options.webhook_outbox_max_pending)
+        .await
+    {
+        Ok(dropped) => {
+            for (endpoint, rows) in dropped {
+                tracing::warn!(
+                    endpoint,
+                    rows,
+                    bound = worker.options.webhook_outbox_max_pending,
+                    "webhook outbox over its bound: the endpoint's oldest pending deliveries dropped"
+                );
+                worker.metrics.webhook_outbox_dropped(endpoint, rows);
+            }
+        }
+        Err(e) => tracing::warn!(error = %e, "webhook outbox bound not applied"),
+    }
+}
+
+/// The delivery worker of `serve`: every [`POLL`] queues stale alerts, drops each endpoint's oldest
+/// pending rows past `--webhook-outbox-max-pending` ([`Webhooks::drop_over_bound`], counted into
+/// `outcomes_webhook_outbox_dropped_total{endpoint}`) and takes due deliveries fairly across endpoints
+/// (a lease each; on Postgres `FOR UPDATE SKIP LOCKED`; [`Webhooks::take_due_per_endpoint`]), each
+/// delivered on its own task: at most [`ENDPOINT_IN_FLIGHT`] per endpoint (1 while a failing endpoint
+/// waits) and [`CONCURRENT_DELIVERIES`] in all, so a slow or dead receiver delays only its own
+/// deliveries and never a write; each attempt is counted into `metrics`
+/// (`outcomes_webhook_deliveries_total`). docs/api.md "Webhooks", "Per endpoint". Every [`PRUNE_EVERY`], the
 /// first time at once, it prunes the outbox ([`Webhooks::prune_outbox`]: finished rows 7 days old, in
 /// batches of 500, at most 10,000 a time; docs/api.md "Webhooks", "Pruning").
 pub async fn run_worker(
@@ -474,35 +611,32 @@ pub async fn run_worker(
         options,
         metrics,
         refused: RefusalLog::default(),
+        in_flight: Mutex::new(HashMap::new()),
     });
     let permits = Arc::new(tokio::sync::Semaphore::new(CONCURRENT_DELIVERIES));
     let mut tick = tokio::time::interval(POLL);
     tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     let mut pruned_at: Option<Instant> = None;
+    // A delivery that ends wakes the loop to take the next due rows at once (only that: no stale or
+    // bound pass), so an endpoint's throughput is not one poll's worth of rows per [`POLL`].
+    let done = Arc::new(tokio::sync::Notify::new());
     loop {
-        tokio::select! {
+        let ticked = tokio::select! {
             _ = stop.cancelled() => break,
-            _ = tick.tick() => {}
-        }
-        if pruned_at.is_none_or(|at| at.elapsed() >= PRUNE_EVERY) {
-            pruned_at = Some(Instant::now());
-            match webhooks.prune_outbox(OutboxPrune::default()).await {
-                Ok(0) => {}
-                Ok(rows) => tracing::debug!(rows, "webhook outbox pruned"),
-                Err(e) => tracing::warn!(error = %e, "webhook outbox not pruned"),
-            }
-        }
-        if let Err(e) = webhooks
-            .enqueue_stale(worker.options.stale_after_secs)
-            .await
-        {
-            tracing::warn!(error = %e, "stale webhook alerts not queued");
+            _ = tick.tick() => true,
+            _ = done.notified() => false,
+        };
+        if ticked {
+            upkeep(&webhooks, &worker, &mut pruned_at).await;
         }
         let free = i64::try_from(permits.available_permits()).unwrap_or(0);
         if free == 0 {
             continue;
         }
-        let items = match webhooks.take_due(free, LEASE_MS).await {
+        let items = match webhooks
+            .take_due_per_endpoint(free, LEASE_MS, ENDPOINT_IN_FLIGHT, &worker.in_flight())
+            .await
+        {
             Ok(items) => items,
             Err(e) => {
                 tracing::warn!(error = %e, "webhook outbox not read");
@@ -514,9 +648,14 @@ pub async fn run_worker(
                 break;
             };
             let (w, o) = (webhooks.clone(), worker.clone());
+            let endpoint = item.endpoint_id;
+            o.count_in_flight(endpoint, 1);
+            let done = done.clone();
             tokio::spawn(async move {
-                deliver(w, item, o).await;
+                deliver(w, item, o.clone()).await;
+                o.count_in_flight(endpoint, -1);
                 drop(permit);
+                done.notify_one();
             });
         }
     }
@@ -555,6 +694,26 @@ pub async fn main(args: WebhooksArgs) -> ExitCode {
     }
 }
 
+/// What `webhooks list` says of an endpoint after its creation time: nothing while it delivers;
+/// `\tfailing since <time> (<n> failed attempts)`; `\tdisabled <time> (410)`, or
+/// `\tdisabled <time> (failing since <time>)` when 24 h of failures disabled it (docs/api.md
+/// "Webhooks").
+pub fn endpoint_state(e: &ledger::webhooks::WebhookEndpoint) -> String {
+    let t = ledger::store::format_time;
+    match (e.disabled_at, e.disabled_reason.as_deref(), e.failing_since) {
+        (Some(at), Some("failing"), Some(since)) => {
+            format!("\tdisabled {} (failing since {})", t(at), t(since))
+        }
+        (Some(at), _, _) => format!("\tdisabled {} (410)", t(at)),
+        (None, _, Some(since)) => format!(
+            "\tfailing since {} ({} failed attempts)",
+            t(since),
+            e.consecutive_failures
+        ),
+        (None, _, None) => String::new(),
+    }
+}
+
 async fn run(args: WebhooksArgs, events: Option<String>) -> Result<(), Box<dyn std::error::Error>> {
     let database = crate::database::database_or_default(args.database.as_deref(), &args.data_dir);
     let ledger = Ledger::open(&database, LedgerOptions::default()).await?;
@@ -590,9 +749,7 @@ async fn run(args: WebhooksArgs, events: Option<String>) -> Result<(), Box<dyn s
                     e.url,
                     e.events,
                     ledger::store::format_time(e.created_at),
-                    e.disabled_at
-                        .map(|t| format!("\tdisabled {} (410)", ledger::store::format_time(t)))
-                        .unwrap_or_default()
+                    endpoint_state(&e)
                 );
             }
             Ok(())
@@ -651,6 +808,90 @@ mod tests {
         }
         for ip in ["8.8.8.8", "1.1.1.1", "2606:4700::1111", "::ffff:8.8.8.8"] {
             assert!(is_public(ip.parse().unwrap()), "{ip}");
+        }
+    }
+
+    /// Every IPv6 form that embeds an IPv4 address is judged by the address it embeds: wrapping
+    /// 127.0.0.1 or 10.1.2.3 it is refused, wrapping 8.8.8.8 it passes (Teredo: both its server and its
+    /// client, the last 32 bits inverted, must be public).
+    #[test]
+    fn ipv6_forms_embedding_ipv4_are_judged_by_the_embedded_address() {
+        // (form, wrapping 127.0.0.1, wrapping 10.1.2.3, wrapping 8.8.8.8)
+        let forms = [
+            (
+                "IPv4-mapped",
+                "::ffff:127.0.0.1",
+                "::ffff:10.1.2.3",
+                "::ffff:8.8.8.8",
+            ),
+            (
+                "IPv4-translated",
+                "::ffff:0:127.0.0.1",
+                "::ffff:0:10.1.2.3",
+                "::ffff:0:8.8.8.8",
+            ),
+            ("IPv4-compatible", "::127.0.0.1", "::10.1.2.3", "::8.8.8.8"),
+            (
+                "NAT64",
+                "64:ff9b::127.0.0.1",
+                "64:ff9b::10.1.2.3",
+                "64:ff9b::8.8.8.8",
+            ),
+            (
+                "NAT64 local-use",
+                "64:ff9b:1::127.0.0.1",
+                "64:ff9b:1::10.1.2.3",
+                "64:ff9b:1::8.8.8.8",
+            ),
+            // 6to4: the IPv4 address in bits 16..48 (7f00:0001 is 127.0.0.1).
+            (
+                "6to4",
+                "2002:7f00:1::",
+                "2002:a01:203::1",
+                "2002:808:808::1",
+            ),
+            // Teredo: server in bits 32..64, client the last 32 bits inverted (80ff:fffe is
+            // 127.0.0.1, f5fe:fdfc is 10.1.2.3, f7f7:f7f7 is 8.8.8.8).
+            (
+                "Teredo server",
+                "2001:0:7f00:1::f7f7:f7f7",
+                "2001:0:a01:203::f7f7:f7f7",
+                "2001:0:808:808::f7f7:f7f7",
+            ),
+            (
+                "Teredo client",
+                "2001:0:808:808::80ff:fffe",
+                "2001:0:808:808::f5fe:fdfc",
+                "2001:0:808:808::f7f7:f7f7",
+            ),
+        ];
+        for (form, loopback, private, public) in forms {
+            for ip in [loopback, private] {
+                assert!(!is_public(ip.parse().unwrap()), "{form} {ip}");
+            }
+            assert!(is_public(public.parse().unwrap()), "{form} {public}");
+        }
+        // `::1` and `::` embed 0.0.0.1 and 0.0.0.0: refused.
+        assert!(!is_public("::1".parse().unwrap()));
+        assert!(!is_public("::".parse().unwrap()));
+        // A local-use NAT64 address in another layout than /96 passes only if every reading is public:
+        // the /48 layout of 127.0.0.1 with 8.8.8.8 in the last 32 bits is refused.
+        assert!(!is_public("64:ff9b:1:7f00:0:1:808:808".parse().unwrap()));
+        // Not an embedding form: judged as IPv6.
+        assert_eq!(embedded_v4("2606:4700::1111".parse().unwrap()), None);
+    }
+
+    /// The 6to4 address of 127.0.0.1 is refused at delivery too, and nothing is sent.
+    #[tokio::test]
+    async fn a_6to4_loopback_destination_is_refused_at_delivery() {
+        let item = unknown_to("http://[2002:7f00:1::]:9/hook".into());
+        match attempt(&item, false).await {
+            Attempt::Refused(why) => assert_eq!(
+                why,
+                "the destination is a private, loopback or link-local address (2002:7f00:1::); pass \
+                 --webhook-allow-private to allow it"
+            ),
+            _ => panic!("refused"),
         }
     }
 

@@ -480,3 +480,208 @@ async fn the_gauges_of_an_empty_outbox_are_zero() {
         }
     );
 }
+
+/// `n` unknowns `m-0`, `m-1`, … each queued for every endpoint.
+async fn unknowns(h: &Harness, n: usize) {
+    for i in 0..n {
+        let m = format!("m-{i}");
+        h.in_flight(&m, "a").await;
+        h.ok(settle(&m, "a", Settlement::OutcomeUnknown, None))
+            .await;
+    }
+}
+
+/// Endpoint ids of taken rows, in the order taken.
+fn endpoints_of(items: &[ledger::webhooks::OutboxItem]) -> Vec<i64> {
+    let mut v: Vec<i64> = items.iter().map(|i| i.endpoint_id).collect();
+    v.sort_unstable();
+    v
+}
+
+/// Due rows are taken fairly across endpoints (docs/api.md "Webhooks", "Per endpoint"): with a limit
+/// of 6 each of two endpoints with 10 due rows gives 3, each its earliest; at most 4 per endpoint less
+/// what the worker has in flight for it.
+#[tokio::test]
+async fn due_rows_are_taken_in_turns_across_endpoints_and_capped_per_endpoint() {
+    let h = open().await;
+    let w = h.ledger.webhooks();
+    let a = w
+        .add_endpoint("https://a.example/h", ALL, "whsec_x")
+        .await
+        .unwrap();
+    let b = w
+        .add_endpoint("https://b.example/h", ALL, "whsec_y")
+        .await
+        .unwrap();
+    unknowns(&h, 10).await;
+    let none = std::collections::HashMap::new();
+    let taken = w.take_due_per_endpoint(6, 30_000, 4, &none).await.unwrap();
+    assert_eq!(endpoints_of(&taken), vec![a, a, a, b, b, b]);
+    let muts: Vec<_> = taken
+        .iter()
+        .map(|i| (i.endpoint_id, i.mutation_id.clone()))
+        .collect();
+    for m in ["m-0", "m-1", "m-2"] {
+        assert!(
+            muts.contains(&(a, m.to_owned())) && muts.contains(&(b, m.to_owned())),
+            "{muts:?}"
+        );
+    }
+    // In flight: a 3 (room for 1), b 3 (room for 1).
+    let in_flight = [(a, 3), (b, 3)].into_iter().collect();
+    let more = w
+        .take_due_per_endpoint(100, 30_000, 4, &in_flight)
+        .await
+        .unwrap();
+    assert_eq!(endpoints_of(&more), vec![a, b]);
+    let rest = w
+        .take_due_per_endpoint(100, 30_000, 4, &none)
+        .await
+        .unwrap();
+    assert_eq!(endpoints_of(&rest), vec![a, a, a, a, b, b, b, b]);
+}
+
+/// After 5 failures in a row an endpoint waits as a whole, then is probed one row at a time; a delivery
+/// ends it; failing 24 h since its first failure it is disabled with its pending rows given up.
+#[tokio::test]
+async fn a_failing_endpoint_waits_is_probed_and_is_disabled_after_24_h() {
+    use ledger::webhooks::EndpointFailure;
+    let h = open().await;
+    let w = h.ledger.webhooks();
+    let a = w
+        .add_endpoint("https://a.example/h", ALL, "whsec_x")
+        .await
+        .unwrap();
+    unknowns(&h, 8).await;
+    let none = std::collections::HashMap::new();
+    let t0 = h.clock.now_ms();
+    let taken = w
+        .take_due_per_endpoint(100, 30_000, 4, &none)
+        .await
+        .unwrap();
+    assert_eq!(taken.len(), 4);
+    for (n, i) in taken.iter().enumerate() {
+        w.attempt_failed(i.id, Some(t0), "HTTP 500").await.unwrap();
+        let e = w.endpoint_failed(a, |_| 1_000).await.unwrap();
+        assert_eq!(e, EndpointFailure::Failing { since: t0 }, "failure {n}");
+    }
+    let taken = w.take_due_per_endpoint(1, 30_000, 4, &none).await.unwrap();
+    w.attempt_failed(taken[0].id, Some(t0), "HTTP 500")
+        .await
+        .unwrap();
+    assert_eq!(
+        w.endpoint_failed(a, |n| 1_000 * n).await.unwrap(),
+        EndpointFailure::Blocked {
+            since: t0,
+            until: t0 + 1_000
+        }
+    );
+    assert!(
+        w.take_due_per_endpoint(100, 30_000, 4, &none)
+            .await
+            .unwrap()
+            .is_empty(),
+        "waits"
+    );
+    h.clock.advance(Duration::from_secs(1));
+    let probe = w
+        .take_due_per_endpoint(100, 30_000, 4, &none)
+        .await
+        .unwrap();
+    assert_eq!(probe.len(), 1, "one probe");
+    w.delivered(probe[0].id).await.unwrap();
+    let e = &w.list_endpoints().await.unwrap()[0];
+    assert_eq!(
+        (e.consecutive_failures, e.failing_since, e.blocked_until),
+        (0, None, None)
+    );
+    assert_eq!(
+        w.take_due_per_endpoint(100, 30_000, 4, &none)
+            .await
+            .unwrap()
+            .len(),
+        4
+    );
+
+    // Failing again from t1; 24 h later a failure disables it.
+    h.clock.advance(Duration::from_secs(60));
+    let t1 = h.clock.now_ms();
+    assert_eq!(
+        w.endpoint_failed(a, |_| 1_000).await.unwrap(),
+        EndpointFailure::Failing { since: t1 }
+    );
+    h.clock.advance(Duration::from_secs(24 * 3600));
+    assert_eq!(
+        w.endpoint_failed(a, |_| 1_000).await.unwrap(),
+        EndpointFailure::Disabled { since: t1 }
+    );
+    let e = &w.list_endpoints().await.unwrap()[0];
+    assert_eq!(
+        (e.disabled_at, e.disabled_reason.as_deref(), e.failing_since),
+        (Some(h.clock.now_ms()), Some("failing"), Some(t1))
+    );
+    let rows = w.outbox().await.unwrap();
+    assert_eq!(rows.iter().filter(|r| r.delivered_at.is_some()).count(), 1);
+    assert!(
+        rows.iter()
+            .all(|r| r.delivered_at.is_some() || r.failed_at.is_some()),
+        "{rows:?}"
+    );
+    assert_eq!(
+        w.endpoint_failed(a, |_| 1_000).await.unwrap(),
+        EndpointFailure::Gone
+    );
+}
+
+/// Past the bound the oldest pending rows of an endpoint are given up, except one being delivered; the
+/// other endpoints are untouched; a second call drops nothing more.
+#[tokio::test]
+async fn the_bound_drops_an_endpoints_oldest_pending_rows_but_not_a_leased_one() {
+    let h = open().await;
+    let w = h.ledger.webhooks();
+    let a = w
+        .add_endpoint("https://a.example/h", ALL, "whsec_x")
+        .await
+        .unwrap();
+    unknowns(&h, 3).await;
+    let b = w
+        .add_endpoint("https://b.example/h", ALL, "whsec_y")
+        .await
+        .unwrap();
+    // The oldest row of a is being delivered.
+    let leased = w
+        .take_due_per_endpoint(1, 30_000, 4, &Default::default())
+        .await
+        .unwrap();
+    assert_eq!(leased[0].mutation_id, "m-0");
+    for i in 3..8 {
+        let m = format!("m-{i}");
+        h.in_flight(&m, "a").await;
+        h.ok(settle(&m, "a", Settlement::OutcomeUnknown, None))
+            .await;
+    }
+    // a: m-0 … m-7 (8 rows), b: m-3 … m-7 (5 rows). Bound 5: a keeps its 5 newest (m-3 … m-7); of the
+    // older m-1 and m-2 go, m-0 (leased) stays.
+    assert_eq!(w.drop_over_bound(5).await.unwrap(), vec![(a, 2)]);
+    assert!(w.drop_over_bound(5).await.unwrap().is_empty());
+    let dropped: Vec<_> = w
+        .outbox()
+        .await
+        .unwrap()
+        .into_iter()
+        .filter(|r| r.failed_at.is_some())
+        .map(|r| {
+            (
+                r.endpoint_id,
+                r.mutation_id,
+                r.last_error.unwrap_or_default(),
+            )
+        })
+        .collect();
+    let e = ledger::webhooks::DROPPED_ERROR.to_owned();
+    assert_eq!(
+        dropped,
+        vec![(a, "m-1".into(), e.clone()), (a, "m-2".into(), e)]
+    );
+    let _ = b;
+}

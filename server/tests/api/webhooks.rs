@@ -2,7 +2,9 @@
 //! input exits 2 and stores nothing), and the delivery worker against a local receiver: signed per
 //! Standard Webhooks, `outcome.unknown` within 2 s of the settle, retries with the same `webhook-id`, 410
 //! disables the endpoint, `outcome.resolved` after a reconciliation, and a receiver that never answers
-//! does not slow settles.
+//! does not slow settles. Per endpoint: a receiver that never answers delays only its own deliveries,
+//! the outbox of an endpoint is bounded (the oldest dropped, counted in `/metrics`), and an endpoint
+//! failing for 24 h is disabled and listed so. IPv6 forms embedding a private IPv4 address are refused.
 
 use std::collections::BTreeMap;
 use std::process::Command;
@@ -114,6 +116,46 @@ fn the_cli_adds_lists_and_removes_and_refuses_bad_destinations_naming_the_reason
     assert!(stderr.contains("no webhook endpoint 1"), "{stderr}");
 }
 
+/// `webhooks add` judges an IPv6 destination that embeds an IPv4 address by the address it embeds: each
+/// form wrapping 127.0.0.1 or 10.x is refused (exit 2, naming the address and the flag, nothing stored)
+/// without `--webhook-allow-private`, and accepted with it.
+#[test]
+fn the_cli_refuses_ipv6_forms_embedding_a_private_ipv4_address() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    for host in [
+        "2002:7f00:1::",
+        "2002:a00:1::1",
+        "::ffff:127.0.0.1",
+        "::127.0.0.1",
+        "64:ff9b::a00:1",
+        "64:ff9b:1::7f00:1",
+        "2001:0:7f00:1::f7f7:f7f7",
+        "2001:0:808:808::80ff:fffe",
+    ] {
+        let url = format!("http://[{host}]/");
+        let (code, stdout, stderr) = webhooks(d, &["add", &url]);
+        assert_eq!(code, 2, "{url}: {stderr}");
+        assert!(stdout.is_empty(), "{url}: {stdout}");
+        assert!(
+            stderr.contains("private, loopback or link-local")
+                && stderr.contains("--webhook-allow-private"),
+            "{url}: {stderr}"
+        );
+    }
+    let (code, stdout, _) = webhooks(d, &["list"]);
+    assert_eq!(code, 0);
+    assert!(
+        stdout.contains("no webhook endpoints"),
+        "nothing was stored: {stdout}"
+    );
+    let (code, _, stderr) = webhooks(
+        d,
+        &["add", "http://[2002:7f00:1::]/", "--webhook-allow-private"],
+    );
+    assert_eq!(code, 0, "{stderr}");
+}
+
 /// One request the local receiver got: when, its headers and its body.
 type Got = (Instant, HeaderMap, Vec<u8>);
 
@@ -186,6 +228,7 @@ async fn served_with_hook(
             stale_after_secs,
             webhook_allow_private: true,
             webhook_retry_base_ms: 200,
+            ..Default::default()
         },
         built.state.metrics.clone(),
         stop.clone(),
@@ -404,11 +447,9 @@ async fn a_receiver_that_never_answers_does_not_slow_settles() {
         slowest = slowest.max(t.elapsed());
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
-    assert!(
-        received.all().len() >= 10,
-        "deliveries were attempted: {}",
-        received.all().len()
-    );
+    // Deliveries were attempted: 4 of them, the most one endpoint has in flight (docs/api.md "Webhooks",
+    // "Per endpoint"); none has timed out yet.
+    assert_eq!(received.all().len(), 4, "deliveries in flight");
     // Nothing was delivered, so nobody was alerted: no `alerted_at` anywhere.
     let (_, queue) = app.get_json("/api/unknowns").await;
     let items = queue["matches"].as_array().expect("matches");
@@ -527,6 +568,7 @@ async fn webhook_deliveries_and_the_outbox_backlog_are_exact_in_metrics() {
             stale_after_secs: 31_536_000,
             webhook_allow_private: true,
             webhook_retry_base_ms: 10_000,
+            ..Default::default()
         },
     )
     .await;
@@ -601,6 +643,7 @@ async fn a_private_destination_is_tried_again_counted_failed_then_given_up() {
             stale_after_secs: 31_536_000,
             webhook_allow_private: false,
             webhook_retry_base_ms: 10_000,
+            ..Default::default()
         },
     )
     .await;
@@ -655,6 +698,7 @@ async fn the_worker_prunes_finished_rows_but_keeps_the_alert_of_an_open_unknown_
         webhook_allow_private: true,
         // One failure, then nothing more within the test (the next attempt is 30 to 60 min later).
         webhook_retry_base_ms: 3_600_000,
+        ..Default::default()
     };
     let (app, ledger, stop) =
         served_with_hooks_on(clock.clone(), &[&ok, &never], options.clone()).await;
@@ -745,4 +789,373 @@ async fn the_worker_prunes_finished_rows_but_keeps_the_alert_of_an_open_unknown_
     );
     let (_, after) = app.get_json(history).await;
     assert_eq!(after["alerted_at"], before["alerted_at"], "{after}");
+}
+
+/// Writes `n` unknown outcomes (session `s-1`, mutations `m-0`, `m-1`, …) through the batch API, 50 per
+/// batch (approve, intent, settle `outcome_unknown` each).
+async fn unknowns(app: &TestApp, from: usize, n: usize) {
+    let ops: Vec<serde_json::Value> = (from..from + n)
+        .flat_map(|i| {
+            let m = format!("m-{i}");
+            [
+                serde_json::json!({"op": "approve", "session_key": "s-1", "logical_turn_id": "t-1", "mutation_id": m, "tool": "mcp__dashboards__create"}),
+                serde_json::json!({"op": "intent", "session_key": "s-1", "mutation_id": m, "attempt_id": "a1"}),
+                serde_json::json!({"op": "settle", "session_key": "s-1", "mutation_id": m, "attempt_id": "a1", "status": "outcome_unknown"}),
+            ]
+        })
+        .collect();
+    for chunk in ops.chunks(150) {
+        app.batch_ok(chunk.to_vec()).await;
+    }
+}
+
+/// A server on the system clock with one endpoint (all events) per URL of `urls`, the worker running
+/// with `options`.
+async fn served_with_hooks(
+    urls: &[&str],
+    options: server::webhooks::WorkerOptions,
+) -> (TestApp, ledger::Ledger, CancellationToken) {
+    let dir = tempfile::tempdir().unwrap();
+    let a = args(dir.path(), 3600);
+    let built = server::serve::build(&a, TOKEN.into()).await.unwrap();
+    for url in urls {
+        built
+            .ledger
+            .webhooks()
+            .add_endpoint(
+                url,
+                "outcome.unknown,outcome.unknown_stale,outcome.resolved",
+                &server::webhooks::new_secret(),
+            )
+            .await
+            .unwrap();
+    }
+    let stop = CancellationToken::new();
+    tokio::spawn(server::webhooks::run_worker(
+        built.ledger.webhooks(),
+        options,
+        built.state.metrics.clone(),
+        stop.clone(),
+    ));
+    let ledger = built.ledger.clone();
+    let app = serve_built(dir, built, ConnLimits::default()).await;
+    (app, ledger, stop)
+}
+
+/// 300 unknowns for `dead` receivers that accept the connection and never answer, then a healthy one:
+/// the time from the first write until the healthy receiver has all 300 (or the count it has after
+/// 10 s), and what each dead receiver got meanwhile.
+async fn healthy_beside_dead(dead: usize) -> (usize, Duration, Vec<usize>) {
+    let mut urls = Vec::new();
+    let mut dead_got = Vec::new();
+    for _ in 0..dead {
+        let (url, got) = receiver(vec![None]).await;
+        urls.push(url);
+        dead_got.push(got);
+    }
+    let (healthy, got) = receiver(vec![Some(200)]).await;
+    urls.push(healthy);
+    let refs: Vec<&str> = urls.iter().map(String::as_str).collect();
+    let (app, _ledger, stop) = served_with_hooks(
+        &refs,
+        server::webhooks::WorkerOptions {
+            webhook_allow_private: true,
+            ..Default::default()
+        },
+    )
+    .await;
+    let start = Instant::now();
+    unknowns(&app, 0, 300).await;
+    let within = (start + Duration::from_secs(10)).saturating_duration_since(Instant::now());
+    let all = wait_for(&got, 300, within).await;
+    let took = start.elapsed();
+    let dead_counts = dead_got.iter().map(|d| d.all().len()).collect();
+    stop.cancel();
+    let ids: std::collections::BTreeSet<String> = all
+        .iter()
+        .map(|(_, h, _)| header(h, "webhook-id").to_owned())
+        .collect();
+    assert_eq!(ids.len(), all.len(), "each alert once");
+    (all.len(), took, dead_counts)
+}
+
+/// A receiver that never answers delays only its own deliveries (docs/api.md "Webhooks", "Per
+/// endpoint"): beside it a healthy receiver gets all 300 `outcome.unknown` alerts within 10 s of the
+/// first write, while the dead one holds at most 4 deliveries in flight (it got exactly 4: none has
+/// timed out yet).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_healthy_receiver_beside_one_that_never_answers_gets_300_alerts_within_10_s() {
+    let (n, took, dead) = healthy_beside_dead(1).await;
+    eprintln!("beside 1 dead endpoint: the healthy receiver got {n} of 300 in {took:?}; the dead one {dead:?}");
+    assert_eq!(n, 300, "within {took:?}");
+    assert!(took < Duration::from_secs(10), "{took:?}");
+    assert_eq!(dead, vec![4]);
+}
+
+/// The same beside three receivers that never answer.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_healthy_receiver_beside_three_that_never_answer_gets_300_alerts_within_10_s() {
+    let (n, took, dead) = healthy_beside_dead(3).await;
+    eprintln!("beside 3 dead endpoints: the healthy receiver got {n} of 300 in {took:?}; the dead ones {dead:?}");
+    assert_eq!(n, 300, "within {took:?}");
+    assert!(took < Duration::from_secs(10), "{took:?}");
+    assert_eq!(dead, vec![4, 4, 4]);
+}
+
+/// A server on `clock` with one endpoint (all events) at `url` whose worker is not running yet.
+async fn served_without_worker(
+    clock: Arc<crate::metrics::Manual>,
+    url: &str,
+) -> (TestApp, ledger::Ledger) {
+    let dir = tempfile::tempdir().unwrap();
+    let a = args(dir.path(), 30 * 24 * 3600);
+    let built = server::serve::build_with_clock(&a, TOKEN.into(), clock)
+        .await
+        .unwrap();
+    built
+        .ledger
+        .webhooks()
+        .add_endpoint(
+            url,
+            "outcome.unknown,outcome.unknown_stale,outcome.resolved",
+            &server::webhooks::new_secret(),
+        )
+        .await
+        .unwrap();
+    let ledger = built.ledger.clone();
+    (serve_built(dir, built, ConnLimits::default()).await, ledger)
+}
+
+fn start_worker(
+    app: &TestApp,
+    ledger: &ledger::Ledger,
+    options: server::webhooks::WorkerOptions,
+) -> CancellationToken {
+    let stop = CancellationToken::new();
+    tokio::spawn(server::webhooks::run_worker(
+        ledger.webhooks(),
+        options,
+        app.state.metrics.clone(),
+        stop.clone(),
+    ));
+    stop
+}
+
+const DROPPED: &str = "outcomes_webhook_outbox_dropped_total{endpoint=\"1\"}";
+
+/// The outbox per endpoint is bounded (docs/api.md "Webhooks", "The bound"): with a bound of 5 and 8
+/// pending rows the worker gives up the 3 oldest (never attempted) and counts them in `/metrics`; every
+/// write was answered 200 all along; 3 more rows later drop the next 3 oldest pending.
+#[tokio::test]
+async fn past_the_bound_the_oldest_pending_rows_are_dropped_and_counted() {
+    let (url, received) = receiver(vec![Some(200)]).await;
+    let clock = Arc::new(crate::metrics::Manual(AtomicI64::new(crate::metrics::T0)));
+    let (app, ledger) = served_without_worker(clock.clone(), &url).await;
+    for i in 1..=8 {
+        app.settled("s-1", "t-1", &format!("m{i}"), "outcome_unknown")
+            .await;
+    }
+    // A loopback destination without --webhook-allow-private: each attempt is refused (failed) at
+    // once, nothing is sent; after 5 failures in a row the endpoint waits (the clock stands still).
+    let stop = start_worker(
+        &app,
+        &ledger,
+        server::webhooks::WorkerOptions {
+            stale_after_secs: 31_536_000,
+            webhook_allow_private: false,
+            webhook_retry_base_ms: 10_000,
+            webhook_outbox_max_pending: 5,
+        },
+    );
+    let all = scrape_after_attempts(&app, 5.0).await;
+    assert_eq!(
+        webhook_series(&all),
+        series(&[
+            (UNKNOWN_FAILED, 5.0),
+            (DROPPED, 3.0),
+            (PENDING, 5.0),
+            (OLDEST, 0.0)
+        ])
+    );
+    let rows = ledger.webhooks().outbox().await.unwrap();
+    let state = |rows: &[ledger::webhooks::OutboxRow]| {
+        rows.iter()
+            .map(|r| {
+                (
+                    r.mutation_id.clone(),
+                    r.attempts,
+                    r.failed_at.is_some(),
+                    r.last_error.clone().unwrap_or_default(),
+                )
+            })
+            .collect::<Vec<_>>()
+    };
+    let dropped = |m: &str| {
+        (
+            m.to_owned(),
+            0,
+            true,
+            ledger::webhooks::DROPPED_ERROR.to_owned(),
+        )
+    };
+    let refused = "the destination is a private, loopback or link-local address (127.0.0.1); pass \
+                   --webhook-allow-private to allow it";
+    let tried = |m: &str| (m.to_owned(), 1, false, refused.to_owned());
+    assert_eq!(
+        state(&rows),
+        vec![
+            dropped("m1"),
+            dropped("m2"),
+            dropped("m3"),
+            tried("m4"),
+            tried("m5"),
+            tried("m6"),
+            tried("m7"),
+            tried("m8"),
+        ]
+    );
+
+    // Three more writes, all answered 200: the endpoint waits, so they stay pending, and the three
+    // oldest pending rows go.
+    for i in 9..=11 {
+        app.settled("s-1", "t-1", &format!("m{i}"), "outcome_unknown")
+            .await;
+    }
+    let end = Instant::now() + Duration::from_secs(5);
+    let mut all = crate::metrics::scrape(&app).await;
+    while all.get(DROPPED) != Some(&6.0) && Instant::now() < end {
+        tokio::time::sleep(Duration::from_millis(50)).await;
+        all = crate::metrics::scrape(&app).await;
+    }
+    assert_eq!(
+        webhook_series(&all),
+        series(&[
+            (UNKNOWN_FAILED, 5.0),
+            (DROPPED, 6.0),
+            (PENDING, 5.0),
+            (OLDEST, 0.0)
+        ])
+    );
+    let rows = ledger.webhooks().outbox().await.unwrap();
+    let pending = |m: &str| (m.to_owned(), 0, false, String::new());
+    assert_eq!(
+        state(&rows),
+        vec![
+            dropped("m1"),
+            dropped("m2"),
+            dropped("m3"),
+            (
+                "m4".to_owned(),
+                1,
+                true,
+                ledger::webhooks::DROPPED_ERROR.to_owned()
+            ),
+            (
+                "m5".to_owned(),
+                1,
+                true,
+                ledger::webhooks::DROPPED_ERROR.to_owned()
+            ),
+            (
+                "m6".to_owned(),
+                1,
+                true,
+                ledger::webhooks::DROPPED_ERROR.to_owned()
+            ),
+            tried("m7"),
+            tried("m8"),
+            pending("m9"),
+            pending("m10"),
+            pending("m11"),
+        ]
+    );
+    assert!(received.all().is_empty(), "nothing was sent");
+    stop.cancel();
+}
+
+/// An endpoint with no delivery for 24 h since its first failure is disabled, and `webhooks list` says
+/// so (docs/api.md "Webhooks", "Per endpoint"): 5 unknowns fail at T0 (the endpoint then waits as a
+/// whole), one probe at T0+12 h fails, and the probe at T0+24 h 1 min disables it, giving up the row of
+/// T0+12 h (only 12 h old) without an attempt; nothing more is queued for it.
+#[tokio::test]
+async fn an_endpoint_failing_for_24_h_is_disabled_and_listed_so() {
+    let (url, received) = receiver(vec![Some(500)]).await;
+    let clock = Arc::new(crate::metrics::Manual(AtomicI64::new(crate::metrics::T0)));
+    let (app, ledger) = served_without_worker(clock.clone(), &url).await;
+    for i in 1..=5 {
+        app.settled("s-1", "t-1", &format!("m{i}"), "outcome_unknown")
+            .await;
+    }
+    let stop = start_worker(
+        &app,
+        &ledger,
+        server::webhooks::WorkerOptions {
+            stale_after_secs: 31_536_000,
+            webhook_allow_private: true,
+            webhook_retry_base_ms: 10_000,
+            ..Default::default()
+        },
+    );
+    let all = scrape_after_attempts(&app, 5.0).await;
+    assert_eq!(
+        webhook_series(&all),
+        series(&[(UNKNOWN_FAILED, 5.0), (PENDING, 5.0), (OLDEST, 0.0)])
+    );
+    let t0 = ledger::store::format_time(crate::metrics::T0);
+    let dir = app._dir.path().to_owned();
+    let list = || {
+        let (code, stdout, stderr) = webhooks(&dir, &["list"]);
+        assert_eq!(code, 0, "{stderr}");
+        stdout
+    };
+    assert_eq!(
+        list(),
+        format!("1\t{url}\toutcome.unknown,outcome.unknown_stale,outcome.resolved\tadded {t0}\tfailing since {t0} (5 failed attempts)\n")
+    );
+
+    // T0+12 h: the endpoint's wait is over; a new unknown; one probe (the earliest due row) fails.
+    clock.advance_ms(12 * 3600 * 1000);
+    app.settled("s-1", "t-1", "m6", "outcome_unknown").await;
+    let all = scrape_after_attempts(&app, 6.0).await;
+    assert_eq!(
+        webhook_series(&all),
+        series(&[(UNKNOWN_FAILED, 6.0), (PENDING, 6.0), (OLDEST, 43_200.0)])
+    );
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    assert_eq!(received.all().len(), 6, "one probe");
+
+    // T0+24 h 1 min: the next probe fails 24 h after the first failure: disabled, every pending row
+    // given up (the probe counted gave_up), m6's without an attempt.
+    clock.advance_ms(12 * 3600 * 1000 + 60_000);
+    let all = scrape_after_attempts(&app, 7.0).await;
+    assert_eq!(
+        webhook_series(&all),
+        series(&[
+            (UNKNOWN_FAILED, 6.0),
+            (UNKNOWN_GAVE_UP, 1.0),
+            (PENDING, 0.0),
+            (OLDEST, 0.0)
+        ])
+    );
+    let disabled = ledger::store::format_time(crate::metrics::T0 + 24 * 3600 * 1000 + 60_000);
+    assert_eq!(
+        list(),
+        format!("1\t{url}\toutcome.unknown,outcome.unknown_stale,outcome.resolved\tadded {t0}\tdisabled {disabled} (failing since {t0})\n")
+    );
+    let rows = ledger.webhooks().outbox().await.unwrap();
+    let m6 = rows.iter().find(|r| r.mutation_id == "m6").unwrap();
+    assert_eq!(
+        (m6.attempts, m6.failed_at, m6.last_error.as_deref()),
+        (
+            0,
+            Some(crate::metrics::T0 + 24 * 3600 * 1000 + 60_000),
+            Some("endpoint disabled (no delivery for 24 h since its first failure)")
+        )
+    );
+    // Nothing more is queued for it.
+    app.settled("s-1", "t-1", "m7", "outcome_unknown").await;
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    assert_eq!(ledger.webhooks().outbox().await.unwrap().len(), 6);
+    assert_eq!(received.all().len(), 7);
+    stop.cancel();
 }
