@@ -143,8 +143,14 @@ impl Access {
         .await?))
     }
 
-    /// The stored Argon2id hash of a staff account's password, `None` for no such account.
+    /// The stored Argon2id hash of a staff account's password, `None` for no such account. A name
+    /// holding U+0000 names none (no staff name can hold it, [`check_staff_name`]) and is not looked up:
+    /// Postgres `text` cannot hold it, so both backends answer it as an unknown name (docs/api.md "Text a
+    /// client sends").
     pub async fn password_hash(&self, name: &str) -> Result<Option<String>, LedgerError> {
+        if name.contains('\0') {
+            return Ok(None);
+        }
         Ok(on_read!(self.inner, |pool, d| sqlx::query_scalar(
             "SELECT password_hash FROM staff WHERE name = $1"
         )

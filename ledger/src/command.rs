@@ -64,7 +64,8 @@ impl Settlement {
 }
 
 /// Authoritative evidence about the ORIGINAL attempt (seed 002, "Authenticated status of the original
-/// attempt resolves the outcome"). An empty source or reference is not evidence.
+/// attempt resolves the outcome"). An empty source or reference is not evidence; a field holding U+0000
+/// is refused ([`NUL_REFUSED`]).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Evidence {
     /// The qualified status provider that answered.
@@ -77,6 +78,11 @@ pub struct Evidence {
 
 /// The most bytes of a staff note's text ([`Action::Note`]); the least is 1.
 pub const NOTE_MAX_BYTES: usize = 4096;
+
+/// The message of the `Invalid` refusal of a free-text field (evidence, a note's text) holding U+0000
+/// (NUL): Postgres `text` cannot hold it, so no backend stores it (docs/api.md "Text a client sends").
+/// Identifiers refuse it as a control character; host metadata drops or withholds it when sanitised.
+pub const NUL_REFUSED: &str = "holds U+0000 (NUL), which the ledger never stores: remove it";
 
 /// Who asks for a change: carried beside the [`Command`] (commands stay data; `Engine::apply_as`) and
 /// recorded on the change's history row (docs/ledger.md "History"). Stored and served as `host` or
@@ -158,8 +164,8 @@ pub enum Action {
     /// Starts a new attempt of a `not_executed` entry under an attempt id the entry never had.
     #[serde(rename = "attempt")]
     FreshAttempt { attempt_id: AttemptId },
-    /// A staff note on an entry: `text` of 1 to [`NOTE_MAX_BYTES`] (4096) bytes, anything else `Invalid`
-    /// on `text`. Kept as one `note` history row with its actor; no revision, no live event, the entry's
+    /// A staff note on an entry: `text` of 1 to [`NOTE_MAX_BYTES`] (4096) bytes without U+0000, anything
+    /// else `Invalid` on `text`. Kept as one `note` history row with its actor; no revision, no live event, the entry's
     /// state unchanged, and not session activity (the time to live still counts from the last change).
     #[serde(rename = "note")]
     Note { text: String },

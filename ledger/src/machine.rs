@@ -7,7 +7,7 @@
 //! ([`Rejection::Invalid`], 422) → the session and the entry exist and the session is live (404) → the
 //! transition is allowed from the entry's state ([`Rejection::Refused`], 409).
 
-pub use crate::command::{Action, Evidence, Settlement, NOTE_MAX_BYTES};
+pub use crate::command::{Action, Evidence, Settlement, NOTE_MAX_BYTES, NUL_REFUSED};
 use crate::error::Refusal;
 use crate::ids::AttemptId;
 use crate::wire::{published_status, HostMetadata, LedgerStatus, PublishedStatus, Reason};
@@ -210,7 +210,8 @@ pub fn decide(given: &Given<'_>, action: &Action) -> Result<Decision, Rejection>
     }
 }
 
-/// The rules on a request's own fields, checked before anything stored is looked at.
+/// The rules on a request's own fields, checked before anything stored is looked at. Free text (evidence,
+/// a note) holding U+0000 is refused here, for every backend and every way in ([`NUL_REFUSED`]).
 fn check_fields(action: &Action) -> Result<(), Rejection> {
     match action {
         Action::Settle {
@@ -246,6 +247,12 @@ fn check_fields(action: &Action) -> Result<(), Rejection> {
                         message: "empty: this is not evidence",
                     });
                 }
+                if value.contains('\0') {
+                    return Err(Rejection::Invalid {
+                        field,
+                        message: NUL_REFUSED,
+                    });
+                }
             }
             if time::OffsetDateTime::parse(
                 &evidence.observed_at,
@@ -266,6 +273,10 @@ fn check_fields(action: &Action) -> Result<(), Rejection> {
                 message: "a note is 1 to 4096 bytes of text",
             })
         }
+        Action::Note { text } if text.contains('\0') => Err(Rejection::Invalid {
+            field: "text",
+            message: NUL_REFUSED,
+        }),
         _ => Ok(()),
     }
 }
@@ -825,6 +836,55 @@ mod tests {
                 assert_eq!(decide(&given(&e), &note(&text)), Ok(Decision::Note));
             }
         }
+    }
+
+    /// U+0000 in free text is refused before anything stored is looked at (Postgres `text` cannot hold
+    /// it; docs/api.md "Text a client sends"); other control characters are text like any other.
+    #[test]
+    fn nul_in_evidence_or_a_note_is_invalid_on_its_field_before_the_session_is_looked_at() {
+        let g = Given {
+            session: SessionState::Absent,
+            entry: None,
+            attempt_used: false,
+            commissioned_after_found: false,
+        };
+        let nul = |field: &'static str| {
+            Err(Rejection::Invalid {
+                field,
+                message: NUL_REFUSED,
+            })
+        };
+        let with = |evidence: Evidence| Action::Reconcile {
+            attempt_id: id("a-1"),
+            completed: true,
+            evidence,
+        };
+        assert_eq!(
+            decide(
+                &g,
+                &with(Evidence {
+                    source: "github\0".into(),
+                    ..evidence()
+                })
+            ),
+            nul("evidence.source")
+        );
+        assert_eq!(
+            decide(
+                &g,
+                &with(Evidence {
+                    reference: "\0".into(),
+                    ..evidence()
+                })
+            ),
+            nul("evidence.reference")
+        );
+        assert_eq!(decide(&g, &note("called\0back")), nul("text"));
+        let e = entry(OutcomeUnknown, true);
+        assert_eq!(
+            decide(&given(&e), &note("line 1\nline 2\t\u{7}")),
+            Ok(Decision::Note)
+        );
     }
 
     #[test]

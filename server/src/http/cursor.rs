@@ -2,7 +2,8 @@
 //! `?after=`. A cursor is the position of the last item of a page (never an offset), as a small JSON
 //! object tagged with its listing, encoded base64url without padding (RFC 4648 §5). Decoding is strict: a
 //! cursor over [`MAX_CURSOR_LEN`] characters, that is not canonical base64url, not the exact JSON this
-//! module writes (re-encoding must give the same text), or of another listing is 400 `invalid_cursor`
+//! module writes (re-encoding must give the same text), holding a string with a control character
+//! (U+0000 among them: no cursor this module writes holds one), or of another listing is 400 `invalid_cursor`
 //! naming `after`, never a 500 or a panic. Clients must not build or read cursors: the shape may change.
 
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
@@ -132,10 +133,29 @@ pub fn decode(after: &str, listing: Listing) -> Result<Position, ApiError> {
         .decode(after)
         .map_err(|_| invalid_cursor())?;
     let position: Position = serde_json::from_slice(&bytes).map_err(|_| invalid_cursor())?;
-    if position.listing() != listing || position.encode() != after {
+    if position.listing() != listing || position.encode() != after || position.holds_control() {
         return Err(invalid_cursor());
     }
     Ok(position)
+}
+
+impl Position {
+    /// Whether a string of the position holds a control character (U+0000 among them): no cursor this
+    /// module writes does (it holds session keys and tool names, identifiers, and order tags), and a
+    /// crafted one must not reach a query (Postgres `text` cannot hold U+0000; docs/api.md "Text a client
+    /// sends").
+    fn holds_control(&self) -> bool {
+        let strings: [Option<&str>; 2] = match self {
+            Position::Entries { .. } | Position::Turns { .. } => [None, None],
+            Position::Sessions { key, .. } => [Some(key), None],
+            Position::Unknowns { key, by, .. } => [key.as_deref(), by.as_deref()],
+            Position::Search { k, .. } => [k.as_deref(), None],
+        };
+        strings
+            .into_iter()
+            .flatten()
+            .any(|s| s.chars().any(char::is_control))
+    }
 }
 
 #[cfg(test)]
@@ -236,6 +256,55 @@ mod tests {
             assert_eq!(e.status, axum::http::StatusCode::BAD_REQUEST, "{bad:?}");
             assert_eq!(e.detail.code, "invalid_cursor");
             assert_eq!(e.detail.field.as_deref(), Some("after"));
+        }
+        // Canonical cursors of each listing whose strings hold a control character (NUL, LF, DEL).
+        for bad in ["a\u{0}b", "\u{0}", "a\nb", "a\u{7f}"] {
+            for (listing, p) in [
+                (
+                    Listing::Sessions,
+                    Position::Sessions {
+                        at: 1,
+                        key: bad.into(),
+                    },
+                ),
+                (
+                    Listing::Unknowns,
+                    Position::Unknowns {
+                        at: 1,
+                        seq: 2,
+                        key: Some(bad.into()),
+                        by: Some("tool.asc".into()),
+                    },
+                ),
+                (
+                    Listing::Unknowns,
+                    Position::Unknowns {
+                        at: 1,
+                        seq: 2,
+                        key: Some("t".into()),
+                        by: Some(bad.into()),
+                    },
+                ),
+                (
+                    Listing::Search,
+                    Position::Search {
+                        s: Some(1),
+                        k: Some(bad.into()),
+                        o: None,
+                    },
+                ),
+            ] {
+                let e = decode(&p.encode(), listing).unwrap_err();
+                assert_eq!(
+                    (e.status, e.detail.code.as_str(), e.detail.field.as_deref()),
+                    (
+                        axum::http::StatusCode::BAD_REQUEST,
+                        "invalid_cursor",
+                        Some("after")
+                    ),
+                    "{p:?}"
+                );
+            }
         }
         // The same position with non-canonical trailing bits is refused too.
         let good = Position::Entries {

@@ -680,6 +680,17 @@ pub fn kept_form(
 /// What a refusal means, for a person at the form.
 fn plain_words(e: &ApiError) -> String {
     let d = &e.detail;
+    if e.status == StatusCode::UNPROCESSABLE_ENTITY && d.message == ledger::command::NUL_REFUSED {
+        let what = match d.field.as_deref() {
+            Some("text") => "The note",
+            Some("evidence.source") => "The source",
+            Some("evidence.reference") => "The reference",
+            _ => "The observed time",
+        };
+        return format!(
+            "{what} holds a NUL character (U+0000), which cannot be stored: remove it, then send the form again."
+        );
+    }
     let words = match (e.status, d.code.as_str(), d.field.as_deref()) {
         (StatusCode::UNAUTHORIZED, _, _) => {
             "Your sign-in has ended. Sign in again, then send the form again."

@@ -149,7 +149,8 @@ fn read_time(value: Option<&str>, field: &str) -> Result<Option<i64>, ApiError> 
 /// those last active in `[after, before)`. `total` counts every matching session. Errors: 400
 /// (`invalid_parameter` naming `limit`, `has_unknown`, `tool`, `active_after` or `active_before`,
 /// `invalid_cursor` naming `after`, `invalid_query`); a viewer gets 404 `not_found`. A `tool` that could never have been stored
-/// (over 256 bytes, a control character) matches nothing. Other parameters are ignored.
+/// (over 256 bytes, a control character), or a `prefix` holding a control character (U+0000 among
+/// them: no key holds one), matches nothing. Other parameters are ignored.
 #[utoipa::path(
     get,
     path = "/api/sessions",
@@ -159,7 +160,7 @@ fn read_time(value: Option<&str>, field: &str) -> Result<Option<i64>, ApiError> 
         ("after" = Option<String>, Query, description = "opaque cursor: the `next` of the previous page"),
         ("has_unknown" = Option<bool>, Query, description = "`true`: only sessions with an open unknown (settled `outcome_unknown` or in flight); `false`: only sessions without one"),
         ("tool" = Option<String>, Query, min_length = 1, description = "only sessions with a published entry of this exact tool"),
-        ("prefix" = Option<String>, Query, description = "only sessions whose key starts with these bytes (`%` and `_` are literal)"),
+        ("prefix" = Option<String>, Query, description = "only sessions whose key starts with these bytes (`%` and `_` are literal); one holding a control character matches nothing"),
         ("active_after" = Option<String>, Query, format = DateTime, description = "RFC 3339: only sessions whose last activity is at or after this time"),
         ("active_before" = Option<String>, Query, format = DateTime, description = "RFC 3339: only sessions whose last activity is before this time"),
     ),
@@ -204,7 +205,11 @@ pub async fn sessions(
     };
     let active_after = read_time(params.active_after.as_deref(), "active_after")?;
     let active_before = read_time(params.active_before.as_deref(), "active_before")?;
-    let Some(tool) = filter_id(params.tool, "tool", ToolName::parse)? else {
+    let tool = filter_id(params.tool, "tool", ToolName::parse)?;
+    // A prefix of no key never reaches the ledger (Postgres `text` cannot hold U+0000; docs/api.md
+    // "Text a client sends").
+    let prefix_of_a_key = !matches!(&params.prefix, Some(p) if p.chars().any(char::is_control));
+    let (Some(tool), true) = (tool, prefix_of_a_key) else {
         return Ok(Json(SessionList {
             sessions: Vec::new(),
             next: None,

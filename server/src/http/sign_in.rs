@@ -177,10 +177,15 @@ pub async fn sign_in(
     }
     let name = form.name.clone().unwrap_or_default().trim().to_owned();
     let password = form.password.clone().unwrap_or_default();
+    // A name or password holding U+0000 is never right (no staff name holds it, generated passwords are
+    // base64url): a wrong sign-in, counted, without a look-up or a password check (docs/api.md "Text a
+    // client sends").
     let fits = !name.is_empty()
         && name.len() <= MAX_FIELD
         && !password.is_empty()
-        && password.len() <= MAX_FIELD;
+        && password.len() <= MAX_FIELD
+        && !name.contains('\0')
+        && !password.contains('\0');
     let checked = if fits {
         check_password(&state, client, &name, password).await
     } else {

@@ -15,6 +15,7 @@ mod docs;
 mod hardening;
 mod history;
 mod host;
+mod hostile_input;
 mod import;
 mod install;
 mod instances;

@@ -292,11 +292,22 @@ async fn the_request_schemas_state_the_rules_the_server_checks() {
         ] {
             assert_eq!(not_blank.is_match(s), !s.trim().is_empty(), "{s:?}");
         }
+        // …and holds no U+0000 (docs/api.md "Text a client sends"): the server refuses it with 422.
+        for s in ["a\u{0}b", "\u{0}", "\u{0} ", "a\u{0}"] {
+            assert!(!not_blank.is_match(s), "{s:?}");
+        }
+        assert!(not_blank.is_match("line 1\nline 2\u{7}"));
         assert_eq!(
             evidence["required"],
             json!(["source", "reference", "observed_at"])
         );
     }
+    // A note's text: 1 to 4096, without U+0000.
+    let text = &schemas["NoteBody"]["properties"]["text"];
+    assert_eq!(
+        (&text["minLength"], &text["maxLength"], &text["pattern"]),
+        (&json!(1), &json!(4096), &json!("^[^\\u0000]*$"))
+    );
     let operations = &schemas["BatchBody"]["properties"]["operations"];
     assert_eq!(operations["maxItems"], 1000);
     assert_eq!(

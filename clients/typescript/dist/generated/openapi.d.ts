@@ -347,7 +347,8 @@ export interface paths {
          *     those last active in `[after, before)`. `total` counts every matching session. Errors: 400
          *     (`invalid_parameter` naming `limit`, `has_unknown`, `tool`, `active_after` or `active_before`,
          *     `invalid_cursor` naming `after`, `invalid_query`); a viewer gets 404 `not_found`. A `tool` that could never have been stored
-         *     (over 256 bytes, a control character) matches nothing. Other parameters are ignored.
+         *     (over 256 bytes, a control character), or a `prefix` holding a control character (U+0000 among
+         *     them: no key holds one), matches nothing. Other parameters are ignored.
          */
         get: operations["sessions"];
         put?: never;
@@ -796,11 +797,11 @@ export interface components {
         MutationOutcomes: {
             mutation_outcomes: components["schemas"]["MutationOutcome"][];
         };
-        /** @description `{"text"}`: a staff note, 1 to 4096 bytes (docs/api.md "Operator actions"). */
+        /** @description `{"text"}`: a staff note, 1 to 4096 bytes without U+0000 (docs/api.md "Operator actions"). */
         NoteBody: {
             /**
-             * @description 1 to 4096 bytes of UTF-8 (maxLength counts characters: 4096 for ASCII); any other length is 422
-             *     naming `text`.
+             * @description 1 to 4096 bytes of UTF-8 (maxLength counts characters: 4096 for ASCII) without U+0000 (NUL); any
+             *     other length, or a NUL, is 422 naming `text`.
              */
             text: string;
         };
@@ -894,9 +895,9 @@ export interface components {
                  */
                 observed_at: string;
                 provider_status?: "completed" | null;
-                /** @description not empty or blank (some character that is not Unicode White_Space) */
+                /** @description not empty or blank (some character that is not Unicode White_Space), without U+0000 */
                 reference: string;
-                /** @description not empty or blank (some character that is not Unicode White_Space) */
+                /** @description not empty or blank (some character that is not Unicode White_Space), without U+0000 */
                 source: string;
             };
         } | {
@@ -910,9 +911,9 @@ export interface components {
                  */
                 observed_at: string;
                 provider_status?: "not_accepted" | null;
-                /** @description not empty or blank (some character that is not Unicode White_Space) */
+                /** @description not empty or blank (some character that is not Unicode White_Space), without U+0000 */
                 reference: string;
-                /** @description not empty or blank (some character that is not Unicode White_Space) */
+                /** @description not empty or blank (some character that is not Unicode White_Space), without U+0000 */
                 source: string;
             };
         };
@@ -2513,7 +2514,7 @@ export interface operations {
                 has_unknown?: boolean;
                 /** @description only sessions with a published entry of this exact tool */
                 tool?: string;
-                /** @description only sessions whose key starts with these bytes (`%` and `_` are literal) */
+                /** @description only sessions whose key starts with these bytes (`%` and `_` are literal); one holding a control character matches nothing */
                 prefix?: string;
                 /** @description RFC 3339: only sessions whose last activity is at or after this time */
                 active_after?: string;

@@ -143,19 +143,19 @@ pub struct EvidenceBody {
     provider_status: Option<String>,
 }
 
-/// A string with some character that is not Unicode `White_Space` (what `str::trim` removes), spelled out
-/// because `\\s` differs between regex dialects (JavaScript counts U+FEFF, not U+0085).
-const NOT_BLANK: &str =
-    "[^\\t\\n\\u000B\\f\\r \\u0085\\u00A0\\u1680\\u2000-\\u200A\\u2028\\u2029\\u202F\\u205F\\u3000]";
+/// Evidence text: some character that is not Unicode `White_Space` (what `str::trim` removes; spelled out
+/// because `\\s` differs between regex dialects: JavaScript counts U+FEFF, not U+0085), and no U+0000
+/// (docs/api.md "Text a client sends").
+const EVIDENCE_TEXT: &str = "^[^\\u0000]*[^\\u0000\\t\\n\\u000B\\f\\r \\u0085\\u00A0\\u1680\\u2000-\\u200A\\u2028\\u2029\\u202F\\u205F\\u3000][^\\u0000]*$";
 
 /// The evidence schema for `completed` (`provider_status`, when given, says the same).
 fn evidence(provider_status: &str) -> ObjectBuilder {
     let text = || {
         ObjectBuilder::new()
             .schema_type(Type::String)
-            .pattern(Some(NOT_BLANK))
+            .pattern(Some(EVIDENCE_TEXT))
             .description(Some(
-                "not empty or blank (some character that is not Unicode White_Space)",
+                "not empty or blank (some character that is not Unicode White_Space), without U+0000",
             ))
             .into()
     };
@@ -251,12 +251,12 @@ impl ReconcileBody {
     }
 }
 
-/// `{"text"}`: a staff note, 1 to 4096 bytes (docs/api.md "Operator actions").
+/// `{"text"}`: a staff note, 1 to 4096 bytes without U+0000 (docs/api.md "Operator actions").
 #[derive(Deserialize, Default, ToSchema)]
 pub struct NoteBody {
-    /// 1 to 4096 bytes of UTF-8 (maxLength counts characters: 4096 for ASCII); any other length is 422
-    /// naming `text`.
-    #[schema(value_type = String, required = true, min_length = 1, max_length = 4096)]
+    /// 1 to 4096 bytes of UTF-8 (maxLength counts characters: 4096 for ASCII) without U+0000 (NUL); any
+    /// other length, or a NUL, is 422 naming `text`.
+    #[schema(value_type = String, required = true, min_length = 1, max_length = 4096, pattern = "^[^\\u0000]*$")]
     text: Option<String>,
 }
 
