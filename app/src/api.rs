@@ -448,6 +448,11 @@ pub fn claim_answer(status: u16, body: &str) -> ClaimAnswer {
             ClaimAnswer::Taken(by)
         }
         403 => ClaimAnswer::Failed("Only signed-in staff can claim an operation.".to_owned()),
+        // `too_many_claims` (docs/api.md "Claims"): the caller's 10 claims and releases of a minute.
+        429 => ClaimAnswer::Failed(
+            "You claimed or released this operation 10 times in the last minute. Nothing was changed: wait a minute, then try again."
+                .to_owned(),
+        ),
         s => ClaimAnswer::Failed(
             decode::<serde_json::Value>(s, body)
                 .err()
@@ -557,6 +562,13 @@ mod tests {
             ClaimAnswer::Taken(Some("bo".into()))
         );
         assert_eq!(claim_answer(409, "{}"), ClaimAnswer::Taken(None));
+        assert_eq!(
+            claim_answer(
+                429,
+                r#"{"error":{"code":"too_many_claims","message":"you claimed or released this operation 10 times in the last minute; nothing was changed, try again after Retry-After seconds"}}"#
+            ),
+            ClaimAnswer::Failed("You claimed or released this operation 10 times in the last minute. Nothing was changed: wait a minute, then try again.".into())
+        );
         assert_eq!(
             claim_answer(503, "busy"),
             ClaimAnswer::Failed(
