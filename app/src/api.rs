@@ -358,16 +358,39 @@ pub fn operation(
     get_json(format!("/api/operations/{}", enc(id)))
 }
 
-/// `GET /api/sessions/{key}/mutations/{mutation_id}/history` (docs/api.md "Dashboard reads", docs/ledger.md "History").
+/// Changes the operation page shows at once: the newest, with a link to older ones (docs/api.md
+/// "Operation history").
+pub const HISTORY_PAGE: u32 = 100;
+
+/// `GET /api/sessions/{key}/mutations/{mutation_id}/history?order=newest&limit=100[&after=]` (docs/api.md
+/// "Operation history", docs/ledger.md "History"): the operation page's window of the history, the
+/// newest [`HISTORY_PAGE`] changes, or with `older` (a `next` of such a window) the ones before it;
+/// answered oldest first, as the page lists them, with `next` the cursor of the changes before these.
 pub fn operation_history(
     key: &str,
     mutation_id: &str,
+    older: Option<&str>,
 ) -> impl Future<Output = Result<OperationHistory, ApiError>> + Send + 'static {
-    get_json(format!(
-        "/api/sessions/{}/mutations/{}/history",
+    let path = history_window_path(key, mutation_id, older);
+    let read = get_json::<OperationHistory>(path);
+    async move {
+        let mut history = read.await?;
+        history.changes.reverse();
+        Ok(history)
+    }
+}
+
+/// The API path of [`operation_history`].
+pub fn history_window_path(key: &str, mutation_id: &str, older: Option<&str>) -> String {
+    let mut path = format!(
+        "/api/sessions/{}/mutations/{}/history?order=newest&limit={HISTORY_PAGE}",
         enc(key),
         enc(mutation_id)
-    ))
+    );
+    if let Some(after) = older {
+        path.push_str(&format!("&after={}", enc(after)));
+    }
+    path
 }
 
 /// `GET /api/search?q=&limit=` (docs/api.md "Search"): sessions and operations whose ids, title or resource
@@ -425,6 +448,11 @@ pub fn claim_answer(status: u16, body: &str) -> ClaimAnswer {
             ClaimAnswer::Taken(by)
         }
         403 => ClaimAnswer::Failed("Only signed-in staff can claim an operation.".to_owned()),
+        // `too_many_claims` (docs/api.md "Claims"): the caller's 10 claims and releases of a minute.
+        429 => ClaimAnswer::Failed(
+            "You claimed or released this operation 10 times in the last minute. Nothing was changed: wait a minute, then try again."
+                .to_owned(),
+        ),
         s => ClaimAnswer::Failed(
             decode::<serde_json::Value>(s, body)
                 .err()
@@ -534,6 +562,13 @@ mod tests {
             ClaimAnswer::Taken(Some("bo".into()))
         );
         assert_eq!(claim_answer(409, "{}"), ClaimAnswer::Taken(None));
+        assert_eq!(
+            claim_answer(
+                429,
+                r#"{"error":{"code":"too_many_claims","message":"you claimed or released this operation 10 times in the last minute; nothing was changed, try again after Retry-After seconds"}}"#
+            ),
+            ClaimAnswer::Failed("You claimed or released this operation 10 times in the last minute. Nothing was changed: wait a minute, then try again.".into())
+        );
         assert_eq!(
             claim_answer(503, "busy"),
             ClaimAnswer::Failed(

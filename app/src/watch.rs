@@ -1,8 +1,8 @@
 //! The browser's live connection for one operation page (hydrate only; docs/design.md "What the person
 //! sees"), on the session's [`crate::live::Live`] stream: every (re)open, every change of the operation's
 //! turn (its `mutation_outcome`, a `turn_changed` of the turn, which covers in-flight intent, a `resync`
-//! naming the turn) reloads the history through the history API, so what changed while disconnected shows
-//! too. Notes have no live event: they show on the next reload. A 401 stops everything and says access
+//! naming the turn) reloads the page's window of the history (its newest changes) through the history API,
+//! so what changed while disconnected shows too. Notes have no live event: they show on the next reload. A 401 stops everything and says access
 //! ended; a 404 says the operation is gone; `session_ended` says the session was deleted or expired.
 
 use std::cell::Cell;
@@ -59,7 +59,7 @@ fn reload(watch: Rc<Watch>, live: Rc<Live>) {
     }
     leptos::task::spawn_local(async move {
         loop {
-            match api::operation_history(live.session(), &watch.mutation_id).await {
+            match api::operation_history(live.session(), &watch.mutation_id, None).await {
                 Ok(h) => {
                     if watch.history.with_untracked(|old| old != &h) {
                         watch.history.set(h);

@@ -344,6 +344,37 @@ test('a claim made on one staff page is seen by a second staff member, whose own
   await Promise.all([noJs.close(), adaContext.close(), boContext.close()]);
 });
 
+test('an operation with a long history shows its newest 100 changes and links to older ones', async ({ browser }) => {
+  test.setTimeout(90_000);
+  const u = unique('wb-long');
+  const id = `${u}-op`;
+  await unknowns(u, [[id, 'refund_payment', 'Refund order 13']]);
+  // 4 changes (approve, intent, settle, metadata) and 105 notes: 109 rows.
+  for (let i = 0; i < 105; i++) {
+    const noted = await api.post(`/api/sessions/${enc(u)}/mutations/${enc(id)}/notes`, { headers: asAda(), data: { text: `Note ${i}` } });
+    expect(noted.status()).toBe(201);
+  }
+  const context = await staffContext(browser, ada);
+  const page = await context.newPage();
+  await page.goto(opPath(u, id));
+  await hydrated(page);
+  await expect(page.locator('li.change')).toHaveCount(100);
+  await expect(page.locator('li.change').last().locator('.note')).toHaveText('Note 104');
+  await expect(page.locator('li.change').first().locator('.note')).toHaveText('Note 5');
+  await expect(page.locator('.claim-holder')).toHaveText('Nobody is on it.');
+  await page.getByRole('link', { name: 'Older changes →' }).click();
+  await expect(page).toHaveURL(/\?history_after=/);
+  await expect(page.getByRole('heading', { name: 'Older changes' })).toBeVisible();
+  await expect(page.locator('li.change')).toHaveCount(9);
+  await expect(page.locator('li.change').first()).toHaveAttribute('data-kind', 'approval');
+  await expect(page.locator('li.change').last().locator('.note')).toHaveText('Note 4');
+  await expect(page.getByRole('link', { name: 'Older changes →' })).toHaveCount(0);
+  await page.getByRole('link', { name: '← Newest changes and where it stands' }).click();
+  await expect(page).toHaveURL(base + opPath(u, id));
+  await expect(page.locator('li.change')).toHaveCount(100);
+  await context.close();
+});
+
 test('a viewer sees no search box, no claim and no notes', async ({ browser }) => {
   const u = unique('wb-viewer');
   const id = `${u}-op`;

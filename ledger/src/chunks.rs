@@ -540,6 +540,7 @@ impl OperationHistoryChunks {
                         mutation_id: entry.mutation_id,
                         commissioned_after: entry.commissioned_after,
                         changes,
+                        next: None,
                         alerted_at: None,
                     }
                 })

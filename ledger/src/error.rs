@@ -55,8 +55,15 @@ impl Refusal {
     }
 }
 
+/// How many times one staff member may claim or release one entry within [`CLAIM_WINDOW_MS`]
+/// (docs/api.md "Claims"); the next one is [`LedgerError::TooManyClaims`].
+pub const CLAIMS_PER_MINUTE: usize = 10;
+
+/// The window [`CLAIMS_PER_MINUTE`] counts in, in milliseconds of the ledger's clock.
+pub const CLAIM_WINDOW_MS: i64 = 60_000;
+
 /// Errors of the ledger. Variants map to HTTP: `Invalid` 422, the `*NotFound`/`SessionExpired` 404,
-/// `Refused`/`CursorAhead` 409, `Busy`, `Unavailable`, `StorageFull` and `StorageUnavailable` 503 (with
+/// `Refused`/`CursorAhead` 409, `TooManyClaims` 429, `Busy`, `Unavailable`, `StorageFull` and `StorageUnavailable` 503 (with
 /// `Retry-After`), `Store`/`Migrate` 500.
 #[derive(Debug, thiserror::Error)]
 pub enum LedgerError {
@@ -86,6 +93,12 @@ pub enum LedgerError {
     /// who (the staff name) and since when.
     #[error("{} is already on it", .claim.by)]
     AlreadyClaimed { claim: crate::wire::Claim },
+    /// A claim or release asked by a staff member who already claimed or released this entry
+    /// [`CLAIMS_PER_MINUTE`] times in the last 60 s by the ledger's clock (HTTP 429 `too_many_claims`
+    /// with `Retry-After`, docs/api.md "Claims"): nothing was changed. `retry_after_ms` is how long until
+    /// the oldest of those rows is 60 s old (at least 1 ms).
+    #[error("too many claims and releases of this operation; retry in {retry_after_ms} ms")]
+    TooManyClaims { retry_after_ms: i64 },
     /// A replay cursor past the turn's latest revision.
     #[error("cursor {cursor} is past the turn's latest revision {latest}")]
     CursorAhead { cursor: i64, latest: i64 },

@@ -65,8 +65,9 @@ pub use gauges::LedgerGauges;
 pub use health::StorageFault;
 #[cfg(feature = "store")]
 pub use sessions::{
-    EntriesPage, HistoryChunks, OperationHistoryChunks, Replay, ReplayChunks, ReplayEvent,
-    SessionManager, SessionsAfter, SessionsQuery, TurnsPage, UnknownsAfter, UnknownsQuery,
+    EntriesPage, HistoryChunks, HistoryPage, OperationHistoryChunks, Replay, ReplayChunks,
+    ReplayEvent, SessionManager, SessionsAfter, SessionsQuery, TurnsPage, UnknownsAfter,
+    UnknownsQuery,
 };
 #[cfg(feature = "store")]
 pub use store::{Clock, LedgerOptions, SystemClock};

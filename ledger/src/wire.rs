@@ -525,9 +525,11 @@ pub struct HistoryChange {
     pub outcome: Option<MutationOutcome>,
 }
 
-/// The history API's body (`SessionManager::operation_history`, docs/ledger.md "History"): the entry, the mutation it was
-/// commissioned after (`null`: none), the mutations of the session commissioned after it (approval
-/// order), and every change it went through, oldest first.
+/// The history API's body (`SessionManager::operation_history_page`, docs/ledger.md "History", docs/api.md
+/// "Operation history"): the entry, the mutation it was commissioned after (`null`: none), the mutations
+/// of the session commissioned after it (approval order), and one page of the changes it went through,
+/// oldest first (newest first with `order=newest`), with `next`, the cursor of the following page. The
+/// export's lines carry every change, `next` `null`.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct OperationHistory {
@@ -537,6 +539,10 @@ pub struct OperationHistory {
     pub commissioned_after: Option<String>,
     pub commissioned: Vec<String>,
     pub changes: Vec<HistoryChange>,
+    /// The opaque cursor of the following page of `changes` (pass it back as `after`, docs/api.md
+    /// "Paging"), or `null` on the last page.
+    #[serde(default)]
+    pub next: Option<String>,
     /// When staff were first alerted about the entry's current unknown outcome (RFC 3339 UTC), as
     /// [`OperationMatch::alerted_at`]. Absent when none was delivered, and for a viewer.
     #[serde(default, skip_serializing_if = "Option::is_none")]

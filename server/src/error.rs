@@ -207,6 +207,21 @@ impl From<LedgerError> for ApiError {
                 }),
                 retry_after_secs: None,
             },
+            LedgerError::TooManyClaims { retry_after_ms } => {
+                let mut e = Self::new(
+                    StatusCode::TOO_MANY_REQUESTS,
+                    "too_many_claims",
+                    format!(
+                        "you claimed or released this operation {} times in the last minute; nothing was changed, try again after Retry-After seconds",
+                        ledger::error::CLAIMS_PER_MINUTE
+                    ),
+                    None,
+                );
+                e.retry_after_secs = Some(whole_secs(std::time::Duration::from_millis(
+                    u64::try_from(retry_after_ms).unwrap_or(1),
+                )));
+                e
+            }
             LedgerError::CursorAhead { cursor, latest } => Self::new(
                 StatusCode::CONFLICT,
                 "cursor_ahead",

@@ -20,9 +20,12 @@ use crate::routes::{history_href, param, session_href, turn_href};
 pub fn OperationPage() -> impl IntoView {
     let key = param(2);
     let id = param(4);
+    // `?history_after=<cursor>`: the changes before the newest window (docs/api.md "Operation history").
+    let older = crate::address::query_value("history_after").filter(|a| !a.is_empty());
+    let older_page = older.is_some();
     let found = Resource::new(
-        move || (key.get(), id.get()),
-        |(k, m)| api::operation_history(&k, &m),
+        move || (key.get(), id.get(), older.clone()),
+        |(k, m, older)| api::operation_history(&k, &m, older.as_deref()),
     );
     let caller = use_context::<crate::CallerResource>();
     view! {
@@ -36,6 +39,7 @@ pub fn OperationPage() -> impl IntoView {
                         <h1 class="mb-4 break-all text-2xl font-semibold">"Operation " <bdi class="font-mono">{mark(&id.get_untracked())}</bdi></h1>
                         <ApiErrorPanel error=e/>
                     }.into_any(),
+                    Ok(h) if older_page => view! { <OlderHistory history=h viewer/> }.into_any(),
                     Ok(h) => view! { <LiveHistory history=h viewer staff/> }.into_any(),
                 }
             })}
@@ -86,11 +90,24 @@ pub fn actor_words(actor: &str) -> String {
     }
 }
 
+/// The change that tells where the entry stands: the latest that is not internal to staff, or, when the
+/// page's window of the history holds only notes, claims and releases (a storm of claims: the page shows
+/// the newest changes only), the latest of those, which carry the entry's state as it was when they were
+/// made, and nothing changed it since.
+fn latest_state(history: &OperationHistory) -> Option<&HistoryChange> {
+    history
+        .changes
+        .iter()
+        .rev()
+        .find(|c| !c.kind.is_internal())
+        .or_else(|| history.changes.last())
+}
+
 /// The published record the history ends with, and whether the entry is in flight (started, unsettled).
 fn current(
     history: &OperationHistory,
 ) -> (Option<ledger::wire::MutationOutcome>, bool, Option<i64>) {
-    let last = history.changes.iter().rev().find(|c| !c.kind.is_internal());
+    let last = latest_state(history);
     let outcome = history.changes.iter().rev().find_map(|c| c.outcome.clone());
     let in_flight = last.is_some_and(|c| c.ledger_status == LedgerStatus::ExecutionStarted);
     let revision = history.changes.iter().rev().find_map(|c| c.revision);
@@ -99,11 +116,7 @@ fn current(
 
 /// The attempt an operator reconciles: the entry's current one, when it is a settled unknown outcome.
 pub fn reconcilable_attempt(history: &OperationHistory) -> Option<String> {
-    let last = history
-        .changes
-        .iter()
-        .rev()
-        .find(|c| !c.kind.is_internal())?;
+    let last = latest_state(history)?;
     (last.ledger_status == LedgerStatus::OutcomeUnknown)
         .then(|| last.attempt_id.clone())
         .flatten()
@@ -140,6 +153,7 @@ fn LiveHistory(history: OperationHistory, viewer: bool, staff: bool) -> impl Int
     });
     let base = history_href(&key, &id);
     let claim_base = base.clone();
+    let older_base = base.clone();
     view! {
         <p class="mb-1 flex flex-wrap gap-x-3 text-sm">
             <a rel="external" class="underline-offset-2 hover:underline" href=session_href(&key)>"← Session " <bdi class="break-all font-mono">{mark(&key)}</bdi></a>
@@ -168,7 +182,15 @@ fn LiveHistory(history: OperationHistory, viewer: bool, staff: bool) -> impl Int
         {move || view! { <Commissioned history=history.get()/> }}
         <section class="mb-6" aria-labelledby="history-heading">
             <h2 id="history-heading" class="mb-2 text-lg font-semibold">"History"</h2>
-            <p class="mb-3 text-sm opacity-80">"Every change of this operation, oldest first, with who made it."</p>
+            {move || history.with(|h| match h.next.clone() {
+                None => view! {
+                    <p class="mb-3 text-sm opacity-80">"Every change of this operation, oldest first, with who made it."</p>
+                }.into_any(),
+                Some(next) => view! {
+                    <p class="mb-3 text-sm opacity-80">{format!("The newest {} changes of this operation, oldest first, with who made them.", h.changes.len())}</p>
+                    <OlderLink base=older_base.clone() next/>
+                }.into_any(),
+            })}
             <ol class="history space-y-3 border-l-2 border-slate-300 pl-4 dark:border-slate-700">
                 {move || history.with(|h| h.changes.iter().map(|c| view! { <Change change=c.clone() viewer/> }).collect_view())}
             </ol>
@@ -181,6 +203,50 @@ fn LiveHistory(history: OperationHistory, viewer: bool, staff: bool) -> impl Int
             </details>
         })}
         {staff.then(|| view! { <OperatorActions base attempt/> })}
+    }
+}
+
+/// The link to the changes before the ones shown: the operation page with `?history_after=` the
+/// window's `next` (docs/api.md "Operation history").
+#[component]
+fn OlderLink(base: String, next: String) -> impl IntoView {
+    let href = format!("{base}?history_after={}", api::enc(&next));
+    view! {
+        <p class="older-history mb-3 text-sm">
+            <a rel="external" class="underline underline-offset-2" href=href>"Older changes →"</a>
+        </p>
+    }
+}
+
+/// An older window of the history (`?history_after=`): the [`api::HISTORY_PAGE`] changes before the
+/// ones the previous window showed, oldest first, with the way back to the operation and on to older
+/// ones. Not live, and without the card and the actions, which tell where the entry stands now.
+#[component]
+fn OlderHistory(history: OperationHistory, viewer: bool) -> impl IntoView {
+    let (key, turn, id) = (
+        history.session_key.clone(),
+        history.logical_turn_id.clone(),
+        history.mutation_id.clone(),
+    );
+    let base = history_href(&key, &id);
+    let shown = history.changes.len();
+    view! {
+        <p class="mb-1 flex flex-wrap gap-x-3 text-sm">
+            <a rel="external" class="underline-offset-2 hover:underline" href=session_href(&key)>"← Session " <bdi class="break-all font-mono">{mark(&key)}</bdi></a>
+            <a rel="external" class="underline-offset-2 hover:underline" href=turn_href(&key, &turn)>"Turn " <bdi class="break-all font-mono">{mark(&turn)}</bdi></a>
+        </p>
+        <h1 class="mb-4 break-all text-2xl font-semibold">"Operation " <bdi class="font-mono">{mark(&id)}</bdi></h1>
+        <section class="mb-6" aria-labelledby="history-heading">
+            <h2 id="history-heading" class="mb-2 text-lg font-semibold">"Older changes"</h2>
+            <p class="mb-3 text-sm opacity-80">{format!("{shown} earlier changes of this operation, oldest first, with who made them.")}</p>
+            <p class="newest-history mb-3 text-sm">
+                <a rel="external" class="underline underline-offset-2" href=base.clone()>"← Newest changes and where it stands"</a>
+            </p>
+            {history.next.clone().map(|next| view! { <OlderLink base=base.clone() next/> })}
+            <ol class="history space-y-3 border-l-2 border-slate-300 pl-4 dark:border-slate-700">
+                {history.changes.into_iter().map(|c| view! { <Change change=c viewer/> }).collect_view()}
+            </ol>
+        </section>
     }
 }
 
@@ -245,7 +311,7 @@ fn ClaimBox(
                 leptos::task::spawn_local(async move {
                     let answer = api::claim(&key, &id, take).await;
                     said.set(crate::routes::unknowns::claim_words(answer, &id));
-                    if let Ok(h) = api::operation_history(&key, &id).await {
+                    if let Ok(h) = api::operation_history(&key, &id, None).await {
                         history.set(h);
                     }
                 });
@@ -463,6 +529,7 @@ mod tests {
             commissioned_after: None,
             commissioned: vec![],
             changes,
+            next: None,
             alerted_at: None,
         }
     }

@@ -149,8 +149,10 @@ impl Engine {
 
     /// Takes the claim of an entry for `actor` ([`Action::Claim`], docs/api.md "Claims") and answers its
     /// `claim` history row and whether this call added it (`false`: `actor` already held it, and the row is
-    /// the one that took it). Another holder: [`LedgerError::AlreadyClaimed`]. Errors otherwise as
-    /// [`Self::apply_as`] (`SessionNotFound`, `SessionExpired`, `MutationNotFound`).
+    /// the one that took it). Another holder: [`LedgerError::AlreadyClaimed`]. An actor that claimed or
+    /// released this entry [`crate::error::CLAIMS_PER_MINUTE`] times in the last 60 s (the ledger's clock):
+    /// [`LedgerError::TooManyClaims`], nothing written. Errors otherwise as [`Self::apply_as`]
+    /// (`SessionNotFound`, `SessionExpired`, `MutationNotFound`).
     pub async fn claim_as(
         &self,
         actor: Actor,
@@ -173,7 +175,7 @@ impl Engine {
 
     /// Ends the claim of an entry, whoever holds it ([`Action::Release`]), and answers the `release`
     /// history row it added, or `None` when nobody held it. Errors as [`Self::claim_as`] but for
-    /// `AlreadyClaimed`.
+    /// `AlreadyClaimed` (`TooManyClaims` included: claims and releases count together).
     pub async fn release_as(
         &self,
         actor: Actor,

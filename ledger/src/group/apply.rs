@@ -324,7 +324,8 @@ impl Group {
 
     /// [`Decision::Claim`]: takes the entry's claim for `actor` (a `claim` history row), answers the row
     /// that took it when `actor` holds it already, and refuses while another staff member holds it
-    /// ([`LedgerError::AlreadyClaimed`]).
+    /// ([`LedgerError::AlreadyClaimed`]); first of all, refuses an actor over its rate
+    /// ([`Group::claim_budget`], [`LedgerError::TooManyClaims`]).
     async fn claim(
         &mut self,
         tx: &mut WriteTx<'_>,
@@ -332,12 +333,13 @@ impl Group {
         actor: &Actor,
     ) -> Result<Done, LedgerError> {
         let now = self.now;
+        let spelling = actor.spelling();
+        self.claim_budget(tx, &key, &spelling).await?;
         let held = self.entry_claim(tx, &key).await?;
         let slot = self
             .entries
             .get(&key)
             .ok_or(LedgerError::MutationNotFound)?;
-        let spelling = actor.spelling();
         if let Some(held) = held {
             if held.actor != spelling {
                 return Err(LedgerError::AlreadyClaimed {
@@ -372,6 +374,7 @@ impl Group {
         ));
         let change = note_change(&slot.row, HistoryKind::Claim, actor, None, now);
         let state = slot.row.state();
+        self.count_claim(&key, &spelling);
         self.claims.insert(
             key,
             Some(ClaimHeld {
@@ -388,7 +391,7 @@ impl Group {
     }
 
     /// [`Decision::Release`]: ends the entry's claim, whoever holds it (a `release` history row); nothing
-    /// when nobody holds it.
+    /// when nobody holds it. An actor over its rate is refused first, as by [`Self::claim`].
     async fn release(
         &mut self,
         tx: &mut WriteTx<'_>,
@@ -396,6 +399,8 @@ impl Group {
         actor: &Actor,
     ) -> Result<Done, LedgerError> {
         let now = self.now;
+        let spelling = actor.spelling();
+        self.claim_budget(tx, &key, &spelling).await?;
         let held = self.entry_claim(tx, &key).await?;
         let slot = self
             .entries
@@ -420,6 +425,7 @@ impl Group {
             None,
         ));
         let change = note_change(&slot.row, HistoryKind::Release, actor, None, now);
+        self.count_claim(&key, &spelling);
         self.claims.insert(key, None);
         Ok(Done {
             state,

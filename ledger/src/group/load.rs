@@ -8,7 +8,7 @@ use serde_json::json;
 
 use super::{ClaimHeld, EntrySlot, Group, Key, SessionSlot, TurnSlot};
 use crate::command::{Action, Command};
-use crate::error::LedgerError;
+use crate::error::{LedgerError, CLAIMS_PER_MINUTE, CLAIM_WINDOW_MS};
 use crate::machine::SessionState;
 use crate::rows::{EntryRow, ENTRY_COLUMNS};
 use crate::store::{on_tx, Dialect, WriteTx};
@@ -109,6 +109,7 @@ impl Group {
             attempts: Vec::new(),
             attempts_seen: HashSet::new(),
             claims: HashMap::new(),
+            claim_times: HashMap::new(),
             reconciliations: Vec::new(),
             history: Vec::new(),
             changed_turns: Vec::new(),
@@ -165,6 +166,74 @@ impl Group {
         };
         self.claims.insert(key.clone(), held.clone());
         Ok(held)
+    }
+
+    /// `Ok` when `actor` may claim or release the entry `key` now (docs/api.md "Claims"): fewer than
+    /// [`CLAIMS_PER_MINUTE`] of its `claim` and `release` rows of the entry in the last
+    /// [`CLAIM_WINDOW_MS`] (`at` after `now - CLAIM_WINDOW_MS`, the ledger's clock), stored or added by
+    /// this group; else [`LedgerError::TooManyClaims`] with the wait until the oldest of them leaves the
+    /// window. The stored ones are read once per group and actor: at most [`CLAIMS_PER_MINUTE`] rows of
+    /// one range of `history_claims_by_actor` (on Postgres the entry is locked `FOR UPDATE` by the group,
+    /// so instances sharing the database count the same rows).
+    pub(super) async fn claim_budget(
+        &mut self,
+        tx: &mut WriteTx<'_>,
+        key: &Key,
+        actor: &str,
+    ) -> Result<(), LedgerError> {
+        let since = self.now - CLAIM_WINDOW_MS;
+        let id = (key.clone(), actor.to_owned());
+        if !self.claim_times.contains_key(&id) {
+            let seq = self
+                .entries
+                .get(key)
+                .ok_or(LedgerError::MutationNotFound)?
+                .row
+                .seq;
+            let times: Vec<i64> = if seq == 0 {
+                Vec::new()
+            } else {
+                const SQL: &str = "SELECT at FROM history WHERE entry_seq = $1 AND actor = $2 \
+                     AND kind IN ('claim', 'release') AND at > $3 ORDER BY at DESC LIMIT $4";
+                let limit = CLAIMS_PER_MINUTE as i64;
+                match tx {
+                    WriteTx::Direct(c) => {
+                        c.rows(SQL, &[&seq, &actor, &since, &limit], |r| r.get(0))?
+                    }
+                    tx => on_tx!(tx, |c, d| sqlx::query_scalar(SQL)
+                        .bind(seq)
+                        .bind(actor)
+                        .bind(since)
+                        .bind(limit)
+                        .fetch_all(c)
+                        .await?),
+                }
+            };
+            self.claim_times.insert(id.clone(), times);
+        }
+        let times = self.claim_times.get_mut(&id).map(|t| {
+            t.retain(|&at| at > since);
+            &*t
+        });
+        match times {
+            Some(times) if times.len() >= CLAIMS_PER_MINUTE => {
+                // Newest first: the oldest that counts is the last of the newest CLAIMS_PER_MINUTE.
+                let oldest = times[CLAIMS_PER_MINUTE - 1];
+                Err(LedgerError::TooManyClaims {
+                    retry_after_ms: (oldest + CLAIM_WINDOW_MS - self.now).max(1),
+                })
+            }
+            _ => Ok(()),
+        }
+    }
+
+    /// Counts a `claim` or `release` row `actor` added to the entry `key` in this group (after
+    /// [`Self::claim_budget`] read its stored ones).
+    pub(super) fn count_claim(&mut self, key: &Key, actor: &str) {
+        if let Some(times) = self.claim_times.get_mut(&(key.clone(), actor.to_owned())) {
+            times.insert(0, self.now);
+            times.truncate(CLAIMS_PER_MINUTE);
+        }
     }
 
     pub(super) async fn attempt_used(

@@ -90,6 +90,10 @@ pub(crate) struct Group {
     attempts_seen: HashSet<(Key, String)>,
     /// The claims of the entries a claim or release named, read on first use, then kept up to date.
     claims: HashMap<Key, Option<ClaimHeld>>,
+    /// Per entry and actor (`staff:<name>`) who claimed or released in this group: the times (ms) of
+    /// that actor's `claim` and `release` rows of the entry within the rate window, newest first, at most
+    /// [`crate::error::CLAIMS_PER_MINUTE`]: read on first use, then kept up to date (docs/api.md "Claims").
+    claim_times: HashMap<(Key, String), Vec<i64>>,
     /// Evidence to record: entry, attempt, completed, source, reference, observed_at.
     reconciliations: Vec<(Key, String, bool, Evidence)>,
     /// History rows to write, in the order of the changes (docs/ledger.md "History").

@@ -73,6 +73,22 @@ pub struct TurnsPage {
     pub newest_first: bool,
 }
 
+/// What one page of an operation's history asks for ([`SessionManager::operation_history_page`],
+/// docs/api.md "Operation history").
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct HistoryPage {
+    /// Go on after the history row with this id (the previous page's last row), in the page's order.
+    pub after: Option<i64>,
+    /// At most this many rows (at least 1).
+    pub limit: u32,
+    /// Newest row first (`after` then goes on with older rows).
+    pub newest_first: bool,
+    /// Whether the rows internal to staff (`note`, `claim`, `release`) are read: `false` for a viewer,
+    /// whose pages are made of the other rows only, so that neither a page's length nor its `next`
+    /// tells that internal rows exist.
+    pub internal: bool,
+}
+
 /// The read side. Cheap to clone.
 #[derive(Clone)]
 pub struct SessionManager {
@@ -166,6 +182,10 @@ pub const ENTRIES_MAX_LIMIT: u32 = 1000;
 /// Turns one page of a session's turns holds by default, and at most (docs/api.md "Turns").
 pub const TURNS_DEFAULT_LIMIT: u32 = 200;
 pub const TURNS_MAX_LIMIT: u32 = 1000;
+/// History rows one page of an operation's history holds by default, and at most (docs/api.md
+/// "Operation history").
+pub const HISTORY_DEFAULT_LIMIT: u32 = 500;
+pub const HISTORY_MAX_LIMIT: u32 = 1000;
 
 /// What one page of the sessions list asks for ([`SessionManager::sessions`]).
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -193,7 +193,98 @@ impl SessionManager {
             commissioned_after: entry.commissioned_after,
             commissioned,
             changes,
+            next: None,
             alerted_at: None,
         })
     }
+
+    /// One page of an operation's history (docs/api.md "Operation history"): as
+    /// [`Self::operation_history`], with at most `page.limit` changes after the row `page.after`, oldest
+    /// first or newest first, and the id of the page's last row when more follow (the keyset of the next
+    /// page; `None` on the last page). Without `page.internal` the rows of kind `note`, `claim` and
+    /// `release` are not read at all: a viewer's page is full of the rows it may see, and its `next` is
+    /// `None` when none of those follow, whatever internal rows do. One read transaction; one index
+    /// range (`history_by_entry`, or `history_public_by_entry` without internal rows) of `limit + 1` rows.
+    pub async fn operation_history_page(
+        &self,
+        session_key: &SessionKey,
+        mutation_id: &MutationId,
+        page: &HistoryPage,
+    ) -> Result<(OperationHistory, Option<i64>), LedgerError> {
+        self.session(session_key).await?;
+        let (op, order) = if page.newest_first {
+            ("<", "DESC")
+        } else {
+            (">", "ASC")
+        };
+        let after = page.after.unwrap_or(if page.newest_first {
+            i64::MAX
+        } else {
+            i64::MIN
+        });
+        let public = if page.internal {
+            ""
+        } else {
+            " AND kind NOT IN ('note', 'claim', 'release')"
+        };
+        let (entry, commissioned, rows) = on_read!(self.inner, |pool, d| {
+            let mut tx = pool.begin_with(d.begin_read()).await?;
+            let entry: EntryRow = sqlx::query_as(&format!(
+                "SELECT {ENTRY_COLUMNS} FROM entries WHERE session_key = $1 AND mutation_id = $2"
+            ))
+            .bind(session_key.as_str())
+            .bind(mutation_id.as_str())
+            .fetch_optional(&mut *tx)
+            .await?
+            .ok_or(LedgerError::MutationNotFound)?;
+            let commissioned: Vec<String> = sqlx::query_scalar(
+                "SELECT mutation_id FROM entries WHERE session_key = $1 AND commissioned_after = $2 \
+                 ORDER BY seq",
+            )
+            .bind(session_key.as_str())
+            .bind(mutation_id.as_str())
+            .fetch_all(&mut *tx)
+            .await?;
+            let rows: Vec<PagedHistoryRow> = sqlx::query_as(&format!(
+                "SELECT id, {HISTORY_COLUMNS} FROM history WHERE entry_seq = $1 AND id {op} $2{public} \
+                 ORDER BY id {order} LIMIT $3"
+            ))
+            .bind(entry.seq)
+            .bind(after)
+            .bind(i64::from(page.limit) + 1)
+            .fetch_all(&mut *tx)
+            .await?;
+            tx.commit().await?;
+            (entry, commissioned, rows)
+        });
+        let mut rows = rows;
+        let next = if rows.len() > page.limit as usize {
+            rows.truncate(page.limit as usize);
+            rows.last().map(|r| r.id)
+        } else {
+            None
+        };
+        let changes = rows.into_iter().map(|r| change(&entry, r.row)).collect();
+        Ok((
+            OperationHistory {
+                session_key: entry.session_key,
+                logical_turn_id: entry.logical_turn_id,
+                mutation_id: entry.mutation_id,
+                commissioned_after: entry.commissioned_after,
+                commissioned,
+                changes,
+                next: None,
+                alerted_at: None,
+            },
+            next,
+        ))
+    }
+}
+
+/// A history row with its id (the keyset of [`SessionManager::operation_history_page`]).
+#[derive(sqlx::FromRow)]
+struct PagedHistoryRow {
+    id: i64,
+    #[sqlx(flatten)]
+    row: HistoryRow,
 }

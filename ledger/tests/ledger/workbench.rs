@@ -620,3 +620,273 @@ async fn search_answers_alike_for_common_and_rare_texts_beyond_the_newest_operat
     assert_eq!(newest_first("rare").len(), 2);
     assert_eq!(newest_first("tenth").len(), 259); // 2500 is rare
 }
+
+/// How many claim and release rows the history holds.
+async fn claim_rows(h: &Harness) -> i64 {
+    raw_count(
+        &h.path,
+        "SELECT COUNT(*) FROM history WHERE kind IN ('claim', 'release')",
+    )
+    .await
+}
+
+#[tokio::test]
+async fn a_staff_member_claims_or_releases_one_operation_at_most_ten_times_a_minute() {
+    let h = open().await;
+    h.unknown_in(SESSION, "m-1", TOOL).await;
+    h.unknown_in(SESSION, "m-2", TOOL).await;
+    // Ten rows by ada, a second apart: claim, release, claim, … (the first at `first`).
+    let first = h.clock.now_ms();
+    for i in 0..5 {
+        let (_, added) = h
+            .engine
+            .claim_as(ada(), sk(SESSION), mid("m-1"))
+            .await
+            .unwrap();
+        assert!(added, "{i}");
+        h.clock.advance(Duration::from_secs(1));
+        assert!(h
+            .engine
+            .release_as(ada(), sk(SESSION), mid("m-1"))
+            .await
+            .unwrap()
+            .is_some());
+        h.clock.advance(Duration::from_secs(1));
+    }
+    assert_eq!(claim_rows(&h).await, 10);
+    let before = h
+        .sessions
+        .operation_history(&sk(SESSION), &mid("m-1"))
+        .await
+        .unwrap();
+    // The 11th within 60 s of the first: refused, whatever it would do, until the first is 60 s old.
+    h.clock.set(first + 30_000);
+    for refused in [
+        h.engine
+            .claim_as(ada(), sk(SESSION), mid("m-1"))
+            .await
+            .map(|_| ()),
+        h.engine
+            .release_as(ada(), sk(SESSION), mid("m-1"))
+            .await
+            .map(|_| ()),
+    ] {
+        match refused {
+            Err(LedgerError::TooManyClaims { retry_after_ms }) => {
+                assert_eq!(retry_after_ms, 30_000)
+            }
+            other => panic!("expected TooManyClaims, got {other:?}"),
+        }
+    }
+    assert_eq!(claim_rows(&h).await, 10);
+    assert_eq!(
+        h.sessions
+            .operation_history(&sk(SESSION), &mid("m-1"))
+            .await
+            .unwrap(),
+        before
+    );
+    // Another staff member, and another operation, are not limited by ada's rows.
+    assert!(
+        h.engine
+            .claim_as(bob(), sk(SESSION), mid("m-1"))
+            .await
+            .unwrap()
+            .1
+    );
+    assert!(
+        h.engine
+            .claim_as(ada(), sk(SESSION), mid("m-2"))
+            .await
+            .unwrap()
+            .1
+    );
+    // At 60 s after the first, it left the window: ada may release again (once: the second row is
+    // then the oldest of ten, a second younger).
+    h.clock.set(first + 59_999);
+    assert!(matches!(
+        h.engine.release_as(ada(), sk(SESSION), mid("m-1")).await,
+        Err(LedgerError::TooManyClaims { retry_after_ms: 1 })
+    ));
+    h.clock.set(first + 60_000);
+    let released = h
+        .engine
+        .release_as(ada(), sk(SESSION), mid("m-1"))
+        .await
+        .unwrap()
+        .expect("bob's claim released");
+    assert_eq!(released.actor, "staff:ada");
+    match h.engine.claim_as(ada(), sk(SESSION), mid("m-1")).await {
+        Err(LedgerError::TooManyClaims { retry_after_ms }) => assert_eq!(retry_after_ms, 1_000),
+        other => panic!("expected TooManyClaims, got {other:?}"),
+    }
+}
+
+#[tokio::test]
+async fn claims_in_one_group_commit_count_toward_the_limit_together() {
+    let h = open().await;
+    h.unknown_in(SESSION, "m-1", TOOL).await;
+    // Twelve claims and releases in one transaction: the first ten are written, the last two refused.
+    let ops = (0..12)
+        .map(|i| {
+            in_session(
+                SESSION,
+                "m-1",
+                if i % 2 == 0 {
+                    Action::Claim
+                } else {
+                    Action::Release
+                },
+            )
+        })
+        .collect();
+    let results = h.engine.apply_batch_as(ada(), ops).await.unwrap();
+    let refused: Vec<usize> = results
+        .iter()
+        .enumerate()
+        .filter(|(_, r)| matches!(r, Err(LedgerError::TooManyClaims { .. })))
+        .map(|(i, _)| i)
+        .collect();
+    assert_eq!(refused, [10, 11], "{results:?}");
+    assert!(results[..10].iter().all(Result::is_ok));
+    assert_eq!(claim_rows(&h).await, 10);
+}
+
+#[tokio::test]
+async fn an_operation_s_history_pages_both_ways_and_a_viewer_s_pages_hold_only_what_it_sees() {
+    use ledger::HistoryPage;
+    let h = open().await;
+    h.unknown_in(SESSION, "m-1", TOOL).await;
+    // approval, intent, settlement; then 8 claim/release rows by several staff members, a note, and a
+    // reconciliation; then 8 more claim/release rows.
+    for i in 0..8 {
+        let who = Actor::Staff(format!("staff-{i}"));
+        if i % 2 == 0 {
+            h.engine
+                .claim_as(who, sk(SESSION), mid("m-1"))
+                .await
+                .unwrap();
+        } else {
+            h.engine
+                .release_as(who, sk(SESSION), mid("m-1"))
+                .await
+                .unwrap();
+        }
+    }
+    h.engine
+        .note_as(
+            ada(),
+            in_session(
+                SESSION,
+                "m-1",
+                Action::Note {
+                    text: "called them".into(),
+                },
+            ),
+        )
+        .await
+        .unwrap();
+    h.ok(in_session(
+        SESSION,
+        "m-1",
+        Action::Reconcile {
+            attempt_id: att("a-1"),
+            completed: true,
+            evidence: evidence(),
+        },
+    ))
+    .await;
+    for i in 0..4 {
+        let who = Actor::Staff(format!("late-{i}"));
+        h.engine
+            .claim_as(who.clone(), sk(SESSION), mid("m-1"))
+            .await
+            .unwrap();
+        h.engine
+            .release_as(who, sk(SESSION), mid("m-1"))
+            .await
+            .unwrap();
+    }
+    let whole = h
+        .sessions
+        .operation_history(&sk(SESSION), &mid("m-1"))
+        .await
+        .unwrap();
+    assert_eq!(whole.changes.len(), 3 + 8 + 1 + 1 + 8);
+    let read_all = |internal: bool, newest_first: bool, limit: u32| {
+        let sessions = h.sessions.clone();
+        async move {
+            let mut pages = Vec::new();
+            let mut after = None;
+            loop {
+                let page = HistoryPage {
+                    after,
+                    limit,
+                    newest_first,
+                    internal,
+                };
+                let (history, next) = sessions
+                    .operation_history_page(&sk(SESSION), &mid("m-1"), &page)
+                    .await
+                    .unwrap();
+                assert!(history.changes.len() <= limit as usize);
+                assert_eq!(history.next, None);
+                assert_eq!(
+                    (
+                        history.mutation_id.as_str(),
+                        history.logical_turn_id.as_str()
+                    ),
+                    ("m-1", "t-1")
+                );
+                pages.push(history.changes);
+                match next {
+                    Some(n) => after = Some(n),
+                    None => return pages,
+                }
+            }
+        }
+    };
+    // Staff: every row, oldest first, in pages of 6; newest first, the same rows reversed.
+    let pages = read_all(true, false, 6).await;
+    assert_eq!(pages.iter().map(Vec::len).collect::<Vec<_>>(), [6, 6, 6, 3]);
+    assert_eq!(pages.concat(), whole.changes);
+    let newest = read_all(true, true, 6).await;
+    let mut reversed = newest.concat();
+    reversed.reverse();
+    assert_eq!(reversed, whole.changes);
+    // A page of exactly the rows left ends with no next.
+    assert_eq!(read_all(true, false, 21).await.len(), 1);
+    // A viewer's pages: only the rows it may see, full pages, and no next after the last of them,
+    // though internal rows follow it.
+    let public: Vec<_> = whole
+        .changes
+        .iter()
+        .filter(|c| !c.kind.is_internal())
+        .cloned()
+        .collect();
+    assert_eq!(public.len(), 4);
+    let pages = read_all(false, false, 2).await;
+    assert_eq!(pages.iter().map(Vec::len).collect::<Vec<_>>(), [2, 2]);
+    assert_eq!(pages.concat(), public);
+    let pages = read_all(false, true, 3).await;
+    assert_eq!(pages.iter().map(Vec::len).collect::<Vec<_>>(), [3, 1]);
+    // An unknown operation, an unknown session.
+    let page = HistoryPage {
+        after: None,
+        limit: 5,
+        newest_first: false,
+        internal: true,
+    };
+    assert!(matches!(
+        h.sessions
+            .operation_history_page(&sk(SESSION), &mid("m-9"), &page)
+            .await,
+        Err(LedgerError::MutationNotFound)
+    ));
+    assert!(matches!(
+        h.sessions
+            .operation_history_page(&sk("s-9"), &mid("m-1"), &page)
+            .await,
+        Err(LedgerError::SessionNotFound)
+    ));
+}

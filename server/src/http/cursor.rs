@@ -50,6 +50,14 @@ pub enum Position {
         #[serde(default, skip_serializing_if = "Option::is_none")]
         by: Option<String>,
     },
+    /// An operation's history: the id of the page's last history row, and whether the listing runs
+    /// newest first (`order=newest`; left out when not).
+    #[serde(rename = "history")]
+    History {
+        id: i64,
+        #[serde(default, skip_serializing_if = "is_false")]
+        newest: bool,
+    },
     /// A search: where each group goes on (`None`: it ended); sessions at `s` (SQLite: search id;
     /// Postgres: creation time in ms, with the key `k`), operations after the sequence `o`.
     #[serde(rename = "search")]
@@ -89,6 +97,7 @@ pub enum Listing {
     Turns,
     Unknowns,
     Search,
+    History,
 }
 
 /// For `skip_serializing_if`: a `false` flag is left out of the cursor.
@@ -104,6 +113,7 @@ impl Position {
             Position::Turns { .. } => Listing::Turns,
             Position::Unknowns { .. } => Listing::Unknowns,
             Position::Search { .. } => Listing::Search,
+            Position::History { .. } => Listing::History,
         }
     }
 

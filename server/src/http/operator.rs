@@ -116,7 +116,9 @@ pub enum OperatorErrors {
     /// Refused transition; `current` is the unchanged entry.
     #[response(status = 409)]
     Conflict(ledger::wire::ErrorBody),
-    /// Too many failed tokens from this address; retry after `Retry-After` seconds.
+    /// `too_many_failures`: too many failed tokens from this address; or `too_many_claims`: a claim or
+    /// release by a staff member who claimed or released this operation 10 times in the last minute
+    /// (nothing changed). Retry after `Retry-After` seconds.
     #[response(status = 429)]
     TooManyFailures(ledger::wire::ErrorBody),
     /// The ledger is busy; nothing changed; retry after `Retry-After` seconds.
@@ -196,8 +198,9 @@ fn claimed_entry(
 /// `POST /api/sessions/{session_key}/mutations/{mutation_id}/claim` (no body; one sent is ignored) → 201
 /// with the `claim` history row ("I am on it": `actor` `staff:<name>`, `revision` null), or 200 with the
 /// row that took it when the caller already holds the claim; 409 `already_claimed` with `claim` `{"by",
-/// "at"}` when another staff member holds it (docs/api.md "Claims"). No revision, no live event; the
-/// entry is unchanged; a viewer never sees claims.
+/// "at"}` when another staff member holds it; 429 `too_many_claims` with `Retry-After` when the caller
+/// claimed or released this operation 10 times in the last 60 s (docs/api.md "Claims"). No revision, no
+/// live event; the entry is unchanged; a viewer never sees claims.
 #[utoipa::path(
     post,
     path = "/api/sessions/{session_key}/mutations/{mutation_id}/claim",
@@ -730,6 +733,13 @@ fn plain_words(e: &ApiError) -> String {
         }
         (StatusCode::CONFLICT, "already_settled", _) => {
             "This outcome is not unknown: it is already settled, so there is nothing to reconcile."
+        }
+        (StatusCode::TOO_MANY_REQUESTS, "too_many_claims", _) => {
+            return format!(
+                "You claimed or released this operation {} times in the last minute. Nothing was changed: wait {} seconds, then try again.",
+                ledger::error::CLAIMS_PER_MINUTE,
+                e.retry_after().unwrap_or(1)
+            )
         }
         (StatusCode::SERVICE_UNAVAILABLE, _, _) => {
             "The ledger is busy. Try again in a moment."

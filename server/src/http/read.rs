@@ -16,8 +16,8 @@ use ledger::wire::{
     UnknownsPage,
 };
 use ledger::{
-    EntriesPage, HistoryChunks, SessionsAfter, SessionsQuery, TurnsPage, UnknownsAfter,
-    UnknownsQuery,
+    EntriesPage, HistoryChunks, HistoryPage, SessionsAfter, SessionsQuery, TurnsPage,
+    UnknownsAfter, UnknownsQuery,
 };
 use serde::Deserialize;
 
@@ -45,8 +45,9 @@ pub fn router() -> OpenApiRouter<AppState> {
 }
 
 pub use ledger::sessions::{
-    ENTRIES_MAX_LIMIT, SESSIONS_DEFAULT_LIMIT, SESSIONS_MAX_LIMIT, TURNS_DEFAULT_LIMIT,
-    TURNS_MAX_LIMIT, UNKNOWNS_DEFAULT_LIMIT, UNKNOWNS_MAX_LIMIT,
+    ENTRIES_MAX_LIMIT, HISTORY_DEFAULT_LIMIT, HISTORY_MAX_LIMIT, SESSIONS_DEFAULT_LIMIT,
+    SESSIONS_MAX_LIMIT, TURNS_DEFAULT_LIMIT, TURNS_MAX_LIMIT, UNKNOWNS_DEFAULT_LIMIT,
+    UNKNOWNS_MAX_LIMIT,
 };
 
 /// `?session_id=<key>`.
@@ -441,19 +442,39 @@ pub async fn turn_entries(
     Ok(Json(entries))
 }
 
-/// `GET /api/sessions/{session_key}/mutations/{mutation_id}/history` → `{"session_key",
-/// "logical_turn_id", "mutation_id", "commissioned_after", "commissioned", "changes"}`: every change of the
-/// entry, oldest first (docs/ledger.md "History"). A viewer reads it without staff notes and with every
-/// staff actor as `staff` ([`crate::access::without_internal`]). 404 for an unknown or expired session
-/// (first) or an unknown mutation, including identifiers that could never have been stored.
+/// `?limit=&after=&order=` of an operation's history, read as text and checked by the handler.
+#[derive(Deserialize)]
+pub struct HistoryParams {
+    limit: Option<String>,
+    after: Option<String>,
+    order: Option<String>,
+}
+
+/// `GET /api/sessions/{session_key}/mutations/{mutation_id}/history[?limit=&after=&order=]` →
+/// `{"session_key", "logical_turn_id", "mutation_id", "commissioned_after", "commissioned", "changes",
+/// "next", "alerted_at"?}` (docs/api.md "Operation history", docs/ledger.md "History"): one page of the
+/// entry's changes, oldest first (`order=newest`: newest first), at most `limit` (1 to 1000, default
+/// 500), after `after` (the previous answer's `next`, of the same order); `next` is `null` on the last
+/// page. A viewer reads it without the rows internal to staff (notes, claims, releases: left out by the
+/// read itself, so its pages and `next` count only the rows it sees) and with every staff actor as
+/// `staff` ([`crate::access::without_internal`]). Errors in order: 400 (`invalid_parameter` naming
+/// `limit` or `order`, `invalid_cursor` naming `after`, `invalid_query`, a malformed path) → 404 for an
+/// unknown or expired session (first) or an unknown mutation, including identifiers that could never
+/// have been stored.
 #[utoipa::path(
     get,
     path = "/api/sessions/{session_key}/mutations/{mutation_id}/history",
     tag = "read",
-    params(("session_key" = String, Path, description = "session key, percent-encoded"), ("mutation_id" = String, Path, description = "operation id, percent-encoded")),
+    params(
+        ("session_key" = String, Path, description = "session key, percent-encoded"),
+        ("mutation_id" = String, Path, description = "operation id, percent-encoded"),
+        ("limit" = Option<u32>, Query, minimum = 1, maximum = 1000, description = "changes at most, 1 to 1000, default 500"),
+        ("after" = Option<String>, Query, description = "opaque cursor: the `next` of the previous page (of the same `order`)"),
+        ("order" = Option<String>, Query, pattern = "^(oldest|newest)$", description = "`oldest` (default): oldest change first; `newest`: newest change first (`next` goes on with older changes)"),
+    ),
     responses(
-        (status = 200, description = "the entry's changes, oldest first, and what it was commissioned after and before", body = ledger::wire::OperationHistory),
-        (status = 400, description = "malformed path", body = ledger::wire::ErrorBody),
+        (status = 200, description = "one page of the entry's changes (oldest first, or newest first with `order=newest`), what it was commissioned after and before, and the next page's cursor or null", body = ledger::wire::OperationHistory),
+        (status = 400, description = "invalid `limit`, `after` or `order`, or a malformed query or path", body = ledger::wire::ErrorBody),
         (status = 404, description = "unknown or expired session, or unknown mutation", body = ledger::wire::ErrorBody),
     ),
 )]
@@ -462,7 +483,22 @@ pub async fn operation_history(
     principal: Principal,
     uri: Uri,
     ReadPath(path): ReadPath<(String, String)>,
+    ReadQuery(params): ReadQuery<HistoryParams>,
 ) -> Result<Json<OperationHistory>, ApiError> {
+    let limit = read_limit(
+        params.limit.as_deref(),
+        "limit",
+        HISTORY_DEFAULT_LIMIT,
+        HISTORY_MAX_LIMIT,
+    )?;
+    let newest_first = read_order(params.order.as_deref())?;
+    let after = match params.after.as_deref() {
+        None => None,
+        Some(a) => match cursor::decode(a, Listing::History)? {
+            Position::History { id, newest } if newest == newest_first => Some(id),
+            _ => return Err(cursor::invalid_cursor()),
+        },
+    };
     let (k, m) = match path {
         Ok(km) => (km.0, Some(km.1)),
         Err(bad) if bad == "session_key" => return Err(unknown("session_id")),
@@ -480,7 +516,23 @@ pub async fn operation_history(
         state.sessions.check_session(&key).await?;
         return Err(unknown("mutation_id"));
     };
-    let mut history = state.sessions.operation_history(&key, &mutation).await?;
+    let page = HistoryPage {
+        after,
+        limit,
+        newest_first,
+        internal: principal.sees_internal(),
+    };
+    let (mut history, next) = state
+        .sessions
+        .operation_history_page(&key, &mutation, &page)
+        .await?;
+    history.next = next.map(|id| {
+        Position::History {
+            id,
+            newest: newest_first,
+        }
+        .encode()
+    });
     if principal.sees_internal() {
         let alerted = state
             .webhooks

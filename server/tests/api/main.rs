@@ -14,6 +14,7 @@ mod assets;
 mod docs;
 mod hardening;
 mod history;
+mod history_pages;
 mod host;
 mod hostile_input;
 mod import;

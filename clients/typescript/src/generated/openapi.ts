@@ -399,8 +399,9 @@ export interface paths {
          * `POST /api/sessions/{session_key}/mutations/{mutation_id}/claim` (no body; one sent is ignored) → 201
          *     with the `claim` history row ("I am on it": `actor` `staff:<name>`, `revision` null), or 200 with the
          *     row that took it when the caller already holds the claim; 409 `already_claimed` with `claim` `{"by",
-         *     "at"}` when another staff member holds it (docs/api.md "Claims"). No revision, no live event; the
-         *     entry is unchanged; a viewer never sees claims.
+         *     "at"}` when another staff member holds it; 429 `too_many_claims` with `Retry-After` when the caller
+         *     claimed or released this operation 10 times in the last 60 s (docs/api.md "Claims"). No revision, no
+         *     live event; the entry is unchanged; a viewer never sees claims.
          */
         post: operations["claim"];
         /**
@@ -422,11 +423,17 @@ export interface paths {
             cookie?: never;
         };
         /**
-         * `GET /api/sessions/{session_key}/mutations/{mutation_id}/history` → `{"session_key",
-         *     "logical_turn_id", "mutation_id", "commissioned_after", "commissioned", "changes"}`: every change of the
-         *     entry, oldest first (docs/ledger.md "History"). A viewer reads it without staff notes and with every
-         *     staff actor as `staff` ([`crate::access::without_internal`]). 404 for an unknown or expired session
-         *     (first) or an unknown mutation, including identifiers that could never have been stored.
+         * `GET /api/sessions/{session_key}/mutations/{mutation_id}/history[?limit=&after=&order=]` →
+         *     `{"session_key", "logical_turn_id", "mutation_id", "commissioned_after", "commissioned", "changes",
+         *     "next", "alerted_at"?}` (docs/api.md "Operation history", docs/ledger.md "History"): one page of the
+         *     entry's changes, oldest first (`order=newest`: newest first), at most `limit` (1 to 1000, default
+         *     500), after `after` (the previous answer's `next`, of the same order); `next` is `null` on the last
+         *     page. A viewer reads it without the rows internal to staff (notes, claims, releases: left out by the
+         *     read itself, so its pages and `next` count only the rows it sees) and with every staff actor as
+         *     `staff` ([`crate::access::without_internal`]). Errors in order: 400 (`invalid_parameter` naming
+         *     `limit` or `order`, `invalid_cursor` naming `after`, `invalid_query`, a malformed path) → 404 for an
+         *     unknown or expired session (first) or an unknown mutation, including identifiers that could never
+         *     have been stored.
          */
         get: operations["operation_history"];
         put?: never;
@@ -809,9 +816,11 @@ export interface components {
             text: string;
         };
         /**
-         * @description The history API's body (`SessionManager::operation_history`, docs/ledger.md "History"): the entry, the mutation it was
-         *     commissioned after (`null`: none), the mutations of the session commissioned after it (approval
-         *     order), and every change it went through, oldest first.
+         * @description The history API's body (`SessionManager::operation_history_page`, docs/ledger.md "History", docs/api.md
+         *     "Operation history"): the entry, the mutation it was commissioned after (`null`: none), the mutations
+         *     of the session commissioned after it (approval order), and one page of the changes it went through,
+         *     oldest first (newest first with `order=newest`), with `next`, the cursor of the following page. The
+         *     export's lines carry every change, `next` `null`.
          */
         OperationHistory: {
             /**
@@ -824,6 +833,11 @@ export interface components {
             commissioned_after?: string | null;
             logical_turn_id: string;
             mutation_id: string;
+            /**
+             * @description The opaque cursor of the following page of `changes` (pass it back as `after`, docs/api.md
+             *     "Paging"), or `null` on the last page.
+             */
+            next?: string | null;
             session_key: string;
         };
         /**
@@ -2710,7 +2724,11 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
-            /** @description Too many failed tokens from this address; retry after `Retry-After` seconds. */
+            /**
+             * @description `too_many_failures`: too many failed tokens from this address; or `too_many_claims`: a claim or
+             *     release by a staff member who claimed or released this operation 10 times in the last minute
+             *     (nothing changed). Retry after `Retry-After` seconds.
+             */
             429: {
                 headers: {
                     [name: string]: unknown;
@@ -2808,7 +2826,11 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
-            /** @description Too many failed tokens from this address; retry after `Retry-After` seconds. */
+            /**
+             * @description `too_many_failures`: too many failed tokens from this address; or `too_many_claims`: a claim or
+             *     release by a staff member who claimed or released this operation 10 times in the last minute
+             *     (nothing changed). Retry after `Retry-After` seconds.
+             */
             429: {
                 headers: {
                     [name: string]: unknown;
@@ -2830,7 +2852,14 @@ export interface operations {
     };
     operation_history: {
         parameters: {
-            query?: never;
+            query?: {
+                /** @description changes at most, 1 to 1000, default 500 */
+                limit?: number;
+                /** @description opaque cursor: the `next` of the previous page (of the same `order`) */
+                after?: string;
+                /** @description `oldest` (default): oldest change first; `newest`: newest change first (`next` goes on with older changes) */
+                order?: string;
+            };
             header?: never;
             path: {
                 /** @description session key, percent-encoded */
@@ -2842,7 +2871,7 @@ export interface operations {
         };
         requestBody?: never;
         responses: {
-            /** @description the entry's changes, oldest first, and what it was commissioned after and before */
+            /** @description one page of the entry's changes (oldest first, or newest first with `order=newest`), what it was commissioned after and before, and the next page's cursor or null */
             200: {
                 headers: {
                     [name: string]: unknown;
@@ -2851,7 +2880,7 @@ export interface operations {
                     "application/json": components["schemas"]["OperationHistory"];
                 };
             };
-            /** @description malformed path */
+            /** @description invalid `limit`, `after` or `order`, or a malformed query or path */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -2976,7 +3005,11 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
-            /** @description Too many failed tokens from this address; retry after `Retry-After` seconds. */
+            /**
+             * @description `too_many_failures`: too many failed tokens from this address; or `too_many_claims`: a claim or
+             *     release by a staff member who claimed or released this operation 10 times in the last minute
+             *     (nothing changed). Retry after `Retry-After` seconds.
+             */
             429: {
                 headers: {
                     [name: string]: unknown;
@@ -3092,7 +3125,11 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
-            /** @description Too many failed tokens from this address; retry after `Retry-After` seconds. */
+            /**
+             * @description `too_many_failures`: too many failed tokens from this address; or `too_many_claims`: a claim or
+             *     release by a staff member who claimed or released this operation 10 times in the last minute
+             *     (nothing changed). Retry after `Retry-After` seconds.
+             */
             429: {
                 headers: {
                     [name: string]: unknown;
