@@ -511,7 +511,7 @@ impl SessionManager {
         } else {
             entries_stop
         };
-        let next = (sessions_next.is_some() || operations_next.is_some()).then(|| SearchAfter {
+        let next = (sessions_next.is_some() || operations_next.is_some()).then_some(SearchAfter {
             sessions: sessions_next,
             operations: operations_next,
         });
