@@ -30,6 +30,17 @@ upgrade, before the search timings:
 
   scripts/bench-search.py --upgrade-from /tmp/outcomes-ee19045
 
+With --worst (issue 38) it builds OPERATIONS operations (default 20,000) made to be worst cases for a trigram
+index instead: titles of 400 x `a` or 400 x `0` (one in ten a decoy holding the words of a sentence apart),
+zero-padded ids (`op-0000000001`, resource ids `INV-0000000001`), session keys of 200 x `a` and a zero-padded
+number; then times the worst queries (256 x `a`, 256 x `0`, 255 x `a` then `b`, 256 characters matching
+nothing, the decoys' sentence, ...) one at a time, ROUNDS times each (default 10), on one keep-alive
+connection. The target is every query's slowest answer within 300 ms. With --before OLD_BINARY the same
+ledger is searched by OLD_BINARY first and then by this build (both print their figures, then their ratio):
+
+  scripts/bench-search.py --worst --before /work/main/target/release/outcomes
+  scripts/bench-search.py --worst --before OLD_BINARY --postgres-url "$(scripts/postgres.sh start /tmp/pg 54329)"
+
 OUTCOMES_BIN names the server binary (default target/release/outcomes).
 """
 
@@ -177,18 +188,144 @@ def upgrade(old_binary, binary, operations, sessions):
     return upgraded
 
 
+WORST_TARGET_MS = 300.0
+SENTENCE = "the-quick-brown-fox-jumps-over-the-lazy-dog"
+
+
+def fill_worst(client, operations, sessions):
+    """Writes `operations` published operations made to be worst cases for a trigram index (see --worst),
+    250 a batch."""
+    per_batch = 250
+    written = 0
+    started = time.monotonic()
+    while written < operations:
+        items = []
+        for i in range(written, min(operations, written + per_batch)):
+            session = f"{'a' * 200}-{i % sessions:010d}"
+            m = f"op-{i:010d}"
+            base = {"session_key": session, "mutation_id": m}
+            if i % 10 == 9:
+                title = "~".join(SENTENCE.split("-")) + "~" + "a" * 300
+            elif i % 4 == 3:
+                title = "0" * 400
+            else:
+                title = "a" * 400
+            items.append({**base, "op": "approve", "logical_turn_id": "turn-1", "tool": "stripe.refund"})
+            items.append({**base, "op": "intent", "attempt_id": "a1"})
+            items.append({**base, "op": "settle", "attempt_id": "a1", "status": "outcome_unknown"})
+            items.append({**base, "op": "metadata", "id": f"INV-{i:010d}",
+                          "url": f"https://pay.example.com/r/{i}", "title": title})
+        status, body = client.request("POST", "/api/host/batch", {"operations": items})
+        if status != 200:
+            sys.exit(f"batch answered {status}: {body[:300]!r}")
+        bad = [r for r in json.loads(body)["results"] if r["status"] >= 300]
+        if bad:
+            sys.exit(f"batch items refused: {bad[:3]}")
+        written += per_batch
+    return time.monotonic() - started
+
+
+def worst_queries(operations, sessions):
+    rng = random.Random(38)
+    nothing = "".join(rng.choice("bcdefghijklmnopqrstuvwxyz0123456789-") for _ in range(256))
+    return {
+        "256 x a": "a" * 256,
+        "256 x 0": "0" * 256,
+        "255 x a, b": "a" * 255 + "b",
+        "b, 255 x a": "b" + "a" * 255,
+        "128 x a, 128 x 0": "a" * 128 + "0" * 128,
+        "256 nothing": nothing,
+        "aaa": "aaa",
+        "000": "000",
+        "op-0000": "op-0000",
+        "INV-0000000000": "INV-0000000000",
+        "rare id": f"INV-{operations // 2 + 1:010d}",
+        "session, 200 x a": "a" * 200,
+        "session, rare": f"{'a' * 150}-{sessions - 1:010d}",
+        "sentence (decoys)": SENTENCE,
+    }
+
+
+def time_worst(binary, data, extra, queries, rounds):
+    """Starts `binary` on `data` and times each query: {name: (p50, max, sessions, operations, next?)}."""
+    server = Server(binary, data, extra)
+    try:
+        client = Client(server.port)
+        figures = {}
+        for name, text in queries.items():
+            path = "/api/search?" + urllib.parse.urlencode({"q": text})
+            status, body = client.request("GET", path)  # warm-up
+            if status != 200:
+                sys.exit(f"{binary}: {name} answered {status}: {body[:200]!r}")
+            found = json.loads(body)
+            samples = []
+            for _ in range(rounds):
+                t = time.perf_counter()
+                status, _ = client.request("GET", path)
+                samples.append((time.perf_counter() - t) * 1000)
+                assert status == 200
+            figures[name] = (pct(samples, 50), max(samples), len(found["sessions"]),
+                             len(found["operations"]), found["next"] is not None)
+        return figures
+    finally:
+        server.stop()
+
+
+def print_worst(label, figures):
+    print(f"{label}")
+    print(f"  {'query':<20} {'p50 ms':>8} {'max ms':>8}  first page (sessions, operations, next)")
+    for name, (p50, top, s, o, more) in figures.items():
+        flag = "" if top <= WORST_TARGET_MS else "  OVER"
+        print(f"  {name:<20} {p50:>8.1f} {top:>8.1f}  ({s}, {o}, {'next' if more else 'null'}){flag}")
+    worst = max(top for _, top, _, _, _ in figures.values())
+    print(f"  slowest answer {worst:.1f} ms; target {WORST_TARGET_MS:.0f} ms: "
+          f"{'PASS' if worst <= WORST_TARGET_MS else 'MISS'} (ratio {worst / WORST_TARGET_MS:.2f})")
+    return worst
+
+
+def worst_main(args, binary, extra, backend):
+    operations = args.operations or 20_000
+    sessions = min(args.sessions, operations)
+    rounds = args.rounds or 10
+    data = tempfile.mkdtemp(prefix="bench-search-worst-")
+    try:
+        server = Server(binary, data, extra)
+        try:
+            secs = fill_worst(Client(server.port), operations, sessions)
+        finally:
+            server.stop()
+        print(f"{backend}: wrote {operations:,} worst-case operations over {sessions:,} sessions in {secs:.1f} s")
+        queries = worst_queries(operations, sessions)
+        results = []
+        if args.before:
+            before = time_worst(args.before, data, extra, queries, rounds)
+            results.append(print_worst(f"before ({args.before}), {backend}, {rounds} rounds:", before))
+        after = time_worst(binary, data, extra, queries, rounds)
+        results.append(print_worst(f"after ({binary}), {backend}, {rounds} rounds:", after))
+        if args.before:
+            print(f"  slowest answer before / after = {results[0] / results[1]:.1f}")
+        return 0 if results[-1] <= WORST_TARGET_MS else 1
+    finally:
+        shutil.rmtree(data, ignore_errors=True)
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--operations", type=int, default=100_000)
+    ap.add_argument("--operations", type=int, default=None, help="default 100,000 (--worst: 20,000)")
     ap.add_argument("--sessions", type=int, default=1000)
-    ap.add_argument("--rounds", type=int, default=20)
+    ap.add_argument("--rounds", type=int, default=None, help="default 20 (--worst: 10)")
+    ap.add_argument("--worst", action="store_true", help="worst cases for the trigram index (issue 38)")
+    ap.add_argument("--before", default=None, metavar="OLD_BINARY",
+                    help="with --worst: time OLD_BINARY on the same ledger first")
     ap.add_argument("--postgres-url", default=None)
     ap.add_argument("--upgrade-from", default=None, metavar="OLD_BINARY")
     args = ap.parse_args()
     random.seed(7)
+    if args.before and not args.worst:
+        sys.exit("--before goes with --worst")
 
     binary = os.environ.get("OUTCOMES_BIN", "target/release/outcomes")
-    for b in [binary] + ([args.upgrade_from] if args.upgrade_from else []):
+    for b in [binary] + [b for b in (args.upgrade_from, args.before) if b]:
         if not os.access(b, os.X_OK):
             sys.exit(f"{b} is not an executable: run scripts/build.sh or set OUTCOMES_BIN")
     if args.upgrade_from and args.postgres_url:
@@ -200,6 +337,10 @@ def main():
         sep = "&" if "?" in args.postgres_url else "?"
         extra = ["--database", f"{args.postgres_url}{sep}options=-c%20search_path%3D{schema}"]
         backend = "Postgres"
+    if args.worst:
+        return worst_main(args, binary, extra, backend)
+    args.operations = args.operations or 100_000
+    args.rounds = args.rounds or 20
     if args.upgrade_from:
         data = upgrade(args.upgrade_from, binary, args.operations, args.sessions)
         server = Server(binary, data)

@@ -76,6 +76,9 @@ pub fn HeaderSearch() -> impl IntoView {
     let q = RwSignal::new(String::new());
     // The answer shown (for the text it answers), None while the list is closed.
     let shown = RwSignal::new(None::<(String, Vec<Hit>, Vec<Hit>)>);
+    // Whether the answer has a next page: an empty one then only means the search stopped at its bound
+    // of candidates (docs/api.md "Search"), not that nothing contains the text.
+    let unfinished = RwSignal::new(false);
     let active = RwSignal::new(None::<usize>);
     let failed = RwSignal::new(None::<String>);
     // Each question's number: an answer to an older question than the newest is dropped.
@@ -125,12 +128,14 @@ pub fn HeaderSearch() -> impl IntoView {
                         match answer {
                             Ok(r) => {
                                 let (sessions, operations) = hits(&r);
+                                unfinished.set(r.next.is_some());
                                 failed.set(None);
                                 active.set(None);
                                 shown.set(Some((question, sessions, operations)));
                             }
                             Err(e) => {
                                 failed.set(Some(e.describe()));
+                                unfinished.set(false);
                                 active.set(None);
                                 shown.set(Some((question, vec![], vec![])));
                             }
@@ -255,7 +260,11 @@ pub fn HeaderSearch() -> impl IntoView {
                     })}
                 </div>
                 <p class="search-none px-3 py-1 text-sm" hidden=move || !shown.with(|s| s.as_ref().is_some_and(|(_, a, b)| a.is_empty() && b.is_empty())) || failed.with(Option::is_some)>
-                    {move || shown.with(|s| s.as_ref().map(|(t, _, _)| format!("No session or operation contains “{}”.", mark(t))))}
+                    {move || shown.with(|s| s.as_ref().map(|(t, _, _)| if unfinished.get() {
+                        format!("No match for “{}” among the newest candidates: all results go on.", mark(t))
+                    } else {
+                        format!("No session or operation contains “{}”.", mark(t))
+                    }))}
                 </p>
                 <p class="search-failed px-3 py-1 text-sm text-red-800 dark:text-red-200" hidden=move || failed.with(Option::is_none)>
                     {move || failed.get()}

@@ -150,13 +150,22 @@ fn Contained(q: String, answer: Result<ledger::wire::SearchResults, ApiError>) -
         }
         Ok(r) => r,
     };
-    if r.sessions.is_empty() && r.operations.is_empty() {
-        return ().into_any();
-    }
     let more = r
         .next
         .clone()
         .map(|n| format!("/find?q={}&after={}", api::enc(&q), api::enc(&n)));
+    if r.sessions.is_empty() && r.operations.is_empty() {
+        // A page that stopped at the search's bound of candidates (docs/api.md "Search"): none here,
+        // maybe some further on.
+        return more
+            .map(|href| view! {
+                <div class="search-results mt-6">
+                    <p class="search-bound">"No match among the newest candidates examined; the search goes on."</p>
+                    <p><a rel="external" class="more-results underline underline-offset-2" href=href>"More results →"</a></p>
+                </div>
+            })
+            .into_any();
+    }
     let (sessions, operations) = hits(&r);
     let group = |class: &'static str, heading: String, hits: Vec<Hit>| {
         (!hits.is_empty()).then(|| view! {
@@ -245,7 +254,7 @@ pub fn FindPage() -> impl IntoView {
                 if let Some(href) = goes_to(&f, &q) {
                     return view! { <GoTo href/> }.into_any();
                 }
-                let nothing_contains = contained.as_ref().is_some_and(|c| c.as_ref().is_ok_and(|r| r.sessions.is_empty() && r.operations.is_empty()));
+                let nothing_contains = contained.as_ref().is_some_and(|c| c.as_ref().is_ok_and(|r| r.sessions.is_empty() && r.operations.is_empty() && r.next.is_none()));
                 // Ids, titles or resource ids that contain the text answer it: no "nothing has this id" above them.
                 let some_contain = contained.as_ref().is_some_and(|c| c.as_ref().is_ok_and(|r| !r.sessions.is_empty() || !r.operations.is_empty()));
                 view! {

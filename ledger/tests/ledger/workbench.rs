@@ -555,7 +555,7 @@ async fn search_pages_each_group_newest_first_without_repeats_and_forgets_delete
     assert!(found.sessions.is_empty() && found.operations.is_empty() && next.is_none());
 }
 
-/// Postgres tests the newest 2,048 operations in order before it asks the trigram index
+/// Postgres tests the newest 1,000 operations in order before it asks the trigram index
 /// (docs/ledger.md "Search"): a text they hold often enough answers from them, a rarer one from the
 /// index. Either way every page is the same as reading every match newest first, also where a page
 /// crosses from the newest operations to older ones. (SQLite reads its FTS5 index alone: the same
@@ -889,4 +889,180 @@ async fn an_operation_s_history_pages_both_ways_and_a_viewer_s_pages_hold_only_w
             .await,
         Err(LedgerError::SessionNotFound)
     ));
+}
+
+impl Harness {
+    /// Operations `ids` (oldest first) in `session`, each settled `outcome_unknown` with `metadata`'s
+    /// resource id and title (`None`: none attached), in batches.
+    async fn bulk(&self, session: &str, ops: &[(String, Option<(String, String)>)]) {
+        for chunk in ops.chunks(200) {
+            let mut batch = Vec::new();
+            for (m, metadata) in chunk {
+                batch.push(approve_tool(session, "t-1", m, TOOL));
+                batch.push(in_session(
+                    session,
+                    m,
+                    Action::RecordIntent {
+                        attempt_id: att("a-1"),
+                    },
+                ));
+                batch.push(in_session(
+                    session,
+                    m,
+                    Action::Settle {
+                        attempt_id: att("a-1"),
+                        settlement: Settlement::OutcomeUnknown,
+                        reason: None,
+                    },
+                ));
+                if let Some((id, title)) = metadata {
+                    batch.push(in_session(
+                        session,
+                        m,
+                        Action::AttachMetadata {
+                            metadata: meta(id, "https://pay.example.com/r", title),
+                        },
+                    ));
+                }
+            }
+            for r in self.engine.apply_batch(batch).await.unwrap() {
+                r.unwrap();
+            }
+        }
+    }
+}
+
+/// Issue 38: a page examines at most SEARCH_CANDIDATES_MAX candidates of a group (docs/ledger.md
+/// "Search"). Here 2,200 newer operations hold every trigram the index is asked for, apart, but not the
+/// text: the first page stops at the bound with the newest match only and a `next`; following `next`
+/// finds the oldest match, as one read of every match would.
+#[tokio::test]
+async fn search_stops_at_its_bound_of_candidates_and_goes_on_after_them() {
+    use ledger::search::{like_candidates, SEARCH_CANDIDATES_MAX};
+    let h = open().await;
+    let text = "the-quick-brown-fox-jumps-over-the-lazy-dog";
+    // The chosen trigrams' pieces, in order, apart: a candidate on either backend that does not match.
+    let pieces: Vec<String> = like_candidates(text)
+        .trim_matches('%')
+        .split('%')
+        .map(str::to_owned)
+        .collect();
+    assert!(pieces.len() > 1, "{pieces:?}");
+    let decoy = pieces.join("~");
+    assert!(!decoy.contains(text));
+    let decoys = 2 * SEARCH_CANDIDATES_MAX as usize + 200;
+    let mut ops = vec![(
+        "oldest-match".to_string(),
+        Some(("INV-1".to_string(), format!("Refund: {text}"))),
+    )];
+    ops.extend((0..decoys).map(|i| {
+        (
+            format!("decoy-{i:05}"),
+            Some((format!("INV-D{i}"), decoy.clone())),
+        )
+    }));
+    ops.push((
+        "newest-match".to_string(),
+        Some(("INV-2".to_string(), text.to_uppercase())),
+    ));
+    h.bulk("bound", &ops).await;
+
+    let (first, next) = h.search(text, 20).await;
+    assert_eq!(
+        first
+            .operations
+            .iter()
+            .map(|o| o.mutation_id.as_str())
+            .collect::<Vec<_>>(),
+        ["newest-match"]
+    );
+    assert!(first.sessions.is_empty());
+    let next = next.expect("the group stopped at its bound: a next page");
+    assert_eq!(next.sessions, None);
+    assert!(next.operations.is_some());
+    let (_, operations) = h.search_all(text, 20).await;
+    assert_eq!(operations, ["bound/newest-match", "bound/oldest-match"]);
+    // A text the decoys hold whole is found in them without a bound (full pages).
+    let (_, operations) = h.search_all(&decoy, 100).await;
+    assert_eq!(operations.len(), decoys);
+}
+
+/// Issue 38: texts built to be worst cases for a trigram index (long runs of one character, zero-padded
+/// ids, a long text matching nothing) and ordinary ones answer exactly what holds them, newest first,
+/// on either backend; fewer than 3 characters match whole ids only; invisible (Cf) characters and
+/// other Unicode are text like any other.
+#[tokio::test]
+async fn search_answers_exactly_for_long_runs_zero_padded_ids_and_unicode() {
+    let h = open().await;
+    let mut ops: Vec<(String, Option<(String, String)>)> = Vec::new();
+    for i in 1..=40 {
+        let title = match i {
+            7 => format!("{}b{}", "a".repeat(200), "a".repeat(199)),
+            11 => "Rückerstattung für Ærø, Ωμέγα".to_string(),
+            12 => "RÜCKERSTATTUNG FÜR ÆRØ, ΩΜΈΓΑ".to_string(),
+            _ if i % 3 == 0 => format!("Refund {i} for Ada"),
+            _ => "a".repeat(400),
+        };
+        ops.push((format!("run-{i}"), Some((format!("INV-{i:010}"), title))));
+    }
+    ops.push(("pay\u{200B}ment-1".to_string(), None));
+    ops.push(("aa".to_string(), None));
+    h.bulk("worst", &ops).await;
+    // Newest first: what a read of every operation would answer (ASCII case folding suffices here).
+    let expected = |text: &str| -> Vec<String> {
+        let wanted = text.to_lowercase();
+        ops.iter()
+            .rev()
+            .filter(|(m, metadata)| {
+                let mut fields = vec![m.clone()];
+                if let Some((id, title)) = metadata {
+                    fields.push(id.clone());
+                    fields.push(title.clone());
+                }
+                if text.chars().count() < 3 {
+                    return *m == text;
+                }
+                fields.iter().any(|f| f.to_lowercase().contains(&wanted))
+            })
+            .map(|(m, _)| format!("worst/{m}"))
+            .collect()
+    };
+    let nothing: String = (0..256u32)
+        .map(|i| char::from(b'!' + ((i * 7919 + i * i * 31) % 94) as u8))
+        .collect();
+    let texts = [
+        "a".repeat(256),
+        "a".repeat(3),
+        format!("{}b", "a".repeat(150)),
+        format!("b{}", "a".repeat(199)),
+        format!("b{}", "a".repeat(200)),
+        "0".repeat(256),
+        "0".repeat(9),
+        "0000000001".to_string(),
+        "inv-000000002".to_string(),
+        "INV-0000000033".to_string(),
+        nothing,
+        "refund 3".to_string(),
+        "RUN-1".to_string(),
+        "aa".to_string(),
+        "a".to_string(),
+        "ru".to_string(),
+        "y\u{200B}me".to_string(),
+        "für Ærø, Ωμ".to_string(),
+    ];
+    for text in &texts {
+        let want = expected(text);
+        for limit in [3, 100] {
+            let (sessions, operations) = h.search_all(text, limit).await;
+            assert!(sessions.is_empty(), "{text}");
+            assert_eq!(operations, want, "{text} by {limit}");
+        }
+    }
+    assert_eq!(expected(&"a".repeat(256)).len(), 25);
+    assert_eq!(expected(&"0".repeat(9)).len(), 9);
+    assert_eq!(expected("aa"), ["worst/aa"]);
+    assert_eq!(expected("y\u{200B}me"), ["worst/pay\u{200B}ment-1"]);
+    // Unicode letters fold: SQLite as its FTS5 index does, Postgres as its locale does (C.UTF-8 here).
+    let (_, operations) = h.search_all("RÜCKERSTATTUNG FÜR ærø, ωμέγα", 20).await;
+    assert_eq!(operations, ["worst/run-12", "worst/run-11"]);
 }

@@ -1,0 +1,545 @@
+//! Search (docs/ledger.md "Search", docs/api.md "Search"): the sessions whose key, and the published
+//! operations whose `mutation_id`, title or resource id, contain a text, case-insensitively, newest first,
+//! in pages.
+//!
+//! A text of [`SEARCH_SUBSTRING_MIN_CHARS`] characters or more finds its candidates through a trigram
+//! index (SQLite: the FTS5 tables `sessions_search` and `entries_search`; Postgres: `pg_trgm` GIN
+//! indexes) by at most [`SEARCH_TRIGRAMS_MAX`] of its trigrams, and each candidate is then checked
+//! exactly; a page examines at most [`SEARCH_CANDIDATES_MAX`] candidates of each group, so its cost is
+//! bounded whatever the text and the ledger hold. A group that reaches the bound before its page is full
+//! answers the matches found so far and goes on from there on the next page (docs/api.md "Search": a
+//! page may be short, even empty, while `next` is not null). A shorter text matches whole ids only
+//! (exact, by their indexes): two characters say too little to search inside ids.
+
+mod fold;
+mod terms;
+
+pub use fold::{fts5_fold, fts5_folded};
+pub use terms::{chosen_trigrams, fts_candidates, like_candidates, SEARCH_TRIGRAMS_MAX};
+
+use crate::error::LedgerError;
+use crate::projection::project;
+use crate::rows::prefixed;
+use crate::rows::EntryRow;
+use crate::sessions::{counts_by_session, sessions_counts_sql, CountRow, SessionManager};
+use crate::store::{format_time, on_read, Dialect};
+use crate::wire::{OperationHit, SearchResults, SessionHit};
+
+/// Items of each group one page holds by default, and at most.
+pub const SEARCH_DEFAULT_LIMIT: u32 = 20;
+pub const SEARCH_MAX_LIMIT: u32 = 100;
+/// The longest search text, in bytes ([`crate::ids::is_search_text`]).
+pub use crate::ids::SEARCH_TEXT_MAX_BYTES as SEARCH_MAX_BYTES;
+/// The fewest characters a text needs to match inside ids; a shorter one matches whole ids.
+pub const SEARCH_SUBSTRING_MIN_CHARS: usize = 3;
+/// The most candidates one page examines in each group (sessions, operations): rows the index gives
+/// for the chosen trigrams (SQLite), or, on Postgres, rows of its walk of the newest ones and, after
+/// it, rows the index gives (each at most this many). Reached before the page is full, the group's
+/// `next` goes on after the last candidate examined.
+pub const SEARCH_CANDIDATES_MAX: u32 = 1000;
+
+/// What one page of a search asks for ([`SessionManager::search`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SearchQuery {
+    /// The text, as given (not empty, at most [`SEARCH_MAX_BYTES`]; the caller checks).
+    pub text: String,
+    /// At most this many sessions, and this many operations (at least 1).
+    pub limit: u32,
+    /// Go on after the previous page (`None`: the first page).
+    pub after: Option<SearchAfter>,
+}
+
+/// Where the next page of each group goes on: after its position, or `None` when the group ended on an
+/// earlier page.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SearchAfter {
+    pub sessions: Option<SessionPosition>,
+    /// The `sequence` of the last operation given.
+    pub operations: Option<i64>,
+}
+
+/// A session's place in the search order, newest first: on SQLite its search id (`at`; `key` empty), on
+/// Postgres its creation time (`at`, ms) and key.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SessionPosition {
+    pub at: i64,
+    pub key: String,
+}
+
+#[derive(sqlx::FromRow)]
+struct SessionFound {
+    position: i64,
+    session_key: String,
+    last_write_at: i64,
+}
+
+/// A session a Postgres search examined, and whether it matches (`hit`).
+#[derive(sqlx::FromRow)]
+struct SessionTested {
+    position: i64,
+    session_key: String,
+    last_write_at: i64,
+    hit: bool,
+}
+
+/// The published-entry test of the projection (`projection::published_status`), in SQL.
+const PUBLISHED: &str = "(e.status <> 'approved' OR e.intent_recorded = TRUE)";
+
+/// The newest rows (below the page's position) a Postgres search tests in order before it asks the
+/// trigram index: a text most rows hold fills a page from them, and one that does not is rare enough
+/// that the index's candidates are few.
+const POSTGRES_PROBE_ROWS: u32 = SEARCH_CANDIDATES_MAX;
+
+/// The reads of one page of sessions whose key is a text of fewer than [`SEARCH_SUBSTRING_MIN_CHARS`]
+/// characters (whole keys): each binds the text (`$1`), the position to go on after (`$2`, and `$3`,
+/// on Postgres the key that breaks a tie; SQLite reads `$3` only as `$3 = $3`), the earliest live
+/// write (`$4`) and how many to fetch (`$5`).
+fn whole_session_sql(d: Dialect) -> String {
+    const LIVE: &str = "s.last_write_at >= $4 AND $3 = $3";
+    match d {
+        Dialect::Sqlite => format!(
+            "SELECT i.id AS position, s.session_key, s.last_write_at \
+             FROM sessions s JOIN session_search_ids i ON i.session_key = s.session_key \
+             WHERE s.session_key = $1 AND i.id < $2 AND {LIVE} ORDER BY i.id DESC LIMIT $5"
+        ),
+        Dialect::Postgres => format!(
+            "SELECT s.created_at AS position, s.session_key, s.last_write_at FROM sessions s \
+             WHERE s.session_key = $1 AND {SESSIONS_AFTER} AND {LIVE} \
+             ORDER BY s.created_at DESC, s.session_key LIMIT $5"
+        ),
+    }
+}
+
+/// Postgres: a session comes after the position `($2, $3)` in the newest-first order.
+const SESSIONS_AFTER: &str = "(s.created_at < $2 OR (s.created_at = $2 AND s.session_key > $3))";
+
+/// The read of one page of operations whose `mutation_id` is a short text (whole ids): binds the text
+/// (`$1`), the sequence to go on below (`$2`), the earliest live write (`$3`) and how many to fetch
+/// (`$4`).
+fn whole_operation_sql() -> String {
+    format!(
+        "SELECT {} FROM entries e JOIN sessions s ON s.session_key = e.session_key \
+         WHERE e.mutation_id = $1 AND e.seq < $2 AND s.last_write_at >= $3 AND {PUBLISHED} \
+         ORDER BY e.seq DESC LIMIT $4",
+        prefixed("e")
+    )
+}
+
+/// SQLite: the candidates of a group, newest first: the row ids of its FTS5 table (`table`) holding
+/// every chosen trigram ([`fts_candidates`], `$1`) below `$2`, at most [`SEARCH_CANDIDATES_MAX`].
+fn fts_candidates_sql(table: &str) -> String {
+    format!(
+        "SELECT rowid FROM {table} WHERE {table} MATCH $1 AND rowid < $2 \
+         ORDER BY rowid DESC LIMIT {SEARCH_CANDIDATES_MAX}"
+    )
+}
+
+/// Postgres: whether an operation (`e`, of session `s`) matches: its fields hold the text (`ILIKE $1`),
+/// its session is live (`$3`) and it is published.
+/// (`NULL` title or resource id: no match, never `NULL`).
+const POSTGRES_OPERATION_HIT: &str = "COALESCE((e.mutation_id ILIKE $1 OR e.meta_title ILIKE $1 \
+     OR e.meta_id ILIKE $1) AND s.last_write_at >= $3 AND (e.status <> 'approved' OR e.intent_recorded = TRUE), FALSE)";
+
+/// Postgres, first step: the newest [`POSTGRES_PROBE_ROWS`] operations below `$2`, newest first, each
+/// with whether it matches ([`POSTGRES_OPERATION_HIT`]).
+fn postgres_operations_probe_sql() -> String {
+    format!(
+        "SELECT e.seq, {POSTGRES_OPERATION_HIT} AS hit FROM (SELECT * FROM entries WHERE seq < $2 \
+         ORDER BY seq DESC LIMIT {POSTGRES_PROBE_ROWS}) e \
+         JOIN sessions s ON s.session_key = e.session_key ORDER BY e.seq DESC"
+    )
+}
+
+/// Postgres, second step: up to [`SEARCH_CANDIDATES_MAX`] + 1 operations below `$2` whose fields match
+/// the candidate pattern ([`like_candidates`], `$4`, read through the trigram index), in no order, each
+/// with whether it matches. More than the bound: too many to examine on this page.
+fn postgres_operations_candidates_sql() -> String {
+    format!(
+        "SELECT e.seq, {POSTGRES_OPERATION_HIT} AS hit FROM (SELECT * FROM entries \
+         WHERE (mutation_id ILIKE $4 OR meta_title ILIKE $4 OR meta_id ILIKE $4) AND seq + 0 < $2 \
+         LIMIT {}) e JOIN sessions s ON s.session_key = e.session_key",
+        SEARCH_CANDIDATES_MAX + 1
+    )
+}
+
+/// Postgres: the sessions' first step ([`postgres_operations_probe_sql`]): the newest
+/// [`POSTGRES_PROBE_ROWS`] after `($2, $3)`, each with whether its key holds the text (`$1`) and it is
+/// live (`$4`).
+fn postgres_sessions_probe_sql() -> String {
+    format!(
+        "SELECT s.created_at AS position, s.session_key, s.last_write_at, \
+         (s.session_key ILIKE $1 AND s.last_write_at >= $4) AS hit FROM sessions s \
+         WHERE {SESSIONS_AFTER} ORDER BY s.created_at DESC, s.session_key LIMIT {POSTGRES_PROBE_ROWS}"
+    )
+}
+
+/// Postgres: the sessions' second step ([`postgres_operations_candidates_sql`]), the candidate pattern
+/// bound as `$5`.
+fn postgres_sessions_candidates_sql() -> String {
+    format!(
+        "SELECT s.created_at AS position, s.session_key, s.last_write_at, \
+         (s.session_key ILIKE $1 AND s.last_write_at >= $4) AS hit FROM sessions s \
+         WHERE s.session_key ILIKE $5 AND (s.created_at + 0 < $2 OR (s.created_at = $2 AND s.session_key > $3)) \
+         LIMIT {}",
+        SEARCH_CANDIDATES_MAX + 1
+    )
+}
+
+/// The operations of the sequences bound as a JSON array (`$1`), newest first.
+fn operations_by_seq_sql(d: Dialect) -> String {
+    format!(
+        "SELECT {} FROM entries e WHERE {} ORDER BY e.seq DESC",
+        prefixed("e"),
+        d.int_in("e.seq", 1)
+    )
+}
+
+/// SQLite: the live candidates of the operations group (sequences bound as a JSON array, `$1`; live
+/// since `$2`) that are published, newest first.
+fn sqlite_operation_candidates_sql() -> String {
+    format!(
+        "SELECT {} FROM entries e JOIN sessions s ON s.session_key = e.session_key \
+         WHERE {} AND s.last_write_at >= $2 AND {PUBLISHED} ORDER BY e.seq DESC",
+        prefixed("e"),
+        Dialect::Sqlite.int_in("e.seq", 1)
+    )
+}
+
+/// SQLite: the live candidates of the sessions group (search ids bound as a JSON array, `$1`; live since
+/// `$2`), newest first.
+fn sqlite_session_candidates_sql() -> String {
+    format!(
+        "SELECT i.id AS position, s.session_key, s.last_write_at \
+         FROM session_search_ids i JOIN sessions s ON s.session_key = i.session_key \
+         WHERE {} AND s.last_write_at >= $2 ORDER BY i.id DESC",
+        Dialect::Sqlite.int_in("i.id", 1)
+    )
+}
+
+/// Whether `value`, as FTS5's trigram tokenizer folds it, holds `folded` (the text, folded alike): the
+/// exact check of a SQLite candidate, the same test as the FTS5 phrase of the text.
+fn holds(value: Option<&str>, folded: &str) -> bool {
+    value.is_some_and(|v| fts5_folded(v).contains(folded))
+}
+
+/// `text` as a `LIKE` pattern that matches it anywhere, its wildcards and escape character taken
+/// literally (Postgres' default escape is `\`).
+fn like_anywhere(text: &str) -> String {
+    let mut pattern = String::with_capacity(text.len() + 2);
+    pattern.push('%');
+    for c in text.chars() {
+        if matches!(c, '%' | '_' | '\\') {
+            pattern.push('\\');
+        }
+        pattern.push(c);
+    }
+    pattern.push('%');
+    pattern
+}
+
+impl SessionManager {
+    /// One page of a search (docs/api.md "Search"): up to `query.limit` sessions that have not expired
+    /// whose key contains `query.text`, newest first, and up to `query.limit` published operations of such
+    /// sessions whose `mutation_id`, published-or-not title or resource id contains it, newest first
+    /// (highest `sequence`); case-insensitive (Unicode case folding). A text shorter than
+    /// [`SEARCH_SUBSTRING_MIN_CHARS`] characters matches whole session keys and mutation ids only. Read
+    /// in one read transaction. Each group examines at most [`SEARCH_CANDIDATES_MAX`] candidates, found
+    /// by at most [`SEARCH_TRIGRAMS_MAX`] trigrams of the text; one that reaches the bound before its
+    /// page is full answers the matches it found, fewer than `limit` (maybe none), and goes on after its
+    /// last candidate. Answers the page (its `next` left `None`) and where the next one goes on, when
+    /// either group has more or stopped at its bound: every page together are every match, each once,
+    /// newest first.
+    pub async fn search(
+        &self,
+        query: &SearchQuery,
+    ) -> Result<(SearchResults, Option<SearchAfter>), LedgerError> {
+        let now = self.inner().clock.now_ms();
+        let live_since = self.inner().live_since(now);
+        let limit = query.limit.clamp(1, SEARCH_MAX_LIMIT);
+        let text = query.text.as_str();
+        let substring = text.chars().count() >= SEARCH_SUBSTRING_MIN_CHARS;
+        // SQLite checks candidates against the text folded as its index folds; Postgres matches
+        // `ILIKE` patterns: the text anywhere, and the chosen trigrams' pieces (its index's candidates).
+        let folded = fts5_folded(text);
+        let pattern = like_anywhere(text);
+        let candidate_pattern = if substring {
+            like_candidates(text)
+        } else {
+            String::new()
+        };
+        // Each group from the top on a first page; a group that ended is not read again.
+        let (sessions_from, operations_from) = match &query.after {
+            None => (
+                Some(SessionPosition {
+                    at: i64::MAX,
+                    key: String::new(),
+                }),
+                Some(i64::MAX),
+            ),
+            Some(a) => (a.sessions.clone(), a.operations),
+        };
+        let fetch = i64::from(limit) + 1;
+        let wanted = fetch as usize;
+        // Each group: its matches (at most `fetch`, newest first) and, when it reached its bound of
+        // candidates first, the position it stopped at.
+        let (sessions, sessions_stop, entries, entries_stop, counts) =
+            on_read!(self.inner(), |pool, d| {
+                let mut tx = pool.begin_with(d.begin_read()).await?;
+                let mut sessions: Vec<SessionFound> = Vec::new();
+                let mut sessions_stop: Option<SessionPosition> = None;
+                if let Some(from) = &sessions_from {
+                    match (d, substring) {
+                        (_, false) => {
+                            sessions = sqlx::query_as(&whole_session_sql(d))
+                                .bind(text)
+                                .bind(from.at)
+                                .bind(from.key.as_str())
+                                .bind(live_since)
+                                .bind(fetch)
+                                .fetch_all(&mut *tx)
+                                .await?;
+                        }
+                        (Dialect::Sqlite, true) => {
+                            let candidates: Vec<i64> =
+                                sqlx::query_scalar(&fts_candidates_sql("sessions_search"))
+                                    .bind(fts_candidates(text))
+                                    .bind(from.at)
+                                    .fetch_all(&mut *tx)
+                                    .await?;
+                            if !candidates.is_empty() {
+                                let rows: Vec<SessionFound> =
+                                    sqlx::query_as(&sqlite_session_candidates_sql())
+                                        .bind(serde_json::json!(candidates).to_string())
+                                        .bind(live_since)
+                                        .fetch_all(&mut *tx)
+                                        .await?;
+                                sessions = rows
+                                    .into_iter()
+                                    .filter(|r| holds(Some(&r.session_key), &folded))
+                                    .take(wanted)
+                                    .collect();
+                            }
+                            if sessions.len() < wanted
+                                && candidates.len() == SEARCH_CANDIDATES_MAX as usize
+                            {
+                                sessions_stop = candidates.last().map(|&at| SessionPosition {
+                                    at,
+                                    key: String::new(),
+                                });
+                            }
+                        }
+                        (Dialect::Postgres, true) => {
+                            let probed: Vec<SessionTested> =
+                                sqlx::query_as(&postgres_sessions_probe_sql())
+                                    .bind(pattern.as_str())
+                                    .bind(from.at)
+                                    .bind(from.key.as_str())
+                                    .bind(live_since)
+                                    .fetch_all(&mut *tx)
+                                    .await?;
+                            let walked_to = (probed.len() == POSTGRES_PROBE_ROWS as usize)
+                                .then(|| probed.last())
+                                .flatten()
+                                .map(|r| SessionPosition {
+                                    at: r.position,
+                                    key: r.session_key.clone(),
+                                });
+                            let mut hits: Vec<SessionTested> =
+                                probed.into_iter().filter(|r| r.hit).collect();
+                            if let Some(w) = walked_to.filter(|_| hits.len() < wanted) {
+                                let more: Vec<SessionTested> =
+                                    sqlx::query_as(&postgres_sessions_candidates_sql())
+                                        .bind(pattern.as_str())
+                                        .bind(w.at)
+                                        .bind(w.key.as_str())
+                                        .bind(live_since)
+                                        .bind(candidate_pattern.as_str())
+                                        .fetch_all(&mut *tx)
+                                        .await?;
+                                if more.len() > SEARCH_CANDIDATES_MAX as usize {
+                                    sessions_stop = Some(w);
+                                } else {
+                                    let mut more: Vec<SessionTested> =
+                                        more.into_iter().filter(|r| r.hit).collect();
+                                    more.sort_by(|a, b| {
+                                        b.position
+                                            .cmp(&a.position)
+                                            .then_with(|| a.session_key.cmp(&b.session_key))
+                                    });
+                                    hits.extend(more);
+                                }
+                            }
+                            sessions = hits
+                                .into_iter()
+                                .take(wanted)
+                                .map(|r| SessionFound {
+                                    position: r.position,
+                                    session_key: r.session_key,
+                                    last_write_at: r.last_write_at,
+                                })
+                                .collect();
+                        }
+                    }
+                }
+                let mut entries: Vec<EntryRow> = Vec::new();
+                let mut entries_stop: Option<i64> = None;
+                if let Some(from) = operations_from {
+                    match (d, substring) {
+                        (_, false) => {
+                            entries = sqlx::query_as(&whole_operation_sql())
+                                .bind(text)
+                                .bind(from)
+                                .bind(live_since)
+                                .bind(fetch)
+                                .fetch_all(&mut *tx)
+                                .await?;
+                        }
+                        (Dialect::Sqlite, true) => {
+                            let candidates: Vec<i64> =
+                                sqlx::query_scalar(&fts_candidates_sql("entries_search"))
+                                    .bind(fts_candidates(text))
+                                    .bind(from)
+                                    .fetch_all(&mut *tx)
+                                    .await?;
+                            if !candidates.is_empty() {
+                                let rows: Vec<EntryRow> =
+                                    sqlx::query_as(&sqlite_operation_candidates_sql())
+                                        .bind(serde_json::json!(candidates).to_string())
+                                        .bind(live_since)
+                                        .fetch_all(&mut *tx)
+                                        .await?;
+                                entries = rows
+                                    .into_iter()
+                                    .filter(|e| {
+                                        holds(Some(&e.mutation_id), &folded)
+                                            || holds(e.meta_title.as_deref(), &folded)
+                                            || holds(e.meta_id.as_deref(), &folded)
+                                    })
+                                    .take(wanted)
+                                    .collect();
+                            }
+                            if entries.len() < wanted
+                                && candidates.len() == SEARCH_CANDIDATES_MAX as usize
+                            {
+                                entries_stop = candidates.last().copied();
+                            }
+                        }
+                        (Dialect::Postgres, true) => {
+                            let probed: Vec<(i64, bool)> =
+                                sqlx::query_as(&postgres_operations_probe_sql())
+                                    .bind(pattern.as_str())
+                                    .bind(from)
+                                    .bind(live_since)
+                                    .fetch_all(&mut *tx)
+                                    .await?;
+                            let walked_to = (probed.len() == POSTGRES_PROBE_ROWS as usize)
+                                .then(|| probed.last().map(|&(seq, _)| seq))
+                                .flatten();
+                            let mut hits: Vec<i64> = probed
+                                .into_iter()
+                                .filter(|&(_, hit)| hit)
+                                .map(|(seq, _)| seq)
+                                .collect();
+                            if let Some(w) = walked_to.filter(|_| hits.len() < wanted) {
+                                let more: Vec<(i64, bool)> =
+                                    sqlx::query_as(&postgres_operations_candidates_sql())
+                                        .bind(pattern.as_str())
+                                        .bind(w)
+                                        .bind(live_since)
+                                        .bind(candidate_pattern.as_str())
+                                        .fetch_all(&mut *tx)
+                                        .await?;
+                                if more.len() > SEARCH_CANDIDATES_MAX as usize {
+                                    entries_stop = Some(w);
+                                } else {
+                                    let mut more: Vec<i64> = more
+                                        .into_iter()
+                                        .filter(|&(_, hit)| hit)
+                                        .map(|(seq, _)| seq)
+                                        .collect();
+                                    more.sort_unstable_by(|a, b| b.cmp(a));
+                                    hits.extend(more);
+                                }
+                            }
+                            hits.truncate(wanted);
+                            if !hits.is_empty() {
+                                entries = sqlx::query_as(&operations_by_seq_sql(d))
+                                    .bind(serde_json::json!(hits).to_string())
+                                    .fetch_all(&mut *tx)
+                                    .await?;
+                            }
+                        }
+                    }
+                }
+                let keys: Vec<&str> = sessions
+                    .iter()
+                    .take(limit as usize)
+                    .map(|s| s.session_key.as_str())
+                    .collect();
+                let counts: Vec<CountRow> = if keys.is_empty() {
+                    Vec::new()
+                } else {
+                    sqlx::query_as(&sessions_counts_sql(d))
+                        .bind(serde_json::json!(keys).to_string())
+                        .fetch_all(&mut *tx)
+                        .await?
+                };
+                tx.commit().await?;
+                (sessions, sessions_stop, entries, entries_stop, counts)
+            });
+        let mut by_key = counts_by_session(&counts);
+        let sessions_more = sessions.len() > limit as usize;
+        let operations_more = entries.len() > limit as usize;
+        let sessions: Vec<&SessionFound> = sessions.iter().take(limit as usize).collect();
+        let entries: Vec<&EntryRow> = entries.iter().take(limit as usize).collect();
+        let dialect = self.inner().dialect();
+        // A full page goes on after its last item; a group that reached its bound of candidates first,
+        // after the last candidate it examined.
+        let sessions_next = if sessions_more {
+            sessions.last().map(|s| SessionPosition {
+                at: s.position,
+                key: match dialect {
+                    Dialect::Sqlite => String::new(),
+                    Dialect::Postgres => s.session_key.clone(),
+                },
+            })
+        } else {
+            sessions_stop
+        };
+        let operations_next = if operations_more {
+            entries.last().map(|e| e.seq)
+        } else {
+            entries_stop
+        };
+        let next = (sessions_next.is_some() || operations_next.is_some()).then_some(SearchAfter {
+            sessions: sessions_next,
+            operations: operations_next,
+        });
+        let results = SearchResults {
+            sessions: sessions
+                .iter()
+                .map(|s| SessionHit {
+                    session_key: s.session_key.clone(),
+                    last_activity: format_time(s.last_write_at),
+                    counts: by_key.remove(s.session_key.as_str()).unwrap_or_default(),
+                })
+                .collect(),
+            operations: entries
+                .iter()
+                .filter_map(|e| {
+                    let outcome = project(&e.ledger_entry())?;
+                    Some(OperationHit {
+                        session_key: e.session_key.clone(),
+                        logical_turn_id: outcome.logical_turn_id,
+                        mutation_id: outcome.mutation_id,
+                        tool: outcome.tool,
+                        title: outcome.title,
+                        status: outcome.status,
+                    })
+                })
+                .collect(),
+            next: None,
+        };
+        Ok((results, next))
+    }
+}
