@@ -802,7 +802,10 @@ async fn a_refused_start_leaves_the_ledger_file_byte_identical_with_its_mode() {
             .iter()
             .map(|b| format!("{b:02x}"))
             .collect();
-        (hex, std::fs::metadata(p).unwrap().permissions().mode() & 0o777)
+        (
+            hex,
+            std::fs::metadata(p).unwrap().permissions().mode() & 0o777,
+        )
     };
     // A real ledger, with an entry, closed cleanly (WAL checkpointed, no `-wal` left), then spoiled.
     let make = |file: std::path::PathBuf, spoil: String| async move {
@@ -811,7 +814,9 @@ async fn a_refused_start_leaves_the_ledger_file_byte_identical_with_its_mode() {
             .unwrap();
         ledger.close().await;
         let options = sqlx::sqlite::SqliteConnectOptions::new().filename(&file);
-        let mut conn = sqlx::SqliteConnection::connect_with(&options).await.unwrap();
+        let mut conn = sqlx::SqliteConnection::connect_with(&options)
+            .await
+            .unwrap();
         sqlx::raw_sql(&spoil).execute(&mut conn).await.unwrap();
         sqlx::raw_sql("PRAGMA wal_checkpoint(TRUNCATE)")
             .execute(&mut conn)
@@ -835,7 +840,11 @@ async fn a_refused_start_leaves_the_ledger_file_byte_identical_with_its_mode() {
             "{name}: {stderr}"
         );
         assert_eq!(digest(&file), before, "{name}: the file was changed");
-        assert_eq!(names_in(cwd.path()), vec![name.to_owned()], "{name}: nothing else");
+        assert_eq!(
+            names_in(cwd.path()),
+            vec![name.to_owned()],
+            "{name}: nothing else"
+        );
         // The staff command opens the ledger the same way: refused too, the file unchanged.
         let out = Command::new(BIN)
             .current_dir(cwd.path())
@@ -852,7 +861,9 @@ async fn a_refused_start_leaves_the_ledger_file_byte_identical_with_its_mode() {
     let file = cwd.path().join("older.sqlite");
     make(
         file.clone(),
-        format!("DELETE FROM _sqlx_migrations WHERE version = {last}; DROP INDEX webhook_outbox_done;"),
+        format!(
+            "DELETE FROM _sqlx_migrations WHERE version = {last}; DROP INDEX webhook_outbox_done;"
+        ),
     )
     .await;
     let ledger = ledger::Ledger::open(file.to_str().unwrap(), ledger::LedgerOptions::default())
@@ -861,7 +872,9 @@ async fn a_refused_start_leaves_the_ledger_file_byte_identical_with_its_mode() {
     ledger.close().await;
     assert_eq!(digest(&file).1, 0o600, "an opened ledger is made 0600");
     let options = sqlx::sqlite::SqliteConnectOptions::new().filename(&file);
-    let mut conn = sqlx::SqliteConnection::connect_with(&options).await.unwrap();
+    let mut conn = sqlx::SqliteConnection::connect_with(&options)
+        .await
+        .unwrap();
     let applied: bool =
         sqlx::query_scalar("SELECT success FROM _sqlx_migrations WHERE version = ?")
             .bind(last)
