@@ -156,7 +156,9 @@ impl Position {
     /// sends").
     fn holds_control(&self) -> bool {
         let strings: [Option<&str>; 2] = match self {
-            Position::Entries { .. } | Position::Turns { .. } => [None, None],
+            Position::Entries { .. } | Position::Turns { .. } | Position::History { .. } => {
+                [None, None]
+            }
             Position::Sessions { key, .. } => [Some(key), None],
             Position::Unknowns { key, by, .. } => [key.as_deref(), by.as_deref()],
             Position::Search { k, .. } => [k.as_deref(), None],
