@@ -102,8 +102,9 @@ pub fn new_secret() -> String {
 }
 
 /// Whether `ip` may receive deliveries without `--webhook-allow-private`: not loopback, private (RFC 1918,
-/// unique local), link-local, shared (100.64/10), unspecified, broadcast, multicast, reserved or
-/// documentation. An IPv6 address that embeds an IPv4 address is judged by the IPv4 address it embeds
+/// unique local), link-local, shared (100.64/10), unspecified, broadcast, multicast, reserved,
+/// benchmarking, documentation, or another special-purpose range that is not global (discard, ORCHID,
+/// SRv6, the 6to4 relay anycast). An IPv6 address that embeds an IPv4 address is judged by the IPv4 address it embeds
 /// ([`embedded_v4`]: IPv4-mapped, IPv4-translated, IPv4-compatible, NAT64, 6to4, Teredo), every one of them
 /// public, so `::1` (IPv4-compatible 0.0.0.1) and `::` stay refused; docs/api.md "Webhooks",
 /// "Destinations".
@@ -121,7 +122,12 @@ pub fn is_public(ip: IpAddr) -> bool {
                 || (s[0] & 0xfe00) == 0xfc00 // unique local fc00::/7
                 || (s[0] & 0xffc0) == 0xfe80 // link-local fe80::/10
                 || (s[0] & 0xffc0) == 0xfec0 // site-local fec0::/10
-                || (s[0] == 0x2001 && s[1] == 0x0db8)) // documentation
+                || (s[0] == 0x2001 && s[1] == 0x0db8) // documentation 2001:db8::/32
+                || (s[0] == 0x3fff && (s[1] & 0xf000) == 0) // documentation 3fff::/20
+                || (s[0] == 0x0100 && s[1..4] == [0, 0, 0]) // discard-only 100::/64
+                || (s[0] == 0x2001 && s[1] == 0x0002 && s[2] == 0) // benchmarking 2001:2::/48
+                || (s[0] == 0x2001 && matches!(s[1] & 0xfff0, 0x0010 | 0x0020)) // ORCHID(v2)
+                || s[0] == 0x5f00) // SRv6 segment identifiers 5f00::/16
         }
     }
 }
@@ -174,7 +180,8 @@ fn is_public_v4(ip: Ipv4Addr) -> bool {
         || o[0] >= 240
         || (o[0] == 100 && (o[1] & 0xc0) == 64) // shared 100.64/10
         || (o[0] == 192 && o[1] == 0 && o[2] == 0) // 192.0.0/24
-        || (o[0] == 198 && (o[1] & 0xfe) == 18)) // benchmarking 198.18/15
+        || (o[0] == 198 && (o[1] & 0xfe) == 18) // benchmarking 198.18/15
+        || (o[0] == 192 && o[1] == 88 && o[2] == 99)) // deprecated 6to4 relay anycast 192.88.99/24
 }
 
 /// Checks a destination URL's form (no host resolution): `http` or `https`, a host, no user or password.
@@ -803,6 +810,14 @@ mod tests {
             "::ffff:127.0.0.1",
             "::ffff:10.0.0.1",
             "64:ff9b::a00:1",
+            // Special-purpose ranges that are not global (IANA registry), found by a fresh tester.
+            "3fff::1",
+            "100::1",
+            "2001:2::1",
+            "2001:10::1",
+            "2001:20::1",
+            "5f00::1",
+            "192.88.99.1",
         ] {
             assert!(!is_public(ip.parse().unwrap()), "{ip}");
         }
