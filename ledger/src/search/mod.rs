@@ -225,14 +225,6 @@ fn holds(value: Option<&str>, folded: &str) -> bool {
     value.is_some_and(|v| fts5_folded(v).contains(folded))
 }
 
-/// Postgres: the candidate reads ([`postgres_operations_candidates_sql`],
-/// [`postgres_sessions_candidates_sql`]) go through the trigram indexes whatever the planner estimates:
-/// `enable_seqscan` off for the read (bound `off` before it, `on` after it, in the read transaction). A
-/// sequential scan would run `ILIKE` on every row: with long values whose trigrams are all common (15,000
-/// titles of 512 characters) the planner chose one and a page took 375 ms, where the index finds no
-/// candidate at once (docs/ledger.md "Search").
-const POSTGRES_SEQSCAN: &str = "SELECT set_config('enable_seqscan', $1, true)";
-
 impl SessionManager {
     /// One page of a search (docs/api.md "Search"): up to `query.limit` sessions that have not expired
     /// whose key contains `query.text`, newest first, and up to `query.limit` published operations of such
@@ -343,10 +335,6 @@ impl SessionManager {
                             let mut hits: Vec<SessionTested> =
                                 probed.into_iter().filter(|r| r.hit).collect();
                             if let Some(w) = walked_to.filter(|_| hits.len() < wanted) {
-                                sqlx::query(POSTGRES_SEQSCAN)
-                                    .bind("off")
-                                    .execute(&mut *tx)
-                                    .await?;
                                 let more: Vec<SessionTested> =
                                     sqlx::query_as(&postgres_sessions_candidates_sql())
                                         .bind(text)
@@ -356,10 +344,6 @@ impl SessionManager {
                                         .bind(candidate_pattern.as_str())
                                         .fetch_all(&mut *tx)
                                         .await?;
-                                sqlx::query(POSTGRES_SEQSCAN)
-                                    .bind("on")
-                                    .execute(&mut *tx)
-                                    .await?;
                                 if more.len() > SEARCH_CANDIDATES_MAX as usize {
                                     sessions_stop = Some(w);
                                 } else {
@@ -445,10 +429,6 @@ impl SessionManager {
                                 .map(|(seq, _)| seq)
                                 .collect();
                             if let Some(w) = walked_to.filter(|_| hits.len() < wanted) {
-                                sqlx::query(POSTGRES_SEQSCAN)
-                                    .bind("off")
-                                    .execute(&mut *tx)
-                                    .await?;
                                 let more: Vec<(i64, bool)> =
                                     sqlx::query_as(&postgres_operations_candidates_sql())
                                         .bind(text)
@@ -457,10 +437,6 @@ impl SessionManager {
                                         .bind(candidate_pattern.as_str())
                                         .fetch_all(&mut *tx)
                                         .await?;
-                                sqlx::query(POSTGRES_SEQSCAN)
-                                    .bind("on")
-                                    .execute(&mut *tx)
-                                    .await?;
                                 if more.len() > SEARCH_CANDIDATES_MAX as usize {
                                     entries_stop = Some(w);
                                 } else {
