@@ -46,6 +46,7 @@ OPAQUE_CURSOR_PATHS = {
     "/api/search",
     "/api/sessions/{session_key}/turns",
     "/api/sessions/{session_key}/turns/{logical_turn_id}/entries",
+    "/api/sessions/{session_key}/mutations/{mutation_id}/history",
 }
 
 
