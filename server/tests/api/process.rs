@@ -408,43 +408,8 @@ async fn serve_refuses_another_applications_file_and_leaves_it_as_it_was() {
         }
         let before = snapshot(&file);
         // Not `serve_in`: a server that wrongly serves must fail the test, not hang it.
-        let mut child = Command::new(BIN)
-            .current_dir(cwd.path())
-            .args([
-                "serve",
-                "--addr",
-                "127.0.0.1:0",
-                "--data-dir",
-                "d",
-                "--host-token",
-                "t",
-            ])
-            .arg("--database")
-            .arg(&file)
-            .env_remove("OUTCOMES_DATABASE")
-            .stdout(Stdio::null())
-            .stderr(Stdio::piped())
-            .spawn()
-            .unwrap();
-        let deadline = Instant::now() + Duration::from_secs(20);
-        let status = loop {
-            if let Some(status) = child.try_wait().unwrap() {
-                break Some(status);
-            }
-            if Instant::now() > deadline {
-                let _ = child.kill();
-                let _ = child.wait();
-                break None;
-            }
-            std::thread::sleep(Duration::from_millis(20));
-        };
-        let mut stderr = String::new();
-        use std::io::Read;
-        let _ = child.stderr.take().unwrap().read_to_string(&mut stderr);
-        assert!(
-            status.is_some_and(|s| !s.success()),
-            "{name}: not refused ({status:?}): {stderr}"
-        );
+        let (refused, stderr) = serve_is_refused(cwd.path(), &file);
+        assert!(refused, "{name}: not refused: {stderr}");
         assert!(
             stderr.contains(&format!("{} {says}", file.display())),
             "{name}: {stderr}"
