@@ -193,6 +193,9 @@ fn expand(c: Compact) -> Result<TurnEntries, String> {
                 ledger_status,
                 recorded_at,
                 settled_at,
+                deadline_at: None,
+                settled_by: None,
+                established_by: None,
             })
         })
         .collect::<Result<Vec<_>, String>>()?;
@@ -247,6 +250,9 @@ mod tests {
             ledger_status: ledger,
             recorded_at: "2026-12-03T19:40:58.123Z".into(),
             settled_at: Some("2026-12-03T19:40:59.001Z".into()),
+            deadline_at: None,
+            settled_by: None,
+            established_by: None,
         }
     }
 

@@ -431,6 +431,9 @@ mod tests {
             },
             recorded_at: format!("2026-12-01T10:00:0{seq}.000Z"),
             settled_at: (!in_flight).then(|| "2026-12-01T10:01:00.000Z".to_owned()),
+            deadline_at: None,
+            settled_by: None,
+            established_by: None,
         }
     }
 

@@ -85,6 +85,7 @@ impl ConversationPlan {
                 commissioned_after: None,
             }));
             ops.push(command(Action::RecordIntent {
+                deadline_secs: None,
                 attempt_id: attempt(),
             }));
             ops.push(command(Action::Settle {

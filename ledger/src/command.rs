@@ -76,6 +76,9 @@ pub struct Evidence {
     pub observed_at: String,
 }
 
+/// The longest deadline a host may ask for, in seconds: 7 days (docs/api.md "Deadlines").
+pub const DEADLINE_MAX_SECS: u32 = 604_800;
+
 /// The most bytes of a staff note's text ([`Action::Note`]); the least is 1.
 pub const NOTE_MAX_BYTES: usize = 4096;
 
@@ -94,6 +97,8 @@ pub enum Actor {
     Host,
     /// A staff member, by account name (docs/access.md).
     Staff(String),
+    /// The ledger itself: its settlement of an entry whose deadline passed (docs/api.md "Deadlines").
+    Ledger,
 }
 
 impl Actor {
@@ -102,6 +107,7 @@ impl Actor {
         match self {
             Actor::Host => "host".to_owned(),
             Actor::Staff(name) => format!("staff:{name}"),
+            Actor::Ledger => "ledger".to_owned(),
         }
     }
 }
@@ -129,9 +135,15 @@ pub enum Action {
         #[serde(default, skip_serializing_if = "Option::is_none")]
         commissioned_after: Option<MutationId>,
     },
-    /// Dispatch is about to enter the router: `approved` → `execution_started` under `attempt_id`.
+    /// Dispatch is about to enter the router: `approved` → `execution_started` under `attempt_id`, with
+    /// its deadline `deadline_secs` from now (1 to [`DEADLINE_MAX_SECS`]; `None`: the ledger's default,
+    /// docs/api.md "Deadlines").
     #[serde(rename = "intent")]
-    RecordIntent { attempt_id: AttemptId },
+    RecordIntent {
+        attempt_id: AttemptId,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        deadline_secs: Option<u32>,
+    },
     /// The in-flight attempt settled; `reason` may only be `execution_timeout` with `OutcomeUnknown`.
     Settle {
         attempt_id: AttemptId,
@@ -161,9 +173,27 @@ pub enum Action {
         #[serde(flatten)]
         metadata: HostMetadata,
     },
-    /// Starts a new attempt of a `not_executed` entry under an attempt id the entry never had.
+    /// Starts a new attempt of a `not_executed` entry under an attempt id the entry never had, with its
+    /// deadline as [`Action::RecordIntent`]'s.
     #[serde(rename = "attempt")]
-    FreshAttempt { attempt_id: AttemptId },
+    FreshAttempt {
+        attempt_id: AttemptId,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        deadline_secs: Option<u32>,
+    },
+    /// The host still works on the attempt in flight: its deadline becomes now + `deadline_secs` (1 to
+    /// [`DEADLINE_MAX_SECS`]), never earlier than it was. Only while `execution_started` under that
+    /// attempt; no revision, no event, no history row (docs/api.md "Deadlines").
+    #[serde(rename = "deadline")]
+    ExtendDeadline {
+        attempt_id: AttemptId,
+        deadline_secs: u32,
+    },
+    /// The ledger's own settlement of an entry still `execution_started` under `attempt_id` past its
+    /// deadline: `outcome_unknown` with `execution_timeout`, settled by the ledger (docs/api.md
+    /// "Deadlines"). Applied only with [`Actor::Ledger`] (the sweep); no host API names it.
+    #[serde(rename = "expire")]
+    Expire { attempt_id: AttemptId },
     /// A staff note on an entry: `text` of 1 to [`NOTE_MAX_BYTES`] (4096) bytes without U+0000, anything
     /// else `Invalid` on `text`. Kept as one `note` history row with its actor; no revision, no live event, the entry's
     /// state unchanged, and not session activity (the time to live still counts from the last change).
@@ -227,8 +257,25 @@ mod tests {
             (
                 command(Action::RecordIntent {
                     attempt_id: attempt(),
+                    deadline_secs: None,
                 }),
                 json!({"op": "intent", "session_key": "s-1", "mutation_id": "m-1", "attempt_id": "a-1"}),
+            ),
+            (
+                command(Action::RecordIntent {
+                    attempt_id: attempt(),
+                    deadline_secs: Some(30),
+                }),
+                json!({"op": "intent", "session_key": "s-1", "mutation_id": "m-1", "attempt_id": "a-1",
+                       "deadline_secs": 30}),
+            ),
+            (
+                command(Action::ExtendDeadline {
+                    attempt_id: attempt(),
+                    deadline_secs: 60,
+                }),
+                json!({"op": "deadline", "session_key": "s-1", "mutation_id": "m-1", "attempt_id": "a-1",
+                       "deadline_secs": 60}),
             ),
             (
                 command(Action::Settle {
@@ -284,6 +331,7 @@ mod tests {
             (
                 command(Action::FreshAttempt {
                     attempt_id: attempt(),
+                    deadline_secs: None,
                 }),
                 json!({"op": "attempt", "session_key": "s-1", "mutation_id": "m-1", "attempt_id": "a-1"}),
             ),
@@ -306,6 +354,7 @@ mod tests {
         assert_eq!(Actor::Host.spelling(), "host");
         assert_eq!(Actor::default(), Actor::Host);
         assert_eq!(Actor::Staff("ada".into()).to_string(), "staff:ada");
+        assert_eq!(Actor::Ledger.spelling(), "ledger");
     }
 
     #[test]

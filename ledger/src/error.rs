@@ -21,6 +21,9 @@ pub enum Refusal {
     NotPublished,
     /// A fresh attempt that reuses an attempt id the entry already had (current or earlier).
     AttemptReused,
+    /// The ledger's settlement at a deadline ([`crate::Action::Expire`]) of an entry whose deadline has
+    /// not passed (extended meanwhile): never answered to a host, the sweep's no-op.
+    DeadlineNotPassed,
 }
 
 impl Refusal {
@@ -35,6 +38,7 @@ impl Refusal {
             Refusal::NotNotExecuted => "not_not_executed",
             Refusal::NotPublished => "not_published",
             Refusal::AttemptReused => "attempt_reused",
+            Refusal::DeadlineNotPassed => "deadline_not_passed",
         }
     }
 
@@ -51,6 +55,7 @@ impl Refusal {
             Refusal::NotNotExecuted => "a fresh attempt is allowed only for a not_executed entry",
             Refusal::NotPublished => "the entry has no recorded intent yet, so it has no published outcome",
             Refusal::AttemptReused => "a fresh attempt needs a new attempt id",
+            Refusal::DeadlineNotPassed => "the entry's deadline has not passed",
         }
     }
 }

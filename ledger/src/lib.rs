@@ -57,7 +57,7 @@ pub use adapter::{Adapter, AdapterError, SessionEnd};
 #[cfg(feature = "store")]
 pub use command::{Action, Command, EntryKey, Evidence, Settlement};
 #[cfg(feature = "store")]
-pub use engine::Engine;
+pub use engine::{DeadlineClock, Engine, RESTART_GRACE};
 pub use error::{LedgerError, Refusal};
 #[cfg(feature = "store")]
 pub use gauges::LedgerGauges;

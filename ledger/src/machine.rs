@@ -7,10 +7,14 @@
 //! ([`Rejection::Invalid`], 422) → the session and the entry exist and the session is live (404) → the
 //! transition is allowed from the entry's state ([`Rejection::Refused`], 409).
 
-pub use crate::command::{Action, Evidence, Settlement, NOTE_MAX_BYTES, NUL_REFUSED};
+pub use crate::command::{
+    Action, Evidence, Settlement, DEADLINE_MAX_SECS, NOTE_MAX_BYTES, NUL_REFUSED,
+};
 use crate::error::Refusal;
 use crate::ids::AttemptId;
-use crate::wire::{published_status, HostMetadata, LedgerStatus, PublishedStatus, Reason};
+use crate::wire::{
+    published_status, HostMetadata, LedgerStatus, PublishedStatus, Reason, SettledBy,
+};
 
 /// The session an action names, as stored.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -34,6 +38,9 @@ pub struct Entry {
     pub reason: Option<Reason>,
     /// The stored host metadata, `None` when none was attached.
     pub metadata: Option<HostMetadata>,
+    /// Who settled the entry's current state by a settle or cancellation (`None` otherwise): an unknown
+    /// outcome the ledger settled at its deadline still takes the original report once.
+    pub settled_by: Option<SettledBy>,
 }
 
 impl Entry {
@@ -55,6 +62,9 @@ pub struct Given<'a> {
     /// session holds (`false` for the approved mutation itself or one the session does not hold). Read
     /// for such an approve only; `false` otherwise.
     pub commissioned_after_found: bool,
+    /// For an [`Action::Expire`]: whether the entry's deadline has passed by the ledger's clock (read for
+    /// that action only; `false` otherwise).
+    pub deadline_passed: bool,
 }
 
 /// A visible change: the entry's new state, written under the turn's next revision.
@@ -90,6 +100,11 @@ pub enum Decision {
     },
     /// Nothing changes: no revision, no event (an attach identical to the stored metadata).
     Unchanged,
+    /// The deadline becomes now + `deadline_secs` unless it is later already: no revision, no event, no
+    /// history row.
+    Extend {
+        deadline_secs: u32,
+    },
     /// Keep the action's note as a history row: no revision, no event, the entry's state unchanged.
     Note,
     /// Take or end the entry's claim (the group checks who holds it): at most one history row, no
@@ -144,7 +159,7 @@ pub fn decide(given: &Given<'_>, action: &Action) -> Result<Decision, Rejection>
     let refuse = |r| Err(Rejection::Refused(r));
     match action {
         Action::Approve { .. } => unreachable!("answered above"),
-        Action::RecordIntent { attempt_id } => {
+        Action::RecordIntent { attempt_id, .. } => {
             if entry.status != LedgerStatus::Approved || entry.intent_recorded {
                 return refuse(Refusal::AlreadyRecorded);
             }
@@ -191,7 +206,7 @@ pub fn decide(given: &Given<'_>, action: &Action) -> Result<Decision, Rejection>
                 live: emitted_live(entry.status),
             })
         }
-        Action::FreshAttempt { attempt_id } => {
+        Action::FreshAttempt { attempt_id, .. } => {
             match entry.published() {
                 Some(PublishedStatus::NotExecuted) => {}
                 Some(PublishedStatus::OutcomeUnknown) => {
@@ -203,6 +218,27 @@ pub fn decide(given: &Given<'_>, action: &Action) -> Result<Decision, Rejection>
                 return refuse(Refusal::AttemptReused);
             }
             Ok(start(attempt_id))
+        }
+        Action::ExtendDeadline {
+            attempt_id,
+            deadline_secs,
+        } => {
+            running(entry, attempt_id)?;
+            Ok(Decision::Extend {
+                deadline_secs: *deadline_secs,
+            })
+        }
+        Action::Expire { attempt_id } => {
+            running(entry, attempt_id)?;
+            if !given.deadline_passed {
+                return refuse(Refusal::DeadlineNotPassed);
+            }
+            Ok(settle(
+                entry,
+                LedgerStatus::OutcomeUnknown,
+                Some(Reason::ExecutionTimeout),
+                false,
+            ))
         }
         Action::Note { .. } => Ok(Decision::Note),
         Action::Claim => Ok(Decision::Claim),
@@ -267,6 +303,21 @@ fn check_fields(action: &Action) -> Result<(), Rejection> {
             }
             Ok(())
         }
+        Action::RecordIntent {
+            deadline_secs: Some(secs),
+            ..
+        }
+        | Action::FreshAttempt {
+            deadline_secs: Some(secs),
+            ..
+        }
+        | Action::ExtendDeadline {
+            deadline_secs: secs,
+            ..
+        } if *secs == 0 || *secs > DEADLINE_MAX_SECS => Err(Rejection::Invalid {
+            field: "deadline_secs",
+            message: "a deadline is 1 to 604800 seconds (7 days)",
+        }),
         Action::Note { text } if text.is_empty() || text.len() > NOTE_MAX_BYTES => {
             Err(Rejection::Invalid {
                 field: "text",
@@ -282,8 +333,25 @@ fn check_fields(action: &Action) -> Result<(), Rejection> {
 }
 
 /// Settle and cancel apply to an entry in flight under the named attempt; an unknown outcome changes only
-/// by reconciliation (seed 002).
+/// by reconciliation (seed 002), but for one exception: an unknown the LEDGER settled at its deadline
+/// still takes the original report of that attempt, once (seed 002: "can still accept the original
+/// report"; docs/api.md "Deadlines"), after which it is settled by the host like any other.
 fn in_flight(entry: &Entry, attempt_id: &AttemptId) -> Result<(), Rejection> {
+    match entry.status {
+        LedgerStatus::ExecutionStarted => same_attempt(entry, attempt_id),
+        LedgerStatus::OutcomeUnknown if entry.settled_by == Some(SettledBy::Ledger) => {
+            same_attempt(entry, attempt_id)
+        }
+        LedgerStatus::OutcomeUnknown => {
+            Err(Rejection::Refused(Refusal::UnknownNeedsReconciliation))
+        }
+        _ => Err(Rejection::Refused(Refusal::NotInFlight)),
+    }
+}
+
+/// A deadline is extended, or reached, only while the entry runs (`execution_started`) under the named
+/// attempt: an unknown outcome is refused as a settle is, anything else is not in flight.
+fn running(entry: &Entry, attempt_id: &AttemptId) -> Result<(), Rejection> {
     match entry.status {
         LedgerStatus::ExecutionStarted => same_attempt(entry, attempt_id),
         LedgerStatus::OutcomeUnknown => {
@@ -356,6 +424,7 @@ mod tests {
             attempt_id: intent_recorded.then(|| "a-1".to_owned()),
             reason: None,
             metadata: None,
+            settled_by: None,
         }
     }
 
@@ -365,6 +434,7 @@ mod tests {
             entry: Some(e),
             attempt_used: false,
             commissioned_after_found: false,
+            deadline_passed: false,
         }
     }
 
@@ -377,7 +447,10 @@ mod tests {
     }
 
     fn intent(a: &str) -> Action {
-        Action::RecordIntent { attempt_id: id(a) }
+        Action::RecordIntent {
+            attempt_id: id(a),
+            deadline_secs: None,
+        }
     }
 
     fn settle_as(a: &str, settlement: Settlement, reason: Option<Reason>) -> Action {
@@ -434,7 +507,169 @@ mod tests {
     }
 
     fn fresh(a: &str) -> Action {
-        Action::FreshAttempt { attempt_id: id(a) }
+        Action::FreshAttempt {
+            attempt_id: id(a),
+            deadline_secs: None,
+        }
+    }
+
+    fn extend(a: &str, deadline_secs: u32) -> Action {
+        Action::ExtendDeadline {
+            attempt_id: id(a),
+            deadline_secs,
+        }
+    }
+
+    fn expire(a: &str) -> Action {
+        Action::Expire { attempt_id: id(a) }
+    }
+
+    /// The transitions of docs/api.md "Deadlines": extend, the ledger's settlement at the deadline, and
+    /// the original report it still takes once.
+    #[test]
+    fn a_running_attempt_extends_its_deadline_and_nothing_else_does() {
+        let running = entry(ExecutionStarted, true);
+        assert_eq!(
+            decide(&given(&running), &extend("a-1", 30)),
+            Ok(Decision::Extend { deadline_secs: 30 })
+        );
+        assert_eq!(
+            decide(&given(&running), &extend("a-2", 30)),
+            refused(Refusal::AttemptMismatch)
+        );
+        assert_eq!(
+            decide(&given(&entry(OutcomeUnknown, true)), &extend("a-1", 30)),
+            refused(Refusal::UnknownNeedsReconciliation)
+        );
+        for e in [
+            entry(Completed, true),
+            entry(Failed, true),
+            entry(Approved, true),
+        ] {
+            assert_eq!(
+                decide(&given(&e), &extend("a-1", 30)),
+                refused(Refusal::NotInFlight),
+                "{e:?}"
+            );
+        }
+        for secs in [0, DEADLINE_MAX_SECS + 1] {
+            for action in [
+                extend("a-1", secs),
+                Action::RecordIntent {
+                    attempt_id: id("a-1"),
+                    deadline_secs: Some(secs),
+                },
+                Action::FreshAttempt {
+                    attempt_id: id("a-2"),
+                    deadline_secs: Some(secs),
+                },
+            ] {
+                assert_eq!(
+                    decide(&given(&running), &action),
+                    Err(Rejection::Invalid {
+                        field: "deadline_secs",
+                        message: "a deadline is 1 to 604800 seconds (7 days)",
+                    }),
+                    "{action:?}"
+                );
+            }
+        }
+        assert_eq!(
+            decide(&given(&running), &extend("a-1", DEADLINE_MAX_SECS)),
+            Ok(Decision::Extend {
+                deadline_secs: DEADLINE_MAX_SECS
+            })
+        );
+    }
+
+    #[test]
+    fn the_ledger_settles_a_running_attempt_unknown_with_execution_timeout_only_past_its_deadline()
+    {
+        let running = entry(ExecutionStarted, true);
+        let passed = Given {
+            deadline_passed: true,
+            ..given(&running)
+        };
+        assert_eq!(
+            decide(&passed, &expire("a-1")),
+            Ok(change(
+                OutcomeUnknown,
+                "a-1",
+                Some(Reason::ExecutionTimeout),
+                true,
+                false
+            ))
+        );
+        assert_eq!(
+            decide(&given(&running), &expire("a-1")),
+            refused(Refusal::DeadlineNotPassed)
+        );
+        assert_eq!(
+            decide(&passed, &expire("a-2")),
+            refused(Refusal::AttemptMismatch)
+        );
+        for e in [entry(Completed, true), entry(Approved, true)] {
+            let g = Given {
+                deadline_passed: true,
+                ..given(&e)
+            };
+            assert_eq!(decide(&g, &expire("a-1")), refused(Refusal::NotInFlight));
+        }
+        let mut unknown = entry(OutcomeUnknown, true);
+        unknown.settled_by = Some(SettledBy::Ledger);
+        let g = Given {
+            deadline_passed: true,
+            ..given(&unknown)
+        };
+        assert_eq!(
+            decide(&g, &expire("a-1")),
+            refused(Refusal::UnknownNeedsReconciliation)
+        );
+    }
+
+    #[test]
+    fn an_unknown_the_ledger_settled_takes_the_original_report_of_its_attempt_and_a_hosts_does_not()
+    {
+        let mut by_ledger = entry(OutcomeUnknown, true);
+        by_ledger.reason = Some(Reason::ExecutionTimeout);
+        by_ledger.settled_by = Some(SettledBy::Ledger);
+        for (settlement, status) in [
+            (Settlement::Completed, Completed),
+            (Settlement::Failed, Failed),
+            (Settlement::OutcomeUnknown, OutcomeUnknown),
+        ] {
+            assert_eq!(
+                decide(&given(&by_ledger), &settle_as("a-1", settlement, None)),
+                Ok(change(status, "a-1", None, true, false))
+            );
+        }
+        assert_eq!(
+            decide(&given(&by_ledger), &cancel("a-1", None)),
+            Ok(change(Approved, "a-1", None, true, false))
+        );
+        assert_eq!(
+            decide(
+                &given(&by_ledger),
+                &settle_as("a-2", Settlement::Completed, None)
+            ),
+            refused(Refusal::AttemptMismatch)
+        );
+        // A fresh attempt stays refused: no blind resend of an unknown outcome.
+        assert_eq!(
+            decide(&given(&by_ledger), &fresh("a-2")),
+            refused(Refusal::UnknownNeedsReconciliation)
+        );
+        let mut by_host = by_ledger.clone();
+        by_host.settled_by = Some(SettledBy::Host);
+        for action in [
+            settle_as("a-1", Settlement::Completed, None),
+            cancel("a-1", None),
+        ] {
+            assert_eq!(
+                decide(&given(&by_host), &action),
+                refused(Refusal::UnknownNeedsReconciliation)
+            );
+        }
     }
 
     fn change(
@@ -467,6 +702,7 @@ mod tests {
                 entry: None,
                 attempt_used: false,
                 commissioned_after_found: false,
+                deadline_passed: false,
             };
             assert_eq!(decide(&g, &approve()), Ok(Decision::Approve));
         }
@@ -479,6 +715,7 @@ mod tests {
             entry: None,
             attempt_used: false,
             commissioned_after_found: false,
+            deadline_passed: false,
         };
         assert_eq!(decide(&expired, &approve()), Err(Rejection::SessionExpired));
         for e in [entry(Approved, false), entry(Completed, true)] {
@@ -795,6 +1032,7 @@ mod tests {
                 entry: found,
                 attempt_used: false,
                 commissioned_after_found: false,
+                deadline_passed: false,
             };
             for action in [
                 intent("a-1"),
@@ -817,6 +1055,7 @@ mod tests {
             entry: None,
             attempt_used: false,
             commissioned_after_found: false,
+            deadline_passed: false,
         };
         assert!(matches!(
             decide(&g, &cancel("a-1", Some(Reason::ExecutionTimeout))),
@@ -847,6 +1086,7 @@ mod tests {
             entry: None,
             attempt_used: false,
             commissioned_after_found: false,
+            deadline_passed: false,
         };
         let nul = |field: &'static str| {
             Err(Rejection::Invalid {
@@ -894,6 +1134,7 @@ mod tests {
             entry: None,
             attempt_used: false,
             commissioned_after_found: false,
+            deadline_passed: false,
         };
         for text in [String::new(), "n".repeat(NOTE_MAX_BYTES + 1)] {
             assert_eq!(
@@ -915,6 +1156,7 @@ mod tests {
                 entry: None,
                 attempt_used: false,
                 commissioned_after_found: false,
+                deadline_passed: false,
             };
             assert_eq!(decide(&g, &approve_after("m-0")), invalid);
         }
@@ -923,6 +1165,7 @@ mod tests {
             entry: None,
             attempt_used: false,
             commissioned_after_found: true,
+            deadline_passed: false,
         };
         assert_eq!(decide(&found, &approve_after("m-0")), Ok(Decision::Approve));
         // An expired session is 404 first; a redelivery with a valid reference is a redelivery.

@@ -20,7 +20,10 @@ use crate::projection::{project_owned, LedgerEntry};
 use crate::store::format_time;
 use crate::store::{on_tx, WriteTx};
 use crate::wire::HostMetadata;
-use crate::wire::{EntryState, HistoryChange, HistoryEvidence, HistoryKind, LedgerStatus, Reason};
+use crate::wire::{
+    EntryState, EstablishedBy, HistoryChange, HistoryEvidence, HistoryKind, LedgerStatus, Reason,
+    SettledBy,
+};
 
 /// A TEXT column holding a state by its stored spelling (`as_str`): encoded as that text, decoded by
 /// `parse`, and any other text is a decode error, never a silent fallback.
@@ -81,7 +84,7 @@ macro_rules! stored_as_spelling {
     )*};
 }
 
-stored_as_spelling!(LedgerStatus, Reason, HistoryKind);
+stored_as_spelling!(LedgerStatus, Reason, HistoryKind, SettledBy, EstablishedBy);
 
 /// One `entries` row. `status` and `reason` are decoded from their wire spellings (the CHECK constraints
 /// admit no other; anything else would be a decode error, never a silent fallback).
@@ -105,13 +108,20 @@ pub(crate) struct EntryRow {
     pub settled_at: Option<i64>,
     /// The mutation of the session this one was commissioned after (`NULL`: none).
     pub commissioned_after: Option<String>,
+    /// When the ledger settles the attempt in flight (ms since the epoch, docs/api.md "Deadlines");
+    /// `NULL` before the first intent.
+    pub deadline_at: Option<i64>,
+    /// Who settled the current state by a settle or cancellation (`NULL` otherwise).
+    pub settled_by: Option<SettledBy>,
+    /// Who established the current state by a reconciliation (`NULL` otherwise).
+    pub established_by: Option<EstablishedBy>,
 }
 
 /// The columns of [`EntryRow`], in a `SELECT` or a `RETURNING` clause.
 pub(crate) const ENTRY_COLUMNS: &str =
     "seq, session_key, logical_turn_id, mutation_id, tool, status, \
      intent_recorded, attempt_id, reason, meta_attached, meta_id, meta_url, meta_title, revision, \
-     recorded_at, settled_at, commissioned_after";
+     recorded_at, settled_at, commissioned_after, deadline_at, settled_by, established_by";
 
 impl EntryRow {
     /// The row [`ENTRY_COLUMNS`] selects, in that order, read on the group commit's direct path
@@ -154,6 +164,9 @@ impl EntryRow {
             recorded_at: r.get(14)?,
             settled_at: r.get(15)?,
             commissioned_after: r.get(16)?,
+            deadline_at: r.get(17)?,
+            settled_by: spelled(r, 18, SettledBy::parse)?,
+            established_by: spelled(r, 19, EstablishedBy::parse)?,
         })
     }
 
@@ -216,6 +229,7 @@ impl EntryRow {
             attempt_id: self.attempt_id.clone(),
             reason: self.reason(),
             metadata,
+            settled_by: self.settled_by,
         }
     }
 }
@@ -301,6 +315,7 @@ pub(crate) struct HistoryRow {
     reference: Option<String>,
     observed_at: Option<String>,
     note: Option<String>,
+    deadline_at: Option<i64>,
 }
 
 /// The columns of a `history` row after its `entry_seq`, in the order of [`HistoryRow`]'s fields: the one
@@ -309,7 +324,7 @@ pub(crate) struct HistoryRow {
 macro_rules! history_columns {
     () => {
         "kind, at, revision, actor, attempt_id, ledger_status, intent_recorded, reason, meta_attached, \
-         meta_id, meta_url, meta_title, source, reference, observed_at, note"
+         meta_id, meta_url, meta_title, source, reference, observed_at, note, deadline_at"
     };
 }
 pub(crate) use history_columns;
@@ -348,12 +363,13 @@ impl HistoryRow {
             reference: evidence.map(|e| e.reference.clone()),
             observed_at: evidence.map(|e| e.observed_at.clone()),
             note: note.cloned(),
+            deadline_at: entry.deadline_at,
         }
     }
 
     /// The row's columns after `at`, in [`history_columns!`]'s order (kind, revision, actor, attempt,
-    /// status, intent, reason, metadata attached, id, url, title, source, reference, observed_at, note:
-    /// 15 elements), appended to a positional array (the group's insert binds the time once for all rows).
+    /// status, intent, reason, metadata attached, id, url, title, source, reference, observed_at, note,
+    /// deadline_at: 16 elements), appended to a positional array (the group's insert binds the time once for all rows).
     pub(crate) fn serialize_after_at<T: SerializeTuple>(&self, t: &mut T) -> Result<(), T::Error> {
         t.serialize_element(self.kind.as_str())?;
         t.serialize_element(&self.revision)?;
@@ -369,7 +385,8 @@ impl HistoryRow {
         t.serialize_element(&self.source)?;
         t.serialize_element(&self.reference)?;
         t.serialize_element(&self.observed_at)?;
-        t.serialize_element(&self.note)
+        t.serialize_element(&self.note)?;
+        t.serialize_element(&self.deadline_at)
     }
 
     /// The revision the change took (`None` for an approval, a note, a claim or release, an import).
@@ -420,6 +437,19 @@ pub(crate) fn change(entry: &EntryRow, r: HistoryRow) -> HistoryChange {
             title: r.meta_title,
         }),
     });
+    let settled_by = match r.kind {
+        HistoryKind::Settlement | HistoryKind::Cancellation => Some(if r.actor == "ledger" {
+            SettledBy::Ledger
+        } else {
+            SettledBy::Host
+        }),
+        _ => None,
+    };
+    let established_by = match (r.kind, &r.source) {
+        (HistoryKind::Reconciliation, Some(source)) => Some(EstablishedBy::of(&r.actor, source)),
+        _ => None,
+    };
+    let deadline_at = r.deadline_at.map(format_time);
     let evidence = match (r.source, r.reference, r.observed_at) {
         (Some(source), Some(reference), Some(observed_at)) => Some(HistoryEvidence {
             source,
@@ -439,6 +469,9 @@ pub(crate) fn change(entry: &EntryRow, r: HistoryRow) -> HistoryChange {
         evidence,
         note: r.note,
         outcome,
+        deadline_at,
+        settled_by,
+        established_by,
     }
 }
 

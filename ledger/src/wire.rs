@@ -84,6 +84,87 @@ impl Reason {
     }
 }
 
+/// Who settled an entry by a settle or a cancellation (docs/api.md "Deadlines"): its host, or the ledger
+/// itself at the entry's deadline (`outcome_unknown` with `execution_timeout`, history actor `ledger`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+#[serde(rename_all = "snake_case")]
+pub enum SettledBy {
+    Host,
+    Ledger,
+}
+
+impl SettledBy {
+    /// The wire and stored spelling (`host`, `ledger`).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            SettledBy::Host => "host",
+            SettledBy::Ledger => "ledger",
+        }
+    }
+
+    /// Parses the spelling; `None` for anything else.
+    pub fn parse(s: &str) -> Option<Self> {
+        match s {
+            "host" => Some(SettledBy::Host),
+            "ledger" => Some(SettledBy::Ledger),
+            _ => None,
+        }
+    }
+}
+
+/// Who established the outcome of a reconciliation (docs/api.md "Deadlines"), derived from its actor and
+/// its evidence's `source` so that no page parses free text: `staff` (a staff member), `status_check` (a
+/// host's status check: source `status:<tool>`), `late_answer` (the MCP proxy's late answer: source
+/// starting `mcp-late-answer`), `host` (any other host evidence).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+#[serde(rename_all = "snake_case")]
+pub enum EstablishedBy {
+    Staff,
+    StatusCheck,
+    LateAnswer,
+    Host,
+}
+
+impl EstablishedBy {
+    /// Who established a reconciliation asked by `actor` (its spelling: `host`, `staff:<name>`, `ledger`)
+    /// with evidence from `source`.
+    pub fn of(actor: &str, source: &str) -> EstablishedBy {
+        if actor.starts_with("staff:") {
+            EstablishedBy::Staff
+        } else if source.starts_with("status:") {
+            EstablishedBy::StatusCheck
+        } else if source.starts_with("mcp-late-answer") {
+            EstablishedBy::LateAnswer
+        } else {
+            EstablishedBy::Host
+        }
+    }
+
+    /// The wire and stored spelling.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            EstablishedBy::Staff => "staff",
+            EstablishedBy::StatusCheck => "status_check",
+            EstablishedBy::LateAnswer => "late_answer",
+            EstablishedBy::Host => "host",
+        }
+    }
+
+    /// Parses the spelling; `None` for anything else.
+    pub fn parse(s: &str) -> Option<Self> {
+        [
+            EstablishedBy::Staff,
+            EstablishedBy::StatusCheck,
+            EstablishedBy::LateAnswer,
+            EstablishedBy::Host,
+        ]
+        .into_iter()
+        .find(|e| e.as_str() == s)
+    }
+}
+
 /// Ledger status of an entry (docs/ledger.md "Entries and their states"). Not published as such: the projection
 /// maps it, with the intent flag, to a [`PublishedStatus`].
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
@@ -305,6 +386,18 @@ pub struct TurnEntry {
     pub ledger_status: LedgerStatus,
     pub recorded_at: String,
     pub settled_at: Option<String>,
+    /// When the ledger settles the entry `outcome_unknown` (`execution_timeout`) unless its host settles or
+    /// extends it first (RFC 3339 UTC, docs/api.md "Deadlines"); kept once settled, `null` before the first
+    /// intent.
+    #[serde(default)]
+    pub deadline_at: Option<String>,
+    /// Who settled the entry's current state by a settle or cancellation (`host` or `ledger`); `null` in
+    /// flight, before the first intent, and once reconciled.
+    #[serde(default)]
+    pub settled_by: Option<SettledBy>,
+    /// Who established the entry's current state by a reconciliation; `null` otherwise.
+    #[serde(default)]
+    pub established_by: Option<EstablishedBy>,
 }
 
 /// `GET /api/sessions/{key}/turns/{turn}/entries` body (docs/api.md "Dashboard reads"). `latest_revision`
@@ -424,6 +517,11 @@ pub struct UnknownsPage {
     /// `outcomes_unknown_oldest_age_seconds`. `null` when there is none.
     #[serde(default)]
     pub oldest_unknown_age_secs: Option<u64>,
+    /// How many writes are in flight (`execution_started`) in the whole ledger, whatever the filters and
+    /// the `state`: the count of the staff's in-flight view, which the queue links to (docs/api.md
+    /// "Deadlines").
+    #[serde(default)]
+    pub in_flight_total: u64,
 }
 
 /// What a change of an entry was (docs/ledger.md "History"): one per action, and `imported` for an entry
@@ -523,6 +621,17 @@ pub struct HistoryChange {
     pub evidence: Option<HistoryEvidence>,
     pub note: Option<String>,
     pub outcome: Option<MutationOutcome>,
+    /// The entry's deadline after the change (RFC 3339 UTC, docs/api.md "Deadlines"), `null` when it had
+    /// none.
+    #[serde(default)]
+    pub deadline_at: Option<String>,
+    /// On a `settlement` or `cancellation`: `host`, or `ledger` for the ledger's own settlement at the
+    /// deadline; `null` on other changes.
+    #[serde(default)]
+    pub settled_by: Option<SettledBy>,
+    /// On a `reconciliation`: who established it ([`EstablishedBy`]); `null` on other changes.
+    #[serde(default)]
+    pub established_by: Option<EstablishedBy>,
 }
 
 /// The history API's body (`SessionManager::operation_history_page`, docs/ledger.md "History", docs/api.md

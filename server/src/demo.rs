@@ -250,7 +250,8 @@ pub async fn run(args: DemoArgs) -> Result<(), Box<dyn std::error::Error>> {
         &inflight,
         "deploy-1",
         "intent",
-        json!({"attempt_id": "deploy-att-1"}),
+        // Seven days (the longest a host may ask for): it stays in flight while the demo is looked at.
+        json!({"attempt_id": "deploy-att-1", "deadline_secs": 604_800}),
     )
     .await?;
     host.approve(&inflight, "turn-1", "notify-1", "mcp__chat__post_message")

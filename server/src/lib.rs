@@ -9,6 +9,7 @@ pub mod backup;
 pub mod cli;
 pub mod conn;
 pub mod database;
+pub mod deadlines;
 pub mod demo;
 pub mod error;
 pub mod host_client;

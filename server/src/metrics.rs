@@ -56,6 +56,8 @@ pub const FAILED_CREDENTIALS: &str = "outcomes_failed_credentials_total";
 pub const WEBHOOK_DELIVERIES: &str = "outcomes_webhook_deliveries_total";
 /// Webhook outbox rows this process dropped by the per-endpoint bound, by `endpoint` (its id).
 pub const WEBHOOK_OUTBOX_DROPPED: &str = "outcomes_webhook_outbox_dropped_total";
+/// Entries this process settled `outcome_unknown` itself at their deadline (docs/api.md "Deadlines").
+pub const DEADLINE_SETTLEMENTS: &str = "outcomes_deadline_settlements_total";
 /// Webhook outbox rows pending (neither delivered nor given up), read from the database.
 pub const WEBHOOK_OUTBOX_PENDING: &str = "outcomes_webhook_outbox_pending";
 /// Whole seconds since the event of the oldest pending webhook outbox row; 0 when none is pending.
@@ -140,6 +142,7 @@ impl Metrics {
         describe_counter(&recorder, BUSY, "Answers 503 busy (the ledger's write lock or connections not free within the write wait).");
         describe_counter(&recorder, FAILED_CREDENTIALS, "Failed credentials: bearer tokens, sign-ins, viewer links, a missing host token on the host API.");
         describe_counter(&recorder, WEBHOOK_DELIVERIES, "Webhook delivery attempts this instance made, by event and result (delivered, failed: tried again, gave_up: the last attempt failed, gone: 410 disabled the endpoint).");
+        describe_counter(&recorder, DEADLINE_SETTLEMENTS, "Writes this instance settled outcome_unknown (execution_timeout) itself because their host neither settled nor extended them by their deadline.");
         describe_counter(&recorder, WEBHOOK_OUTBOX_DROPPED, "Webhook outbox rows this instance dropped undelivered because their endpoint had more pending than the bound (the oldest first), by endpoint id.");
         recorder.describe_histogram(
             KeyName::from_const_str(HOST_REQUEST_DURATION),
@@ -151,6 +154,9 @@ impl Metrics {
             recorder.register_counter(&Key::from_static_name(FAILED_CREDENTIALS), &METADATA);
         busy.increment(0);
         failed_credentials.increment(0);
+        recorder
+            .register_counter(&Key::from_static_name(DEADLINE_SETTLEMENTS), &METADATA)
+            .increment(0);
         let handle = recorder.handle();
         Metrics {
             recorder,
@@ -206,6 +212,13 @@ impl Metrics {
         self.recorder
             .register_counter(&key, &METADATA)
             .increment(rows);
+    }
+
+    /// Counts `n` entries this process settled at their deadline (docs/api.md "Deadlines").
+    pub fn deadline_settlements(&self, n: u64) {
+        self.recorder
+            .register_counter(&Key::from_static_name(DEADLINE_SETTLEMENTS), &METADATA)
+            .increment(n);
     }
 
     /// Records how long one host write request took.
@@ -344,6 +357,8 @@ pub fn kind_of(action: &Action) -> &'static str {
         Action::Reconcile { .. } => "reconcile",
         Action::AttachMetadata { .. } => "metadata",
         Action::FreshAttempt { .. } => "attempt",
+        Action::ExtendDeadline { .. } => "deadline",
+        Action::Expire { .. } => "expire",
         Action::Note { .. } => "note",
         Action::Claim => "claim",
         Action::Release => "release",
@@ -363,6 +378,7 @@ pub fn host_operation(method: &Method, route: &str) -> &'static str {
         ("POST", "reconciliation") => "reconcile",
         ("PUT", "metadata") => "metadata",
         ("POST", "attempts") => "attempt",
+        ("POST", "deadline") => "deadline",
         ("POST", "batch") => "batch",
         ("POST", "viewer-links") => "viewer_link",
         ("DELETE", "viewer-links") => "revoke_viewer_links",

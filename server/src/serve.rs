@@ -72,6 +72,11 @@ pub struct ServeArgs {
     /// How long a write waits for the ledger's write lock, in milliseconds; past it: 503 `busy`.
     #[arg(long, env = "OUTCOMES_WRITE_WAIT_MS", default_value_t = 10_000)]
     pub write_wait_ms: u64,
+    /// The deadline of a write whose intent names none, in seconds (1 to 604800): past it, a write its
+    /// host neither settled nor extended is settled `outcome_unknown` with `execution_timeout` by the
+    /// ledger (docs/api.md "Deadlines").
+    #[arg(long, env = "OUTCOMES_IN_FLIGHT_DEADLINE_SECS", default_value_t = 900, value_parser = clap::value_parser!(u64).range(1..=604_800))]
+    pub in_flight_deadline_secs: u64,
     /// A client must send a whole request header within this many seconds of connecting or of its
     /// previous response; an idle keep-alive connection is closed after the same time.
     #[arg(long, env = "OUTCOMES_HEADER_TIMEOUT_SECS", default_value_t = 10, value_parser = clap::value_parser!(u64).range(1..=3600))]
@@ -206,6 +211,7 @@ pub async fn build_with_clock(
             session_ttl: args.session_ttl(),
             adapter: hub.clone(),
             write_wait: args.write_wait(),
+            in_flight_deadline: Duration::from_secs(args.in_flight_deadline_secs),
             clock,
             ..LedgerOptions::default()
         },
@@ -422,6 +428,7 @@ pub async fn serve(args: ServeArgs) -> Result<(), Box<dyn std::error::Error>> {
         args.purge.clone(),
         shutdown.clone(),
     ));
+    crate::deadlines::start(built.state.clone(), shutdown.clone()).await;
     let limits = ConnLimits {
         header_timeout: Duration::from_secs(args.header_timeout_secs),
         send_timeout: Duration::from_secs(args.send_timeout_secs),

@@ -518,6 +518,9 @@ mod tests {
             evidence: None,
             note: None,
             outcome: None,
+            deadline_at: None,
+            settled_by: None,
+            established_by: None,
         }
     }
 

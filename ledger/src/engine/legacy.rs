@@ -56,8 +56,8 @@ impl Engine {
         on_tx!(&mut tx, |c, d| {
             sqlx::query(
                 "UPDATE entries SET status = $1, intent_recorded = $2, reason = $3, meta_attached = $4, \
-                 meta_id = $5, meta_url = $6, meta_title = $7, settled_at = $8 \
-                 WHERE session_key = $9 AND mutation_id = $10",
+                 meta_id = $5, meta_url = $6, meta_title = $7, settled_at = $8, deadline_at = $11, \
+                 settled_by = $12 WHERE session_key = $9 AND mutation_id = $10",
             )
             .bind(entry.status.as_str())
             .bind(entry.intent_recorded)
@@ -69,6 +69,11 @@ impl Engine {
             .bind(settled.then_some(now))
             .bind(session_key.as_str())
             .bind(mutation.as_str())
+            // An entry imported in flight gets the default deadline, as a new intent does
+            // (docs/api.md "Deadlines"); a settled one was settled by its host.
+            .bind((entry.status == LedgerStatus::ExecutionStarted)
+                .then(|| now.saturating_add(self.inner.deadline_ms)))
+            .bind(settled.then_some(crate::wire::SettledBy::Host.as_str()))
             .execute(&mut *c)
             .await?;
             // The entry's state as imported: no revision, no evidence, no note.
@@ -76,7 +81,7 @@ impl Engine {
                 "INSERT INTO history (entry_seq, ",
                 history_columns!(),
                 ") SELECT seq, $1, $2, NULL, $3, attempt_id, status, intent_recorded, reason, \
-                 meta_attached, meta_id, meta_url, meta_title, NULL, NULL, NULL, NULL \
+                 meta_attached, meta_id, meta_url, meta_title, NULL, NULL, NULL, NULL, deadline_at \
                  FROM entries WHERE session_key = $4 AND mutation_id = $5"
             ))
             .bind(HistoryKind::Imported.as_str())

@@ -28,11 +28,13 @@ use crate::ids::{MutationId, SessionKey};
 use crate::store::{on_tx, Inner};
 use crate::wire::{EntryState, HistoryChange};
 
+mod deadlines;
 mod legacy;
 mod retention;
 mod writer;
 
 pub use crate::command::{Action, Actor, Command, EntryKey, Evidence, Settlement};
+pub use deadlines::{DeadlineClock, OVERDUE_BATCH, RESTART_GRACE};
 pub use retention::{Purge, PurgeMode, PurgeRules, MASS_PURGE_SESSIONS, PURGE_CLOCK_CATCH_UP};
 use writer::{Job, JobAnswer, Writer};
 

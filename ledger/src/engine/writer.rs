@@ -442,7 +442,8 @@ impl Writer {
                     .await?
             }
         };
-        let mut group = Group::load(&mut tx, &commands, now, live_since).await?;
+        let mut group =
+            Group::load(&mut tx, &commands, now, live_since, self.store.deadline_ms).await?;
         let mut applied = Vec::with_capacity(jobs.len());
         for job in jobs {
             let mut results = Vec::with_capacity(job.ops.len());

@@ -13,7 +13,7 @@ use crate::machine::{decide, Change, Decision, Given, SessionState};
 use crate::rows::EntryRow;
 use crate::sanitize::sanitize_metadata;
 use crate::store::{format_time, WriteTx};
-use crate::wire::{HistoryKind, LedgerStatus};
+use crate::wire::{EstablishedBy, HistoryKind, LedgerStatus, SettledBy};
 
 impl Group {
     /// Decides `command`, asked by `actor`, against the group's state and applies the decision in memory,
@@ -37,10 +37,18 @@ impl Group {
             }
             other => other,
         };
+        // Only the ledger's own sweep settles at a deadline (docs/api.md "Deadlines").
+        if matches!(action, Action::Expire { .. }) && *actor != Actor::Ledger {
+            return Err(LedgerError::invalid(
+                "op",
+                "only the ledger settles an entry at its deadline",
+            ));
+        }
         let (decision, session) = self.decide(tx, &key, action).await?;
         match decision {
             Decision::Approve => self.approve(key, session, action, actor),
             Decision::Unchanged => self.unchanged(&key),
+            Decision::Extend { deadline_secs } => self.extend(&key, deadline_secs),
             Decision::Change(change) => self.change(key, change, action, actor),
             Decision::Attach { live } => self.attach(key, live, action, actor),
             Decision::Note => self.note(&key, action, actor),
@@ -63,7 +71,7 @@ impl Group {
             .map_or(SessionState::Absent, |s| s.state);
         let slot = self.entries.get(key);
         let attempt_used = match (action, slot) {
-            (Action::FreshAttempt { attempt_id }, Some(slot)) => {
+            (Action::FreshAttempt { attempt_id, .. }, Some(slot)) => {
                 self.attempt_used(tx, key, slot.row.seq, attempt_id.as_str())
                     .await?
             }
@@ -85,11 +93,16 @@ impl Group {
             }
             _ => false,
         };
+        let deadline_passed = matches!(action, Action::Expire { .. })
+            && slot
+                .and_then(|s| s.row.deadline_at)
+                .is_some_and(|at| at <= self.now);
         let given = Given {
             session,
             entry: entry.as_ref(),
             attempt_used,
             commissioned_after_found,
+            deadline_passed,
         };
         let decision = decide(&given, action).map_err(|r| rejected(r, slot.map(|s| &s.row)))?;
         Ok((decision, session))
@@ -155,6 +168,9 @@ impl Group {
             recorded_at: now,
             settled_at: None,
             commissioned_after: commissioned_after.as_ref().map(|m| m.as_str().to_owned()),
+            deadline_at: None,
+            settled_by: None,
+            established_by: None,
         };
         let state = row.state();
         self.history.push(history_row(
@@ -199,8 +215,32 @@ impl Group {
         })
     }
 
+    /// [`Decision::Extend`]: the entry's deadline becomes now + `deadline_secs` unless it is later already;
+    /// no revision, no event, no history row, not session activity (docs/api.md "Deadlines").
+    fn extend(&mut self, key: &Key, deadline_secs: u32) -> Result<Done, LedgerError> {
+        let at = self
+            .now
+            .saturating_add(i64::from(deadline_secs).saturating_mul(1000));
+        let slot = self
+            .entries
+            .get_mut(key)
+            .ok_or(LedgerError::MutationNotFound)?;
+        if slot.row.deadline_at.is_none_or(|d| d < at) {
+            slot.row.deadline_at = Some(at);
+            slot.changed = true;
+        }
+        Ok(Done {
+            state: slot.row.state(),
+            announcement: None,
+            note: None,
+            added: false,
+        })
+    }
+
     /// [`Decision::Change`]: the entry's new state under its turn's next revision, with the attempt and
-    /// the evidence it records, announced when live.
+    /// the evidence it records, announced when live. A new attempt takes its deadline (the action's, else
+    /// the ledger's default); who settled or established the new state is kept with it (docs/api.md
+    /// "Deadlines").
     fn change(
         &mut self,
         key: Key,
@@ -234,10 +274,31 @@ impl Group {
         row.reason = change.reason;
         row.revision = Some(revision);
         row.settled_at = change.settled.then_some(now);
+        if change.new_attempt {
+            let secs = match action {
+                Action::RecordIntent { deadline_secs, .. }
+                | Action::FreshAttempt { deadline_secs, .. } => *deadline_secs,
+                _ => None,
+            };
+            row.deadline_at = Some(now.saturating_add(
+                secs.map_or(self.deadline_ms, |s| i64::from(s).saturating_mul(1000)),
+            ));
+        }
+        row.settled_by = match action {
+            Action::Settle { .. } | Action::Cancel { .. } => Some(SettledBy::Host),
+            Action::Expire { .. } => Some(SettledBy::Ledger),
+            _ => None,
+        };
+        row.established_by = match action {
+            Action::Reconcile { evidence, .. } => {
+                Some(EstablishedBy::of(&actor.spelling(), &evidence.source))
+            }
+            _ => None,
+        };
         slot.changed = true;
         let (kind, evidence) = match action {
             Action::RecordIntent { .. } => (HistoryKind::Intent, None),
-            Action::Settle { .. } => (HistoryKind::Settlement, None),
+            Action::Settle { .. } | Action::Expire { .. } => (HistoryKind::Settlement, None),
             Action::Cancel { .. } => (HistoryKind::Cancellation, None),
             Action::Reconcile { evidence, .. } => (HistoryKind::Reconciliation, Some(evidence)),
             _ => (HistoryKind::Attempt, None),

@@ -21,6 +21,7 @@ impl Group {
         commands: &[&Command],
         now: i64,
         live_since: i64,
+        deadline_ms: i64,
     ) -> Result<Group, LedgerError> {
         let mut session_keys: Vec<&str> = commands
             .iter()
@@ -103,6 +104,7 @@ impl Group {
         }
         Ok(Group {
             now,
+            deadline_ms,
             sessions,
             turns,
             entries,
@@ -357,8 +359,8 @@ async fn load_postgres(
 ) -> Result<Loaded, LedgerError> {
     use sqlx::Row;
     let d = Dialect::Postgres;
-    // NULL for each entry column after `seq, session_key, logical_turn_id` (ENTRY_COLUMNS has 17).
-    let rest = ["NULL"; 14].join(", ");
+    // NULL for each entry column after `seq, session_key, logical_turn_id`.
+    let rest = vec!["NULL"; ENTRY_COLUMNS.split(", ").count() - 3].join(", ");
     let sql = format!(
         "WITH s AS (SELECT session_key, last_write_at FROM sessions WHERE {sessions}), \
          e AS (SELECT {ENTRY_COLUMNS} FROM entries WHERE (session_key, mutation_id) IN ({entries})), \

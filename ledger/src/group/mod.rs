@@ -82,6 +82,8 @@ struct EntrySlot {
 /// The state a group decides against: loaded once, then changed in memory command by command.
 pub(crate) struct Group {
     now: i64,
+    /// The deadline of an intent or fresh attempt that names none, in ms (docs/api.md "Deadlines").
+    deadline_ms: i64,
     sessions: HashMap<String, SessionSlot>,
     turns: HashMap<Key, TurnSlot>,
     entries: HashMap<Key, EntrySlot>,
@@ -254,6 +256,9 @@ fn note_change(
         evidence: None,
         note: text.map(str::to_owned),
         outcome: project(&row.ledger_entry()),
+        deadline_at: row.deadline_at.map(format_time),
+        settled_by: None,
+        established_by: None,
     }
 }
 

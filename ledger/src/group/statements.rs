@@ -8,7 +8,7 @@ use super::Key;
 use crate::command::{Actor, Evidence};
 use crate::error::LedgerError;
 use crate::rows::{history_columns, EntryRow, HistoryRow};
-use crate::wire::{HistoryKind, Reason};
+use crate::wire::{EstablishedBy, HistoryKind, Reason, SettledBy};
 
 /// One parameter of the group's write: the group's time (ms) or a statement's list (JSON text).
 pub(super) enum Bind {
@@ -184,16 +184,17 @@ pub(super) const NEW_ENTRIES: Statement = Statement {
     name: "new_entries",
     sql: "INSERT INTO entries (session_key, logical_turn_id, mutation_id, tool, status, intent_recorded, \
           attempt_id, reason, meta_attached, meta_id, meta_url, meta_title, revision, settled_at, \
-          commissioned_after, recorded_at, updated_at) \
+          commissioned_after, deadline_at, settled_by, established_by, recorded_at, updated_at) \
           SELECT value ->> 0, value ->> 1, value ->> 2, value ->> 3, value ->> 4, value ->> 5, value ->> 6, \
           value ->> 7, value ->> 8, value ->> 9, value ->> 10, value ->> 11, value ->> 12, value ->> 13, \
-          value ->> 14, ?, ? FROM json_each(?) ORDER BY key;",
+          value ->> 14, value ->> 15, value ->> 16, value ->> 17, ?, ? FROM json_each(?) ORDER BY key;",
     pg: "INSERT INTO entries (session_key, logical_turn_id, mutation_id, tool, status, intent_recorded, \
          attempt_id, reason, meta_attached, meta_id, meta_url, meta_title, revision, settled_at, \
-         commissioned_after, recorded_at, updated_at) \
+         commissioned_after, deadline_at, settled_by, established_by, recorded_at, updated_at) \
          SELECT value ->> 0, value ->> 1, value ->> 2, value ->> 3, value ->> 4, (value ->> 5)::boolean, \
          value ->> 6, value ->> 7, (value ->> 8)::boolean, value ->> 9, value ->> 10, value ->> 11, \
-         (value ->> 12)::bigint, (value ->> 13)::bigint, value ->> 14, $now, $now \
+         (value ->> 12)::bigint, (value ->> 13)::bigint, value ->> 14, (value ->> 15)::bigint, \
+         value ->> 16, value ->> 17, $now, $now \
          FROM jsonb_array_elements($list::jsonb) WITH ORDINALITY AS j(value, key) ORDER BY key \
          RETURNING seq, session_key, mutation_id",
     binds: &[N, N, L],
@@ -204,16 +205,20 @@ pub(super) const CHANGED_ENTRIES: Statement = Statement {
     name: "changed_entries",
     sql: "UPDATE entries SET status = j.status, intent_recorded = j.intent, attempt_id = j.attempt, \
           reason = j.reason, meta_attached = j.meta, meta_id = j.id, meta_url = j.url, meta_title = j.title, \
-          revision = j.revision, settled_at = j.settled_at, updated_at = ? \
+          revision = j.revision, settled_at = j.settled_at, deadline_at = j.deadline_at, \
+          settled_by = j.settled_by, established_by = j.established_by, updated_at = ? \
           FROM (SELECT value ->> 0 AS seq, value ->> 1 AS status, value ->> 2 AS intent, \
                 value ->> 3 AS attempt, value ->> 4 AS reason, value ->> 5 AS meta, value ->> 6 AS id, \
                 value ->> 7 AS url, value ->> 8 AS title, value ->> 9 AS revision, \
-                value ->> 10 AS settled_at FROM json_each(?)) AS j \
+                value ->> 10 AS settled_at, value ->> 11 AS deadline_at, value ->> 12 AS settled_by, \
+                value ->> 13 AS established_by FROM json_each(?)) AS j \
           WHERE entries.seq = j.seq;",
     pg: "UPDATE entries SET status = j.value ->> 1, intent_recorded = (j.value ->> 2)::boolean, \
          attempt_id = j.value ->> 3, reason = j.value ->> 4, meta_attached = (j.value ->> 5)::boolean, \
          meta_id = j.value ->> 6, meta_url = j.value ->> 7, meta_title = j.value ->> 8, \
-         revision = (j.value ->> 9)::bigint, settled_at = (j.value ->> 10)::bigint, updated_at = $now \
+         revision = (j.value ->> 9)::bigint, settled_at = (j.value ->> 10)::bigint, \
+         deadline_at = (j.value ->> 11)::bigint, settled_by = j.value ->> 12, \
+         established_by = j.value ->> 13, updated_at = $now \
          FROM jsonb_array_elements($list::jsonb) AS j(value) WHERE entries.seq = (j.value ->> 0)::bigint",
     binds: &[N, L],
 };
@@ -282,7 +287,7 @@ pub(super) const HISTORY: Statement = Statement {
         entry_seq!(),
         ", j.value ->> 3, ?, j.value ->> 4, j.value ->> 5, j.value ->> 6, j.value ->> 7, j.value ->> 8, \
          j.value ->> 9, j.value ->> 10, j.value ->> 11, j.value ->> 12, j.value ->> 13, j.value ->> 14, \
-         j.value ->> 15, j.value ->> 16, j.value ->> 17 FROM json_each(?) AS j ORDER BY j.key;"
+         j.value ->> 15, j.value ->> 16, j.value ->> 17, j.value ->> 18 FROM json_each(?) AS j ORDER BY j.key;"
     ),
     pg: concat!(
         "INSERT INTO history (entry_seq, ",
@@ -291,21 +296,21 @@ pub(super) const HISTORY: Statement = Statement {
         pg_entry_seq!(),
         ", j.value ->> 3, $now, (j.value ->> 4)::bigint, j.value ->> 5, j.value ->> 6, j.value ->> 7, \
          (j.value ->> 8)::boolean, j.value ->> 9, (j.value ->> 10)::boolean, j.value ->> 11, \
-         j.value ->> 12, j.value ->> 13, j.value ->> 14, j.value ->> 15, j.value ->> 16, j.value ->> 17 \
-         FROM jsonb_array_elements($list::jsonb) WITH ORDINALITY AS j(value, key) ORDER BY j.key"
+         j.value ->> 12, j.value ->> 13, j.value ->> 14, j.value ->> 15, j.value ->> 16, j.value ->> 17, \
+         (j.value ->> 18)::bigint FROM jsonb_array_elements($list::jsonb) WITH ORDINALITY AS j(value, key) ORDER BY j.key"
     ),
     binds: &[N, L],
 };
 
 /// A new entry's columns as one positional array of [`NEW_ENTRIES`]: session key, turn, mutation, tool,
-/// status, intent, attempt, reason, metadata (attached, id, url, title), revision, settled_at and
-/// commissioned_after.
+/// status, intent, attempt, reason, metadata (attached, id, url, title), revision, settled_at,
+/// commissioned_after, deadline_at, settled_by and established_by.
 pub(super) struct NewEntry<'a>(pub(super) &'a EntryRow);
 
 impl Serialize for NewEntry<'_> {
     fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
         let r = self.0;
-        let mut t = s.serialize_tuple(15)?;
+        let mut t = s.serialize_tuple(18)?;
         t.serialize_element(&r.session_key)?;
         t.serialize_element(&r.logical_turn_id)?;
         t.serialize_element(&r.mutation_id)?;
@@ -321,18 +326,22 @@ impl Serialize for NewEntry<'_> {
         t.serialize_element(&r.revision)?;
         t.serialize_element(&r.settled_at)?;
         t.serialize_element(&r.commissioned_after)?;
+        t.serialize_element(&r.deadline_at)?;
+        t.serialize_element(&r.settled_by.map(SettledBy::as_str))?;
+        t.serialize_element(&r.established_by.map(EstablishedBy::as_str))?;
         t.end()
     }
 }
 
 /// A changed entry's columns as one positional array of [`CHANGED_ENTRIES`]: seq, status, intent,
-/// attempt, reason, metadata (attached, id, url, title), revision and settled_at.
+/// attempt, reason, metadata (attached, id, url, title), revision, settled_at, deadline_at, settled_by
+/// and established_by.
 pub(super) struct ChangedEntry<'a>(pub(super) &'a EntryRow);
 
 impl Serialize for ChangedEntry<'_> {
     fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
         let r = self.0;
-        let mut t = s.serialize_tuple(11)?;
+        let mut t = s.serialize_tuple(14)?;
         t.serialize_element(&r.seq)?;
         t.serialize_element(r.status.as_str())?;
         t.serialize_element(&r.intent_recorded)?;
@@ -344,6 +353,9 @@ impl Serialize for ChangedEntry<'_> {
         t.serialize_element(&r.meta_title)?;
         t.serialize_element(&r.revision)?;
         t.serialize_element(&r.settled_at)?;
+        t.serialize_element(&r.deadline_at)?;
+        t.serialize_element(&r.settled_by.map(SettledBy::as_str))?;
+        t.serialize_element(&r.established_by.map(EstablishedBy::as_str))?;
         t.end()
     }
 }
@@ -383,7 +395,7 @@ pub(super) fn history_row(
 /// [`Group::entry_ref`]), then the row's columns after `at` ([`HistoryRow::serialize_after_at`]).
 impl Serialize for HistoryOut {
     fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        let mut t = s.serialize_tuple(18)?;
+        let mut t = s.serialize_tuple(19)?;
         t.serialize_element(&self.seq)?;
         t.serialize_element(&self.key.as_ref().map(|k| &k.0))?;
         t.serialize_element(&self.key.as_ref().map(|k| &k.1))?;

@@ -154,18 +154,19 @@ fn session_filter(d: Dialect) -> String {
 /// minimum age), `?5` tool substring, `?6` session key substring (both already lower-cased: compared with
 /// the lower-cased column, ASCII letters only on SQLite), `?7` / `?8` settled at or after / before (ms).
 /// The entry's open time is `status_since` of [`MATCH_COLUMNS`], the time `age_secs` counts from.
-fn unknown_filter(d: Dialect) -> String {
+fn unknown_filter(d: Dialect, state: UnknownsState) -> String {
     let contains = |column: &str, param: &str| match d {
         Dialect::Sqlite => format!("instr(lower({column}), {param}) > 0"),
         Dialect::Postgres => format!("strpos(lower({column}), {param}) > 0"),
     };
     format!(
-        "e.status IN ('outcome_unknown', 'execution_started') AND s.last_write_at >= $1 \
+        "e.status IN {} AND s.last_write_at >= $1 \
     AND ($2 IS NULL OR e.tool = $2) AND ($3 IS NULL OR e.session_key = $3) \
     AND ($4 IS NULL OR (SELECT h.at FROM history h WHERE h.entry_seq = e.seq \
          AND h.kind NOT IN ('metadata', 'note', 'claim', 'release') ORDER BY h.id DESC LIMIT 1) <= $4) \
     AND ($5 IS NULL OR {}) AND ($6 IS NULL OR {}) \
     AND ($7 IS NULL OR e.settled_at >= $7) AND ($8 IS NULL OR e.settled_at < $8)",
+        state.statuses(),
         contains("e.tool", "$5"),
         contains("e.session_key", "$6"),
     )
@@ -251,6 +252,31 @@ pub struct UnknownsQuery {
     pub settled_before: Option<i64>,
     /// The order of the items.
     pub sort: UnknownsSort,
+    /// Which open entries: settled unknowns, writes in flight, or both (docs/api.md "Deadlines").
+    pub state: UnknownsState,
+}
+
+/// Which open entries the support queue lists (`state=all|unknown|in_flight`, docs/api.md "Deadlines").
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum UnknownsState {
+    /// Settled `outcome_unknown` and in flight `execution_started`.
+    #[default]
+    All,
+    /// Settled `outcome_unknown` only (those the ledger settled at a deadline included).
+    Unknown,
+    /// In flight (`execution_started`) only.
+    InFlight,
+}
+
+impl UnknownsState {
+    /// The ledger statuses it lists, as an SQL list.
+    fn statuses(self) -> &'static str {
+        match self {
+            UnknownsState::All => "('outcome_unknown', 'execution_started')",
+            UnknownsState::Unknown => "('outcome_unknown')",
+            UnknownsState::InFlight => "('execution_started')",
+        }
+    }
 }
 
 /// The order of the support queue (docs/api.md "Support queue"): by age (`recorded_at`, then `sequence`),
@@ -269,6 +295,8 @@ pub enum UnknownsSortBy {
     Age,
     Tool,
     Session,
+    /// By deadline (`deadline_at`; the in-flight view's order, soonest first ascending), then by age.
+    Deadline,
 }
 
 impl UnknownsSort {
@@ -283,7 +311,9 @@ impl UnknownsSort {
     fn time_ascending(self) -> bool {
         match self.by {
             UnknownsSortBy::Age => self.descending,
-            UnknownsSortBy::Tool | UnknownsSortBy::Session => !self.descending,
+            UnknownsSortBy::Tool | UnknownsSortBy::Session | UnknownsSortBy::Deadline => {
+                !self.descending
+            }
         }
     }
 }
@@ -302,6 +332,7 @@ impl Default for UnknownsQuery {
             settled_after: None,
             settled_before: None,
             sort: UnknownsSort::OLDEST_FIRST,
+            state: UnknownsState::All,
         }
     }
 }
@@ -526,6 +557,9 @@ fn turn_entry(row: &EntryRow) -> Option<TurnEntry> {
         ledger_status: row.ledger_status(),
         recorded_at: format_time(row.recorded_at),
         settled_at: row.settled_at.map(format_time),
+        deadline_at: row.deadline_at.map(format_time),
+        settled_by: row.settled_by,
+        established_by: row.established_by,
     })
 }
 

@@ -54,6 +54,12 @@ impl SessionManager {
             UnknownsSortBy::Age => None,
             UnknownsSortBy::Tool => Some("e.tool"),
             UnknownsSortBy::Session => Some("e.session_key"),
+            UnknownsSortBy::Deadline => Some("COALESCE(e.deadline_at, 0)"),
+        };
+        // The previous page's key as the column's type (a deadline's ms as digits).
+        let key_param = match sort.by {
+            UnknownsSortBy::Deadline => "CAST(NULLIF($9, '') AS BIGINT)",
+            _ => "$9",
         };
         let key_dir = if sort.descending { "DESC" } else { "ASC" };
         let (time_dir, time_cmp) = if sort.time_ascending() {
@@ -74,7 +80,9 @@ impl SessionManager {
             // `$9` is "" by age (bound all the same: every query binds the same parameters).
             None => format!("($10 IS NULL OR ($9 = '' AND {time_after}))"),
             Some(col) => {
-                format!("($10 IS NULL OR {col} {key_cmp} $9 OR ({col} = $9 AND {time_after}))")
+                format!(
+                    "($10 IS NULL OR {col} {key_cmp} {key_param} OR ({col} = {key_param} AND {time_after}))"
+                )
             }
         };
         let order = match key_column {
@@ -83,7 +91,7 @@ impl SessionManager {
         };
         let (total, rows) = on_read!(self.inner, |pool, d| {
             let mut tx = pool.begin_with(d.begin_read()).await?;
-            let filter = unknown_filter(d);
+            let filter = unknown_filter(d, query.state);
             let total: i64 = sqlx::query_scalar(&format!(
                 "SELECT COUNT(*) FROM entries e JOIN sessions s USING (session_key) WHERE {filter}"
             ))
@@ -127,6 +135,7 @@ impl SessionManager {
                     UnknownsSortBy::Age => None,
                     UnknownsSortBy::Tool => Some(r.entry.tool.clone()),
                     UnknownsSortBy::Session => Some(r.entry.session_key.clone()),
+                    UnknownsSortBy::Deadline => Some(r.entry.deadline_at.unwrap_or(0).to_string()),
                 },
                 recorded_at: r.entry.recorded_at,
                 seq: r.entry.seq,
@@ -141,6 +150,7 @@ impl SessionManager {
                 total: u64::try_from(total).unwrap_or(0),
                 // The whole queue's, read by `ledger_gauges` (the server fills it in).
                 oldest_unknown_age_secs: None,
+                in_flight_total: 0,
             },
             next,
         ))

@@ -50,6 +50,9 @@ pub struct LedgerOptions {
     /// How long a write may wait for the write lock (this process's writers, then SQLite's lock, which
     /// another process may hold) before it is refused with [`LedgerError::Busy`]. Default 10 s.
     pub write_wait: Duration,
+    /// The deadline of an intent or fresh attempt that names none (docs/api.md "Deadlines"). Default
+    /// 900 s (`--in-flight-deadline-secs`).
+    pub in_flight_deadline: Duration,
 }
 
 impl Default for LedgerOptions {
@@ -60,6 +63,7 @@ impl Default for LedgerOptions {
             clock: Arc::new(SystemClock),
             read_connections: 4,
             write_wait: Duration::from_secs(10),
+            in_flight_deadline: Duration::from_secs(900),
         }
     }
 }
@@ -81,6 +85,8 @@ pub(crate) struct Inner {
     pub(crate) adapter: Arc<dyn Adapter>,
     pub(crate) clock: Arc<dyn Clock>,
     pub(crate) ttl_ms: i64,
+    /// [`LedgerOptions::in_flight_deadline`] in ms.
+    pub(crate) deadline_ms: i64,
     pub(crate) write_wait: Duration,
     /// Whether writes currently fail for lack of storage (crate::health).
     pub(crate) storage: crate::health::StorageHealth,
@@ -120,6 +126,7 @@ impl Inner {
             adapter: options.adapter,
             clock: options.clock,
             ttl_ms: i64::try_from(options.session_ttl.as_millis()).unwrap_or(i64::MAX),
+            deadline_ms: i64::try_from(options.in_flight_deadline.as_millis()).unwrap_or(i64::MAX),
             write_wait: options.write_wait,
             storage,
             writer_stop: std::sync::Mutex::new(None),

@@ -285,7 +285,13 @@ pub fn on(m: &str, action: Action) -> Command {
 }
 
 pub fn intent(m: &str, a: &str) -> Command {
-    on(m, Action::RecordIntent { attempt_id: att(a) })
+    on(
+        m,
+        Action::RecordIntent {
+            attempt_id: att(a),
+            deadline_secs: None,
+        },
+    )
 }
 
 pub fn settle(m: &str, a: &str, settlement: Settlement, reason: Option<Reason>) -> Command {
@@ -341,7 +347,13 @@ pub fn attach(m: &str, metadata: HostMetadata) -> Command {
 }
 
 pub fn fresh(m: &str, a: &str) -> Command {
-    on(m, Action::FreshAttempt { attempt_id: att(a) })
+    on(
+        m,
+        Action::FreshAttempt {
+            attempt_id: att(a),
+            deadline_secs: None,
+        },
+    )
 }
 
 impl Harness {

@@ -11,8 +11,8 @@ use ledger::ids::ToolName;
 use ledger::projection::LedgerEntry;
 use ledger::store::format_time;
 use ledger::wire::{
-    HistoryChange, HistoryEvidence, HistoryKind, LedgerStatus as L, MutationOutcome,
-    OperationHistory, PublishedStatus as P, Reason,
+    EstablishedBy, HistoryChange, HistoryEvidence, HistoryKind, LedgerStatus as L, MutationOutcome,
+    OperationHistory, PublishedStatus as P, Reason, SettledBy,
 };
 use ledger::{LedgerError, Refusal};
 
@@ -64,6 +64,9 @@ fn row(kind: HistoryKind, at: i64, revision: Option<i64>, actor: &str, status: L
         evidence: None,
         note: None,
         outcome: None,
+        deadline_at: None,
+        settled_by: None,
+        established_by: None,
     }
 }
 
@@ -131,9 +134,13 @@ async fn every_kind_of_change_is_one_row_with_its_actor_revision_state_and_recor
         Some("One"),
         Some(Reason::ExecutionTimeout),
     );
+    // The deadline an intent (and a fresh attempt) takes: the ledger's default, 900 s (docs/api.md
+    // "Deadlines"); kept on every later row of that attempt.
+    let deadline = |s: i64| format_time(at(s) + 900_000);
     let want = vec![
         row(HistoryKind::Approval, at(0), None, "host", L::Approved),
         HistoryChange {
+            deadline_at: Some(deadline(1)),
             attempt_id: Some("a-1".into()),
             outcome: Some(record("m-1", P::OutcomeUnknown, None, None)),
             ..row(
@@ -145,6 +152,7 @@ async fn every_kind_of_change_is_one_row_with_its_actor_revision_state_and_recor
             )
         },
         HistoryChange {
+            deadline_at: Some(deadline(1)),
             attempt_id: Some("a-1".into()),
             outcome: Some(unknown),
             ..row(
@@ -156,6 +164,8 @@ async fn every_kind_of_change_is_one_row_with_its_actor_revision_state_and_recor
             )
         },
         HistoryChange {
+            deadline_at: Some(deadline(1)),
+            settled_by: Some(SettledBy::Host),
             attempt_id: Some("a-1".into()),
             reason: Some(Reason::ExecutionTimeout),
             outcome: Some(timed_out.clone()),
@@ -169,6 +179,7 @@ async fn every_kind_of_change_is_one_row_with_its_actor_revision_state_and_recor
         },
         // A note takes no revision; its record is the one as of the entry's revision then.
         HistoryChange {
+            deadline_at: Some(deadline(1)),
             attempt_id: Some("a-1".into()),
             reason: Some(Reason::ExecutionTimeout),
             note: Some("called the provider".into()),
@@ -182,6 +193,8 @@ async fn every_kind_of_change_is_one_row_with_its_actor_revision_state_and_recor
             )
         },
         HistoryChange {
+            deadline_at: Some(deadline(1)),
+            established_by: Some(EstablishedBy::Staff),
             attempt_id: Some("a-1".into()),
             evidence: Some(HistoryEvidence {
                 source: "github.issues".into(),
@@ -198,6 +211,7 @@ async fn every_kind_of_change_is_one_row_with_its_actor_revision_state_and_recor
             )
         },
         HistoryChange {
+            deadline_at: Some(deadline(6)),
             attempt_id: Some("a-2".into()),
             outcome: Some(record("m-1", P::OutcomeUnknown, Some("One"), None)),
             ..row(
@@ -209,6 +223,8 @@ async fn every_kind_of_change_is_one_row_with_its_actor_revision_state_and_recor
             )
         },
         HistoryChange {
+            deadline_at: Some(deadline(6)),
+            settled_by: Some(SettledBy::Host),
             attempt_id: Some("a-2".into()),
             reason: Some(Reason::PreDispatchDeadline),
             outcome: Some(record(
@@ -254,7 +270,8 @@ async fn every_kind_of_change_is_one_row_with_its_actor_revision_state_and_recor
         json,
         serde_json::json!({"kind": "approval", "at": "2027-01-15T08:00:00Z", "revision": null,
             "actor": "host", "attempt_id": null, "ledger_status": "approved", "reason": null,
-            "evidence": null, "note": null, "outcome": null})
+            "evidence": null, "note": null, "outcome": null, "deadline_at": null, "settled_by": null,
+            "established_by": null})
     );
 }
 

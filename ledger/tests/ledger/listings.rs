@@ -33,6 +33,7 @@ async fn sessions_fixture() -> Harness {
                 m,
                 Action::RecordIntent {
                     attempt_id: att("a"),
+                    deadline_secs: None,
                 },
             ))
             .await;
@@ -267,6 +268,7 @@ async fn the_queue_pages_oldest_first_and_filters_by_tool_session_and_age() {
         "u2",
         Action::RecordIntent {
             attempt_id: att("a"),
+            deadline_secs: None,
         },
     ))
     .await;

@@ -6,6 +6,7 @@ mod common;
 mod adapter;
 mod contract;
 mod credential_corpus;
+mod deadlines;
 mod gauges;
 mod group_commit;
 mod history;

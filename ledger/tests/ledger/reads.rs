@@ -277,6 +277,7 @@ async fn dashboard() -> Harness {
         mid("m-1"),
         Action::RecordIntent {
             attempt_id: att("b-1"),
+            deadline_secs: None,
         },
     ))
     .await;

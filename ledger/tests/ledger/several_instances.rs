@@ -182,3 +182,56 @@ async fn a_group_too_big_for_a_notification_is_read_from_history_by_every_instan
     assert_eq!(b_recorder.deliveries(), a.recorder.deliveries());
     assert_eq!(a.recorder.hints().last().map(|h| h.2), Some(2 * n as i64));
 }
+
+/// docs/api.md "Deadlines": every instance sweeps; the ledger's refusal of a second settlement makes all
+/// but one a no-op, so each overdue write gets one settlement, one history row and one event per
+/// instance's adapter.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn two_instances_sweeping_at_once_settle_each_overdue_write_once() {
+    use ledger::command::Action;
+    let a = open().await;
+    let b_recorder = Arc::new(Recorder::default());
+    let b = reopen(&a.path, b_recorder.clone(), a.clock.clone()).await;
+    let writes = 20;
+    for i in 0..writes {
+        let m = format!("m-{i}");
+        a.ok(approve(&m)).await;
+        a.ok(on(
+            &m,
+            Action::RecordIntent {
+                attempt_id: att("a-1"),
+                deadline_secs: Some(5),
+            },
+        ))
+        .await;
+    }
+    a.clock.advance(std::time::Duration::from_secs(5));
+    let now = T0 + 5_000;
+    let b_engine = b.engine();
+    let (x, y) = tokio::join!(a.engine.settle_overdue(now), b_engine.settle_overdue(now));
+    assert_eq!(x.unwrap() + y.unwrap(), writes);
+    for i in 0..writes {
+        let changes = a
+            .sessions
+            .operation_history(&sk(SESSION), &mid(&format!("m-{i}")))
+            .await
+            .unwrap()
+            .changes;
+        let by_ledger = changes.iter().filter(|c| c.actor == "ledger").count();
+        assert_eq!(by_ledger, 1, "m-{i}: {changes:?}");
+    }
+    // Each instance's adapter saw each settlement once (on SQLite the writing instance tells its own).
+    let timeouts = |d: Vec<Delivery>| {
+        d.into_iter()
+            .filter(|d| d.outcome.reason.is_some())
+            .map(|d| d.outcome.mutation_id)
+            .collect::<HashSet<_>>()
+    };
+    let seen_a = timeouts(a.recorder.deliveries());
+    assert!(seen_a.len() <= writes as usize);
+    if testkit::postgres().is_some() {
+        assert_eq!(seen_a.len(), writes as usize);
+        assert_eq!(timeouts(b_recorder.deliveries()).len(), writes as usize);
+        assert_eq!(a.recorder.count(), writes as usize);
+    }
+}

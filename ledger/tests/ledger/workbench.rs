@@ -43,6 +43,7 @@ impl Harness {
             m,
             Action::RecordIntent {
                 attempt_id: att("a-1"),
+                deadline_secs: None,
             },
         ))
         .await;
@@ -580,6 +581,7 @@ async fn search_answers_alike_for_common_and_rare_texts_beyond_the_newest_operat
                 m,
                 Action::RecordIntent {
                     attempt_id: att("a-1"),
+                    deadline_secs: None,
                 },
             ));
             ops.push(in_session(
@@ -904,6 +906,7 @@ impl Harness {
                     m,
                     Action::RecordIntent {
                         attempt_id: att("a-1"),
+                        deadline_secs: None,
                     },
                 ));
                 batch.push(in_session(

@@ -82,6 +82,7 @@ pub fn sort_tag(sort: ledger::sessions::UnknownsSort) -> Option<String> {
         UnknownsSortBy::Age => "age",
         UnknownsSortBy::Tool => "tool",
         UnknownsSortBy::Session => "session",
+        UnknownsSortBy::Deadline => "deadline",
     };
     Some(format!(
         "{by}.{}",

@@ -9,7 +9,7 @@ use axum::Json;
 use bytes::Bytes;
 use ledger::ids::SEARCH_TEXT_MAX_BYTES;
 use ledger::ids::{LogicalTurnId, MutationId, SessionKey, ToolName};
-use ledger::sessions::{UnknownsSort, UnknownsSortBy};
+use ledger::sessions::{UnknownsSort, UnknownsSortBy, UnknownsState};
 use ledger::store::format_time;
 use ledger::wire::{
     OperationHistory, OperationMatch, OperationMatches, SessionList, SessionTurns, TurnEntries,
@@ -618,6 +618,7 @@ pub struct UnknownsParams {
     settled_before: Option<String>,
     sort: Option<String>,
     order: Option<String>,
+    state: Option<String>,
 }
 
 /// A `tool_like` / `session_like` substring: 1 to [`SEARCH_TEXT_MAX_BYTES`] bytes without control
@@ -653,10 +654,11 @@ fn unknowns_sort(sort: Option<&str>, order: Option<&str>) -> Result<UnknownsSort
         None | Some("age") => UnknownsSortBy::Age,
         Some("tool") => UnknownsSortBy::Tool,
         Some("session") => UnknownsSortBy::Session,
+        Some("deadline") => UnknownsSortBy::Deadline,
         Some(_) => {
             return Err(ApiError::bad_request(
                 "invalid_parameter",
-                "sort is age, tool or session",
+                "sort is age, tool, session or deadline",
                 Some("sort"),
             ))
         }
@@ -702,7 +704,8 @@ fn unknowns_sort(sort: Option<&str>, order: Option<&str>) -> Result<UnknownsSort
         ("session_like" = Option<String>, Query, max_length = 256, pattern = "^[^\\u0000-\\u001F\\u007F-\\u009F]*$", description = "only items whose session key contains this text, case-insensitively; no control characters; blank: no filter"),
         ("settled_after" = Option<String>, Query, format = DateTime, description = "only items settled at or after this RFC 3339 time (in-flight items have not settled)"),
         ("settled_before" = Option<String>, Query, format = DateTime, description = "only items settled before this RFC 3339 time"),
-        ("sort" = Option<String>, Query, description = "age (default), tool or session", pattern = "^(age|tool|session)$"),
+        ("sort" = Option<String>, Query, description = "age (default), tool, session or deadline (soonest first ascending)", pattern = "^(age|tool|session|deadline)$"),
+        ("state" = Option<String>, Query, description = "all (default): settled unknowns and writes in flight; unknown: settled unknowns only (those the ledger settled at a deadline included); in_flight: writes in flight only", pattern = "^(all|unknown|in_flight)$"),
         ("order" = Option<String>, Query, description = "asc or desc; default desc by age (oldest first), asc by tool or session", pattern = "^(asc|desc)$"),
     ),
     responses(
@@ -723,6 +726,18 @@ pub async fn unknowns(
         UNKNOWNS_MAX_LIMIT,
     )?;
     let sort = unknowns_sort(params.sort.as_deref(), params.order.as_deref())?;
+    let unknowns_state = match params.state.as_deref() {
+        None | Some("all") => UnknownsState::All,
+        Some("unknown") => UnknownsState::Unknown,
+        Some("in_flight") => UnknownsState::InFlight,
+        Some(_) => {
+            return Err(ApiError::bad_request(
+                "invalid_parameter",
+                "state is all, unknown or in_flight",
+                Some("state"),
+            ))
+        }
+    };
     let after = match params.after.as_deref() {
         None => None,
         Some(a) => match cursor::decode(a, Listing::Unknowns)? {
@@ -757,18 +772,18 @@ pub async fn unknowns(
                 })?,
         ),
     };
-    // The figure of `outcomes_unknown_oldest_age_seconds` (docs/api.md "Metrics"), whatever the filters.
-    let oldest_unknown_age_secs = state
-        .sessions
-        .ledger_gauges()
-        .await?
-        .unknown_oldest_age_secs;
+    // The figures of `outcomes_unknown_oldest_age_seconds` and `outcomes_in_flight` (docs/api.md
+    // "Metrics"), whatever the filters.
+    let gauges = state.sessions.ledger_gauges().await?;
+    let oldest_unknown_age_secs = gauges.unknown_oldest_age_secs;
+    let in_flight_total = gauges.in_flight;
     let (Some(tool), Some(session_key)) = (tool, session_key) else {
         return Ok(Json(UnknownsPage {
             matches: Vec::new(),
             next: None,
             total: 0,
             oldest_unknown_age_secs,
+            in_flight_total,
         }));
     };
     let query = UnknownsQuery {
@@ -782,10 +797,12 @@ pub async fn unknowns(
         settled_after,
         settled_before,
         sort,
+        state: unknowns_state,
     };
     let (mut page, next) = state.sessions.open_unknowns(&query).await?;
     with_alerted(&state, &mut page.matches).await?;
     page.oldest_unknown_age_secs = oldest_unknown_age_secs;
+    page.in_flight_total = in_flight_total;
     page.next = next.map(|n| {
         Position::Unknowns {
             at: n.recorded_at,

@@ -353,6 +353,7 @@ async fn at_the_connection_cap_with_every_connection_busy_a_new_one_gets_503() {
             m2.clone(),
             ledger::Action::RecordIntent {
                 attempt_id: a1.clone(),
+                deadline_secs: None,
             },
         ),
         ledger::Command::new(

@@ -64,7 +64,10 @@ export interface paths {
         };
         get?: never;
         put?: never;
-        /** `POST …/{mutation_id}/attempts` `{"attempt_id"}` → 200: a fresh attempt of a `not_executed` entry. */
+        /**
+         * `POST …/{mutation_id}/attempts` `{"attempt_id", "deadline_secs"?}` → 200: a fresh attempt of a
+         *     `not_executed` entry, with its deadline as an intent's.
+         */
         post: operations["fresh_attempt"];
         delete?: never;
         options?: never;
@@ -89,6 +92,28 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/host/sessions/{session_key}/mutations/{mutation_id}/deadline": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * `POST …/{mutation_id}/deadline` `{"attempt_id", "deadline_secs"}` → 200: the host still works on
+         *     the attempt in flight; its deadline becomes now + `deadline_secs` (1 to 604800), never earlier
+         *     than it was. No revision, no event. 409 unless `execution_started` under that attempt
+         *     (docs/api.md "Deadlines").
+         */
+        post: operations["extend_deadline"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/host/sessions/{session_key}/mutations/{mutation_id}/intent": {
         parameters: {
             query?: never;
@@ -98,7 +123,12 @@ export interface paths {
         };
         get?: never;
         put?: never;
-        /** `POST …/{mutation_id}/intent` `{"attempt_id"}` → 200. */
+        /**
+         * `POST …/{mutation_id}/intent` `{"attempt_id", "deadline_secs"?}` → 200: the attempt is in flight
+         *     until its host settles it, or until its deadline (`deadline_secs` from now, 1 to 604800; default
+         *     the server's `--in-flight-deadline-secs`), when the ledger settles it `outcome_unknown` with
+         *     `execution_timeout` itself (docs/api.md "Deadlines").
+         */
         post: operations["record_intent"];
         delete?: never;
         options?: never;
@@ -624,9 +654,18 @@ export interface components {
             mutation_id: components["schemas"]["Identifier"];
             tool: components["schemas"]["Identifier"];
         };
-        /** @description `{"attempt_id"}`. */
+        /**
+         * @description `{"attempt_id", "deadline_secs"?}`: the attempt, and how long it may stay in flight before the ledger
+         *     settles it `outcome_unknown` itself (docs/api.md "Deadlines"; default the server's
+         *     `--in-flight-deadline-secs`).
+         */
         AttemptBody: {
             attempt_id: components["schemas"]["Identifier"];
+            /**
+             * Format: int32
+             * @description Seconds from now, 1 to 604800 (7 days); anything else is 422 naming `deadline_secs`.
+             */
+            deadline_secs?: number | null;
         };
         /** @description `{"operations": [...]}`: 0 to 1,000 batch items. */
         BatchBody: {
@@ -666,7 +705,12 @@ export interface components {
             /** @enum {string} */
             op: "attempt";
             session_key: components["schemas"]["Identifier"];
-        } & components["schemas"]["AttemptBody"]);
+        } & components["schemas"]["AttemptBody"]) | ({
+            mutation_id: components["schemas"]["Identifier"];
+            /** @enum {string} */
+            op: "deadline";
+            session_key: components["schemas"]["Identifier"];
+        } & components["schemas"]["DeadlineBody"]);
         /**
          * @description One result of a batch: the entry on success, the error otherwise, with the status the single call
          *     would have answered.
@@ -710,6 +754,18 @@ export interface components {
             at: string;
             by: string;
         };
+        /**
+         * @description `{"attempt_id", "deadline_secs"}`: the host still works on the attempt in flight; its deadline becomes
+         *     now + `deadline_secs`, never earlier than it was (docs/api.md "Deadlines").
+         */
+        DeadlineBody: {
+            attempt_id: components["schemas"]["Identifier"];
+            /**
+             * Format: int32
+             * @description Seconds from now, 1 to 604800 (7 days); anything else is 422 naming `deadline_secs`.
+             */
+            deadline_secs: number;
+        };
         /** @description The ledger state of one entry as the host write API reports it (success body, and `current` on a 409). */
         EntryState: {
             attempt_id?: string | null;
@@ -735,6 +791,14 @@ export interface components {
             message: string;
         };
         /**
+         * @description Who established the outcome of a reconciliation (docs/api.md "Deadlines"), derived from its actor and
+         *     its evidence's `source` so that no page parses free text: `staff` (a staff member), `status_check` (a
+         *     host's status check: source `status:<tool>`), `late_answer` (the MCP proxy's late answer: source
+         *     starting `mcp-late-answer`), `host` (any other host evidence).
+         * @enum {string}
+         */
+        EstablishedBy: "staff" | "status_check" | "late_answer" | "host";
+        /**
          * @description One change of an entry, as the history API lists it (oldest first; `SessionManager::operation_history`,
          *     docs/ledger.md "History"). Every field is present (`null` where it does not apply): `at` is RFC 3339 UTC; `revision` the
          *     revision the change took (`null` for `approval`, `note` and `imported`); `actor` is `host` or
@@ -747,6 +811,12 @@ export interface components {
             actor: string;
             at: string;
             attempt_id?: string | null;
+            /**
+             * @description The entry's deadline after the change (RFC 3339 UTC, docs/api.md "Deadlines"), `null` when it had
+             *     none.
+             */
+            deadline_at?: string | null;
+            established_by?: null | components["schemas"]["EstablishedBy"];
             evidence?: null | components["schemas"]["HistoryEvidence"];
             kind: components["schemas"]["HistoryKind"];
             ledger_status: components["schemas"]["LedgerStatus"];
@@ -755,6 +825,7 @@ export interface components {
             reason?: null | components["schemas"]["Reason"];
             /** Format: int64 */
             revision?: number | null;
+            settled_by?: null | components["schemas"]["SettledBy"];
         };
         /**
          * @description The evidence a reconciliation recorded: the provider, its reference for the original operation, and
@@ -1013,6 +1084,12 @@ export interface components {
             status: "outcome_unknown";
         };
         /**
+         * @description Who settled an entry by a settle or a cancellation (docs/api.md "Deadlines"): its host, or the ledger
+         *     itself at the entry's deadline (`outcome_unknown` with `execution_timeout`, history actor `ledger`).
+         * @enum {string}
+         */
+        SettledBy: "host" | "ledger";
+        /**
          * @description Published counts of one session or turn. `in_flight` counts entries in `execution_started` (published as
          *     `outcome_unknown`, so they are also in `outcome_unknown`).
          */
@@ -1050,6 +1127,13 @@ export interface components {
          *     recorded before revisions existed; `settled_at` is `null` while the entry is in flight.
          */
         TurnEntry: {
+            /**
+             * @description When the ledger settles the entry `outcome_unknown` (`execution_timeout`) unless its host settles or
+             *     extends it first (RFC 3339 UTC, docs/api.md "Deadlines"); kept once settled, `null` before the first
+             *     intent.
+             */
+            deadline_at?: string | null;
+            established_by?: null | components["schemas"]["EstablishedBy"];
             ledger_status: components["schemas"]["LedgerStatus"];
             /** Format: int64 */
             mutation_revision?: number | null;
@@ -1058,6 +1142,7 @@ export interface components {
             /** Format: int64 */
             sequence: number;
             settled_at?: string | null;
+            settled_by?: null | components["schemas"]["SettledBy"];
         };
         /** @description One logical turn of a session, as `GET /api/sessions/{key}/turns` lists it (oldest turn first). */
         TurnSummary: {
@@ -1080,6 +1165,13 @@ export interface components {
          *     is the whole queue's oldest settled unknown, whatever the filters (docs/api.md "Metrics").
          */
         UnknownsPage: {
+            /**
+             * Format: int64
+             * @description How many writes are in flight (`execution_started`) in the whole ledger, whatever the filters and
+             *     the `state`: the count of the staff's in-flight view, which the queue links to (docs/api.md
+             *     "Deadlines").
+             */
+            in_flight_total?: number;
             matches: components["schemas"]["OperationMatch"][];
             next?: string | null;
             /**
@@ -1504,6 +1596,110 @@ export interface operations {
         requestBody: {
             content: {
                 "application/json": components["schemas"]["CancelBody"];
+            };
+        };
+        responses: {
+            /** @description the entry after the change */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["EntryState"];
+                };
+            };
+            /** @description Malformed JSON (`malformed_json`), a key given twice (`duplicate_key`), or a malformed path. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Missing or wrong host token. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Unknown or expired session, unknown mutation. */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Refused transition; `current` is the unchanged entry. */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /**
+             * @description `unsupported_media_type` (`field` `Content-Type`): a non-empty body not sent as `Content-Type:
+             *     application/json` (parameters such as `charset` are accepted).
+             */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description A field breaks a rule; `field` names it. */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Too many failed tokens from this address; retry after `Retry-After` seconds. */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The ledger is busy; nothing changed; retry after `Retry-After` seconds. */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    extend_deadline: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Session key, percent-encoded. */
+                session_key: string;
+                /** @description Operation id, percent-encoded. */
+                mutation_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["DeadlineBody"];
             };
         };
         responses: {
@@ -3294,8 +3490,10 @@ export interface operations {
                 settled_after?: string;
                 /** @description only items settled before this RFC 3339 time */
                 settled_before?: string;
-                /** @description age (default), tool or session */
+                /** @description age (default), tool, session or deadline (soonest first ascending) */
                 sort?: string;
+                /** @description all (default): settled unknowns and writes in flight; unknown: settled unknowns only (those the ledger settled at a deadline included); in_flight: writes in flight only */
+                state?: string;
                 /** @description asc or desc; default desc by age (oldest first), asc by tool or session */
                 order?: string;
             };

@@ -33,6 +33,7 @@ pub fn router() -> OpenApiRouter<AppState> {
         .routes(routes!(reconcile))
         .routes(routes!(attach_metadata))
         .routes(routes!(fresh_attempt))
+        .routes(routes!(extend_deadline))
         .routes(routes!(delete_session))
         .routes(routes!(batch))
 }
@@ -138,7 +139,10 @@ macro_rules! transition {
 }
 
 transition!(
-    /// `POST …/{mutation_id}/intent` `{"attempt_id"}` → 200.
+    /// `POST …/{mutation_id}/intent` `{"attempt_id", "deadline_secs"?}` → 200: the attempt is in flight
+    /// until its host settles it, or until its deadline (`deadline_secs` from now, 1 to 604800; default
+    /// the server's `--in-flight-deadline-secs`), when the ledger settles it `outcome_unknown` with
+    /// `execution_timeout` itself (docs/api.md "Deadlines").
     record_intent: post "/api/host/sessions/{session_key}/mutations/{mutation_id}/intent",
     AttemptBody, Attempt<false>
 );
@@ -172,9 +176,19 @@ transition!(
 );
 
 transition!(
-    /// `POST …/{mutation_id}/attempts` `{"attempt_id"}` → 200: a fresh attempt of a `not_executed` entry.
+    /// `POST …/{mutation_id}/attempts` `{"attempt_id", "deadline_secs"?}` → 200: a fresh attempt of a
+    /// `not_executed` entry, with its deadline as an intent's.
     fresh_attempt: post "/api/host/sessions/{session_key}/mutations/{mutation_id}/attempts",
     AttemptBody, Attempt<true>
+);
+
+transition!(
+    /// `POST …/{mutation_id}/deadline` `{"attempt_id", "deadline_secs"}` → 200: the host still works on
+    /// the attempt in flight; its deadline becomes now + `deadline_secs` (1 to 604800), never earlier
+    /// than it was. No revision, no event. 409 unless `execution_started` under that attempt
+    /// (docs/api.md "Deadlines").
+    extend_deadline: post "/api/host/sessions/{session_key}/mutations/{mutation_id}/deadline",
+    DeadlineBody, DeadlineBody
 );
 
 /// `DELETE /api/host/sessions/{session_key}` → 204; 404 when there is no such session.

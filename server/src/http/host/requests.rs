@@ -61,11 +61,58 @@ pub struct ApproveBody {
     commissioned_after: Option<String>,
 }
 
-/// `{"attempt_id"}`.
+/// `{"attempt_id", "deadline_secs"?}`: the attempt, and how long it may stay in flight before the ledger
+/// settles it `outcome_unknown` itself (docs/api.md "Deadlines"; default the server's
+/// `--in-flight-deadline-secs`).
 #[derive(Deserialize, Default, ToSchema)]
 pub struct AttemptBody {
     #[schema(value_type = Identifier, required = true)]
     attempt_id: Option<String>,
+    /// Seconds from now, 1 to 604800 (7 days); anything else is 422 naming `deadline_secs`.
+    #[schema(value_type = Option<u32>, minimum = 1, maximum = 604800)]
+    deadline_secs: Option<i64>,
+}
+
+/// `{"attempt_id", "deadline_secs"}`: the host still works on the attempt in flight; its deadline becomes
+/// now + `deadline_secs`, never earlier than it was (docs/api.md "Deadlines").
+#[derive(Deserialize, Default, ToSchema)]
+pub struct DeadlineBody {
+    #[schema(value_type = Identifier, required = true)]
+    attempt_id: Option<String>,
+    /// Seconds from now, 1 to 604800 (7 days); anything else is 422 naming `deadline_secs`.
+    #[schema(value_type = u32, required = true, minimum = 1, maximum = 604800)]
+    deadline_secs: Option<i64>,
+}
+
+/// A `deadline_secs`: 1 to [`ledger::command::DEADLINE_MAX_SECS`], else 422 naming it.
+fn deadline_secs(v: i64) -> Result<u32, ApiError> {
+    u32::try_from(v)
+        .ok()
+        .filter(|s| (1..=ledger::command::DEADLINE_MAX_SECS).contains(s))
+        .ok_or_else(|| {
+            ApiError::invalid_field(
+                "deadline_secs",
+                "a deadline is 1 to 604800 seconds (7 days)",
+            )
+        })
+}
+
+impl TryFrom<Request<EntryPath, DeadlineBody>> for Command {
+    type Error = ApiError;
+
+    fn try_from(r: Request<EntryPath, DeadlineBody>) -> Result<Command, ApiError> {
+        let (k, m) = entry(r.path)?;
+        let attempt_id = attempt(r.body.attempt_id)?;
+        let deadline_secs = deadline_secs(required(r.body.deadline_secs, "deadline_secs")?)?;
+        Ok(Command::new(
+            k,
+            m,
+            Action::ExtendDeadline {
+                attempt_id,
+                deadline_secs,
+            },
+        ))
+    }
 }
 
 /// `{"attempt_id", "status", "reason"?}`: `reason` is only `execution_timeout`, with status
@@ -338,10 +385,17 @@ impl<const FRESH: bool> TryFrom<Request<EntryPath, Attempt<FRESH>>> for Command 
     fn try_from(r: Request<EntryPath, Attempt<FRESH>>) -> Result<Command, ApiError> {
         let (k, m) = entry(r.path)?;
         let attempt_id = attempt(r.body.0.attempt_id)?;
+        let deadline_secs = r.body.0.deadline_secs.map(deadline_secs).transpose()?;
         let action = if FRESH {
-            Action::FreshAttempt { attempt_id }
+            Action::FreshAttempt {
+                attempt_id,
+                deadline_secs,
+            }
         } else {
-            Action::RecordIntent { attempt_id }
+            Action::RecordIntent {
+                attempt_id,
+                deadline_secs,
+            }
         };
         Ok(Command::new(k, m, action))
     }
@@ -490,6 +544,7 @@ impl PartialSchema for BatchItem {
             .item(item("reconcile", true, "ReconcileBody"))
             .item(item("metadata", true, "MetadataBody"))
             .item(item("attempt", true, "AttemptBody"))
+            .item(item("deadline", true, "DeadlineBody"))
             .into()
     }
 }
@@ -499,6 +554,7 @@ impl ToSchema for BatchItem {
         schemas.push(("Identifier".into(), Identifier::schema()));
         schemas.push(("ApproveBody".into(), ApproveBody::schema()));
         schemas.push(("AttemptBody".into(), AttemptBody::schema()));
+        schemas.push(("DeadlineBody".into(), DeadlineBody::schema()));
         schemas.push(("SettleBody".into(), SettleBody::schema()));
         schemas.push(("CancelBody".into(), CancelBody::schema()));
         schemas.push(("CancelReason".into(), CancelReason::schema()));
@@ -547,9 +603,13 @@ pub(crate) fn batch_op(value: serde_json::Value) -> Result<(Command, StatusCode)
             path,
             body: from_value::<Attempt<true>>(value)?,
         }),
+        "deadline" => Command::try_from(Request {
+            path,
+            body: from_value::<DeadlineBody>(value)?,
+        }),
         _ => Err(ApiError::invalid_field(
             "op",
-            "op is approve, intent, settle, cancel, reconcile, metadata or attempt",
+            "op is approve, intent, settle, cancel, reconcile, metadata, attempt or deadline",
         )),
     }?;
     Ok((command, StatusCode::OK))
