@@ -97,6 +97,52 @@ test('the child killed mid-call: the client gets an error, the proxy ends with i
   await close(conn);
 });
 
+test('a protected call longer than its deadline stays in flight while the proxy extends it, then completes', async () => {
+  // docs/api.md "Deadlines": the proxy records each intent with --deadline-secs and extends it every third
+  // of it while the call waits: a live proxy keeps a long call in flight.
+  const { session, conn } = await start('extended', ['--deadline-secs', '3']);
+  try {
+    const call = conn.client.callTool({ name: LONG, arguments: { duration: 8, steps: 8 } });
+    await new Promise((r) => setTimeout(r, 5_000)); // past the first deadline
+    const running = await ledgerOf(session);
+    assert.deepEqual(running.entries.map((e) => e.ledger_status), ['execution_started']);
+    assert.equal(running.entries[0].settled_by, null);
+    const res = await call;
+    assert.equal(res.content[0].text, 'Long running operation completed. Duration: 8 seconds, Steps: 8.');
+    const l = await settledLedger(session, 1);
+    assert.equal(l.entries[0].ledger_status, 'completed');
+    assert.equal(l.entries[0].settled_by, 'host');
+    // Extensions take no revision and leave no history row.
+    assert.deepEqual(kinds(l, l.records[0].mutation_id), ['approval', 'intent', 'settlement']);
+  } finally {
+    await close(conn);
+  }
+});
+
+test('the proxy killed -9 mid-call: the ledger settles the call outcome_unknown at its deadline', async () => {
+  const { session, conn } = await start('proxy-killed', ['--deadline-secs', '3']);
+  let firstProgress;
+  const started = new Promise((r) => (firstProgress = r));
+  const call = conn.client
+    .callTool({ name: LONG, arguments: { duration: 30, steps: 30 } }, undefined, { onprogress: () => firstProgress() })
+    .catch((e) => e);
+  await started;
+  const kids = await childrenOf(conn.transport.pid);
+  const killedAt = Date.now();
+  process.kill(conn.transport.pid, 'SIGKILL');
+  for (const k of kids) process.kill(k, 'SIGKILL');
+  await call;
+  // Nobody settles it: the ledger does, within about the deadline (3 s) and its sweep.
+  const l = await settledLedger(session, 1, () => true, 10_000);
+  assert.ok(Date.now() - killedAt < 9_000, `${Date.now() - killedAt} ms`);
+  assert.equal(l.entries[0].ledger_status, 'outcome_unknown');
+  assert.equal(l.entries[0].settled_by, 'ledger');
+  assert.equal(l.records[0].reason, 'execution_timeout');
+  const changes = l.histories[l.records[0].mutation_id].changes;
+  assert.deepEqual(changes.map((c) => [c.kind, c.actor]), [['approval', 'host'], ['intent', 'host'], ['settlement', 'ledger']]);
+  await close(conn);
+});
+
 test("the client's cancellation (notifications/cancelled) mid-call is recorded outcome_unknown", async () => {
   const { session, conn } = await start('cancel');
   try {

@@ -14,6 +14,10 @@ library, not ours): `Webhook(secret).verify(body, headers)` raises on a bad sign
 4. `test_two_instances_on_postgres_deliver_each_event_once` (only with `OUTCOMES_TEST_POSTGRES`, a
    database URL; scripts/test.sh runs it in its Postgres step): two servers on one ledger, 20 unknowns
    written through both, each `webhook-id` arrives once.
+5. Deadlines (docs/api.md "Deadlines"), real servers: a write whose host died is settled by the ledger at
+   its deadline and alerted once, its late report taken once; a live host's extensions keep it in flight;
+   a deadline that passed while no server ran gets 60 s after the start; two instances on Postgres settle
+   each deadline once (one history row, one delivery).
 
 Run: `OUTCOMES_BIN=target/release/outcomes python3 -m pytest -q e2e/webhooks` (scripts/test.sh does).
 Needs `standardwebhooks` and `pytest` (scripts/setup.sh installs them).
@@ -290,6 +294,137 @@ def test_two_instances_on_postgres_deliver_each_event_once(data_dir):
                 counts.append(f.read().count(b"webhook delivered"))
         print("deliveries per instance:", counts)
         assert sum(counts) == 20, counts
+    finally:
+        a.stop()
+        b.stop()
+        rx.close()
+
+
+def intent_only(srv, session, m, deadline_secs):
+    """Approves `m` and records its intent with `deadline_secs`; nothing settles it (its host died)."""
+    base = f"/api/host/sessions/{urllib.parse.quote(session, safe='')}/mutations"
+    srv.ok("POST", base, {"logical_turn_id": "t-1", "mutation_id": m, "tool": TOOL}, expected=201)
+    srv.ok("POST", f"{base}/{m}/intent", {"attempt_id": "a1", "deadline_secs": deadline_secs})
+    return f"{base}/{m}"
+
+
+def entry_of(srv, session, m):
+    status, text = srv.call("GET", f"/api/sessions/{session}/turns/t-1/entries")
+    assert status == 200, text
+    return next(e for e in json.loads(text)["entries"] if e["outcome"]["mutation_id"] == m)
+
+
+def history_of(srv, session, m):
+    status, text = srv.call("GET", f"/api/sessions/{session}/mutations/{m}/history")
+    assert status == 200, text
+    return json.loads(text)["changes"]
+
+
+def deadline_settlements(srv):
+    status, text = srv.call("GET", "/metrics")
+    assert status == 200, text
+    for line in text.splitlines():
+        if line.startswith("outcomes_deadline_settlements_total "):
+            return float(line.split()[1])
+    raise AssertionError("outcomes_deadline_settlements_total missing:\n" + text)
+
+
+def test_a_write_whose_host_died_is_settled_at_its_deadline_and_alerted_once(data_dir):
+    """docs/api.md "Deadlines": nothing settles an intent with a 2 s deadline; within 5 s the ledger has
+    settled it outcome_unknown (execution_timeout) as actor `ledger`, one `outcome.unknown` webhook went
+    out, /metrics counts it; the host's late report is then taken once, a second refused."""
+    rx = Receiver()
+    rx.secret = add_endpoint(data_dir, rx.url)
+    srv = Server(data_dir)
+    try:
+        assert deadline_settlements(srv) == 0
+        started = time.monotonic()
+        path = intent_only(srv, "s-1", "m-1", 2)
+        got = rx.wait(1, 6)
+        assert len(got) == 1, got
+        assert 2.0 <= got[0][0] - started < 5.0, got[0][0] - started
+        assert got[0][3]["type"] == "outcome.unknown"
+        assert got[0][3]["data"]["mutation_id"] == "m-1"
+        e = entry_of(srv, "s-1", "m-1")
+        assert (e["ledger_status"], e["outcome"]["status"], e["outcome"].get("reason"), e["settled_by"]) == (
+            "outcome_unknown", "outcome_unknown", "execution_timeout", "ledger")
+        last = history_of(srv, "s-1", "m-1")[-1]
+        assert (last["kind"], last["actor"], last["settled_by"]) == ("settlement", "ledger", "ledger")
+        assert deadline_settlements(srv) == 1
+        time.sleep(1.5)
+        assert len(rx.wait(2, 0)) == 1, "alerted once"
+        # The host was alive after all: its report is taken once, a second one is refused.
+        srv.ok("POST", f"{path}/settlement", {"attempt_id": "a1", "status": "failed"})
+        e = entry_of(srv, "s-1", "m-1")
+        assert (e["ledger_status"], e["settled_by"], e["outcome"].get("reason")) == ("failed", "host", None)
+        status, text = srv.call("POST", f"{path}/settlement", {"attempt_id": "a1", "status": "completed"})
+        assert status == 409 and json.loads(text)["error"]["code"] == "not_in_flight", text
+    finally:
+        srv.stop()
+        rx.close()
+
+
+def test_a_live_host_extending_its_deadline_keeps_its_write_in_flight(data_dir):
+    srv = Server(data_dir)
+    try:
+        path = intent_only(srv, "s-1", "m-1", 2)
+        for _ in range(5):
+            time.sleep(1)
+            srv.ok("POST", f"{path}/deadline", {"attempt_id": "a1", "deadline_secs": 2})
+        assert entry_of(srv, "s-1", "m-1")["ledger_status"] == "execution_started"
+        srv.ok("POST", f"{path}/settlement", {"attempt_id": "a1", "status": "completed"})
+        e = entry_of(srv, "s-1", "m-1")
+        assert (e["ledger_status"], e["settled_by"]) == ("completed", "host")
+        assert deadline_settlements(srv) == 0
+        status, text = srv.call("POST", f"{path}/deadline", {"attempt_id": "a1", "deadline_secs": 0})
+        assert status == 422 and json.loads(text)["error"]["field"] == "deadline_secs", text
+    finally:
+        srv.stop()
+
+
+def test_a_deadline_that_passed_while_the_server_was_down_gets_a_minute_after_the_start(data_dir):
+    srv = Server(data_dir)
+    intent_only(srv, "s-1", "m-1", 2)
+    srv.proc.send_signal(signal.SIGKILL)
+    srv.proc.wait()
+    srv.stop()
+    time.sleep(3)  # the deadline passes while no server runs
+    before = time.time()
+    srv = Server(data_dir)
+    try:
+        time.sleep(3)
+        e = entry_of(srv, "s-1", "m-1")
+        assert e["ledger_status"] == "execution_started", e
+        from datetime import datetime
+        deadline = datetime.fromisoformat(e["deadline_at"].replace("Z", "+00:00")).timestamp()
+        assert before + 55 <= deadline <= time.time() + 60, (before, deadline)
+    finally:
+        srv.stop()
+
+
+def test_two_instances_on_postgres_settle_each_deadline_once(data_dir):
+    base = os.environ.get("OUTCOMES_TEST_POSTGRES")
+    if not base:
+        pytest.skip("Postgres only (OUTCOMES_TEST_POSTGRES)")
+    sep = "&" if "?" in base else "?"
+    database = f"{base}{sep}options=-c%20search_path%3Ddeadlines_e2e_{os.getpid()}_{int(time.time())}"
+    rx = Receiver()
+    rx.secret = add_endpoint(data_dir, rx.url, database)
+    a = Server(data_dir, database=database)
+    b = Server(data_dir, database=database)
+    try:
+        for i in range(10):
+            intent_only(a if i % 2 else b, "s-1", f"m-{i}", 2)
+        got = rx.wait(10, 8)
+        time.sleep(2)
+        got = rx.wait(11, 0)
+        ids = [g[1]["webhook-id"] for g in got]
+        assert len(ids) == 10 and len(set(ids)) == 10, ids
+        assert {g[3]["type"] for g in got} == {"outcome.unknown"}
+        for i in range(10):
+            by_ledger = [c for c in history_of(a, "s-1", f"m-{i}") if c["actor"] == "ledger"]
+            assert len(by_ledger) == 1, by_ledger
+        assert deadline_settlements(a) + deadline_settlements(b) == 10
     finally:
         a.stop()
         b.stop()

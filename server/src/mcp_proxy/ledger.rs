@@ -41,7 +41,18 @@ pub struct NewCall {
 pub struct Recorder {
     client: HostClient,
     session: String,
+    /// The deadline each intent carries and each extension renews, in seconds (`--deadline-secs`).
+    deadline_secs: u64,
 }
+
+/// An extension of a call's deadline: tried for about 5 s (the next one follows a third of the deadline
+/// later anyway).
+const EXTEND: Retry = Retry {
+    budget: Duration::from_secs(5),
+    first_delay: Duration::from_millis(200),
+    max_delay: Duration::from_secs(2),
+    request_timeout: Duration::from_secs(5),
+};
 
 /// A settle's status (docs/api.md: `completed`, `failed`, `outcome_unknown`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -67,8 +78,39 @@ impl Settle {
 }
 
 impl Recorder {
-    pub fn new(client: HostClient, session: String) -> Self {
-        Recorder { client, session }
+    pub fn new(client: HostClient, session: String, deadline_secs: u64) -> Self {
+        Recorder {
+            client,
+            session,
+            deadline_secs,
+        }
+    }
+
+    /// How often a waiting call's deadline is extended: a third of it.
+    pub fn extend_every(&self) -> Duration {
+        Duration::from_secs(self.deadline_secs) / 3
+    }
+
+    /// Extends `op`'s deadline to now + `--deadline-secs` (`POST …/deadline`, docs/api.md "Deadlines")
+    /// while its call waits for an answer. `false` when it could not be written (logged at debug: the
+    /// next extension follows, and a refusal means the call is settled already).
+    pub async fn extend(&self, op: &Operation) -> bool {
+        let body = json!({"attempt_id": op.attempt_id, "deadline_secs": self.deadline_secs});
+        let result = match self.url(&self.entry_path(op, "deadline")) {
+            Ok(url) => {
+                self.client
+                    .write(Method::POST, url, &body, None, &EXTEND)
+                    .await
+            }
+            Err(e) => Err(e),
+        };
+        match result {
+            Ok(_) => true,
+            Err(e) => {
+                tracing::debug!(session_key = %self.session, operation_id = %op.mutation_id, error = %e, "deadline not extended");
+                false
+            }
+        }
     }
 
     pub fn session(&self) -> &str {
@@ -90,7 +132,8 @@ impl Recorder {
             operations.push(json!({"op": "approve", "session_key": self.session,
                 "logical_turn_id": c.turn, "mutation_id": c.op.mutation_id, "tool": c.tool}));
             operations.push(json!({"op": "intent", "session_key": self.session,
-                "mutation_id": c.op.mutation_id, "attempt_id": c.op.attempt_id}));
+                "mutation_id": c.op.mutation_id, "attempt_id": c.op.attempt_id,
+                "deadline_secs": self.deadline_secs}));
         }
         let url = self.url(&["api", "host", "batch"])?;
         let answer = self

@@ -55,6 +55,12 @@ pub struct McpProxyArgs {
     /// `execution_timeout`) and answers the client itself. 0: no proxy timeout.
     #[arg(long, env = "OUTCOMES_MCP_CALL_TIMEOUT_SECS", default_value_t = 0)]
     pub call_timeout_secs: u64,
+    /// The deadline of each protected call's intent, in seconds (3 to 604800): the proxy extends it every
+    /// third of it while the call waits for its answer, so a proxy that dies (kill -9, a closed laptop)
+    /// leaves writes the ledger settles `outcome_unknown` itself within about this long (docs/api.md
+    /// "Deadlines").
+    #[arg(long, env = "OUTCOMES_MCP_DEADLINE_SECS", default_value_t = 60, value_parser = clap::value_parser!(u64).range(3..=604_800))]
+    pub deadline_secs: u64,
     /// When the ledger cannot record a protected call: `refuse` (the call is not forwarded) or
     /// `forward` (it is, unrecorded).
     #[arg(
@@ -165,7 +171,7 @@ pub async fn run(args: McpProxyArgs) -> Result<i32, String> {
         max_line_bytes: args.max_line_bytes as usize,
     };
     eprintln!("outcomes mcp-proxy: session {session}: {page}");
-    let recorder = ledger::Recorder::new(client, session);
+    let recorder = ledger::Recorder::new(client, session, args.deadline_secs);
     proxy::run(config, tools, recorder, &args.command).await
 }
 

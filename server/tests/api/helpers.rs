@@ -48,6 +48,7 @@ pub fn args(dir: &std::path::Path, ttl_secs: u64) -> ServeArgs {
         purge: Default::default(),
         demo_when_empty: false,
         write_wait_ms: 10_000,
+        in_flight_deadline_secs: 900,
         header_timeout_secs: 10,
         send_timeout_secs: 30,
         body_timeout_secs: 30,

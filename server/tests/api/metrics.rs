@@ -145,11 +145,12 @@ async fn every_figure_is_exact_after_a_known_sequence_of_writes() {
             ("outcomes_live_streams", 0.0),
             ("outcomes_busy_total", 0.0),
             ("outcomes_failed_credentials_total", 0.0),
+            ("outcomes_deadline_settlements_total", 0.0),
             ("outcomes_webhook_outbox_pending", 0.0),
             ("outcomes_webhook_outbox_oldest_pending_age_seconds", 0.0),
         ],
     );
-    assert_eq!(first.len(), 9, "{first:#?}");
+    assert_eq!(first.len(), 10, "{first:#?}");
     assert_eq!(queue_oldest(&app).await, Value::Null);
 
     app.settled("s-1", "t-1", "m1", "outcome_unknown").await;

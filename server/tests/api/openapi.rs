@@ -31,6 +31,10 @@ const ROUTES: &[(&str, &str)] = &[
         "post",
         "/api/host/sessions/{session_key}/mutations/{mutation_id}/attempts",
     ),
+    (
+        "post",
+        "/api/host/sessions/{session_key}/mutations/{mutation_id}/deadline",
+    ),
     ("delete", "/api/host/sessions/{session_key}"),
     ("post", "/api/host/batch"),
     ("post", "/api/host/sessions/{session_key}/viewer-links"),
@@ -241,7 +245,7 @@ async fn the_request_schemas_state_the_rules_the_server_checks() {
             "{s:?}"
         );
     }
-    for body in ["ApproveBody", "AttemptBody", "CancelBody"] {
+    for body in ["ApproveBody", "AttemptBody", "CancelBody", "DeadlineBody"] {
         assert!(
             schemas[body]["required"]
                 .as_array()
@@ -312,7 +316,7 @@ async fn the_request_schemas_state_the_rules_the_server_checks() {
     assert_eq!(operations["maxItems"], 1000);
     assert_eq!(
         schemas["BatchItem"]["oneOf"].as_array().map(Vec::len),
-        Some(7)
+        Some(8)
     );
     let unknowns = &doc["paths"]["/api/unknowns"]["get"]["parameters"][0]["schema"];
     assert_eq!(
@@ -376,16 +380,21 @@ async fn the_paged_reads_document_their_parameters_ranges_and_400() {
             "settled_after",
             "settled_before",
             "sort",
+            "state",
             "tool",
             "tool_like"
         ]
     );
     assert_eq!(unknowns["after"], opaque);
+    assert_eq!(
+        unknowns["state"]["schema"]["pattern"],
+        "^(all|unknown|in_flight)$"
+    );
     assert_eq!(unknowns["limit"]["schema"]["maximum"], 1000);
     assert_eq!(unknowns["min_age_secs"]["schema"]["minimum"], 0);
     assert_eq!(
         unknowns["sort"]["schema"]["pattern"],
-        "^(age|tool|session)$"
+        "^(age|tool|session|deadline)$"
     );
     assert_eq!(unknowns["order"]["schema"]["pattern"], "^(asc|desc)$");
     assert_eq!(unknowns["tool_like"]["schema"]["maxLength"], 256);

@@ -307,7 +307,8 @@ async fn the_support_queue_shows_all_218_open_unknowns_in_two_pages_with_their_t
         app.get_json("/api/unknowns?min_age_secs=3600").await,
         (
             StatusCode::OK,
-            json!({"matches": [], "next": null, "total": 0, "oldest_unknown_age_secs": null})
+            json!({"matches": [], "next": null, "total": 0, "oldest_unknown_age_secs": null,
+                   "in_flight_total": 218})
         )
     );
     assert_eq!(
@@ -315,7 +316,8 @@ async fn the_support_queue_shows_all_218_open_unknowns_in_two_pages_with_their_t
             .await,
         (
             StatusCode::OK,
-            json!({"matches": [], "next": null, "total": 0, "oldest_unknown_age_secs": null})
+            json!({"matches": [], "next": null, "total": 0, "oldest_unknown_age_secs": null,
+                   "in_flight_total": 218})
         )
     );
     // A filter on an identifier no write could have stored matches nothing.
@@ -325,7 +327,8 @@ async fn the_support_queue_shows_all_218_open_unknowns_in_two_pages_with_their_t
             .await,
         (
             StatusCode::OK,
-            json!({"matches": [], "next": null, "total": 0, "oldest_unknown_age_secs": null})
+            json!({"matches": [], "next": null, "total": 0, "oldest_unknown_age_secs": null,
+                   "in_flight_total": 218})
         )
     );
 }

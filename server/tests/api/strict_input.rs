@@ -452,6 +452,7 @@ async fn the_api_document_lists_415_exactly_where_a_json_body_is_read() {
             "post /api/host/sessions/{session_key}/mutations",
             "post /api/host/sessions/{session_key}/mutations/{mutation_id}/attempts",
             "post /api/host/sessions/{session_key}/mutations/{mutation_id}/cancellation",
+            "post /api/host/sessions/{session_key}/mutations/{mutation_id}/deadline",
             "post /api/host/sessions/{session_key}/mutations/{mutation_id}/intent",
             "post /api/host/sessions/{session_key}/mutations/{mutation_id}/reconciliation",
             "post /api/host/sessions/{session_key}/mutations/{mutation_id}/settlement",

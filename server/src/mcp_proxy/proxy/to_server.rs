@@ -387,10 +387,33 @@ fn watch_call(state: &Arc<State>, id: Value, op: Operation) {
         })
         .abort_handle()
     });
+    keep_alive(state, &key, &pending);
     let earlier = state
         .lock_watched()
         .insert(key, Watch::Call { op: pending, timer });
     replaced(state, earlier);
+}
+
+/// While the call waits for its answer, extends its deadline every third of it (docs/api.md
+/// "Deadlines"): a live proxy keeps a long call in flight, a dead one stops extending and the ledger
+/// settles the call `outcome_unknown` at its deadline. Ends once the call is no longer watched (answered,
+/// timed out, cancelled, or the server gone).
+fn keep_alive(state: &Arc<State>, key: &str, pending: &Arc<Pending>) {
+    let (st, p, k) = (state.clone(), pending.clone(), key.to_owned());
+    let every = state.recorder.extend_every();
+    tokio::spawn(async move {
+        loop {
+            tokio::time::sleep(every).await;
+            let waiting = matches!(
+                st.lock_watched().get(&k),
+                Some(Watch::Call { op, .. }) if Arc::ptr_eq(op, &p)
+            );
+            if !waiting {
+                return;
+            }
+            st.recorder.extend(&p.op).await;
+        }
+    });
 }
 
 /// `--call-timeout-secs` elapsed without an answer: settle `outcome_unknown` with `execution_timeout`
