@@ -405,6 +405,9 @@ mod tests {
                 Probe::default()
             );
         }
+        // An escaped key is its text.
+        let p: Obj<Probe> = whole(br#"{"\u0061":"x"}"#).expect("json");
+        assert_eq!(p.0.a, Scalar::Str("x".into()));
         let p: Obj<Probe> = whole(br#"{"a":[1,2],"b":[{"a":1}]}"#).expect("json");
         assert_eq!(p.0.a, Scalar::Other);
         assert_eq!(p.0.b.expect("b").a, Scalar::Other);
