@@ -20,6 +20,8 @@
 //   arguments  a tools/call: {"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"w","arguments":{"a":[0,0,…]}}}
 //   batch      a batch of numbers: [0,0,0,…]
 //   nested     an answer of nested arrays: {"jsonrpc":"2.0","id":1,"result":[[[[0,0,…]]],[[[0,0,…]]],…]}
+//   requests   a batch of small requests [{"jsonrpc":"2.0","id":0,"method":"x/y"},…]: the proxy remembers
+//              each request's id until its answer (cat never answers), so this one costs more per byte
 //
 // It prints figures; it asserts nothing about them (a memory figure is never a test). Exit status 1 only
 // when a line does not come back byte for byte, or the proxy dies.
@@ -55,12 +57,26 @@ function nested(n, prefix, suffix) {
   return `${prefix}[${Array(count).fill(unit).join(',')}]${suffix}`;
 }
 
+/** A batch of small requests `[{"jsonrpc":"2.0","id":0,"method":"x/y"},…]`, `n` bytes at most. */
+function requests(n) {
+  const items = [];
+  let total = 2;
+  for (let id = 0; ; id += 1) {
+    const item = `{"jsonrpc":"2.0","id":${id},"method":"x/y"}`;
+    if (total + item.length + 1 > n) break;
+    items.push(item);
+    total += item.length + 1;
+  }
+  return `[${items.join(',')}]`;
+}
+
 const init = '{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-03-26","capabilities":{},"clientInfo":{"name":"bench","version":"1"}}}';
 const cases = {
   result: (n) => [init, zeros(n, '{"jsonrpc":"2.0","id":1,"result":', '}')],
   arguments: (n) => [zeros(n, '{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"w","arguments":{"a":', '}}}')],
   batch: (n) => [zeros(n, '', '')],
   nested: (n) => [init, nested(n, '{"jsonrpc":"2.0","id":1,"result":', '}')],
+  requests: (n) => [requests(n)],
 };
 
 /** Runs one proxy in front of `cat`, sends `lines` then a small one, waits for each to come back; its VmHWM. */
