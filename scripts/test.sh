@@ -64,6 +64,8 @@ echo "== MCP proxy: the official MCP SDK client through outcomes mcp-proxy to re
 BASE_URL="http://127.0.0.1:$port" node --test e2e/mcp/
 # Its latency benchmark, a short run so the script keeps working (figures only; the full run is README "Benchmark").
 node scripts/bench-mcp-proxy.mjs --calls 200 --warmup 20
+# Its memory per line, a short run (figures only; the full run is README "Benchmark").
+node scripts/bench-mcp-proxy-memory.mjs --mib 4
 
 echo "== Schemathesis against the OpenAPI document (about 60 s, a server of its own)"
 fuzz_port=$((port + 1))

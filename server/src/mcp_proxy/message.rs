@@ -1,12 +1,18 @@
 //! What the proxy reads in a JSON-RPC message (docs/mcp-proxy.md "Ordering"). MCP's stdio transport
 //! frames one JSON-RPC message (or a batch: a JSON array of them) per line; the proxy forwards each line's
-//! bytes unchanged and only inspects a parsed copy. Everything here is pure: bytes in, a description out.
-//! A line that is not JSON, or JSON that is not a message, is described as [`Message::Other`] and
-//! forwarded untouched.
+//! bytes unchanged and only reads, from its text, the few members it needs (`id`, `method`, `params.name`,
+//! `params._meta`, `params.requestId`, whether `result` or `error` is there), skipping the rest unread
+//! ([`super::read`]: a line costs about its own size, docs/mcp-proxy.md "Long lines"). Everything here is
+//! pure: bytes in, a description out. A line that is not JSON, or JSON that is not a message, is
+//! described as [`Message::Other`] and forwarded untouched.
 
-use serde::de::IgnoredAny;
-use serde::Deserialize;
+use std::fmt;
+use std::marker::PhantomData;
+
+use serde::de::{self, Deserialize, Deserializer, IgnoredAny, MapAccess, SeqAccess, Visitor};
 use serde_json::Value;
+
+use super::read::{self, Members, Obj, ObjVisitor, Scalar};
 
 /// The `_meta` key a client may set on `tools/call` params to name the logical turn of the call.
 pub const TURN_META_KEY: &str = "outcomes/logical_turn_id";
@@ -46,80 +52,211 @@ impl Message {
     }
 }
 
-/// A line: one message, a batch of them (a JSON array; each element described on its own), or
-/// [`Message::Other`] as a single message.
+/// A line: one message ([`Message::Other`] when it is none), or a batch (a JSON array): its elements
+/// that are messages, each with its index in the array (the others, [`Message::Other`], are left out,
+/// so a batch of a million numbers costs nothing per number).
 #[derive(Debug, Clone, PartialEq)]
 pub enum Line {
     Single(Message),
-    Batch(Vec<Message>),
+    Batch(Vec<(usize, Message)>),
+}
+
+impl Line {
+    /// The messages of the line with their index in it (0 for a single message).
+    pub fn messages(&self) -> Box<dyn Iterator<Item = (usize, &Message)> + '_> {
+        match self {
+            Line::Single(m) => Box::new(std::iter::once((0, m))),
+            Line::Batch(ms) => Box::new(ms.iter().map(|(i, m)| (*i, m))),
+        }
+    }
 }
 
 /// Describes one line (its bytes, with or without the trailing newline). Never fails: what cannot be
 /// read is [`Message::Other`].
 pub fn inspect(line: &[u8]) -> Line {
-    match serde_json::from_slice::<Value>(line) {
-        Ok(Value::Array(items)) => Line::Batch(items.iter().map(describe).collect()),
-        Ok(v) => Line::Single(describe(&v)),
-        Err(_) => Line::Single(Message::Other),
+    read::whole::<WholeLine>(line).map_or(Line::Single(Message::Other), |l| l.0)
+}
+
+/// Describes one message from its JSON text (a line, or a batch's element).
+pub fn read_message(message: &[u8]) -> Message {
+    read::whole::<Obj<Msg>>(message).map_or(Message::Other, |m| describe(m.0))
+}
+
+/// The members of a message the proxy reads.
+#[derive(Debug, Default)]
+struct Msg {
+    /// `id` when it is a string or a number (`null` is not one the proxy can match).
+    id: Option<Value>,
+    /// `method` when it is a string.
+    method: Option<String>,
+    /// Whether it has a `method` member (whatever its value).
+    has_method: bool,
+    params: Params,
+    /// Whether it has a `result` or an `error` member (whatever their value: unread).
+    answer: bool,
+}
+
+impl Members for Msg {
+    const NAMES: &'static [&'static str] = &["id", "method", "params", "result", "error"];
+
+    fn member<'de, A: MapAccess<'de>>(
+        &mut self,
+        index: usize,
+        map: &mut A,
+    ) -> Result<(), A::Error> {
+        match index {
+            0 => self.id = map.next_value::<Scalar>()?.into_id(),
+            1 => {
+                self.method = map.next_value::<Scalar>()?.into_string();
+                self.has_method = true;
+            }
+            2 => self.params = map.next_value::<Obj<Params>>()?.0,
+            _ => {
+                map.next_value::<IgnoredAny>()?;
+                self.answer = true;
+            }
+        }
+        Ok(())
     }
 }
 
-/// Describes one parsed message.
-pub fn describe(v: &Value) -> Message {
-    let Some(obj) = v.as_object() else {
-        return Message::Other;
-    };
-    let id = obj.get("id").filter(|id| is_id(id)).cloned();
-    match (obj.get("method").and_then(Value::as_str), id) {
+/// `params.name`, `params._meta["outcomes/logical_turn_id"]` (each when a string) and
+/// `params.requestId` (when a string or a number).
+#[derive(Debug, Default)]
+struct Params {
+    name: Option<String>,
+    turn: Option<String>,
+    request_id: Option<Value>,
+}
+
+impl Members for Params {
+    const NAMES: &'static [&'static str] = &["name", "_meta", "requestId"];
+
+    fn member<'de, A: MapAccess<'de>>(
+        &mut self,
+        index: usize,
+        map: &mut A,
+    ) -> Result<(), A::Error> {
+        match index {
+            0 => self.name = map.next_value::<Scalar>()?.into_string(),
+            1 => self.turn = map.next_value::<Obj<Meta>>()?.0 .0,
+            _ => self.request_id = map.next_value::<Scalar>()?.into_id(),
+        }
+        Ok(())
+    }
+}
+
+/// `_meta["outcomes/logical_turn_id"]` when a string.
+#[derive(Debug, Default)]
+struct Meta(Option<String>);
+
+impl Members for Meta {
+    const NAMES: &'static [&'static str] = &[TURN_META_KEY];
+
+    fn member<'de, A: MapAccess<'de>>(&mut self, _: usize, map: &mut A) -> Result<(), A::Error> {
+        self.0 = map.next_value::<Scalar>()?.into_string();
+        Ok(())
+    }
+}
+
+/// A whole line read as [`Line`].
+struct WholeLine(Line);
+
+impl<'de> Deserialize<'de> for WholeLine {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        d.deserialize_any(LineVisitor).map(WholeLine)
+    }
+}
+
+struct LineVisitor;
+
+impl<'de> Visitor<'de> for LineVisitor {
+    type Value = Line;
+
+    fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+        f.write_str("any JSON value")
+    }
+
+    fn visit_map<A: MapAccess<'de>>(self, map: A) -> Result<Line, A::Error> {
+        ObjVisitor::<Msg>(PhantomData)
+            .visit_map(map)
+            .map(|m| Line::Single(describe(m)))
+    }
+
+    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Line, A::Error> {
+        let mut messages = Vec::new();
+        let mut i = 0;
+        while let Some(Obj(m)) = seq.next_element::<Obj<Msg>>()? {
+            match describe(m) {
+                Message::Other => {}
+                m => messages.push((i, m)),
+            }
+            i += 1;
+        }
+        Ok(Line::Batch(messages))
+    }
+
+    fn visit_bool<E: de::Error>(self, _: bool) -> Result<Line, E> {
+        Ok(Line::Single(Message::Other))
+    }
+
+    fn visit_i64<E: de::Error>(self, _: i64) -> Result<Line, E> {
+        Ok(Line::Single(Message::Other))
+    }
+
+    fn visit_u64<E: de::Error>(self, _: u64) -> Result<Line, E> {
+        Ok(Line::Single(Message::Other))
+    }
+
+    fn visit_f64<E: de::Error>(self, _: f64) -> Result<Line, E> {
+        Ok(Line::Single(Message::Other))
+    }
+
+    fn visit_str<E: de::Error>(self, _: &str) -> Result<Line, E> {
+        Ok(Line::Single(Message::Other))
+    }
+
+    fn visit_unit<E: de::Error>(self) -> Result<Line, E> {
+        Ok(Line::Single(Message::Other))
+    }
+}
+
+/// Describes one message from its members read.
+fn describe(m: Msg) -> Message {
+    let Msg {
+        id,
+        method,
+        params,
+        answer,
+        ..
+    } = m;
+    match (method, id) {
         (Some(method), id) => {
-            let params = obj.get("params");
             let (tool, turn) = if method == "tools/call" {
-                call_params(params)
+                (params.name, params.turn)
             } else {
                 (None, None)
             };
             match id {
                 Some(id) => Message::Request {
                     id,
-                    method: method.to_owned(),
+                    method,
                     tool,
                     turn,
                 },
                 None => Message::Notification {
-                    method: method.to_owned(),
                     cancels: (method == "notifications/cancelled")
-                        .then(|| params.and_then(|p| p.get("requestId")).cloned())
-                        .flatten()
-                        .filter(is_id),
+                        .then_some(params.request_id)
+                        .flatten(),
+                    method,
                     tool,
                     turn,
                 },
             }
         }
-        (None, Some(id)) if obj.contains_key("result") || obj.contains_key("error") => {
-            Message::Response { id }
-        }
+        (None, Some(id)) if answer => Message::Response { id },
         _ => Message::Other,
     }
-}
-
-/// A JSON-RPC id: a string or a number (`null` is not one the proxy can match).
-fn is_id(v: &Value) -> bool {
-    v.is_string() || v.is_number()
-}
-
-/// `params.name` and `params._meta["outcomes/logical_turn_id"]` of a `tools/call`, each when a string.
-fn call_params(params: Option<&Value>) -> (Option<String>, Option<String>) {
-    let Some(p) = params else {
-        return (None, None);
-    };
-    let tool = p.get("name").and_then(Value::as_str).map(str::to_owned);
-    let turn = p
-        .get("_meta")
-        .and_then(|m| m.get(TURN_META_KEY))
-        .and_then(Value::as_str)
-        .map(str::to_owned);
-    (tool, turn)
 }
 
 /// The key under which the proxy matches an answer to its request: the id's JSON text (`1` and `"1"`
@@ -128,25 +265,22 @@ pub fn id_key(id: &Value) -> String {
     id.to_string()
 }
 
-/// The cheap first look at a line from the server: whether it is a single response and its id, read
-/// without building the (possibly large) result. `None` for anything else (requests and notifications
-/// from the server, batches, lines that are not JSON): the caller reads those with [`inspect`] when it
-/// needs to.
+/// The first look at a line from the server: whether it is a single response and its id, read without
+/// building the (possibly large) result. `None` for anything else (requests and notifications from the
+/// server, batches, lines that are not JSON). A message with a `method` member is no response, whatever
+/// the member's value.
 pub fn response_id(line: &[u8]) -> Option<Value> {
-    #[derive(Deserialize)]
-    struct Head {
-        #[serde(default)]
-        id: Option<Value>,
-        #[serde(default)]
-        method: Option<IgnoredAny>,
-        #[serde(default)]
-        result: Option<IgnoredAny>,
-        #[serde(default)]
-        error: Option<IgnoredAny>,
-    }
-    let head: Head = serde_json::from_slice(line).ok()?;
-    let id = head.id.filter(is_id)?;
-    (head.method.is_none() && (head.result.is_some() || head.error.is_some())).then_some(id)
+    let m = read::whole::<Obj<Msg>>(line)?.0;
+    (m.answer && !m.has_method).then_some(m.id).flatten()
+}
+
+/// `result.serverInfo.name` of an answer to `initialize` (its JSON text), when a string that is not
+/// empty.
+pub fn server_name(answer: &[u8]) -> Option<String> {
+    let tokens = ["result", "serverInfo", "name"].map(str::to_owned);
+    read::at(answer, &tokens)
+        .into_string()
+        .filter(|n| !n.is_empty())
 }
 
 /// Whether a line is a JSON array (a batch), judged by its first non-blank byte.
@@ -288,21 +422,103 @@ mod tests {
         assert_eq!(
             inspect(line),
             Line::Batch(vec![
-                Message::Request {
-                    id: json!(1),
-                    method: "tools/call".into(),
-                    tool: Some("w".into()),
-                    turn: None
-                },
-                Message::Notification {
-                    method: "notifications/progress".into(),
-                    cancels: None,
-                    tool: None,
-                    turn: None
-                },
-                Message::Other,
+                (
+                    0,
+                    Message::Request {
+                        id: json!(1),
+                        method: "tools/call".into(),
+                        tool: Some("w".into()),
+                        turn: None
+                    }
+                ),
+                (
+                    1,
+                    Message::Notification {
+                        method: "notifications/progress".into(),
+                        cancels: None,
+                        tool: None,
+                        turn: None
+                    }
+                ),
+                // Element 2 (7) is no message: left out.
             ])
         );
+        // Elements that are no messages keep the indexes of those that are.
+        assert_eq!(
+            inspect(br#"[0,{"a":1},[{"id":1,"result":{}}],{"jsonrpc":"2.0","id":"r","error":{}}]"#),
+            Line::Batch(vec![(3, Message::Response { id: json!("r") })])
+        );
+        assert_eq!(inspect(b"[]"), Line::Batch(vec![]));
+        assert_eq!(inspect(b"[1,2"), Line::Single(Message::Other));
+    }
+
+    #[test]
+    fn what_the_proxy_does_not_need_is_skipped_whatever_it_holds() {
+        // Large, deep or odd arguments and results do not hide the members read.
+        let zeros = format!("[{}0]", "0,".repeat(200_000));
+        let deep = format!("{}0{}", "[".repeat(10_000), "]".repeat(10_000));
+        for big in [
+            &zeros,
+            &deep,
+            &r#"{"x":"\ud800 a lone surrogate"}"#.to_owned(),
+        ] {
+            let call = format!(
+                r#"{{"jsonrpc":"2.0","id":5,"method":"tools/call","params":{{"arguments":{big},"name":"w","_meta":{{"outcomes/logical_turn_id":"t"}}}}}}"#
+            );
+            assert_eq!(
+                single(&call),
+                Message::Request {
+                    id: json!(5),
+                    method: "tools/call".into(),
+                    tool: Some("w".into()),
+                    turn: Some("t".into())
+                },
+                "{}",
+                &call[..80]
+            );
+            let answer = format!(r#"{{"jsonrpc":"2.0","result":{big},"id":5}}"#);
+            assert_eq!(single(&answer), Message::Response { id: json!(5) });
+            assert_eq!(response_id(answer.as_bytes()), Some(json!(5)));
+        }
+        // The last of a repeated member counts, as JSON.parse keeps it.
+        assert_eq!(
+            single(
+                r#"{"id":1,"method":"tools/call","params":{"name":"a"},"params":{"name":"b"},"id":2}"#
+            ),
+            Message::Request {
+                id: json!(2),
+                method: "tools/call".into(),
+                tool: Some("b".into()),
+                turn: None
+            }
+        );
+        assert_eq!(single(r#"{"id":1,"result":{},"id":null}"#), Message::Other);
+        // A method that is not a string: no request; a response for the batch reading, not for the first
+        // look at a single line.
+        assert_eq!(
+            single(r#"{"id":1,"method":5,"result":{}}"#),
+            Message::Response { id: json!(1) }
+        );
+        assert_eq!(response_id(br#"{"id":1,"method":5,"result":{}}"#), None);
+    }
+
+    #[test]
+    fn the_server_name_is_read_from_the_initialize_answer() {
+        assert_eq!(
+            server_name(
+                br#"{"jsonrpc":"2.0","id":1,"result":{"protocolVersion":"2025-03-26","serverInfo":{"name":"fs","version":"1"}}}"#
+            ),
+            Some("fs".into())
+        );
+        for none in [
+            &br#"{"id":1,"result":{"serverInfo":{"name":""}}}"#[..],
+            br#"{"id":1,"result":{"serverInfo":{"name":7}}}"#,
+            br#"{"id":1,"result":[0,0,0]}"#,
+            br#"{"id":1,"error":{"code":1}}"#,
+            b"not json",
+        ] {
+            assert_eq!(server_name(none), None);
+        }
     }
 
     #[test]

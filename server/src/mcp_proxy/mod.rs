@@ -12,6 +12,7 @@ pub mod lines;
 pub mod message;
 pub mod outcome;
 mod proxy;
+mod read;
 pub mod tools;
 pub mod turns;
 

@@ -1,8 +1,11 @@
 //! What an answer to a protected `tools/call` says happened (docs/mcp-proxy.md "Outcome rules"), and
-//! the host metadata the operator mapped out of it (`--metadata`). Pure: a parsed answer in, a decision
-//! out. The proxy never guesses: what it did not see is `outcome_unknown`.
+//! the host metadata the operator mapped out of it (`--metadata`). Pure: an answer's JSON text in, a
+//! decision out; only the members needed are read from it, the rest is skipped unread (docs/mcp-proxy.md
+//! "Long lines"). The proxy never guesses: what it did not see is `outcome_unknown`.
 
-use serde_json::Value;
+use serde::de::MapAccess;
+
+use super::read::{self, Members, Obj, Scalar};
 
 /// How a result with `isError: true` is recorded (`--is-error-as`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
@@ -33,10 +36,70 @@ pub const METHOD_NOT_FOUND: i64 = -32601;
 /// JSON-RPC "invalid params".
 pub const INVALID_PARAMS: i64 = -32602;
 
-/// The decision for `answer`, the server's whole response object (`{"jsonrpc","id","result"|"error"}`).
-pub fn decide(answer: &Value, is_error_as: IsErrorAs) -> Decision {
-    if let Some(result) = answer.get("result") {
-        if result.get("isError").and_then(Value::as_bool) == Some(true) {
+/// The members of an answer [`decide`] reads: whether `result` is there and its `isError`, whether
+/// `error` is there and its `code`.
+#[derive(Debug, Default)]
+struct Answer {
+    result: Option<ResultHead>,
+    error: Option<ErrorHead>,
+}
+
+impl Members for Answer {
+    const NAMES: &'static [&'static str] = &["result", "error"];
+
+    fn member<'de, A: MapAccess<'de>>(
+        &mut self,
+        index: usize,
+        map: &mut A,
+    ) -> Result<(), A::Error> {
+        match index {
+            0 => self.result = Some(map.next_value::<Obj<ResultHead>>()?.0),
+            _ => self.error = Some(map.next_value::<Obj<ErrorHead>>()?.0),
+        }
+        Ok(())
+    }
+}
+
+/// `result.isError`, when the boolean `true`.
+#[derive(Debug, Default)]
+struct ResultHead {
+    is_error: bool,
+}
+
+impl Members for ResultHead {
+    const NAMES: &'static [&'static str] = &["isError"];
+
+    fn member<'de, A: MapAccess<'de>>(&mut self, _: usize, map: &mut A) -> Result<(), A::Error> {
+        self.is_error = map.next_value::<Scalar>()? == Scalar::Bool(true);
+        Ok(())
+    }
+}
+
+/// `error.code`, when an integer.
+#[derive(Debug, Default)]
+struct ErrorHead {
+    code: Option<i64>,
+}
+
+impl Members for ErrorHead {
+    const NAMES: &'static [&'static str] = &["code"];
+
+    fn member<'de, A: MapAccess<'de>>(&mut self, _: usize, map: &mut A) -> Result<(), A::Error> {
+        self.code = match map.next_value::<Scalar>()? {
+            Scalar::Number(n) => n.as_i64(),
+            _ => None,
+        };
+        Ok(())
+    }
+}
+
+/// The decision for `answer`, the JSON text of the server's whole response object
+/// (`{"jsonrpc","id","result"|"error"}`); text that is not JSON is an answer that says nothing
+/// (`Unknown`).
+pub fn decide(answer: &[u8], is_error_as: IsErrorAs) -> Decision {
+    let answer = read::whole::<Obj<Answer>>(answer).unwrap_or_default().0;
+    if let Some(result) = answer.result {
+        if result.is_error {
             return match is_error_as {
                 IsErrorAs::Failed => Decision::Failed,
                 IsErrorAs::Unknown => Decision::Unknown,
@@ -44,20 +107,16 @@ pub fn decide(answer: &Value, is_error_as: IsErrorAs) -> Decision {
         }
         return Decision::Completed;
     }
-    match answer
-        .get("error")
-        .and_then(|e| e.get("code"))
-        .and_then(Value::as_i64)
-    {
+    match answer.error.and_then(|e| e.code) {
         Some(METHOD_NOT_FOUND | INVALID_PARAMS) => Decision::NotExecuted,
         _ => Decision::Unknown,
     }
 }
 
-/// Whether an answer that arrived after the proxy gave up on it (timeout, the client's cancellation) is
-/// evidence that the call completed: a result without `isError: true`. A late error (any kind) leaves
-/// the outcome unknown.
-pub fn late_success(answer: &Value) -> bool {
+/// Whether an answer (its JSON text) that arrived after the proxy gave up on it (timeout, the client's
+/// cancellation) is evidence that the call completed: a result without `isError: true`. A late error
+/// (any kind) leaves the outcome unknown.
+pub fn late_success(answer: &[u8]) -> bool {
     decide(answer, IsErrorAs::Unknown) == Decision::Completed
 }
 
@@ -118,16 +177,23 @@ impl MetadataMap {
         Ok(map)
     }
 
-    /// The host metadata `(id, url, title)` read from `answer.result.structuredContent`: a string as it
-    /// is, a number or boolean as its JSON text, anything else (missing, null, an object, an array) as
-    /// `None`. `None` when the mapping finds nothing at all (then nothing is attached).
-    pub fn extract(&self, answer: &Value) -> Option<[Option<String>; 3]> {
-        let content = answer.get("result")?.get("structuredContent")?;
+    /// The host metadata `(id, url, title)` read from `answer.result.structuredContent` (`answer`: the
+    /// JSON text of the server's whole response object; each pointer's value read alone, the rest
+    /// skipped unread): a string as it is, a number or boolean as its JSON text, anything else (missing,
+    /// null, an object, an array) as `None`. `None` when the mapping finds nothing at all (then nothing
+    /// is attached).
+    pub fn extract(&self, answer: &[u8]) -> Option<[Option<String>; 3]> {
+        if self.is_empty() {
+            return None;
+        }
         let read = |p: &Option<String>| -> Option<String> {
-            match content.pointer(p.as_deref()?)? {
-                Value::String(s) => Some(s.clone()).filter(|s| !s.is_empty()),
-                v @ (Value::Number(_) | Value::Bool(_)) => Some(v.to_string()),
-                _ => None,
+            let mut tokens = vec!["result".to_owned(), "structuredContent".to_owned()];
+            tokens.extend(read::pointer_tokens(p.as_deref()?)?);
+            match read::at(answer, &tokens) {
+                Scalar::Str(s) => Some(s).filter(|s| !s.is_empty()),
+                Scalar::Number(n) => Some(n.to_string()),
+                Scalar::Bool(b) => Some(b.to_string()),
+                Scalar::Other => None,
             }
         };
         let fields = [read(&self.id), read(&self.url), read(&self.title)];
@@ -143,7 +209,20 @@ impl MetadataMap {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use serde_json::json;
+    use serde_json::{json, Value};
+
+    // The answers as the proxy reads them: their JSON text.
+    fn decide(answer: &Value, is_error_as: IsErrorAs) -> Decision {
+        super::decide(answer.to_string().as_bytes(), is_error_as)
+    }
+
+    fn late_success(answer: &Value) -> bool {
+        super::late_success(answer.to_string().as_bytes())
+    }
+
+    fn extract(map: &MetadataMap, answer: &Value) -> Option<[Option<String>; 3]> {
+        map.extract(answer.to_string().as_bytes())
+    }
 
     #[test]
     fn answers_decide_as_the_rules_say() {
@@ -180,6 +259,46 @@ mod tests {
             Decision::Unknown
         );
         assert_eq!(decide(&json!({"id":1}), f), Decision::Unknown);
+    }
+
+    #[test]
+    fn answers_decide_whatever_else_they_hold() {
+        let f = IsErrorAs::Failed;
+        let zeros = format!("[{}0]", "0,".repeat(100_000));
+        let deep = format!("{}0{}", "[".repeat(10_000), "]".repeat(10_000));
+        for big in [&zeros, &deep] {
+            let ok = format!(
+                r#"{{"result":{{"content":{big},"structuredContent":{{"n":{big},"title":"T"}}}},"jsonrpc":"2.0","id":1}}"#
+            );
+            assert_eq!(super::decide(ok.as_bytes(), f), Decision::Completed);
+            let map = MetadataMap::parse("id=/n,title=/title").expect("parse");
+            assert_eq!(
+                map.extract(ok.as_bytes()),
+                Some([None, None, Some("T".into())])
+            );
+            let failed = format!(
+                r#"{{"jsonrpc":"2.0","id":1,"result":{{"content":{big},"isError":true}}}}"#
+            );
+            assert_eq!(super::decide(failed.as_bytes(), f), Decision::Failed);
+            let error =
+                format!(r#"{{"jsonrpc":"2.0","id":1,"error":{{"data":{big},"code":-32602}}}}"#);
+            assert_eq!(super::decide(error.as_bytes(), f), Decision::NotExecuted);
+        }
+        // A result that is not an object is a result; the last of a repeated member counts; text that is
+        // not JSON says nothing.
+        assert_eq!(
+            super::decide(br#"{"id":1,"result":[0,0]}"#, f),
+            Decision::Completed
+        );
+        assert_eq!(
+            super::decide(br#"{"id":1,"result":{"isError":true},"result":{}}"#, f),
+            Decision::Completed
+        );
+        assert_eq!(
+            super::decide(br#"{"id":1,"result":{"isError":true}"#, f),
+            Decision::Unknown
+        );
+        assert_eq!(super::decide(b"[1]", f), Decision::Unknown);
     }
 
     #[test]
@@ -237,7 +356,7 @@ mod tests {
         let answer = json!({"id":1,"result":{"content":[{"type":"text","text":"{\"number\":1}"}],
             "structuredContent":{"number":419,"html_url":"https://code.example.com/o/r/issues/419","title":"Refund rounds"}}});
         assert_eq!(
-            map.extract(&answer),
+            extract(&map, &answer),
             Some([
                 Some("419".into()),
                 Some("https://code.example.com/o/r/issues/419".into()),
@@ -246,10 +365,13 @@ mod tests {
         );
         // Structures and nulls are not published; the text content is never read.
         let answer = json!({"id":1,"result":{"content":[],"structuredContent":{"number":null,"title":{"a":1}}}});
-        assert_eq!(map.extract(&answer), None);
+        assert_eq!(extract(&map, &answer), None);
         let answer = json!({"id":1,"result":{"content":[{"type":"text","text":"x"}]}});
-        assert_eq!(map.extract(&answer), None);
+        assert_eq!(extract(&map, &answer), None);
         let partial = json!({"id":1,"result":{"structuredContent":{"title":"T"}}});
-        assert_eq!(map.extract(&partial), Some([None, None, Some("T".into())]));
+        assert_eq!(
+            extract(&map, &partial),
+            Some([None, None, Some("T".into())])
+        );
     }
 }

@@ -21,6 +21,7 @@ mod import;
 mod install;
 mod instances;
 mod live;
+mod mcp_proxy;
 mod metrics;
 mod openapi;
 mod operator_export;

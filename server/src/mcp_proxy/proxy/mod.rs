@@ -19,6 +19,7 @@ use tokio_util::task::TaskTracker;
 
 use super::ledger::{Operation, Recorder, Settle};
 use super::message;
+use super::read;
 use super::tools::ToolSet;
 use super::turns::TurnClock;
 use super::Config;
@@ -534,20 +535,27 @@ async fn viewer_link(state: Arc<State>) {
     }
 }
 
-/// A batch line without the elements at `indexes`, `None` when nothing is left. The elements kept are
-/// each forwarded byte for byte (read as raw JSON), joined by commas in a new array line.
+/// A batch line without the elements at `indexes`, `None` when nothing is left (or the line is no JSON
+/// array). The elements kept are each forwarded byte for byte (read one at a time as raw JSON,
+/// [`read::elements`]), joined by commas in a new array line.
 fn without(line: &[u8], indexes: &[usize]) -> Option<Vec<u8>> {
-    let items: Vec<&serde_json::value::RawValue> = serde_json::from_slice(line).ok()?;
-    let rest: Vec<&str> = items
-        .into_iter()
-        .enumerate()
-        .filter(|(i, _)| !indexes.contains(i))
-        .map(|(_, v)| v.get())
-        .collect();
-    if rest.is_empty() {
+    let mut rest = Vec::with_capacity(line.len() + 1);
+    rest.push(b'[');
+    let mut kept = 0usize;
+    let is_array = read::elements(line, |i, raw| {
+        if !indexes.contains(&i) {
+            if kept > 0 {
+                rest.push(b',');
+            }
+            rest.extend_from_slice(raw.get().as_bytes());
+            kept += 1;
+        }
+    });
+    if !is_array || kept == 0 {
         return None;
     }
-    Some(format!("[{}]\n", rest.join(",")).into_bytes())
+    rest.extend_from_slice(b"]\n");
+    Some(rest)
 }
 
 #[cfg(test)]

@@ -2,6 +2,7 @@
 //! settlement written in the background; batches, late answers, and lines over `--max-line-bytes`
 //! (streamed unread, docs/mcp-proxy.md "Long lines").
 
+use std::ops::Range;
 use std::sync::Arc;
 use std::time::SystemTime;
 
@@ -15,6 +16,7 @@ use crate::mcp_proxy::ledger::{Operation, Settle};
 use crate::mcp_proxy::lines::{self, HeadScan, Read};
 use crate::mcp_proxy::message::{self, Message};
 use crate::mcp_proxy::outcome::{self, Decision};
+use crate::mcp_proxy::read;
 
 /// Reads the child's lines (stdout) and forwards each to the client at once; answers to watched
 /// requests are then read for the ledger in the background. A line over `--max-line-bytes` is streamed
@@ -52,7 +54,7 @@ pub(super) async fn server_to_client(state: Arc<State>, child_out: ChildStdout) 
         match watch {
             None => state.send(line).await,
             Some(w) => {
-                let forward = answer(&state, w, &line, None);
+                let forward = answer(&state, w, line.clone());
                 if forward {
                     state.send(line).await;
                 }
@@ -146,37 +148,26 @@ fn unread_answer(state: &Arc<State>, id: &Value) {
     }
 }
 
-/// One answer to a watched request (`line` its bytes, or `parsed` when it came in a batch): updates the
-/// server name or the tool set before it is forwarded, and writes the ledger's transition in the
-/// background. Answers whether the line is forwarded (not: a late answer after the proxy's timeout).
-fn answer(state: &Arc<State>, watch: Watch, line: &Bytes, parsed: Option<&Value>) -> bool {
-    let parse = || -> Value {
-        parsed
-            .cloned()
-            .unwrap_or_else(|| serde_json::from_slice(line).unwrap_or(Value::Null))
-    };
+/// One answer to a watched request (`answer`: its JSON text, the whole line or a batch's element): updates
+/// the server name or the tool set before it is forwarded, and writes the ledger's transition in the
+/// background. Only the members needed are read from the text, nothing else is built from it
+/// (docs/mcp-proxy.md "Long lines"). Answers whether the line is forwarded (not: a late answer after the
+/// proxy's timeout).
+fn answer(state: &Arc<State>, watch: Watch, answer: Bytes) -> bool {
     match watch {
         Watch::Initialize => {
-            let v = parse();
-            if let Some(name) = v
-                .pointer("/result/serverInfo/name")
-                .and_then(Value::as_str)
-                .filter(|n| !n.is_empty())
-            {
-                *state.server_name.lock().unwrap_or_else(|p| p.into_inner()) =
-                    Some(name.to_owned());
+            if let Some(name) = message::server_name(&answer) {
+                *state.server_name.lock().unwrap_or_else(|p| p.into_inner()) = Some(name);
             }
             state.lists.send_modify(|n| *n = n.saturating_sub(1));
             true
         }
         Watch::ToolsList => {
-            if let Some(result) = parse().get("result") {
-                state
-                    .tools
-                    .lock()
-                    .unwrap_or_else(|p| p.into_inner())
-                    .learn(result);
-            }
+            state
+                .tools
+                .lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .learn(&answer);
             state.lists.send_modify(|n| *n = n.saturating_sub(1));
             true
         }
@@ -185,17 +176,13 @@ fn answer(state: &Arc<State>, watch: Watch, line: &Bytes, parsed: Option<&Value>
                 t.abort();
             }
             let st = state.clone();
-            let (line, parsed) = (line.clone(), parsed.cloned());
             state.tracker.spawn(async move {
                 // Read, then let go of the answer before the ledger writes (which may retry for 30 s).
                 let (decision, metadata) = {
-                    let v = parsed
-                        .unwrap_or_else(|| serde_json::from_slice(&line).unwrap_or(Value::Null));
-                    drop(line);
-                    (
-                        outcome::decide(&v, st.cfg.is_error_as),
-                        st.cfg.metadata.extract(&v),
-                    )
+                    let decision = outcome::decide(&answer, st.cfg.is_error_as);
+                    let metadata = st.cfg.metadata.extract(&answer);
+                    drop(answer);
+                    (decision, metadata)
                 };
                 settle_answer(&st, &op.op, decision, metadata).await;
             });
@@ -209,12 +196,9 @@ fn answer(state: &Arc<State>, watch: Watch, line: &Bytes, parsed: Option<&Value>
             let observed_at = ledger::store::format_time(now_ms());
             let reference = late_reference(&state.server_name(), &op.request_id);
             let st = state.clone();
-            let (line, parsed) = (line.clone(), parsed.cloned());
             state.tracker.spawn(async move {
-                let success = outcome::late_success(
-                    &parsed.unwrap_or_else(|| serde_json::from_slice(&line).unwrap_or(Value::Null)),
-                );
-                drop(line);
+                let success = outcome::late_success(&answer);
+                drop(answer);
                 if let Some(h) = settled {
                     let _ = h.await;
                 }
@@ -264,22 +248,32 @@ async fn settle_answer(
 
 /// A batch from the server: each answer in it handled as a single one; late answers after the proxy's
 /// timeout are left out of the forwarded array (the rest forwarded unchanged when nothing is left out).
+/// Its elements are read one at a time ([`read::elements`]); only the answers to requests in flight are
+/// kept (their index, id and place in the line) until the whole line is known to be a JSON array.
 async fn server_batch(state: &Arc<State>, line: Vec<u8>) {
-    let Ok(Value::Array(items)) = serde_json::from_slice::<Value>(&line) else {
+    let line = Bytes::from(line);
+    let start = line.as_ptr() as usize;
+    // (index in the batch, id key, the element's place in the line)
+    let mut answers: Vec<(usize, String, Range<usize>)> = Vec::new();
+    let is_array = read::elements(&line, |i, raw| {
+        if let Message::Response { id } = message::read_message(raw.get().as_bytes()) {
+            let key = message::id_key(&id);
+            if state.lock_watched().contains_key(&key) || state.lock_asked().contains_key(&key) {
+                let at = raw.get().as_ptr() as usize - start;
+                answers.push((i, key, at..at + raw.get().len()));
+            }
+        }
+    });
+    if !is_array {
         state.send(line).await;
         return;
-    };
-    let line = Bytes::from(line);
+    }
     let mut dropped = Vec::new();
-    for (i, item) in items.iter().enumerate() {
-        let Message::Response { id } = message::describe(item) else {
-            continue;
-        };
-        let key = message::id_key(&id);
+    for (i, key, place) in answers {
         let watch = state.lock_watched().remove(&key);
         state.lock_asked().remove(&key);
         if let Some(w) = watch {
-            if !answer(state, w, &line, Some(item)) {
+            if !answer(state, w, line.slice(place)) {
                 dropped.push(i);
             }
         }

@@ -129,11 +129,7 @@ async fn refuse_long_line<R: AsyncRead + Unpin>(
 /// One client line: what it starts (watches, records) and the bytes to forward (`None`: nothing).
 async fn client_line(state: &Arc<State>, line: Vec<u8>, turns: &mut TurnClock) -> Option<Vec<u8>> {
     let inspected = message::inspect(&line);
-    let messages: &[Message] = match &inspected {
-        Line::Single(m) => std::slice::from_ref(m),
-        Line::Batch(ms) => ms,
-    };
-    let has_call = messages.iter().any(|m| {
+    let has_call = inspected.messages().any(|(_, m)| {
         matches!(m, Message::Request { method, .. } | Message::Notification { method, .. } if method == "tools/call")
     });
     if has_call {
@@ -142,7 +138,7 @@ async fn client_line(state: &Arc<State>, line: Vec<u8>, turns: &mut TurnClock) -
     // (index in the line, request id, new call)
     let mut calls: Vec<(usize, Option<Value>, NewCall)> = Vec::new();
     let now = Instant::now();
-    for (i, m) in messages.iter().enumerate() {
+    for (i, m) in inspected.messages() {
         match m {
             Message::Request { id, method, .. } if method == "initialize" => {
                 watch(state, message::id_key(id), Watch::Initialize);
@@ -265,13 +261,9 @@ async fn client_line(state: &Arc<State>, line: Vec<u8>, turns: &mut TurnClock) -
 /// Notes the requests of a line about to be forwarded (all but the elements at `refused`) as awaiting
 /// the server's answer.
 fn ask(state: &State, line: &Line, refused: &[usize]) {
-    let (messages, batch): (&[Message], bool) = match line {
-        Line::Single(m) => (std::slice::from_ref(m), false),
-        Line::Batch(ms) => (ms, true),
-    };
-    let ids: Vec<&Value> = messages
-        .iter()
-        .enumerate()
+    let batch = matches!(line, Line::Batch(_));
+    let ids: Vec<&Value> = line
+        .messages()
         .filter(|(i, _)| !refused.contains(i))
         .filter_map(|(_, m)| match m {
             Message::Request { id, .. } => Some(id),
