@@ -357,6 +357,11 @@ def test_a_write_whose_host_died_is_settled_at_its_deadline_and_alerted_once(dat
         srv.ok("POST", f"{path}/settlement", {"attempt_id": "a1", "status": "failed"})
         e = entry_of(srv, "s-1", "m-1")
         assert (e["ledger_status"], e["settled_by"], e["outcome"].get("reason")) == ("failed", "host", None)
+        # …and resolves the alert.
+        got = rx.wait(2, 3)
+        assert len(got) == 2, got
+        assert got[1][3]["type"] == "outcome.resolved"
+        assert got[1][3]["data"]["status"] == "failed"
         status, text = srv.call("POST", f"{path}/settlement", {"attempt_id": "a1", "status": "completed"})
         assert status == 409 and json.loads(text)["error"]["code"] == "not_in_flight", text
     finally:

@@ -27,3 +27,33 @@ UPDATE entries SET settled_by = 'host' WHERE settled_at IS NOT NULL AND establis
 
 -- The sweep's read: the writes in flight by deadline, one index range whatever the ledger holds.
 CREATE INDEX entries_in_flight_by_deadline ON entries (deadline_at) WHERE status = 'execution_started';
+
+-- 4. Webhooks (docs/api.md "Webhooks", "Deadlines"): the ledger's own settlement at a deadline is an
+--    `outcome.unknown` like any other; the host's late original report that follows it resolves it
+--    (`outcome.resolved`, or nothing more when it reports `outcome_unknown` again: staff were alerted
+--    once). A report is late when the ledger settled the same attempt before it.
+DROP TRIGGER webhook_events;
+CREATE TRIGGER webhook_events AFTER INSERT ON history
+WHEN NEW.kind = 'reconciliation'
+  OR (NEW.kind = 'settlement' AND NEW.ledger_status = 'outcome_unknown' AND NOT (NEW.actor = 'host'
+      AND EXISTS (SELECT 1 FROM history h WHERE h.entry_seq = NEW.entry_seq AND h.kind = 'settlement'
+                  AND h.actor = 'ledger' AND h.attempt_id IS NEW.attempt_id)))
+  OR (NEW.kind IN ('settlement', 'cancellation') AND NEW.ledger_status <> 'outcome_unknown'
+      AND NEW.actor = 'host'
+      AND EXISTS (SELECT 1 FROM history h WHERE h.entry_seq = NEW.entry_seq AND h.kind = 'settlement'
+                  AND h.actor = 'ledger' AND h.attempt_id IS NEW.attempt_id))
+BEGIN
+    INSERT INTO webhook_outbox (endpoint_id, event, msg_id, entry_seq, session_key, logical_turn_id,
+                                mutation_id, tool, status, age_secs, at, next_attempt_at)
+    SELECT w.id, ev.t, 'msg_' || lower(hex(randomblob(16))), e.seq, e.session_key, e.logical_turn_id,
+           e.mutation_id, e.tool, NEW.ledger_status,
+           CASE WHEN ev.t = 'outcome.resolved' THEN
+               COALESCE(MAX(0, (NEW.at - (SELECT MAX(h.at) FROM history h WHERE h.entry_seq = NEW.entry_seq
+                   AND h.kind = 'settlement' AND h.ledger_status = 'outcome_unknown')) / 1000), 0)
+           ELSE 0 END,
+           NEW.at, NEW.at
+    FROM (SELECT CASE WHEN NEW.kind = 'settlement' AND NEW.ledger_status = 'outcome_unknown'
+                      THEN 'outcome.unknown' ELSE 'outcome.resolved' END AS t) AS ev
+    JOIN webhook_endpoints w ON w.disabled_at IS NULL AND instr(',' || w.events || ',', ',' || ev.t || ',') > 0
+    JOIN entries e ON e.seq = NEW.entry_seq;
+END;

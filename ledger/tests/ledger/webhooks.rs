@@ -685,3 +685,66 @@ async fn the_bound_drops_an_endpoints_oldest_pending_rows_but_not_a_leased_one()
     );
     let _ = b;
 }
+
+/// docs/api.md "Deadlines": the ledger's settlement at a deadline queues `outcome.unknown`; the host's
+/// late original report resolves it (`outcome.resolved` with its status), or queues nothing more when it
+/// reports `outcome_unknown` again (staff were alerted once); an ordinary host settle queues as before.
+#[tokio::test]
+async fn the_ledgers_deadline_settlement_alerts_and_the_late_report_resolves_it() {
+    use ledger::command::Action;
+    let h = open().await;
+    let w = h.ledger.webhooks();
+    w.add_endpoint("https://a.example/hook", ALL, "whsec_x")
+        .await
+        .unwrap();
+    for m in ["m-1", "m-2"] {
+        h.ok(approve(m)).await;
+        h.ok(on(
+            m,
+            Action::RecordIntent {
+                attempt_id: att("a"),
+                deadline_secs: Some(5),
+            },
+        ))
+        .await;
+    }
+    h.clock.advance(Duration::from_secs(5));
+    assert_eq!(h.engine.settle_overdue(h.clock.now_ms()).await.unwrap(), 2);
+    let events = |rows: Vec<ledger::webhooks::OutboxRow>| {
+        rows.into_iter()
+            .map(|r| (r.event, r.mutation_id, r.status))
+            .collect::<Vec<_>>()
+    };
+    let unknown = |m: &str| {
+        (
+            "outcome.unknown".to_owned(),
+            m.to_owned(),
+            "outcome_unknown".to_owned(),
+        )
+    };
+    assert_eq!(
+        events(w.outbox().await.unwrap()),
+        [unknown("m-1"), unknown("m-2")]
+    );
+    h.clock.advance(Duration::from_secs(3));
+    h.ok(settle("m-1", "a", Settlement::Failed, None)).await;
+    h.ok(settle("m-2", "a", Settlement::OutcomeUnknown, None))
+        .await;
+    assert_eq!(
+        events(w.outbox().await.unwrap()),
+        [
+            unknown("m-1"),
+            unknown("m-2"),
+            (
+                "outcome.resolved".to_owned(),
+                "m-1".to_owned(),
+                "failed".to_owned()
+            )
+        ]
+    );
+    // The ordinary path is unchanged: a host's own unknown alerts, its reconciliation resolves.
+    h.in_flight("m-3", "a").await;
+    h.ok(settle("m-3", "a", Settlement::OutcomeUnknown, None))
+        .await;
+    assert_eq!(w.outbox().await.unwrap().len(), 4);
+}
