@@ -50,13 +50,16 @@ pub enum Position {
         #[serde(default, skip_serializing_if = "Option::is_none")]
         by: Option<String>,
     },
-    /// An operation's history: the id of the page's last history row, and whether the listing runs
-    /// newest first (`order=newest`; left out when not).
+    /// An operation's history: the id of the page's last history row, whether the listing runs newest
+    /// first (`order=newest`; left out when not), and the operation it belongs to ([`operation_tag`]), so
+    /// a cursor of one operation is no position in another's history (left out by older cursors).
     #[serde(rename = "history")]
     History {
         id: i64,
         #[serde(default, skip_serializing_if = "is_false")]
         newest: bool,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        op: Option<u64>,
     },
     /// A search: where each group goes on (`None`: it ended); sessions at `s` (SQLite: search id;
     /// Postgres: creation time in ms, with the key `k`), operations after the sequence `o`.
@@ -69,6 +72,20 @@ pub enum Position {
         #[serde(default, skip_serializing_if = "Option::is_none")]
         o: Option<i64>,
     },
+}
+
+/// The operation a history cursor belongs to: the first 8 bytes (big-endian) of SHA-256 over the UTF-8 of
+/// its session key, a zero byte and its mutation id.
+pub fn operation_tag(session_key: &str, mutation_id: &str) -> u64 {
+    use sha2::{Digest, Sha256};
+    let digest = Sha256::new()
+        .chain_update(session_key.as_bytes())
+        .chain_update([0u8])
+        .chain_update(mutation_id.as_bytes())
+        .finalize();
+    let mut first = [0u8; 8];
+    first.copy_from_slice(&digest[..8]);
+    u64::from_be_bytes(first)
 }
 
 /// The order a support-queue cursor belongs to: `None` for the first order (by age, oldest first), else

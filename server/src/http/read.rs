@@ -495,7 +495,7 @@ pub async fn operation_history(
     let after = match params.after.as_deref() {
         None => None,
         Some(a) => match cursor::decode(a, Listing::History)? {
-            Position::History { id, newest } if newest == newest_first => Some(id),
+            Position::History { id, newest, op } if newest == newest_first => Some((id, op)),
             _ => return Err(cursor::invalid_cursor()),
         },
     };
@@ -516,6 +516,12 @@ pub async fn operation_history(
         state.sessions.check_session(&key).await?;
         return Err(unknown("mutation_id"));
     };
+    // A cursor of another operation is no position in this one's history.
+    let tag = cursor::operation_tag(key.as_str(), mutation.as_str());
+    let after = match after {
+        Some((_, Some(op))) if op != tag => return Err(cursor::invalid_cursor()),
+        other => other.map(|(id, _)| id),
+    };
     let page = HistoryPage {
         after,
         limit,
@@ -530,6 +536,7 @@ pub async fn operation_history(
         Position::History {
             id,
             newest: newest_first,
+            op: Some(tag),
         }
         .encode()
     });

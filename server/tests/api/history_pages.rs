@@ -301,6 +301,28 @@ async fn the_history_api_pages_with_limit_after_and_order_and_a_viewer_pages_onl
         (s, body["changes"].as_array().unwrap().len()),
         (StatusCode::OK, 14)
     );
+    // A cursor belongs to its operation: one of `m` is no position in `m2`'s history (nor in `m` of
+    // another session), however its row id compares.
+    app.settled("s", "t", "m2", "completed").await;
+    let (_, page) = get(&app, host, &format!("{path}?limit=1")).await;
+    let of_m = page["next"].as_str().unwrap().to_owned();
+    for p in [history_path("s", "m2"), history_path("nobody", "m")] {
+        let (s, body) = get(&app, host, &format!("{p}?limit=1&after={of_m}")).await;
+        assert_eq!(
+            error(s, &body),
+            (
+                StatusCode::BAD_REQUEST,
+                Some("invalid_cursor"),
+                Some("after")
+            ),
+            "{p}: {body}"
+        );
+    }
+    let (s, body) = get(&app, host, &format!("{path}?limit=1&after={of_m}")).await;
+    assert_eq!(
+        (s, body["changes"][0]["kind"].as_str()),
+        (StatusCode::OK, Some("intent"))
+    );
 }
 
 #[tokio::test]
