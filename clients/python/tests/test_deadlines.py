@@ -222,7 +222,7 @@ def test_a_live_client_extends_its_deadline_while_a_10_s_block_runs(server: Serv
         assert op.outcome == "completed"
         assert op.entry.ledger_status == "completed"
         assert op.extender.failures == 0
-        assert op.extender.extended >= 8, (name, op.extender.extended)
+        assert op.extender.extended >= 7, (name, op.extender.extended)  # 9 at 1 s apart; slack for a loaded machine
         final = entry(reads, session_key, turn, op.mutation_id)
         assert (final["ledger_status"], final["settled_by"]) == ("completed", "host")
         changes = history(reads, session_key, op.mutation_id)
