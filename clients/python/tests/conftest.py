@@ -50,8 +50,9 @@ def free_port() -> int:
 class OwnServer:
     """An `outcomes serve` this test owns: its port and data dir survive `kill9()` + `start()`."""
 
-    def __init__(self, token: str) -> None:
+    def __init__(self, token: str, extra: tuple[str, ...] = ()) -> None:
         self.token = token
+        self.extra = extra
         self.port = free_port()
         self.data_dir = tempfile.mkdtemp(prefix="outcomes-py-")
         self.proc: Optional[subprocess.Popen[bytes]] = None
@@ -61,7 +62,8 @@ class OwnServer:
     def start(self) -> None:
         env = dict(os.environ, OUTCOMES_HOST_TOKEN=self.token)
         self.proc = subprocess.Popen(
-            [outcomes_bin(), "serve", "--addr", f"127.0.0.1:{self.port}", "--data-dir", self.data_dir],
+            [outcomes_bin(), "serve", "--addr", f"127.0.0.1:{self.port}", "--data-dir", self.data_dir,
+             *self.extra],
             env=env, stdout=self.log, stderr=self.log,
         )
         deadline = time.monotonic() + 20

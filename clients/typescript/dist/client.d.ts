@@ -22,7 +22,18 @@ export interface LedgerOptions {
     requestTimeoutMs?: number;
     /** The `fetch` to use; default the global one (Node 18+, browsers). */
     fetch?: typeof fetch;
+    /**
+     * Where the client reports what must never break a protected block: a deadline extension that
+     * failed (docs/api.md "Deadlines"). Default `console` (`console.warn`).
+     */
+    logger?: {
+        warn(message: string): void;
+    };
 }
+/** The server's default `--in-flight-deadline-secs` (docs/api.md "Deadlines"): the deadline of an intent sent without `deadlineSecs`, so the one a protected write extends when none was given. */
+export declare const DEFAULT_DEADLINE_SECS = 900;
+/** The longest deadline the ledger takes: 7 days (the shortest is 1 s). */
+export declare const MAX_DEADLINE_SECS = 604800;
 /** Identifies a protected write: one ledger entry `(sessionKey, mutationId)` of one logical turn. */
 export interface ProtectedWriteOptions {
     sessionKey: string;
@@ -33,6 +44,13 @@ export interface ProtectedWriteOptions {
     tool: string;
     /** Another mutation of the session this new work follows (e.g. after an unknown outcome). */
     commissionedAfter?: string;
+    /**
+     * Seconds the write may stay in flight before the ledger settles it `outcome_unknown`
+     * (`execution_timeout`) itself, 1 to 604800 (docs/api.md "Deadlines"). Sent with the intent;
+     * default none sent, i.e. the server's `--in-flight-deadline-secs` (900). While the block runs it
+     * is extended every third of it (of 900 s when not given).
+     */
+    deadlineSecs?: number;
 }
 /** What a protected write's block receives. */
 export interface ProtectedWriteOp {
@@ -100,11 +118,28 @@ export declare class Ledger {
         tool: string;
         commissionedAfter?: string;
     }): Promise<EntryState>;
-    /** Record intent (the dispatcher captured the attempt): `approved` → `execution_started`. */
+    /**
+     * Record intent (the dispatcher captured the attempt): `approved` → `execution_started`, in flight
+     * until settled or until its deadline (`deadlineSecs` from now, 1 to 604800; default the server's
+     * `--in-flight-deadline-secs`, 900), when the ledger settles it `outcome_unknown` with
+     * `execution_timeout` itself (docs/api.md "Deadlines").
+     */
     intent(args: {
         sessionKey: string;
         mutationId: string;
         attemptId: string;
+        deadlineSecs?: number;
+    }): Promise<EntryState>;
+    /**
+     * Extend the deadline of the attempt in flight to now + `deadlineSecs` (1 to 604800), never
+     * earlier than it was: `POST …/deadline`. Rejects with 409 unless `execution_started` under that
+     * attempt (docs/api.md "Deadlines"). `protectedWrite` does this by itself.
+     */
+    extendDeadline(args: {
+        sessionKey: string;
+        mutationId: string;
+        attemptId: string;
+        deadlineSecs: number;
     }): Promise<EntryState>;
     /**
      * Settle the in-flight attempt: `completed`, `failed`, or `outcome_unknown` (with `reason`
@@ -140,11 +175,12 @@ export declare class Ledger {
         sessionKey: string;
         mutationId: string;
     } & HostMetadata): Promise<EntryState>;
-    /** A fresh attempt of a `not_executed` entry (never after an unknown outcome; never a used attempt id). */
+    /** A fresh attempt of a `not_executed` entry (never after an unknown outcome; never a used attempt id), with a deadline as `intent`'s. */
     freshAttempt(args: {
         sessionKey: string;
         mutationId: string;
         attemptId: string;
+        deadlineSecs?: number;
     }): Promise<EntryState>;
     /**
      * Delete a session and everything in it (204). A retry after a lost answer that finds the
@@ -155,7 +191,7 @@ export declare class Ledger {
     }): Promise<void>;
     /**
      * Apply up to 1000 operations in one transaction (docs/api.md "Batch"): `[{op, session_key, …}]`
-     * with `op` one of `approve`, `intent`, `settle`, `cancel`, `reconcile`, `metadata`, `attempt`.
+     * with `op` one of `approve`, `intent`, `settle`, `cancel`, `reconcile`, `metadata`, `attempt`, `deadline`.
      * Resolves to one result per operation, `{status, entry?, error?}`, as the server answered them:
      * an invalid or refused operation does not reject the call, read each result's `status`.
      */
@@ -204,6 +240,16 @@ export declare class Ledger {
      *   `outcome_unknown` with `execution_timeout`; anything else: `outcome_unknown`. The block's
      *   error is then rethrown unchanged (also when its settlement could not be recorded: the entry
      *   then stays in flight, which publishes `outcome_unknown`).
+     *
+     * Deadline (docs/api.md "Deadlines"): `options.deadlineSecs` (1 to 604800, else a `RangeError`
+     * before anything is sent) goes with the intent; without it none is sent and the server's default
+     * (900 s) applies. While the block runs, a timer extends the deadline every third of it
+     * (`deadlineSecs`, else 900 s), one try each of at most that third (a failed one is tried again
+     * after a ninth), and stops when the block ends, before the settlement is sent. A failed
+     * extension never reaches the block: it is logged (`options.logger`); a refused one (409: no
+     * longer in flight, e.g. the ledger settled it at its deadline) is not tried again. If this
+     * process dies, nothing extends it and past the deadline the ledger settles the write
+     * `outcome_unknown` itself; a settlement sent after that is still taken once, as the original report.
      */
     protectedWrite<T>(options: ProtectedWriteOptions, block: (op: ProtectedWriteOp) => Promise<T> | T): Promise<T>;
 }

@@ -1,4 +1,8 @@
 import { LedgerConnectionError, LedgerError, LedgerSettleError, NotDispatched, ProviderFailed } from './errors.js';
+/** The server's default `--in-flight-deadline-secs` (docs/api.md "Deadlines"): the deadline of an intent sent without `deadlineSecs`, so the one a protected write extends when none was given. */
+export const DEFAULT_DEADLINE_SECS = 900;
+/** The longest deadline the ledger takes: 7 days (the shortest is 1 s). */
+export const MAX_DEADLINE_SECS = 604_800;
 const RETRYABLE = new Set([429, 503]);
 const recorded = new WeakMap();
 function mark(error, outcome) {
@@ -53,6 +57,7 @@ export class Ledger {
     #fetch;
     #retry;
     #requestTimeoutMs;
+    #logger;
     constructor(options) {
         if (!options || typeof options.baseUrl !== 'string' || options.baseUrl === '') {
             throw new TypeError('new Ledger({ baseUrl, token }): baseUrl is required, e.g. http://127.0.0.1:3000');
@@ -84,6 +89,7 @@ export class Ledger {
             maxDelayMs: options.retry?.maxDelayMs ?? 2_000,
         };
         this.#requestTimeoutMs = options.requestTimeoutMs ?? 30_000;
+        this.#logger = options.logger ?? console;
     }
     // ---- host operations (docs/api.md "Host write API") ----
     /** Approve a mutation: `POST /api/host/sessions/{session_key}/mutations` → `approved`, no intent (201). */
@@ -102,12 +108,28 @@ export class Ledger {
             logical_turn_id: args.logicalTurnId,
         });
     }
-    /** Record intent (the dispatcher captured the attempt): `approved` → `execution_started`. */
+    /**
+     * Record intent (the dispatcher captured the attempt): `approved` → `execution_started`, in flight
+     * until settled or until its deadline (`deadlineSecs` from now, 1 to 604800; default the server's
+     * `--in-flight-deadline-secs`, 900), when the ledger settles it `outcome_unknown` with
+     * `execution_timeout` itself (docs/api.md "Deadlines").
+     */
     intent(args) {
-        return this.#entry('intent', 'POST', `${mutationPath(args)}/intent`, { attempt_id: args.attemptId }, {
+        return this.#entry('intent', 'POST', `${mutationPath(args)}/intent`, attemptBody(args), {
             ledger_status: 'execution_started',
             attempt_id: args.attemptId,
             reason: null,
+        });
+    }
+    /**
+     * Extend the deadline of the attempt in flight to now + `deadlineSecs` (1 to 604800), never
+     * earlier than it was: `POST …/deadline`. Rejects with 409 unless `execution_started` under that
+     * attempt (docs/api.md "Deadlines"). `protectedWrite` does this by itself.
+     */
+    extendDeadline(args) {
+        return this.#entry('extendDeadline', 'POST', `${mutationPath(args)}/deadline`, {
+            attempt_id: args.attemptId,
+            deadline_secs: args.deadlineSecs,
         });
     }
     /**
@@ -157,9 +179,9 @@ export class Ledger {
             title: args.title ?? null,
         });
     }
-    /** A fresh attempt of a `not_executed` entry (never after an unknown outcome; never a used attempt id). */
+    /** A fresh attempt of a `not_executed` entry (never after an unknown outcome; never a used attempt id), with a deadline as `intent`'s. */
     freshAttempt(args) {
-        return this.#entry('freshAttempt', 'POST', `${mutationPath(args)}/attempts`, { attempt_id: args.attemptId }, {
+        return this.#entry('freshAttempt', 'POST', `${mutationPath(args)}/attempts`, attemptBody(args), {
             ledger_status: 'execution_started',
             attempt_id: args.attemptId,
             reason: null,
@@ -176,7 +198,7 @@ export class Ledger {
     }
     /**
      * Apply up to 1000 operations in one transaction (docs/api.md "Batch"): `[{op, session_key, …}]`
-     * with `op` one of `approve`, `intent`, `settle`, `cancel`, `reconcile`, `metadata`, `attempt`.
+     * with `op` one of `approve`, `intent`, `settle`, `cancel`, `reconcile`, `metadata`, `attempt`, `deadline`.
      * Resolves to one result per operation, `{status, entry?, error?}`, as the server answered them:
      * an invalid or refused operation does not reject the call, read each result's `status`.
      */
@@ -254,6 +276,16 @@ export class Ledger {
      *   `outcome_unknown` with `execution_timeout`; anything else: `outcome_unknown`. The block's
      *   error is then rethrown unchanged (also when its settlement could not be recorded: the entry
      *   then stays in flight, which publishes `outcome_unknown`).
+     *
+     * Deadline (docs/api.md "Deadlines"): `options.deadlineSecs` (1 to 604800, else a `RangeError`
+     * before anything is sent) goes with the intent; without it none is sent and the server's default
+     * (900 s) applies. While the block runs, a timer extends the deadline every third of it
+     * (`deadlineSecs`, else 900 s), one try each of at most that third (a failed one is tried again
+     * after a ninth), and stops when the block ends, before the settlement is sent. A failed
+     * extension never reaches the block: it is logged (`options.logger`); a refused one (409: no
+     * longer in flight, e.g. the ledger settled it at its deadline) is not tried again. If this
+     * process dies, nothing extends it and past the deadline the ledger settles the write
+     * `outcome_unknown` itself; a settlement sent after that is still taken once, as the original report.
      */
     async protectedWrite(options, block) {
         if (typeof block !== 'function')
@@ -263,6 +295,7 @@ export class Ledger {
         const mutationId = options.mutationId ?? newId();
         const tool = options.tool;
         const attemptId = newId();
+        const deadlineSecs = checkDeadlineSecs(options.deadlineSecs);
         const approve = {
             op: 'approve',
             session_key: sessionKey,
@@ -273,6 +306,8 @@ export class Ledger {
         if (options.commissionedAfter !== undefined)
             approve.commissioned_after = options.commissionedAfter;
         const intent = { op: 'intent', session_key: sessionKey, mutation_id: mutationId, attempt_id: attemptId };
+        if (deadlineSecs !== undefined)
+            intent.deadline_secs = deadlineSecs;
         let approved;
         let started;
         try {
@@ -317,9 +352,15 @@ export class Ledger {
             },
         };
         const ids = { sessionKey, mutationId, attemptId };
+        const extender = this.#extendWhileRunning(ids, deadlineSecs ?? DEFAULT_DEADLINE_SECS);
         let result;
         try {
-            result = await block(op);
+            try {
+                result = await block(op);
+            }
+            finally {
+                extender.stop();
+            }
         }
         catch (error) {
             let settled = 'outcome_unknown';
@@ -364,6 +405,74 @@ export class Ledger {
             throw error;
         }
         return result;
+    }
+    /**
+     * Extends one protected write's deadline every third of it until `stop()`: one request each, of
+     * at most that third; after a network error, a timeout or another non-4xx answer the next try is
+     * after a ninth; after a 4xx (409: no longer in flight under this attempt) none follows. Each
+     * failure is logged; nothing rejects. The timer is unref'd: it never keeps the process alive.
+     */
+    #extendWhileRunning(ids, deadlineSecs) {
+        const intervalMs = (deadlineSecs * 1000) / 3;
+        const what = `operation ${JSON.stringify(ids.mutationId)} (attempt ${JSON.stringify(ids.attemptId)})`;
+        const url = `${this.baseUrl}${mutationPath(ids)}/deadline`;
+        const body = JSON.stringify({ attempt_id: ids.attemptId, deadline_secs: deadlineSecs });
+        let stopped = false;
+        let timer;
+        const schedule = (ms) => {
+            if (stopped)
+                return;
+            timer = setTimeout(tick, ms);
+            timer.unref?.();
+        };
+        const tick = async () => {
+            let problem;
+            let final = false;
+            try {
+                const response = await this.#fetch(url, {
+                    method: 'POST',
+                    headers: {
+                        Authorization: `Bearer ${this.#token}`,
+                        Accept: 'application/json',
+                        'Content-Type': 'application/json',
+                    },
+                    body,
+                    signal: AbortSignal.timeout(Math.ceil(Math.min(this.#requestTimeoutMs, intervalMs))),
+                });
+                const text = await response.text();
+                if (response.ok) {
+                    schedule(intervalMs);
+                    return;
+                }
+                let code = '';
+                try {
+                    code = String(JSON.parse(text).error?.code ?? '');
+                }
+                catch { }
+                final = response.status >= 400 && response.status < 500 && response.status !== 429;
+                problem = `${response.status}${code ? ` ${code}` : ''}`;
+            }
+            catch (cause) {
+                problem = describe(cause);
+            }
+            if (stopped)
+                return;
+            if (final) {
+                this.#logger.warn(`outcomes-ledger: the ledger refused to extend the deadline of ${what}; no further extensions: ${problem}`);
+                return;
+            }
+            const retryMs = Math.max(intervalMs / 3, 100);
+            this.#logger.warn(`outcomes-ledger: could not extend the deadline of ${what} (trying again in ${(retryMs / 1000).toFixed(1)} s): ${problem}`);
+            schedule(retryMs);
+        };
+        schedule(intervalMs);
+        return {
+            stop() {
+                stopped = true;
+                if (timer !== undefined)
+                    clearTimeout(timer);
+            },
+        };
     }
     // ---- transport ----
     async #entry(operation, method, path, body, expect) {
@@ -526,6 +635,21 @@ function matches(current, expect) {
     if (expect.logical_turn_id !== undefined && current.logical_turn_id !== expect.logical_turn_id)
         return false;
     return true;
+}
+function attemptBody(args) {
+    const body = { attempt_id: args.attemptId };
+    if (args.deadlineSecs !== undefined)
+        body.deadline_secs = args.deadlineSecs;
+    return body;
+}
+/** `deadlineSecs` as given (`undefined`: the server's default), or a RangeError unless a whole number of seconds from 1 to 604800. */
+function checkDeadlineSecs(deadlineSecs) {
+    if (deadlineSecs === undefined)
+        return undefined;
+    if (typeof deadlineSecs !== 'number' || !Number.isInteger(deadlineSecs) || deadlineSecs < 1 || deadlineSecs > MAX_DEADLINE_SECS) {
+        throw new RangeError(`deadlineSecs is a whole number of seconds from 1 to ${MAX_DEADLINE_SECS} (7 days), not ${String(deadlineSecs)}`);
+    }
+    return deadlineSecs;
 }
 function errorMessage(operation, status, detail) {
     const code = String(detail.code);

@@ -9,5 +9,5 @@
  * await ledger.protectedWrite({ sessionKey, logicalTurnId, mutationId, tool }, async (op) => createIssue());
  * ```
  */
-export { Ledger, newId, recordedOutcome, outcomeMessage } from './client.js';
+export { Ledger, newId, recordedOutcome, outcomeMessage, DEFAULT_DEADLINE_SECS, MAX_DEADLINE_SECS } from './client.js';
 export { LedgerError, LedgerConnectionError, LedgerSettleError, NotDispatched, ProviderFailed, ProtectedToolError } from './errors.js';

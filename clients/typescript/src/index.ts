@@ -9,7 +9,7 @@
  * await ledger.protectedWrite({ sessionKey, logicalTurnId, mutationId, tool }, async (op) => createIssue());
  * ```
  */
-export { Ledger, newId, recordedOutcome, outcomeMessage } from './client.js';
+export { Ledger, newId, recordedOutcome, outcomeMessage, DEFAULT_DEADLINE_SECS, MAX_DEADLINE_SECS } from './client.js';
 export type { LedgerOptions, RetryOptions, ProtectedWriteOptions, ProtectedWriteOp, RecordedOutcome, LedgerTurn } from './client.js';
 export { LedgerError, LedgerConnectionError, LedgerSettleError, NotDispatched, ProviderFailed, ProtectedToolError } from './errors.js';
 export type * from './types.js';

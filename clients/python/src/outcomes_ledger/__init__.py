@@ -10,7 +10,10 @@
 The block runs only once the ledger recorded its intent; how it ends is settled honestly:
 returned → `completed` (or `op.failed()` / `op.not_executed()`), `NotDispatched` →
 `not_executed`, `ProviderFailed` → `failed`, `TimeoutError` → `outcome_unknown` with
-`execution_timeout`, any other exception → `outcome_unknown`.
+`execution_timeout`, any other exception → `outcome_unknown`. While the block runs its deadline
+(`deadline_secs=`, default the server's 900 s) is extended every third of it; a process that dies
+leaves the write to the ledger, which settles it `outcome_unknown` at the deadline (docs/api.md
+"Deadlines").
 """
 
 from ._client import AsyncLedger, AsyncProtectedWrite, Ledger, ProtectedWrite
@@ -24,6 +27,7 @@ from ._protected import (
     outcome_message,
     recorded_outcome,
 )
+from ._deadline import DEFAULT_DEADLINE_SECS
 from ._types import BatchResult, Entry, ErrorDetail, Evidence, LedgerStatus, PublishedStatus, ViewerLink
 from .errors import (
     Conflict,
@@ -45,6 +49,7 @@ __all__ = [
     "AsyncProtectedWrite",
     "BatchResult",
     "Conflict",
+    "DEFAULT_DEADLINE_SECS",
     "Entry",
     "ErrorDetail",
     "Evidence",

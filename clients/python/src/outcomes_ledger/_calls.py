@@ -22,9 +22,24 @@ def approve(session_key: str, logical_turn_id: str, mutation_id: str, tool: str,
                 requested=Requested("approved", None, None, logical_turn_id))
 
 
-def intent(session_key: str, mutation_id: str, attempt_id: str) -> Call[Entry]:
+def _attempt_body(attempt_id: str, deadline_secs: Optional[int]) -> dict[str, Any]:
+    body: dict[str, Any] = {"attempt_id": attempt_id}
+    if deadline_secs is not None:
+        body["deadline_secs"] = deadline_secs
+    return body
+
+
+def intent(session_key: str, mutation_id: str, attempt_id: str, deadline_secs: Optional[int] = None) -> Call[Entry]:
     return Call("intent", "POST", mutation_path(session_key, mutation_id, "intent"),
-                {"attempt_id": attempt_id}, entry, requested=Requested("execution_started", attempt_id))
+                _attempt_body(attempt_id, deadline_secs), entry,
+                requested=Requested("execution_started", attempt_id))
+
+
+def extend_deadline(session_key: str, mutation_id: str, attempt_id: str, deadline_secs: int) -> Call[Entry]:
+    # No `requested`: a 409 means the write is no longer in flight under this attempt, never that an
+    # earlier try of this extension landed (a landed one leaves the entry execution_started: 200 again).
+    return Call("extend_deadline", "POST", mutation_path(session_key, mutation_id, "deadline"),
+                {"attempt_id": attempt_id, "deadline_secs": deadline_secs}, entry)
 
 
 def settle(session_key: str, mutation_id: str, attempt_id: str, status: SettleStatus,
@@ -57,9 +72,11 @@ def attach_metadata(session_key: str, mutation_id: str, id: Optional[str], url: 
                 {"id": id, "url": url, "title": title}, entry)
 
 
-def fresh_attempt(session_key: str, mutation_id: str, attempt_id: str) -> Call[Entry]:
+def fresh_attempt(session_key: str, mutation_id: str, attempt_id: str,
+                  deadline_secs: Optional[int] = None) -> Call[Entry]:
     return Call("fresh_attempt", "POST", mutation_path(session_key, mutation_id, "attempts"),
-                {"attempt_id": attempt_id}, entry, requested=Requested("execution_started", attempt_id))
+                _attempt_body(attempt_id, deadline_secs), entry,
+                requested=Requested("execution_started", attempt_id))
 
 
 def delete_session(session_key: str) -> Call[None]:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import functools
 import inspect
+import threading
 import time
 from typing import Any, Callable, Literal, Optional, Sequence, TypeVar
 
@@ -12,6 +13,7 @@ import httpx
 
 from . import _calls
 from ._core import RETRYABLE_TRANSPORT, Backoff, Call, Retry, exhausted, interpret, request_kwargs
+from ._deadline import DEFAULT_DEADLINE_SECS, check_deadline_secs
 from ._protected import Operation, TurnScope, _write, current_turn, mark, new_id, settle_failed
 from ._types import BatchResult, Entry, Evidence, SettleStatus, ViewerLink
 from .errors import LedgerError
@@ -122,9 +124,20 @@ class Ledger(_Base):
         non-empty, at most 256 bytes, no control characters (422 `invalid_field` otherwise)."""
         return self._run(_calls.approve(session_key, logical_turn_id, mutation_id, tool, commissioned_after))
 
-    def intent(self, session_key: str, mutation_id: str, attempt_id: str) -> Entry:
-        """Record intent before dispatch: the entry is then `execution_started` (in flight)."""
-        return self._run(_calls.intent(session_key, mutation_id, attempt_id))
+    def intent(self, session_key: str, mutation_id: str, attempt_id: str, *,
+               deadline_secs: Optional[int] = None) -> Entry:
+        """Record intent before dispatch: the entry is then `execution_started` (in flight) until it
+        is settled or its deadline passes (`deadline_secs` from now, 1 to 604800; default the
+        server's `--in-flight-deadline-secs`, 900), when the ledger settles it `outcome_unknown`
+        with `execution_timeout` itself (docs/api.md "Deadlines")."""
+        return self._run(_calls.intent(session_key, mutation_id, attempt_id, check_deadline_secs(deadline_secs)))
+
+    def extend_deadline(self, session_key: str, mutation_id: str, attempt_id: str, *,
+                        deadline_secs: int) -> Entry:
+        """Extend the deadline of the attempt in flight to now + `deadline_secs` (1 to 604800), never
+        earlier than it was: `POST …/deadline`. `Conflict` (409) unless `execution_started` under
+        that attempt (docs/api.md "Deadlines"). The protected write does this by itself."""
+        return self._run(_calls.extend_deadline(session_key, mutation_id, attempt_id, deadline_secs))
 
     def settle(self, session_key: str, mutation_id: str, attempt_id: str, status: SettleStatus, *,
                reason: Optional[str] = None) -> Entry:
@@ -149,9 +162,21 @@ class Ledger(_Base):
         (409 `not_published` before)."""
         return self._run(_calls.attach_metadata(session_key, mutation_id, id, url, title))
 
-    def fresh_attempt(self, session_key: str, mutation_id: str, attempt_id: str) -> Entry:
-        """A fresh attempt of a `not_executed` entry (never a used attempt id): in flight again."""
-        return self._run(_calls.fresh_attempt(session_key, mutation_id, attempt_id))
+    def fresh_attempt(self, session_key: str, mutation_id: str, attempt_id: str, *,
+                      deadline_secs: Optional[int] = None) -> Entry:
+        """A fresh attempt of a `not_executed` entry (never a used attempt id): in flight again, with
+        a deadline as `intent`'s."""
+        return self._run(_calls.fresh_attempt(session_key, mutation_id, attempt_id,
+                                              check_deadline_secs(deadline_secs)))
+
+    def _extend_once(self, op: Operation, timeout: float) -> Entry:
+        """One extension of a protected write's deadline, one try of at most `timeout` seconds (the
+        `Extender` tries again itself); raises on any failure."""
+        call = _calls.extend_deadline(op.session_key, op.mutation_id, op.attempt_id,
+                                      op.deadline_secs or DEFAULT_DEADLINE_SECS)
+        response = self._http.request(call.method, call.path, timeout=min(self._timeout, timeout),
+                                      **request_kwargs(call))
+        return interpret(self.base_url, call, response, 1)
 
     def delete_session(self, session_key: str) -> None:
         """Delete a session and everything in it (204). A retried delete whose first try was taken
@@ -176,7 +201,8 @@ class Ledger(_Base):
 
     def protected_write(self, *, tool: str, session_key: Optional[str] = None,
                         logical_turn_id: Optional[str] = None,
-                        mutation_id: Optional[str] = None) -> "ProtectedWrite":
+                        mutation_id: Optional[str] = None,
+                        deadline_secs: Optional[int] = None) -> "ProtectedWrite":
         """`with ledger.protected_write(session_key=…, logical_turn_id=…, mutation_id=…, tool=…) as op:`
 
         Before the block: approve + intent in one batch; if the ledger does not record them the
@@ -186,15 +212,26 @@ class Ledger(_Base):
         `outcome_unknown` with `execution_timeout`, anything else → `outcome_unknown`; the exception
         is re-raised. Session and turn default to the enclosing `ledger.turn(...)`; `mutation_id`
         defaults to a generated `op-<32 hex>`.
+
+        Deadline (docs/api.md "Deadlines"): `deadline_secs` (1 to 604800, else `ValueError` before
+        anything is sent) is sent with the intent; `None` sends none, so the server's default
+        (`--in-flight-deadline-secs`, 900) applies. While the block runs, a daemon thread extends the
+        deadline every third of it (`deadline_secs`, else 900 s) and stops when the block ends,
+        before the settlement is sent. A failed extension never reaches the block: it is logged
+        (logger `outcomes_ledger`). If this process dies, nothing extends it, and past the deadline
+        the ledger settles the write `outcome_unknown` (`execution_timeout`) itself; a settlement
+        this client sends after that is still taken once as the original report.
         """
         s, t = _resolve_ids(session_key, logical_turn_id)
-        return ProtectedWrite(self, Operation(s, t, mutation_id or new_id("op"), tool, new_id("att")))
+        return ProtectedWrite(self, Operation(s, t, mutation_id or new_id("op"), tool, new_id("att"),
+                                              check_deadline_secs(deadline_secs)))
 
-    def protect(self, *, tool: str) -> Callable[[F], F]:
+    def protect(self, *, tool: str, deadline_secs: Optional[int] = None) -> Callable[[F], F]:
         """Decorator: each call of the function is one protected write of `tool` in the enclosing
-        `ledger.turn(...)`. The mutation id is the call's `mutation_id=` keyword (taken out of the
-        call unless the function has such a parameter) or generated. Inside, `current_write()` is
-        the `op`."""
+        `ledger.turn(...)`, with `deadline_secs` as `protected_write`'s. The mutation id is the
+        call's `mutation_id=` keyword (taken out of the call unless the function has such a
+        parameter) or generated. Inside, `current_write()` is the `op`."""
+        check_deadline_secs(deadline_secs)
 
         def decorate(fn: F) -> F:
             if inspect.iscoroutinefunction(fn):
@@ -203,7 +240,7 @@ class Ledger(_Base):
 
             @functools.wraps(fn)
             def wrapper(*args: Any, **kwargs: Any) -> Any:
-                with self.protected_write(tool=tool, mutation_id=pick(kwargs)) as op:
+                with self.protected_write(tool=tool, mutation_id=pick(kwargs), deadline_secs=deadline_secs) as op:
                     op.result = fn(*args, **kwargs)
                     return op.result
 
@@ -233,9 +270,11 @@ class ProtectedWrite:
             mark(exc, "not_called", self.op.mutation_id)
             raise
         self._token = _write.set(self.op)
+        self.op.start_extending(functools.partial(self._ledger._extend_once, self.op))
         return self.op
 
     def __exit__(self, exc_type: Any, exc: Optional[BaseException], tb: Any) -> Literal[False]:
+        self.op.stop_extending()
         _write.reset(self._token)
         batch, outcome = self.op.finish_ops(exc)
         if exc is not None:
@@ -259,6 +298,10 @@ class AsyncLedger(_Base):
         super().__init__(base_url, token, timeout=timeout, retry_total_secs=retry_total_secs)
         self._transport = transport
         self._clients: dict[int, tuple[asyncio.AbstractEventLoop, httpx.AsyncClient]] = {}
+        # The deadline extensions of protected writes go out from a thread (so that a block which
+        # blocks the event loop is extended too), over a sync client of their own.
+        self._extend_http: Optional[httpx.Client] = None
+        self._extend_lock = threading.Lock()
 
     def _client(self) -> httpx.AsyncClient:
         # An httpx.AsyncClient's connections belong to one event loop; frameworks that run each
@@ -280,6 +323,23 @@ class AsyncLedger(_Base):
         held = self._clients.pop(id(loop), None)
         if held is not None:
             await held[1].aclose()
+        with self._extend_lock:
+            extend_http, self._extend_http = self._extend_http, None
+        if extend_http is not None:
+            extend_http.close()
+
+    def _extend_once(self, op: Operation, timeout: float) -> Entry:
+        """See `Ledger._extend_once` (called from the extending thread, not the event loop)."""
+        with self._extend_lock:
+            if self._extend_http is None:
+                self._extend_http = httpx.Client(base_url=self.base_url, headers=_headers(self._token),
+                                                 timeout=self._timeout)
+            http = self._extend_http
+        call = _calls.extend_deadline(op.session_key, op.mutation_id, op.attempt_id,
+                                      op.deadline_secs or DEFAULT_DEADLINE_SECS)
+        response = http.request(call.method, call.path, timeout=min(self._timeout, timeout),
+                                **request_kwargs(call))
+        return interpret(self.base_url, call, response, 1)
 
     async def __aenter__(self) -> "AsyncLedger":
         return self
@@ -307,9 +367,15 @@ class AsyncLedger(_Base):
         """See `Ledger.approve`."""
         return await self._run(_calls.approve(session_key, logical_turn_id, mutation_id, tool, commissioned_after))
 
-    async def intent(self, session_key: str, mutation_id: str, attempt_id: str) -> Entry:
+    async def intent(self, session_key: str, mutation_id: str, attempt_id: str, *,
+                     deadline_secs: Optional[int] = None) -> Entry:
         """See `Ledger.intent`."""
-        return await self._run(_calls.intent(session_key, mutation_id, attempt_id))
+        return await self._run(_calls.intent(session_key, mutation_id, attempt_id, check_deadline_secs(deadline_secs)))
+
+    async def extend_deadline(self, session_key: str, mutation_id: str, attempt_id: str, *,
+                              deadline_secs: int) -> Entry:
+        """See `Ledger.extend_deadline`."""
+        return await self._run(_calls.extend_deadline(session_key, mutation_id, attempt_id, deadline_secs))
 
     async def settle(self, session_key: str, mutation_id: str, attempt_id: str, status: SettleStatus, *,
                      reason: Optional[str] = None) -> Entry:
@@ -331,9 +397,11 @@ class AsyncLedger(_Base):
         """See `Ledger.attach_metadata`."""
         return await self._run(_calls.attach_metadata(session_key, mutation_id, id, url, title))
 
-    async def fresh_attempt(self, session_key: str, mutation_id: str, attempt_id: str) -> Entry:
+    async def fresh_attempt(self, session_key: str, mutation_id: str, attempt_id: str, *,
+                            deadline_secs: Optional[int] = None) -> Entry:
         """See `Ledger.fresh_attempt`."""
-        return await self._run(_calls.fresh_attempt(session_key, mutation_id, attempt_id))
+        return await self._run(_calls.fresh_attempt(session_key, mutation_id, attempt_id,
+                                                    check_deadline_secs(deadline_secs)))
 
     async def delete_session(self, session_key: str) -> None:
         """See `Ledger.delete_session`."""
@@ -353,13 +421,18 @@ class AsyncLedger(_Base):
 
     def protected_write(self, *, tool: str, session_key: Optional[str] = None,
                         logical_turn_id: Optional[str] = None,
-                        mutation_id: Optional[str] = None) -> "AsyncProtectedWrite":
-        """`async with ledger.protected_write(...) as op:`, the rules of `Ledger.protected_write`."""
+                        mutation_id: Optional[str] = None,
+                        deadline_secs: Optional[int] = None) -> "AsyncProtectedWrite":
+        """`async with ledger.protected_write(...) as op:`, the rules of `Ledger.protected_write`,
+        its deadline included: the extensions go out from a daemon thread over a sync `httpx.Client`
+        of their own (not `transport`), so a block that blocks the event loop is extended too."""
         s, t = _resolve_ids(session_key, logical_turn_id)
-        return AsyncProtectedWrite(self, Operation(s, t, mutation_id or new_id("op"), tool, new_id("att")))
+        return AsyncProtectedWrite(self, Operation(s, t, mutation_id or new_id("op"), tool, new_id("att"),
+                                                   check_deadline_secs(deadline_secs)))
 
-    def protect(self, *, tool: str) -> Callable[[F], F]:
+    def protect(self, *, tool: str, deadline_secs: Optional[int] = None) -> Callable[[F], F]:
         """Decorator of an `async def`: see `Ledger.protect`."""
+        check_deadline_secs(deadline_secs)
 
         def decorate(fn: F) -> F:
             if not inspect.iscoroutinefunction(fn):
@@ -368,7 +441,8 @@ class AsyncLedger(_Base):
 
             @functools.wraps(fn)
             async def wrapper(*args: Any, **kwargs: Any) -> Any:
-                async with self.protected_write(tool=tool, mutation_id=pick(kwargs)) as op:
+                async with self.protected_write(tool=tool, mutation_id=pick(kwargs),
+                                                deadline_secs=deadline_secs) as op:
                     op.result = await fn(*args, **kwargs)
                     return op.result
 
@@ -398,9 +472,11 @@ class AsyncProtectedWrite:
             mark(exc, "not_called", self.op.mutation_id)
             raise
         self._token = _write.set(self.op)
+        self.op.start_extending(functools.partial(self._ledger._extend_once, self.op))
         return self.op
 
     async def __aexit__(self, exc_type: Any, exc: Optional[BaseException], tb: Any) -> Literal[False]:
+        self.op.stop_extending()
         _write.reset(self._token)
         batch, outcome = self.op.finish_ops(exc)
         if exc is not None:

@@ -5,10 +5,11 @@ from __future__ import annotations
 import contextvars
 import uuid
 from dataclasses import dataclass
-from typing import Any, Literal, Optional
+from typing import Any, Callable, Literal, Optional
 
 from . import ops
 from ._core import batch_error
+from ._deadline import DEFAULT_DEADLINE_SECS, Extender
 from ._types import BatchResult, Entry
 from .errors import LedgerError, LedgerSettleError, NotDispatched, ProviderFailed
 
@@ -68,17 +69,21 @@ class Operation:
     """The protected write in progress, as the block sees it (`as op`).
 
     `mutation_id` (the operation id people quote), `attempt_id` (fresh per protected write),
-    `entry` (the ledger's state after intent). `failed()`, `not_executed()` state the outcome when
-    the block returns; `attach(id=, url=, title=)` sends host metadata with the settlement.
+    `entry` (the ledger's state after intent), `deadline_secs` (as given; `None`: the server's
+    default, 900 s). `failed()`, `not_executed()` state the outcome when the block returns;
+    `attach(id=, url=, title=)` sends host metadata with the settlement.
     """
 
     def __init__(self, session_key: str, logical_turn_id: str, mutation_id: str, tool: str,
-                 attempt_id: str) -> None:
+                 attempt_id: str, deadline_secs: Optional[int] = None) -> None:
         self.session_key = session_key
         self.logical_turn_id = logical_turn_id
         self.mutation_id = mutation_id
         self.tool = tool
         self.attempt_id = attempt_id
+        self.deadline_secs = deadline_secs
+        self.extender: Optional[Extender] = None
+        """While and after the block: what extended the deadline (`extended`, `failures`)."""
         self.entry: Optional[Entry] = None
         """The entry after intent; after the block, the settled entry."""
         self.result: Any = None
@@ -108,8 +113,18 @@ class Operation:
     def start_ops(self) -> list[dict[str, Any]]:
         return [
             ops.approve(self.session_key, self.logical_turn_id, self.mutation_id, self.tool),
-            ops.intent(self.session_key, self.mutation_id, self.attempt_id),
+            ops.intent(self.session_key, self.mutation_id, self.attempt_id, self.deadline_secs),
         ]
+
+    def start_extending(self, extend: Callable[[float], Any]) -> None:
+        """Extend the deadline every third of it until `stop_extending()` (docs/api.md "Deadlines");
+        `extend(timeout)` sends one extension to `deadline_secs` (or the default 900 s)."""
+        what = f"operation {self.mutation_id!r} (attempt {self.attempt_id!r})"
+        self.extender = Extender(extend, what, self.deadline_secs or DEFAULT_DEADLINE_SECS).start()
+
+    def stop_extending(self) -> None:
+        if self.extender is not None:
+            self.extender.stop()
 
     def check_start(self, results: list[BatchResult]) -> None:
         """Approve + intent must both be recorded. A redelivered approve (409 `already_recorded`)

@@ -23,8 +23,14 @@ def approve(session_key: str, logical_turn_id: str, mutation_id: str, tool: str,
     return op
 
 
-def intent(session_key: str, mutation_id: str, attempt_id: str) -> dict[str, Any]:
-    return {"op": "intent", "session_key": session_key, "mutation_id": mutation_id, "attempt_id": attempt_id}
+def intent(session_key: str, mutation_id: str, attempt_id: str, deadline_secs: Optional[int] = None) -> dict[str, Any]:
+    """Record intent; `deadline_secs` (1 to 604800) when the write may stay in flight other than the
+    server's default (docs/api.md "Deadlines")."""
+    op: dict[str, Any] = {"op": "intent", "session_key": session_key, "mutation_id": mutation_id,
+                          "attempt_id": attempt_id}
+    if deadline_secs is not None:
+        op["deadline_secs"] = deadline_secs
+    return op
 
 
 def settle(session_key: str, mutation_id: str, attempt_id: str, status: SettleStatus,
@@ -56,6 +62,17 @@ def metadata(session_key: str, mutation_id: str, id: Optional[str] = None, url: 
             "id": id, "url": url, "title": title}
 
 
-def attempt(session_key: str, mutation_id: str, attempt_id: str) -> dict[str, Any]:
+def attempt(session_key: str, mutation_id: str, attempt_id: str, deadline_secs: Optional[int] = None) -> dict[str, Any]:
     """A fresh attempt of a `not_executed` entry (the single call `fresh_attempt`)."""
-    return {"op": "attempt", "session_key": session_key, "mutation_id": mutation_id, "attempt_id": attempt_id}
+    op: dict[str, Any] = {"op": "attempt", "session_key": session_key, "mutation_id": mutation_id,
+                          "attempt_id": attempt_id}
+    if deadline_secs is not None:
+        op["deadline_secs"] = deadline_secs
+    return op
+
+
+def deadline(session_key: str, mutation_id: str, attempt_id: str, deadline_secs: int) -> dict[str, Any]:
+    """Extend the deadline of the attempt in flight to now + `deadline_secs` (the single call
+    `extend_deadline`; docs/api.md "Deadlines")."""
+    return {"op": "deadline", "session_key": session_key, "mutation_id": mutation_id,
+            "attempt_id": attempt_id, "deadline_secs": deadline_secs}

@@ -23,6 +23,12 @@ export interface TurnOptions {
     sessionKey: string;
     /** Default: a new UUID per `protectTools` / `protectTool` call, i.e. per run. */
     logicalTurnId?: string;
+    /**
+     * Each call's deadline, 1 to 604800 s (`ProtectedWriteOptions.deadlineSecs`, docs/api.md
+     * "Deadlines"): default none sent (the server's, 900 s); extended every third of it while the
+     * tool runs.
+     */
+    deadlineSecs?: number;
 }
 /** The part of an AI SDK tool this adapter touches: its `execute(input, options)` (`options.toolCallId`). */
 export interface ExecutableTool {

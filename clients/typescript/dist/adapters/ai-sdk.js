@@ -15,7 +15,7 @@ export function protectTool(ledger, turn, name, tool) {
         }
         const mutationId = options.toolCallId;
         return ledger
-            .protectedWrite({ sessionKey: turn.sessionKey, logicalTurnId, mutationId, tool: name }, async (op) => execute.call(tool, input, options, op))
+            .protectedWrite({ sessionKey: turn.sessionKey, logicalTurnId, mutationId, tool: name, deadlineSecs: turn.deadlineSecs }, async (op) => execute.call(tool, input, options, op))
             .catch((error) => {
             throw new ProtectedToolError({
                 message: outcomeMessage(error, mutationId),
@@ -32,7 +32,7 @@ export function protectTools(ledger, turn, tools) {
     const logicalTurnId = turn.logicalTurnId ?? newId();
     const out = {};
     for (const [name, tool] of Object.entries(tools)) {
-        out[name] = protectTool(ledger, { sessionKey: turn.sessionKey, logicalTurnId }, name, tool);
+        out[name] = protectTool(ledger, { sessionKey: turn.sessionKey, logicalTurnId, deadlineSecs: turn.deadlineSecs }, name, tool);
     }
     return out;
 }

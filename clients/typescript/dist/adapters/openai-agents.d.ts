@@ -30,6 +30,12 @@ export interface AgentTurnOptions {
     sessionKey: ContextValue;
     /** The logical turn; default one new UUID per agent run (per `RunContext`). */
     logicalTurnId?: ContextValue;
+    /**
+     * Each call's deadline, 1 to 604800 s (`ProtectedWriteOptions.deadlineSecs`, docs/api.md
+     * "Deadlines"): default none sent (the server's, 900 s); extended every third of it while the
+     * tool runs.
+     */
+    deadlineSecs?: number;
 }
 /** The SDK's `tool()` options, with `execute` receiving the protected write's `op` fourth. */
 export type ProtectedToolOptions = {

@@ -56,6 +56,7 @@ export function protectedTool(ledger, turn, options) {
             logicalTurnId: turnOf(turn, runContext),
             mutationId: callId,
             tool: name,
+            deadlineSecs: turn.deadlineSecs,
         }, async (op) => execute(input, runContext, details, op));
     };
     const errorFunction = options.errorFunction === undefined ? toolErrorMessage : options.errorFunction;

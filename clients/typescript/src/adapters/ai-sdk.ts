@@ -26,6 +26,12 @@ export interface TurnOptions {
   sessionKey: string;
   /** Default: a new UUID per `protectTools` / `protectTool` call, i.e. per run. */
   logicalTurnId?: string;
+  /**
+   * Each call's deadline, 1 to 604800 s (`ProtectedWriteOptions.deadlineSecs`, docs/api.md
+   * "Deadlines"): default none sent (the server's, 900 s); extended every third of it while the
+   * tool runs.
+   */
+  deadlineSecs?: number;
 }
 
 /** The part of an AI SDK tool this adapter touches: its `execute(input, options)` (`options.toolCallId`). */
@@ -48,7 +54,7 @@ export function protectTool<T extends ExecutableTool>(ledger: Ledger, turn: Turn
     }
     const mutationId = options.toolCallId;
     return ledger
-      .protectedWrite({ sessionKey: turn.sessionKey, logicalTurnId, mutationId, tool: name }, async (op) =>
+      .protectedWrite({ sessionKey: turn.sessionKey, logicalTurnId, mutationId, tool: name, deadlineSecs: turn.deadlineSecs }, async (op) =>
         execute.call(tool, input, options, op),
       )
       .catch((error: unknown) => {
@@ -68,7 +74,7 @@ export function protectTools<T extends Record<string, ExecutableTool>>(ledger: L
   const logicalTurnId = turn.logicalTurnId ?? newId();
   const out: Record<string, ExecutableTool> = {};
   for (const [name, tool] of Object.entries(tools)) {
-    out[name] = protectTool(ledger, { sessionKey: turn.sessionKey, logicalTurnId }, name, tool);
+    out[name] = protectTool(ledger, { sessionKey: turn.sessionKey, logicalTurnId, deadlineSecs: turn.deadlineSecs }, name, tool);
   }
   return out as T;
 }

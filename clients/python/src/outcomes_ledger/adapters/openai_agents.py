@@ -45,6 +45,7 @@ except ImportError as exc:  # pragma: no cover - depends on the installed extras
     ) from exc
 
 from .._client import AsyncLedger
+from .._deadline import check_deadline_secs
 from .._protected import outcome_message
 from . import require_turn, takes_context, tool_name, with_context_signature
 
@@ -56,15 +57,20 @@ def tool_error_message(ctx: RunContextWrapper[Any], error: Exception) -> str:
 
 
 def protected_function_tool(
-    ledger: AsyncLedger, *, tool: Optional[str] = None, **function_tool_kwargs: Any
+    ledger: AsyncLedger, *, tool: Optional[str] = None, deadline_secs: Optional[int] = None,
+    **function_tool_kwargs: Any
 ) -> Callable[[Callable[..., Any]], FunctionTool]:
     """Decorator: `fn` (sync or async, optionally taking `RunContextWrapper`/`ToolContext` first)
     becomes an SDK `FunctionTool` whose every call is a protected write of `tool` (default: the
-    function's name). Other keywords go to `agents.function_tool` (`name_override`,
+    function's name) with `deadline_secs` (1 to 604800; default none sent: the server's, 900 s),
+    extended every third of it while the call runs (`AsyncLedger.protected_write`, docs/api.md
+    "Deadlines"). Other keywords go to `agents.function_tool` (`name_override`,
     `failure_error_function`, …), except `timeout_seconds` for an async `fn`: the adapter applies
     it inside the protected block, so a call that runs out of time is recorded `outcome_unknown`
     with `execution_timeout` (the SDK's own timeout cancels the block from outside, which records
     `outcome_unknown` without a reason)."""
+
+    check_deadline_secs(deadline_secs)
 
     def decorate(fn: Callable[..., Any]) -> FunctionTool:
         ledger_tool = tool_name(fn, tool)
@@ -81,6 +87,7 @@ def protected_function_tool(
                 logical_turn_id=turn.logical_turn_id,
                 mutation_id=ctx.tool_call_id,
                 tool=ledger_tool,
+                deadline_secs=deadline_secs,
             ) as op:
                 result = fn(ctx, *args, **kwargs) if fn_takes_ctx else fn(*args, **kwargs)
                 if inspect.isawaitable(result):

@@ -40,15 +40,20 @@ except ImportError as exc:  # pragma: no cover - depends on the installed extras
     ) from exc
 
 from .._client import AsyncLedger
+from .._deadline import check_deadline_secs
 from . import require_turn, takes_context, tool_name, with_context_signature
 
 F = TypeVar("F", bound=Callable[..., Any])
 
 
-def protected_tool(ledger: AsyncLedger, *, tool: Optional[str] = None) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
+def protected_tool(ledger: AsyncLedger, *, tool: Optional[str] = None,
+                   deadline_secs: Optional[int] = None) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
     """Decorator: `fn` (sync or async, optionally taking `RunContext` first) becomes a tool
     function taking `RunContext` first whose every call is a protected write of `tool` (default:
-    the function's name)."""
+    the function's name) with `deadline_secs` (1 to 604800; default none sent: the server's, 900 s),
+    extended every third of it while the call runs (`AsyncLedger.protected_write`, docs/api.md
+    "Deadlines")."""
+    check_deadline_secs(deadline_secs)
 
     def decorate(fn: Callable[..., Any]) -> Callable[..., Any]:
         ledger_tool = tool_name(fn, tool)
@@ -64,6 +69,7 @@ def protected_tool(ledger: AsyncLedger, *, tool: Optional[str] = None) -> Callab
                 logical_turn_id=turn.logical_turn_id,
                 mutation_id=ctx.tool_call_id,
                 tool=ledger_tool,
+                deadline_secs=deadline_secs,
             ):
                 result = fn(ctx, *args, **kwargs) if fn_takes_ctx else fn(*args, **kwargs)
                 if inspect.isawaitable(result):
