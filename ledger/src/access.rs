@@ -58,6 +58,13 @@ pub fn check_staff_name(name: &str) -> Result<(), LedgerError> {
             "a staff name has only ASCII letters, digits, '.', '_', '-' and '@'",
         ));
     }
+    // Shown as `staff:<name>` and in page paths and headers: `.`, `..`, `@`, `-x` read as something else.
+    if !name.as_bytes()[0].is_ascii_alphanumeric() {
+        return Err(LedgerError::invalid(
+            "name",
+            "a staff name starts with an ASCII letter or digit",
+        ));
+    }
     Ok(())
 }
 
@@ -169,6 +176,20 @@ impl Access {
         .bind(secret_hash(token))
         .bind(self.now_ms())
         .bind(name)
+        .execute(pool)
+        .await?
+        .rows_affected());
+        Ok(done == 1)
+    }
+
+    /// Removes one staff API token (by the token itself): `outcomes staff token` takes back a token it
+    /// could not show. `Ok(false)` when there was none.
+    pub async fn remove_staff_token(&self, token: &str) -> Result<bool, LedgerError> {
+        let _writer = self.inner.writer().await?;
+        let done = on_write!(self.inner, |pool, d| sqlx::query(
+            "DELETE FROM staff_tokens WHERE token_hash = $1"
+        )
+        .bind(secret_hash(token))
         .execute(pool)
         .await?
         .rows_affected());
@@ -373,7 +394,20 @@ mod tests {
         for ok in ["ada", "ada.lovelace@example.org", "A_b-9", &"x".repeat(64)] {
             assert!(check_staff_name(ok).is_ok(), "{ok}");
         }
-        for bad in ["", &"x".repeat(65), "a b", "ädä", "a/b", "a\nb"] {
+        for bad in [
+            "",
+            &"x".repeat(65),
+            "a b",
+            "ädä",
+            "a/b",
+            "a\nb",
+            ".",
+            "..",
+            "@",
+            "-ada",
+            "_x",
+            ".ada",
+        ] {
             assert!(check_staff_name(bad).is_err(), "{bad:?}");
         }
     }

@@ -150,6 +150,16 @@ pub fn new_sign_in_id() -> String {
     random_b64(32)
 }
 
+/// Writes `text` to stdout and flushes it; an error (stdout closed: `… | head -0`) is answered as a
+/// sentence instead of the panic of `println!`.
+fn show(text: &str) -> Result<(), String> {
+    use std::io::Write;
+    let mut out = std::io::stdout().lock();
+    out.write_all(text.as_bytes())
+        .and_then(|()| out.flush())
+        .map_err(|e| format!("cannot write to stdout ({e})"))
+}
+
 /// Runs `outcomes staff …`. The secret a command makes is printed alone on the last line of stdout;
 /// errors go to stderr (by the caller) with nothing on stdout.
 pub async fn run(args: StaffArgs) -> Result<(), Box<dyn std::error::Error>> {
@@ -162,16 +172,25 @@ pub async fn run(args: StaffArgs) -> Result<(), Box<dyn std::error::Error>> {
             let hash = hash_password(&password).map_err(|e| format!("cannot hash: {e}"))?;
             if !access.add_staff(name, &hash).await? {
                 Err(format!("a staff account named {name} already exists").into())
+            } else if let Err(e) = show(&format!(
+                "staff account {name} added; its password (shown this once):\n{password}\n"
+            )) {
+                // Nobody saw the password: the account would be one nobody can use.
+                access.remove_staff(name).await?;
+                Err(format!(
+                    "{e}: the password could not be shown, so the account {name} was not kept"
+                )
+                .into())
             } else {
-                println!("staff account {name} added; its password (shown this once):");
-                println!("{password}");
                 Ok(())
             }
         }
         StaffCommand::Remove { name } => {
             if access.remove_staff(name).await? {
-                println!("staff account {name} removed, with its API tokens and sign-ins");
-                Ok(())
+                show(&format!(
+                    "staff account {name} removed, with its API tokens and sign-ins\n"
+                ))
+                .map_err(Into::into)
             } else {
                 Err(format!("no staff account named {name}").into())
             }
@@ -179,27 +198,31 @@ pub async fn run(args: StaffArgs) -> Result<(), Box<dyn std::error::Error>> {
         StaffCommand::List => {
             let accounts = access.list_staff().await?;
             if accounts.is_empty() {
-                println!("no staff accounts; add one with `outcomes staff add NAME`");
+                show("no staff accounts; add one with `outcomes staff add NAME`\n")?;
             }
             for a in accounts {
-                println!(
-                    "{}\tadded {}\t{} API token(s)\t{} sign-in(s)",
+                show(&format!(
+                    "{}\tadded {}\t{} API token(s)\t{} sign-in(s)\n",
                     a.name,
                     ledger::store::format_time(a.created_at),
                     a.tokens,
                     a.sign_ins
-                );
+                ))?;
             }
             Ok(())
         }
         StaffCommand::Token { name } => {
             let token = new_staff_token();
             if access.add_staff_token(name, &token).await? {
-                println!(
-                    "API token for {name} (shown this once; use it as Authorization: Bearer):"
-                );
-                println!("{token}");
-                Ok(())
+                match show(&format!(
+                    "API token for {name} (shown this once; use it as Authorization: Bearer):\n{token}\n"
+                )) {
+                    Ok(()) => Ok(()),
+                    Err(e) => {
+                        access.remove_staff_token(&token).await?;
+                        Err(format!("{e}: the token could not be shown, so it was not kept").into())
+                    }
+                }
             } else {
                 Err(format!("no staff account named {name}").into())
             }

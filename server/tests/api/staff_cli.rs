@@ -370,3 +370,64 @@ async fn viewer_link_tokens_never_reach_the_log() {
         "both requests are logged as /v/[token]:\n{stderr}"
     );
 }
+
+/// A secret the command cannot show (its stdout a pipe nobody reads: `outcomes staff add ada | head -0`)
+/// is not kept: no panic, a non-zero exit with the reason on stderr, and no account (or token) that
+/// nobody could use; a name that does not start with a letter or digit is refused (found by the fresh
+/// tester).
+#[test]
+fn a_secret_that_cannot_be_shown_is_not_kept_and_odd_names_are_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let closed = |args: &[&str]| {
+        let (reader, writer) = std::io::pipe().unwrap();
+        drop(reader);
+        let mut command = Command::new(BIN);
+        command
+            .arg("staff")
+            .args(args)
+            .arg("--data-dir")
+            .arg(dir.path())
+            .env_remove("OUTCOMES_DATABASE")
+            .stdout(writer);
+        on_the_suites_backend(&mut command, dir.path());
+        command.output().unwrap()
+    };
+    let out = closed(&["add", "ada"]);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success());
+    assert!(!stderr.contains("panicked"), "{stderr}");
+    assert!(
+        stderr.contains("the password could not be shown, so the account ada was not kept"),
+        "{stderr}"
+    );
+    let list = staff(dir.path(), &["list"]);
+    assert!(list.ok, "{}", list.stderr);
+    assert_eq!(
+        list.stdout.trim(),
+        "no staff accounts; add one with `outcomes staff add NAME`"
+    );
+    // A token the same way: the account stays, the token is taken back.
+    let added = staff(dir.path(), &["add", "ada"]);
+    assert!(added.ok, "{}", added.stderr);
+    let out = closed(&["token", "ada"]);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success());
+    assert!(
+        stderr.contains("the token could not be shown, so it was not kept"),
+        "{stderr}"
+    );
+    let list = staff(dir.path(), &["list"]);
+    assert!(list.stdout.contains("ada\tadded "), "{}", list.stdout);
+    assert!(list.stdout.contains("\t0 API token(s)\t"), "{}", list.stdout);
+    for name in [".", "..", "@", "_ada", ".ada"] {
+        let out = staff(dir.path(), &["add", name]);
+        assert!(!out.ok, "{name}");
+        assert_eq!(out.stdout, "", "{name}");
+        assert!(
+            out.stderr
+                .contains("a staff name starts with an ASCII letter or digit"),
+            "{name}: {}",
+            out.stderr
+        );
+    }
+}
