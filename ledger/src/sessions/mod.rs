@@ -509,6 +509,16 @@ impl SessionManager {
         }))
     }
 
+    /// The ledger's id (docs/api.md "The ledger's id"): 32 lowercase hex digits, random, made once when
+    /// the ledger was created (migration `0017_ledger_id`, Postgres `0011`), the same for every instance.
+    pub async fn ledger_id(&self) -> Result<String, LedgerError> {
+        Ok(on_read!(self.inner, |pool, d| sqlx::query_scalar(
+            "SELECT ledger_id FROM ledger_identity WHERE id = 1"
+        )
+        .fetch_one(pool)
+        .await?))
+    }
+
     /// Whether the session can be read: `Ok` for a session that has not expired, else 404
     /// (`SessionNotFound`, `SessionExpired`). Reads one row.
     pub async fn check_session(&self, session_key: &SessionKey) -> Result<(), LedgerError> {

@@ -580,3 +580,50 @@ async fn approve_commissioned_after_names_another_mutation_of_the_same_session()
     assert_eq!(turn["entries"][0]["ledger_status"], "execution_started");
     assert_eq!(turn["entries"].as_array().map(Vec::len), Some(1));
 }
+
+/// docs/api.md "The ledger's id": `GET /api/host/ledger` answers 32 random hex digits, host token only;
+/// the same on every call and for every instance on one database (a second server built on the same
+/// ledger), another for another ledger.
+#[tokio::test]
+async fn the_ledger_id_is_random_made_once_and_the_same_for_every_instance() {
+    let app = spawn().await;
+    let url = format!("{}/api/host/ledger", app.base);
+    let id = |base: String| {
+        let client = app.client.clone();
+        async move {
+            let r = client
+                .get(format!("{base}/api/host/ledger"))
+                .bearer_auth(TOKEN)
+                .send()
+                .await
+                .unwrap();
+            assert_eq!(r.status(), StatusCode::OK);
+            let v: Value = r.json().await.unwrap();
+            v["ledger_id"].as_str().unwrap().to_owned()
+        }
+    };
+    let first = id(app.base.clone()).await;
+    assert_eq!(first.len(), 32, "{first}");
+    assert!(
+        first
+            .bytes()
+            .all(|b| b.is_ascii_hexdigit() && !b.is_ascii_uppercase()),
+        "{first}"
+    );
+    assert_eq!(id(app.base.clone()).await, first);
+    let none = app.client.get(&url).send().await.unwrap();
+    assert_eq!(none.status(), StatusCode::UNAUTHORIZED);
+    // Another instance on the same ledger.
+    let again = crate::helpers::serve_built(
+        tempfile::tempdir().unwrap(),
+        server::serve::build(&crate::helpers::args(app._dir.path(), 3600), TOKEN.into())
+            .await
+            .unwrap(),
+        server::conn::ConnLimits::default(),
+    )
+    .await;
+    assert_eq!(id(again.base.clone()).await, first);
+    // Another ledger, another id.
+    let other = spawn().await;
+    assert_ne!(id(other.base.clone()).await, first);
+}

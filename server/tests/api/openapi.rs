@@ -37,6 +37,7 @@ const ROUTES: &[(&str, &str)] = &[
     ),
     ("delete", "/api/host/sessions/{session_key}"),
     ("post", "/api/host/batch"),
+    ("get", "/api/host/ledger"),
     ("post", "/api/host/sessions/{session_key}/viewer-links"),
     ("delete", "/api/host/sessions/{session_key}/viewer-links"),
     ("get", "/api/me"),

@@ -418,7 +418,11 @@ fn a_secret_that_cannot_be_shown_is_not_kept_and_odd_names_are_refused() {
     );
     let list = staff(dir.path(), &["list"]);
     assert!(list.stdout.contains("ada\tadded "), "{}", list.stdout);
-    assert!(list.stdout.contains("\t0 API token(s)\t"), "{}", list.stdout);
+    assert!(
+        list.stdout.contains("\t0 API token(s)\t"),
+        "{}",
+        list.stdout
+    );
     for name in [".", "..", "@", "_ada", ".ada"] {
         let out = staff(dir.path(), &["add", name]);
         assert!(!out.ok, "{name}");

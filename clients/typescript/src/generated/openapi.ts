@@ -24,6 +24,26 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/host/ledger": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * `GET /api/host/ledger` → 200 `{"ledger_id"}` (docs/api.md "The ledger's id"); 401 without the host
+         *     token.
+         */
+        get: operations["ledger_identity"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/host/sessions/{session_key}": {
         parameters: {
             query?: never;
@@ -847,6 +867,14 @@ export interface components {
         HistoryKind: "approval" | "intent" | "settlement" | "cancellation" | "reconciliation" | "metadata" | "attempt" | "note" | "imported" | "claim" | "release";
         /** @description 1 to 256 bytes of UTF-8 (maxLength counts characters: 256 for ASCII), no control character, not `.` or `..` */
         Identifier: string;
+        /** @description `{"ledger_id"}`: the ledger's id, 32 lowercase hex digits. */
+        LedgerIdentity: {
+            /**
+             * @description Random, made once when the ledger was created, the same for every instance on one database:
+             *     hosts derive idempotency keys from it (docs/api.md "The ledger's id").
+             */
+            ledger_id: string;
+        };
         /**
          * @description Ledger status of an entry (docs/ledger.md "Entries and their states"). Not published as such: the projection
          *     maps it, with the intent flag, to a [`PublishedStatus`].
@@ -1285,6 +1313,35 @@ export interface operations {
             };
             /** @description the ledger is busy; nothing changed; retry after `Retry-After` seconds */
             503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    ledger_identity: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description the ledger's id */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["LedgerIdentity"];
+                };
+            };
+            /** @description missing or wrong host token */
+            401: {
                 headers: {
                     [name: string]: unknown;
                 };

@@ -36,6 +36,7 @@ pub fn router() -> OpenApiRouter<AppState> {
         .routes(routes!(extend_deadline))
         .routes(routes!(delete_session))
         .routes(routes!(batch))
+        .routes(routes!(ledger_identity))
 }
 
 /// Most operations one batch may carry.
@@ -190,6 +191,35 @@ transition!(
     extend_deadline: post "/api/host/sessions/{session_key}/mutations/{mutation_id}/deadline",
     DeadlineBody, DeadlineBody
 );
+
+/// `{"ledger_id"}`: the ledger's id, 32 lowercase hex digits.
+#[derive(Serialize, serde::Deserialize, ToSchema)]
+pub struct LedgerIdentity {
+    /// Random, made once when the ledger was created, the same for every instance on one database:
+    /// hosts derive idempotency keys from it (docs/api.md "The ledger's id").
+    #[schema(pattern = "^[0-9a-f]{32}$")]
+    pub ledger_id: String,
+}
+
+/// `GET /api/host/ledger` → 200 `{"ledger_id"}` (docs/api.md "The ledger's id"); 401 without the host
+/// token.
+#[utoipa::path(
+    get,
+    path = "/api/host/ledger",
+    tag = "host",
+    responses(
+        (status = 200, description = "the ledger's id", body = LedgerIdentity),
+        (status = 401, description = "missing or wrong host token", body = ledger::wire::ErrorBody),
+    ),
+    security(("host_token" = []))
+)]
+pub async fn ledger_identity(
+    State(state): State<AppState>,
+) -> Result<Json<LedgerIdentity>, ApiError> {
+    Ok(Json(LedgerIdentity {
+        ledger_id: state.sessions.ledger_id().await?,
+    }))
+}
 
 /// `DELETE /api/host/sessions/{session_key}` → 204; 404 when there is no such session.
 #[utoipa::path(
