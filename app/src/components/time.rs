@@ -50,7 +50,7 @@ pub fn due_words(secs: i64) -> String {
 }
 
 /// What a `<time>` says once the page is interactive, besides the local time: its age (the default),
-/// how long until it (`data-due`: a deadline), or nothing (`data-clock`: a moment a sentence names, "at
+/// how long until it, written first (`data-due`: a deadline, `in 12 min · 23:15:00`), or nothing (`data-clock`: a moment a sentence names, "at
 /// 17:48:03").
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum TimeKind {
@@ -118,7 +118,7 @@ pub fn Time(at: String) -> impl IntoView {
 }
 
 /// `<time datetime=at data-due>`: a deadline, read as [`Time`] reads a time, with how long until it
-/// (`23:15:00 · in 12 min`) instead of its age once the page is interactive.
+/// first (`in 12 min · 23:15:00`) instead of its age after it, once the page is interactive.
 #[component]
 pub fn DueTime(at: String) -> impl IntoView {
     let text = kind_text(&at, TimeKind::Due);
@@ -156,7 +156,7 @@ pub fn kind_text(at: &str, kind: TimeKind) -> String {
     utc_text(at)
 }
 
-/// `07:15:03 · 3 min ago` (or `· in 12 min` for a deadline, nothing after the time for a clock) for an
+/// `07:15:03 · 3 min ago` (a deadline: `in 12 min · 07:15:03`, what matters first; a clock: the time alone) for an
 /// RFC 3339 time, in the reader's local time; `None` when the browser cannot read it.
 #[cfg(feature = "hydrate")]
 fn local_with(at: &str, kind: TimeKind) -> Option<String> {
@@ -165,7 +165,7 @@ fn local_with(at: &str, kind: TimeKind) -> Option<String> {
     let age = ((js_sys::Date::now() - ms) / 1000.0).floor() as i64;
     Some(match kind {
         TimeKind::Age => format!("{shown} · {}", age_words(age)),
-        TimeKind::Due => format!("{shown} · {}", due_words(-age)),
+        TimeKind::Due => format!("{} · {shown}", due_words(-age)),
         TimeKind::Clock => shown,
     })
 }

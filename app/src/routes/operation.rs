@@ -50,6 +50,20 @@ pub fn OperationPage() -> impl IntoView {
     }
 }
 
+/// The kind of a change in words, for `viewer` (an end user, who reads no deadlines: the ledger's
+/// settlement is "Settled by the ledger") or staff ([`kind_words`]).
+pub fn kind_words_for(change: &HistoryChange, viewer: bool) -> String {
+    if viewer && change.settled_by == Some(SettledBy::Ledger) {
+        let attempt = change
+            .attempt_id
+            .as_deref()
+            .map(|a| format!(" (attempt {})", mark(a)))
+            .unwrap_or_default();
+        return format!("Settled by the ledger{attempt}");
+    }
+    kind_words(change)
+}
+
 /// The kind of a change in words.
 pub fn kind_words(change: &HistoryChange) -> String {
     let attempt = change
@@ -458,7 +472,7 @@ fn Change(change: HistoryChange, viewer: bool) -> impl IntoView {
         <li class="change relative" data-kind=change.kind.as_str() data-actor=change.actor.clone()>
             <span aria-hidden="true" class="absolute -left-[1.4rem] top-1.5 h-2.5 w-2.5 rounded-full bg-slate-400 dark:bg-slate-500"></span>
             <p class="flex flex-wrap items-center gap-2">
-                <span class="font-medium">{kind_words(&change)}</span>
+                <span class="font-medium">{kind_words_for(&change, viewer)}</span>
                 {badge}
             </p>
             <p class="text-xs opacity-80">
@@ -712,6 +726,11 @@ mod tests {
             "Settled by the ledger at its deadline (attempt att-1)"
         );
         assert_eq!(actor_words(&by_ledger.actor), "the ledger");
+        // An end user reads no deadline.
+        assert_eq!(
+            kind_words_for(&by_ledger, true),
+            "Settled by the ledger (attempt att-1)"
+        );
         let c = current(&history(vec![
             change(Intent, ExecutionStarted, Some("att-1")),
             by_ledger,

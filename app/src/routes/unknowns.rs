@@ -503,14 +503,16 @@ fn QueueTable(
                         <th scope="col">"Title"</th>
                         {header(SortBy::Session, "Session", "w-44")}
                         <th scope="col" class="w-20">"Turn"</th>
-                        <th scope="col" class="w-56">"Operation id"</th>
+                        <th scope="col" class="w-48">"Operation id"</th>
                         <th scope="col" class="w-12">"Notes"</th>
-                        <th scope="col" class="w-48">"Last note"</th>
+                        <th scope="col" class="w-40">"Last note"</th>
                         <th scope="col" class="w-28">"On it"</th>
-                        <th scope="col" class="w-24">"Alerted (UTC)"</th>
                         {match kind {
-                            Queue::Unknown => view! { <th scope="col" class="w-36">"Status"</th> }.into_any(),
-                            Queue::InFlight => header(SortBy::Deadline, "Deadline", "w-40").into_any(),
+                            Queue::Unknown => view! {
+                                <th scope="col" class="w-24">"Alerted (UTC)"</th>
+                                <th scope="col" class="w-20">"Status"</th>
+                            }.into_any(),
+                            Queue::InFlight => header(SortBy::Deadline, "Deadline", "w-36").into_any(),
                         }}
                     </tr>
                 </thead>
@@ -556,7 +558,7 @@ pub fn rows_html(rows: &[Row], staff: bool, selected: &[String]) -> String {
             "<tr><td><input type=\"checkbox\" aria-labelledby=\"r{i}\"{ticked}></td><td>{age}</td><td>{tool}</td><td>{title}</td>\
              <td><a href=\"{session_href}\">{session}</a></td><td>{turn}</td>\
              <td><a id=\"r{i}\" href=\"{href}\">{id}</a> <button class=\"cp\" aria-label=\"Copy id\">⧉</button></td>\
-             <td>{notes}</td><td>{note}</td><td>{claim}</td><td>{alerted}</td><td>{last}</td></tr>",
+             <td>{notes}</td><td>{note}</td><td>{claim}</td>{alerted}<td>{last}</td></tr>",
             age = r.age_secs.map(age_short).unwrap_or_default(),
             tool = esc(&mark(&r.tool)),
             title = esc(&r.title.as_deref().map(mark).unwrap_or_default()),
@@ -566,17 +568,28 @@ pub fn rows_html(rows: &[Row], staff: bool, selected: &[String]) -> String {
             href = esc(&href),
             id = esc(&mark(&r.mutation_id)),
             note = esc(&r.last_note.as_deref().map(mark).unwrap_or_default()),
-            alerted = r.alerted_at.as_deref().map(alerted_cell).unwrap_or_default(),
+            // A write in flight has not been alerted about: its view has no such column.
+            alerted = if r.in_flight {
+                String::new()
+            } else {
+                format!(
+                    "<td>{}</td>",
+                    r.alerted_at.as_deref().map(alerted_cell).unwrap_or_default()
+                )
+            },
             last = last_cell(r),
         ));
     }
     out
 }
 
+/// The status cell of a settled unknown the ledger settled at its deadline: "No report", its title saying
+/// what that means.
+const LEDGER_STATUS: &str = "<span title=\"Its host did not report by the deadline: the ledger settled it unknown\">No report</span>";
+
 /// The last cell of a row: a write in flight's deadline (`<time data-due>`, which the page clock writes
-/// as the local time and how long until it, "23:15:00 · in 12 min"), or a settled unknown's status:
-/// "Unknown", or "Unknown: no report by deadline" when the ledger settled it at its deadline (docs/api.md
-/// "Deadlines").
+/// as how long until it and the local time, "in 12 min · 23:15:00"), or a settled unknown's status:
+/// "Unknown", or "No report" when the ledger settled it at its deadline (docs/api.md "Deadlines").
 fn last_cell(r: &Row) -> String {
     match (&r.deadline_at, r.in_flight) {
         (Some(at), true) => format!(
@@ -588,7 +601,7 @@ fn last_cell(r: &Row) -> String {
             ))
         ),
         (None, true) => "In flight".to_owned(),
-        (_, false) if r.by_ledger => "Unknown: no report by deadline".to_owned(),
+        (_, false) if r.by_ledger => LEDGER_STATUS.to_owned(),
         (_, false) => "Unknown".to_owned(),
     }
 }
@@ -972,7 +985,7 @@ mod tests {
             by_ledger: true,
             deadline_at: Some("2026-12-03T14:15:00.000Z".into()),
         };
-        assert_eq!(last_cell(&r), "Unknown: no report by deadline");
+        assert_eq!(last_cell(&r), LEDGER_STATUS);
         r.by_ledger = false;
         r.in_flight = true;
         assert_eq!(
@@ -981,6 +994,8 @@ mod tests {
         );
         let html = rows_html(&[r], true, &[]);
         assert!(html.contains("<td>3 min</td>"), "{html}");
+        // No "Alerted" cell in the in-flight view: its deadline is the 11th.
+        assert_eq!(html.matches("<td").count(), 11, "{html}");
     }
 
     #[test]
