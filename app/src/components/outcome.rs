@@ -476,9 +476,9 @@ fn time_el(h: &mut Html, at: &str, kind: crate::components::time::TimeKind) {
 
 /// When a row was recorded and settled (docs/design.md "What the person sees"): an in-flight write says
 /// how long it has been in flight, a settled unknown how long it has been unknown. "Recorded … · settled
-/// …", or "Settled …" alone when the recorded time is shown elsewhere; for staff, an in-flight write's
-/// " · deadline …" (how long until the ledger settles it, docs/api.md "Deadlines"); nothing without
-/// any of these times.
+/// …", or "Settled …" alone when the recorded time is shown elsewhere; nothing without either time.
+/// After them, for staff, an in-flight write's deadline on a line of its own (`.deadline`: "Deadline in 12 min
+/// · 23:15:00", how long until the ledger settles it, docs/api.md "Deadlines").
 fn row_times(h: &mut Html, status: PublishedStatus, card: &Card) {
     use crate::components::time::TimeKind;
     let settled_at = card.settled_at.as_deref().filter(|_| !card.in_flight);
@@ -486,7 +486,16 @@ fn row_times(h: &mut Html, status: PublishedStatus, card: &Card) {
         .deadline_at
         .as_deref()
         .filter(|_| card.in_flight && card.show_deadline);
-    if card.recorded_at.is_none() && settled_at.is_none() && deadline_at.is_none() {
+    let deadline = |h: &mut Html| {
+        if let Some(at) = deadline_at {
+            h.el("p", &[("class", "deadline")], |h| {
+                h.text("Deadline ");
+                time_el(h, at, TimeKind::Due);
+            });
+        }
+    };
+    if card.recorded_at.is_none() && settled_at.is_none() {
+        deadline(h);
         return;
     }
     let settled_words = match status {
@@ -519,17 +528,8 @@ fn row_times(h: &mut Html, status: PublishedStatus, card: &Card) {
                 time(h, at);
             });
         }
-        if let Some(at) = deadline_at {
-            h.el("span", &[("class", "deadline")], |h| {
-                h.text(if card.recorded_at.is_some() {
-                    " · deadline "
-                } else {
-                    "Deadline "
-                });
-                time_el(h, at, TimeKind::Due);
-            });
-        }
     });
+    deadline(h);
 }
 
 /// The plain message of an unknown outcome (seed 002, "Tell the user…"): what is known, and what the
@@ -858,8 +858,8 @@ mod tests {
         );
         assert!(
             staff.contains(concat!(
-                r#"<span class="recorded">In flight since <time datetime="2026-12-06T17:33:01Z">2026-12-06 17:33:01 UTC</time></span>"#,
-                r#"<span class="deadline"> · deadline <time datetime="2026-12-06T17:48:01Z" data-due="">2026-12-06 17:48:01 UTC</time></span>"#
+                r#"<p class="row-times"><span class="recorded">In flight since <time datetime="2026-12-06T17:33:01Z">2026-12-06 17:33:01 UTC</time></span></p>"#,
+                r#"<p class="deadline">Deadline <time datetime="2026-12-06T17:48:01Z" data-due="">2026-12-06 17:48:01 UTC</time></p>"#,
             )),
             "{staff}"
         );
