@@ -2,9 +2,11 @@
 // deadline reads, for the end user, that the agent stopped reporting (no promise that it will report back,
 // nothing of staff's); staff get the writes in flight as a view of their own, ordered by deadline and
 // counted on the queue, and the operation page of a write in flight with the claim box and the reconcile
-// form. Screenshots (desktop and phone, light and dark) go to SHOTS_DIR (default
+// form. axe finds no serious or critical violation on those pages (light and dark). Screenshots (desktop and
+// phone, light and dark) go to SHOTS_DIR (default
 // test-results/screenshots).
 import { test, expect, request as pwRequest, APIRequestContext, Browser, Page } from '@playwright/test';
+import AxeBuilder from '@axe-core/playwright';
 import { mkdtempSync, rmSync } from 'fs';
 import { tmpdir } from 'os';
 import * as path from 'path';
@@ -29,7 +31,15 @@ async function entry(api: APIRequestContext, session: string, turn: string, muta
   return (await r.json()).entries.find((e: any) => e.outcome.mutation_id === mutation);
 }
 
-/** Screenshots of `pathname` at each look, after `ready` says the page is ready. */
+/** axe finds no serious or critical violation on `page` as it is. */
+async function accessible(page: Page, name: string) {
+  const result = await new AxeBuilder({ page }).analyze();
+  const bad = result.violations.filter(v => v.impact === 'serious' || v.impact === 'critical');
+  expect(bad.map(v => `${v.id}: ${v.nodes.map(n => n.target).join(', ')}`), name).toEqual([]);
+}
+
+/** Screenshots of `pathname` at each look, after `ready` says the page is ready (axe on each, light and
+ *  dark). */
 async function screenshots(browser: Browser, baseURL: string, pathname: string, name: string,
   ready: (page: Page) => Promise<void>, storageState?: string) {
   for (const [device, width, height, colorScheme] of looks) {
@@ -38,6 +48,7 @@ async function screenshots(browser: Browser, baseURL: string, pathname: string, 
       const page = await context.newPage();
       await page.goto(pathname);
       await ready(page);
+      if (device === 'desktop') await accessible(page, `${name} ${colorScheme}`);
       await layOutAllRows(page);
       const overflow = await page.evaluate(() => document.documentElement.scrollWidth - window.innerWidth);
       // The queue's table scrolls inside its own box; the page itself never overflows.
