@@ -135,6 +135,10 @@ test.describe('an end user', () => {
       await expect(page.locator('main')).not.toContainText(/deadline|revision|reconcile/i, { useInnerText: true });
       await expect(page.locator('.claim-box, form.reconcile-form')).toHaveCount(0);
       expect(errors).toEqual([]);
+      // The staff's views are not for a viewer.
+      for (const staffPage of ['/in-flight', '/unknowns']) {
+        expect((await page.goto(staffPage))?.status(), staffPage).toBe(404);
+      }
 
       await context.storageState({ path: test.info().outputPath('viewer-state.json') });
       await context.close();
