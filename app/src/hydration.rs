@@ -9,8 +9,10 @@
 //! Used as `#[serde(with = "crate::hydration::entries")]` on a resource's `TurnEntries` field.
 
 use ledger::wire::{
-    LedgerStatus, MutationOutcome, PublishedStatus, Reason, StatusCounts, TurnEntries, TurnEntry,
+    EstablishedBy, LedgerStatus, MutationOutcome, PublishedStatus, Reason, SettledBy, StatusCounts,
+    TurnEntries, TurnEntry,
 };
+use serde::ser::SerializeTuple;
 use serde::{Deserialize, Serialize};
 
 /// A turn's entries: session, turn, latest revision, next cursor, counts, the schema of its outcomes,
@@ -27,9 +29,12 @@ struct Compact(
 );
 
 /// One entry: sequence, revision, mutation id, tool (`null`: the previous entry's), published status,
-/// resource id, url, title, reason, recorded at, settled at (each as [`Times`] writes it); then its ledger status when its spelling is not the published status's
-/// (in flight: `execution_started`), and last its schema and turn id when they are not the page's.
-#[derive(Serialize, Deserialize)]
+/// resource id, url, title, reason, recorded at, settled at (each as [`Times`] writes it); then, each
+/// written only up to the last one present (`null` for one absent before it): its deadline (as
+/// [`Times`] writes it, after the settled time), who settled or established it ([`who`]), its ledger
+/// status when its spelling is not the published status's (in flight: `execution_started`), and its
+/// schema and turn id when they are not the page's (docs/api.md "Deadlines" for the first two).
+#[derive(Deserialize)]
 struct Entry(
     i64,
     Option<i64>,
@@ -42,9 +47,87 @@ struct Entry(
     Option<Reason>,
     String,
     Option<String>,
-    #[serde(default, skip_serializing_if = "Option::is_none")] Option<LedgerStatus>,
-    #[serde(default, skip_serializing_if = "Option::is_none")] Option<(String, String)>,
+    #[serde(default)] Option<String>,
+    #[serde(default)] Option<u8>,
+    #[serde(default)] Option<LedgerStatus>,
+    #[serde(default)] Option<(String, String)>,
 );
+
+impl Serialize for Entry {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        let tail = [
+            self.11.is_some(),
+            self.12.is_some(),
+            self.13.is_some(),
+            self.14.is_some(),
+        ];
+        let written = tail.iter().rposition(|p| *p).map_or(0, |i| i + 1);
+        let mut t = s.serialize_tuple(11 + written)?;
+        t.serialize_element(&self.0)?;
+        t.serialize_element(&self.1)?;
+        t.serialize_element(&self.2)?;
+        t.serialize_element(&self.3)?;
+        t.serialize_element(&self.4)?;
+        t.serialize_element(&self.5)?;
+        t.serialize_element(&self.6)?;
+        t.serialize_element(&self.7)?;
+        t.serialize_element(&self.8)?;
+        t.serialize_element(&self.9)?;
+        t.serialize_element(&self.10)?;
+        if written > 0 {
+            t.serialize_element(&self.11)?;
+        }
+        if written > 1 {
+            t.serialize_element(&self.12)?;
+        }
+        if written > 2 {
+            t.serialize_element(&self.13)?;
+        }
+        if written > 3 {
+            t.serialize_element(&self.14)?;
+        }
+        t.end()
+    }
+}
+
+/// Who settled (`settled_by`) and who established (`established_by`) an entry, as one number: the
+/// settler's place (0 none, 1 `host`, 2 `ledger`) plus 3 times the establisher's (0 none, 1 `staff`, 2
+/// `status_check`, 3 `late_answer`, 4 `host`); `None` when neither is set.
+mod who {
+    use super::{EstablishedBy, SettledBy};
+
+    const SETTLED: [SettledBy; 2] = [SettledBy::Host, SettledBy::Ledger];
+    const ESTABLISHED: [EstablishedBy; 4] = [
+        EstablishedBy::Staff,
+        EstablishedBy::StatusCheck,
+        EstablishedBy::LateAnswer,
+        EstablishedBy::Host,
+    ];
+
+    pub fn write(settled: Option<SettledBy>, established: Option<EstablishedBy>) -> Option<u8> {
+        let place = |found: Option<usize>| found.map_or(0, |i| i as u8 + 1);
+        let s = place(settled.and_then(|b| SETTLED.iter().position(|x| *x == b)));
+        let e = place(established.and_then(|b| ESTABLISHED.iter().position(|x| *x == b)));
+        (s + e > 0).then_some(s + 3 * e)
+    }
+
+    pub fn read(code: Option<u8>) -> Result<(Option<SettledBy>, Option<EstablishedBy>), String> {
+        let Some(code) = code else {
+            return Ok((None, None));
+        };
+        let (s, e) = (usize::from(code % 3), usize::from(code / 3));
+        let settled = (s > 0).then(|| SETTLED[s - 1]);
+        let established = match e {
+            0 => None,
+            e => Some(
+                *ESTABLISHED
+                    .get(e - 1)
+                    .ok_or_else(|| format!("not a written settler: {code}"))?,
+            ),
+        };
+        Ok((settled, established))
+    }
+}
 
 /// Times (RFC 3339, `2026-12-03T19:55:49.286Z`) written one after the other, each as the number of
 /// leading characters it shares with the time written before it (a letter: `A` none, `B` one, … at most
@@ -113,8 +196,6 @@ fn compact(e: &TurnEntries) -> Compact {
             let ledger = (implied(o.status) != Some(x.ledger_status)).then_some(x.ledger_status);
             let own = (o.schema != schema || o.logical_turn_id != e.logical_turn_id)
                 .then(|| (o.schema.clone(), o.logical_turn_id.clone()));
-            // The last optional value is written only when present, so the one before it must be too.
-            let ledger = ledger.or_else(|| own.as_ref().map(|_| x.ledger_status));
             Entry(
                 x.sequence,
                 x.mutation_revision,
@@ -127,6 +208,8 @@ fn compact(e: &TurnEntries) -> Compact {
                 o.reason,
                 times.write(&x.recorded_at),
                 x.settled_at.as_deref().map(|t| times.write(t)),
+                x.deadline_at.as_deref().map(|t| times.write(t)),
+                who::write(x.settled_by, x.established_by),
                 ledger,
                 own,
             )
@@ -162,6 +245,8 @@ fn expand(c: Compact) -> Result<TurnEntries, String> {
                 reason,
                 recorded_at,
                 settled_at,
+                deadline_at,
+                who,
                 ledger,
                 own,
             ) = x;
@@ -171,6 +256,8 @@ fn expand(c: Compact) -> Result<TurnEntries, String> {
             previous_tool = Some(tool.clone());
             let recorded_at = times.read(&recorded_at)?;
             let settled_at = settled_at.map(|t| times.read(&t)).transpose()?;
+            let deadline_at = deadline_at.map(|t| times.read(&t)).transpose()?;
+            let (settled_by, established_by) = who::read(who)?;
             let ledger_status = ledger
                 .or_else(|| implied(status))
                 .ok_or_else(|| format!("no ledger status for {mutation_id}"))?;
@@ -193,9 +280,9 @@ fn expand(c: Compact) -> Result<TurnEntries, String> {
                 ledger_status,
                 recorded_at,
                 settled_at,
-                deadline_at: None,
-                settled_by: None,
-                established_by: None,
+                deadline_at,
+                settled_by,
+                established_by,
             })
         })
         .collect::<Result<Vec<_>, String>>()?;
@@ -257,6 +344,28 @@ mod tests {
     }
 
     #[test]
+    fn who_settled_or_established_reads_back_from_one_number() {
+        let settled = [None, Some(SettledBy::Host), Some(SettledBy::Ledger)];
+        let established = [
+            None,
+            Some(EstablishedBy::Staff),
+            Some(EstablishedBy::StatusCheck),
+            Some(EstablishedBy::LateAnswer),
+            Some(EstablishedBy::Host),
+        ];
+        for s in settled {
+            for e in established {
+                let code = who::write(s, e);
+                assert_eq!(code.is_none(), s.is_none() && e.is_none());
+                assert_eq!(who::read(code).unwrap(), (s, e), "{code:?}");
+            }
+        }
+        assert_eq!(who::write(Some(SettledBy::Ledger), None), Some(2));
+        assert_eq!(who::write(None, Some(EstablishedBy::Staff)), Some(3));
+        assert!(who::read(Some(15)).is_err());
+    }
+
+    #[test]
     fn times_are_written_by_what_differs_from_the_previous_one() {
         let mut w = Times::default();
         let mut r = Times::default();
@@ -294,6 +403,8 @@ mod tests {
         titled.outcome.url = Some("https://example.com/d/1".into());
         titled.outcome.resource_id = Some("4002".into());
         titled.outcome.reason = Some(Reason::ExecutionTimeout);
+        titled.deadline_at = Some("2026-12-03T19:55:58.123Z".into());
+        titled.settled_by = Some(SettledBy::Host);
         let mut flying = entry(
             3,
             "c",
@@ -302,6 +413,22 @@ mod tests {
         );
         flying.settled_at = None;
         flying.mutation_revision = None;
+        flying.deadline_at = Some("2026-12-03T19:55:58.123Z".into());
+        // Settled by the ledger at its deadline; confirmed by support; by a status check.
+        let mut stopped = entry(
+            7,
+            "g",
+            PublishedStatus::OutcomeUnknown,
+            LedgerStatus::OutcomeUnknown,
+        );
+        stopped.outcome.reason = Some(Reason::ExecutionTimeout);
+        stopped.deadline_at = Some("2026-12-03T19:40:59.000Z".into());
+        stopped.settled_by = Some(SettledBy::Ledger);
+        let mut confirmed = entry(8, "h", PublishedStatus::Completed, LedgerStatus::Completed);
+        confirmed.established_by = Some(EstablishedBy::Staff);
+        let mut checked = entry(9, "i", PublishedStatus::Failed, LedgerStatus::Failed);
+        checked.established_by = Some(EstablishedBy::StatusCheck);
+        checked.deadline_at = Some("2026-12-03T19:40:59.000Z".into());
         let mut cancelled = entry(4, "d", PublishedStatus::NotExecuted, LedgerStatus::Failed);
         cancelled.outcome.reason = Some(Reason::PreDispatchDeadline);
         // Another turn's id or schema (never written by today's ledger) is kept too.
@@ -326,6 +453,9 @@ mod tests {
                     cancelled,
                     other,
                     other_schema,
+                    stopped,
+                    confirmed,
+                    checked,
                 ],
                 next: Some("cursor".into()),
                 counts: Some(StatusCounts {
@@ -348,6 +478,13 @@ mod tests {
         );
         // The second entry's tool is the first's: not written again; its times only by what differs.
         assert!(json.contains(r#"[2,6,"b",null,"failed""#), "{json}");
+        // The deadline after the settled time, by what differs from it; then who settled it.
+        assert!(
+            json.contains(r#"[7,21,"g",null,"outcome_unknown",null,null,null,"execution_timeout","S8.123Z","S9.001Z","W0Z",2]"#),
+            "{json}"
+        );
+        // An entry without a deadline but with a ledger status writes `null` in the deadline's place.
+        assert!(json.contains(r#""S9.001Z",null,null,"failed"]"#), "{json}");
         // An empty turn too.
         let empty = Read {
             entries: TurnEntries {

@@ -153,6 +153,7 @@ pub fn App() -> impl IntoView {
                     <Route path=path!("/sessions/:session_id/operations/:mutation_id") view=routes::operation::OperationPage ssr=SsrMode::Async/>
                     <Route path=path!("/operations/:mutation_id") view=routes::lookup::LookupPage ssr=SsrMode::Async/>
                     <Route path=path!("/unknowns") view=routes::unknowns::UnknownsQueuePage ssr=SsrMode::Async/>
+                    <Route path=path!("/in-flight") view=routes::unknowns::InFlightPage ssr=SsrMode::Async/>
                 </Routes>
             </main>
         </Router>

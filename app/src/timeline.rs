@@ -7,7 +7,8 @@
 use std::collections::HashMap;
 
 use ledger::wire::{
-    LedgerStatus, MutationOutcome, PublishedStatus, StatusCounts, TurnEntries, TurnEntry,
+    EstablishedBy, LedgerStatus, MutationOutcome, PublishedStatus, SettledBy, StatusCounts,
+    TurnEntries, TurnEntry,
 };
 
 /// One row: the latest projection seen for a mutation.
@@ -26,6 +27,12 @@ pub struct Row {
     pub recorded_at: Option<String>,
     /// When it last settled (RFC 3339); `None` while in flight or not read yet.
     pub settled_at: Option<String>,
+    /// Its deadline, and who settled or established it (docs/api.md "Deadlines"), as the last read of the
+    /// entries API said: a live event (a record) does not tell who, so a newer one clears them until the
+    /// next read.
+    pub deadline_at: Option<String>,
+    pub settled_by: Option<SettledBy>,
+    pub established_by: Option<EstablishedBy>,
 }
 
 impl Row {
@@ -37,6 +44,9 @@ impl Row {
             sequence: Some(e.sequence),
             recorded_at: Some(e.recorded_at.clone()),
             settled_at: e.settled_at.clone(),
+            deadline_at: e.deadline_at.clone(),
+            settled_by: e.settled_by,
+            established_by: e.established_by,
         }
     }
 }
@@ -243,6 +253,8 @@ impl Timeline {
                 row.in_flight = false;
                 row.revision = revision;
                 row.outcome = outcome;
+                row.settled_by = None;
+                row.established_by = None;
                 true
             }
             None => {
@@ -255,6 +267,9 @@ impl Timeline {
                     sequence: None,
                     recorded_at: None,
                     settled_at: None,
+                    deadline_at: None,
+                    settled_by: None,
+                    established_by: None,
                 });
                 true
             }

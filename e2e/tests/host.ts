@@ -25,8 +25,10 @@ export class Host {
       { logical_turn_id: turn, mutation_id: mutation, tool });
   }
 
-  intent(mutation: string, attempt = 'att-1') {
-    return this.call('post', `/api/host/sessions/${enc(this.session)}/mutations/${enc(mutation)}/intent`, { attempt_id: attempt });
+  /** Records intent; `deadlineSecs`: its deadline (docs/api.md "Deadlines"), else the server's default. */
+  intent(mutation: string, attempt = 'att-1', deadlineSecs?: number) {
+    return this.call('post', `/api/host/sessions/${enc(this.session)}/mutations/${enc(mutation)}/intent`,
+      deadlineSecs === undefined ? { attempt_id: attempt } : { attempt_id: attempt, deadline_secs: deadlineSecs });
   }
 
   settle(mutation: string, status: string, reason?: string, attempt = 'att-1') {

@@ -96,6 +96,23 @@ where
     A: DeserializeOwned + Send + 'static,
     T: DeserializeOwned + Serialize + Clone + Send + Sync + 'static,
 {
+    listing_with(api_path, filter_names, to_api, shown, &[])
+}
+
+/// [`listing_as`] where `api_path` may carry a query of its own (`/api/unknowns?state=in_flight`: what
+/// the page always asks), and `defaults` are sent for the filters the address does not give (a page's
+/// own default order, `sort=deadline`).
+pub fn listing_with<A, T>(
+    api_path: &'static str,
+    filter_names: &[&'static str],
+    to_api: fn(&str, String) -> String,
+    shown: fn(A) -> T,
+    defaults: &[(&'static str, &'static str)],
+) -> Listing<T>
+where
+    A: DeserializeOwned + Send + 'static,
+    T: DeserializeOwned + Serialize + Clone + Send + Sync + 'static,
+{
     let filters = asked(filter_names);
     let after = asked(&["after"]);
     // An id or tool typed as the page shows it (`a⟨U+200B⟩b`) filters by the raw id (docs/design.md "What
@@ -109,8 +126,16 @@ where
             )
         })
         .collect();
+    for (name, value) in defaults {
+        if !filters.iter().any(|(k, _)| k == name) {
+            query.push((name, (*value).to_owned()));
+        }
+    }
     query.extend(after.iter().cloned());
-    let path = format!("{api_path}{}", query_string(&query));
+    let path = match query_string(&query).strip_prefix('?') {
+        Some(q) if api_path.contains('?') => format!("{api_path}&{q}"),
+        _ => format!("{api_path}{}", query_string(&query)),
+    };
     let refresh = refresh_ticker();
     let reader = api::reader();
     // The last page read, kept so that a failed refresh shows it as stale instead of an error

@@ -1,7 +1,7 @@
 //! How one outcome reads: status in words, icon and colour (never colour alone); the unknown explanation
 //! of seed 002 with the operation id to quote; the server-confirmed title as a safe link.
 
-use ledger::wire::{MutationOutcome, PublishedStatus, Reason};
+use ledger::wire::{EstablishedBy, MutationOutcome, PublishedStatus, Reason, SettledBy};
 use leptos::prelude::*;
 
 use crate::components::marks::{mark, marked};
@@ -262,6 +262,14 @@ pub fn OutcomeCard(
     #[prop(default = None)]
     recorded_at: Option<String>,
     #[prop(default = None)] settled_at: Option<String>,
+    /// The entry's deadline, who settled it and who established it (docs/api.md "Deadlines").
+    #[prop(default = None)]
+    deadline_at: Option<String>,
+    #[prop(default = None)] settled_by: Option<SettledBy>,
+    #[prop(default = None)] established_by: Option<EstablishedBy>,
+    /// Show an in-flight write's deadline (never to an end user: the deadline is for staff).
+    #[prop(optional)]
+    deadline: bool,
     /// The reader is staff: the explanation of an unknown outcome speaks to support, not to the end user.
     #[prop(optional)]
     for_staff: bool,
@@ -273,6 +281,10 @@ pub fn OutcomeCard(
         revision,
         recorded_at,
         settled_at,
+        deadline_at,
+        settled_by,
+        established_by,
+        show_deadline: deadline,
         for_staff,
         // Inside a roving list the card's links and buttons leave the tab order.
         roving: crate::components::roving::control_tabindex().is_some(),
@@ -300,6 +312,15 @@ pub struct Card {
     pub revision: Option<i64>,
     pub recorded_at: Option<String>,
     pub settled_at: Option<String>,
+    /// When the ledger settles it unknown unless its host reports first (RFC 3339; docs/api.md
+    /// "Deadlines"): shown for an in-flight write when `show_deadline`.
+    pub deadline_at: Option<String>,
+    /// Who settled the current state (`ledger`: at its deadline, the host never reported).
+    pub settled_by: Option<SettledBy>,
+    /// Who established the current state by a reconciliation.
+    pub established_by: Option<EstablishedBy>,
+    /// The reader may see deadlines (staff; never a viewer).
+    pub show_deadline: bool,
     pub for_staff: bool,
     /// The card sits in a roving list: its links and buttons get `tabindex="-1"`.
     pub roving: bool,
@@ -380,9 +401,25 @@ pub fn card_html(outcome: &MutationOutcome, card: &Card) -> String {
         h.el("bdi", &[("class", "details")], |h| h.text(&details))
     });
     row_times(&mut h, status, card);
-    if let Some(reason) = outcome.reason {
-        h.el("p", &[("class", "reason mt-1 text-sm")], |h| {
+    let stopped = stopped_reporting(outcome, card);
+    match outcome.reason {
+        // The end user's sentence says it ([`unknown_explanation`]); staff read who settled it.
+        Some(_) if stopped && !card.for_staff => {}
+        Some(_) if stopped => h.el("p", &[("class", "reason mt-1 text-sm")], |h| {
+            h.text(LEDGER_SETTLED)
+        }),
+        Some(reason) => h.el("p", &[("class", "reason mt-1 text-sm")], |h| {
             h.text(reason_text(reason))
+        }),
+        None => {}
+    }
+    if let Some(words) = established_words(status, card.established_by) {
+        h.el("p", &[("class", "established mt-1 text-sm")], |h| {
+            h.text(&words);
+            if let Some(at) = card.settled_at.as_deref() {
+                h.text(" ");
+                time_el(h, at, crate::components::time::TimeKind::Age);
+            }
         });
     }
     if unknown {
@@ -398,13 +435,67 @@ pub fn card_html(outcome: &MutationOutcome, card: &Card) -> String {
     h.0
 }
 
+/// What staff read of a write the ledger settled at its deadline (docs/api.md "Deadlines").
+pub const LEDGER_SETTLED: &str =
+    "The host did not settle it by its deadline: the ledger settled it as unknown (execution timeout).";
+
+/// Whether the card is a write the ledger settled unknown at its deadline: its host stopped reporting.
+fn stopped_reporting(outcome: &MutationOutcome, card: &Card) -> bool {
+    outcome.status == PublishedStatus::OutcomeUnknown
+        && !card.in_flight
+        && card.settled_by == Some(SettledBy::Ledger)
+}
+
+/// A reconciled outcome in an end user's words, by who established it (docs/design.md "What the person
+/// sees"): "Confirmed completed by support", "Confirmed not done by the provider's status", …; `None`
+/// when it was not reconciled (or is still unknown).
+pub fn established_words(status: PublishedStatus, by: Option<EstablishedBy>) -> Option<String> {
+    let done = match status {
+        PublishedStatus::Completed => "Confirmed completed",
+        PublishedStatus::Failed | PublishedStatus::NotExecuted => "Confirmed not done",
+        PublishedStatus::OutcomeUnknown => return None,
+    };
+    let by = match by? {
+        EstablishedBy::Staff => "support",
+        EstablishedBy::StatusCheck => "the provider's status",
+        EstablishedBy::LateAnswer => "the tool's late answer",
+        EstablishedBy::Host => "the agent",
+    };
+    Some(format!("{done} by {by}"))
+}
+
+/// A `<time datetime>` of `kind` as the page clock writes it ([`crate::components::time`]).
+fn time_el(h: &mut Html, at: &str, kind: crate::components::time::TimeKind) {
+    use crate::components::time::{kind_text, time_title};
+    let title = time_title(at);
+    let mut attrs = vec![("datetime", at)];
+    attrs.extend(title.as_deref().map(|t| ("title", t)));
+    attrs.extend(kind.attribute().map(|a| (a, "")));
+    h.el("time", &attrs, |h| h.text(&kind_text(at, kind)))
+}
+
 /// When a row was recorded and settled (docs/design.md "What the person sees"): an in-flight write says
 /// how long it has been in flight, a settled unknown how long it has been unknown. "Recorded … · settled
 /// …", or "Settled …" alone when the recorded time is shown elsewhere; nothing without either time.
+/// After them, for staff, an in-flight write's deadline on a line of its own (`.deadline`: "Deadline in 12 min
+/// · 23:15:00", how long until the ledger settles it, docs/api.md "Deadlines").
 fn row_times(h: &mut Html, status: PublishedStatus, card: &Card) {
-    use crate::components::time::{time_text, time_title};
+    use crate::components::time::TimeKind;
     let settled_at = card.settled_at.as_deref().filter(|_| !card.in_flight);
+    let deadline_at = card
+        .deadline_at
+        .as_deref()
+        .filter(|_| card.in_flight && card.show_deadline);
+    let deadline = |h: &mut Html| {
+        if let Some(at) = deadline_at {
+            h.el("p", &[("class", "deadline")], |h| {
+                h.text("Deadline ");
+                time_el(h, at, TimeKind::Due);
+            });
+        }
+    };
     if card.recorded_at.is_none() && settled_at.is_none() {
+        deadline(h);
         return;
     }
     let settled_words = match status {
@@ -419,12 +510,7 @@ fn row_times(h: &mut Html, status: PublishedStatus, card: &Card) {
         w[..1].make_ascii_uppercase();
         w
     };
-    let time = |h: &mut Html, at: &str| {
-        let title = time_title(at);
-        let mut attrs = vec![("datetime", at)];
-        attrs.extend(title.as_deref().map(|t| ("title", t)));
-        h.el("time", &attrs, |h| h.text(&time_text(at)))
-    };
+    let time = |h: &mut Html, at: &str| time_el(h, at, TimeKind::Age);
     h.el("p", &[("class", "row-times")], |h| {
         if let Some(at) = card.recorded_at.as_deref() {
             h.el("span", &[("class", "recorded")], |h| {
@@ -443,22 +529,27 @@ fn row_times(h: &mut Html, status: PublishedStatus, card: &Card) {
             });
         }
     });
+    deadline(h);
 }
 
 /// The plain message of an unknown outcome (seed 002, "Tell the user…"): what is known, and what the
 /// reader can do, with the operation id and its copy button.
 fn unknown_explanation(h: &mut Html, mutation_id: &str, card: &Card, tabindex: &[(&str, &str)]) {
     let (in_flight, for_staff) = (card.in_flight, card.for_staff);
+    // The ledger settled it at its deadline (the end user's words: docs/design.md "What the person sees").
+    let stopped = !in_flight && card.settled_by == Some(SettledBy::Ledger);
     let lead = match (in_flight, for_staff) {
-        (true, false) => "This write was started and has not reported back yet. Until it does, its result is not established.",
+        (true, false) => "This write is in progress: its result is not established yet.",
         (false, false) => "The result of this write is not established. The original operation is under investigation, and automatic resend is paused.",
         (true, true) => "Started and not reported back yet: its result is not established until it reports or is reconciled.",
+        (false, true) if stopped => "Not established: its host stopped reporting, and nothing shows whether the provider carried it out. Automatic resend stays paused until it is reconciled.",
         (false, true) => "Not established: nothing shows whether the provider carried it out. Automatic resend stays paused until it is reconciled.",
     };
     let todo = match (in_flight, for_staff) {
-        (true, false) => "Do not repeat it yourself: wait for it to report back. If it stays like this, quote the operation id below to support.",
+        (true, false) => "Do not repeat it yourself. If the agent does not report back in time, this page will say so; then quote the operation id below to support.",
+        (false, false) if stopped => "If you need to know, quote the operation id below to support; they will check it with the provider.",
         (false, false) => "Do not repeat this action yourself: it may already have taken effect. Quote the operation id below to support; they will check it with the provider.",
-        (true, true) => "If it stays like this, look the operation id up with the provider and reconcile it with what you find.",
+        (true, true) => "If its host is gone, look the operation id up with the provider and reconcile it below with what you find; otherwise the ledger settles it as unknown at its deadline.",
         (false, true) => "Look the operation id up with the provider, then reconcile it below with what you find. Do not send it again before that: it may already have taken effect.",
     };
     let id_label = if for_staff {
@@ -472,8 +563,19 @@ fn unknown_explanation(h: &mut Html, mutation_id: &str, card: &Card, tabindex: &
         "div",
         &[("class", "unknown-explanation"), ("data-audience", audience)],
         |h| {
-            h.el("p", &[], |h| h.text(lead));
-            if !for_staff {
+            if stopped && !for_staff {
+                h.el("p", &[("class", "stopped")], |h| {
+                    h.text("The agent stopped reporting on this write");
+                    if let Some(at) = card.settled_at.as_deref() {
+                        h.text(" at ");
+                        time_el(h, at, crate::components::time::TimeKind::Clock);
+                    }
+                    h.text(". Whether it took effect is not known; it is being looked into. Do not repeat it yourself.");
+                });
+            } else {
+                h.el("p", &[], |h| h.text(lead));
+            }
+            if !for_staff && !stopped {
                 h.el("p", &[], |h| {
                     h.text("It is not shown as done or failed, because there is no evidence either way yet.")
                 });
@@ -670,6 +772,133 @@ mod tests {
         assert!(failed.contains(r#"<a href="https://dashboards.example.com/d/4000" target="_blank" rel="noopener noreferrer nofollow" class="o-tool o-link"><bdi class="outcome-title">mcp__dashboards__create</bdi></a>"#), "{failed}");
         assert!(failed.contains(r#"<p class="reason mt-1 text-sm">The attempt timed out while executing; whether it took effect is not known.</p>"#));
         assert!(!failed.contains("unknown-explanation"));
+    }
+
+    /// A write the ledger settled at its deadline reads, for the end user, in docs/design.md's words with
+    /// the time it stopped (a `<time data-clock>`: local time, no age), and no reason of its own; staff
+    /// read that the host did not settle it by its deadline.
+    #[test]
+    fn a_write_the_ledger_settled_at_its_deadline_says_the_agent_stopped_reporting() {
+        let mut o = outcome(PublishedStatus::OutcomeUnknown);
+        o.reason = Some(Reason::ExecutionTimeout);
+        let card = Card {
+            recorded_at: Some("2026-12-06T17:33:01Z".into()),
+            settled_at: Some("2026-12-06T17:48:03.120Z".into()),
+            deadline_at: Some("2026-12-06T17:48:01Z".into()),
+            settled_by: Some(SettledBy::Ledger),
+            ..Card::default()
+        };
+        let user = card_html(&o, &card);
+        assert!(
+            user.contains(concat!(
+                r#"<p class="stopped">The agent stopped reporting on this write at "#,
+                r#"<time datetime="2026-12-06T17:48:03.120Z" data-clock="">2026-12-06 17:48:03 UTC</time>. "#,
+                "Whether it took effect is not known; it is being looked into. Do not repeat it yourself.</p>"
+            )),
+            "{user}"
+        );
+        assert!(!user.contains("class=\"reason"), "{user}");
+        assert!(!user.contains("deadline"), "{user}");
+        assert!(!user.contains("report back"), "{user}");
+        assert!(
+            user.contains("<span>Operation id to quote:</span>"),
+            "{user}"
+        );
+        let staff = card_html(
+            &o,
+            &Card {
+                for_staff: true,
+                show_deadline: true,
+                ..card.clone()
+            },
+        );
+        assert!(staff.contains(LEDGER_SETTLED), "{staff}");
+        assert!(!staff.contains("The agent stopped reporting"), "{staff}");
+        // The host settled it unknown itself: the usual words, with its reason.
+        let host = card_html(
+            &o,
+            &Card {
+                settled_by: Some(SettledBy::Host),
+                ..card
+            },
+        );
+        assert!(
+            host.contains("The attempt timed out while executing"),
+            "{host}"
+        );
+        assert!(!host.contains("stopped reporting"), "{host}");
+    }
+
+    /// In flight: the end user reads that it is in progress and that the page will say if it does not
+    /// report back (no promise that it will), never the deadline; staff read the deadline.
+    #[test]
+    fn a_write_in_flight_shows_its_deadline_to_staff_only() {
+        let o = outcome(PublishedStatus::OutcomeUnknown);
+        let card = Card {
+            in_flight: true,
+            recorded_at: Some("2026-12-06T17:33:01Z".into()),
+            deadline_at: Some("2026-12-06T17:48:01Z".into()),
+            ..Card::default()
+        };
+        let user = card_html(&o, &card);
+        assert!(!user.contains("deadline"), "{user}");
+        assert!(!user.contains("wait for it to report back"), "{user}");
+        assert!(
+            user.contains("<p>This write is in progress: its result is not established yet.</p>"),
+            "{user}"
+        );
+        assert!(user.contains("If the agent does not report back in time, this page will say so"));
+        let staff = card_html(
+            &o,
+            &Card {
+                show_deadline: true,
+                for_staff: true,
+                ..card
+            },
+        );
+        assert!(
+            staff.contains(concat!(
+                r#"<p class="row-times"><span class="recorded">In flight since <time datetime="2026-12-06T17:33:01Z">2026-12-06 17:33:01 UTC</time></span></p>"#,
+                r#"<p class="deadline">Deadline <time datetime="2026-12-06T17:48:01Z" data-due="">2026-12-06 17:48:01 UTC</time></p>"#,
+            )),
+            "{staff}"
+        );
+        assert!(staff.contains("reconcile it below"), "{staff}");
+    }
+
+    /// A reconciled outcome says who established it, in the end user's words.
+    #[test]
+    fn a_reconciled_outcome_says_who_established_it() {
+        assert_eq!(
+            established_words(PublishedStatus::Completed, Some(EstablishedBy::Staff)).as_deref(),
+            Some("Confirmed completed by support")
+        );
+        assert_eq!(
+            established_words(PublishedStatus::Failed, Some(EstablishedBy::StatusCheck)).as_deref(),
+            Some("Confirmed not done by the provider's status")
+        );
+        assert_eq!(
+            established_words(PublishedStatus::Completed, Some(EstablishedBy::LateAnswer))
+                .as_deref(),
+            Some("Confirmed completed by the tool's late answer")
+        );
+        assert_eq!(
+            established_words(PublishedStatus::Failed, Some(EstablishedBy::Host)).as_deref(),
+            Some("Confirmed not done by the agent")
+        );
+        assert_eq!(established_words(PublishedStatus::Completed, None), None);
+        let html = card_html(
+            &outcome(PublishedStatus::Completed),
+            &Card {
+                settled_at: Some("2026-12-06T18:00:00Z".into()),
+                established_by: Some(EstablishedBy::Staff),
+                ..Card::default()
+            },
+        );
+        assert!(
+            html.contains(r#"<p class="established mt-1 text-sm">Confirmed completed by support <time datetime="2026-12-06T18:00:00Z">2026-12-06 18:00:00 UTC</time></p>"#),
+            "{html}"
+        );
     }
 
     /// A card's badge icon is drawn by the stylesheet (`.o-head > .badge::before`): each tone's rule there

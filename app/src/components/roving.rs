@@ -51,6 +51,9 @@ pub fn TimelineRows(
     label: String,
     #[prop(into)] class: String,
     #[prop(optional)] revisions: bool,
+    /// Show in-flight writes' deadlines (staff's turn page; never an end user's page).
+    #[prop(optional)]
+    deadlines: bool,
 ) -> impl IntoView {
     use crate::components::outcome::OutcomeCard;
     let active = RwSignal::new(None::<String>);
@@ -74,7 +77,7 @@ pub fn TimelineRows(
         <ol class=class aria-label=label aria-describedby="timeline-keys" on:keydown=on_keydown on:focusin=on_focusin>
             <For
                 each=move || rows.get()
-                key=|r| (r.outcome.mutation_id.clone(), r.revision, r.in_flight, r.sequence, r.settled_at.clone())
+                key=|r| (r.outcome.mutation_id.clone(), r.revision, r.in_flight, r.sequence, r.settled_at.clone(), r.settled_by, r.established_by, r.deadline_at.clone())
                 children=move |r| {
                     let label = row_label(&r);
                     let history = crate::address::history_href(&session, &r.outcome.mutation_id);
@@ -84,7 +87,8 @@ pub fn TimelineRows(
                     let revision = r.revision.filter(|_| revisions);
                     view! {
                         <li aria-label=label data-row-id=row_id class="timeline-row" tabindex=tabindex>
-                            <OutcomeCard outcome=r.outcome in_flight=r.in_flight revision recorded_at=r.recorded_at.clone() settled_at=r.settled_at.clone()/>
+                            <OutcomeCard outcome=r.outcome in_flight=r.in_flight revision recorded_at=r.recorded_at.clone() settled_at=r.settled_at.clone()
+                                deadline_at=r.deadline_at.clone() settled_by=r.settled_by established_by=r.established_by deadline=deadlines/>
                             <a rel="external" tabindex="-1" class="history-link" href=history>"History →"</a>
                         </li>
                     }

@@ -37,6 +37,39 @@ pub fn age_words(secs: i64) -> String {
     }
 }
 
+/// How long until a deadline, in words: `in 42 s`, `in 12 min`, `in 5 h`, `in 2 d` (rounded down); one
+/// that passed reads `passed` (the ledger settles it within seconds, docs/api.md "Deadlines").
+pub fn due_words(secs: i64) -> String {
+    match secs {
+        s if s <= 0 => "passed".to_owned(),
+        s if s < 60 => format!("in {s} s"),
+        s if s < 3600 => format!("in {} min", s / 60),
+        s if s < 86_400 => format!("in {} h", s / 3600),
+        s => format!("in {} d", s / 86_400),
+    }
+}
+
+/// What a `<time>` says once the page is interactive, besides the local time: its age (the default),
+/// how long until it, written first (`data-due`: a deadline, `in 12 min · 23:15:00`), or nothing (`data-clock`: a moment a sentence names, "at
+/// 17:48:03").
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum TimeKind {
+    Age,
+    Due,
+    Clock,
+}
+
+impl TimeKind {
+    /// The attribute that marks the kind on the element (none for an age).
+    pub fn attribute(self) -> Option<&'static str> {
+        match self {
+            TimeKind::Age => None,
+            TimeKind::Due => Some("data-due"),
+            TimeKind::Clock => Some("data-clock"),
+        }
+    }
+}
+
 /// A duration in words for an age that is still growing: `for 42 s`, `for 3 min`, `for 5 h`, `for 2 d`.
 pub fn open_for(secs: u64) -> String {
     let secs = i64::try_from(secs).unwrap_or(i64::MAX);
@@ -84,6 +117,15 @@ pub fn Time(at: String) -> impl IntoView {
     view! { <time datetime=at title=title>{text}</time> }
 }
 
+/// `<time datetime=at data-due>`: a deadline, read as [`Time`] reads a time, with how long until it
+/// first (`in 12 min · 23:15:00`) instead of its age after it, once the page is interactive.
+#[component]
+pub fn DueTime(at: String) -> impl IntoView {
+    let text = kind_text(&at, TimeKind::Due);
+    let title = time_title(&at);
+    view! { <time datetime=at title=title data-due="">{text}</time> }
+}
+
 /// The title of a `<time>` made now: none on the server and while the page hydrates (the text is the
 /// UTC time then), the UTC time once the text is local.
 pub fn time_title(at: &str) -> Option<String> {
@@ -98,23 +140,34 @@ pub fn time_title(at: &str) -> Option<String> {
 /// The text of a `<time>` made now: the UTC time ([`utc_text`]) on the server and while the page hydrates
 /// (as the server sent it), then the local time and its age.
 pub fn time_text(at: &str) -> String {
+    kind_text(at, TimeKind::Age)
+}
+
+/// [`time_text`] of a time of `kind` ([`TimeKind`]): the UTC time on the server and while the page
+/// hydrates, then the local time with its age, with how long until it, or alone.
+pub fn kind_text(at: &str, kind: TimeKind) -> String {
     #[cfg(feature = "hydrate")]
     if tick() > 0 {
-        if let Some(text) = local_with_age(at) {
+        if let Some(text) = local_with(at, kind) {
             return text;
         }
     }
+    let _ = kind;
     utc_text(at)
 }
 
-/// `07:15:03 · 3 min ago` for an RFC 3339 time, in the reader's local time; `None` when the browser cannot
-/// read it.
+/// `07:15:03 · 3 min ago` (a deadline: `in 12 min · 07:15:03`, what matters first; a clock: the time alone) for an
+/// RFC 3339 time, in the reader's local time; `None` when the browser cannot read it.
 #[cfg(feature = "hydrate")]
-fn local_with_age(at: &str) -> Option<String> {
+fn local_with(at: &str, kind: TimeKind) -> Option<String> {
     let ms = js_sys::Date::new(&wasm_bindgen::JsValue::from_str(at)).get_time();
     let shown = local_text(ms)?;
     let age = ((js_sys::Date::now() - ms) / 1000.0).floor() as i64;
-    Some(format!("{shown} · {}", age_words(age)))
+    Some(match kind {
+        TimeKind::Age => format!("{shown} · {}", age_words(age)),
+        TimeKind::Due => format!("{} · {shown}", due_words(-age)),
+        TimeKind::Clock => shown,
+    })
 }
 
 #[cfg(feature = "hydrate")]
@@ -163,7 +216,14 @@ fn write_all_times() {
         let Some(at) = el.get_attribute("datetime") else {
             continue;
         };
-        let Some(text) = local_with_age(&at) else {
+        let kind = if el.has_attribute("data-due") {
+            TimeKind::Due
+        } else if el.has_attribute("data-clock") {
+            TimeKind::Clock
+        } else {
+            TimeKind::Age
+        };
+        let Some(text) = local_with(&at, kind) else {
             continue;
         };
         match el.first_child() {
@@ -208,6 +268,12 @@ mod tests {
         assert_eq!(age_words(3599), "59 min ago");
         assert_eq!(age_words(7200), "2 h ago");
         assert_eq!(age_words(2 * 86_400 + 5), "2 d ago");
+        assert_eq!(due_words(-1), "passed");
+        assert_eq!(due_words(0), "passed");
+        assert_eq!(due_words(42), "in 42 s");
+        assert_eq!(due_words(12 * 60 + 5), "in 12 min");
+        assert_eq!(due_words(5 * 3600), "in 5 h");
+        assert_eq!(due_words(2 * 86_400), "in 2 d");
         assert_eq!(open_for(0), "for 0 s");
         assert_eq!(open_for(185), "for 3 min");
         assert_eq!(open_for(3 * 3600), "for 3 h");

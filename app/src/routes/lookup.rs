@@ -71,7 +71,8 @@ pub fn OperationList(
                             " · recorded "
                             <Time at=m.entry.recorded_at.clone()/>
                         </p>
-                        <OutcomeCard outcome=m.entry.outcome in_flight revision=m.entry.mutation_revision.filter(|_| !viewer) settled_at=m.entry.settled_at.clone()/>
+                        <OutcomeCard outcome=m.entry.outcome in_flight revision=m.entry.mutation_revision.filter(|_| !viewer) settled_at=m.entry.settled_at.clone()
+                            deadline_at=m.entry.deadline_at.clone() settled_by=m.entry.settled_by established_by=m.entry.established_by deadline=!viewer/>
                         <p class="mt-1 flex flex-wrap items-center gap-x-3 text-sm">
                             {open.map(|o| view! { <span class="age font-medium" data-age-secs=m.age_secs.unwrap_or(0)>{o}</span> })}
                             {notes.map(|n| view! { <span class="notes" data-notes=m.notes.unwrap_or(0)>{n}</span> })}

@@ -4,14 +4,17 @@
 //! (a note; reconciling an unknown outcome with evidence, bound to the attempt shown). Kept live: a change
 //! of the entry reloads the history (notes have no live event: they show on the next load).
 
-use ledger::wire::{HistoryChange, HistoryKind, LedgerStatus, OperationHistory, PublishedStatus};
+use ledger::wire::{
+    EstablishedBy, HistoryChange, HistoryKind, LedgerStatus, OperationHistory, PublishedStatus,
+    SettledBy,
+};
 use leptos::prelude::*;
 use leptos_meta::Title;
 
 use crate::api;
 use crate::components::marks::mark;
 use crate::components::outcome::{reason_text, CopyButton, OutcomeCard, StatusBadge};
-use crate::components::time::{now_rfc3339, Time};
+use crate::components::time::{now_rfc3339, DueTime, Time};
 use crate::components::ApiErrorPanel;
 use crate::connection::Connection;
 use crate::routes::{history_href, param, session_href, turn_href};
@@ -47,6 +50,20 @@ pub fn OperationPage() -> impl IntoView {
     }
 }
 
+/// The kind of a change in words, for `viewer` (an end user, who reads no deadlines: the ledger's
+/// settlement is "Settled by the ledger") or staff ([`kind_words`]).
+pub fn kind_words_for(change: &HistoryChange, viewer: bool) -> String {
+    if viewer && change.settled_by == Some(SettledBy::Ledger) {
+        let attempt = change
+            .attempt_id
+            .as_deref()
+            .map(|a| format!(" (attempt {})", mark(a)))
+            .unwrap_or_default();
+        return format!("Settled by the ledger{attempt}");
+    }
+    kind_words(change)
+}
+
 /// The kind of a change in words.
 pub fn kind_words(change: &HistoryChange) -> String {
     let attempt = change
@@ -57,6 +74,9 @@ pub fn kind_words(change: &HistoryChange) -> String {
     match change.kind {
         HistoryKind::Approval => "Approved by the host".to_owned(),
         HistoryKind::Intent => format!("Intent recorded: execution started{attempt}"),
+        HistoryKind::Settlement if change.settled_by == Some(SettledBy::Ledger) => {
+            format!("Settled by the ledger at its deadline{attempt}")
+        }
         HistoryKind::Settlement => format!("Settled{attempt}"),
         HistoryKind::Cancellation => format!("Cancelled before dispatch{attempt}"),
         HistoryKind::Reconciliation => format!("Reconciled with evidence{attempt}"),
@@ -79,12 +99,14 @@ fn sets_reason(kind: HistoryKind) -> bool {
     )
 }
 
-/// Who made a change, in words: `host` → "the host", `staff:<name>` → "staff <name>", and `staff` (what
+/// Who made a change, in words: `host` → "the host", `ledger` → "the ledger" (its settlement at a
+/// deadline, docs/api.md "Deadlines"), `staff:<name>` → "staff <name>", and `staff` (what
 /// the server gives a viewer: staff names are internal, docs/access.md "Viewer links") → "support".
 pub fn actor_words(actor: &str) -> String {
     match actor.strip_prefix("staff:") {
         Some(name) => format!("staff {name}"),
         None if actor == "host" => "the host".to_owned(),
+        None if actor == "ledger" => "the ledger".to_owned(),
         None if actor == "staff" => "support".to_owned(),
         None => actor.to_owned(),
     }
@@ -103,23 +125,68 @@ fn latest_state(history: &OperationHistory) -> Option<&HistoryChange> {
         .or_else(|| history.changes.last())
 }
 
-/// The published record the history ends with, and whether the entry is in flight (started, unsettled).
-fn current(
-    history: &OperationHistory,
-) -> (Option<ledger::wire::MutationOutcome>, bool, Option<i64>) {
+/// Where the entry stands, as its card shows it: the published record the history ends with, whether
+/// it is in flight (started, unsettled), its revision, and from the change that set its state: since
+/// when (the intent's time in flight, the settlement's otherwise), its deadline, and who settled or
+/// established it (docs/api.md "Deadlines").
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct Current {
+    pub outcome: Option<ledger::wire::MutationOutcome>,
+    pub in_flight: bool,
+    pub revision: Option<i64>,
+    pub since: Option<String>,
+    pub deadline_at: Option<String>,
+    pub settled_by: Option<SettledBy>,
+    pub established_by: Option<EstablishedBy>,
+}
+
+/// Whether a change of this kind sets the entry's status (not a note, claim, release or metadata).
+fn sets_status(kind: HistoryKind) -> bool {
+    matches!(
+        kind,
+        HistoryKind::Approval
+            | HistoryKind::Intent
+            | HistoryKind::Settlement
+            | HistoryKind::Cancellation
+            | HistoryKind::Reconciliation
+            | HistoryKind::Attempt
+            | HistoryKind::Imported
+    )
+}
+
+/// See [`Current`].
+fn current(history: &OperationHistory) -> Current {
     let last = latest_state(history);
     let outcome = history.changes.iter().rev().find_map(|c| c.outcome.clone());
     let in_flight = last.is_some_and(|c| c.ledger_status == LedgerStatus::ExecutionStarted);
     let revision = history.changes.iter().rev().find_map(|c| c.revision);
-    (outcome, in_flight, revision)
+    let set = history.changes.iter().rev().find(|c| sets_status(c.kind));
+    Current {
+        outcome,
+        in_flight,
+        revision,
+        since: set.map(|c| c.at.clone()),
+        deadline_at: last.and_then(|c| c.deadline_at.clone()),
+        settled_by: set.and_then(|c| c.settled_by),
+        established_by: set.and_then(|c| c.established_by),
+    }
 }
 
-/// The attempt an operator reconciles: the entry's current one, when it is a settled unknown outcome.
+/// The attempt an operator reconciles: the entry's current one, when it is a settled unknown outcome or
+/// in flight (its host may be gone; the API reconciles `execution_started` too, docs/api.md "Deadlines").
 pub fn reconcilable_attempt(history: &OperationHistory) -> Option<String> {
     let last = latest_state(history)?;
-    (last.ledger_status == LedgerStatus::OutcomeUnknown)
-        .then(|| last.attempt_id.clone())
-        .flatten()
+    matches!(
+        last.ledger_status,
+        LedgerStatus::OutcomeUnknown | LedgerStatus::ExecutionStarted
+    )
+    .then(|| last.attempt_id.clone())
+    .flatten()
+}
+
+/// Whether the entry is a settled unknown outcome (what staff are alerted about).
+fn settled_unknown(history: &OperationHistory) -> bool {
+    latest_state(history).is_some_and(|c| c.ledger_status == LedgerStatus::OutcomeUnknown)
 }
 
 /// The operation, live. `viewer`: the reader is an end user (a viewer link), who reads no revision
@@ -145,11 +212,13 @@ fn LiveHistory(history: OperationHistory, viewer: bool, staff: bool) -> impl Int
     }
     // The forms re-render only when what they are bound to changes, so typing survives live updates.
     let attempt = Memo::new(move |_| history.with(reconcilable_attempt));
+    let in_flight = Memo::new(move |_| history.with(|h| current(h).in_flight));
     // The card likewise: a note, a claim or an alert changes the history but not the card, which is then
     // not written again (its content is HTML: writing it again would drop focus and "Copied").
     let card = Memo::new(move |_| {
-        let (outcome, in_flight, revision) = history.with(current);
-        (outcome, in_flight, revision.filter(|_| !viewer))
+        let mut c = history.with(current);
+        c.revision = c.revision.filter(|_| !viewer);
+        c
     });
     let base = history_href(&key, &id);
     let claim_base = base.clone();
@@ -166,9 +235,13 @@ fn LiveHistory(history: OperationHistory, viewer: bool, staff: bool) -> impl Int
         <div class="mb-3"><crate::components::ConnectionIndicator connection/></div>
         <section class="current mb-6" aria-label="Where it stands">
             {move || {
-                let (outcome, in_flight, revision) = card.get();
-                match outcome {
-                    Some(o) => view! { <OutcomeCard outcome=o in_flight revision for_staff=staff/> }.into_any(),
+                let c = card.get();
+                let (recorded_at, settled_at) = if c.in_flight { (c.since, None) } else { (None, c.since) };
+                match c.outcome {
+                    Some(o) => view! {
+                        <OutcomeCard outcome=o in_flight=c.in_flight revision=c.revision for_staff=staff recorded_at settled_at
+                            deadline_at=c.deadline_at settled_by=c.settled_by established_by=c.established_by deadline=!viewer/>
+                    }.into_any(),
                     None => view! {
                         <p class="rounded-md border-l-4 border-slate-400 bg-slate-50 p-3 dark:bg-slate-900">
                             "Approved, not started: nothing is published for this operation yet."
@@ -195,14 +268,14 @@ fn LiveHistory(history: OperationHistory, viewer: bool, staff: bool) -> impl Int
                 {move || history.with(|h| h.changes.iter().map(|c| view! { <Change change=c.clone() viewer/> }).collect_view())}
             </ol>
         </section>
-        {move || history.with(current).0.and_then(|o| serde_json::to_string_pretty(&o).ok()).map(|json| view! {
+        {move || history.with(current).outcome.and_then(|o| serde_json::to_string_pretty(&o).ok()).map(|json| view! {
             <details class="record mb-6 rounded-md border border-slate-200 p-3 dark:border-slate-800">
                 <summary class="cursor-pointer font-medium">"Published record (mutation_outcome/v1 JSON)"</summary>
                 <pre class="mt-2 overflow-x-auto whitespace-pre-wrap break-all rounded bg-slate-50 p-2 font-mono text-xs dark:bg-slate-900">{json.clone()}</pre>
                 <CopyButton text=json label="Copy JSON"/>
             </details>
         })}
-        {staff.then(|| view! { <OperatorActions base attempt/> })}
+        {staff.then(|| view! { <OperatorActions base attempt in_flight/> })}
     }
 }
 
@@ -256,7 +329,7 @@ fn OlderHistory(history: OperationHistory, viewer: bool) -> impl IntoView {
 fn Alerted(history: RwSignal<OperationHistory>) -> impl IntoView {
     move || {
         history.with(|h| {
-            let unknown = reconcilable_attempt(h).is_some();
+            let unknown = settled_unknown(h);
             match h.alerted_at.clone() {
                 Some(at) => Some(view! {
                     <p class="alerted mb-3 text-sm">"Staff were alerted " <crate::components::time::Time at/> " (webhook delivered)."</p>
@@ -399,7 +472,7 @@ fn Change(change: HistoryChange, viewer: bool) -> impl IntoView {
         <li class="change relative" data-kind=change.kind.as_str() data-actor=change.actor.clone()>
             <span aria-hidden="true" class="absolute -left-[1.4rem] top-1.5 h-2.5 w-2.5 rounded-full bg-slate-400 dark:bg-slate-500"></span>
             <p class="flex flex-wrap items-center gap-2">
-                <span class="font-medium">{kind_words(&change)}</span>
+                <span class="font-medium">{kind_words_for(&change, viewer)}</span>
                 {badge}
             </p>
             <p class="text-xs opacity-80">
@@ -407,7 +480,17 @@ fn Change(change: HistoryChange, viewer: bool) -> impl IntoView {
                 " · "
                 <bdi>{details}</bdi>
             </p>
-            {change.reason.filter(|_| sets_reason(change.kind)).map(|r| view! { <p class="reason text-sm">{reason_text(r)}</p> })}
+            {match change.settled_by {
+                // The ledger's own settlement at the deadline: who did it and why, in words (the end
+                // user's: the agent stopped reporting).
+                Some(SettledBy::Ledger) => Some(view! {
+                    <p class="reason by-ledger text-sm">{if viewer { "The agent stopped reporting on this write." } else { "The host did not settle it by its deadline." }}</p>
+                }.into_any()),
+                _ => change.reason.filter(|_| sets_reason(change.kind)).map(|r| view! { <p class="reason text-sm">{reason_text(r)}</p> }.into_any()),
+            }}
+            {change.deadline_at.clone().filter(|_| !viewer && matches!(change.kind, HistoryKind::Intent | HistoryKind::Attempt)).map(|at| view! {
+                <p class="deadline text-xs opacity-80">"Deadline " <DueTime at/></p>
+            })}
             {change.evidence.map(|e| view! {
                 <dl class="evidence mt-1 grid grid-cols-[auto_1fr] gap-x-3 text-sm">
                     <dt class="opacity-80">"Source"</dt><dd class="break-all font-mono">{e.source}</dd>
@@ -448,7 +531,11 @@ const BUTTON: &str = "rounded bg-slate-900 px-3 py-1 text-sm font-medium text-wh
 /// Staff only: add a note; reconcile an unknown outcome with evidence observed at the provider, bound to
 /// the attempt this page shows. Plain form posts (they work without JavaScript), answered by 303 back here.
 #[component]
-fn OperatorActions(base: String, attempt: Memo<Option<String>>) -> impl IntoView {
+fn OperatorActions(
+    base: String,
+    attempt: Memo<Option<String>>,
+    in_flight: Memo<bool>,
+) -> impl IntoView {
     let notes_action = format!("{base}/notes");
     let reconcile_action = format!("{base}/reconciliation");
     // "Observed at" is what the operator saw at the provider: empty until they enter it (the server
@@ -471,7 +558,10 @@ fn OperatorActions(base: String, attempt: Memo<Option<String>>) -> impl IntoView
             </form>
             {move || attempt.get().map(|attempt| view! {
                 <form method="post" action=reconcile_action.clone() class="reconcile-form space-y-2">
-                    <h3 class="font-medium">"Reconcile this unknown outcome"</h3>
+                    <h3 class="font-medium">{move || if in_flight.get() { "Reconcile this write in flight" } else { "Reconcile this unknown outcome" }}</h3>
+                    {move || in_flight.get().then(|| view! {
+                        <p class="in-flight-hint text-sm">"Its host has not reported back. If you know what happened at the provider (the host is gone, or you checked), record it here; the host's own report is then refused."</p>
+                    })}
                     <p class="text-sm">
                         "Only with evidence you observed at the provider about attempt "
                         <code class="font-mono">{mark(&attempt)}</code>
@@ -537,8 +627,10 @@ mod tests {
         }
     }
 
+    /// A settled unknown outcome and a write in flight (its host may be gone, docs/api.md "Deadlines")
+    /// are reconcilable, with the current attempt; nothing else is.
     #[test]
-    fn only_a_settled_unknown_outcome_is_reconcilable_and_with_its_current_attempt() {
+    fn an_unknown_outcome_or_a_write_in_flight_is_reconcilable_and_with_its_current_attempt() {
         use HistoryKind::*;
         use LedgerStatus::*;
         let approved = change(Approval, Approved, None);
@@ -550,8 +642,12 @@ mod tests {
         assert_eq!(reconcilable_attempt(&history(vec![approved.clone()])), None);
         assert_eq!(
             reconcilable_attempt(&history(vec![approved.clone(), started.clone()])),
-            None
+            Some("att-1".into())
         );
+        assert!(!settled_unknown(&history(vec![
+            approved.clone(),
+            started.clone()
+        ])));
         let open = vec![
             approved.clone(),
             started.clone(),
@@ -566,8 +662,14 @@ mod tests {
         closed.push(done);
         assert_eq!(reconcilable_attempt(&history(closed)), None);
         // In flight: the last change that is not a note started an attempt.
-        let (_, in_flight, _) = current(&history(vec![approved, started, note]));
-        assert!(in_flight);
+        let mut started = started;
+        started.at = "2026-12-01T18:00:01.000Z".into();
+        started.deadline_at = Some("2026-12-01T18:15:01.000Z".into());
+        let c = current(&history(vec![approved, started, note]));
+        assert!(c.in_flight);
+        // In flight since the intent, with its deadline.
+        assert_eq!(c.since.as_deref(), Some("2026-12-01T18:00:01.000Z"));
+        assert_eq!(c.deadline_at.as_deref(), Some("2026-12-01T18:15:01.000Z"));
     }
 
     #[test]
@@ -609,8 +711,39 @@ mod tests {
         );
     }
 
+    /// The ledger's settlement at a deadline reads as the ledger's, and the card knows the ledger settled
+    /// it even after metadata came later.
+    #[test]
+    fn a_settlement_by_the_ledger_reads_as_the_ledgers() {
+        use HistoryKind::*;
+        use LedgerStatus::*;
+        let mut by_ledger = change(Settlement, OutcomeUnknown, Some("att-1"));
+        by_ledger.actor = "ledger".into();
+        by_ledger.settled_by = Some(SettledBy::Ledger);
+        by_ledger.at = "2026-12-01T18:15:02.000Z".into();
+        assert_eq!(
+            kind_words(&by_ledger),
+            "Settled by the ledger at its deadline (attempt att-1)"
+        );
+        assert_eq!(actor_words(&by_ledger.actor), "the ledger");
+        // An end user reads no deadline.
+        assert_eq!(
+            kind_words_for(&by_ledger, true),
+            "Settled by the ledger (attempt att-1)"
+        );
+        let c = current(&history(vec![
+            change(Intent, ExecutionStarted, Some("att-1")),
+            by_ledger,
+            change(Metadata, OutcomeUnknown, Some("att-1")),
+        ]));
+        assert!(!c.in_flight);
+        assert_eq!(c.settled_by, Some(SettledBy::Ledger));
+        assert_eq!(c.since.as_deref(), Some("2026-12-01T18:15:02.000Z"));
+    }
+
     #[test]
     fn actors_read_in_words() {
+        assert_eq!(actor_words("ledger"), "the ledger");
         assert_eq!(actor_words("host"), "the host");
         assert_eq!(actor_words("staff:alice"), "staff alice");
         assert_eq!(actor_words("staff"), "support");

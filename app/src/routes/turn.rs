@@ -219,7 +219,7 @@ fn LiveTimeline(read: TurnRead, shown: usize, viewer: bool) -> impl IntoView {
             }).collect_view()}
         </div>
         <roving::KeysHelp/>
-        <roving::TimelineRows session=row_session rows label="Outcomes of this turn, in recorded order".to_owned() class="timeline space-y-3" revisions=!viewer/>
+        <roving::TimelineRows session=row_session rows label="Outcomes of this turn, in recorded order".to_owned() class="timeline space-y-3" revisions=!viewer deadlines=!viewer/>
         {more}
         {move || timeline.with(|t| t.is_empty()).then(|| view! { <p>"No published outcomes in this turn yet."</p> })}
     }

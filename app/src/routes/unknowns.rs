@@ -1,22 +1,24 @@
-//! The support queue (docs/design.md "The unknowns queue"): every open unknown outcome across sessions as a
-//! dense table for staff, one 16 px row each (50 rows on one 1280×800 screen), 200 rows a page. Sorted and
+//! The support queue (docs/design.md "The unknowns queue"): every settled unknown outcome across sessions
+//! (`state=unknown`, those the ledger settled at a deadline included) as a dense table for staff, one 16 px row each (50 rows on one 1280×800 screen), 200 rows a page. Sorted and
 //! filtered in the address, as `GET /api/unknowns` names them (docs/api.md "Support queue"):
 //! `?tool_like=&session_like=` (case-insensitive substrings), `tool=&session_key=` (exact),
 //! `min_age_secs=`, `settled_after=&settled_before=` (RFC 3339, or a form's `YYYY-MM-DDTHH:MM` read as
-//! UTC), `sort=age|tool|session&order=asc|desc`, `after=`; "as of" the read, refreshing itself.
+//! UTC), `sort=age|tool|session&order=asc|desc`, `after=`; "as of" the read, refreshing itself. It links to
+//! the staff's view of the writes in flight (`/in-flight`, `state=in_flight`, the soonest deadline first,
+//! docs/api.md "Deadlines"), the same table with each row's deadline, with their count.
 //! Rows can be selected to open several operation pages at once, and staff claim one ("I'm on it"):
 //! `POST /api/sessions/{key}/mutations/{id}/claim` once interactive, a form post without JavaScript.
 //!
 //! The page keeps only what the table shows ([`QueuePage`], short field names), so that 200 rows stay
 //! within the page budget of 150 KB of HTML, the hydration data included.
 
-use ledger::wire::{Claim, UnknownsPage};
+use ledger::wire::{Claim, LedgerStatus, SettledBy, UnknownsPage};
 use leptos::prelude::*;
 use leptos_meta::Title;
 use serde::{Deserialize, Serialize};
 
 use crate::components::listing::{
-    field_time, filter_to_api, listing_as, query_string, value_of, Listing, PageNav, FIELD,
+    field_time, filter_to_api, listing_with, query_string, value_of, Listing, PageNav, FIELD,
     ID_FIELD,
 };
 use crate::components::marks::mark;
@@ -36,6 +38,45 @@ const FILTERS: [&str; 9] = [
     "order",
 ];
 
+/// The filters of the in-flight view: those of the queue but the settled times (a write in flight has
+/// not settled).
+const IN_FLIGHT_FILTERS: [&str; 7] = [
+    "tool_like",
+    "session_like",
+    "tool",
+    "session_key",
+    "min_age_secs",
+    "sort",
+    "order",
+];
+
+/// Which of the two staff tables a page is: the queue of settled unknowns, or the writes in flight.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Queue {
+    /// `/unknowns`: `state=unknown`, the oldest first.
+    Unknown,
+    /// `/in-flight`: `state=in_flight`, the soonest deadline first.
+    InFlight,
+}
+
+impl Queue {
+    /// The page's path.
+    pub fn path(self) -> &'static str {
+        match self {
+            Queue::Unknown => "/unknowns",
+            Queue::InFlight => "/in-flight",
+        }
+    }
+
+    /// The column the page is sorted by when its address names none.
+    pub fn default_sort(self) -> SortBy {
+        match self {
+            Queue::Unknown => SortBy::Age,
+            Queue::InFlight => SortBy::Deadline,
+        }
+    }
+}
+
 /// The longest last note a row shows, in characters (the whole note is on the operation page).
 pub const LAST_NOTE_CHARS: usize = 60;
 
@@ -54,6 +95,12 @@ pub struct Row {
     pub claim: Option<Claim>,
     /// When staff were first alerted (RFC 3339 UTC; docs/api.md "Alerted").
     pub alerted_at: Option<String>,
+    /// In flight (`execution_started`), not a settled unknown.
+    pub in_flight: bool,
+    /// Settled unknown by the ledger at its deadline (its host stopped reporting).
+    pub by_ledger: bool,
+    /// Its deadline (RFC 3339 UTC; docs/api.md "Deadlines").
+    pub deadline_at: Option<String>,
 }
 
 /// One page of the queue as the page keeps it. The rows are not part of the page's hydration data
@@ -71,6 +118,9 @@ pub struct QueuePage {
     /// The whole queue's oldest settled unknown, in whole seconds (the API's `oldest_unknown_age_secs`,
     /// the figure of the metric `outcomes_unknown_oldest_age_seconds`, docs/api.md "Metrics").
     pub oldest: Option<u64>,
+    /// How many writes are in flight, whatever the filters (the API's `in_flight_total`).
+    #[serde(default)]
+    pub in_flight: u64,
 }
 
 impl From<UnknownsPage> for QueuePage {
@@ -89,6 +139,9 @@ impl From<UnknownsPage> for QueuePage {
                 last_note: m.last_note.map(|n| cut(&n, LAST_NOTE_CHARS)),
                 claim: m.claim,
                 alerted_at: m.alerted_at,
+                in_flight: m.entry.ledger_status == LedgerStatus::ExecutionStarted,
+                by_ledger: m.entry.settled_by == Some(SettledBy::Ledger),
+                deadline_at: m.entry.deadline_at,
             })
             .collect();
         QueuePage {
@@ -97,6 +150,7 @@ impl From<UnknownsPage> for QueuePage {
             next: page.next,
             total: page.total,
             oldest: page.oldest_unknown_age_secs,
+            in_flight: page.in_flight_total,
         }
     }
 }
@@ -137,6 +191,7 @@ pub enum SortBy {
     Age,
     Tool,
     Session,
+    Deadline,
 }
 
 impl SortBy {
@@ -145,21 +200,30 @@ impl SortBy {
             SortBy::Age => "age",
             SortBy::Tool => "tool",
             SortBy::Session => "session",
+            SortBy::Deadline => "deadline",
         }
     }
 
-    /// The API's default order of a column: the oldest first (`desc` by age), tools and sessions A→Z.
+    /// The API's default order of a column: the oldest first (`desc` by age), tools and sessions A→Z, the
+    /// soonest deadline first.
     fn default_desc(self) -> bool {
         self == SortBy::Age
     }
 }
 
-/// The order in force: the column and whether descending (the API's defaults when absent).
+/// The order in force on the queue: the column and whether descending (the API's defaults when absent).
 pub fn order_of(filters: &[(&'static str, String)]) -> (SortBy, bool) {
+    order_in(Queue::Unknown, filters)
+}
+
+/// The order in force on `queue`'s page: [`order_of`], by the page's own column when none is named.
+pub fn order_in(queue: Queue, filters: &[(&'static str, String)]) -> (SortBy, bool) {
     let by = match value_of(filters, "sort").as_str() {
         "tool" => SortBy::Tool,
         "session" => SortBy::Session,
-        _ => SortBy::Age,
+        "age" => SortBy::Age,
+        "deadline" => SortBy::Deadline,
+        _ => queue.default_sort(),
     };
     let desc = match value_of(filters, "order").as_str() {
         "asc" => false,
@@ -172,7 +236,12 @@ pub fn order_of(filters: &[(&'static str, String)]) -> (SortBy, bool) {
 /// The address of a column header's link: the same filters, sorted by `by`; the column in force turns
 /// around, another starts in its default order. A new order starts again at the first page.
 pub fn sort_href(filters: &[(&'static str, String)], by: SortBy) -> String {
-    let (now, desc) = order_of(filters);
+    sort_href_in(Queue::Unknown, filters, by)
+}
+
+/// [`sort_href`] on `queue`'s page.
+pub fn sort_href_in(queue: Queue, filters: &[(&'static str, String)], by: SortBy) -> String {
+    let (now, desc) = order_in(queue, filters);
     let desc = if now == by { !desc } else { by.default_desc() };
     let mut q: Vec<(&str, String)> = filters
         .iter()
@@ -181,33 +250,79 @@ pub fn sort_href(filters: &[(&'static str, String)], by: SortBy) -> String {
         .collect();
     q.push(("sort", by.name().to_owned()));
     q.push(("order", if desc { "desc" } else { "asc" }.to_owned()));
-    format!("/unknowns{}", query_string(&q))
+    format!("{}{}", queue.path(), query_string(&q))
+}
+
+/// `/unknowns`: the settled unknown outcomes.
+#[component]
+pub fn UnknownsQueuePage() -> impl IntoView {
+    view! { <QueueView kind=Queue::Unknown/> }
+}
+
+/// `/in-flight`: the writes in flight, the soonest deadline first.
+#[component]
+pub fn InFlightPage() -> impl IntoView {
+    view! { <QueueView kind=Queue::InFlight/> }
+}
+
+/// The link from the queue to the writes in flight, with their count.
+fn in_flight_words(n: u64) -> String {
+    match n {
+        0 => "No writes in flight".to_owned(),
+        1 => "1 write in flight →".to_owned(),
+        n => format!("{n} writes in flight →"),
+    }
 }
 
 #[component]
-pub fn UnknownsQueuePage() -> impl IntoView {
+fn QueueView(kind: Queue) -> impl IntoView {
     let Listing {
         read: queue,
         refresh,
         filters,
         later,
-    } = listing_as::<UnknownsPage, QueuePage>(
-        "/api/unknowns",
-        &FILTERS,
-        filter_to_api,
-        QueuePage::from,
-    );
+    } = match kind {
+        Queue::Unknown => listing_with::<UnknownsPage, QueuePage>(
+            "/api/unknowns?state=unknown",
+            &FILTERS,
+            filter_to_api,
+            QueuePage::from,
+            &[],
+        ),
+        Queue::InFlight => listing_with::<UnknownsPage, QueuePage>(
+            "/api/unknowns?state=in_flight",
+            &IN_FLIGHT_FILTERS,
+            filter_to_api,
+            QueuePage::from,
+            &[("sort", "deadline")],
+        ),
+    };
     let caller = use_context::<crate::CallerResource>();
     // The rows ticked, by their operation page's path: kept across the page's refreshes.
     let selected = RwSignal::new(Vec::<String>::new());
     // What the last claim, copy or bulk open came to, in words.
     let said = RwSignal::new(String::new());
     let blocked = RwSignal::new(Vec::<String>::new());
+    let (title, heading, lead) = match kind {
+        Queue::Unknown => (
+            "Open unknowns · Outcome ledger",
+            "Open unknown outcomes",
+            "Each stays unknown until evidence about its original attempt reconciles it. Claim one you work on, so that nobody else does it twice.",
+        ),
+        Queue::InFlight => (
+            "Writes in flight · Outcome ledger",
+            "Writes in flight",
+            "Started, and their hosts have not reported back yet; the soonest deadline first. A write still in flight at its deadline is settled unknown by the ledger and joins the open unknowns. Reconcile one whose host you know is gone.",
+        ),
+    };
     view! {
-        <Title text="Open unknowns · Outcome ledger"/>
-        <h1 class="mb-1 text-2xl font-semibold">"Open unknown outcomes"</h1>
-        <p class="mb-3 text-sm opacity-80">"Each stays unknown until evidence about its original attempt reconciles it. Claim one you work on, so that nobody else does it twice."</p>
-        <QueueFilters filters=filters.clone()/>
+        <Title text=title/>
+        <h1 class="mb-1 text-2xl font-semibold">{heading}</h1>
+        <p class="mb-3 text-sm opacity-80">{lead}</p>
+        {(kind == Queue::InFlight).then(|| view! {
+            <p class="queue-link mb-3 text-sm"><a rel="external" class="underline underline-offset-2" href="/unknowns">"← Open unknown outcomes"</a></p>
+        })}
+        <QueueFilters filters=filters.clone() kind/>
         <Transition fallback=|| view! { <p>"Loading…"</p> }>
             {move || {
                 let filters = filters.clone();
@@ -217,13 +332,34 @@ pub fn UnknownsQueuePage() -> impl IntoView {
                         Err(e) => view! { <ApiErrorPanel error=e/> }.into_any(),
                         Ok(q) => {
                             let shown = q.page.shown;
-                            let empty = (shown == 0).then(|| view! { <p>{if filters.is_empty() { "No open unknown outcomes." } else { "No open unknown outcome matches these filters." }}</p> });
+                            let none = match (kind, filters.is_empty()) {
+                                (Queue::Unknown, true) => "No open unknown outcomes.",
+                                (Queue::Unknown, false) => "No open unknown outcome matches these filters.",
+                                (Queue::InFlight, true) => "No writes in flight.",
+                                (Queue::InFlight, false) => "No write in flight matches these filters.",
+                            };
+                            let empty = (shown == 0).then(|| view! { <p>{none}</p> });
+                            let (noun, nouns) = match kind {
+                                Queue::Unknown => ("open unknown", "open unknowns"),
+                                Queue::InFlight => ("write in flight", "writes in flight"),
+                            };
+                            let in_flight = q.page.in_flight;
                             view! {
                                 <AsOf at=q.as_of.clone() refresh stale=q.stale.clone()/>
-                                {q.page.oldest.map(|secs| view! { <p class="oldest-unknown mb-2 text-sm" data-age-secs=secs.to_string()>{oldest_words(secs)}</p> })}
+                                {q.page.oldest.filter(|_| kind == Queue::Unknown).map(|secs| view! { <p class="oldest-unknown mb-2 text-sm" data-age-secs=secs.to_string()>{oldest_words(secs)}</p> })}
+                                {(kind == Queue::Unknown).then(|| view! {
+                                    <p class="in-flight-link mb-2 text-sm" data-count=in_flight.to_string()>
+                                        {if in_flight == 0 {
+                                            view! { <span>{in_flight_words(0)}</span> }.into_any()
+                                        } else {
+                                            view! { <a rel="external" class="underline underline-offset-2" href="/in-flight">{in_flight_words(in_flight)}</a> }.into_any()
+                                        }}
+                                        " (started, not reported back yet: they join this queue if the ledger settles them at their deadline)"
+                                    </p>
+                                })}
                                 {empty}
-                                <QueueTable rows=q.page.rows shown filters=filters.clone() staff selected said blocked refresh/>
-                                <PageNav shown total=q.page.total next=q.page.next page_path="/unknowns" filters later noun="open unknown" nouns="open unknowns"/>
+                                <QueueTable rows=q.page.rows shown filters=filters.clone() staff selected said blocked refresh kind/>
+                                <PageNav shown total=q.page.total next=q.page.next page_path=kind.path() filters later noun nouns/>
                             }.into_any()
                         }
                     }
@@ -246,11 +382,12 @@ fn QueueTable(
     said: RwSignal<String>,
     blocked: RwSignal<Vec<String>>,
     refresh: RwSignal<u64>,
+    kind: Queue,
 ) -> impl IntoView {
     if shown == 0 {
         return ().into_any();
     }
-    let (by, desc) = order_of(&filters);
+    let (by, desc) = order_in(kind, &filters);
     let header = |col: SortBy, words: &'static str, class: &'static str| {
         let sort = (by == col).then_some(if desc { "descending" } else { "ascending" });
         let arrow = match (by == col, desc) {
@@ -258,7 +395,7 @@ fn QueueTable(
             (true, true) => " ↓",
             (true, false) => " ↑",
         };
-        view! { <th scope="col" class=class aria-sort=sort><a rel="external" href=sort_href(&filters, col)>{words}{arrow}</a></th> }
+        view! { <th scope="col" class=class aria-sort=sort><a rel="external" href=sort_href_in(kind, &filters, col)>{words}{arrow}</a></th> }
     };
     let count = Memo::new(move |_| selected.with(Vec::len));
     let open_selected = move |_| {
@@ -356,7 +493,7 @@ fn QueueTable(
         }}
         <div class="qs">
             <table class="q" on:click=on_click on:change=on_change>
-                <caption class="sr-only">"Open unknown outcomes, one a row"</caption>
+                <caption class="sr-only">{match kind { Queue::Unknown => "Open unknown outcomes, one a row", Queue::InFlight => "Writes in flight, one a row" }}</caption>
                 <thead>
                     <tr>
                         <th scope="col" class="w-6"><input type="checkbox" class="sel-all" aria-label="Select every row"
@@ -366,11 +503,17 @@ fn QueueTable(
                         <th scope="col">"Title"</th>
                         {header(SortBy::Session, "Session", "w-44")}
                         <th scope="col" class="w-20">"Turn"</th>
-                        <th scope="col" class="w-56">"Operation id"</th>
+                        <th scope="col" class="w-48">"Operation id"</th>
                         <th scope="col" class="w-12">"Notes"</th>
-                        <th scope="col" class="w-48">"Last note"</th>
+                        <th scope="col" class="w-40">"Last note"</th>
                         <th scope="col" class="w-28">"On it"</th>
-                        <th scope="col" class="w-24">"Alerted (UTC)"</th>
+                        {match kind {
+                            Queue::Unknown => view! {
+                                <th scope="col" class="w-24">"Alerted (UTC)"</th>
+                                <th scope="col" class="w-20">"Status"</th>
+                            }.into_any(),
+                            Queue::InFlight => header(SortBy::Deadline, "Deadline", "w-36").into_any(),
+                        }}
                     </tr>
                 </thead>
                 <tbody class="operations" inner_html=body></tbody>
@@ -390,7 +533,8 @@ pub fn esc(s: &str) -> String {
 /// cells: a select box named by the operation id (`aria-labelledby` its link, `id="r<i>"`), age, tool,
 /// title, session (a link), turn, operation id (a link to its page; a copy button), notes, last note,
 /// who is on it, or for staff an "I'm on it" button (interactive pages only; without JavaScript the
-/// operation page's form claims), and when staff were alerted ([`alerted_cell`]). `selected` rows (operation page paths) are ticked.
+/// operation page's form claims), when staff were alerted ([`alerted_cell`]), and the status or the
+/// deadline ([`last_cell`]). `selected` rows (operation page paths) are ticked.
 pub fn rows_html(rows: &[Row], staff: bool, selected: &[String]) -> String {
     let mut out = String::with_capacity(rows.len() * 640);
     for (i, r) in rows.iter().enumerate() {
@@ -414,7 +558,7 @@ pub fn rows_html(rows: &[Row], staff: bool, selected: &[String]) -> String {
             "<tr><td><input type=\"checkbox\" aria-labelledby=\"r{i}\"{ticked}></td><td>{age}</td><td>{tool}</td><td>{title}</td>\
              <td><a href=\"{session_href}\">{session}</a></td><td>{turn}</td>\
              <td><a id=\"r{i}\" href=\"{href}\">{id}</a> <button class=\"cp\" aria-label=\"Copy id\">⧉</button></td>\
-             <td>{notes}</td><td>{note}</td><td>{claim}</td><td>{alerted}</td></tr>",
+             <td>{notes}</td><td>{note}</td><td>{claim}</td>{alerted}<td>{last}</td></tr>",
             age = r.age_secs.map(age_short).unwrap_or_default(),
             tool = esc(&mark(&r.tool)),
             title = esc(&r.title.as_deref().map(mark).unwrap_or_default()),
@@ -424,10 +568,42 @@ pub fn rows_html(rows: &[Row], staff: bool, selected: &[String]) -> String {
             href = esc(&href),
             id = esc(&mark(&r.mutation_id)),
             note = esc(&r.last_note.as_deref().map(mark).unwrap_or_default()),
-            alerted = r.alerted_at.as_deref().map(alerted_cell).unwrap_or_default(),
+            // A write in flight has not been alerted about: its view has no such column.
+            alerted = if r.in_flight {
+                String::new()
+            } else {
+                format!(
+                    "<td>{}</td>",
+                    r.alerted_at.as_deref().map(alerted_cell).unwrap_or_default()
+                )
+            },
+            last = last_cell(r),
         ));
     }
     out
+}
+
+/// The status cell of a settled unknown the ledger settled at its deadline: "No report", its title saying
+/// what that means.
+const LEDGER_STATUS: &str = "<span title=\"Its host did not report by the deadline: the ledger settled it unknown\">No report</span>";
+
+/// The last cell of a row: a write in flight's deadline (`<time data-due>`, which the page clock writes
+/// as how long until it and the local time, "in 12 min · 23:15:00"), or a settled unknown's status:
+/// "Unknown", or "No report" when the ledger settled it at its deadline (docs/api.md "Deadlines").
+fn last_cell(r: &Row) -> String {
+    match (&r.deadline_at, r.in_flight) {
+        (Some(at), true) => format!(
+            "<time datetime=\"{}\" data-due>{}</time>",
+            esc(at),
+            esc(&crate::components::time::kind_text(
+                at,
+                crate::components::time::TimeKind::Due
+            ))
+        ),
+        (None, true) => "In flight".to_owned(),
+        (_, false) if r.by_ledger => LEDGER_STATUS.to_owned(),
+        (_, false) => "Unknown".to_owned(),
+    }
 }
 
 /// The "Alerted" cell of a row: `<time>` of the RFC 3339 UTC `at`, reading `MM-DD HH:MM` (UTC, as the
@@ -625,7 +801,9 @@ const AGES: [(&str, &str); 5] = [
 ];
 
 #[component]
-fn QueueFilters(filters: Vec<(&'static str, String)>) -> impl IntoView {
+fn QueueFilters(filters: Vec<(&'static str, String)>, kind: Queue) -> impl IntoView {
+    let path = kind.path();
+    let settled = kind == Queue::Unknown;
     let tool = value_of(&filters, "tool_like");
     let session = value_of(&filters, "session_like");
     let age = value_of(&filters, "min_age_secs");
@@ -650,7 +828,7 @@ fn QueueFilters(filters: Vec<(&'static str, String)>) -> impl IntoView {
         .cloned()
         .collect();
     view! {
-        <form method="get" action="/unknowns" class="filters mb-3 grid gap-2 sm:grid-cols-3 lg:grid-cols-6 lg:items-end" aria-label="Filter the queue">
+        <form method="get" action=path class="filters mb-3 grid gap-2 sm:grid-cols-3 lg:grid-cols-6 lg:items-end" aria-label="Filter the queue">
             <label class="flex flex-col text-sm">"Tool contains"
                 <input name="tool_like" type="text" value=tool class=ID_FIELD autocomplete="off" spellcheck="false"/>
             </label>
@@ -662,16 +840,18 @@ fn QueueFilters(filters: Vec<(&'static str, String)>) -> impl IntoView {
                     {AGES.into_iter().map(|(v, words)| view! { <option value=v selected=age == v>{words}</option> }).collect_view()}
                 </select>
             </label>
-            <label class="flex flex-col text-sm">"Settled from (UTC)"
-                <input name="settled_after" type="datetime-local" step="1" value=after class=FIELD/>
-            </label>
-            <label class="flex flex-col text-sm">"Settled before (UTC)"
-                <input name="settled_before" type="datetime-local" step="1" value=before class=FIELD/>
-            </label>
+            {settled.then(|| view! {
+                <label class="flex flex-col text-sm">"Settled from (UTC)"
+                    <input name="settled_after" type="datetime-local" step="1" value=after class=FIELD/>
+                </label>
+                <label class="flex flex-col text-sm">"Settled before (UTC)"
+                    <input name="settled_before" type="datetime-local" step="1" value=before class=FIELD/>
+                </label>
+            })}
             {kept.into_iter().map(|(k, v)| view! { <input type="hidden" name=k value=v/> }).collect_view()}
             <div class="flex gap-2">
                 <button type="submit" class="rounded bg-sky-700 px-3 py-1 text-sm font-semibold text-white hover:bg-sky-800">"Filter"</button>
-                <a rel="external" href="/unknowns" class="px-2 py-1 text-sm underline underline-offset-2">"Clear"</a>
+                <a rel="external" href=path class="px-2 py-1 text-sm underline underline-offset-2">"Clear"</a>
             </div>
         </form>
         {(!exact.is_empty()).then(|| view! {
@@ -681,7 +861,7 @@ fn QueueFilters(filters: Vec<(&'static str, String)>) -> impl IntoView {
                     {(i > 0).then_some(" and ")}{words}" "<bdi class="font-mono">{v}</bdi>
                 }).collect_view()}
                 ". "
-                <a rel="external" class="underline underline-offset-2" href=format!("/unknowns{}", query_string(&without_exact))>"Remove"</a>
+                <a rel="external" class="underline underline-offset-2" href=format!("{path}{}", query_string(&without_exact))>"Remove"</a>
             </p>
         })}
     }
@@ -770,17 +950,70 @@ mod tests {
             last_note: None,
             claim: None,
             alerted_at: alerted_at.map(str::to_owned),
+            in_flight: false,
+            by_ledger: false,
+            deadline_at: Some("2026-12-03T14:15:00.000Z".into()),
         };
         let html = rows_html(&[row(Some("2026-12-03T14:30:05.123Z"))], true, &[]);
         assert!(
             html.ends_with(
                 "<td><time datetime=\"2026-12-03T14:30:05.123Z\" \
-                 title=\"2026-12-03 14:30:05 UTC\" data-utc>12-03 14:30</time></td></tr>"
+                 title=\"2026-12-03 14:30:05 UTC\" data-utc>12-03 14:30</time></td><td>Unknown</td></tr>"
             ),
             "{html}"
         );
         let html = rows_html(&[row(None)], true, &[]);
-        assert!(html.ends_with("<td></td></tr>"), "{html}");
+        assert!(html.ends_with("<td></td><td>Unknown</td></tr>"), "{html}");
+        assert_eq!(html.matches("<td").count(), 12, "{html}");
+    }
+
+    /// The queue's last column says who settled an unknown; the in-flight view's, each write's deadline.
+    #[test]
+    fn a_row_ends_with_its_status_or_its_deadline() {
+        let mut r = Row {
+            session_key: "s-1".into(),
+            turn: "t-1".into(),
+            mutation_id: "m-1".into(),
+            tool: "mcp__dashboards__create".into(),
+            title: None,
+            age_secs: Some(185),
+            notes: None,
+            last_note: None,
+            claim: None,
+            alerted_at: None,
+            in_flight: false,
+            by_ledger: true,
+            deadline_at: Some("2026-12-03T14:15:00.000Z".into()),
+        };
+        assert_eq!(last_cell(&r), LEDGER_STATUS);
+        r.by_ledger = false;
+        r.in_flight = true;
+        assert_eq!(
+            last_cell(&r),
+            "<time datetime=\"2026-12-03T14:15:00.000Z\" data-due>2026-12-03 14:15:00 UTC</time>"
+        );
+        let html = rows_html(&[r], true, &[]);
+        assert!(html.contains("<td>3 min</td>"), "{html}");
+        // No "Alerted" cell in the in-flight view: its deadline is the 11th.
         assert_eq!(html.matches("<td").count(), 11, "{html}");
+    }
+
+    #[test]
+    fn the_in_flight_view_is_ordered_by_deadline_unless_its_address_says_otherwise() {
+        let none: Vec<(&'static str, String)> = vec![];
+        assert_eq!(order_in(Queue::InFlight, &none), (SortBy::Deadline, false));
+        assert_eq!(
+            sort_href_in(Queue::InFlight, &none, SortBy::Deadline),
+            "/in-flight?sort=deadline&order=desc"
+        );
+        assert_eq!(
+            sort_href_in(Queue::InFlight, &none, SortBy::Age),
+            "/in-flight?sort=age&order=desc"
+        );
+        let by_age = vec![("sort", "age".to_owned())];
+        assert_eq!(order_in(Queue::InFlight, &by_age), (SortBy::Age, true));
+        assert_eq!(in_flight_words(0), "No writes in flight");
+        assert_eq!(in_flight_words(1), "1 write in flight →");
+        assert_eq!(in_flight_words(12), "12 writes in flight →");
     }
 }
