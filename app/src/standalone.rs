@@ -370,7 +370,7 @@ pub fn operator_form_page(form: &PendingForm, back: &str, problem: &FormProblem)
                     <fieldset class="space-y-1" aria-invalid=error_at("completed").map(|_| "true") aria-describedby=error_at("completed").map(|_| "completed-error")>
                         <legend class="text-sm font-medium">"What the provider shows"</legend>
                         <label class="mr-4 inline-flex items-center gap-1 text-sm"><input type="radio" name="completed" value="true" required checked=completed == "true"/>"It took effect (completed)"</label>
-                        <label class="inline-flex items-center gap-1 text-sm"><input type="radio" name="completed" value="false" checked=completed == "false"/>"It did not take effect (failed)"</label>
+                        <label class="inline-flex items-center gap-1 text-sm"><input type="radio" name="completed" value="false" checked=completed == "false"/>"It did not take effect (not executed)"</label>
                         {error_line("completed", "completed-error")}
                     </fieldset>
                     <label class="block text-sm font-medium">"Evidence source"

@@ -571,7 +571,7 @@ fn OperatorActions(
                     <fieldset class="space-y-1">
                         <legend class="text-sm font-medium">"What the provider shows"</legend>
                         <label class="mr-4 inline-flex items-center gap-1 text-sm"><input type="radio" name="completed" value="true" required/>"It took effect (completed)"</label>
-                        <label class="inline-flex items-center gap-1 text-sm"><input type="radio" name="completed" value="false"/>"It did not take effect (failed)"</label>
+                        <label class="inline-flex items-center gap-1 text-sm"><input type="radio" name="completed" value="false"/>"It did not take effect (not executed)"</label>
                     </fieldset>
                     <label class="block text-sm font-medium">"Evidence source" <input name="source" required maxlength="256" class=INPUT placeholder="payments-api"/></label>
                     <label class="block text-sm font-medium">"Evidence reference" <input name="reference" required maxlength="256" class=INPUT placeholder="refund re_123"/></label>
