@@ -542,6 +542,7 @@ impl OperationHistoryChunks {
                         changes,
                         next: None,
                         alerted_at: None,
+                        claim: None,
                     }
                 })
                 .collect(),

@@ -656,6 +656,10 @@ pub struct OperationHistory {
     /// [`OperationMatch::alerted_at`]. Absent when none was delivered, and for a viewer.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub alerted_at: Option<String>,
+    /// Who holds the entry's claim now ("I am on it", docs/api.md "Claims"), whatever page of `changes`
+    /// this is. Absent when nobody holds it, in the export, and for a viewer.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub claim: Option<Claim>,
 }
 
 /// Every error body of the HTTP API: `{"error": {"code", "message", "field"?, "current"?}}`.

@@ -343,9 +343,13 @@ fn Alerted(history: RwSignal<OperationHistory>) -> impl IntoView {
     }
 }
 
-/// Who holds the claim on the operation (docs/api.md "Claims"), and since when: the staff name of its
-/// latest `claim` row when no `release` came after it. A viewer's history has no such rows.
+/// Who holds the claim on the operation (docs/api.md "Claims"), and since when: the history's `claim`
+/// (whatever page of changes it holds), else the staff name of the latest `claim` row of its changes
+/// when no `release` came after it. A viewer's history has neither.
 pub fn claim_of(history: &OperationHistory) -> Option<(String, String)> {
+    if let Some(c) = &history.claim {
+        return Some((c.by.clone(), c.at.clone()));
+    }
     history
         .changes
         .iter()
@@ -624,6 +628,7 @@ mod tests {
             changes,
             next: None,
             alerted_at: None,
+            claim: None,
         }
     }
 

@@ -205,6 +205,7 @@ impl SessionManager {
             changes,
             next: None,
             alerted_at: None,
+            claim: None,
         })
     }
 
@@ -237,7 +238,7 @@ impl SessionManager {
         } else {
             " AND kind NOT IN ('note', 'claim', 'release')"
         };
-        let (entry, commissioned, rows) = on_read!(self.inner, |pool, d| {
+        let (entry, commissioned, rows, claim) = on_read!(self.inner, |pool, d| {
             let mut tx = pool.begin_with(d.begin_read()).await?;
             let entry: EntryRow = sqlx::query_as(&format!(
                 "SELECT {ENTRY_COLUMNS} FROM entries WHERE session_key = $1 AND mutation_id = $2"
@@ -255,6 +256,19 @@ impl SessionManager {
             .bind(mutation_id.as_str())
             .fetch_all(&mut *tx)
             .await?;
+            // Who holds the claim now, whatever the page holds (internal: read for staff only).
+            let claim: Option<(Option<String>, Option<i64>)> = if page.internal {
+                sqlx::query_as(
+                    "SELECT CASE WHEN kind = 'claim' THEN actor END, CASE WHEN kind = 'claim' THEN at END \
+                     FROM history WHERE entry_seq = $1 AND kind IN ('claim', 'release') \
+                     ORDER BY id DESC LIMIT 1",
+                )
+                .bind(entry.seq)
+                .fetch_optional(&mut *tx)
+                .await?
+            } else {
+                None
+            };
             let rows: Vec<PagedHistoryRow> = sqlx::query_as(&format!(
                 "SELECT id, {HISTORY_COLUMNS} FROM history WHERE entry_seq = $1 AND id {op} $2{public} \
                  ORDER BY id {order} LIMIT $3"
@@ -265,7 +279,7 @@ impl SessionManager {
             .fetch_all(&mut *tx)
             .await?;
             tx.commit().await?;
-            (entry, commissioned, rows)
+            (entry, commissioned, rows, claim)
         });
         let mut rows = rows;
         let next = if rows.len() > page.limit as usize {
@@ -285,6 +299,13 @@ impl SessionManager {
                 changes,
                 next: None,
                 alerted_at: None,
+                claim: match claim {
+                    Some((Some(actor), Some(at))) => Some(Claim {
+                        by: actor.strip_prefix("staff:").unwrap_or(&actor).to_owned(),
+                        at: format_time(at),
+                    }),
+                    _ => None,
+                },
             },
             next,
         ))

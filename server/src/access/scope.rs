@@ -13,6 +13,7 @@ pub const STAFF_ACTOR_FOR_VIEWER: &str = "staff";
 /// Every other row and field is kept as it is.
 pub fn without_internal(history: &mut OperationHistory) {
     history.alerted_at = None;
+    history.claim = None;
     history.changes.retain(|c| !c.kind.is_internal());
     for change in &mut history.changes {
         if change.actor.starts_with("staff:") {

@@ -445,3 +445,70 @@ async fn the_operation_page_shows_the_newest_100_changes_and_links_to_older_ones
         .await;
     assert_eq!(r.status(), StatusCode::BAD_REQUEST);
 }
+
+/// Who holds the claim is the history's `claim`, whatever page of changes is read: a claim followed by
+/// 101 notes is outside the operation page's newest 100 changes, and the page still says who is on it
+/// (it said "Nobody is on it", found by the fresh tester). A viewer gets no `claim`.
+#[tokio::test]
+async fn the_claim_holder_is_known_whatever_page_of_the_history_is_read() {
+    let app = signed_in().await;
+    app.settled("s", "t", "m", "outcome_unknown").await;
+    let key = || SessionKey::parse("s".to_owned()).unwrap();
+    let m = || MutationId::parse("m".to_owned()).unwrap();
+    app.state
+        .engine
+        .apply_as(
+            Actor::Staff("ada".into()),
+            Command::new(key(), m(), Action::Claim),
+        )
+        .await
+        .unwrap();
+    let notes: Vec<Command> = (0..101)
+        .map(|i| {
+            Command::new(
+                key(),
+                m(),
+                Action::Note {
+                    text: format!("note {i}"),
+                },
+            )
+        })
+        .collect();
+    let results = app
+        .state
+        .engine
+        .apply_batch_as(Actor::Staff("grace".into()), notes)
+        .await
+        .unwrap();
+    assert!(results.iter().all(Result::is_ok));
+    let host = Who::Bearer(TOKEN);
+    let path = history_path("s", "m");
+    let (s, page) = get(&app, host, &format!("{path}?order=newest&limit=100")).await;
+    assert_eq!(s, StatusCode::OK, "{page}");
+    assert!(page["changes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .all(|c| c["kind"] == "note"));
+    assert_eq!(page["claim"]["by"], "ada", "{}", page["claim"]);
+    let cookie = app.viewer("s").await;
+    let (s, viewed) = get(&app, Who::CookieNoOrigin(&cookie), &path).await;
+    assert_eq!(s, StatusCode::OK);
+    assert!(viewed.get("claim").is_none(), "{viewed}");
+    // The page: who is on it, though the claim's row is not among the newest 100 shown.
+    let ada = app.staff_token().await;
+    let html = who_reads_page(&app, Who::Bearer(&ada), "/sessions/s/operations/m").await;
+    assert!(html.contains("data-by=\"ada\""), "the claim box names ada");
+    assert!(!html.contains("Nobody is on it."));
+}
+
+/// The HTML of `path` as `who` reads it (200).
+async fn who_reads_page(app: &TestApp, who: Who<'_>, path: &str) -> String {
+    let r = who
+        .apply(app, plain().get(format!("{}{path}", app.base)))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), StatusCode::OK);
+    r.text().await.unwrap()
+}

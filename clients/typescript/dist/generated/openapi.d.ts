@@ -925,6 +925,7 @@ export interface components {
              */
             alerted_at?: string | null;
             changes: components["schemas"]["HistoryChange"][];
+            claim?: null | components["schemas"]["Claim"];
             commissioned: string[];
             commissioned_after?: string | null;
             logical_turn_id: string;
