@@ -17,8 +17,10 @@ use crate::store::{on_read, on_tx, on_write};
 /// whose deadline passed meanwhile: 60 s.
 pub const RESTART_GRACE: Duration = Duration::from_secs(60);
 
-/// Entries at most one [`Engine::settle_overdue`] call settles (one group commit).
-pub const OVERDUE_BATCH: i64 = 500;
+/// Entries at most one [`Engine::settle_overdue`] call settles (one group commit): fewer than a live
+/// stream's ring of 256 events, so a subscriber that keeps up gets each settlement as its own event even
+/// when a whole session times out at once (the sweep goes on at once after a full batch).
+pub const OVERDUE_BATCH: i64 = 200;
 
 /// The sweep's clock (docs/api.md "Deadlines"): the wall clock, but never ahead of the monotonic time
 /// since the sweep started by more than it was then, so a wall clock that jumps ahead while the server
@@ -104,14 +106,19 @@ impl Engine {
     /// it is (the ledger refuses the settlement: on Postgres that is how one instance of several wins).
     /// Answers how many this call settled.
     pub async fn settle_overdue(&self, now: i64) -> Result<u64, LedgerError> {
+        // Only live sessions: an expired one refuses every write (the ledger's own included) until the
+        // purge deletes it, and its rows must not take the batch's places.
+        let live_since = self.inner.live_since(self.inner.clock.now_ms());
         let due: Vec<(String, String, Option<String>)> = on_write!(self.inner, |pool, d| {
             sqlx::query_as(
-                "SELECT session_key, mutation_id, attempt_id FROM entries \
-                 WHERE status = 'execution_started' AND deadline_at <= $1 \
-                 ORDER BY deadline_at LIMIT $2",
+                "SELECT e.session_key, e.mutation_id, e.attempt_id FROM entries e \
+                 JOIN sessions s ON s.session_key = e.session_key \
+                 WHERE e.status = 'execution_started' AND e.deadline_at <= $1 \
+                 AND s.last_write_at >= $3 ORDER BY e.deadline_at LIMIT $2",
             )
             .bind(now)
             .bind(OVERDUE_BATCH)
+            .bind(live_since)
             .fetch_all(pool)
             .await?
         });

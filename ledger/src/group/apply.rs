@@ -216,7 +216,7 @@ impl Group {
     }
 
     /// [`Decision::Extend`]: the entry's deadline becomes now + `deadline_secs` unless it is later already;
-    /// no revision, no event, no history row, not session activity (docs/api.md "Deadlines").
+    /// no revision, no event, no history row; session activity (docs/api.md "Deadlines").
     fn extend(&mut self, key: &Key, deadline_secs: u32) -> Result<Done, LedgerError> {
         let at = self
             .now
@@ -229,8 +229,12 @@ impl Group {
             slot.row.deadline_at = Some(at);
             slot.changed = true;
         }
+        let state = slot.row.state();
+        // A host still working in the session is activity: its time to live counts from here, so a write
+        // kept alive past `--session-ttl-secs` does not end in an expired session nobody can settle.
+        self.touch(&key.0);
         Ok(Done {
-            state: slot.row.state(),
+            state,
             announcement: None,
             note: None,
             added: false,

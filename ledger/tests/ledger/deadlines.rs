@@ -119,10 +119,16 @@ async fn an_extension_moves_the_deadline_later_only_without_a_revision_an_event_
         Some(format_time(T0 + 70 * SECOND))
     );
     let mut after = h.snapshot().await;
-    // Only the deadline changed: the same entries, records, deliveries and hints.
+    // Only the deadline and the session's activity changed (a host still working is activity): the
+    // same entries, records, deliveries and hints.
     for e in after.entries.iter_mut().flat_map(|t| t.entries.iter_mut()) {
         e.deadline_at = Some(format_time(T0 + 30 * SECOND));
     }
+    assert_eq!(
+        after.sessions.sessions[0].last_activity,
+        format_time(T0 + 10 * SECOND)
+    );
+    after.sessions.sessions[0].last_activity = before.sessions.sessions[0].last_activity.clone();
     assert_eq!(after, before);
     assert_eq!(h.changes("m-1").await.len(), history);
     // Another attempt, an entry not in flight: refused as a settle is.
@@ -429,4 +435,70 @@ async fn the_queue_lists_settled_unknowns_writes_in_flight_or_both_and_in_flight
         .await
         .unwrap();
     assert_eq!(second.matches[0].entry.outcome.mutation_id, "m-1");
+}
+
+/// An overdue write in an expired session (refused by the ledger until the purge deletes it) takes no
+/// place in the sweep's batch: live sessions' deadlines still fire (found by the fresh tester: 500 such
+/// writes stopped the sweep for everyone). An extension is session activity, so a host that keeps a
+/// write alive keeps its session live.
+#[tokio::test]
+async fn writes_of_expired_sessions_do_not_hold_up_the_sweep_and_an_extension_keeps_a_session_live()
+{
+    let h = open().await;
+    let batch = ledger::engine::OVERDUE_BATCH as usize;
+    let ops: Vec<ledger::Command> = (0..batch + 5)
+        .flat_map(|i| {
+            let m = format!("old-{i}");
+            [
+                approve_in("s-old", TURN, &m),
+                in_session(
+                    "s-old",
+                    &m,
+                    Action::RecordIntent {
+                        attempt_id: att("a-1"),
+                        deadline_secs: Some(10),
+                    },
+                ),
+            ]
+        })
+        .collect();
+    for r in h.engine.apply_batch(ops).await.unwrap() {
+        r.unwrap();
+    }
+    // A session whose host extends its write past the time to live (1 h).
+    h.ok(approve_in("s-kept", TURN, "kept")).await;
+    h.ok(in_session(
+        "s-kept",
+        "kept",
+        Action::RecordIntent {
+            attempt_id: att("a-1"),
+            deadline_secs: Some(1200),
+        },
+    ))
+    .await;
+    for _ in 0..4 {
+        h.advance_ms(1000 * SECOND);
+        h.ok(in_session(
+            "s-kept",
+            "kept",
+            Action::ExtendDeadline {
+                attempt_id: att("a-1"),
+                deadline_secs: 1200,
+            },
+        ))
+        .await;
+    }
+    // s-old expired (no write for 4,000 s > 3,600 s); a live session's write is overdue now.
+    h.ok(approve("m-1")).await;
+    h.ok(intent_for("m-1", "a-1", 1)).await;
+    h.advance_ms(SECOND);
+    assert_eq!(h.engine.settle_overdue(h.now()).await.unwrap(), 1);
+    assert_eq!(h.entry("m-1").await.settled_by, Some(SettledBy::Ledger));
+    // The extended write's session is live, its write still in flight.
+    let kept = h
+        .sessions
+        .turn_entries(&sk("s-kept"), &turn(TURN))
+        .await
+        .unwrap();
+    assert_eq!(kept.entries[0].ledger_status, L::ExecutionStarted);
 }

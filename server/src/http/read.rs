@@ -749,6 +749,14 @@ pub async fn unknowns(
         None => None,
         Some(a) => match cursor::decode(a, Listing::Unknowns)? {
             // A cursor holds its order: one of another order is not a position in this one.
+            // By deadline the key is the previous item's deadline (ms): digits, nothing else.
+            Position::Unknowns { key, by, .. }
+                if by == cursor::sort_tag(sort)
+                    && sort.by == UnknownsSortBy::Deadline
+                    && key.as_deref().and_then(|k| k.parse::<i64>().ok()).is_none() =>
+            {
+                return Err(cursor::invalid_cursor())
+            }
             Position::Unknowns { at, seq, key, by } if by == cursor::sort_tag(sort) => {
                 Some(UnknownsAfter {
                     key,

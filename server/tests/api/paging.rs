@@ -636,3 +636,43 @@ async fn the_sessions_list_answers_50_by_default_and_never_every_session() {
         (51, json!(null))
     );
 }
+
+/// By deadline a cursor's key is a deadline in ms: a forged one holding anything else is `400`
+/// `invalid_cursor` on both backends (Postgres answered 500 when it cast it, found by the fresh tester).
+#[tokio::test]
+async fn a_forged_deadline_cursor_is_400_invalid_cursor() {
+    use base64::Engine as _;
+    let app = crate::helpers::spawn().await;
+    // In the order the server writes a cursor's fields (a cursor is read only in that form).
+    let cursor = |key: Option<&str>| {
+        let key = key.map_or(String::new(), |k| format!(r#","key":"{k}""#));
+        let c = format!(r#"{{"l":"unknowns","at":1,"seq":3{key},"by":"deadline.asc"}}"#);
+        base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(c)
+    };
+    for key in [
+        Some("abc"),
+        Some("1.5"),
+        Some("99999999999999999999"),
+        Some(""),
+        None,
+    ] {
+        let (s, v) = app
+            .get_json(&format!(
+                "/api/unknowns?sort=deadline&order=asc&after={}",
+                cursor(key)
+            ))
+            .await;
+        assert_eq!(
+            (s, v["error"]["code"].as_str()),
+            (StatusCode::BAD_REQUEST, Some("invalid_cursor")),
+            "{key:?}: {v}"
+        );
+    }
+    let (s, v) = app
+        .get_json(&format!(
+            "/api/unknowns?sort=deadline&order=asc&after={}",
+            cursor(Some("1800000000000"))
+        ))
+        .await;
+    assert_eq!(s, StatusCode::OK, "{v}");
+}
