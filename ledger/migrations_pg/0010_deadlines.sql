@@ -58,3 +58,12 @@ DROP TRIGGER webhook_events ON history;
 CREATE TRIGGER webhook_events AFTER INSERT ON history
     FOR EACH ROW WHEN (NEW.kind IN ('settlement', 'cancellation', 'reconciliation'))
     EXECUTE FUNCTION webhook_events();
+
+-- When an instance last swept for overdue writes (ms, the database's clock): an instance that starts
+-- while another one sweeps moves no deadline (docs/api.md "Deadlines": only those that passed while no
+-- server ran get the start plus 60 s).
+CREATE TABLE deadline_sweep (
+    id    INTEGER PRIMARY KEY CHECK (id = 1),
+    at_ms BIGINT NOT NULL
+);
+INSERT INTO deadline_sweep (id, at_ms) VALUES (1, 0);

@@ -17,6 +17,10 @@ use crate::store::{on_read, on_tx, on_write};
 /// whose deadline passed meanwhile: 60 s.
 pub const RESTART_GRACE: Duration = Duration::from_secs(60);
 
+/// On Postgres, an instance that swept this recently (ms) is taken to be running: a starting instance
+/// then moves no deadline ([`Engine::postpone_passed_deadlines`]).
+pub const SWEEPER_ALIVE_MS: i64 = 5_000;
+
 /// Entries at most one [`Engine::settle_overdue`] call settles (one group commit): fewer than a live
 /// stream's ring of 256 events, so a subscriber that keeps up gets each settlement as its own event even
 /// when a whole session times out at once (the sweep goes on at once after a full batch).
@@ -77,12 +81,25 @@ impl Engine {
     /// At the server's start: every entry in flight whose deadline is at or before `now` (ms; it passed
     /// while no server ran, or a clock jumped across the restart) gets the deadline `now` + `grace`, so a
     /// host that is alive has that long to extend or settle it. No revision, no event. Answers how many.
+    /// On Postgres nothing moves while another instance sweeps (it swept within [`SWEEPER_ALIVE_MS`]).
     pub async fn postpone_passed_deadlines(
         &self,
         now: i64,
         grace: Duration,
     ) -> Result<u64, LedgerError> {
         let to = now.saturating_add(i64::try_from(grace.as_millis()).unwrap_or(i64::MAX));
+        // Postgres: another instance sweeping now settles what is overdue; nothing passed "while no
+        // server ran" (a restart during a backlog would otherwise hold 500 writes back a minute).
+        if matches!(self.inner.db, crate::store::Db::Postgres { .. }) {
+            let swept: Option<i64> = on_read!(self.inner, |pool, d| {
+                sqlx::query_scalar("SELECT at_ms FROM deadline_sweep WHERE id = 1")
+                    .fetch_optional(pool)
+                    .await?
+            });
+            if swept.is_some_and(|at| now.saturating_sub(at) < SWEEPER_ALIVE_MS) {
+                return Ok(0);
+            }
+        }
         let _writer = self.inner.writer().await?;
         let mut tx = self.inner.begin_write().await?;
         let moved = on_tx!(&mut tx, |c, d| {
@@ -106,6 +123,15 @@ impl Engine {
     /// it is (the ledger refuses the settlement: on Postgres that is how one instance of several wins).
     /// Answers how many this call settled.
     pub async fn settle_overdue(&self, now: i64) -> Result<u64, LedgerError> {
+        // Postgres: says this instance sweeps (what a starting instance reads).
+        if matches!(self.inner.db, crate::store::Db::Postgres { .. }) {
+            on_write!(self.inner, |pool, d| {
+                sqlx::query("UPDATE deadline_sweep SET at_ms = GREATEST(at_ms, $1) WHERE id = 1")
+                    .bind(now)
+                    .execute(pool)
+                    .await?;
+            });
+        }
         // Only live sessions: an expired one refuses every write (the ledger's own included) until the
         // purge deletes it, and its rows must not take the batch's places.
         let live_since = self.inner.live_since(self.inner.clock.now_ms());

@@ -235,3 +235,44 @@ async fn two_instances_sweeping_at_once_settle_each_overdue_write_once() {
         assert_eq!(a.recorder.count(), writes as usize);
     }
 }
+
+/// docs/api.md "Deadlines": on Postgres an instance that starts while another sweeps moves no deadline
+/// (only deadlines that passed while no server ran get the start plus 60 s; a restart during a backlog
+/// held writes back a minute, found by the fresh tester); once nobody swept for 5 s it does. SQLite has
+/// one server per ledger: a start always moves them.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_starting_instance_moves_no_deadline_while_another_sweeps() {
+    use ledger::command::Action;
+    let a = open().await;
+    for m in ["m-1", "m-2"] {
+        a.ok(approve(m)).await;
+        a.ok(on(
+            m,
+            Action::RecordIntent {
+                attempt_id: att("a-1"),
+                deadline_secs: Some(5),
+            },
+        ))
+        .await;
+    }
+    // `a` sweeps at T0 + 4 s (nothing due yet); `b` starts at T0 + 6 s, both writes overdue.
+    assert_eq!(a.engine.settle_overdue(T0 + 4_000).await.unwrap(), 0);
+    let b = reopen(&a.path, Arc::new(Recorder::default()), a.clock.clone()).await;
+    let moved = b
+        .engine()
+        .postpone_passed_deadlines(T0 + 6_000, ledger::RESTART_GRACE)
+        .await
+        .unwrap();
+    if testkit::postgres().is_some() {
+        assert_eq!(moved, 0, "another instance swept 2 s ago");
+        // Nobody swept for 5 s: a start moves them.
+        let moved = b
+            .engine()
+            .postpone_passed_deadlines(T0 + 9_000, ledger::RESTART_GRACE)
+            .await
+            .unwrap();
+        assert_eq!(moved, 2);
+    } else {
+        assert_eq!(moved, 2);
+    }
+}
