@@ -30,8 +30,10 @@ struct Compact(
 
 /// One entry: sequence, revision, mutation id, tool (`null`: the previous entry's), published status,
 /// resource id, url, title, reason, recorded at, settled at (each as [`Times`] writes it); then, each
-/// written only up to the last one present (`null` for one absent before it): its deadline (as
-/// [`Times`] writes it, after the settled time), who settled or established it ([`who`]), its ledger
+/// written only up to the last one present (`null` for one absent before it): its deadline while it is
+/// in flight (as [`Times`] writes it, after the settled time; a settled row shows none, so it is read
+/// back as `null`), who settled it when not its host or who established it ([`who`]; `settled_by`
+/// `host` is read back as `null`, which no row tells apart), its ledger
 /// status when its spelling is not the published status's (in flight: `execution_started`), and its
 /// schema and turn id when they are not the page's (docs/api.md "Deadlines" for the first two).
 #[derive(Deserialize)]
@@ -208,8 +210,17 @@ fn compact(e: &TurnEntries) -> Compact {
                 o.reason,
                 times.write(&x.recorded_at),
                 x.settled_at.as_deref().map(|t| times.write(t)),
-                x.deadline_at.as_deref().map(|t| times.write(t)),
-                who::write(x.settled_by, x.established_by),
+                // What the rows show, and no more (README "Page weight"): a deadline only while the
+                // write is in flight; who settled it only when it was not its host (the ledger at the
+                // deadline), who established it always.
+                x.deadline_at
+                    .as_deref()
+                    .filter(|_| x.ledger_status == LedgerStatus::ExecutionStarted)
+                    .map(|t| times.write(t)),
+                who::write(
+                    x.settled_by.filter(|b| *b != SettledBy::Host),
+                    x.established_by,
+                ),
                 ledger,
                 own,
             )
@@ -313,7 +324,7 @@ pub mod entries {
 mod tests {
     use super::*;
 
-    #[derive(Debug, PartialEq, Serialize, Deserialize)]
+    #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
     struct Read {
         #[serde(with = "entries")]
         entries: TurnEntries,
@@ -468,7 +479,21 @@ mod tests {
             },
         };
         let json = serde_json::to_string(&read).unwrap();
-        assert_eq!(serde_json::from_str::<Read>(&json).unwrap(), read);
+        // Read back as written, but for what no row shows: a settled row's deadline, and `host` as the
+        // one who settled it.
+        let mut shown = read.clone();
+        for e in &mut shown.entries.entries {
+            if e.ledger_status != LedgerStatus::ExecutionStarted {
+                e.deadline_at = None;
+            }
+            e.settled_by = e.settled_by.filter(|b| *b != SettledBy::Host);
+        }
+        assert_eq!(shown.entries.entries[1].settled_by, None);
+        assert_eq!(
+            shown.entries.entries[2].deadline_at.as_deref(),
+            Some("2026-12-03T19:55:58.123Z")
+        );
+        assert_eq!(serde_json::from_str::<Read>(&json).unwrap(), shown);
         let wire = serde_json::to_string(&read.entries).unwrap();
         assert!(
             json.len() * 2 < wire.len(),
@@ -478,12 +503,19 @@ mod tests {
         );
         // The second entry's tool is the first's: not written again; its times only by what differs.
         assert!(json.contains(r#"[2,6,"b",null,"failed""#), "{json}");
-        // The deadline after the settled time, by what differs from it; then who settled it.
+        // A settled row: no deadline; who settled it when the ledger did.
         assert!(
-            json.contains(r#"[7,21,"g",null,"outcome_unknown",null,null,null,"execution_timeout","S8.123Z","S9.001Z","W0Z",2]"#),
+            json.contains(r#"[7,21,"g",null,"outcome_unknown",null,null,null,"execution_timeout","S8.123Z","S9.001Z",null,2]"#),
             "{json}"
         );
-        // An entry without a deadline but with a ledger status writes `null` in the deadline's place.
+        // A row in flight: its deadline after its recorded time, by what differs from it.
+        assert!(
+            json.contains(r#""c",null,"outcome_unknown",null,null,null,null,"S8.123Z",null,"O55:58.123Z",null,"execution_started"]"#),
+            "{json}"
+        );
+        // A host's settlement writes nothing after the settled time; an entry without a deadline but
+        // with a ledger status writes `null` in the deadline's and the settler's places.
+        assert!(json.contains(r#"[2,6,"b",null,"failed","4002","https://example.com/d/1","Revenue \"dashboard\" <b>","execution_timeout","S8.123Z","S9.001Z"]"#), "{json}");
         assert!(json.contains(r#""S9.001Z",null,null,"failed"]"#), "{json}");
         // An empty turn too.
         let empty = Read {
