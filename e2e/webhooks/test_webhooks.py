@@ -340,9 +340,10 @@ def test_a_write_whose_host_died_is_settled_at_its_deadline_and_alerted_once(dat
         assert deadline_settlements(srv) == 0
         started = time.monotonic()
         path = intent_only(srv, "s-1", "m-1", 2)
-        got = rx.wait(1, 6)
+        # DESIGN's bound: within 5 s of the deadline (2 s after the intent), delivery included.
+        got = rx.wait(1, 9)
         assert len(got) == 1, got
-        assert 2.0 <= got[0][0] - started < 5.0, got[0][0] - started
+        assert 2.0 <= got[0][0] - started < 2.0 + 5.0, got[0][0] - started
         assert got[0][3]["type"] == "outcome.unknown"
         assert got[0][3]["data"]["mutation_id"] == "m-1"
         e = entry_of(srv, "s-1", "m-1")
