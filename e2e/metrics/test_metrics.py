@@ -197,6 +197,7 @@ def test_exact_values_through_prometheus_client(server):
         ("outcomes_live_streams", ()): 0.0,
         ("outcomes_busy_total", ()): 0.0,
         ("outcomes_failed_credentials_total", ()): 0.0,
+        ("outcomes_deadline_settlements_total", ()): 0.0,
         ("outcomes_webhook_outbox_pending", ()): 0.0,
         ("outcomes_webhook_outbox_oldest_pending_age_seconds", ()): 0.0,
     }
@@ -234,6 +235,8 @@ def test_exact_values_through_prometheus_client(server):
         ("outcomes_live_streams", ()): 0.0,
         ("outcomes_busy_total", ()): 0.0,
         ("outcomes_failed_credentials_total", ()): 1.0,
+        # Every deadline is the default 900 s: none passed.
+        ("outcomes_deadline_settlements_total", ()): 0.0,
         # No webhook endpoint: nothing in the outbox, no delivery attempt.
         ("outcomes_webhook_outbox_pending", ()): 0.0,
         ("outcomes_webhook_outbox_oldest_pending_age_seconds", ()): 0.0,
