@@ -135,7 +135,7 @@ impl Engine {
         // Only live sessions: an expired one refuses every write (the ledger's own included) until the
         // purge deletes it, and its rows must not take the batch's places.
         let live_since = self.inner.live_since(self.inner.clock.now_ms());
-        let due: Vec<(String, String, Option<String>)> = on_write!(self.inner, |pool, d| {
+        let due: Vec<(String, String, Option<String>)> = on_read!(self.inner, |pool, d| {
             sqlx::query_as(
                 "SELECT e.session_key, e.mutation_id, e.attempt_id FROM entries e \
                  JOIN sessions s ON s.session_key = e.session_key \

@@ -13,7 +13,7 @@ use serde_json::{json, Value};
 
 use crate::helpers::access::plain;
 use crate::helpers::operator::{
-    as_viewer_reads, error, get, history_path, notes, post, signed_in, snapshot, Who,
+    as_viewer_reads, error, get, get_text, history_path, notes, post, signed_in, snapshot, Who,
 };
 use crate::helpers::{form, spawn, TestApp, TOKEN};
 
@@ -497,18 +497,8 @@ async fn the_claim_holder_is_known_whatever_page_of_the_history_is_read() {
     assert!(viewed.get("claim").is_none(), "{viewed}");
     // The page: who is on it, though the claim's row is not among the newest 100 shown.
     let ada = app.staff_token().await;
-    let html = who_reads_page(&app, Who::Bearer(&ada), "/sessions/s/operations/m").await;
+    let (s, _, html) = get_text(&app, Who::Bearer(&ada), "/sessions/s/operations/m").await;
+    assert_eq!(s, StatusCode::OK);
     assert!(html.contains("data-by=\"ada\""), "the claim box names ada");
     assert!(!html.contains("Nobody is on it."));
-}
-
-/// The HTML of `path` as `who` reads it (200).
-async fn who_reads_page(app: &TestApp, who: Who<'_>, path: &str) -> String {
-    let r = who
-        .apply(app, plain().get(format!("{}{path}", app.base)))
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(r.status(), StatusCode::OK);
-    r.text().await.unwrap()
 }
