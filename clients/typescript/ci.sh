@@ -19,21 +19,33 @@ command -v python3 >/dev/null || { echo "ci.sh: python3 is needed (the busy-ledg
 # 1. install exactly what package-lock.json pins (idempotent: npm ci starts from a clean node_modules)
 npm ci --no-audit --no-fund --loglevel=error
 
-# 1b. `npm install ./clients/typescript` in a new project holding only the committed files (a fresh
-#     checkout: no node_modules, no build). This is an install step like npm ci (npm may use the registry:
-#     a linked folder gets its devDependencies too); test/install.test.mjs then repeats it offline.
+# 1b. The README's install (README "Install") on a fresh checkout holding only the committed files (no
+#     node_modules, no build): `npm pack` it, then `npm install` the tarball with @openai/agents, ai and
+#     zod in a new project elsewhere (not around the checkout); every entry point imports. This is an
+#     install step like npm ci (npm may use the registry); test/install.test.mjs then repeats it offline
+#     and also runs the installed package (and `npx outcomes-ledger`) against the server.
 if git rev-parse --is-inside-work-tree >/dev/null 2>&1; then
   scratch=$(mktemp -d)
   trap 'rm -rf "$scratch"' EXIT
-  (cd "$(git rev-parse --show-toplevel)" && git archive HEAD clients/typescript) | tar -x -C "$scratch"
-  echo '{"name": "fresh-checkout-check", "private": true, "type": "module"}' > "$scratch/package.json"
-  (cd "$scratch" && npm install --no-audit --no-fund --loglevel=error ./clients/typescript >/dev/null \
-    && node -e "import('outcomes-ledger').then((m) => { if (typeof m.Ledger !== 'function') process.exit(1); })" \
-    && node -e "import('outcomes-ledger/ai-sdk').then((m) => { if (typeof m.protectTools !== 'function') process.exit(1); })") || {
-    echo "ci.sh: npm install ./clients/typescript failed on a fresh checkout" >&2
+  mkdir -p "$scratch/checkout" "$scratch/app"
+  (cd "$(git rev-parse --show-toplevel)" && git archive HEAD clients/typescript) | tar -x -C "$scratch/checkout"
+  echo '{"name": "fresh-checkout-check", "private": true, "type": "module"}' > "$scratch/app/package.json"
+  dev() { node -p "require('./package.json').devDependencies['$1']"; } # the pinned versions
+  frameworks=("@openai/agents@$(dev @openai/agents)" "ai@$(dev ai)" "zod@$(dev zod)")
+  (cd "$scratch/checkout/clients/typescript" && npm pack --silent --pack-destination "$scratch" >/dev/null) || {
+    echo "ci.sh: npm pack failed on a fresh checkout" >&2
     exit 1
   }
-  echo "npm install ./clients/typescript works on a fresh checkout"
+  (cd "$scratch/app" && npm install --prefer-offline --no-audit --no-fund --loglevel=error "$scratch"/outcomes-ledger-*.tgz \
+      "${frameworks[@]}" >/dev/null \
+    && node -e "import('outcomes-ledger').then((m) => { if (typeof m.Ledger !== 'function') process.exit(1); })" \
+    && node -e "import('outcomes-ledger/ai-sdk').then((m) => { if (typeof m.protectTools !== 'function') process.exit(1); })" \
+    && node -e "import('outcomes-ledger/openai-agents').then((m) => { if (typeof m.runTurn !== 'function') process.exit(1); })" \
+    && npx --offline outcomes-ledger --help >/dev/null) || {
+    echo "ci.sh: the README's install (npm pack, npm install the tarball) failed on a fresh checkout" >&2
+    exit 1
+  }
+  echo "npm pack + npm install of the tarball works on a fresh checkout (all three entry points, the CLI)"
 fi
 
 # 2. build src/ -> dist/ and regenerate the types from the running server: both must match what is

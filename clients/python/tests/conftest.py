@@ -198,6 +198,11 @@ class LossyProxy:
             def _any(self) -> None:
                 length = int(self.headers.get("Content-Length") or 0)
                 body = self.rfile.read(length) if length else b""
+                if self.command == "GET" and self.path == "/api/host/ledger":
+                    # The ledger's id, read once per client before its first protected write (for
+                    # op.idempotency_key): forwarded, and not one of the plan's numbered requests.
+                    self._forward(body)
+                    return
                 with lock:
                     proxy.seen.append((self.command, self.path, ""))
                     n = len(proxy.seen)
@@ -220,9 +225,12 @@ class LossyProxy:
                     self.end_headers()
                     self.wfile.write(payload)
                     return
+                self._forward(body, drop=action == "drop")
+
+            def _forward(self, body: bytes, drop: bool = False) -> None:
                 headers = {k: v for k, v in self.headers.items() if k.lower() not in ("host", "content-length", "connection")}
                 r = httpx.request(self.command, proxy.upstream + self.path, headers=headers, content=body, timeout=10)
-                if action == "drop":
+                if drop:
                     self.close_connection = True
                     self.connection.shutdown(socket.SHUT_RDWR)
                     return

@@ -12,7 +12,9 @@ from agents.models.interface import Model
 from agents.usage import Usage
 from openai.types.responses import ResponseFunctionToolCall, ResponseOutputMessage, ResponseOutputText
 
-from outcomes_ledger import AsyncLedger, current_write
+import pytest
+
+from outcomes_ledger import AsyncLedger, OutsideTurn, current_write
 from outcomes_ledger.adapters.openai_agents import protected_function_tool, run_turn
 
 NO_TRACING = RunConfig(tracing_disabled=True)
@@ -146,9 +148,51 @@ def test_a_protected_tool_outside_a_turn_records_nothing_and_does_not_run(server
             await Runner.run(agent, "go", run_config=NO_TRACING)
             return model
 
-    model = asyncio.run(main())
+    # A forgotten run_turn is the developer's error: it ends the run, naming run_turn (it used to be
+    # turned into a message for the model by the SDK's failure_error_function, and the run ended "done").
+    with pytest.raises(OutsideTurn, match=r"run_turn\(\.\.\.\)") as info:
+        asyncio.run(main())
     assert ran == []
-    assert "outside a ledger turn" in function_outputs(model)["call_z"]
+    assert "outside a ledger turn" in str(info.value) and "nothing was recorded" in str(info.value)
+
+
+def test_a_forgotten_run_turn_raises_also_with_a_failure_function_of_ones_own(server):
+    told: list[str] = []
+
+    def my_failure(ctx: RunContextWrapper[Any], error: Exception) -> str:
+        told.append(type(error).__name__)
+        return "sorry"
+
+    async def main():
+        from agents import Runner
+
+        async with AsyncLedger(server.base_url, server.token) as ledger:
+            @protected_function_tool(ledger, failure_error_function=my_failure)
+            async def create_dashboard(title: str) -> str:
+                return "ok"
+
+            model = ScriptedModel([("call_y", "create_dashboard", {"title": "x"})])
+            await Runner.run(Agent(name="b", model=model, tools=[create_dashboard]), "go", run_config=NO_TRACING)
+
+    with pytest.raises(OutsideTurn):
+        asyncio.run(main())
+    assert told == []
+
+
+def test_a_forgotten_run_turn_raises_also_without_a_failure_function(server):
+    async def main():
+        from agents import Runner
+
+        async with AsyncLedger(server.base_url, server.token) as ledger:
+            @protected_function_tool(ledger, failure_error_function=None)
+            async def create_dashboard(title: str) -> str:
+                return "ok"
+
+            model = ScriptedModel([("call_x", "create_dashboard", {"title": "x"})])
+            await Runner.run(Agent(name="b", model=model, tools=[create_dashboard]), "go", run_config=NO_TRACING)
+
+    with pytest.raises(OutsideTurn, match="run_turn"):
+        asyncio.run(main())
 
 
 def test_ledger_down_the_tool_does_not_run_and_the_model_is_told(session_key):

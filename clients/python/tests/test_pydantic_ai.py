@@ -10,7 +10,9 @@ from pydantic_ai import Agent, RunContext
 from pydantic_ai.messages import ModelMessage, ModelRequest, ModelResponse, TextPart, ToolCallPart, ToolReturnPart
 from pydantic_ai.models.function import AgentInfo, FunctionModel
 
-from outcomes_ledger import AsyncLedger, NotDispatched, current_write
+from pydantic_ai import ModelRetry
+
+from outcomes_ledger import AsyncLedger, NotDispatched, OutsideTurn, ProviderFailed, current_write
 from outcomes_ledger.adapters.pydantic_ai import protected_tool, run_turn
 
 
@@ -80,10 +82,14 @@ def test_a_tool_that_raises_is_outcome_unknown(server, reads, session_key):
             async def create_issue(ctx: RunContext[None], title: str) -> str:
                 raise ConnectionResetError("the reply was lost")
 
-            await run_turn(ledger, agent, "go", session_key=session_key)
+            return await run_turn(ledger, agent, "go", session_key=session_key)
 
-    with pytest.raises(ConnectionResetError):
-        asyncio.run(main())
+    # The model is told what the ledger recorded (it used to end the run with the exception).
+    assert asyncio.run(main()).output == "done"
+    assert tool_returns(seen[1])["pyd_boom"] == (
+        "The outcome of this tool call is unknown (operation id pyd_boom): it may or may not have taken effect. "
+        "Do not call the tool again for this request; tell the user the result is being checked and give them "
+        "the operation id.")
     [turn] = reads.turns(session_key)
     assert turn.startswith("turn-")
     [record] = reads.outcomes(session_key)
@@ -103,8 +109,8 @@ def test_not_dispatched_in_a_tool_is_not_executed(server, reads, session_key):
             agent = Agent(scripted([("pyd_nd", "create_dashboard", {"title": "x"})], seen), tools=[create_dashboard])
             await run_turn(ledger, agent, "go", session_key=session_key, logical_turn_id="run-nd")
 
-    with pytest.raises(NotDispatched):
-        asyncio.run(main())
+    asyncio.run(main())
+    assert tool_returns(seen[1])["pyd_nd"] == "The tool call was not executed (operation id pyd_nd); nothing was done."
     [record] = reads.outcomes(session_key)
     assert (record["mutation_id"], record["status"], record["reason"]) == ("pyd_nd", "not_executed", "pre_dispatch_deadline")
 
@@ -125,3 +131,96 @@ def test_run_sync_in_fresh_event_loops_reuses_one_ledger(server, reads, session_
             assert agent.run_sync("go").output == "done"
     assert {k: (v["logical_turn_id"], v["status"]) for k, v in reads.by_id(session_key).items()} == {
         "sync_1": ("run-a", "completed"), "sync_2": ("run-b", "completed")}
+
+
+def test_several_tool_calls_in_one_response_each_settle_by_their_own_outcome(server, reads, session_key):
+    # One model response with three calls: a provider refusal, a success that takes a while, a timeout.
+    # Each settles by its own outcome and the model is told each; one failure used to abort the run
+    # (cancelling the slow success into outcome_unknown, and the timeout losing execution_timeout).
+    seen: list[list[ModelMessage]] = []
+    charged: list[str] = []
+
+    async def main():
+        async with AsyncLedger(server.base_url, server.token) as ledger:
+            @protected_tool(ledger, tool="payments.refund")
+            async def refund(order: str) -> str:
+                raise ProviderFailed("the provider declined the refund")
+
+            @protected_tool(ledger, tool="payments.charge")
+            async def charge(order: str) -> str:
+                await asyncio.sleep(0.3)
+                charged.append(order)
+                return f"charged {order}"
+
+            @protected_tool(ledger, tool="codehost.create_issue")
+            async def create_issue(title: str) -> str:
+                await asyncio.sleep(0.3)
+                raise TimeoutError
+
+            agent = Agent(scripted([("pyd_m1", "refund", {"order": "o-1"}),
+                                    ("pyd_m2", "charge", {"order": "o-2"}),
+                                    ("pyd_m3", "create_issue", {"title": "t"})], seen),
+                          tools=[refund, charge, create_issue])
+            return await run_turn(ledger, agent, "go", session_key=session_key, logical_turn_id="run-m")
+
+    assert asyncio.run(main()).output == "done"
+    assert charged == ["o-2"]
+    records = reads.by_id(session_key)
+    assert {k: (v["status"], v.get("reason")) for k, v in records.items()} == {
+        "pyd_m1": ("failed", None),
+        "pyd_m2": ("completed", None),
+        "pyd_m3": ("outcome_unknown", "execution_timeout"),
+    }
+    told = tool_returns(seen[1])
+    assert told["pyd_m1"] == "The tool call failed (operation id pyd_m1): the provider refused it; nothing was done."
+    assert told["pyd_m2"] == "charged o-2"
+    assert told["pyd_m3"].startswith("The outcome of this tool call is unknown (operation id pyd_m3)")
+
+
+def test_model_retry_records_failed_and_the_framework_retries(server, reads, session_key):
+    seen: list[list[ModelMessage]] = []
+
+    def answer(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
+        seen.append(list(messages))
+        if len(seen) == 1:
+            return ModelResponse(parts=[ToolCallPart("create_issue", {"title": ""}, tool_call_id="pyd_r1")])
+        if len(seen) == 2:
+            return ModelResponse(parts=[ToolCallPart("create_issue", {"title": "Refunds"}, tool_call_id="pyd_r2")])
+        return ModelResponse(parts=[TextPart("done")])
+
+    async def main():
+        async with AsyncLedger(server.base_url, server.token) as ledger:
+            @protected_tool(ledger, tool="codehost.create_issue")
+            async def create_issue(title: str) -> str:
+                if not title:
+                    raise ModelRetry("the title must not be empty")
+                return "issue #7"
+
+            agent = Agent(FunctionModel(answer), tools=[create_issue])
+            return await run_turn(ledger, agent, "go", session_key=session_key, logical_turn_id="run-r")
+
+    assert asyncio.run(main()).output == "done"
+    records = reads.by_id(session_key)
+    assert {k: v["status"] for k, v in records.items()} == {"pyd_r1": "failed", "pyd_r2": "completed"}
+    # The framework's own retry prompt reached the model (the ModelRetry was re-raised, not swallowed).
+    retry_parts = [p for m in seen[1] if isinstance(m, ModelRequest) for p in m.parts
+                   if getattr(p, "tool_call_id", None) == "pyd_r1"]
+    assert retry_parts and "the title must not be empty" in str(retry_parts[0].content)
+
+
+def test_a_forgotten_run_turn_raises_for_the_developer(server, reads, session_key):
+    ran: list[str] = []
+
+    async def main():
+        async with AsyncLedger(server.base_url, server.token) as ledger:
+            @protected_tool(ledger, tool="mcp__dashboards__create")
+            async def create_dashboard(title: str) -> str:
+                ran.append(title)
+                return "ok"
+
+            agent = Agent(scripted([("pyd_nt", "create_dashboard", {"title": "x"})], []), tools=[create_dashboard])
+            await agent.run("go")  # not run_turn
+
+    with pytest.raises(OutsideTurn, match=r"run_turn"):
+        asyncio.run(main())
+    assert ran == []

@@ -122,7 +122,7 @@ def test_readme_lists_what_the_table_promises(server, session_key):
     text = page_text(server.base_url, f"/sessions/{session_key}")
     readme = README.read_text(encoding="utf-8")
     for words in ("✕ Failed", "⊘ Not executed", "? Outcome unknown",
-                  "The attempt timed out while executing; whether it took effect is not known.",
+                  "It timed out while running; whether it took effect is not known.",
                   "Do not repeat this action yourself"):
         assert words in text, words
         assert words in readme, words

@@ -1,3 +1,4 @@
+import type { RecoverSummary, StatusCheck } from './status.js';
 import type { BatchItem, BatchResult, EntryState, Evidence, HostMetadata, MutationOutcome, ViewerLinkCreated, ViewerLinksRevoked } from './types.js';
 /** How a call is retried: on 503 and 429 (honouring `Retry-After`) and on connection errors. */
 export interface RetryOptions {
@@ -14,8 +15,12 @@ export interface RetryOptions {
 export interface LedgerOptions {
     /** The server's origin, e.g. `http://127.0.0.1:3000` (the host API is under `/api/host`, docs/api.md). */
     baseUrl: string;
-    /** The host token (`--host-token` / `OUTCOMES_HOST_TOKEN`, else `<data dir>/host-token`), sent as `Authorization: Bearer`. */
-    token: string;
+    /**
+     * The host token (`--host-token` / `OUTCOMES_HOST_TOKEN`, else `<data dir>/host-token`), sent as
+     * `Authorization: Bearer`. Required: `undefined` (e.g. an unset `process.env.OUTCOMES_HOST_TOKEN`,
+     * which the type takes as it is) or an empty string is a `TypeError` naming where to find it.
+     */
+    token: string | undefined;
     /** Retries (see {@link RetryOptions}). */
     retry?: RetryOptions;
     /** Milliseconds one request may take before it counts as a connection failure (and is retried). Default 30000. */
@@ -29,6 +34,33 @@ export interface LedgerOptions {
     logger?: {
         warn(message: string): void;
     };
+    /**
+     * Status checks by tool name (README "Status checks"), copied into {@link Ledger.statusChecks}: run
+     * after a protected write of that tool ends unknown, and by {@link Ledger.recover}.
+     */
+    statusChecks?: Record<string, StatusCheck>;
+    /**
+     * Milliseconds between a write's unknown settlement and its status check's first try; doubled before
+     * each further try. Finite, at least 0, at most 3 600 000 (1 hour), else a RangeError. Default 1000.
+     */
+    statusDelayMs?: number;
+    /**
+     * Tries of a status check after a write ends unknown (an inconclusive answer, a throw, an invalid
+     * answer or a timeout is tried again). An integer of at least 1, else a RangeError. Default 3.
+     */
+    statusAttempts?: number;
+    /**
+     * How long one call of a status check may take, in milliseconds (after a write and in `recover()`):
+     * a check that has not answered by then counts as an error of that try. Finite, more than 0, at most
+     * 3 600 000 (1 hour), else a RangeError. Default 30 000.
+     */
+    statusTimeoutMs?: number;
+    /**
+     * Milliseconds the calls before a protected block (the ledger id, approve + intent) may take in
+     * all, retries included; past it `protectedWrite` rejects with a `LedgerConnectionError` and the
+     * block never runs. Default 5000.
+     */
+    connectBudgetMs?: number;
 }
 /** The server's default `--in-flight-deadline-secs` (docs/api.md "Deadlines"): the deadline of an intent sent without `deadlineSecs`, so the one a protected write extends when none was given. */
 export declare const DEFAULT_DEADLINE_SECS = 900;
@@ -51,6 +83,18 @@ export interface ProtectedWriteOptions {
      * is extended every third of it (of 900 s when not given).
      */
     deadlineSecs?: number;
+    /**
+     * This write's status check (README "Status checks"); default `ledger.statusChecks[tool]`. Run
+     * when the block ends unknown, after the `outcome_unknown` settlement and before `protectedWrite`
+     * rejects.
+     */
+    status?: StatusCheck;
+    /** Default the Ledger's `statusDelayMs` (1000). */
+    statusDelayMs?: number;
+    /** Default the Ledger's `statusAttempts` (3). */
+    statusAttempts?: number;
+    /** Default the Ledger's `statusTimeoutMs` (30 000). */
+    statusTimeoutMs?: number;
 }
 /** What a protected write's block receives. */
 export interface ProtectedWriteOp {
@@ -60,6 +104,13 @@ export interface ProtectedWriteOp {
     /** The attempt id this client minted and recorded with the intent (a UUID). */
     readonly attemptId: string;
     readonly tool: string;
+    /**
+     * The operation's idempotency key for the provider (`ol_` + 32 base32 characters): stable for the
+     * operation (the same from a restarted host, and for a fresh attempt after a confirmed
+     * `not_executed`), distinct across ledgers. Give it to a provider that keeps idempotency keys, so
+     * that a status check can ask it about this operation (README "Status checks").
+     */
+    readonly idempotencyKey: string;
     /** Settle `failed` when the block returns: the provider stated that the operation failed. */
     failed(): void;
     /** Cancel (published `not_executed`) when the block returns: the tool was provably never called. */
@@ -82,7 +133,12 @@ export interface LedgerTurn {
  * or `not_called` (the ledger could not record the intent, so the block never ran).
  */
 export interface RecordedOutcome {
-    outcome: 'outcome_unknown' | 'failed' | 'not_executed' | 'not_called';
+    /**
+     * `completed`: the block ended unknown (its error is rethrown) but its status check found the
+     * provider's record, and the ledger holds it completed; `not_executed` also after the provider
+     * stated it did not accept the operation.
+     */
+    outcome: 'outcome_unknown' | 'failed' | 'not_executed' | 'not_called' | 'completed';
     mutationId: string;
 }
 /** What the ledger recorded for an error `protectedWrite` rejected with; `undefined` for any other value. */
@@ -109,6 +165,11 @@ export declare function outcomeMessage(error: unknown, callId?: string): string;
 export declare class Ledger {
     #private;
     readonly baseUrl: string;
+    /**
+     * Status checks by tool name (README "Status checks"): `ledger.statusChecks.pay = async (op) => …`.
+     * A protected write's `status` option, and the adapters' `status` option, take precedence for their writes.
+     */
+    readonly statusChecks: Record<string, StatusCheck>;
     constructor(options: LedgerOptions);
     /** Approve a mutation: `POST /api/host/sessions/{session_key}/mutations` → `approved`, no intent (201). */
     approve(args: {
@@ -215,9 +276,20 @@ export declare class Ledger {
         sessionKey: string;
     }): Promise<MutationOutcome[]>;
     /**
+     * The ledger's id (`GET /api/host/ledger`, 32 lowercase hex digits), read once per `Ledger` (on
+     * first need: before the first protected write's intent) and cached; a failed read is tried again
+     * next time. Idempotency keys are derived from it.
+     */
+    ledgerId(): Promise<string>;
+    /** The idempotency key of operation `(sessionKey, mutationId)` in this ledger (`op.idempotencyKey`). */
+    idempotencyKey(args: {
+        sessionKey: string;
+        mutationId: string;
+    }): Promise<string>;
+    /**
      * One logical turn of a session (an agent run): `turn.protectedWrite({ mutationId?, tool }, block)`
-     * is `ledger.protectedWrite` with this turn's `sessionKey` and `logicalTurnId` (a new UUID when not
-     * given). Nothing is recorded until a write.
+     * is `ledger.protectedWrite` with this turn's `sessionKey` and `logicalTurnId` (a new `turn-` + 32 hex
+     * digits when not given). Nothing is recorded until a write.
      */
     turn(args: {
         sessionKey: string;
@@ -252,6 +324,25 @@ export declare class Ledger {
      * `outcome_unknown` itself; a settlement sent after that is still taken once, as the original report.
      */
     protectedWrite<T>(options: ProtectedWriteOptions, block: (op: ProtectedWriteOp) => Promise<T> | T): Promise<T>;
+    /**
+     * Runs the status checks over the open unknowns of `sessions` (a list of session keys, or `'all'`
+     * for every session): each settled `outcome_unknown` (`GET /api/unknowns?state=unknown`, the ones
+     * the ledger settled at a deadline included; never a write in flight, which another process may
+     * still be running) whose tool has a check in `checks` (default {@link Ledger.statusChecks}). A
+     * conclusive answer reconciles the original attempt with evidence `{source: "status:<tool>",
+     * reference, observed_at, provider_status}`; an inconclusive one, an error or a throw leaves it
+     * unknown. Idempotent: running it again, or twice at once, changes nothing more. Rejects only
+     * when the ledger cannot be read.
+     */
+    recover(args: {
+        sessions: string[] | 'all';
+        checks?: Record<string, StatusCheck>;
+    }): Promise<RecoverSummary>;
 }
+/**
+ * A new logical turn id: `turn-` + 32 lowercase hex digits (a random UUID v4 without its dashes), the
+ * one format of both clients (Python's `turn-{uuid4().hex}`).
+ */
+export declare function newTurnId(): string;
 /** A new UUID (v4) for mutation and attempt ids. */
 export declare function newId(): string;

@@ -100,12 +100,22 @@ export declare class ProviderFailed extends Error {
  * `mutationId` what was recorded.
  */
 export declare class ProtectedToolError extends Error {
-    readonly outcome: 'outcome_unknown' | 'failed' | 'not_executed' | 'not_called' | null;
+    readonly outcome: 'outcome_unknown' | 'failed' | 'not_executed' | 'not_called' | 'completed' | null;
     readonly mutationId: string;
     constructor(init: {
         message: string;
         cause: unknown;
-        outcome: 'outcome_unknown' | 'failed' | 'not_executed' | 'not_called' | null;
+        outcome: 'outcome_unknown' | 'failed' | 'not_executed' | 'not_called' | 'completed' | null;
         mutationId: string;
     });
+}
+/**
+ * A protected tool used in a way that cannot be recorded, a mistake in the host's code rather than
+ * an outcome: an OpenAI Agents tool without a session key called outside `runTurn(...)`, an AI SDK
+ * `protectedTool(...)` not wrapped by `protectTools(...)`, a framework that gave no tool call id.
+ * Nothing was recorded and the tool did not run. The adapters let it end the run (the SDKs would
+ * otherwise hand it to the model as a tool error, and the run would finish as if nothing were wrong).
+ */
+export declare class ProtectedToolUsageError extends Error {
+    constructor(message: string);
 }

@@ -9,5 +9,7 @@
  * await ledger.protectedWrite({ sessionKey, logicalTurnId, mutationId, tool }, async (op) => createIssue());
  * ```
  */
-export { Ledger, newId, recordedOutcome, outcomeMessage, DEFAULT_DEADLINE_SECS, MAX_DEADLINE_SECS } from './client.js';
-export { LedgerError, LedgerConnectionError, LedgerSettleError, NotDispatched, ProviderFailed, ProtectedToolError } from './errors.js';
+export { Ledger, newId, newTurnId, recordedOutcome, outcomeMessage, DEFAULT_DEADLINE_SECS, MAX_DEADLINE_SECS } from './client.js';
+export { idempotencyKey, base32 } from './idempotency.js';
+export { Completed, NotAccepted, Inconclusive, completed, notAccepted, inconclusive } from './status.js';
+export { LedgerError, LedgerConnectionError, LedgerSettleError, NotDispatched, ProviderFailed, ProtectedToolError, ProtectedToolUsageError } from './errors.js';

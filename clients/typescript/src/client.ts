@@ -1,4 +1,6 @@
 import { LedgerConnectionError, LedgerError, LedgerSettleError, NotDispatched, ProviderFailed } from './errors.js';
+import { idempotencyKey } from './idempotency.js';
+import type { RecoverSummary, StatusAnswer, StatusCheck, StatusCheckOp } from './status.js';
 import type {
   BatchItem,
   BatchResult,
@@ -28,8 +30,12 @@ export interface RetryOptions {
 export interface LedgerOptions {
   /** The server's origin, e.g. `http://127.0.0.1:3000` (the host API is under `/api/host`, docs/api.md). */
   baseUrl: string;
-  /** The host token (`--host-token` / `OUTCOMES_HOST_TOKEN`, else `<data dir>/host-token`), sent as `Authorization: Bearer`. */
-  token: string;
+  /**
+   * The host token (`--host-token` / `OUTCOMES_HOST_TOKEN`, else `<data dir>/host-token`), sent as
+   * `Authorization: Bearer`. Required: `undefined` (e.g. an unset `process.env.OUTCOMES_HOST_TOKEN`,
+   * which the type takes as it is) or an empty string is a `TypeError` naming where to find it.
+   */
+  token: string | undefined;
   /** Retries (see {@link RetryOptions}). */
   retry?: RetryOptions;
   /** Milliseconds one request may take before it counts as a connection failure (and is retried). Default 30000. */
@@ -41,6 +47,33 @@ export interface LedgerOptions {
    * failed (docs/api.md "Deadlines"). Default `console` (`console.warn`).
    */
   logger?: { warn(message: string): void };
+  /**
+   * Status checks by tool name (README "Status checks"), copied into {@link Ledger.statusChecks}: run
+   * after a protected write of that tool ends unknown, and by {@link Ledger.recover}.
+   */
+  statusChecks?: Record<string, StatusCheck>;
+  /**
+   * Milliseconds between a write's unknown settlement and its status check's first try; doubled before
+   * each further try. Finite, at least 0, at most 3 600 000 (1 hour), else a RangeError. Default 1000.
+   */
+  statusDelayMs?: number;
+  /**
+   * Tries of a status check after a write ends unknown (an inconclusive answer, a throw, an invalid
+   * answer or a timeout is tried again). An integer of at least 1, else a RangeError. Default 3.
+   */
+  statusAttempts?: number;
+  /**
+   * How long one call of a status check may take, in milliseconds (after a write and in `recover()`):
+   * a check that has not answered by then counts as an error of that try. Finite, more than 0, at most
+   * 3 600 000 (1 hour), else a RangeError. Default 30 000.
+   */
+  statusTimeoutMs?: number;
+  /**
+   * Milliseconds the calls before a protected block (the ledger id, approve + intent) may take in
+   * all, retries included; past it `protectedWrite` rejects with a `LedgerConnectionError` and the
+   * block never runs. Default 5000.
+   */
+  connectBudgetMs?: number;
 }
 
 /** The server's default `--in-flight-deadline-secs` (docs/api.md "Deadlines"): the deadline of an intent sent without `deadlineSecs`, so the one a protected write extends when none was given. */
@@ -65,6 +98,18 @@ export interface ProtectedWriteOptions {
    * is extended every third of it (of 900 s when not given).
    */
   deadlineSecs?: number;
+  /**
+   * This write's status check (README "Status checks"); default `ledger.statusChecks[tool]`. Run
+   * when the block ends unknown, after the `outcome_unknown` settlement and before `protectedWrite`
+   * rejects.
+   */
+  status?: StatusCheck;
+  /** Default the Ledger's `statusDelayMs` (1000). */
+  statusDelayMs?: number;
+  /** Default the Ledger's `statusAttempts` (3). */
+  statusAttempts?: number;
+  /** Default the Ledger's `statusTimeoutMs` (30 000). */
+  statusTimeoutMs?: number;
 }
 
 /** What a protected write's block receives. */
@@ -75,6 +120,13 @@ export interface ProtectedWriteOp {
   /** The attempt id this client minted and recorded with the intent (a UUID). */
   readonly attemptId: string;
   readonly tool: string;
+  /**
+   * The operation's idempotency key for the provider (`ol_` + 32 base32 characters): stable for the
+   * operation (the same from a restarted host, and for a fresh attempt after a confirmed
+   * `not_executed`), distinct across ledgers. Give it to a provider that keeps idempotency keys, so
+   * that a status check can ask it about this operation (README "Status checks").
+   */
+  readonly idempotencyKey: string;
   /** Settle `failed` when the block returns: the provider stated that the operation failed. */
   failed(): void;
   /** Cancel (published `not_executed`) when the block returns: the tool was provably never called. */
@@ -106,6 +158,8 @@ interface Sent {
 }
 
 const RETRYABLE = new Set([429, 503]);
+/** What a last try is given at least (100 ms): a backoff wait is cut to leave it, and a try that would start with less is not made. */
+const LAST_TRY_MS = 100;
 
 /**
  * What the ledger holds for a protected write that ended in an error (see {@link recordedOutcome}):
@@ -114,7 +168,12 @@ const RETRYABLE = new Set([429, 503]);
  * or `not_called` (the ledger could not record the intent, so the block never ran).
  */
 export interface RecordedOutcome {
-  outcome: 'outcome_unknown' | 'failed' | 'not_executed' | 'not_called';
+  /**
+   * `completed`: the block ended unknown (its error is rethrown) but its status check found the
+   * provider's record, and the ledger holds it completed; `not_executed` also after the provider
+   * stated it did not accept the operation.
+   */
+  outcome: 'outcome_unknown' | 'failed' | 'not_executed' | 'not_called' | 'completed';
   mutationId: string;
 }
 
@@ -143,6 +202,11 @@ export function outcomeMessage(error: unknown, callId?: string): string {
       return (
         `The outcome of this tool call is unknown (operation id ${op}): it may or may not have taken effect. ` +
         'Do not call the tool again for this request; tell the user the result is being checked and give them the operation id.'
+      );
+    case 'completed':
+      return (
+        `The tool call took effect (operation id ${op}): its reply was lost, and the provider's own record confirms it. ` +
+        'Do not call the tool again for this request.'
       );
     case 'not_executed':
       return `The tool call was not executed (operation id ${op}); nothing was done.`;
@@ -178,6 +242,16 @@ export class Ledger {
   readonly #retry: Required<RetryOptions>;
   readonly #requestTimeoutMs: number;
   readonly #logger: { warn(message: string): void };
+  #ledgerId: Promise<string> | undefined;
+  readonly #statusDelayMs: number;
+  readonly #statusAttempts: number;
+  readonly #statusTimeoutMs: number;
+  readonly #connectBudgetMs: number;
+  /**
+   * Status checks by tool name (README "Status checks"): `ledger.statusChecks.pay = async (op) => …`.
+   * A protected write's `status` option, and the adapters' `status` option, take precedence for their writes.
+   */
+  readonly statusChecks: Record<string, StatusCheck>;
 
   constructor(options: LedgerOptions) {
     if (!options || typeof options.baseUrl !== 'string' || options.baseUrl === '') {
@@ -212,6 +286,11 @@ export class Ledger {
     };
     this.#requestTimeoutMs = options.requestTimeoutMs ?? 30_000;
     this.#logger = options.logger ?? console;
+    this.statusChecks = { ...(options.statusChecks ?? {}) };
+    this.#statusDelayMs = statusDelayOption('new Ledger', 'statusDelayMs', options.statusDelayMs, 1000);
+    this.#statusAttempts = statusAttemptsOption('new Ledger', options.statusAttempts, 3);
+    this.#statusTimeoutMs = statusTimeoutOption('new Ledger', options.statusTimeoutMs, 30_000);
+    this.#connectBudgetMs = nonNegative('connectBudgetMs', options.connectBudgetMs, 5000);
   }
 
   // ---- host operations (docs/api.md "Host write API") ----
@@ -361,8 +440,12 @@ export class Ledger {
    * Resolves to one result per operation, `{status, entry?, error?}`, as the server answered them:
    * an invalid or refused operation does not reject the call, read each result's `status`.
    */
-  async batch(operations: BatchItem[]): Promise<BatchResult[]> {
-    const sent = await this.#send('batch', 'POST', '/api/host/batch', { operations });
+  batch(operations: BatchItem[]): Promise<BatchResult[]> {
+    return this.#batch(operations, undefined);
+  }
+
+  async #batch(operations: BatchItem[], deadline: number | undefined): Promise<BatchResult[]> {
+    const sent = await this.#send('batch', 'POST', '/api/host/batch', { operations }, { deadline });
     const results = (sent.body as { results?: unknown })?.results;
     if (!Array.isArray(results) || results.length !== operations.length) {
       throw this.#unexpected('batch', 'POST', '/api/host/batch', sent.status, 'a batch answer without one result per operation');
@@ -407,16 +490,46 @@ export class Ledger {
     return list as MutationOutcome[];
   }
 
+  /**
+   * The ledger's id (`GET /api/host/ledger`, 32 lowercase hex digits), read once per `Ledger` (on
+   * first need: before the first protected write's intent) and cached; a failed read is tried again
+   * next time. Idempotency keys are derived from it.
+   */
+  ledgerId(): Promise<string> {
+    return this.#ledgerIdWithin(undefined);
+  }
+
+  #ledgerIdWithin(deadline: number | undefined): Promise<string> {
+    this.#ledgerId ??= this.#readLedgerId(deadline).catch((error: unknown) => {
+      this.#ledgerId = undefined;
+      throw error;
+    });
+    return this.#ledgerId;
+  }
+
+  async #readLedgerId(deadline: number | undefined): Promise<string> {
+    const path = '/api/host/ledger';
+    const sent = await this.#send('ledgerId', 'GET', path, undefined, { deadline });
+    const id = (sent.body as { ledger_id?: unknown } | undefined)?.ledger_id;
+    if (typeof id !== 'string' || id === '') throw this.#unexpected('ledgerId', 'GET', path, sent.status, 'an answer without ledger_id');
+    return id;
+  }
+
+  /** The idempotency key of operation `(sessionKey, mutationId)` in this ledger (`op.idempotencyKey`). */
+  async idempotencyKey(args: { sessionKey: string; mutationId: string }): Promise<string> {
+    return idempotencyKey(await this.ledgerId(), args.sessionKey, args.mutationId);
+  }
+
   // ---- the protected write (its rules: clients/typescript/README.md "The protected write") ----
 
   /**
    * One logical turn of a session (an agent run): `turn.protectedWrite({ mutationId?, tool }, block)`
-   * is `ledger.protectedWrite` with this turn's `sessionKey` and `logicalTurnId` (a new UUID when not
-   * given). Nothing is recorded until a write.
+   * is `ledger.protectedWrite` with this turn's `sessionKey` and `logicalTurnId` (a new `turn-` + 32 hex
+   * digits when not given). Nothing is recorded until a write.
    */
   turn(args: { sessionKey: string; logicalTurnId?: string }): LedgerTurn {
     const sessionKey = args.sessionKey;
-    const logicalTurnId = args.logicalTurnId ?? newId();
+    const logicalTurnId = args.logicalTurnId ?? newTurnId();
     return {
       sessionKey,
       logicalTurnId,
@@ -460,6 +573,9 @@ export class Ledger {
     const tool = options.tool;
     const attemptId = newId();
     const deadlineSecs = checkDeadlineSecs(options.deadlineSecs);
+    const statusDelayMs = statusDelayOption('protectedWrite', 'statusDelayMs', options.statusDelayMs, this.#statusDelayMs);
+    const statusAttempts = statusAttemptsOption('protectedWrite', options.statusAttempts, this.#statusAttempts);
+    const statusTimeoutMs = statusTimeoutOption('protectedWrite', options.statusTimeoutMs, this.#statusTimeoutMs);
 
     const approve: Record<string, unknown> = {
       op: 'approve',
@@ -473,9 +589,19 @@ export class Ledger {
     if (deadlineSecs !== undefined) intent.deadline_secs = deadlineSecs;
     let approved: BatchResult;
     let started: BatchResult;
+    // The ledger's id (read once per Ledger) for op.idempotencyKey, alongside the batch: one round trip.
+    // connectBudgetMs: the calls before the block, retries included, end by this time.
+    const deadline = Date.now() + this.#connectBudgetMs;
+    const keyed = this.#ledgerIdWithin(deadline)
+      .then((ledgerId) => idempotencyKey(ledgerId, sessionKey, mutationId))
+      .then(
+      (value) => ({ ok: true as const, value }),
+      (error: unknown) => ({ ok: false as const, error }),
+    );
     try {
-      [approved, started] = (await this.batch([approve as BatchItem, intent as BatchItem])) as [BatchResult, BatchResult];
+      [approved, started] = (await this.#batch([approve as BatchItem, intent as BatchItem], deadline)) as [BatchResult, BatchResult];
     } catch (error) {
+      await keyed;
       mark(error, { outcome: 'not_called', mutationId });
       throw error;
     }
@@ -494,6 +620,18 @@ export class Ledger {
       mark(error, { outcome: 'not_called', mutationId });
       throw error;
     }
+    const keyResult = await keyed;
+    if (!keyResult.ok) {
+      // The intent is recorded but the block cannot have its key: it never runs, so cancel (not_executed).
+      let outcome: RecordedOutcome['outcome'] = 'outcome_unknown';
+      try {
+        await this.cancel({ sessionKey, mutationId, attemptId });
+        outcome = 'not_executed';
+      } catch {}
+      mark(keyResult.error, { outcome, mutationId });
+      throw keyResult.error;
+    }
+    const key = keyResult.value;
 
     let outcome = 'completed' as 'completed' | 'failed' | 'not_executed';
     let cancelReason = undefined as 'pre_dispatch_deadline' | undefined;
@@ -504,6 +642,7 @@ export class Ledger {
       mutationId,
       attemptId,
       tool,
+      idempotencyKey: key,
       failed() {
         outcome = 'failed';
       },
@@ -527,6 +666,7 @@ export class Ledger {
       }
     } catch (error) {
       let settled: RecordedOutcome['outcome'] = 'outcome_unknown';
+      let unknownSettled = true;
       try {
         if (error instanceof NotDispatched) {
           await this.cancel({ ...ids, ...(error.reason ? { reason: error.reason } : {}) });
@@ -541,8 +681,22 @@ export class Ledger {
         }
       } catch {
         // The entry stays execution_started, published outcome_unknown: honest whatever the
-        // block's error said. The block's own error is what the caller must see.
+        // block's error said. The block's own error is what the caller must see. No status check:
+        // a reconciliation needs the settled unknown (ledger.recover() runs it later).
         settled = 'outcome_unknown';
+        unknownSettled = false;
+      }
+      const check = options.status ?? this.statusChecks[tool];
+      if (settled === 'outcome_unknown' && unknownSettled && typeof check === 'function') {
+        const result = await this.#checkAfterUnknown(
+          { sessionKey, logicalTurnId, mutationId, attemptId, tool, idempotencyKey: key, recordedAt: null },
+          check,
+          statusDelayMs,
+          statusAttempts,
+          statusTimeoutMs,
+        );
+        if (result === 'completed') settled = 'completed';
+        else if (result === 'not_accepted') settled = 'not_executed';
       }
       mark(error, { outcome: settled, mutationId });
       throw error;
@@ -563,6 +717,220 @@ export class Ledger {
       throw error;
     }
     return result;
+  }
+
+  /**
+   * A write's status check after it ended unknown: tries after `delayMs`, `2 × delayMs`, … (at most
+   * `attempts`), stopping at the first conclusive answer, which reconciles the original attempt.
+   * Never throws: what it could not do is logged, and the outcome stays unknown.
+   */
+  async #checkAfterUnknown(op: StatusCheckOp, check: StatusCheck, delayMs: number, attempts: number, timeoutMs: number): Promise<string> {
+    let last = 'inconclusive';
+    for (let i = 0; i < attempts; i++) {
+      // doubled before each further try, never past the longest delay a timer takes
+      await sleep(Math.min(delayMs * 2 ** i, MAX_STATUS_MS));
+      let result: CheckResult;
+      try {
+        result = await this.#checkOnce(op, check, timeoutMs);
+      } catch (error) {
+        // never the block's own error replaced by the check's trouble
+        result = { result: 'error', detail: describe(error) };
+      }
+      if (result.result === 'completed' || result.result === 'not_accepted') return result.result;
+      last = result.result;
+      if (result.final) break;
+      this.#logger.warn(
+        `outcomes-ledger: the status check of ${op.tool} for operation ${JSON.stringify(op.mutationId)} ` +
+          `(try ${i + 1} of ${attempts}) could not tell: ${result.detail ?? result.result}`,
+      );
+    }
+    return last;
+  }
+
+  /**
+   * Runs a status check once and reconciles a conclusive answer. `final`: do not try again (the
+   * ledger refused the reconciliation: the entry is no longer this open unknown).
+   */
+  async #checkOnce(op: StatusCheckOp, check: StatusCheck, timeoutMs: number): Promise<CheckResult> {
+    let answer: StatusAnswer;
+    let timer: ReturnType<typeof setTimeout> | undefined;
+    const timedOut = Symbol('timed out');
+    try {
+      // The timer is cleared as soon as the check answers: it holds the process only while waiting.
+      const raced = await Promise.race([
+        Promise.resolve().then(() => check(op)),
+        new Promise<typeof timedOut>((resolve) => {
+          timer = setTimeout(() => resolve(timedOut), timeoutMs);
+        }),
+      ]);
+      if (raced === timedOut) {
+        return { result: 'error', detail: `the check did not answer within ${timeoutMs} ms (statusTimeoutMs)` };
+      }
+      answer = raced as StatusAnswer;
+    } catch (error) {
+      return { result: 'error', detail: `the check threw: ${describe(error)}` };
+    } finally {
+      clearTimeout(timer);
+    }
+    const kind = (answer as { kind?: unknown } | null | undefined)?.kind;
+    if (kind === 'inconclusive') return { result: 'inconclusive', detail: String((answer as { why?: unknown }).why ?? '') };
+    if (kind !== 'completed' && kind !== 'not_accepted') {
+      return { result: 'error', detail: 'the check answered neither Completed, NotAccepted nor Inconclusive' };
+    }
+    const { reference, observedAt } = answer as { reference?: unknown; observedAt?: unknown };
+    if (typeof reference !== 'string' || reference === '') {
+      return { result: 'error', detail: `a ${kind} answer without its reference (the provider's record of the operation)` };
+    }
+    const observed = observedAtOf(observedAt);
+    if (observed === undefined) {
+      return {
+        result: 'error',
+        detail: `a ${kind} answer whose observedAt is neither a valid Date nor an RFC 3339 string: ${describeValue(observedAt)}`,
+      };
+    }
+    try {
+      await this.reconcile({
+        sessionKey: op.sessionKey,
+        mutationId: op.mutationId,
+        attemptId: op.attemptId,
+        completed: kind === 'completed',
+        evidence: { source: `status:${op.tool}`, reference, observedAt: observed, providerStatus: kind },
+      });
+    } catch (error) {
+      const refused = error instanceof LedgerError && error.status !== null && error.status >= 400 && error.status < 500;
+      this.#logger.warn(
+        `outcomes-ledger: the status check of ${op.tool} answered ${kind} for operation ${JSON.stringify(op.mutationId)} ` +
+          `but the ledger did not take the reconciliation: ${describe(error)}`,
+      );
+      return { result: 'error', detail: describe(error), final: refused, ...(error instanceof LedgerConnectionError ? { unreachable: error } : {}) };
+    }
+    return { result: kind };
+  }
+
+  /**
+   * Runs the status checks over the open unknowns of `sessions` (a list of session keys, or `'all'`
+   * for every session): each settled `outcome_unknown` (`GET /api/unknowns?state=unknown`, the ones
+   * the ledger settled at a deadline included; never a write in flight, which another process may
+   * still be running) whose tool has a check in `checks` (default {@link Ledger.statusChecks}). A
+   * conclusive answer reconciles the original attempt with evidence `{source: "status:<tool>",
+   * reference, observed_at, provider_status}`; an inconclusive one, an error or a throw leaves it
+   * unknown. Idempotent: running it again, or twice at once, changes nothing more. Rejects only
+   * when the ledger cannot be read.
+   */
+  async recover(args: { sessions: string[] | 'all'; checks?: Record<string, StatusCheck> }): Promise<RecoverSummary> {
+    const sessions = args?.sessions;
+    if (sessions !== 'all' && !(Array.isArray(sessions) && sessions.every((k) => typeof k === 'string' && k !== ''))) {
+      throw new TypeError("recover({ sessions }): sessions is a list of session keys, or 'all' for every session");
+    }
+    const checks = args.checks ?? this.statusChecks;
+    const summary: RecoverSummary = { completed: 0, notAccepted: 0, inconclusive: 0, errors: 0, skipped: 0, items: [] };
+    const scopes: Array<string | null> = sessions === 'all' ? [null] : [...new Set(sessions)];
+    try {
+      for (const scope of scopes) {
+        let after: string | null = null;
+        do {
+          const query = new URLSearchParams({ state: 'unknown', limit: '200' });
+          if (scope !== null) query.set('session_key', scope);
+          if (after !== null) query.set('after', after);
+          const path = `/api/unknowns?${query}`;
+          const sent = await this.#send('recover', 'GET', path, undefined);
+          const page = sent.body as { matches?: unknown; next?: unknown };
+          if (!page || !Array.isArray(page.matches)) throw this.#unexpected('recover', 'GET', path, sent.status, 'an answer without matches');
+          const matches = page.matches as Array<{ session_key: string; entry: Record<string, any> }>;
+          for (let i = 0; i < matches.length; i++) {
+            const unreachable = await this.#recoverOne(matches[i]!, checks, summary);
+            if (unreachable) {
+              // The ledger cannot be reached (past the client's retries): stop the run here. The
+              // rest of this page is not looked at (nor are further pages and sessions).
+              for (const rest of matches.slice(i + 1)) {
+                if (rest?.entry?.ledger_status !== 'outcome_unknown') continue;
+                const outcome = rest.entry.outcome ?? {};
+                summary.items.push({
+                  sessionKey: rest.session_key,
+                  mutationId: String(outcome.mutation_id),
+                  tool: String(outcome.tool),
+                  result: 'not_looked_at',
+                  detail: 'the ledger could not be reached: the run stopped',
+                });
+                summary.notLookedAt = (summary.notLookedAt ?? 0) + 1;
+              }
+              throw unreachable;
+            }
+          }
+          after = typeof page.next === 'string' ? page.next : null;
+        } while (after !== null);
+      }
+    } catch (error) {
+      if (error instanceof LedgerError) {
+        summary.notLookedAt ??= 0;
+        summary.incomplete = true;
+        (error as LedgerError & { summary?: RecoverSummary }).summary = summary;
+      }
+      throw error;
+    }
+    return summary;
+  }
+
+  async #recoverOne(
+    match: { session_key: string; entry: Record<string, any>; attempt_id?: string | null },
+    checks: Record<string, StatusCheck>,
+    summary: RecoverSummary,
+  ): Promise<LedgerConnectionError | undefined> {
+    const entry = match.entry;
+    const sessionKey = match.session_key;
+    const outcome = entry?.outcome ?? {};
+    const mutationId = String(outcome.mutation_id);
+    const tool = String(outcome.tool);
+    // Only a settled unknown: a write in flight may still be running in another process.
+    if (entry?.ledger_status !== 'outcome_unknown') return;
+    const item = (result: RecoverSummary['items'][number]['result'], detail?: string, unreachable?: unknown) => {
+      summary.items.push({ sessionKey, mutationId, tool, result, ...(detail ? { detail } : {}) });
+      if (result === 'completed') summary.completed += 1;
+      else if (result === 'not_accepted') summary.notAccepted += 1;
+      else if (result === 'inconclusive') summary.inconclusive += 1;
+      else if (result === 'error') summary.errors += 1;
+      else summary.skipped += 1;
+      return unreachable instanceof LedgerConnectionError ? unreachable : undefined;
+    };
+    const check = checks[tool];
+    if (typeof check !== 'function') return item('skipped', `no status check for ${tool}`);
+    // The queue's item names the entry's current attempt (docs/api.md "Support queue"); a server that
+    // predates `attempt_id` there has its history read instead.
+    let attemptId: string | undefined =
+      typeof match.attempt_id === 'string' && match.attempt_id !== '' ? match.attempt_id : undefined;
+    if (attemptId === undefined) {
+      try {
+        const path = `${historyPath(sessionKey, mutationId)}?order=newest&limit=50`;
+        const sent = await this.#send('recover', 'GET', path, undefined);
+        const changes = (sent.body as { changes?: Array<{ attempt_id?: string | null }> })?.changes ?? [];
+        attemptId = changes.find((c) => typeof c.attempt_id === 'string' && c.attempt_id !== '')?.attempt_id ?? undefined;
+      } catch (error) {
+        return item('error', `its history could not be read: ${describe(error)}`, error);
+      }
+    }
+    if (attemptId === undefined) return item('error', 'no attempt in its history');
+    let key: string;
+    try {
+      key = await this.idempotencyKey({ sessionKey, mutationId });
+    } catch (error) {
+      return item('error', `its idempotency key could not be made (the ledger's id): ${describe(error)}`, error);
+    }
+    const op: StatusCheckOp = {
+      sessionKey,
+      logicalTurnId: String(outcome.logical_turn_id),
+      mutationId,
+      attemptId,
+      tool,
+      idempotencyKey: key,
+      recordedAt: typeof entry.recorded_at === 'string' ? entry.recorded_at : null,
+    };
+    let result: CheckResult;
+    try {
+      result = await this.#checkOnce(op, check, this.#statusTimeoutMs);
+    } catch (error) {
+      result = { result: 'error', detail: describe(error) };
+    }
+    return item(result.result, result.detail, result.unreachable);
   }
 
   /**
@@ -647,8 +1015,9 @@ export class Ledger {
     method: string,
     path: string,
     body: unknown,
-    options: { expect?: Expectation; goneIsDone?: boolean } = {},
+    options: { expect?: Expectation; goneIsDone?: boolean; deadline?: number } = {},
   ): Promise<Sent> {
+    const deadline = options.deadline;
     const url = this.baseUrl + path;
     const request = `${method} ${url}`;
     const headers: Record<string, string> = { Authorization: `Bearer ${this.#token}`, Accept: 'application/json' };
@@ -665,22 +1034,29 @@ export class Ledger {
       let response: Response;
       let text: string;
       try {
+        const left = deadline === undefined ? this.#requestTimeoutMs : Math.min(this.#requestTimeoutMs, deadline - Date.now());
+        if (left <= 0) throw Object.assign(new Error('no time left in the connect budget'), { name: 'TimeoutError' });
         response = await this.#fetch(url, {
           method,
           headers,
           body: payload,
-          signal: AbortSignal.timeout(this.#requestTimeoutMs),
+          signal: AbortSignal.timeout(Math.ceil(left)),
         });
         text = await response.text();
       } catch (cause) {
         mayHaveLanded = true;
-        const wait = this.#backoff(attempt);
-        if (attempt >= this.#retry.maxAttempts || Date.now() - started + wait > this.#retry.maxTotalMs) {
+        // The wait is cut to leave the last try LAST_TRY_MS of the time (made as it runs out, never early).
+        const leftTotal = this.#retry.maxTotalMs - (Date.now() - started);
+        const leftBudget = deadline === undefined ? Infinity : deadline - Date.now();
+        const pastBudget = leftBudget <= LAST_TRY_MS;
+        const wait = Math.min(this.#backoff(attempt), leftTotal - LAST_TRY_MS, leftBudget - LAST_TRY_MS);
+        if (attempt >= this.#retry.maxAttempts || leftTotal <= LAST_TRY_MS || pastBudget) {
           const seconds = ((Date.now() - started) / 1000).toFixed(1);
+          const budget = deadline !== undefined && pastBudget ? ` (the connect budget, connectBudgetMs ${this.#connectBudgetMs} ms, is used up)` : '';
           throw new LedgerConnectionError({
             message:
               `could not reach the ledger at ${url} (${operation}) after ${attempt} ${attempt === 1 ? 'try' : 'tries'} ` +
-              `over ${seconds} s: ${describe(cause)}`,
+              `over ${seconds} s${budget}: ${describe(cause)}`,
             operation,
             request,
             attempts: attempt,
@@ -704,7 +1080,7 @@ export class Ledger {
       }
       const emptyOk = status === 204 && text === '';
       if (!emptyOk && json === undefined) {
-        if (RETRYABLE.has(status) && (await this.#waitToRetry(attempt, started, response))) continue;
+        if (RETRYABLE.has(status) && (await this.#waitToRetry(attempt, started, response, deadline))) continue;
         throw new LedgerError({
           message:
             `the server at ${url} (${operation}) answered ${status} ${contentType || 'without a Content-Type'}, not ` +
@@ -735,7 +1111,7 @@ export class Ledger {
       if (status === 404 && options.goneIsDone && mayHaveLanded && detail.code === 'session_not_found') {
         return { status: 204, body: undefined };
       }
-      if (RETRYABLE.has(status) && (await this.#waitToRetry(attempt, started, response))) continue;
+      if (RETRYABLE.has(status) && (await this.#waitToRetry(attempt, started, response, deadline))) continue;
       throw new LedgerError({
         message: errorMessage(operation, status, detail),
         code: detail.code,
@@ -748,12 +1124,24 @@ export class Ledger {
     }
   }
 
-  /** Waits before another try of a 503/429; false when the tries or the time are used up. */
-  async #waitToRetry(attempt: number, started: number, response: Response): Promise<boolean> {
+  /**
+   * Waits before another try of a 503/429; false when the tries or the time are used up. A backoff wait
+   * is cut to leave the try `LAST_TRY_MS` of `retry.maxTotalMs` (and of `deadline`), so the last try is
+   * made as the time runs out, never early; a `Retry-After` that would end past it gives up at once.
+   */
+  async #waitToRetry(attempt: number, started: number, response: Response, deadline?: number): Promise<boolean> {
     if (attempt >= this.#retry.maxAttempts) return false;
     const retryAfter = parseRetryAfter(response.headers.get('retry-after'));
-    const wait = retryAfter === null ? this.#backoff(attempt) : retryAfter + Math.random() * 100;
-    if (Date.now() - started + wait > this.#retry.maxTotalMs) return false;
+    let left = this.#retry.maxTotalMs - (Date.now() - started);
+    if (deadline !== undefined) left = Math.min(left, deadline - Date.now());
+    let wait: number;
+    if (retryAfter !== null) {
+      wait = retryAfter + Math.random() * 100;
+      if (wait > left) return false;
+    } else {
+      if (left <= LAST_TRY_MS) return false;
+      wait = Math.min(this.#backoff(attempt), left - LAST_TRY_MS);
+    }
     await sleep(wait);
     return true;
   }
@@ -857,6 +1245,70 @@ function describe(cause: unknown): string {
   return String(cause);
 }
 
+/** One try of a status check; `unreachable`: the ledger could not be reached to reconcile. */
+type CheckResult = {
+  result: 'completed' | 'not_accepted' | 'inconclusive' | 'error';
+  detail?: string;
+  final?: boolean;
+  unreachable?: LedgerConnectionError;
+};
+
+/** The longest status delay and status timeout: 1 hour (well within a timer's 2^31-1 ms). */
+const MAX_STATUS_MS = 3_600_000;
+
+function statusAttemptsOption(where: string, value: unknown, fallback: number): number {
+  if (value === undefined) return fallback;
+  if (typeof value !== 'number' || !Number.isInteger(value) || value < 1) {
+    throw new RangeError(`${where}: statusAttempts is an integer of at least 1, not ${describeValue(value)}`);
+  }
+  return value;
+}
+
+function statusDelayOption(where: string, name: string, value: unknown, fallback: number): number {
+  if (value === undefined) return fallback;
+  if (typeof value !== 'number' || !Number.isFinite(value) || value < 0 || value > MAX_STATUS_MS) {
+    throw new RangeError(`${where}: ${name} is a finite number of milliseconds from 0 to ${MAX_STATUS_MS} (1 hour), not ${describeValue(value)}`);
+  }
+  return value;
+}
+
+function statusTimeoutOption(where: string, value: unknown, fallback: number): number {
+  if (value === undefined) return fallback;
+  if (typeof value !== 'number' || !Number.isFinite(value) || value <= 0 || value > MAX_STATUS_MS) {
+    throw new RangeError(`${where}: statusTimeoutMs is a finite number of milliseconds above 0, at most ${MAX_STATUS_MS} (1 hour), not ${describeValue(value)}`);
+  }
+  return value;
+}
+
+function describeValue(value: unknown): string {
+  if (value instanceof Date) return `Date(${String(value)})`;
+  if (typeof value === 'string') return JSON.stringify(value);
+  return String(value);
+}
+
+/** RFC 3339 date-time: full date, `T`, time, optional fraction, `Z` or an offset. */
+const RFC3339 = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d+)?(Z|[+-]\d{2}:\d{2})$/;
+
+/** A status answer's `observedAt` as RFC 3339; `undefined` when it is neither a valid Date nor an RFC 3339 string. */
+function observedAtOf(value: unknown): string | undefined {
+  if (value === undefined) return new Date().toISOString();
+  if (value instanceof Date) return Number.isNaN(value.getTime()) ? undefined : value.toISOString();
+  if (typeof value === 'string' && RFC3339.test(value) && !Number.isNaN(Date.parse(value))) return value;
+  return undefined;
+}
+
+function nonNegative(name: string, value: number | undefined, fallback: number): number {
+  if (value === undefined) return fallback;
+  if (typeof value !== 'number' || !Number.isFinite(value) || value < 0) {
+    throw new RangeError(`new Ledger: ${name} is a number of at least 0, not ${String(value)}`);
+  }
+  return value;
+}
+
+function historyPath(sessionKey: string, mutationId: string): string {
+  return `/api/sessions/${seg(sessionKey)}/mutations/${seg(mutationId)}/history`;
+}
+
 function seg(id: string): string {
   return encodeURIComponent(id);
 }
@@ -867,6 +1319,14 @@ function mutationPath(args: { sessionKey: string; mutationId: string }): string 
 
 function sleep(ms: number): Promise<void> {
   return new Promise((resolve) => setTimeout(resolve, ms));
+}
+
+/**
+ * A new logical turn id: `turn-` + 32 lowercase hex digits (a random UUID v4 without its dashes), the
+ * one format of both clients (Python's `turn-{uuid4().hex}`).
+ */
+export function newTurnId(): string {
+  return `turn-${newId().replace(/-/g, '')}`;
 }
 
 /** A new UUID (v4) for mutation and attempt ids. */

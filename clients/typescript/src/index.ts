@@ -9,8 +9,11 @@
  * await ledger.protectedWrite({ sessionKey, logicalTurnId, mutationId, tool }, async (op) => createIssue());
  * ```
  */
-export { Ledger, newId, recordedOutcome, outcomeMessage, DEFAULT_DEADLINE_SECS, MAX_DEADLINE_SECS } from './client.js';
+export { Ledger, newId, newTurnId, recordedOutcome, outcomeMessage, DEFAULT_DEADLINE_SECS, MAX_DEADLINE_SECS } from './client.js';
 export type { LedgerOptions, RetryOptions, ProtectedWriteOptions, ProtectedWriteOp, RecordedOutcome, LedgerTurn } from './client.js';
-export { LedgerError, LedgerConnectionError, LedgerSettleError, NotDispatched, ProviderFailed, ProtectedToolError } from './errors.js';
+export { idempotencyKey, base32 } from './idempotency.js';
+export { Completed, NotAccepted, Inconclusive, completed, notAccepted, inconclusive } from './status.js';
+export type { StatusCheck, StatusCheckOp, StatusAnswer, ObservedAt, RecoverSummary } from './status.js';
+export { LedgerError, LedgerConnectionError, LedgerSettleError, NotDispatched, ProviderFailed, ProtectedToolError, ProtectedToolUsageError } from './errors.js';
 export type * from './types.js';
 export type { paths, components, operations } from './generated/openapi.js';

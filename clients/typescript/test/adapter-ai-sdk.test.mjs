@@ -134,7 +134,7 @@ test('a tool that throws lands as outcome_unknown; the SDK gets the error as a t
   assert.equal(byId.call_mail.status, 'completed');
   // no logicalTurnId given: both calls of the run share one generated turn
   assert.equal(byId.call_charge.logical_turn_id, byId.call_mail.logical_turn_id);
-  assert.match(byId.call_charge.logical_turn_id, /^[0-9a-f-]{36}$/);
+  assert.match(byId.call_charge.logical_turn_id, /^turn-[0-9a-f]{12}4[0-9a-f]{3}[89ab][0-9a-f]{15}$/);
 });
 
 test('a provider refusal lands as failed, and with the ledger down the tool never runs: the model is told so', async () => {

@@ -75,7 +75,7 @@ test('two function calls in one agent run: two entries of one logical turn, muta
   assert.equal(result.finalOutput, 'filed both');
   assert.deepEqual(created.sort(), ['Export is slow', 'Refund rounds down']);
   const turn = logicalTurnOf(runContextSeen);
-  assert.match(turn, /^[0-9a-f-]{36}$/);
+  assert.match(turn, /^turn-[0-9a-f]{12}4[0-9a-f]{3}[89ab][0-9a-f]{15}$/);
   const records = await outcomes(server, key);
   assert.deepEqual(records.map((r) => r.mutation_id).sort(), ['call_A1', 'call_B2']);
   for (const r of records) {

@@ -58,11 +58,13 @@ test('deadlineSecs 3 and a 10 s block: extended every second, never settled by t
     { sessionKey: key, logicalTurnId: 'turn-1', mutationId: 'op-live', tool: TOOL, deadlineSecs: 3 },
     async () => {
       await sleep(10_000);
+      // the polls end inside the block, before the settlement: a poll still in flight when the write
+      // resolved could otherwise read its own completion (seen under load in ci.sh)
+      running = false;
+      await polling;
       return 'done';
     },
   );
-  running = false;
-  await polling;
   assert.equal(value, 'done');
   assert.deepEqual([...seen], ['execution_started/null']);
   const extensions = watch.seen.filter((s) => s.endsWith('/op-live/deadline')).length;

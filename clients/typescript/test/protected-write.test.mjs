@@ -257,10 +257,10 @@ test('new work after an unknown outcome is a new mutation commissioned after it;
   assert.deepEqual((await history(server, key, 'first')).commissioned, ['second']);
 });
 
-test('ledger.turn: writes of one turn share its session and logical turn (a new UUID when not given)', async () => {
+test('ledger.turn: writes of one turn share its session and logical turn (a new turn- + 32 hex digits when not given)', async () => {
   const key = sessionKey('turn');
   const turn = ledger.turn({ sessionKey: key });
-  assert.match(turn.logicalTurnId, /^[0-9a-f-]{36}$/);
+  assert.match(turn.logicalTurnId, /^turn-[0-9a-f]{12}4[0-9a-f]{3}[89ab][0-9a-f]{15}$/);
   await turn.protectedWrite({ mutationId: 'a', tool: TOOL }, async () => {});
   await assert.rejects(
     turn.protectedWrite({ mutationId: 'b', tool: TOOL }, async () => {

@@ -42,7 +42,7 @@ test("the repository README's TypeScript section shows examples/quickstart.mjs a
 
 test("the package README's blocks are the three example files", () => {
   const readme = readFileSync(here('../README.md'), 'utf8');
-  assert.deepEqual(jsBlocks(readme), [example('quickstart'), example('ai-sdk'), example('openai-agents')]);
+  assert.deepEqual(jsBlocks(readme), [example('quickstart'), example('payments'), example('ai-sdk'), example('openai-agents')]);
 });
 
 test('the quickstart runs and the dashboard shows what the README says', async () => {
@@ -80,5 +80,5 @@ test('the OpenAI Agents example runs: one completed entry named by the call id',
   assert.equal((await runExample('openai-agents')).trim(), 'Filed.');
   const [record] = await outcomes(server, 'chat-44');
   assert.deepEqual([record.mutation_id, record.tool, record.status, record.title], ['call_1', 'create_issue', 'completed', 'Refund rounds down']);
-  assert.match(record.logical_turn_id, /^[0-9a-f-]{36}$/);
+  assert.match(record.logical_turn_id, /^turn-[0-9a-f]{12}4[0-9a-f]{3}[89ab][0-9a-f]{15}$/);
 });

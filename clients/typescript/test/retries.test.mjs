@@ -115,7 +115,12 @@ test('answers lost after the ledger committed: the retried batch, settle and rec
     });
     assert.equal(runs, 1);
     const settle = `POST /api/host/sessions/${key}/mutations/op-1/settlement`;
-    assert.deepEqual(proxy.seen, ['POST /api/host/batch', 'POST /api/host/batch', settle, settle]);
+    // The ledger's id (for op.idempotencyKey) is read once, beside the batch; its lost answer is retried too.
+    assert.deepEqual(
+      [...proxy.seen].sort(),
+      ['GET /api/host/ledger', 'GET /api/host/ledger', 'POST /api/host/batch', 'POST /api/host/batch', settle, settle].sort(),
+    );
+    assert.deepEqual(proxy.seen.slice(-2), [settle, settle]);
     assert.deepEqual((await history(server, key, 'op-1')).changes.map((c) => c.kind), ['approval', 'intent', 'settlement']);
 
     // an unknown outcome reconciled: the reconcile's answer is lost, its retry answers already_settled

@@ -3,7 +3,8 @@
 
 from __future__ import annotations
 
-from typing import Any, Optional, Sequence
+from typing import Any, Callable, Optional, Sequence
+from urllib.parse import urlencode
 
 from ._core import HOST, Call, Requested, mutation_path, parse_batch, seg
 from ._types import BatchResult, Entry, Evidence, SettleStatus, ViewerLink
@@ -101,3 +102,64 @@ def revoke_viewer_links(session_key: str) -> Call[int]:
     return Call("revoke_viewer_links", "DELETE", f"{HOST}/sessions/{seg(session_key)}/viewer-links",
                 None, lambda data: int(data["revoked"]), has_body=False)
 
+
+
+def _ledger_id(data: Any) -> str:
+    value = data["ledger_id"] if isinstance(data, dict) else None
+    if not isinstance(value, str) or not value:
+        raise ValueError("ledger_id is a non-empty string")
+    return value
+
+
+def ledger_id() -> Call[str]:
+    """`GET /api/host/ledger` -> `{"ledger_id"}` (docs/api.md "The ledger's id")."""
+    return Call("ledger_id", "GET", f"{HOST}/ledger", None, _ledger_id, has_body=False)
+
+
+Page = tuple[list[dict[str, Any]], Optional[str]]
+
+
+def _page(key: str) -> Callable[[Any], Page]:
+    def parse(data: Any) -> Page:
+        items = data[key] if isinstance(data, dict) else None
+        nxt = data.get("next") if isinstance(data, dict) else None
+        if not isinstance(items, list) or not all(isinstance(i, dict) for i in items):
+            raise ValueError(f"{key} is a list of objects")
+        if nxt is not None and not isinstance(nxt, str):
+            raise ValueError("next is a cursor or null")
+        return items, nxt
+
+    return parse
+
+
+def unknowns(session_key: Optional[str], after: Optional[str], limit: int = 200) -> Call[Page]:
+    """One page of `GET /api/unknowns?state=unknown` (docs/api.md "Support queue"): settled unknowns
+    only, those the ledger settled at a deadline included, never a write in flight."""
+    params: dict[str, str] = {"state": "unknown", "limit": str(limit)}
+    if session_key is not None:
+        params["session_key"] = session_key
+    if after is not None:
+        params["after"] = after
+    return Call("unknowns", "GET", f"/api/unknowns?{urlencode(params)}", None, _page("matches"), has_body=False)
+
+
+def history_newest(session_key: str, mutation_id: str, after: Optional[str]) -> Call[Page]:
+    """One page of an operation's history, newest change first (docs/api.md "Operation history")."""
+    params = {"order": "newest", "limit": "20"}
+    if after is not None:
+        params["after"] = after
+    path = f"/api/sessions/{seg(session_key)}/mutations/{seg(mutation_id)}/history?{urlencode(params)}"
+    return Call("history", "GET", path, None, _page("changes"), has_body=False)
+
+
+def _outcomes(data: Any) -> list[dict[str, Any]]:
+    items = data["mutation_outcomes"] if isinstance(data, dict) else None
+    if not isinstance(items, list) or not all(isinstance(i, dict) for i in items):
+        raise ValueError("mutation_outcomes is a list of objects")
+    return items
+
+
+def mutation_outcomes(session_key: str) -> Call[list[dict[str, Any]]]:
+    """`GET /api/mutation-outcomes?session_id=` (docs/api.md "History")."""
+    return Call("mutation_outcomes", "GET", f"/api/mutation-outcomes?{urlencode({'session_id': session_key})}",
+                None, _outcomes, has_body=False)

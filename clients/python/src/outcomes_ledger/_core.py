@@ -116,10 +116,15 @@ not have reached the ledger; sending it again is safe because the ledger refuses
 class Backoff:
     """Exponential backoff with full jitter, bounded in total time.
 
-    Waits `uniform(0, min(cap, base * 2**n))` seconds before try n+1, or the server's `Retry-After`
-    (plus up to 10% jitter) when it sent one; gives up when the next wait would end past
-    `total_secs` after the first try.
+    Waits `uniform(0, min(cap, base * 2**n))` seconds before try n+1, cut so that the try has
+    `LAST_TRY_SECS` of `total_secs` (counted from the first try) left (so the last try is made as
+    the time runs out, never early); or the server's `Retry-After` (plus up to 10% jitter) when it
+    sent one, giving up when that would end past `total_secs`. Gives up when less than
+    `LAST_TRY_SECS` is left.
     """
+
+    #: What a last try is given at least (0.1 s): one that would start with less is not made.
+    LAST_TRY_SECS = 0.1
 
     def __init__(self, total_secs: float, base: float = 0.1, cap: float = 2.0) -> None:
         self.total_secs = total_secs
@@ -130,14 +135,14 @@ class Backoff:
 
     def next_wait(self, retry_after: Optional[float]) -> Optional[float]:
         self.tries += 1
+        left = self.total_secs - (time.monotonic() - self.started)
         if retry_after is not None:
             wait = retry_after * (1 + random.uniform(0, 0.1))
-        else:
-            wait = random.uniform(0, min(self.cap, self.base * (2 ** (self.tries - 1))))
-            wait = max(wait, 0.01)
-        if time.monotonic() - self.started + wait > self.total_secs:
+            return wait if wait <= left else None
+        if left <= self.LAST_TRY_SECS:
             return None
-        return wait
+        wait = random.uniform(0, min(self.cap, self.base * (2 ** (self.tries - 1))))
+        return min(max(wait, 0.01), left - self.LAST_TRY_SECS)
 
     def elapsed(self) -> float:
         return time.monotonic() - self.started
@@ -201,7 +206,11 @@ def interpret(base_url: str, call: Call[T], response: httpx.Response, attempt: i
     """Read one answer: return the parsed success, raise `Retry`, or raise the `LedgerError`."""
     status = response.status_code
     if status == 204:
-        return call.parse(None)
+        try:
+            return call.parse(None)
+        except (KeyError, TypeError, ValueError):  # the ledger answers this call with a body
+            raise _not_json(base_url, call, response, response.headers.get("Content-Type", ""),
+                            "no body where the ledger answers one") from None
     ctype = response.headers.get("Content-Type", "")
     media = ctype.split(";")[0].strip().lower()
     if media != "application/json":

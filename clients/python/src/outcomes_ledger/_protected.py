@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import base64
 import contextvars
+import hashlib
 import uuid
 from dataclasses import dataclass
 from typing import Any, Callable, Literal, Optional
@@ -10,6 +12,7 @@ from typing import Any, Callable, Literal, Optional
 from . import ops
 from ._core import batch_error
 from ._deadline import DEFAULT_DEADLINE_SECS, Extender
+from ._status import StatusAnswer, StatusCheck, UnknownOperation, now_rfc3339
 from ._types import BatchResult, Entry
 from .errors import LedgerError, LedgerSettleError, NotDispatched, ProviderFailed
 
@@ -65,10 +68,22 @@ def new_id(prefix: str) -> str:
     return f"{prefix}-{uuid.uuid4().hex}"
 
 
+def idempotency_key(ledger_id: str, session_key: str, mutation_id: str) -> str:
+    """The idempotency key of an operation, to hand to a provider that keeps keys (README "Status
+    checks"): `ol_` + the first 32 characters of the lowercase RFC 4648 base32 of SHA-256 over the UTF-8
+    of `ledger_id`, a zero byte, `session_key`, a zero byte and `mutation_id` (35 characters). The same
+    for the operation whoever computes it (a restarted host, a fresh attempt), distinct across ledgers
+    (`ledger_id` is `GET /api/host/ledger`'s). The TypeScript client derives the same
+    (clients/idempotency-key-vectors.json)."""
+    digest = hashlib.sha256(b"\0".join(v.encode("utf-8") for v in (ledger_id, session_key, mutation_id))).digest()
+    return "ol_" + base64.b32encode(digest).decode("ascii").lower()[:32]
+
+
 class Operation:
     """The protected write in progress, as the block sees it (`as op`).
 
     `mutation_id` (the operation id people quote), `attempt_id` (fresh per protected write),
+    `idempotency_key` (stable for the operation: send it to a provider that keeps idempotency keys),
     `entry` (the ledger's state after intent), `deadline_secs` (as given; `None`: the server's
     default, 900 s). `failed()`, `not_executed()` state the outcome when the block returns;
     `attach(id=, url=, title=)` sends host metadata with the settlement.
@@ -92,6 +107,32 @@ class Operation:
         """After the block: `completed`, `failed`, `not_executed` or `outcome_unknown`."""
         self._declared: Optional[tuple[str, Optional[str]]] = None
         self._metadata: Optional[dict[str, Optional[str]]] = None
+        self._idempotency_key: Optional[str] = None
+        self.status_check: Optional[StatusCheck] = None
+        """The status check to run if the block ends unknown (`status=`, else the client's
+        `status_checks[tool]`)."""
+        self.started_at: Optional[str] = None
+        """When the intent was recorded (host clock, RFC 3339)."""
+        self.status_answer: Optional[StatusAnswer] = None
+        """After a block that ended unknown and whose status check concluded: that answer (the entry
+        is then reconciled: `outcome` is `completed` or `not_executed`)."""
+
+    def unknown_operation(self) -> UnknownOperation:
+        """This write as a status check is asked about it."""
+        return UnknownOperation(self.session_key, self.logical_turn_id, self.mutation_id, self.tool,
+                                self.attempt_id, self.idempotency_key, self.started_at or now_rfc3339())
+
+    @property
+    def idempotency_key(self) -> str:
+        """`ol_` + 32 base32 characters, derived from the ledger's id, `session_key` and `mutation_id`
+        (`outcomes_ledger.idempotency_key`): the same from a restarted host and for a fresh attempt
+        of the same operation. Known once the protected write has started (inside the block)."""
+        if self._idempotency_key is None:
+            raise RuntimeError("op.idempotency_key is known once the protected write has started (inside the block)")
+        return self._idempotency_key
+
+    def set_ledger_id(self, ledger_id: str) -> None:
+        self._idempotency_key = idempotency_key(ledger_id, self.session_key, self.mutation_id)
 
     def failed(self) -> None:
         """The provider answered that the write failed: settle `failed` when the block returns."""
@@ -145,6 +186,7 @@ class Operation:
             if not ours:
                 raise batch_error(approve, "approve")
         self.entry = intent.entry
+        self.started_at = now_rfc3339()
 
     def finish_ops(self, exc: Optional[BaseException]) -> tuple[list[dict[str, Any]], str]:
         """The settlement for how the block ended (README "Python client"): returned → what
@@ -183,14 +225,16 @@ class Operation:
         return (["attach_metadata"] if n == 2 else []) + ["settle"]
 
 
-RecordedKind = Literal["outcome_unknown", "failed", "not_executed", "not_called"]
+RecordedKind = Literal["outcome_unknown", "failed", "not_executed", "not_called", "completed"]
 
 
 @dataclass(frozen=True)
 class RecordedOutcome:
     """What the ledger recorded for an exception that left a protected write: `not_called` when the
     ledger could not record the intent (the block never ran), else how the block's end was settled
-    (`outcome_unknown` also when its settlement could not be recorded: the entry stays in flight)."""
+    (`outcome_unknown` also when its settlement could not be recorded: the entry stays in flight), or,
+    when the block ended unknown and its status check concluded, what the provider's status
+    established (`completed`, `not_executed`)."""
 
     outcome: RecordedKind
     mutation_id: str
@@ -225,6 +269,9 @@ def outcome_message(exc: BaseException, call_id: Optional[str] = None) -> str:
         return (f"The outcome of this tool call is unknown (operation id {op}): it may or may not "
                 "have taken effect. Do not call the tool again for this request; tell the user the "
                 "result is being checked and give them the operation id.")
+    if kind == "completed":
+        return (f"The tool call's answer was lost, but the provider's own record shows it took effect "
+                f"(operation id {op}). Do not call the tool again for this request.")
     if kind == "not_executed":
         return f"The tool call was not executed (operation id {op}); nothing was done."
     if kind == "failed":

@@ -15,7 +15,11 @@ Every refusal of the ledger is a `LedgerError` carrying the JSON error's `code`,
 - `LedgerSettleError`: the block of a protected write returned, but its settlement could not be
   recorded (`code` `settle_failed`): the entry stays in flight, published `outcome_unknown`.
 - `UnexpectedResponse`: the answer is not the ledger's JSON (an HTML page from a proxy, another
-  service on that address).
+  service on that address, a 204 or another service's JSON where the ledger answers an entry).
+
+`OutsideTurn` is the developer's error of a protected tool called outside a turn (the agent run with
+the framework's own runner instead of the adapter's `run_turn`): it always reaches the developer, never
+the model.
 """
 
 from __future__ import annotations
@@ -73,9 +77,12 @@ class Conflict(LedgerError):
 class LedgerUnavailable(LedgerError):
     """The ledger answered 503/429 on every try within the client's retry budget
     (`retry_total_secs`), or could not be reached at all (`LedgerConnectionError`). `tries` is how
-    many requests were sent."""
+    many requests were sent. Raised by `recover()` when the ledger goes away during the run: then
+    `summary` is the `RecoverySummary` of the items looked at until then (the one it stopped at is
+    an `error` item; the remaining open unknowns were not looked at)."""
 
     tries: int = 0
+    summary: Any = None
 
 
 class LedgerConnectionError(LedgerUnavailable):
@@ -128,3 +135,10 @@ class NotDispatched(Exception):
 class ProviderFailed(Exception):
     """Raise inside a protected write when the provider answered that the write failed (a refusal
     that proves nothing was done): the entry settles `failed`. The exception is re-raised."""
+
+
+class OutsideTurn(RuntimeError):
+    """A protected tool was called outside a ledger turn: the agent was run without the adapter's
+    `run_turn(...)` (e.g. plain `Runner.run` / `agent.run`) and not inside `ledger.turn(...)`. Nothing
+    was recorded and the tool did not run. The adapters let this error end the run (it is never
+    turned into a message for the model)."""

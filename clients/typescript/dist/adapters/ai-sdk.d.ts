@@ -3,7 +3,7 @@
  *
  * Each call of a wrapped tool's `execute` is one protected write (see `Ledger.protectedWrite`):
  * the SDK's `toolCallId` is the `mutation_id`, the tool's key in the tools object its `tool`
- * name, and the run one logical turn (`logicalTurnId`, a new UUID when not given: wrap the
+ * name, and the run one logical turn (`logicalTurnId`, a new turn id, `turn-` + 32 hex digits, when not given: wrap the
  * tools once per run). The original `execute(input, options)` is called with a third argument,
  * the protected write's `op` (`op.attach`, `op.failed()`, `op.notExecuted()`). A tool that
  * throws settles by the protected write's rules; the SDK then gets a `ProtectedToolError` whose
@@ -17,11 +17,13 @@
  * await generateText({ model, tools, prompt });
  * ```
  */
+import type { FlexibleSchema, Tool, ToolExecutionOptions } from 'ai';
 import type { Ledger, ProtectedWriteOp } from '../client.js';
+import type { StatusCheck } from '../status.js';
 /** The one logical turn a run's tool calls belong to. */
 export interface TurnOptions {
     sessionKey: string;
-    /** Default: a new UUID per `protectTools` / `protectTool` call, i.e. per run. */
+    /** Default: a new turn id (`turn-` + 32 hex digits) per `protectTools` / `protectTool` call, i.e. per run. */
     logicalTurnId?: string;
     /**
      * Each call's deadline, 1 to 604800 s (`ProtectedWriteOptions.deadlineSecs`, docs/api.md
@@ -29,12 +31,42 @@ export interface TurnOptions {
      * tool runs.
      */
     deadlineSecs?: number;
+    /** Status checks' first delay, tries and time limit (`ProtectedWriteOptions.statusDelayMs` / `statusAttempts` / `statusTimeoutMs`). */
+    statusDelayMs?: number;
+    statusAttempts?: number;
+    statusTimeoutMs?: number;
 }
 /** The part of an AI SDK tool this adapter touches: its `execute(input, options)` (`options.toolCallId`). */
 export interface ExecutableTool {
     execute?: (input: any, options: any, op?: ProtectedWriteOp) => any;
+    /**
+     * The tool's status check (README "Status checks"): run when a call ends unknown; also registered
+     * as `ledger.statusChecks[name]` (unless one is registered already) for `ledger.recover()`. Not
+     * passed on to the SDK.
+     */
+    status?: StatusCheck;
     [key: string]: any;
 }
+/** What {@link protectedTool} takes: an AI SDK tool whose `execute` gets the protected write's `op` third. */
+export type ProtectedToolDefinition<INPUT, OUTPUT> = {
+    description?: string;
+    title?: string;
+    inputSchema: FlexibleSchema<INPUT>;
+    execute: (input: INPUT, options: ToolExecutionOptions, op: ProtectedWriteOp) => PromiseLike<OUTPUT> | OUTPUT;
+    /** The tool's status check (README "Status checks"). */
+    status?: StatusCheck;
+    onInputAvailable?: (options: {
+        input: INPUT;
+    } & Record<string, unknown>) => void | PromiseLike<void>;
+    [option: string]: unknown;
+};
+/**
+ * An AI SDK tool (what `tool()` makes) whose `execute(input, options, op)` is typed: `input` from
+ * `inputSchema`, `op` the protected write's (never undefined). Wrap it with {@link protectTools}
+ * (once per run); used without it, the run rejects with a `ProtectedToolUsageError` before the tool
+ * runs (it cannot be recorded), instead of the SDK telling only the model.
+ */
+export declare function protectedTool<INPUT, OUTPUT>(definition: ProtectedToolDefinition<INPUT, OUTPUT>): Tool<INPUT, OUTPUT>;
 /**
  * Wrap one AI SDK tool so that each of its calls is a protected write named `name`.
  * A tool without `execute` (run on the client, or by the provider) is returned unchanged.

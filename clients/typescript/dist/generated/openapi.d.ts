@@ -333,6 +333,32 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/reconciliations": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * `POST /api/reconciliations` `{"operations": [{"session_key", "mutation_id", "attempt_id"}],
+         *     "completed", "evidence"}` → 200 `{"results": [{"session_key", "mutation_id", "attempt_id", "status",
+         *     "entry"? | "error"?}], "reconciled", "refused"}` (docs/api.md "Bulk actions"): each operation
+         *     reconciled about its own attempt with the one piece of evidence, as staff, in one transaction; each
+         *     reconciliation its own history row (and the release of a claim it ends) and live event; a refused
+         *     one (`404`, `409` `attempt_mismatch` or `already_settled`, `422` a key) is listed with its error and
+         *     changes nothing. Bad evidence or `completed`: 422 naming the field, nothing done; `operations` not 1 to
+         *     200 items: 422 naming `operations`.
+         */
+        post: operations["reconcile_many"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/run-events": {
         parameters: {
             query?: never;
@@ -362,13 +388,15 @@ export interface paths {
         };
         /**
          * `GET /api/search?q=<text>[&limit=&after=]` → `{"sessions": [{"session_key", "last_activity",
-         *     "counts"}], "operations": [{"session_key", "logical_turn_id", "mutation_id", "tool", "title",
-         *     "status"}], "next"}` (docs/api.md "Search"): sessions that have not expired whose key contains `q`,
-         *     and their published operations whose `mutation_id`, title or resource id contains it, each newest
-         *     first and case-insensitively; `q` shorter than 3 characters matches whole ids only. At most `limit`
-         *     of each (1 to 100, default 20), after `after` (the previous answer's `next`). `q` may carry the marked
-         *     form of invisible characters (`⟨U+200B⟩`). Errors: 400 (`invalid_parameter` naming `q` or `limit`,
-         *     `invalid_cursor` naming `after`, `invalid_query`); a viewer gets 404 `not_found`.
+         *     "counts"}], "operations": [{"session_key", "logical_turn_id", "turn_number", "mutation_id", "tool",
+         *     "title", "status", "recorded_at", "settled_at"}], "next", "searched_newest"}` (docs/api.md "Search"):
+         *     sessions that have not expired whose key contains `q`, and their published operations whose
+         *     `mutation_id`, title or resource id contains it, each newest first and case-insensitively; a `q` of
+         *     1 or 2 characters is looked for among the newest 20,000 operations and sessions only, and the page
+         *     that reaches that bound while older ones exist says `searched_newest: 20000` (else `null`). At most
+         *     `limit` of each (1 to 100, default 20), after `after` (the previous answer's `next`). `q` may carry
+         *     the marked form of invisible characters (`⟨U+200B⟩`). Errors: 400 (`invalid_parameter` naming `q` or
+         *     `limit`, `invalid_cursor` naming `after`, `invalid_query`); a viewer gets 404 `not_found`.
          */
         get: operations["search"];
         put?: never;
@@ -427,6 +455,30 @@ export interface paths {
         get: operations["export"];
         put?: never;
         post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/sessions/{session_key}/mutations/{mutation_id}/assignment": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * `POST /api/sessions/{session_key}/mutations/{mutation_id}/assignment` `{"to": "<staff name>"}` → 201
+         *     with the `claim` history row that hands the operation to that staff member (`actor` the caller,
+         *     `note` the assignee's name), or 200 with the row that took it when the assignee already holds it;
+         *     422 naming `to` for a name that is no staff account; 409 `already_claimed` with `claim` when a third
+         *     staff member holds it (release it first); 429 `too_many_claims` as a claim (docs/api.md "Claims").
+         *     Sends `claim_changed` to the session's staff streams.
+         */
+        post: operations["assign"];
         delete?: never;
         options?: never;
         head?: never;
@@ -558,6 +610,30 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/sessions/{session_key}/turns/{logical_turn_id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * `GET /api/sessions/{session_key}/turns/{logical_turn_id}` → `{"session_key", "logical_turn_id",
+         *     "number", "first_recorded_at", "total", "previous", "next"}` (docs/api.md "A turn's place"): the
+         *     turn's number in its session (1 for the oldest, as the turns API numbers it), the session's number
+         *     of turns, and the turns just before and after it (`{"logical_turn_id", "number"}`, `null` at either
+         *     end): what the turn page's title and its previous / next links read. Errors in order: 400 (a
+         *     malformed query or path) → 404 (`session_not_found`, `session_expired`, `turn_not_found`).
+         */
+        get: operations["turn_place"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/sessions/{session_key}/turns/{logical_turn_id}/entries": {
         parameters: {
             query?: never;
@@ -581,6 +657,31 @@ export interface paths {
          *     (`cursor_ahead` naming `after_revision`: above the turn's latest revision).
          */
         get: operations["turn_entries"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/sessions/{session_key}/turns/{logical_turn_id}/timeline.svg": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * `GET /api/sessions/{session_key}/turns/{logical_turn_id}/timeline.svg` → `image/svg+xml` (docs/api.md
+         *     "A turn's timeline"): the turn's first [`MAX_BARS`] writes in recorded order, each a bar from its
+         *     intent to its settlement on one time axis, coloured by status, in-flight bars growing ([`render`]),
+         *     with a `<title>` and `<desc>` in words. Read as the turn's entries are, by whoever may read them. Its
+         *     `Content-Security-Policy` lets its own `<style>` apply and nothing else
+         *     ([`crate::http::security::SVG_POLICY`]). Errors (JSON) in order: 400 (a malformed query or path) → 404
+         *     (`session_not_found`, `session_expired`, `turn_not_found`).
+         */
+        get: operations["turn_timeline"];
         put?: never;
         post?: never;
         delete?: never;
@@ -674,6 +775,14 @@ export interface components {
             mutation_id: components["schemas"]["Identifier"];
             tool: components["schemas"]["Identifier"];
         };
+        /** @description `{"to"}`: the staff member an operation's claim is handed to (docs/api.md "Claims"). */
+        AssignBody: {
+            /**
+             * @description A staff account's name (1 to 64 ASCII letters, digits, `.`, `_`, `-`, `@`); no such account is
+             *     422 naming `to`.
+             */
+            to: string;
+        };
         /**
          * @description `{"attempt_id", "deadline_secs"?}`: the attempt, and how long it may stay in flight before the ledger
          *     settles it `outcome_unknown` itself (docs/api.md "Deadlines"; default the server's
@@ -744,6 +853,49 @@ export interface components {
         /** @description `POST /api/host/batch` answer: `{"results": [...]}`, one per operation, in order. */
         BatchResults: {
             results: components["schemas"]["BatchResult"][];
+        };
+        /** @description `{"results", "reconciled", "refused"}`. */
+        BulkAnswer: {
+            /** @description How many were reconciled. */
+            reconciled: number;
+            /** @description How many were refused. */
+            refused: number;
+            /** @description One per operation, in the order sent. */
+            results: components["schemas"]["BulkResult"][];
+        };
+        /**
+         * @description One operation of a bulk reconciliation: its keys and the attempt the evidence is about (the attempt
+         *     the queue showed; another is refused 409 `attempt_mismatch`, as one reconciliation).
+         */
+        BulkOperation: {
+            attempt_id: string;
+            mutation_id: string;
+            session_key: string;
+        };
+        /**
+         * @description `{"operations": [...], "completed", "evidence": {"source", "reference", "observed_at",
+         *     "provider_status"?}}`: one piece of evidence for 1 to 200 operations.
+         */
+        BulkReconcileBody: {
+            /** @description Whether the provider shows the original attempts took effect. */
+            completed: boolean;
+            /** @description As a reconciliation's `evidence` (docs/api.md "Host write API"). */
+            evidence: Record<string, never>;
+            /** @description 1 to 200 operations, each with the attempt the evidence is about. */
+            operations: components["schemas"]["BulkOperation"][];
+        };
+        /** @description What came of one operation of a bulk action. */
+        BulkResult: {
+            attempt_id?: string | null;
+            entry?: null | components["schemas"]["EntryState"];
+            error?: null | components["schemas"]["ErrorDetail"];
+            mutation_id: string;
+            session_key: string;
+            /**
+             * Format: int32
+             * @description The status the single action would have answered: 200 done, else its error's (404, 409, 422).
+             */
+            status: number;
         };
         /** @description `GET /api/me`: who the caller is, as the page header shows it (docs/access.md). */
         Caller: {
@@ -848,13 +1000,24 @@ export interface components {
             settled_by?: null | components["schemas"]["SettledBy"];
         };
         /**
-         * @description The evidence a reconciliation recorded: the provider, its reference for the original operation, and
-         *     when it observed the status (RFC 3339, as sent).
+         * @description The evidence a reconciliation recorded: the provider, its reference for the original operation, when
+         *     it observed the status (RFC 3339, as sent), and the provider's own status of the original attempt
+         *     when the host passed it through. A viewer (an end user) gets `observed_at` only: the free text
+         *     (`source`, `reference`) was typed by staff or a host for staff, and its row's `established_by` says
+         *     who established the outcome (docs/access.md "Viewer links"); empty here means absent on the wire (a
+         *     recorded source and reference are never empty).
          */
         HistoryEvidence: {
             observed_at: string;
-            reference: string;
-            source: string;
+            /**
+             * @description `completed` or `not_accepted` (agreeing with the reconciliation), as the host sent it. Absent when
+             *     the host gave none, and on reconciliations recorded before the ledger kept it.
+             */
+            provider_status?: string | null;
+            /** @description Absent for a viewer. */
+            reference?: string;
+            /** @description Absent for a viewer. */
+            source?: string;
         };
         /**
          * @description What a change of an entry was (docs/ledger.md "History"): one per action, and `imported` for an entry
@@ -938,16 +1101,22 @@ export interface components {
             session_key: string;
         };
         /**
-         * @description A published operation of [`SearchResults`]: where it is, its tool, its published title (or `null`) and
-         *     its published status.
+         * @description A published operation of [`SearchResults`]: where it is (its session, its turn and the turn's number
+         *     in the session, 1 for the oldest, as docs/api.md "Turns" numbers them), its tool, its published title
+         *     (or `null`), its published status, when it was recorded and when it settled (RFC 3339 UTC; `null`
+         *     while in flight or never started).
          */
         OperationHit: {
             logical_turn_id: string;
             mutation_id: string;
+            recorded_at: string;
             session_key: string;
+            settled_at?: string | null;
             status: components["schemas"]["PublishedStatus"];
             title?: string | null;
             tool: string;
+            /** Format: int64 */
+            turn_number: number;
         };
         /**
          * @description One match of a support look-up by `mutation_id` (`GET /api/operations/{mutation_id}`), or one item of the
@@ -967,6 +1136,12 @@ export interface components {
              *     Absent when none was delivered, and for a viewer.
              */
             alerted_at?: string | null;
+            /**
+             * @description The entry's current attempt (the `attempt_id` a host reconciles or settles, as the host write API
+             *     names it): on the items of the open-unknowns queue (`GET /api/unknowns`). Absent elsewhere, and
+             *     when the entry has no attempt.
+             */
+            attempt_id?: string | null;
             claim?: null | components["schemas"]["Claim"];
             entry: components["schemas"]["TurnEntry"];
             /**
@@ -1034,11 +1209,16 @@ export interface components {
         /**
          * @description `GET /api/search` body (docs/api.md "Search"): sessions and published operations whose ids (session
          *     key, `mutation_id`), title or resource id contain the query, case-insensitively, newest first; `next`
-         *     is the opaque cursor of the following page (`?after=`), `null` on the last.
+         *     is the opaque cursor of the following page (`?after=`), `null` on the last. `searched_newest` is set
+         *     (a number of rows, 20,000 by default) on the page where a query shorter than 3 characters reached its
+         *     bound: only the newest that many operations, and that many sessions, were searched, and older ones
+         *     exist (docs/api.md "Search", "A short query"); `null` otherwise.
          */
         SearchResults: {
             next?: string | null;
             operations: components["schemas"]["OperationHit"][];
+            /** Format: int32 */
+            searched_newest?: number | null;
             sessions: components["schemas"]["SessionHit"][];
         };
         /**
@@ -1049,7 +1229,10 @@ export interface components {
         ServerSentEvent: {
             /** @description JSON on one line. */
             data: string;
-            /** @description `mutation_outcome`, `turn_changed`, `resync`, `heartbeat`, `session_ended`. */
+            /**
+             * @description `mutation_outcome`, `turn_changed`, `claim_changed` (staff only), `resync`, `heartbeat`,
+             *     `session_ended`.
+             */
             event: string;
             /** @description The revision (replay snapshots only). */
             id?: string | null;
@@ -1172,6 +1355,32 @@ export interface components {
             sequence: number;
             settled_at?: string | null;
             settled_by?: null | components["schemas"]["SettledBy"];
+        };
+        /** @description A neighbouring turn of a [`TurnPlace`]: its id and its number. */
+        TurnLink: {
+            logical_turn_id: string;
+            /** Format: int64 */
+            number: number;
+        };
+        /**
+         * @description `GET /api/sessions/{key}/turns/{turn}` body (docs/api.md "A turn's place"): the turn's number in its
+         *     session (1 for the oldest, as [`TurnSummary::number`]), when its first entry was recorded, the
+         *     session's number of turns, and the turns just before and after it (`null` at either end), all read in
+         *     one read transaction.
+         */
+        TurnPlace: {
+            first_recorded_at: string;
+            logical_turn_id: string;
+            next?: null | components["schemas"]["TurnLink"];
+            /** Format: int64 */
+            number: number;
+            previous?: null | components["schemas"]["TurnLink"];
+            session_key: string;
+            /**
+             * Format: int64
+             * @description The session's number of turns.
+             */
+            total: number;
         };
         /** @description One logical turn of a session, as `GET /api/sessions/{key}/turns` lists it (oldest turn first). */
         TurnSummary: {
@@ -2658,6 +2867,121 @@ export interface operations {
             };
         };
     };
+    reconcile_many: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["BulkReconcileBody"];
+            };
+        };
+        responses: {
+            /** @description one result per operation, in the order sent, and the counts */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["BulkAnswer"];
+                };
+            };
+            /** @description Malformed JSON (`malformed_json`), a key given twice (`duplicate_key`), or a malformed path. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description No credential (reads are closed), or a wrong token. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /**
+             * @description `staff_only`: the caller is the host, a viewer, or nobody in open access mode; or
+             *     `origin_mismatch`: a sign-in cookie or the proxy's user header without a matching `Origin`.
+             */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Unknown or expired session, unknown mutation. */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Refused transition; `current` is the unchanged entry. */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /**
+             * @description `unsupported_media_type` (`field` `Content-Type`): a non-empty body not sent as `Content-Type:
+             *     application/json` (parameters such as `charset` are accepted).
+             */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description A field breaks a rule; `field` names it. */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /**
+             * @description `too_many_failures`: too many failed tokens from this address; or `too_many_claims`: a claim or
+             *     release by a staff member who claimed or released this operation 10 times in the last minute
+             *     (nothing changed). Retry after `Retry-After` seconds.
+             */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The ledger is busy; nothing changed; retry after `Retry-After` seconds. */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
     run_events: {
         parameters: {
             query: {
@@ -2720,7 +3044,7 @@ export interface operations {
     search: {
         parameters: {
             query: {
-                /** @description the text: part of a session id, an operation id, a title or a resource id; case-insensitive; fewer than 3 characters match whole ids only; `⟨U+200B⟩` stands for that invisible character */
+                /** @description the text: part of a session id, an operation id, a title or a resource id; case-insensitive; 1 or 2 characters are looked for among the newest 20,000 operations and sessions only (`searched_newest`); `⟨U+200B⟩` stands for that invisible character */
                 q: string;
                 /** @description sessions, and operations, at most: 1 to 100, default 20 */
                 limit?: number;
@@ -2733,7 +3057,7 @@ export interface operations {
         };
         requestBody?: never;
         responses: {
-            /** @description the matching sessions and operations, newest first, and the next page's cursor or null */
+            /** @description the matching sessions and operations, newest first, the next page's cursor or null, and `searched_newest` (the bound a 1- or 2-character query reached on this page, or null) */
             200: {
                 headers: {
                     [name: string]: unknown;
@@ -2877,6 +3201,135 @@ export interface operations {
             };
             /** @description unknown or expired session */
             404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    assign: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Session key, percent-encoded. */
+                session_key: string;
+                /** @description Operation id, percent-encoded. */
+                mutation_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["AssignBody"];
+            };
+        };
+        responses: {
+            /** @description the assignee already holds the claim: the row that took it */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["HistoryChange"];
+                };
+            };
+            /** @description the assignment's `claim` history row (`note`: the assignee) */
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["HistoryChange"];
+                };
+            };
+            /** @description Malformed JSON (`malformed_json`), a key given twice (`duplicate_key`), or a malformed path. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description No credential (reads are closed), or a wrong token. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /**
+             * @description `staff_only`: the caller is the host, a viewer, or nobody in open access mode; or
+             *     `origin_mismatch`: a sign-in cookie or the proxy's user header without a matching `Origin`.
+             */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Unknown or expired session, unknown mutation. */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Refused transition; `current` is the unchanged entry. */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /**
+             * @description `unsupported_media_type` (`field` `Content-Type`): a non-empty body not sent as `Content-Type:
+             *     application/json` (parameters such as `charset` are accepted).
+             */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description A field breaks a rule; `field` names it. */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /**
+             * @description `too_many_failures`: too many failed tokens from this address; or `too_many_claims`: a claim or
+             *     release by a staff member who claimed or released this operation 10 times in the last minute
+             *     (nothing changed). Retry after `Retry-After` seconds.
+             */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The ledger is busy; nothing changed; retry after `Retry-After` seconds. */
+            503: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -3457,6 +3910,58 @@ export interface operations {
             };
         };
     };
+    turn_place: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description session key, percent-encoded */
+                session_key: string;
+                /** @description logical turn, percent-encoded */
+                logical_turn_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description the turn's number, the session's number of turns, and the turns before and after it (null at either end) */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["TurnPlace"];
+                };
+            };
+            /** @description a malformed query or path */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description no credential (reads are closed: any address but loopback, or --access signed-in), or a wrong token */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description unknown or expired session, or unknown turn */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
     turn_entries: {
         parameters: {
             query?: {
@@ -3527,6 +4032,58 @@ export interface operations {
             };
         };
     };
+    turn_timeline: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description session key, percent-encoded */
+                session_key: string;
+                /** @description logical turn, percent-encoded */
+                logical_turn_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description the turn's timeline as an SVG image: a bar per write (the first 100 in recorded order), from intent to settlement, coloured by status, with a title and description in words */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "image/svg+xml": string;
+                };
+            };
+            /** @description a malformed query or path */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description no credential (reads are closed: any address but loopback, or --access signed-in), or a wrong token */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description unknown or expired session, or unknown turn */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
     unknowns: {
         parameters: {
             query?: {
@@ -3554,6 +4111,8 @@ export interface operations {
                 state?: string;
                 /** @description asc or desc; default desc by age (oldest first), asc by tool or session */
                 order?: string;
+                /** @description unclaimed: only items nobody holds the claim of; mine: only items the calling staff member holds (staff only: anyone else gets 400 naming `claim`); empty or absent: every item */
+                claim?: string;
             };
             header?: never;
             path?: never;

@@ -10,12 +10,13 @@ import typing
 from typing import Any, Callable, Optional
 
 from .._protected import Turn, current_turn
+from ..errors import OutsideTurn
 
 
 def require_turn(tool: str) -> Turn:
     turn = current_turn()
     if turn is None:
-        raise RuntimeError(
+        raise OutsideTurn(
             f"the protected tool {tool!r} ran outside a ledger turn: run the agent with the adapter's "
             "run_turn(...) or inside ledger.turn(session_key); nothing was recorded and the tool did not run"
         )

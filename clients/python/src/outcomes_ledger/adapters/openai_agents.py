@@ -25,7 +25,9 @@ unknown outcome invites a second write; so the adapter's default `failure_error_
 `tool_error_message`, which tells the model what the ledger recorded (unknown: do not call again,
 quote the operation id; not executed; failed; not run because the ledger could not record it).
 Pass `failure_error_function=` to replace it, or `None` to let the exception end the run. A tool
-called outside a turn raises before it runs and records nothing.
+called outside a turn (the agent run with plain `Runner.run`, not `run_turn`) raises `OutsideTurn`
+before it runs and records nothing; that error always ends the run (the adapter's failure function,
+or yours wrapped, re-raises it instead of telling the model).
 """
 
 from __future__ import annotations
@@ -37,6 +39,7 @@ from typing import Any, Callable, Optional
 
 try:
     from agents import Agent, FunctionTool, RunContextWrapper, Runner, function_tool
+    from agents.exceptions import AgentsException
     from agents.result import RunResult
     from agents.tool_context import ToolContext
 except ImportError as exc:  # pragma: no cover - depends on the installed extras
@@ -47,6 +50,8 @@ except ImportError as exc:  # pragma: no cover - depends on the installed extras
 from .._client import AsyncLedger
 from .._deadline import check_deadline_secs
 from .._protected import outcome_message
+from .._status import StatusCheck
+from ..errors import OutsideTurn
 from . import require_turn, takes_context, tool_name, with_context_signature
 
 
@@ -56,15 +61,37 @@ def tool_error_message(ctx: RunContextWrapper[Any], error: Exception) -> str:
     return outcome_message(error, getattr(ctx, "tool_call_id", None))
 
 
+class OutsideTurnError(OutsideTurn, AgentsException):
+    """`OutsideTurn` as the SDK lets it through as is: the runner wraps a tool's other exceptions in
+    `UserError("Error running tool ...")`, never an `AgentsException`."""
+
+
+def _outside_turn_propagates(fn: Callable[[RunContextWrapper[Any], Exception], Any]) -> Callable[..., Any]:
+    """The SDK hands every exception of a tool to its `failure_error_function` and gives the model
+    what it returns; a failure function that raises ends the run with that exception. `OutsideTurn`
+    (the agent was run without `run_turn`) is the developer's error, not the model's: raise it."""
+
+    @functools.wraps(fn)
+    def failure(ctx: RunContextWrapper[Any], error: Exception) -> Any:
+        if isinstance(error, OutsideTurnError):
+            raise error
+        if isinstance(error, OutsideTurn):
+            raise OutsideTurnError(str(error)) from error
+        return fn(ctx, error)
+
+    return failure
+
+
 def protected_function_tool(
     ledger: AsyncLedger, *, tool: Optional[str] = None, deadline_secs: Optional[int] = None,
-    **function_tool_kwargs: Any
+    status: Optional[StatusCheck] = None, **function_tool_kwargs: Any
 ) -> Callable[[Callable[..., Any]], FunctionTool]:
     """Decorator: `fn` (sync or async, optionally taking `RunContextWrapper`/`ToolContext` first)
     becomes an SDK `FunctionTool` whose every call is a protected write of `tool` (default: the
     function's name) with `deadline_secs` (1 to 604800; default none sent: the server's, 900 s),
     extended every third of it while the call runs (`AsyncLedger.protected_write`, docs/api.md
-    "Deadlines"). Other keywords go to `agents.function_tool` (`name_override`,
+    "Deadlines"), and `status` its status check (README "Status checks"; default the ledger's
+    `status_checks[tool]`). Other keywords go to `agents.function_tool` (`name_override`,
     `failure_error_function`, …), except `timeout_seconds` for an async `fn`: the adapter applies
     it inside the protected block, so a call that runs out of time is recorded `outcome_unknown`
     with `execution_timeout` (the SDK's own timeout cancels the block from outside, which records
@@ -81,13 +108,17 @@ def protected_function_tool(
 
         @functools.wraps(fn)
         async def wrapper(ctx: ToolContext[Any], *args: Any, **kwargs: Any) -> Any:
-            turn = require_turn(ledger_tool)
+            try:
+                turn = require_turn(ledger_tool)
+            except OutsideTurn as exc:
+                raise OutsideTurnError(str(exc)) from None
             async with ledger.protected_write(
                 session_key=turn.session_key,
                 logical_turn_id=turn.logical_turn_id,
                 mutation_id=ctx.tool_call_id,
                 tool=ledger_tool,
                 deadline_secs=deadline_secs,
+                status=status,
             ) as op:
                 result = fn(ctx, *args, **kwargs) if fn_takes_ctx else fn(*args, **kwargs)
                 if inspect.isawaitable(result):
@@ -96,8 +127,11 @@ def protected_function_tool(
                 return result
 
         with_context_signature(wrapper, fn, ToolContext, fn_takes_ctx)
-        function_tool_kwargs.setdefault("failure_error_function", tool_error_message)
-        return function_tool(wrapper, **function_tool_kwargs)
+        kwargs = dict(function_tool_kwargs)
+        failure = kwargs.get("failure_error_function", tool_error_message)
+        if failure is not None:
+            kwargs["failure_error_function"] = _outside_turn_propagates(failure)
+        return function_tool(wrapper, **kwargs)
 
     return decorate
 

@@ -20,9 +20,16 @@ those of the enclosing `run_turn(...)` (one agent run = one logical turn) or `le
 Inside the tool, `outcomes_ledger.current_write()` is the `op`.
 
 A tool that raises settles by the client's rules (any exception but `NotDispatched` /
-`ProviderFailed` → `outcome_unknown`, `ModelRetry` included: the tool ran as far as it did); the
-exception then goes on to Pydantic AI. A tool called outside a turn raises before it runs and
-records nothing.
+`ProviderFailed` → `outcome_unknown`; a `TimeoutError` adds `execution_timeout`), and the model is
+told what the ledger recorded (`outcome_message`: an unknown outcome is "do not call the tool again",
+with the operation id) through Pydantic AI's `ToolFailed`, so several tool calls of one model response
+each settle by their own outcome and one failure does not abort the run (nor cancel its siblings).
+Pydantic AI's own signals raised by the tool: `ModelRetry` and `ToolFailed` settle `failed` (the
+tool says the call did not do it) and are re-raised, so the framework retries or reports as usual;
+`CallDeferred` and `ApprovalRequired` cancel (`not_executed`: raise them before the write) and are
+re-raised. Pass `failure_message=None` to let other exceptions end the run instead. A tool called
+outside a turn raises `OutsideTurn` before it runs and records nothing; that error always ends the
+run.
 """
 
 from __future__ import annotations
@@ -34,6 +41,7 @@ from typing import Any, Callable, Optional, TypeVar
 try:
     from pydantic_ai import Agent, RunContext
     from pydantic_ai.agent import AgentRunResult
+    from pydantic_ai.exceptions import ApprovalRequired, CallDeferred, ModelRetry, ToolFailed
 except ImportError as exc:  # pragma: no cover - depends on the installed extras
     raise ImportError(
         f"outcomes_ledger.adapters.pydantic_ai needs pydantic-ai-slim: pip install 'outcomes-ledger[pydantic-ai]' ({exc})"
@@ -41,18 +49,35 @@ except ImportError as exc:  # pragma: no cover - depends on the installed extras
 
 from .._client import AsyncLedger
 from .._deadline import check_deadline_secs
+from .._protected import outcome_message
+from .._status import StatusCheck
 from . import require_turn, takes_context, tool_name, with_context_signature
 
 F = TypeVar("F", bound=Callable[..., Any])
 
 
+def tool_error_message(ctx: RunContext[Any], error: Exception) -> str:
+    """The message the model gets for a protected tool that raised (see the module's doc):
+    `outcomes_ledger.outcome_message(error, tool call id)`."""
+    return outcome_message(error, ctx.tool_call_id)
+
+
+_FAILED = (ModelRetry, ToolFailed)
+_NOT_RUN = (CallDeferred, ApprovalRequired)
+
+
 def protected_tool(ledger: AsyncLedger, *, tool: Optional[str] = None,
-                   deadline_secs: Optional[int] = None) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
+                   deadline_secs: Optional[int] = None,
+                   status: Optional[StatusCheck] = None,
+                   failure_message: Optional[Callable[[RunContext[Any], Exception], str]] = tool_error_message,
+                   ) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
     """Decorator: `fn` (sync or async, optionally taking `RunContext` first) becomes a tool
     function taking `RunContext` first whose every call is a protected write of `tool` (default:
     the function's name) with `deadline_secs` (1 to 604800; default none sent: the server's, 900 s),
     extended every third of it while the call runs (`AsyncLedger.protected_write`, docs/api.md
-    "Deadlines")."""
+    "Deadlines"), and `status` its status check (README "Status checks"; default the ledger's
+    `status_checks[tool]`). `failure_message(ctx, error)` is the text the model gets (as `ToolFailed`)
+    for a call that raised (default `tool_error_message`); `None` lets the exception end the run."""
     check_deadline_secs(deadline_secs)
 
     def decorate(fn: Callable[..., Any]) -> Callable[..., Any]:
@@ -64,17 +89,34 @@ def protected_tool(ledger: AsyncLedger, *, tool: Optional[str] = None,
             turn = require_turn(ledger_tool)
             if not ctx.tool_call_id:
                 raise RuntimeError(f"the protected tool {ledger_tool!r} was called without a tool call id")
-            async with ledger.protected_write(
-                session_key=turn.session_key,
-                logical_turn_id=turn.logical_turn_id,
-                mutation_id=ctx.tool_call_id,
-                tool=ledger_tool,
-                deadline_secs=deadline_secs,
-            ):
-                result = fn(ctx, *args, **kwargs) if fn_takes_ctx else fn(*args, **kwargs)
-                if inspect.isawaitable(result):
-                    result = await result
-                return result
+            signal: Optional[Exception] = None
+            try:
+                async with ledger.protected_write(
+                    session_key=turn.session_key,
+                    logical_turn_id=turn.logical_turn_id,
+                    mutation_id=ctx.tool_call_id,
+                    tool=ledger_tool,
+                    deadline_secs=deadline_secs,
+                    status=status,
+                ) as op:
+                    try:
+                        result = fn(ctx, *args, **kwargs) if fn_takes_ctx else fn(*args, **kwargs)
+                        if inspect.isawaitable(result):
+                            result = await result
+                    except _FAILED as exc:  # the tool says it did not do it: failed, the framework goes on
+                        op.failed()
+                        signal, result = exc, None
+                    except _NOT_RUN as exc:  # deferred before the write: not executed
+                        op.not_executed()
+                        signal, result = exc, None
+                    op.result = result
+            except Exception as exc:
+                if failure_message is None:
+                    raise
+                raise ToolFailed(failure_message(ctx, exc)) from exc
+            if signal is not None:
+                raise signal
+            return result
 
         with_context_signature(wrapper, fn, RunContext[Any], fn_takes_ctx)
         return wrapper
