@@ -74,6 +74,11 @@ pub struct Evidence {
     pub reference: String,
     /// When the provider observed the status: an RFC 3339 time (anything else is refused).
     pub observed_at: String,
+    /// The provider's own status of the original attempt, when the host passed it through (issue 40,
+    /// "Status checks"): `completed` or `not_accepted`, agreeing with the reconciliation's `completed`
+    /// (anything else is refused, field `evidence.provider_status`). Kept with the evidence.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub provider_status: Option<String>,
 }
 
 /// The longest deadline a host may ask for, in seconds: 7 days (docs/api.md "Deadlines").
@@ -208,6 +213,13 @@ pub enum Action {
     /// held, nothing otherwise. No revision, no live event, not session activity.
     #[serde(rename = "release")]
     Release,
+    /// Hands the entry's claim to the staff member `to` (docs/api.md "Claims"): one `claim` history row
+    /// by its actor whose `note` is `to`, unless `to` holds it already (nothing is written); held by a
+    /// third staff member (neither the actor nor `to`), `LedgerError::AlreadyClaimed`. `to` must be a
+    /// staff account's name (the caller checks that it exists). Counts as a claim for the actor's rate. No
+    /// revision, no live event, not session activity.
+    #[serde(rename = "assign")]
+    Assign { to: String },
 }
 
 #[cfg(test)]
@@ -311,6 +323,7 @@ mod tests {
                         source: "github".into(),
                         reference: "issue #419".into(),
                         observed_at: "2026-11-29T10:00:00Z".into(),
+                        provider_status: None,
                     },
                 }),
                 json!({"op": "reconcile", "session_key": "s-1", "mutation_id": "m-1", "attempt_id": "a-1",

@@ -65,9 +65,9 @@ pub use gauges::LedgerGauges;
 pub use health::StorageFault;
 #[cfg(feature = "store")]
 pub use sessions::{
-    EntriesPage, HistoryChunks, HistoryPage, OperationHistoryChunks, Replay, ReplayChunks,
-    ReplayEvent, SessionManager, SessionsAfter, SessionsQuery, TurnsPage, UnknownsAfter,
-    UnknownsQuery,
+    ClaimFilter, EntriesPage, HistoryChunks, HistoryPage, OperationHistoryChunks, Replay,
+    ReplayChunks, ReplayEvent, SessionManager, SessionsAfter, SessionsQuery, TurnsPage,
+    UnknownsAfter, UnknownsQuery,
 };
 #[cfg(feature = "store")]
 pub use store::{Clock, LedgerOptions, SystemClock};

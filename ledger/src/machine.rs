@@ -111,6 +111,8 @@ pub enum Decision {
     /// revision, no event, the entry's state unchanged.
     Claim,
     Release,
+    /// Hand the entry's claim to another staff member (the group checks who holds it).
+    Assign,
 }
 
 /// Why nothing changes. The engine maps each to a [`crate::LedgerError`].
@@ -243,7 +245,15 @@ pub fn decide(given: &Given<'_>, action: &Action) -> Result<Decision, Rejection>
         Action::Note { .. } => Ok(Decision::Note),
         Action::Claim => Ok(Decision::Claim),
         Action::Release => Ok(Decision::Release),
+        Action::Assign { .. } => Ok(Decision::Assign),
     }
+}
+
+/// The rules on an action's own fields, which [`decide`] checks first: for a caller that must know an
+/// action is well formed before anything is written (a bulk reconciliation checks the evidence its
+/// operations share, docs/api.md "Bulk actions"). `Invalid` naming the field.
+pub fn check_action_fields(action: &Action) -> Result<(), crate::LedgerError> {
+    check_fields(action).map_err(|r| crate::group::rejected(r, None))
 }
 
 /// The rules on a request's own fields, checked before anything stored is looked at. Free text (evidence,
@@ -271,7 +281,11 @@ fn check_fields(action: &Action) -> Result<(), Rejection> {
             }),
             _ => Ok(()),
         },
-        Action::Reconcile { evidence, .. } => {
+        Action::Reconcile {
+            evidence,
+            completed,
+            ..
+        } => {
             for (field, value) in [
                 ("evidence.source", &evidence.source),
                 ("evidence.reference", &evidence.reference),
@@ -301,7 +315,20 @@ fn check_fields(action: &Action) -> Result<(), Rejection> {
                     message: "an RFC 3339 time, e.g. 2026-11-29T10:00:00Z",
                 });
             }
-            Ok(())
+            // The provider's status, when passed through, says what `completed` says (as the host API
+            // checks it, docs/api.md "Host write API").
+            match (evidence.provider_status.as_deref(), *completed) {
+                (None, _) | (Some("completed"), true) | (Some("not_accepted"), false) => Ok(()),
+                (Some("completed" | "not_accepted"), _) => Err(Rejection::Invalid {
+                    field: "evidence.provider_status",
+                    message: "the provider status contradicts completed",
+                }),
+                (Some(_), _) => Err(Rejection::Invalid {
+                    field: "evidence.provider_status",
+                    message:
+                        "only completed or not_accepted are conclusive: the outcome stays unknown",
+                }),
+            }
         }
         Action::RecordIntent {
             deadline_secs: Some(secs),
@@ -473,6 +500,7 @@ mod tests {
             source: "github".into(),
             reference: "issue #419".into(),
             observed_at: "2026-11-29T10:00:00Z".into(),
+            provider_status: None,
         }
     }
 

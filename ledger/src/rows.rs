@@ -316,6 +316,7 @@ pub(crate) struct HistoryRow {
     observed_at: Option<String>,
     note: Option<String>,
     deadline_at: Option<i64>,
+    provider_status: Option<String>,
 }
 
 /// The columns of a `history` row after its `entry_seq`, in the order of [`HistoryRow`]'s fields: the one
@@ -324,7 +325,7 @@ pub(crate) struct HistoryRow {
 macro_rules! history_columns {
     () => {
         "kind, at, revision, actor, attempt_id, ledger_status, intent_recorded, reason, meta_attached, \
-         meta_id, meta_url, meta_title, source, reference, observed_at, note, deadline_at"
+         meta_id, meta_url, meta_title, source, reference, observed_at, note, deadline_at, provider_status"
     };
 }
 pub(crate) use history_columns;
@@ -364,12 +365,13 @@ impl HistoryRow {
             observed_at: evidence.map(|e| e.observed_at.clone()),
             note: note.cloned(),
             deadline_at: entry.deadline_at,
+            provider_status: evidence.and_then(|e| e.provider_status.clone()),
         }
     }
 
     /// The row's columns after `at`, in [`history_columns!`]'s order (kind, revision, actor, attempt,
     /// status, intent, reason, metadata attached, id, url, title, source, reference, observed_at, note,
-    /// deadline_at: 16 elements), appended to a positional array (the group's insert binds the time once for all rows).
+    /// deadline_at, provider_status: 17 elements), appended to a positional array (the group's insert binds the time once for all rows).
     pub(crate) fn serialize_after_at<T: SerializeTuple>(&self, t: &mut T) -> Result<(), T::Error> {
         t.serialize_element(self.kind.as_str())?;
         t.serialize_element(&self.revision)?;
@@ -386,7 +388,8 @@ impl HistoryRow {
         t.serialize_element(&self.reference)?;
         t.serialize_element(&self.observed_at)?;
         t.serialize_element(&self.note)?;
-        t.serialize_element(&self.deadline_at)
+        t.serialize_element(&self.deadline_at)?;
+        t.serialize_element(&self.provider_status)
     }
 
     /// The revision the change took (`None` for an approval, a note, a claim or release, an import).
@@ -455,6 +458,7 @@ pub(crate) fn change(entry: &EntryRow, r: HistoryRow) -> HistoryChange {
             source,
             reference,
             observed_at,
+            provider_status: r.provider_status,
         }),
         _ => None,
     };

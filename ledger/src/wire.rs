@@ -357,6 +357,31 @@ pub struct TurnSummary {
     pub counts: StatusCounts,
 }
 
+/// `GET /api/sessions/{key}/turns/{turn}` body (docs/api.md "A turn's place"): the turn's number in its
+/// session (1 for the oldest, as [`TurnSummary::number`]), when its first entry was recorded, the
+/// session's number of turns, and the turns just before and after it (`null` at either end), all read in
+/// one read transaction.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+pub struct TurnPlace {
+    pub session_key: String,
+    pub logical_turn_id: String,
+    pub number: u64,
+    pub first_recorded_at: String,
+    /// The session's number of turns.
+    pub total: u64,
+    pub previous: Option<TurnLink>,
+    pub next: Option<TurnLink>,
+}
+
+/// A neighbouring turn of a [`TurnPlace`]: its id and its number.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+pub struct TurnLink {
+    pub logical_turn_id: String,
+    pub number: u64,
+}
+
 /// `GET /api/sessions/{key}/turns` body (docs/api.md "Turns"): one page of the session's turns, oldest
 /// first (`order=newest`: newest first); `counts` are the whole session's, `total` its number of turns,
 /// both read in the same transaction as the page; `next` is the opaque cursor of the following page
@@ -448,6 +473,11 @@ pub struct OperationMatch {
     /// Absent when none was delivered, and for a viewer.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub alerted_at: Option<String>,
+    /// The entry's current attempt (the `attempt_id` a host reconciles or settles, as the host write API
+    /// names it): on the items of the open-unknowns queue (`GET /api/unknowns`). Absent elsewhere, and
+    /// when the entry has no attempt.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub attempt_id: Option<String>,
 }
 
 /// A staff member's claim on an operation (docs/api.md "Claims"): who holds it (the staff name) and since
@@ -461,7 +491,10 @@ pub struct Claim {
 
 /// `GET /api/search` body (docs/api.md "Search"): sessions and published operations whose ids (session
 /// key, `mutation_id`), title or resource id contain the query, case-insensitively, newest first; `next`
-/// is the opaque cursor of the following page (`?after=`), `null` on the last.
+/// is the opaque cursor of the following page (`?after=`), `null` on the last. `searched_newest` is set
+/// (a number of rows, 20,000 by default) on the page where a query shorter than 3 characters reached its
+/// bound: only the newest that many operations, and that many sessions, were searched, and older ones
+/// exist (docs/api.md "Search", "A short query"); `null` otherwise.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct SearchResults {
@@ -469,6 +502,8 @@ pub struct SearchResults {
     pub operations: Vec<OperationHit>,
     #[serde(default)]
     pub next: Option<String>,
+    #[serde(default)]
+    pub searched_newest: Option<u32>,
 }
 
 /// A session of [`SearchResults`]: its key, last write (RFC 3339 UTC) and counts by status.
@@ -480,17 +515,22 @@ pub struct SessionHit {
     pub counts: StatusCounts,
 }
 
-/// A published operation of [`SearchResults`]: where it is, its tool, its published title (or `null`) and
-/// its published status.
+/// A published operation of [`SearchResults`]: where it is (its session, its turn and the turn's number
+/// in the session, 1 for the oldest, as docs/api.md "Turns" numbers them), its tool, its published title
+/// (or `null`), its published status, when it was recorded and when it settled (RFC 3339 UTC; `null`
+/// while in flight or never started).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct OperationHit {
     pub session_key: String,
     pub logical_turn_id: String,
+    pub turn_number: u64,
     pub mutation_id: String,
     pub tool: String,
     pub title: Option<String>,
     pub status: PublishedStatus,
+    pub recorded_at: String,
+    pub settled_at: Option<String>,
 }
 
 /// `GET /api/operations/{mutation_id}` body (the support queue answers [`UnknownsPage`]).
@@ -591,14 +631,26 @@ impl HistoryKind {
     }
 }
 
-/// The evidence a reconciliation recorded: the provider, its reference for the original operation, and
-/// when it observed the status (RFC 3339, as sent).
+/// The evidence a reconciliation recorded: the provider, its reference for the original operation, when
+/// it observed the status (RFC 3339, as sent), and the provider's own status of the original attempt
+/// when the host passed it through. A viewer (an end user) gets `observed_at` only: the free text
+/// (`source`, `reference`) was typed by staff or a host for staff, and its row's `established_by` says
+/// who established the outcome (docs/access.md "Viewer links"); empty here means absent on the wire (a
+/// recorded source and reference are never empty).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct HistoryEvidence {
+    /// Absent for a viewer.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
     pub source: String,
+    /// Absent for a viewer.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
     pub reference: String,
     pub observed_at: String,
+    /// `completed` or `not_accepted` (agreeing with the reconciliation), as the host sent it. Absent when
+    /// the host gave none, and on reconciliations recorded before the ledger kept it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub provider_status: Option<String>,
 }
 
 /// One change of an entry, as the history API lists it (oldest first; `SessionManager::operation_history`,

@@ -81,7 +81,7 @@ impl Engine {
                 "INSERT INTO history (entry_seq, ",
                 history_columns!(),
                 ") SELECT seq, $1, $2, NULL, $3, attempt_id, status, intent_recorded, reason, \
-                 meta_attached, meta_id, meta_url, meta_title, NULL, NULL, NULL, NULL, deadline_at \
+                 meta_attached, meta_id, meta_url, meta_title, NULL, NULL, NULL, NULL, deadline_at, NULL \
                  FROM entries WHERE session_key = $4 AND mutation_id = $5"
             ))
             .bind(HistoryKind::Imported.as_str())

@@ -175,6 +175,32 @@ impl Engine {
         })
     }
 
+    /// Hands the claim of an entry to the staff member `to` ([`Action::Assign`], docs/api.md "Claims"),
+    /// asked by `actor`, and answers its `claim` history row (its `note` is `to`) and whether this call
+    /// added it (`false`: `to` held it already, and the row is the one that took it). `to` must name a
+    /// staff account: the caller checks. Held by a third staff member: [`LedgerError::AlreadyClaimed`].
+    /// Other errors as [`Self::claim_as`].
+    pub async fn assign_as(
+        &self,
+        actor: Actor,
+        session_key: SessionKey,
+        mutation_id: MutationId,
+        to: String,
+    ) -> Result<(HistoryChange, bool), LedgerError> {
+        let op = Command::new(session_key, mutation_id, Action::Assign { to });
+        let answered = self
+            .submit(actor, vec![op])
+            .await?
+            .pop()
+            .unwrap_or(Err(LedgerError::MutationNotFound))?;
+        let added = answered.added;
+        answered.note.map(|row| (row, added)).ok_or_else(|| {
+            LedgerError::Store(sqlx::Error::Protocol(
+                "an assignment was applied without its history row".into(),
+            ))
+        })
+    }
+
     /// Ends the claim of an entry, whoever holds it ([`Action::Release`]), and answers the `release`
     /// history row it added, or `None` when nobody held it. Errors as [`Self::claim_as`] but for
     /// `AlreadyClaimed` (`TooManyClaims` included: claims and releases count together).

@@ -49,11 +49,19 @@ impl Group {
             Decision::Approve => self.approve(key, session, action, actor),
             Decision::Unchanged => self.unchanged(&key),
             Decision::Extend { deadline_secs } => self.extend(&key, deadline_secs),
-            Decision::Change(change) => self.change(key, change, action, actor),
+            Decision::Change(change) => {
+                let reconciled = matches!(action, Action::Reconcile { .. });
+                let done = self.change(key.clone(), change, action, actor)?;
+                if reconciled {
+                    self.end_claim(tx, &key, actor).await?;
+                }
+                Ok(done)
+            }
             Decision::Attach { live } => self.attach(key, live, action, actor),
             Decision::Note => self.note(&key, action, actor),
             Decision::Claim => self.claim(tx, key, actor).await,
             Decision::Release => self.release(tx, key, actor).await,
+            Decision::Assign => self.assign(tx, key, action, actor).await,
         }
     }
 
@@ -453,6 +461,106 @@ impl Group {
             note: Some(change),
             added: true,
         })
+    }
+
+    /// [`Decision::Assign`]: hands the entry's claim to the staff member the action names (a `claim`
+    /// history row by `actor` whose `note` is that name); answers the row that took it when the assignee
+    /// holds it already; refuses while a third staff member holds it ([`LedgerError::AlreadyClaimed`]),
+    /// and first of all an actor over its rate, as [`Self::claim`] does.
+    async fn assign(
+        &mut self,
+        tx: &mut WriteTx<'_>,
+        key: Key,
+        action: &Action,
+        actor: &Actor,
+    ) -> Result<Done, LedgerError> {
+        let Action::Assign { to } = action else {
+            return Err(mismatch("assign"));
+        };
+        let now = self.now;
+        let spelling = actor.spelling();
+        let target = format!("staff:{to}");
+        self.claim_budget(tx, &key, &spelling).await?;
+        let held = self.entry_claim(tx, &key).await?;
+        let slot = self
+            .entries
+            .get(&key)
+            .ok_or(LedgerError::MutationNotFound)?;
+        if let Some(held) = held {
+            if held.actor == target {
+                return Ok(Done {
+                    state: slot.row.state(),
+                    announcement: None,
+                    note: Some(note_change(
+                        &slot.row,
+                        HistoryKind::Claim,
+                        actor,
+                        Some(to.as_str()),
+                        held.at,
+                    )),
+                    added: false,
+                });
+            }
+            if held.actor != spelling {
+                return Err(LedgerError::AlreadyClaimed {
+                    claim: crate::wire::Claim {
+                        by: staff_name(&held.actor).to_owned(),
+                        at: format_time(held.at),
+                    },
+                });
+            }
+        }
+        self.history.push(history_row(
+            self.now,
+            &slot.row,
+            HistoryKind::Claim,
+            None,
+            actor,
+            None,
+            Some(to),
+        ));
+        let change = note_change(&slot.row, HistoryKind::Claim, actor, Some(to.as_str()), now);
+        let state = slot.row.state();
+        self.count_claim(&key, &spelling);
+        self.claims.insert(
+            key,
+            Some(ClaimHeld {
+                actor: target,
+                at: now,
+            }),
+        );
+        Ok(Done {
+            state,
+            announcement: None,
+            note: Some(change),
+            added: true,
+        })
+    }
+
+    /// A reconciliation settled the entry `key`: its claim, if anyone holds it, ends with it (docs/api.md
+    /// "Claims"), a `release` history row by `actor` right after the reconciliation's, in the same
+    /// commit. Not counted against the actor's claim rate.
+    async fn end_claim(
+        &mut self,
+        tx: &mut WriteTx<'_>,
+        key: &Key,
+        actor: &Actor,
+    ) -> Result<(), LedgerError> {
+        if self.entry_claim(tx, key).await?.is_none() {
+            return Ok(());
+        }
+        let slot = self.entries.get(key).ok_or(LedgerError::MutationNotFound)?;
+        self.history.push(history_row(
+            self.now,
+            &slot.row,
+            HistoryKind::Release,
+            None,
+            actor,
+            None,
+            None,
+        ));
+        self.claims.insert(key.clone(), None);
+        Ok(())
     }
 
     /// [`Decision::Release`]: ends the entry's claim, whoever holds it (a `release` history row); nothing

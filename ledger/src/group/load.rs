@@ -152,8 +152,9 @@ impl Group {
         let held = if seq == 0 {
             None
         } else {
-            const SQL: &str = "SELECT kind, actor, at FROM history WHERE entry_seq = $1 \
-                 AND kind IN ('claim', 'release') ORDER BY id DESC LIMIT 1";
+            // An assignment's `claim` row names its holder in `note` (docs/api.md "Claims").
+            const SQL: &str = "SELECT kind, COALESCE('staff:' || note, actor), at FROM history \
+                 WHERE entry_seq = $1 AND kind IN ('claim', 'release') ORDER BY id DESC LIMIT 1";
             let last: Option<(String, String, i64)> = match tx {
                 WriteTx::Direct(c) => c
                     .rows(SQL, &[&seq], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))?

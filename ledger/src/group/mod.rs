@@ -96,7 +96,7 @@ pub(crate) struct Group {
     /// that actor's `claim` and `release` rows of the entry within the rate window, newest first, at most
     /// [`crate::error::CLAIMS_PER_MINUTE`]: read on first use, then kept up to date (docs/api.md "Claims").
     claim_times: HashMap<(Key, String), Vec<i64>>,
-    /// Evidence to record: entry, attempt, completed, source, reference, observed_at.
+    /// Evidence to record: entry, attempt, completed, source, reference, observed_at, provider_status.
     reconciliations: Vec<(Key, String, bool, Evidence)>,
     /// History rows to write, in the order of the changes (docs/ledger.md "History").
     history: Vec<HistoryOut>,

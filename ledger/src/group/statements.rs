@@ -257,21 +257,22 @@ pub(super) const ATTEMPTS: Statement = Statement {
 };
 
 /// Reconciliation evidence: `[seq, session_key, mutation_id, attempt_id, completed, source, reference,
-/// observed_at]`.
+/// observed_at, provider_status]`.
 pub(super) const RECONCILIATIONS: Statement = Statement {
     name: "new_reconciliations",
     sql: concat!(
         "INSERT INTO reconciliations (entry_seq, attempt_id, completed, source, reference, observed_at, \
-         recorded_at) SELECT ",
+         provider_status, recorded_at) SELECT ",
         entry_seq!(),
-        ", j.value ->> 3, j.value ->> 4, j.value ->> 5, j.value ->> 6, j.value ->> 7, ? \
+        ", j.value ->> 3, j.value ->> 4, j.value ->> 5, j.value ->> 6, j.value ->> 7, j.value ->> 8, ? \
          FROM json_each(?) AS j ORDER BY j.key;"
     ),
     pg: concat!(
         "INSERT INTO reconciliations (entry_seq, attempt_id, completed, source, reference, observed_at, \
-         recorded_at) SELECT ",
+         provider_status, recorded_at) SELECT ",
         pg_entry_seq!(),
-        ", j.value ->> 3, (j.value ->> 4)::boolean, j.value ->> 5, j.value ->> 6, j.value ->> 7, $now \
+        ", j.value ->> 3, (j.value ->> 4)::boolean, j.value ->> 5, j.value ->> 6, j.value ->> 7, \
+         j.value ->> 8, $now \
          FROM jsonb_array_elements($list::jsonb) WITH ORDINALITY AS j(value, key) ORDER BY j.key"
     ),
     binds: &[N, L],
@@ -287,7 +288,8 @@ pub(super) const HISTORY: Statement = Statement {
         entry_seq!(),
         ", j.value ->> 3, ?, j.value ->> 4, j.value ->> 5, j.value ->> 6, j.value ->> 7, j.value ->> 8, \
          j.value ->> 9, j.value ->> 10, j.value ->> 11, j.value ->> 12, j.value ->> 13, j.value ->> 14, \
-         j.value ->> 15, j.value ->> 16, j.value ->> 17, j.value ->> 18 FROM json_each(?) AS j ORDER BY j.key;"
+         j.value ->> 15, j.value ->> 16, j.value ->> 17, j.value ->> 18, j.value ->> 19 \
+         FROM json_each(?) AS j ORDER BY j.key;"
     ),
     pg: concat!(
         "INSERT INTO history (entry_seq, ",
@@ -297,7 +299,7 @@ pub(super) const HISTORY: Statement = Statement {
         ", j.value ->> 3, $now, (j.value ->> 4)::bigint, j.value ->> 5, j.value ->> 6, j.value ->> 7, \
          (j.value ->> 8)::boolean, j.value ->> 9, (j.value ->> 10)::boolean, j.value ->> 11, \
          j.value ->> 12, j.value ->> 13, j.value ->> 14, j.value ->> 15, j.value ->> 16, j.value ->> 17, \
-         (j.value ->> 18)::bigint FROM jsonb_array_elements($list::jsonb) WITH ORDINALITY AS j(value, key) ORDER BY j.key"
+         (j.value ->> 18)::bigint, j.value ->> 19 FROM jsonb_array_elements($list::jsonb) WITH ORDINALITY AS j(value, key) ORDER BY j.key"
     ),
     binds: &[N, L],
 };
@@ -395,7 +397,7 @@ pub(super) fn history_row(
 /// [`Group::entry_ref`]), then the row's columns after `at` ([`HistoryRow::serialize_after_at`]).
 impl Serialize for HistoryOut {
     fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        let mut t = s.serialize_tuple(19)?;
+        let mut t = s.serialize_tuple(20)?;
         t.serialize_element(&self.seq)?;
         t.serialize_element(&self.key.as_ref().map(|k| &k.0))?;
         t.serialize_element(&self.key.as_ref().map(|k| &k.1))?;

@@ -98,6 +98,7 @@ impl Group {
                     e.source.as_str(),
                     e.reference.as_str(),
                     e.observed_at.as_str(),
+                    e.provider_status.as_deref(),
                 )
             })
             .collect();

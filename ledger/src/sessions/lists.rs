@@ -284,6 +284,80 @@ impl SessionManager {
         ))
     }
 
+    /// The turn's place in its session (docs/api.md "A turn's place"): its number (1 for the oldest, in
+    /// `turn_seq` order, as the turns API numbers it), when it was first recorded, the session's number
+    /// of turns and its neighbours (`None` at either end), read in one read transaction. 404 for an
+    /// unknown or expired session, then for an unknown turn.
+    pub async fn turn_place(
+        &self,
+        session_key: &SessionKey,
+        turn: &LogicalTurnId,
+    ) -> Result<TurnPlace, LedgerError> {
+        let session = self.session(session_key).await?;
+        let read = on_read!(self.inner, |pool, d| {
+            let mut tx = pool.begin_with(d.begin_read()).await?;
+            let own: Option<(i64, i64)> = sqlx::query_as(
+                "SELECT turn_seq, created_at FROM turns WHERE session_key = $1 AND logical_turn_id = $2",
+            )
+            .bind(session_key.as_str())
+            .bind(turn.as_str())
+            .fetch_optional(&mut *tx)
+            .await?;
+            match own {
+                None => None,
+                Some((seq, created_at)) => {
+                    let below: i64 = sqlx::query_scalar(
+                        "SELECT COUNT(*) FROM turns WHERE session_key = $1 AND turn_seq < $2",
+                    )
+                    .bind(session_key.as_str())
+                    .bind(seq)
+                    .fetch_one(&mut *tx)
+                    .await?;
+                    let total: i64 =
+                        sqlx::query_scalar("SELECT COUNT(*) FROM turns WHERE session_key = $1")
+                            .bind(session_key.as_str())
+                            .fetch_one(&mut *tx)
+                            .await?;
+                    let previous: Option<String> = sqlx::query_scalar(
+                        "SELECT logical_turn_id FROM turns WHERE session_key = $1 AND turn_seq < $2 \
+                         ORDER BY turn_seq DESC LIMIT 1",
+                    )
+                    .bind(session_key.as_str())
+                    .bind(seq)
+                    .fetch_optional(&mut *tx)
+                    .await?;
+                    let next: Option<String> = sqlx::query_scalar(
+                        "SELECT logical_turn_id FROM turns WHERE session_key = $1 AND turn_seq > $2 \
+                         ORDER BY turn_seq LIMIT 1",
+                    )
+                    .bind(session_key.as_str())
+                    .bind(seq)
+                    .fetch_optional(&mut *tx)
+                    .await?;
+                    tx.commit().await?;
+                    Some((created_at, below, total, previous, next))
+                }
+            }
+        });
+        let (created_at, below, total, previous, next) = read.ok_or(LedgerError::TurnNotFound)?;
+        let number = u64::try_from(below).unwrap_or(0) + 1;
+        Ok(TurnPlace {
+            session_key: session.session_key,
+            logical_turn_id: turn.to_string(),
+            number,
+            first_recorded_at: format_time(created_at),
+            total: u64::try_from(total).unwrap_or(0),
+            previous: previous.map(|logical_turn_id| TurnLink {
+                logical_turn_id,
+                number: number - 1,
+            }),
+            next: next.map(|logical_turn_id| TurnLink {
+                logical_turn_id,
+                number: number + 1,
+            }),
+        })
+    }
+
     /// The turn's published entries in recorded order, all of them, with the latest revision as the cursor
     /// to resume from. 404 for an unknown/expired session or an unknown turn. The HTTP API pages
     /// ([`Self::turn_entries_page`]).

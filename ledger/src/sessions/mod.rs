@@ -20,7 +20,8 @@ use crate::rows::{change, prefixed, EntryRow, HistoryRow, ENTRY_COLUMNS, HISTORY
 use crate::store::{format_time, on_read, Dialect, Inner};
 use crate::wire::{
     Claim, LedgerStatus, MutationOutcome, OperationHistory, OperationMatch, SessionList,
-    SessionSummary, SessionTurns, StatusCounts, TurnEntries, TurnEntry, TurnSummary, UnknownsPage,
+    SessionSummary, SessionTurns, StatusCounts, TurnEntries, TurnEntry, TurnLink, TurnPlace,
+    TurnSummary, UnknownsPage,
 };
 
 /// A replay snapshot of one logical turn (seed 000, `GET /api/mutation-events`).
@@ -119,7 +120,8 @@ const MATCH_COLUMNS: &str = "\
     (SELECT COUNT(*) FROM history h WHERE h.entry_seq = e.seq AND h.kind = 'note') AS notes, \
     (SELECT h.note FROM history h WHERE h.entry_seq = e.seq AND h.kind = 'note' \
      ORDER BY h.id DESC LIMIT 1) AS last_note, \
-    (SELECT CASE WHEN h.kind = 'claim' THEN h.actor END FROM history h WHERE h.entry_seq = e.seq \
+    (SELECT CASE WHEN h.kind = 'claim' THEN COALESCE('staff:' || h.note, h.actor) END FROM history h \
+     WHERE h.entry_seq = e.seq \
      AND h.kind IN ('claim', 'release') ORDER BY h.id DESC LIMIT 1) AS claim_actor, \
     (SELECT CASE WHEN h.kind = 'claim' THEN h.at END FROM history h WHERE h.entry_seq = e.seq \
      AND h.kind IN ('claim', 'release') ORDER BY h.id DESC LIMIT 1) AS claim_at";
@@ -154,7 +156,7 @@ fn session_filter(d: Dialect) -> String {
 /// minimum age), `?5` tool substring, `?6` session key substring (both already lower-cased: compared with
 /// the lower-cased column, ASCII letters only on SQLite), `?7` / `?8` settled at or after / before (ms).
 /// The entry's open time is `status_since` of [`MATCH_COLUMNS`], the time `age_secs` counts from.
-fn unknown_filter(d: Dialect, state: UnknownsState) -> String {
+fn unknown_filter(d: Dialect, state: UnknownsState, claim: Option<&ClaimFilter>) -> String {
     let contains = |column: &str, param: &str| match d {
         Dialect::Sqlite => format!("instr(lower({column}), {param}) > 0"),
         Dialect::Postgres => format!("strpos(lower({column}), {param}) > 0"),
@@ -165,10 +167,11 @@ fn unknown_filter(d: Dialect, state: UnknownsState) -> String {
     AND ($4 IS NULL OR (SELECT h.at FROM history h WHERE h.entry_seq = e.seq \
          AND h.kind NOT IN ('metadata', 'note', 'claim', 'release') ORDER BY h.id DESC LIMIT 1) <= $4) \
     AND ($5 IS NULL OR {}) AND ($6 IS NULL OR {}) \
-    AND ($7 IS NULL OR e.settled_at >= $7) AND ($8 IS NULL OR e.settled_at < $8)",
+    AND ($7 IS NULL OR e.settled_at >= $7) AND ($8 IS NULL OR e.settled_at < $8){}",
         state.statuses(),
         contains("e.tool", "$5"),
         contains("e.session_key", "$6"),
+        claim.map(|c| format!(" AND {}", c.sql())).unwrap_or_default(),
     )
 }
 
@@ -254,6 +257,38 @@ pub struct UnknownsQuery {
     pub sort: UnknownsSort,
     /// Which open entries: settled unknowns, writes in flight, or both (docs/api.md "Deadlines").
     pub state: UnknownsState,
+    /// Only entries nobody holds the claim of, or only those this staff member holds (docs/api.md
+    /// "Support queue": `claim=unclaimed|mine`).
+    pub claim: Option<ClaimFilter>,
+}
+
+/// The queue's claim filter (`claim=unclaimed|mine`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ClaimFilter {
+    /// Nobody holds the claim.
+    Unclaimed,
+    /// The staff member of this name holds it (a name [`crate::access::check_staff_name`] refuses holds
+    /// nothing).
+    HeldBy(String),
+}
+
+impl ClaimFilter {
+    /// The condition on the entry `e` as SQL: its holder (the latest `claim` or `release` row, when a
+    /// `claim`; an assignment's holder is its `note`) is nobody, or `staff:<name>` (a checked staff name
+    /// is letters, digits, `.`, `_`, `-`, `@`: safe inside quotes; any other matches nothing).
+    fn sql(&self) -> String {
+        let holder =
+            "(SELECT CASE WHEN h.kind = 'claim' THEN COALESCE('staff:' || h.note, h.actor) END \
+             FROM history h WHERE h.entry_seq = e.seq AND h.kind IN ('claim', 'release') \
+             ORDER BY h.id DESC LIMIT 1)";
+        match self {
+            ClaimFilter::Unclaimed => format!("{holder} IS NULL"),
+            ClaimFilter::HeldBy(name) if crate::access::check_staff_name(name).is_ok() => {
+                format!("{holder} = 'staff:{name}'")
+            }
+            ClaimFilter::HeldBy(_) => "1 = 0".to_owned(),
+        }
+    }
 }
 
 /// Which open entries the support queue lists (`state=all|unknown|in_flight`, docs/api.md "Deadlines").
@@ -333,6 +368,7 @@ impl Default for UnknownsQuery {
             settled_before: None,
             sort: UnknownsSort::OLDEST_FIRST,
             state: UnknownsState::All,
+            claim: None,
         }
     }
 }
@@ -573,8 +609,9 @@ fn turn_entry(row: &EntryRow) -> Option<TurnEntry> {
     })
 }
 
-/// The published matches of `rows` at `now` (ms): `age_secs` only for an open entry with history.
-fn matches(rows: &[MatchRow], now: i64) -> Vec<OperationMatch> {
+/// The published matches of `rows` at `now` (ms): `age_secs` only for an open entry with history;
+/// each entry's current `attempt_id` with `with_attempt` (the support queue's items).
+fn matches(rows: &[MatchRow], now: i64, with_attempt: bool) -> Vec<OperationMatch> {
     rows.iter()
         .filter_map(|r| {
             let open = matches!(
@@ -598,6 +635,7 @@ fn matches(rows: &[MatchRow], now: i64) -> Vec<OperationMatch> {
                     _ => None,
                 },
                 alerted_at: None,
+                attempt_id: r.entry.attempt_id.clone().filter(|_| with_attempt),
             })
         })
         .collect()

@@ -10,6 +10,23 @@ impl SessionManager {
         &self,
         mutation_id: &MutationId,
     ) -> Result<Vec<OperationMatch>, LedgerError> {
+        self.find_operation_as(mutation_id, false).await
+    }
+
+    /// [`Self::find_operation`] with each match's current `attempt_id` (for staff: a bulk reconciliation's
+    /// confirmation names the attempt each operation is reconciled about, docs/api.md "Bulk actions").
+    pub async fn find_operation_with_attempt(
+        &self,
+        mutation_id: &MutationId,
+    ) -> Result<Vec<OperationMatch>, LedgerError> {
+        self.find_operation_as(mutation_id, true).await
+    }
+
+    async fn find_operation_as(
+        &self,
+        mutation_id: &MutationId,
+        with_attempt: bool,
+    ) -> Result<Vec<OperationMatch>, LedgerError> {
         let now = self.inner.clock.now_ms();
         let rows: Vec<MatchRow> = on_read!(self.inner, |pool, d| sqlx::query_as(&format!(
             "SELECT {}, {MATCH_COLUMNS} FROM entries e JOIN sessions s USING (session_key) \
@@ -20,7 +37,7 @@ impl SessionManager {
         .bind(self.inner.live_since(now))
         .fetch_all(pool)
         .await?);
-        Ok(matches(&rows, now))
+        Ok(matches(&rows, now, with_attempt))
     }
 
     /// One page of the support queue (docs/api.md "Support queue"): open unknown outcomes (settled
@@ -30,7 +47,8 @@ impl SessionManager {
     /// `tool` and `session_key` exact, `tool_like` and `session_like` substrings (case-insensitive),
     /// `min_age_secs` (only items whose `age_secs` is known and at least this: open since at least that
     /// many whole seconds, by the same history time as `age_secs`), `settled_after` / `settled_before`
-    /// (ms). Each carries `age_secs`, its count of `notes`, its `last_note` and its `claim`. `total`
+    /// (ms). Each carries `age_secs`, its count of `notes`, its `last_note`, its `claim` and the entry's
+    /// current `attempt_id` (what a host reconciles, docs/api.md "Host write API"). `total`
     /// counts every matching item. Read in one read transaction. Answers the page (its `next` left
     /// `None`) and the position to go on after, when more items match.
     pub async fn open_unknowns(
@@ -91,7 +109,7 @@ impl SessionManager {
         };
         let (total, rows) = on_read!(self.inner, |pool, d| {
             let mut tx = pool.begin_with(d.begin_read()).await?;
-            let filter = unknown_filter(d, query.state);
+            let filter = unknown_filter(d, query.state, query.claim.as_ref());
             let total: i64 = sqlx::query_scalar(&format!(
                 "SELECT COUNT(*) FROM entries e JOIN sessions s USING (session_key) WHERE {filter}"
             ))
@@ -145,7 +163,7 @@ impl SessionManager {
         };
         Ok((
             UnknownsPage {
-                matches: matches(&rows, now),
+                matches: matches(&rows, now, true),
                 next: None,
                 total: u64::try_from(total).unwrap_or(0),
                 // The whole queue's, read by `ledger_gauges` (the server fills it in).
@@ -259,7 +277,8 @@ impl SessionManager {
             // Who holds the claim now, whatever the page holds (internal: read for staff only).
             let claim: Option<(Option<String>, Option<i64>)> = if page.internal {
                 sqlx::query_as(
-                    "SELECT CASE WHEN kind = 'claim' THEN actor END, CASE WHEN kind = 'claim' THEN at END \
+                    "SELECT CASE WHEN kind = 'claim' THEN COALESCE('staff:' || note, actor) END, \
+                     CASE WHEN kind = 'claim' THEN at END \
                      FROM history WHERE entry_seq = $1 AND kind IN ('claim', 'release') \
                      ORDER BY id DESC LIMIT 1",
                 )

@@ -27,7 +27,7 @@ pub(crate) mod transaction;
 
 pub(crate) use backend::{on_pool, on_read, on_tx, on_write, Db, Dialect};
 pub use clock::{format_time, Clock, SystemClock};
-pub use files::{backup, check_database};
+pub use files::{backup, check_database, check_integrity};
 pub use location::{database_file, redact_url, Location};
 pub(crate) use transaction::{not_direct, WriteTx};
 
@@ -53,6 +53,14 @@ pub struct LedgerOptions {
     /// The deadline of an intent or fresh attempt that names none (docs/api.md "Deadlines"). Default
     /// 900 s (`--in-flight-deadline-secs`).
     pub in_flight_deadline: Duration,
+    /// Postgres: the most time one candidate read of a search may take, per group and page (docs/ledger.md
+    /// "Search"); a read that takes longer stops its group for that page, which the next page goes on
+    /// from. Default [`crate::search::POSTGRES_CANDIDATES_BUDGET`] (100 ms); at least 1 ms.
+    pub search_budget: Duration,
+    /// How many of the newest operations, and of the newest sessions, a search text shorter than 3
+    /// characters looks in (docs/ledger.md "A short text"). Default
+    /// [`crate::search::SEARCH_SHORT_NEWEST`] (20,000); at least 1.
+    pub search_short_newest: u32,
 }
 
 impl Default for LedgerOptions {
@@ -64,6 +72,8 @@ impl Default for LedgerOptions {
             read_connections: 4,
             write_wait: Duration::from_secs(10),
             in_flight_deadline: Duration::from_secs(900),
+            search_budget: crate::search::POSTGRES_CANDIDATES_BUDGET,
+            search_short_newest: crate::search::SEARCH_SHORT_NEWEST,
         }
     }
 }
@@ -88,6 +98,10 @@ pub(crate) struct Inner {
     /// [`LedgerOptions::in_flight_deadline`] in ms.
     pub(crate) deadline_ms: i64,
     pub(crate) write_wait: Duration,
+    /// [`LedgerOptions::search_budget`] in ms (at least 1).
+    pub(crate) search_budget_ms: u64,
+    /// [`LedgerOptions::search_short_newest`] (at least 1).
+    pub(crate) search_short_newest: u32,
     /// Whether writes currently fail for lack of storage (crate::health).
     pub(crate) storage: crate::health::StorageHealth,
     /// SQLite: asks the group-commit writer thread to close its connection ([`Inner::close`]); set when
@@ -128,6 +142,10 @@ impl Inner {
             ttl_ms: i64::try_from(options.session_ttl.as_millis()).unwrap_or(i64::MAX),
             deadline_ms: i64::try_from(options.in_flight_deadline.as_millis()).unwrap_or(i64::MAX),
             write_wait: options.write_wait,
+            search_budget_ms: u64::try_from(options.search_budget.as_millis())
+                .unwrap_or(u64::MAX)
+                .max(1),
+            search_short_newest: options.search_short_newest.max(1),
             storage,
             writer_stop: std::sync::Mutex::new(None),
         })

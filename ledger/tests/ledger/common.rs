@@ -320,6 +320,7 @@ pub fn evidence() -> Evidence {
         source: "github.issues".into(),
         reference: "issue #419".into(),
         observed_at: "2027-01-15T08:05:00Z".into(),
+        provider_status: None,
     }
 }
 

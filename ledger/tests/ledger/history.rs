@@ -6,6 +6,7 @@
 use std::time::Duration;
 
 use crate::common::*;
+use ledger::command::Evidence;
 use ledger::engine::{Action, Actor, Command, Settlement};
 use ledger::ids::ToolName;
 use ledger::projection::LedgerEntry;
@@ -200,6 +201,7 @@ async fn every_kind_of_change_is_one_row_with_its_actor_revision_state_and_recor
                 source: "github.issues".into(),
                 reference: "issue #419".into(),
                 observed_at: "2027-01-15T08:05:00Z".into(),
+                provider_status: None,
             }),
             outcome: Some(record("m-1", P::NotExecuted, Some("One"), None)),
             ..row(
@@ -620,4 +622,134 @@ async fn an_imported_entry_has_one_imported_row() {
         .await
         .is_err());
     assert_eq!(history_rows(&h.path).await, 1);
+}
+
+/// A reconciliation with the provider's status (issue 40, "Status checks"): `completed` or `not_accepted`
+/// is kept with the evidence, in the `reconciliations` table, on the history row and in the export's
+/// histories; evidence without it has none (and serialises without the key).
+#[tokio::test]
+async fn a_reconciliations_provider_status_is_kept_in_its_history_row_and_the_export() {
+    let h = open().await;
+    let with = |m: &str, completed: bool, status: Option<&str>| {
+        on(
+            m,
+            Action::Reconcile {
+                attempt_id: att("a-1"),
+                completed,
+                evidence: Evidence {
+                    provider_status: status.map(str::to_owned),
+                    ..evidence()
+                },
+            },
+        )
+    };
+    for m in ["m-1", "m-2", "m-3"] {
+        h.in_flight(m, "a-1").await;
+        h.ok(settle(m, "a-1", Settlement::OutcomeUnknown, None))
+            .await;
+    }
+    h.ok(with("m-1", true, Some("completed"))).await;
+    h.ok(with("m-2", false, Some("not_accepted"))).await;
+    h.ok(with("m-3", true, None)).await;
+    let evidence_of = |history: &OperationHistory| {
+        let last = history.changes.last().unwrap();
+        assert_eq!(last.kind, HistoryKind::Reconciliation);
+        last.evidence.clone().unwrap()
+    };
+    let want = |status: Option<&str>| HistoryEvidence {
+        source: "github.issues".into(),
+        reference: "issue #419".into(),
+        observed_at: "2027-01-15T08:05:00Z".into(),
+        provider_status: status.map(str::to_owned),
+    };
+    assert_eq!(
+        evidence_of(&h.history("m-1").await),
+        want(Some("completed"))
+    );
+    assert_eq!(
+        evidence_of(&h.history("m-2").await),
+        want(Some("not_accepted"))
+    );
+    assert_eq!(evidence_of(&h.history("m-3").await), want(None));
+    assert_eq!(
+        serde_json::to_value(evidence_of(&h.history("m-1").await)).unwrap(),
+        serde_json::json!({"source": "github.issues", "reference": "issue #419",
+                           "observed_at": "2027-01-15T08:05:00Z", "provider_status": "completed"})
+    );
+    assert_eq!(
+        serde_json::to_value(evidence_of(&h.history("m-3").await)).unwrap(),
+        serde_json::json!({"source": "github.issues", "reference": "issue #419",
+                           "observed_at": "2027-01-15T08:05:00Z"})
+    );
+    // The export's histories carry it as the history API does.
+    let mut chunks = h.sessions.operation_histories(&sk(SESSION)).await.unwrap();
+    let mut exported = Vec::new();
+    while let Some(chunk) = chunks.next_chunk().await.unwrap() {
+        exported.extend(chunk);
+    }
+    let statuses: Vec<(String, Option<String>)> = exported
+        .iter()
+        .map(|o| (o.mutation_id.clone(), evidence_of(o).provider_status))
+        .collect();
+    assert_eq!(
+        statuses,
+        [
+            ("m-1".to_owned(), Some("completed".to_owned())),
+            ("m-2".to_owned(), Some("not_accepted".to_owned())),
+            ("m-3".to_owned(), None),
+        ]
+    );
+    // Stored with the evidence, and on the history rows.
+    for (table, status, n) in [
+        ("reconciliations", "completed", 1),
+        ("reconciliations", "not_accepted", 1),
+        ("history", "completed", 1),
+        ("history", "not_accepted", 1),
+    ] {
+        let sql = format!("SELECT COUNT(*) FROM {table} WHERE provider_status = '{status}'");
+        assert_eq!(raw_count(&h.path, &sql).await, n, "{sql}");
+    }
+    assert_eq!(
+        raw_count(
+            &h.path,
+            "SELECT COUNT(*) FROM reconciliations WHERE provider_status IS NULL"
+        )
+        .await,
+        1
+    );
+}
+
+/// A provider status that contradicts `completed`, or is not conclusive, is refused by the ledger itself
+/// (field `evidence.provider_status`, as the host API refuses it) and changes nothing.
+#[tokio::test]
+async fn a_provider_status_contradicting_completed_is_refused() {
+    let h = open().await;
+    h.in_flight("m-1", "a-1").await;
+    h.ok(settle("m-1", "a-1", Settlement::OutcomeUnknown, None))
+        .await;
+    let rows = history_rows(&h.path).await;
+    for (completed, status) in [
+        (true, "not_accepted"),
+        (false, "completed"),
+        (true, "pending"),
+        (false, ""),
+    ] {
+        let op = on(
+            "m-1",
+            Action::Reconcile {
+                attempt_id: att("a-1"),
+                completed,
+                evidence: Evidence {
+                    provider_status: Some(status.into()),
+                    ..evidence()
+                },
+            },
+        );
+        h.invalid(op, "evidence.provider_status").await;
+    }
+    assert_eq!(history_rows(&h.path).await, rows);
+    assert_eq!(
+        raw_count(&h.path, "SELECT COUNT(*) FROM reconciliations").await,
+        0
+    );
 }
