@@ -38,8 +38,11 @@ pub struct LiveFrame {
     /// The turn it belongs to.
     pub logical_turn_id: Arc<str>,
     /// `event: mutation_outcome\ndata: {"mutation_revision":n,"outcome":{...}}\n\n`, or
-    /// `event: turn_changed\ndata: {"logical_turn_id":"<id>","latest_revision":n}\n\n`.
+    /// `event: turn_changed\ndata: {"logical_turn_id":"<id>","latest_revision":n}\n\n`, or
+    /// `event: claim_changed\ndata: {"mutation_id":"<id>"}\n\n`.
     pub bytes: Bytes,
+    /// Sent only to streams of callers who read claims (not a viewer's: docs/api.md "Claims").
+    pub staff_only: bool,
 }
 
 impl LiveFrame {
@@ -49,6 +52,7 @@ impl LiveFrame {
             revision: -1,
             logical_turn_id: Arc::from(""),
             bytes: Bytes::new(),
+            staff_only: false,
         }
     }
 
@@ -64,6 +68,7 @@ impl LiveFrame {
             revision: event.mutation_revision,
             logical_turn_id: Arc::from(event.outcome.logical_turn_id.as_str()),
             bytes: Bytes::from(bytes),
+            staff_only: false,
         })
     }
 
@@ -75,8 +80,38 @@ impl LiveFrame {
             revision: hint.latest_revision,
             logical_turn_id: Arc::from(hint.logical_turn_id.as_str()),
             bytes: Bytes::from(bytes),
+            staff_only: false,
         })
     }
+
+    /// Frames a `claim_changed` hint (staff only) as its SSE bytes: who holds the claim of `mutation_id`
+    /// changed (a claim, a release, an assignment), so an open operation page reads its history again.
+    /// `logical_turn_id` is the operation's turn when known ("" otherwise): a lagging subscriber's
+    /// `resync` then names it.
+    pub fn claim_changed(
+        mutation_id: &str,
+        logical_turn_id: &str,
+    ) -> Result<LiveFrame, serde_json::Error> {
+        let mut bytes = Vec::with_capacity(64 + mutation_id.len());
+        crate::sse::frame(
+            &mut bytes,
+            "claim_changed",
+            None,
+            &ClaimChanged { mutation_id },
+        )?;
+        Ok(LiveFrame {
+            revision: 0,
+            logical_turn_id: Arc::from(logical_turn_id),
+            bytes: Bytes::from(bytes),
+            staff_only: true,
+        })
+    }
+}
+
+/// The data of a `claim_changed` event: `{"mutation_id"}` (docs/api.md "Live run events").
+#[derive(serde::Serialize)]
+struct ClaimChanged<'a> {
+    mutation_id: &'a str,
 }
 
 /// What a subscriber receives.
@@ -344,7 +379,7 @@ impl Hub {
         };
         let frame = frame()?;
         if let Ok(mut turns) = shared.turns.lock() {
-            if !turns.contains(&frame.logical_turn_id) {
+            if !frame.logical_turn_id.is_empty() && !turns.contains(&frame.logical_turn_id) {
                 turns.insert(frame.logical_turn_id.clone());
             }
         }
@@ -370,6 +405,24 @@ impl Hub {
                 *e = Some(reason);
             }
             // Dropping the sender lets each subscription drain what it had not read, then see the end.
+        }
+    }
+}
+
+impl Hub {
+    /// Tells the session's live streams that who holds the claim of `mutation_id` changed
+    /// (`claim_changed`, not sent to viewers; docs/api.md "Claims"). Called by the server after a claim,
+    /// a release or an assignment it committed; best effort, like every live event.
+    pub fn claim_changed(
+        &self,
+        session_key: &SessionKey,
+        mutation_id: &str,
+        logical_turn_id: &str,
+    ) {
+        if let Err(e) = self.publish(session_key, || {
+            LiveFrame::claim_changed(mutation_id, logical_turn_id)
+        }) {
+            tracing::warn!(error = %e, "claim hint did not serialise");
         }
     }
 }

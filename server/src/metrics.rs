@@ -362,6 +362,7 @@ pub fn kind_of(action: &Action) -> &'static str {
         Action::Note { .. } => "note",
         Action::Claim => "claim",
         Action::Release => "release",
+        Action::Assign { .. } => "assign",
     }
 }
 

@@ -77,6 +77,11 @@ pub struct ServeArgs {
     /// ledger (docs/api.md "Deadlines").
     #[arg(long, env = "OUTCOMES_IN_FLIGHT_DEADLINE_SECS", default_value_t = 900, value_parser = clap::value_parser!(u64).range(1..=604_800))]
     pub in_flight_deadline_secs: u64,
+    /// Start without reading the SQLite ledger whole first (`PRAGMA quick_check`, about 7 ms a MB):
+    /// by default a damaged ledger is refused at start and left as it was (docs/ledger.md "Files"); with
+    /// this flag it is served, and reads of its damaged pages answer 500.
+    #[arg(long, env = "OUTCOMES_SKIP_INTEGRITY_CHECK")]
+    pub skip_integrity_check: bool,
     /// A client must send a whole request header within this many seconds of connecting or of its
     /// previous response; an idle keep-alive connection is closed after the same time.
     #[arg(long, env = "OUTCOMES_HEADER_TIMEOUT_SECS", default_value_t = 10, value_parser = clap::value_parser!(u64).range(1..=3600))]
@@ -129,6 +134,42 @@ pub struct ServeArgs {
     /// Webhook delivery (docs/api.md "Webhooks").
     #[command(flatten)]
     pub webhooks: crate::webhooks::WorkerOptions,
+    /// Where an end user quotes an operation id: an `https:` or `mailto:` URL, shown as a link beside
+    /// every id to quote on the pages (docs/design.md "What the person sees"). Without it the pages say
+    /// "the support of the service you used".
+    #[arg(long, env = "OUTCOMES_SUPPORT_CONTACT", value_parser = support_contact)]
+    pub support_contact: Option<url::Url>,
+    /// What the support link reads (1 to 80 characters, no control characters); default: the URL's
+    /// address (the host of an `https:` URL, the address of a `mailto:` one).
+    #[arg(long, env = "OUTCOMES_SUPPORT_LABEL", requires = "support_contact", value_parser = support_label)]
+    pub support_label: Option<String>,
+}
+
+/// `--support-contact`: an absolute `https:` URL with a host, or a `mailto:` URL with an address; no
+/// user name or password (the pages show the URL).
+fn support_contact(s: &str) -> Result<url::Url, String> {
+    let url = url::Url::parse(s).map_err(|e| format!("not a URL ({e})"))?;
+    if !url.username().is_empty() || url.password().is_some() {
+        return Err("a URL with a user name or password would show it on every page".into());
+    }
+    match url.scheme() {
+        "https" if url.host_str().is_some() => Ok(url),
+        "mailto" if !url.path().is_empty() => Ok(url),
+        "https" | "mailto" => Err("names no address".into()),
+        other => Err(format!("an https: or mailto: URL is needed, not {other}:")),
+    }
+}
+
+/// `--support-label`: 1 to 80 characters, none of them a control character.
+fn support_label(s: &str) -> Result<String, String> {
+    let n = s.chars().count();
+    if s.trim().is_empty() || n > 80 {
+        return Err("1 to 80 characters are needed".into());
+    }
+    if s.chars().any(char::is_control) {
+        return Err("a control character is not allowed".into());
+    }
+    Ok(s.to_owned())
 }
 
 /// `--access`.
@@ -177,6 +218,26 @@ impl ServeArgs {
 
     pub fn write_wait(&self) -> Duration {
         Duration::from_millis(self.write_wait_ms)
+    }
+
+    /// The support contact the pages show (`--support-contact`, `--support-label`), with its label:
+    /// the one given, else the URL's address (an `https:` URL's host, a `mailto:` URL's address, its
+    /// query left out).
+    pub fn support(&self) -> Option<app::support::SupportContact> {
+        let url = self.support_contact.as_ref()?;
+        let label = self
+            .support_label
+            .clone()
+            .unwrap_or_else(|| match url.scheme() {
+                "mailto" => percent_encoding::percent_decode_str(url.path())
+                    .decode_utf8_lossy()
+                    .into_owned(),
+                _ => url.host_str().unwrap_or_default().to_owned(),
+            });
+        Some(app::support::SupportContact {
+            url: url.to_string(),
+            label,
+        })
     }
 }
 
@@ -246,6 +307,7 @@ pub async fn build_with_clock(
         crate::ssr::leptos_options(&args.site_root, args.addr),
         bundle,
         api.clone(),
+        app::support::Support(args.support()),
     );
     let request_id = HeaderName::from_static("x-request-id");
     let router = api
@@ -353,6 +415,9 @@ pub async fn serve(args: ServeArgs) -> Result<(), Box<dyn std::error::Error>> {
         });
     }
     let _database_lock = crate::database::lock_database(&args.database())?;
+    if !args.skip_integrity_check {
+        ledger::store::check_integrity(&args.database()).await?;
+    }
     let (token, source) = resolve_host_token(args.host_token.as_deref(), &args.data_dir)?;
     match source {
         TokenSource::Configured => {
@@ -529,4 +594,71 @@ pub fn listener_router(state: &AppState, addr: std::net::SocketAddr) -> axum::Ro
         .layer(axum::middleware::from_fn(
             crate::http::security::security_headers,
         ))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::Parser;
+
+    #[derive(Parser)]
+    struct Args {
+        #[command(flatten)]
+        serve: ServeArgs,
+    }
+
+    fn parse(extra: &[&str]) -> Result<ServeArgs, String> {
+        Args::try_parse_from(["outcomes"].iter().chain(extra))
+            .map(|a| a.serve)
+            .map_err(|e| e.to_string())
+    }
+
+    /// `--support-contact` takes an `https:` URL with a host or a `mailto:` URL; its label defaults to
+    /// the address; `--support-label` is 1 to 80 characters without controls (docs/design.md "What the
+    /// person sees").
+    #[test]
+    fn a_support_contact_is_an_https_or_mailto_url_with_a_label() {
+        let https = parse(&["--support-contact", "https://help.example.com/agents?x=1"]).unwrap();
+        let c = https.support().unwrap();
+        assert_eq!(c.url, "https://help.example.com/agents?x=1");
+        assert_eq!(c.label, "help.example.com");
+        let mail = parse(&[
+            "--support-contact",
+            "mailto:help@example.com?subject=Operation",
+        ])
+        .unwrap();
+        assert_eq!(mail.support().unwrap().label, "help@example.com");
+        let named = parse(&[
+            "--support-contact",
+            "mailto:help@example.com",
+            "--support-label",
+            "Example support",
+        ])
+        .unwrap();
+        assert_eq!(named.support().unwrap().label, "Example support");
+        assert_eq!(parse(&[]).unwrap().support(), None);
+        for bad in [
+            "http://help.example.com/",
+            "javascript:alert(1)",
+            "help.example.com",
+            "https://a:b@help.example.com/",
+            "mailto:",
+            "data:text/html,x",
+        ] {
+            let e = parse(&["--support-contact", bad]).unwrap_err();
+            assert!(e.contains("--support-contact"), "{bad}: {e}");
+        }
+        for bad in ["", "   ", "a\u{7}b", &"x".repeat(81)] {
+            let e = parse(&[
+                "--support-contact",
+                "https://h.example/",
+                "--support-label",
+                bad,
+            ])
+            .unwrap_err();
+            assert!(e.contains("--support-label"), "{bad:?}: {e}");
+        }
+        // A label needs a contact.
+        assert!(parse(&["--support-label", "Help"]).is_err());
+    }
 }

@@ -69,9 +69,14 @@ fn route_list() -> Vec<leptos_axum::AxumRouteListing> {
 
 /// The dashboard's pages, the bundle under `/pkg/` ([`crate::assets::service`]) and the other static
 /// files under the site root. Each page renders with, in context, a transport that reads `api` in process
-/// as the page's caller, and the request's CSP nonce (so the hydration scripts carry it); it names the
-/// files of `bundle`.
-pub fn pages(options: LeptosOptions, bundle: app::Bundle, api: Router) -> Router {
+/// as the page's caller, the request's CSP nonce (so the hydration scripts carry it) and the support
+/// contact (`support`); it names the files of `bundle`.
+pub fn pages(
+    options: LeptosOptions,
+    bundle: app::Bundle,
+    api: Router,
+    support: app::support::Support,
+) -> Router {
     let pkg = crate::assets::service(&options.site_root);
     let routes = route_list();
     let context = move || {
@@ -83,6 +88,7 @@ pub fn pages(options: LeptosOptions, bundle: app::Bundle, api: Router) -> Router
             provide_context(leptos::nonce::Nonce::from_value(nonce.0.clone()));
         }
         provide_context(in_process_transport(api.clone(), principal));
+        provide_context(support.clone());
     };
     Router::new()
         .leptos_routes_with_context(&options, routes, context.clone(), {

@@ -14,10 +14,11 @@ pub enum PathClass {
     Page,
 }
 
-/// The files that make the dashboard installable and its offline pages (`public/`: the device is offline,
-/// the server cannot be reached): nobody's data. A browser
-/// fetches the manifest's icons without cookies, and the service worker must load before anyone signs in.
-pub const INSTALL_FILES: [&str; 11] = [
+/// The files that make the dashboard installable, its offline pages (`public/`: the device is offline,
+/// the server cannot be reached) and the script that keeps a form posted while the server cannot be
+/// reached (`/forms.js`): nobody's data. A browser fetches the manifest's icons without cookies, and the
+/// service worker and the sign-in form's script must load before anyone signs in.
+pub const INSTALL_FILES: [&str; 12] = [
     "/manifest.webmanifest",
     "/icon.svg",
     "/icon-192.png",
@@ -29,6 +30,7 @@ pub const INSTALL_FILES: [&str; 11] = [
     "/offline.html",
     "/unreachable.html",
     "/offline.css",
+    "/forms.js",
 ];
 
 /// `GET /metrics` (docs/api.md "Metrics"): a read API, so open where reads are open and otherwise 401

@@ -8,9 +8,11 @@ use ledger::wire::OperationHistory;
 pub const STAFF_ACTOR_FOR_VIEWER: &str = "staff";
 
 /// Takes out of `history` what only staff may see (docs/access.md "Viewer links" and "Operator
-/// actions"): the rows of kind `note`, `claim` and `release` are removed, and an actor `staff:<name>`
-/// becomes `staff` ([`STAFF_ACTOR_FOR_VIEWER`]), and `alerted_at` (when staff were alerted) is left out.
-/// Every other row and field is kept as it is.
+/// actions"): the rows of kind `note`, `claim` and `release` are removed, an actor `staff:<name>`
+/// becomes `staff` ([`STAFF_ACTOR_FOR_VIEWER`]), a reconciliation's evidence keeps only `observed_at`
+/// (its `source` and `reference` are free text typed for staff, its `provider_status` the provider's own
+/// word for staff; the row's `established_by` says who established it), and `alerted_at` (when staff
+/// were alerted) is left out. Every other row and field is kept as it is.
 pub fn without_internal(history: &mut OperationHistory) {
     history.alerted_at = None;
     history.claim = None;
@@ -18,6 +20,11 @@ pub fn without_internal(history: &mut OperationHistory) {
     for change in &mut history.changes {
         if change.actor.starts_with("staff:") {
             change.actor = STAFF_ACTOR_FOR_VIEWER.to_owned();
+        }
+        if let Some(evidence) = &mut change.evidence {
+            evidence.source.clear();
+            evidence.reference.clear();
+            evidence.provider_status = None;
         }
     }
 }
@@ -43,20 +50,28 @@ mod tests {
     use super::*;
 
     #[test]
-    fn a_viewer_s_history_has_no_alert_time_and_no_staff_names() {
+    fn a_viewer_s_history_has_no_alert_time_no_staff_names_and_no_evidence_text() {
         let mut h: OperationHistory = serde_json::from_value(serde_json::json!({
             "session_key": "s", "logical_turn_id": "t", "mutation_id": "m",
             "commissioned_after": null, "commissioned": [],
             "changes": [{"kind": "reconciliation", "at": "2026-12-03T14:30:05.123Z", "revision": 3,
                 "actor": "staff:alice", "attempt_id": "a1", "ledger_status": "completed",
-                "reason": null, "evidence": null, "note": null, "outcome": null}],
+                "reason": null, "evidence": {"source": "status:payments.charge",
+                "reference": "charge ch_3PqL9", "observed_at": "2026-12-07T10:00:00Z",
+                "provider_status": "completed"},
+                "note": null, "outcome": null}],
             "alerted_at": "2026-12-03T14:30:06.000Z"
         }))
         .unwrap();
         without_internal(&mut h);
         assert_eq!(h.alerted_at, None);
         assert_eq!(h.changes[0].actor, "staff");
-        assert!(!serde_json::to_string(&h).unwrap().contains("alerted_at"));
+        let json = serde_json::to_value(&h).unwrap();
+        assert!(json.get("alerted_at").is_none());
+        assert_eq!(
+            json["changes"][0]["evidence"],
+            serde_json::json!({"observed_at": "2026-12-07T10:00:00Z"})
+        );
     }
 
     #[test]

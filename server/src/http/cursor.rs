@@ -62,7 +62,10 @@ pub enum Position {
         op: Option<u64>,
     },
     /// A search: where each group goes on (`None`: it ended); sessions at `s` (SQLite: search id;
-    /// Postgres: creation time in ms, with the key `k`), operations after the sequence `o`.
+    /// Postgres: creation time in ms, with the key `k`), operations after the sequence `o`. A text
+    /// shorter than 3 characters also carries the window its first page fixed (docs/ledger.md "A short
+    /// text"): `w` = [the oldest session's position, the lowest sequence] (`i64::MIN`, 0: no bound),
+    /// with `wk` the oldest session's key on Postgres; without `w` a page finds the window again.
     #[serde(rename = "search")]
     Search {
         #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -71,6 +74,10 @@ pub enum Position {
         k: Option<String>,
         #[serde(default, skip_serializing_if = "Option::is_none")]
         o: Option<i64>,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        w: Option<[i64; 2]>,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        wk: Option<String>,
     },
 }
 
@@ -179,7 +186,7 @@ impl Position {
             }
             Position::Sessions { key, .. } => [Some(key), None],
             Position::Unknowns { key, by, .. } => [key.as_deref(), by.as_deref()],
-            Position::Search { k, .. } => [k.as_deref(), None],
+            Position::Search { k, wk, .. } => [k.as_deref(), wk.as_deref()],
         };
         strings
             .into_iter()
@@ -246,6 +253,8 @@ mod tests {
             s: None,
             k: None,
             o: Some(41),
+            w: None,
+            wk: None,
         };
         assert_eq!(
             String::from_utf8(URL_SAFE_NO_PAD.decode(search.encode()).unwrap()).unwrap(),
@@ -321,6 +330,18 @@ mod tests {
                         s: Some(1),
                         k: Some(bad.into()),
                         o: None,
+                        w: None,
+                        wk: None,
+                    },
+                ),
+                (
+                    Listing::Search,
+                    Position::Search {
+                        s: Some(1),
+                        k: None,
+                        o: None,
+                        w: Some([1, 2]),
+                        wk: Some(bad.into()),
                     },
                 ),
             ] {

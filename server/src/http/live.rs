@@ -4,7 +4,8 @@
 //! `event: turn_changed` with `data: {"logical_turn_id": "<id>", "latest_revision": n}` per turn the
 //! commit changed visibly (any change that takes a revision, in-flight intent included; the turn's latest
 //! revision after the commit; a page catches up through the entries API's `after_revision`); `event: resync` with
-//! `data: {"logical_turn_ids": [...]}` when the client fell behind; `event: heartbeat` with
+//! `data: {"logical_turn_ids": [...]}` when the client fell behind; `event: claim_changed` with
+//! `data: {"mutation_id"}` when who holds an operation's claim changed (not on a viewer's stream); `event: heartbeat` with
 //! `data: {"at": "<RFC 3339>"}` every 15 s; `event: session_ended` with `data: {"reason": "deleted" |
 //! "expired"}` before the stream of a deleted or expired session closes.
 //! A stream whose client does not read ends once a write would leave more than [`MAX_UNSENT_BYTES`] untaken
@@ -61,7 +62,8 @@ pub fn router() -> OpenApiRouter<AppState> {
 #[derive(utoipa::ToSchema)]
 #[allow(dead_code)]
 pub struct ServerSentEvent {
-    /// `mutation_outcome`, `turn_changed`, `resync`, `heartbeat`, `session_ended`.
+    /// `mutation_outcome`, `turn_changed`, `claim_changed` (staff only), `resync`, `heartbeat`,
+    /// `session_ended`.
     event: String,
     /// JSON on one line.
     data: String,
@@ -162,10 +164,11 @@ pub async fn run_events(
                 }
             }
             let mut buf = Vec::new();
-            let mut ended = append(&mut buf, message);
+            let viewer = viewer_until.is_some();
+            let mut ended = append(&mut buf, message, viewer);
             while !ended && buf.len() < BATCH_BYTES {
                 match subscription.try_next() {
-                    Some(m) => ended = append(&mut buf, m),
+                    Some(m) => ended = append(&mut buf, m, viewer),
                     None => break,
                 }
             }
@@ -257,8 +260,10 @@ struct Ended {
 }
 
 /// Appends `message` as its SSE bytes; `true` when it ends the stream (`session_ended`).
-fn append(buf: &mut Vec<u8>, message: LiveMessage) -> bool {
+fn append(buf: &mut Vec<u8>, message: LiveMessage, viewer: bool) -> bool {
     let (framed, ends) = match message {
+        // A viewer never reads claims: their hints are not sent to a viewer's stream.
+        LiveMessage::Frame(frame) if frame.staff_only && viewer => (Ok(()), false),
         LiveMessage::Frame(frame) => {
             buf.extend_from_slice(&frame.bytes);
             (Ok(()), false)

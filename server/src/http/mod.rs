@@ -2,6 +2,7 @@
 //! documentation declared together, with `utoipa_axum::routes!`); [`documented`] merges them in this one
 //! place, [`api_router`] serves them and [`openapi::document`] publishes what they declare.
 
+pub mod bulk;
 pub mod cursor;
 pub mod export;
 pub mod extract;
@@ -20,6 +21,7 @@ pub mod search;
 pub mod security;
 pub mod sign_in;
 pub mod strict_json;
+pub mod timeline;
 pub mod viewer_links;
 pub mod write;
 
@@ -44,8 +46,10 @@ pub fn documented() -> OpenApiRouter<AppState> {
     OpenApiRouter::with_openapi(openapi::info())
         .merge(host)
         .merge(read::router())
+        .merge(timeline::router())
         .merge(export::router())
         .merge(operator::router())
+        .merge(bulk::router())
         .merge(replay::router())
         .merge(search::router())
         .merge(live::router())

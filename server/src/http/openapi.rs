@@ -51,9 +51,11 @@ struct Security;
 const OPEN_PATHS: [&str; 2] = ["/healthz", "/api/openapi.json"];
 
 /// The operator actions: staff only (a staff token or a sign-in; docs/api.md "Operator actions").
-const OPERATOR_PATHS: [&str; 2] = [
+const OPERATOR_PATHS: [&str; 4] = [
     "/api/sessions/{session_key}/mutations/{mutation_id}/notes",
     "/api/sessions/{session_key}/mutations/{mutation_id}/reconciliation",
+    "/api/sessions/{session_key}/mutations/{mutation_id}/assignment",
+    "/api/reconciliations",
 ];
 
 impl Modify for Security {

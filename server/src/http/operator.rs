@@ -48,6 +48,11 @@ pub fn router() -> OpenApiRouter<AppState> {
         .routes(routes!(add_note))
         .routes(routes!(reconcile))
         .routes(routes!(claim, release))
+        .routes(routes!(assign))
+        .route(
+            "/sessions/{session_key}/operations/{mutation_id}/assignment",
+            post(assign_form).get(to_operation_page),
+        )
         .route(
             "/sessions/{session_key}/operations/{mutation_id}/claim",
             post(claim_form).get(to_operation_page),
@@ -186,7 +191,7 @@ pub async fn reconcile(
 
 /// The entry a claim names (its path read by [`WritePath`]: 400 `invalid_path`), its identifiers checked
 /// as a write's: 422 naming `session_key` or `mutation_id`.
-fn claimed_entry(
+pub(crate) fn claimed_entry(
     (session_key, mutation_id): EntryPath,
 ) -> Result<(ledger::ids::SessionKey, ledger::ids::MutationId), ApiError> {
     Ok((
@@ -220,8 +225,11 @@ pub async fn claim(
     let (session_key, mutation_id) = claimed_entry(entry)?;
     let (row, added) = state
         .engine
-        .claim_as(Actor::Staff(name), session_key, mutation_id)
+        .claim_as(Actor::Staff(name), session_key.clone(), mutation_id.clone())
         .await?;
+    if added {
+        claim_moved(&state, &session_key, &mutation_id, &row);
+    }
     let status = if added {
         StatusCode::CREATED
     } else {
@@ -249,11 +257,179 @@ pub async fn release(
     WritePath(entry): WritePath<EntryPath>,
 ) -> Result<StatusCode, ApiError> {
     let (session_key, mutation_id) = claimed_entry(entry)?;
-    state
+    if let Some(row) = state
         .engine
-        .release_as(Actor::Staff(name), session_key, mutation_id)
-        .await?;
+        .release_as(Actor::Staff(name), session_key.clone(), mutation_id.clone())
+        .await?
+    {
+        claim_moved(&state, &session_key, &mutation_id, &row);
+    }
     Ok(StatusCode::NO_CONTENT)
+}
+
+/// Tells the session's open pages that who holds the operation's claim changed: a `claim_changed` live
+/// event (staff streams only; docs/api.md "Claims"), so an open operation page shows it within a second
+/// or two, as an entry's change does. `row` is the history row the change added.
+pub(crate) fn claim_moved(
+    state: &AppState,
+    session_key: &ledger::ids::SessionKey,
+    mutation_id: &ledger::ids::MutationId,
+    row: &HistoryChange,
+) {
+    let turn = row
+        .outcome
+        .as_ref()
+        .map(|o| o.logical_turn_id.as_str())
+        .unwrap_or("");
+    state
+        .hub
+        .claim_changed(session_key, mutation_id.as_str(), turn);
+}
+
+/// `{"to"}`: the staff member an operation's claim is handed to (docs/api.md "Claims").
+#[derive(Deserialize, utoipa::ToSchema)]
+pub struct AssignBody {
+    /// A staff account's name (1 to 64 ASCII letters, digits, `.`, `_`, `-`, `@`); no such account is
+    /// 422 naming `to`.
+    #[schema(value_type = String, required = true, min_length = 1)]
+    to: Option<String>,
+}
+
+/// `to` checked: a present staff account's name, else 422 `invalid_field` naming `to` (the name said).
+async fn assignee(state: &AppState, to: Option<String>) -> Result<String, ApiError> {
+    let to = to
+        .map(|t| t.trim().to_owned())
+        .filter(|t| !t.is_empty())
+        .ok_or_else(|| {
+            ApiError::invalid_field("to", "to is required: the name of a staff account")
+        })?;
+    let known = ledger::access::check_staff_name(&to).is_ok()
+        && state
+            .access
+            .store
+            .password_hash(&to)
+            .await
+            .map_err(ApiError::from)?
+            .is_some();
+    if !known {
+        let shown: String = to.chars().take(64).collect();
+        return Err(ApiError::invalid_field(
+            "to",
+            format!("there is no staff account named {shown:?}"),
+        ));
+    }
+    Ok(to)
+}
+
+/// `POST /api/sessions/{session_key}/mutations/{mutation_id}/assignment` `{"to": "<staff name>"}` → 201
+/// with the `claim` history row that hands the operation to that staff member (`actor` the caller,
+/// `note` the assignee's name), or 200 with the row that took it when the assignee already holds it;
+/// 422 naming `to` for a name that is no staff account; 409 `already_claimed` with `claim` when a third
+/// staff member holds it (release it first); 429 `too_many_claims` as a claim (docs/api.md "Claims").
+/// Sends `claim_changed` to the session's staff streams.
+#[utoipa::path(
+    post,
+    path = "/api/sessions/{session_key}/mutations/{mutation_id}/assignment",
+    tag = "operator",
+    params(MutationPath),
+    request_body = AssignBody,
+    responses(
+        (status = 201, description = "the assignment's `claim` history row (`note`: the assignee)", body = ledger::wire::HistoryChange),
+        (status = 200, description = "the assignee already holds the claim: the row that took it", body = ledger::wire::HistoryChange),
+        OperatorErrors,
+        super::write::JsonBodyErrors,
+    ),
+)]
+pub async fn assign(
+    State(state): State<AppState>,
+    Staff(name): Staff,
+    super::write::PathAndBody { path, bytes }: super::write::PathAndBody<EntryPath>,
+) -> Result<(StatusCode, Json<HistoryChange>), ApiError> {
+    let body: AssignBody = super::write::body(&bytes)?;
+    let (session_key, mutation_id) = claimed_entry(path)?;
+    let to = assignee(&state, body.to).await?;
+    let (row, added) = state
+        .engine
+        .assign_as(
+            Actor::Staff(name),
+            session_key.clone(),
+            mutation_id.clone(),
+            to,
+        )
+        .await?;
+    let status = if added {
+        claim_moved(&state, &session_key, &mutation_id, &row);
+        StatusCode::CREATED
+    } else {
+        StatusCode::OK
+    };
+    Ok((status, Json(row)))
+}
+
+/// The fields of the assignment form: `to` (a staff account's name), `next` (as [`ClaimForm`]'s).
+#[derive(Deserialize)]
+pub struct AssignForm {
+    to: Option<String>,
+    next: Option<String>,
+}
+
+/// `POST /sessions/{session_key}/operations/{mutation_id}/assignment` (form fields `to`, `next`) → 303
+/// to `next` or the operation page; a refusal (no such staff account: 422 naming `to`; held by a third
+/// staff member: 409; not staff: 403) is a page saying so with its status and the way back.
+async fn assign_form(
+    State(state): State<AppState>,
+    principal: Result<Principal, ApiError>,
+    p: Result<WritePath<EntryPath>, ApiError>,
+    form: Result<StrictForm<AssignForm>, ApiError>,
+) -> Response {
+    let back = back_to(&p);
+    let refused = |e: &ApiError, staff: Option<&str>| {
+        with_status(
+            e,
+            app::standalone::operator_refusal_page_for(
+                "The operation was not assigned.",
+                &plain_words(e),
+                &back,
+                staff,
+            ),
+        )
+    };
+    let name = match principal {
+        Ok(Principal::Staff { name, .. }) => name,
+        Ok(_) => return refused(&ApiError::staff_only(), None),
+        Err(e) => return refused(&e, None),
+    };
+    let f = match form {
+        Ok(StrictForm(f)) => f,
+        Err(e) => return refused(&e, Some(&name)),
+    };
+    let next = claim_back(f.next.as_deref(), &back);
+    let done = async {
+        let WritePath(entry) = p?;
+        let (session_key, mutation_id) = claimed_entry(entry)?;
+        let to = assignee(&state, f.to).await?;
+        let (row, added) = state
+            .engine
+            .assign_as(
+                Actor::Staff(name.clone()),
+                session_key.clone(),
+                mutation_id.clone(),
+                to,
+            )
+            .await?;
+        if added {
+            claim_moved(&state, &session_key, &mutation_id, &row);
+        }
+        Ok::<(), ApiError>(())
+    }
+    .await;
+    match done {
+        Ok(()) => {
+            let location = HeaderValue::from_str(&next).unwrap_or(HeaderValue::from_static("/"));
+            (StatusCode::SEE_OTHER, [(LOCATION, location)]).into_response()
+        }
+        Err(e) => refused(&e, Some(&name)),
+    }
 }
 
 /// The fields of the claim and release buttons' forms: `next`, the page to go back to (a path of this
@@ -265,7 +441,7 @@ pub struct ClaimForm {
 
 /// Where a claim form goes back to: `next` when it is a path of this server (`/…`, not `//…` nor `/\…`,
 /// no control character), else the operation page.
-fn claim_back(next: Option<&str>, back: &str) -> String {
+pub(crate) fn claim_back(next: Option<&str>, back: &str) -> String {
     match next {
         Some(n)
             if n.starts_with('/')
@@ -333,16 +509,20 @@ async fn claim_or_release_form(
     let done = async {
         let WritePath(entry) = p?;
         let (session_key, mutation_id) = claimed_entry(entry)?;
-        if take {
-            state
+        let moved = if take {
+            let (row, added) = state
                 .engine
-                .claim_as(Actor::Staff(name), session_key, mutation_id)
+                .claim_as(Actor::Staff(name), session_key.clone(), mutation_id.clone())
                 .await?;
+            added.then_some(row)
         } else {
             state
                 .engine
-                .release_as(Actor::Staff(name), session_key, mutation_id)
-                .await?;
+                .release_as(Actor::Staff(name), session_key.clone(), mutation_id.clone())
+                .await?
+        };
+        if let Some(row) = moved {
+            claim_moved(&state, &session_key, &mutation_id, &row);
         }
         Ok::<(), ApiError>(())
     }
@@ -467,11 +647,14 @@ async fn note_form(
             path,
             body: NoteBody::from_field(kept.input.text.clone()),
         })?;
-        state.engine.note_as(Actor::Staff(name), command).await?;
+        state
+            .engine
+            .note_as(Actor::Staff(name.clone()), command)
+            .await?;
         Ok(())
     }
     .await;
-    answer(done, &kept, &back)
+    answer(done, &kept, &back, Some(&name))
 }
 
 /// `POST /sessions/{session_key}/operations/{mutation_id}/reconciliation` (form fields `attempt_id`,
@@ -531,13 +714,13 @@ async fn reconcile_form(
         let kind = crate::metrics::kind_of(&command.action);
         state
             .engine
-            .apply_as(Actor::Staff(name), command)
+            .apply_as(Actor::Staff(name.clone()), command)
             .await
             .map(|entry| state.metrics.transition(kind, entry.ledger_status))
             .map_err(ApiError::from)
     }
     .await;
-    answer(done, &kept, &back)
+    answer(done, &kept, &back, Some(&name))
 }
 
 /// The operation page the forms come from and go back to (`/` when the path could not be read).
@@ -558,6 +741,26 @@ impl<T: DeserializeOwned, S: Send + Sync> FromRequest<S> for StrictForm<T> {
     type Rejection = ApiError;
 
     async fn from_request(req: axum::extract::Request, state: &S) -> Result<Self, ApiError> {
+        let bytes = form_bytes(req, state).await?;
+        serde_urlencoded::from_bytes(&bytes)
+            .map(StrictForm)
+            .map_err(|e| {
+                ApiError::bad_request(
+                    "invalid_body",
+                    format!("the form could not be read: {e}"),
+                    None,
+                )
+            })
+    }
+}
+
+/// A form body's bytes, checked as [`StrictForm`] checks them (415 not a form, 413 too large, 400 a
+/// field that is not UTF-8 once percent-decoded), not yet decoded.
+pub(crate) async fn form_bytes<S: Send + Sync>(
+    req: axum::extract::Request,
+    state: &S,
+) -> Result<Bytes, ApiError> {
+    {
         let is_form = req
             .headers()
             .get(CONTENT_TYPE)
@@ -587,15 +790,7 @@ impl<T: DeserializeOwned, S: Send + Sync> FromRequest<S> for StrictForm<T> {
                 None,
             ));
         }
-        serde_urlencoded::from_bytes(&bytes)
-            .map(StrictForm)
-            .map_err(|e| {
-                ApiError::bad_request(
-                    "invalid_body",
-                    format!("the form could not be read: {e}"),
-                    None,
-                )
-            })
+        Ok(bytes)
     }
 }
 
@@ -608,7 +803,7 @@ fn not_done(action: OperatorAction) -> &'static str {
 }
 
 /// `e`'s status with `Retry-After` when it has one.
-fn with_status(e: &ApiError, page: String) -> Response {
+pub(crate) fn with_status(e: &ApiError, page: String) -> Response {
     let mut response = html(e.status, page);
     if let Some(secs) = e.retry_after() {
         response
@@ -629,8 +824,14 @@ fn refusal_page(e: &ApiError, action: OperatorAction, back: &str) -> Response {
 }
 
 /// 303 back to the operation page, or the form again with what was typed and the refusal next to its
-/// field, with the error's status.
-fn answer(done: Result<(), ApiError>, kept: &PendingForm, back: &str) -> Response {
+/// field, with the error's status, under the site's header of `staff` (docs/api.md "The operation page's
+/// forms").
+fn answer(
+    done: Result<(), ApiError>,
+    kept: &PendingForm,
+    back: &str,
+    staff: Option<&str>,
+) -> Response {
     match done {
         Ok(()) => {
             let location = HeaderValue::from_str(back).unwrap_or(HeaderValue::from_static("/"));
@@ -643,7 +844,7 @@ fn answer(done: Result<(), ApiError>, kept: &PendingForm, back: &str) -> Respons
                 field: e.detail.field.clone(),
                 refused: true,
             };
-            with_status(&e, operator_form_page(kept, back, &problem))
+            with_status(&e, operator_form_page(kept, back, &problem, staff))
         }
     }
 }
@@ -681,7 +882,7 @@ pub fn kept_form(
 }
 
 /// What a refusal means, for a person at the form.
-fn plain_words(e: &ApiError) -> String {
+pub(crate) fn plain_words(e: &ApiError) -> String {
     let d = &e.detail;
     if e.status == StatusCode::UNPROCESSABLE_ENTITY && d.message == ledger::command::NUL_REFUSED {
         let what = match d.field.as_deref() {
@@ -700,6 +901,15 @@ fn plain_words(e: &ApiError) -> String {
         }
         (StatusCode::FORBIDDEN, "staff_only", _) => {
             "Only signed-in staff can add notes or reconcile outcomes."
+        }
+        (StatusCode::UNPROCESSABLE_ENTITY, _, Some("to")) => {
+            return format!(
+                "{} Enter the name of a staff account, as it signs in.",
+                d.message.replacen("there", "There", 1)
+            )
+        }
+        (StatusCode::CONFLICT, "already_claimed", _) => {
+            return format!("{}. Release the claim first, or ask them.", d.message)
         }
         (StatusCode::UNPROCESSABLE_ENTITY, _, Some("text")) => {
             "A note is 1 to 4096 bytes of text (4 KiB): this one is empty or too long."

@@ -13,10 +13,10 @@ use ledger::sessions::{UnknownsSort, UnknownsSortBy, UnknownsState};
 use ledger::store::format_time;
 use ledger::wire::{
     OperationHistory, OperationMatch, OperationMatches, SessionList, SessionTurns, TurnEntries,
-    UnknownsPage,
+    TurnPlace, UnknownsPage,
 };
 use ledger::{
-    EntriesPage, HistoryChunks, HistoryPage, SessionsAfter, SessionsQuery, TurnsPage,
+    ClaimFilter, EntriesPage, HistoryChunks, HistoryPage, SessionsAfter, SessionsQuery, TurnsPage,
     UnknownsAfter, UnknownsQuery,
 };
 use serde::Deserialize;
@@ -37,6 +37,7 @@ pub fn router() -> OpenApiRouter<AppState> {
         .routes(routes!(mutation_outcomes))
         .routes(routes!(sessions))
         .routes(routes!(turns))
+        .routes(routes!(turn_place))
         .routes(routes!(turn_entries))
         .routes(routes!(operation_history))
         .routes(routes!(operation))
@@ -335,6 +336,66 @@ pub async fn turns(
     Ok(Json(turns))
 }
 
+/// A session key and a turn from a read's path (`/api/sessions/{key}/turns/{turn}/…`), checked in the
+/// order every turn read answers: a key that could never have been stored → 404 `session_not_found`;
+/// a caller who may not read the session → its refusal; a turn that could never have been stored →
+/// the session's own 404 when it has one, else 404 `turn_not_found`.
+pub async fn session_and_turn(
+    state: &AppState,
+    principal: &Principal,
+    uri: &Uri,
+    path: Result<(String, String), String>,
+) -> Result<(SessionKey, LogicalTurnId), ApiError> {
+    let (k, t) = match path {
+        Ok(kt) => (kt.0, Some(kt.1)),
+        Err(bad) if bad == "session_key" => return Err(unknown("session_id")),
+        // The turn is not UTF-8; the key (`/api/sessions/{key}/...`) is.
+        Err(_) => (lossy_segment(uri.path(), 3), None),
+    };
+    let key = read_param(Some(k), "session_id", SessionKey::parse)?;
+    principal.may_read(&key)?;
+    let turn = match t {
+        Some(t) => read_id(Some(t), "logical_turn_id", LogicalTurnId::parse)?,
+        None => None,
+    };
+    let Some(turn) = turn else {
+        // The session's own 404 (unknown, expired) comes first, as for a well-formed unknown turn.
+        state.sessions.check_session(&key).await?;
+        return Err(unknown("logical_turn_id"));
+    };
+    Ok((key, turn))
+}
+
+/// `GET /api/sessions/{session_key}/turns/{logical_turn_id}` → `{"session_key", "logical_turn_id",
+/// "number", "first_recorded_at", "total", "previous", "next"}` (docs/api.md "A turn's place"): the
+/// turn's number in its session (1 for the oldest, as the turns API numbers it), the session's number
+/// of turns, and the turns just before and after it (`{"logical_turn_id", "number"}`, `null` at either
+/// end): what the turn page's title and its previous / next links read. Errors in order: 400 (a
+/// malformed query or path) → 404 (`session_not_found`, `session_expired`, `turn_not_found`).
+#[utoipa::path(
+    get,
+    path = "/api/sessions/{session_key}/turns/{logical_turn_id}",
+    tag = "read",
+    params(
+        ("session_key" = String, Path, description = "session key, percent-encoded"),
+        ("logical_turn_id" = String, Path, description = "logical turn, percent-encoded"),
+    ),
+    responses(
+        (status = 200, description = "the turn's number, the session's number of turns, and the turns before and after it (null at either end)", body = ledger::wire::TurnPlace),
+        (status = 400, description = "a malformed query or path", body = ledger::wire::ErrorBody),
+        (status = 404, description = "unknown or expired session, or unknown turn", body = ledger::wire::ErrorBody),
+    ),
+)]
+pub async fn turn_place(
+    State(state): State<AppState>,
+    principal: Principal,
+    uri: Uri,
+    ReadPath(path): ReadPath<(String, String)>,
+) -> Result<Json<TurnPlace>, ApiError> {
+    let (key, turn) = session_and_turn(&state, &principal, &uri, path).await?;
+    Ok(Json(state.sessions.turn_place(&key, &turn).await?))
+}
+
 /// `?after_revision=&limit=&after=&order=` of the entries API, read as text and checked by the handler.
 #[derive(Deserialize)]
 pub struct EntriesParams {
@@ -398,23 +459,7 @@ pub async fn turn_entries(
             _ => return Err(cursor::invalid_cursor()),
         },
     };
-    let (k, t) = match path {
-        Ok(kt) => (kt.0, Some(kt.1)),
-        Err(bad) if bad == "session_key" => return Err(unknown("session_id")),
-        // The turn is not UTF-8; the key (`/api/sessions/{key}/...`) is.
-        Err(_) => (lossy_segment(uri.path(), 3), None),
-    };
-    let key = read_param(Some(k), "session_id", SessionKey::parse)?;
-    principal.may_read(&key)?;
-    let turn = match t {
-        Some(t) => read_id(Some(t), "logical_turn_id", LogicalTurnId::parse)?,
-        None => None,
-    };
-    let Some(turn) = turn else {
-        // The session's own 404 (unknown, expired) comes first, as for a well-formed unknown turn.
-        state.sessions.check_session(&key).await?;
-        return Err(unknown("logical_turn_id"));
-    };
+    let (key, turn) = session_and_turn(&state, &principal, &uri, path).await?;
     let page = EntriesPage {
         after_revision,
         after_sequence,
@@ -626,6 +671,7 @@ pub struct UnknownsParams {
     sort: Option<String>,
     order: Option<String>,
     state: Option<String>,
+    claim: Option<String>,
 }
 
 /// A `tool_like` / `session_like` substring: 1 to [`SEARCH_TEXT_MAX_BYTES`] bytes without control
@@ -714,6 +760,7 @@ fn unknowns_sort(sort: Option<&str>, order: Option<&str>) -> Result<UnknownsSort
         ("sort" = Option<String>, Query, description = "age (default), tool, session or deadline (soonest first ascending)", pattern = "^(age|tool|session|deadline)$"),
         ("state" = Option<String>, Query, description = "all (default): settled unknowns and writes in flight; unknown: settled unknowns only (those the ledger settled at a deadline included); in_flight: writes in flight only", pattern = "^(all|unknown|in_flight)$"),
         ("order" = Option<String>, Query, description = "asc or desc; default desc by age (oldest first), asc by tool or session", pattern = "^(asc|desc)$"),
+        ("claim" = Option<String>, Query, description = "unclaimed: only items nobody holds the claim of; mine: only items the calling staff member holds (staff only: anyone else gets 400 naming `claim`); empty or absent: every item", pattern = "^(unclaimed|mine)?$"),
     ),
     responses(
         (status = 200, description = "one page of the open unknown outcomes, oldest first, the next page's cursor or null, and how many match", body = ledger::wire::UnknownsPage),
@@ -724,8 +771,26 @@ fn unknowns_sort(sort: Option<&str>, order: Option<&str>) -> Result<UnknownsSort
 pub async fn unknowns(
     State(state): State<AppState>,
     _: AcrossSessions,
+    principal: Principal,
     ReadQuery(params): ReadQuery<UnknownsParams>,
 ) -> Result<Json<UnknownsPage>, ApiError> {
+    let claim = match (params.claim.as_deref(), &principal) {
+        (None | Some(""), _) => None,
+        (Some("unclaimed"), _) => Some(ClaimFilter::Unclaimed),
+        (Some("mine"), Principal::Staff { name, .. }) => Some(ClaimFilter::HeldBy(name.clone())),
+        (Some("mine"), _) => return Err(ApiError::bad_request(
+            "invalid_parameter",
+            "claim=mine lists the claims of the signed-in staff member: this caller is not staff",
+            Some("claim"),
+        )),
+        (Some(_), _) => {
+            return Err(ApiError::bad_request(
+                "invalid_parameter",
+                "claim is unclaimed or mine",
+                Some("claim"),
+            ))
+        }
+    };
     let limit = read_limit(
         params.limit.as_deref(),
         "limit",
@@ -813,6 +878,7 @@ pub async fn unknowns(
         settled_before,
         sort,
         state: unknowns_state,
+        claim,
     };
     let (mut page, next) = state.sessions.open_unknowns(&query).await?;
     with_alerted(&state, &mut page.matches).await?;

@@ -4,8 +4,8 @@
 use axum::extract::State;
 use axum::Json;
 use ledger::search::{
-    SearchAfter, SearchQuery, SessionPosition, SEARCH_DEFAULT_LIMIT, SEARCH_MAX_BYTES,
-    SEARCH_MAX_LIMIT,
+    SearchAfter, SearchFloors, SearchQuery, SessionPosition, SEARCH_DEFAULT_LIMIT,
+    SEARCH_MAX_BYTES, SEARCH_MAX_LIMIT,
 };
 use ledger::wire::SearchResults;
 use serde::Deserialize;
@@ -51,24 +51,26 @@ fn search_text(q: Option<&str>) -> Result<String, ApiError> {
 }
 
 /// `GET /api/search?q=<text>[&limit=&after=]` → `{"sessions": [{"session_key", "last_activity",
-/// "counts"}], "operations": [{"session_key", "logical_turn_id", "mutation_id", "tool", "title",
-/// "status"}], "next"}` (docs/api.md "Search"): sessions that have not expired whose key contains `q`,
-/// and their published operations whose `mutation_id`, title or resource id contains it, each newest
-/// first and case-insensitively; `q` shorter than 3 characters matches whole ids only. At most `limit`
-/// of each (1 to 100, default 20), after `after` (the previous answer's `next`). `q` may carry the marked
-/// form of invisible characters (`⟨U+200B⟩`). Errors: 400 (`invalid_parameter` naming `q` or `limit`,
-/// `invalid_cursor` naming `after`, `invalid_query`); a viewer gets 404 `not_found`.
+/// "counts"}], "operations": [{"session_key", "logical_turn_id", "turn_number", "mutation_id", "tool",
+/// "title", "status", "recorded_at", "settled_at"}], "next", "searched_newest"}` (docs/api.md "Search"):
+/// sessions that have not expired whose key contains `q`, and their published operations whose
+/// `mutation_id`, title or resource id contains it, each newest first and case-insensitively; a `q` of
+/// 1 or 2 characters is looked for among the newest 20,000 operations and sessions only, and the page
+/// that reaches that bound while older ones exist says `searched_newest: 20000` (else `null`). At most
+/// `limit` of each (1 to 100, default 20), after `after` (the previous answer's `next`). `q` may carry
+/// the marked form of invisible characters (`⟨U+200B⟩`). Errors: 400 (`invalid_parameter` naming `q` or
+/// `limit`, `invalid_cursor` naming `after`, `invalid_query`); a viewer gets 404 `not_found`.
 #[utoipa::path(
     get,
     path = "/api/search",
     tag = "read",
     params(
-        ("q" = String, Query, min_length = 1, max_length = 256, pattern = "^[^\\u0000-\\u001F\\u007F-\\u009F]*[^\\s\\u0000-\\u001F\\u007F-\\u009F][^\\u0000-\\u001F\\u007F-\\u009F]*$", description = "the text: part of a session id, an operation id, a title or a resource id; case-insensitive; fewer than 3 characters match whole ids only; `⟨U+200B⟩` stands for that invisible character"),
+        ("q" = String, Query, min_length = 1, max_length = 256, pattern = "^[^\\u0000-\\u001F\\u007F-\\u009F]*[^\\s\\u0000-\\u001F\\u007F-\\u009F][^\\u0000-\\u001F\\u007F-\\u009F]*$", description = "the text: part of a session id, an operation id, a title or a resource id; case-insensitive; 1 or 2 characters are looked for among the newest 20,000 operations and sessions only (`searched_newest`); `⟨U+200B⟩` stands for that invisible character"),
         ("limit" = Option<u32>, Query, minimum = 1, maximum = 100, description = "sessions, and operations, at most: 1 to 100, default 20"),
         ("after" = Option<String>, Query, description = "opaque cursor: the `next` of the previous page"),
     ),
     responses(
-        (status = 200, description = "the matching sessions and operations, newest first, and the next page's cursor or null", body = SearchResults),
+        (status = 200, description = "the matching sessions and operations, newest first, the next page's cursor or null, and `searched_newest` (the bound a 1- or 2-character query reached on this page, or null)", body = SearchResults),
         (status = 400, description = "a missing, empty or too long `q`, an invalid `limit` or `after`, or a malformed query", body = ledger::wire::ErrorBody),
         (status = 404, description = "a viewer (who reads one session only)", body = ledger::wire::ErrorBody),
     ),
@@ -88,12 +90,19 @@ pub async fn search(
     let after = match params.after.as_deref() {
         None => None,
         Some(a) => match cursor::decode(a, Listing::Search)? {
-            Position::Search { s, k, o } => Some(SearchAfter {
+            Position::Search { s, k, o, w, wk } => Some(SearchAfter {
                 sessions: s.map(|at| SessionPosition {
                     at,
                     key: k.unwrap_or_default(),
                 }),
                 operations: o,
+                floors: w.map(|[sessions, operations]| SearchFloors {
+                    sessions: SessionPosition {
+                        at: sessions,
+                        key: wk.unwrap_or_default(),
+                    },
+                    operations,
+                }),
             }),
             _ => return Err(cursor::invalid_cursor()),
         },
@@ -107,6 +116,8 @@ pub async fn search(
             s: n.sessions.as_ref().map(|p| p.at),
             k: n.sessions.map(|p| p.key).filter(|k| !k.is_empty()),
             o: n.operations,
+            w: n.floors.as_ref().map(|f| [f.sessions.at, f.operations]),
+            wk: n.floors.map(|f| f.sessions.key).filter(|k| !k.is_empty()),
         }
         .encode()
     });

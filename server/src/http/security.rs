@@ -6,6 +6,8 @@
 //!   the same nonce into the page's scripts ([`CspNonce`] in the request, read by the SSR context).
 //! - The service worker script `/sw.js`: [`WORKER_POLICY`], the policy the worker itself runs under; it
 //!   needs `connect-src 'self'` to fetch the pages it passes through and the files of the offline page.
+//! - An SVG image (`image/svg+xml`: a turn's timeline, docs/api.md "A turn's timeline"; the icon):
+//!   [`SVG_POLICY`], which lets the image's own `<style>` apply (an image runs no script).
 //! - Anything else: `default-src 'none'; frame-ancestors 'none'; base-uri 'none'; form-action 'none'`.
 //! - Always: `X-Content-Type-Options: nosniff`, `Referrer-Policy: no-referrer` (a viewer link must never
 //!   leak through `Referer`), `X-Frame-Options: DENY`.
@@ -55,6 +57,10 @@ pub fn page_policy(nonce: &str) -> String {
 pub const OTHER_POLICY: &str =
     "default-src 'none'; frame-ancestors 'none'; base-uri 'none'; form-action 'none'";
 
+/// The policy of an SVG image: its own `<style>` element applies (its colours, light and dark); nothing
+/// else loads, and an image runs no script.
+pub const SVG_POLICY: &str = "default-src 'none'; style-src 'unsafe-inline'; frame-ancestors 'none'; base-uri 'none'; form-action 'none'";
+
 /// The policy of the service worker script (`public/sw.js`), which a worker runs under: it may fetch from its
 /// own origin and nothing else.
 pub const WORKER_POLICY: &str =
@@ -80,6 +86,11 @@ pub async fn security_headers(mut request: Request, next: Next) -> Response {
         .get(CONTENT_TYPE)
         .and_then(|v| v.to_str().ok())
         .is_some_and(|v| v.starts_with("text/html"));
+    let is_svg = response
+        .headers()
+        .get(CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .is_some_and(|v| v.starts_with("image/svg+xml"));
     let is_worker = is_worker && response.status().is_success();
     let h = response.headers_mut();
     let policy = if is_html {
@@ -87,6 +98,8 @@ pub async fn security_headers(mut request: Request, next: Next) -> Response {
             .unwrap_or(HeaderValue::from_static(OTHER_POLICY))
     } else if is_worker {
         HeaderValue::from_static(WORKER_POLICY)
+    } else if is_svg {
+        HeaderValue::from_static(SVG_POLICY)
     } else {
         HeaderValue::from_static(OTHER_POLICY)
     };

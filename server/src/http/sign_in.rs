@@ -244,7 +244,10 @@ pub async fn sign_in(
                 field: None,
                 refused: false,
             };
-            html(StatusCode::OK, operator_form_page(form, back, &problem))
+            html(
+                StatusCode::OK,
+                operator_form_page(form, back, &problem, Some(&name)),
+            )
         }
         None => see_other(&next),
     };

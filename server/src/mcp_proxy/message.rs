@@ -260,9 +260,18 @@ fn describe(m: Msg) -> Message {
 }
 
 /// The key under which the proxy matches an answer to its request: the id's JSON text (`1` and `"1"`
-/// are different ids, as JSON-RPC says).
+/// are different ids, as JSON-RPC says), a number by its value: `1.0`, `1e0` and `1` are one id, `-0`
+/// is `0` (a server may echo a number in another spelling: Node's JSON writes `1.0` as `1`, `1e2` as
+/// `100`).
 pub fn id_key(id: &Value) -> String {
-    id.to_string()
+    const EXACT: f64 = 9_007_199_254_740_992.0; // 2^53: every integer below it is exact in an f64
+    match id {
+        Value::Number(n) if n.is_f64() => match n.as_f64() {
+            Some(f) if f.fract() == 0.0 && f.abs() < EXACT => format!("{}", f as i64),
+            _ => id.to_string(),
+        },
+        _ => id.to_string(),
+    }
 }
 
 /// The first look at a line from the server: whether it is a single response and its id, read without
@@ -311,6 +320,25 @@ pub fn error_value(id: &Value, code: i64, message: &str, data: Option<Value>) ->
 mod tests {
     use super::*;
     use serde_json::json;
+
+    /// A number id is matched by its value, whatever its spelling; a string is never a number.
+    #[test]
+    fn a_number_id_is_keyed_by_its_value() {
+        let key = |text: &str| id_key(&serde_json::from_str::<Value>(text).unwrap());
+        for (a, b) in [
+            ("1", "1.0"),
+            ("100", "1e2"),
+            ("0", "-0"),
+            ("0", "-0.0"),
+            ("-3", "-3.0"),
+        ] {
+            assert_eq!(key(a), key(b), "{a} ~ {b}");
+        }
+        assert_ne!(key("1"), key("\"1\""));
+        assert_ne!(key("1"), key("1.5"));
+        assert_eq!(key("1.5"), "1.5");
+        assert_eq!(key("18446744073709551615"), "18446744073709551615");
+    }
 
     fn single(s: &str) -> Message {
         match inspect(s.as_bytes()) {

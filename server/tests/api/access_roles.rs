@@ -251,6 +251,13 @@ async fn every_role_gets_exactly_its_answer_from_every_endpoint() {
         // Their forms are pages: no credential goes to sign-in; a JSON body is not a form (415).
         ("POST /sessions/alpha/operations/op-alpha/notes", ["303 sign-in", "401", "403", "415", "415", "403", "403", "303 sign-in", "303 sign-in"]),
         ("POST /sessions/bravo/operations/op-shared/reconciliation", ["303 sign-in", "401", "403", "415", "415", "403", "404", "303 sign-in", "303 sign-in"]),
+        // The support desk (docs/api.md "Claims", "Bulk actions"): assigning and bulk reconciling are
+        // staff's, as the other operator actions; the queue's bulk forms are pages a viewer cannot open.
+        ("POST /api/sessions/alpha/mutations/op-alpha/assignment", ["401", "401", "403", "422", "422", "403", "403", "401", "401"]),
+        ("POST /api/reconciliations", ["401", "401", "403", "422", "422", "403", "403", "401", "401"]),
+        ("POST /sessions/alpha/operations/op-alpha/assignment", ["303 sign-in", "401", "403", "415", "415", "403", "403", "303 sign-in", "303 sign-in"]),
+        ("POST /unknowns/bulk", ["303 sign-in", "401", "403", "415", "415", "403", "404", "303 sign-in", "303 sign-in"]),
+        ("POST /unknowns/bulk/reconciliation", ["303 sign-in", "401", "403", "415", "415", "403", "404", "303 sign-in", "303 sign-in"]),
     ];
     let mut mismatches = run_table(&app, "signed-in mode", &roles, table).await;
 

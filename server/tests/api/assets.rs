@@ -32,6 +32,7 @@ fn fake_site(root: &Path) {
     .unwrap();
     std::fs::write(root.join("sw.js"), "// worker\n".repeat(200)).unwrap();
     std::fs::write(root.join("sw-register.js"), "// register\n".repeat(200)).unwrap();
+    std::fs::write(root.join("forms.js"), "// forms\n".repeat(200)).unwrap();
 }
 
 async fn built_site() -> (TestApp, tempfile::TempDir) {
@@ -195,7 +196,9 @@ async fn the_service_worker_keeps_its_names_and_is_never_cached_for_good() {
     let (app, _site) = built_site().await;
     let html = app.get("/").await.text().await.unwrap();
     assert!(html.contains(r#"src="/sw-register.js""#), "{html}");
-    for path in ["/sw.js", "/sw-register.js"] {
+    // The script that keeps a form posted while the server cannot be reached (public/forms.js).
+    assert!(html.contains(r#"src="/forms.js" defer"#), "{html}");
+    for path in ["/sw.js", "/sw-register.js", "/forms.js"] {
         let r = get_with(&app, path, Some("br, gzip")).await;
         assert_eq!(r.status(), StatusCode::OK, "{path}");
         assert_eq!(header(&r, CACHE_CONTROL), "no-store", "{path}");

@@ -49,6 +49,7 @@ pub fn args(dir: &std::path::Path, ttl_secs: u64) -> ServeArgs {
         demo_when_empty: false,
         write_wait_ms: 10_000,
         in_flight_deadline_secs: 900,
+        skip_integrity_check: false,
         header_timeout_secs: 10,
         send_timeout_secs: 30,
         body_timeout_secs: 30,
@@ -61,6 +62,8 @@ pub fn args(dir: &std::path::Path, ttl_secs: u64) -> ServeArgs {
         trusted_proxy: Vec::new(),
         metrics_addr: None,
         webhooks: Default::default(),
+        support_contact: None,
+        support_label: None,
     }
 }
 

@@ -627,3 +627,143 @@ async fn the_ledger_id_is_random_made_once_and_the_same_for_every_instance() {
     let other = spawn().await;
     assert_ne!(id(other.base.clone()).await, first);
 }
+
+/// Issue 40 ("Status checks"): the queue of open unknowns names each item's current attempt (what a host
+/// reconciles), and the provider's status a host passes through with its evidence is kept on the
+/// reconciliation's history row and in the export; evidence without it has no such key.
+#[tokio::test]
+async fn unknowns_name_the_attempt_and_the_provider_status_is_kept_in_the_history() {
+    let app = spawn().await;
+    for m in ["m", "n"] {
+        app.start("s", "t", m).await;
+        let (s, v) = app
+            .step(
+                "s",
+                m,
+                "settlement",
+                json!({"attempt_id": "a1", "status": "outcome_unknown"}),
+            )
+            .await;
+        assert_eq!(s, StatusCode::OK, "{v}");
+    }
+    app.start("s", "t", "in-flight").await;
+    let (s, v) = app.get_json("/api/unknowns").await;
+    assert_eq!(s, StatusCode::OK);
+    let items: Vec<(&str, &Value)> = v["matches"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|m| {
+            (
+                m["entry"]["outcome"]["mutation_id"].as_str().unwrap(),
+                &m["attempt_id"],
+            )
+        })
+        .collect();
+    assert_eq!(
+        items,
+        [
+            ("m", &json!("a1")),
+            ("n", &json!("a1")),
+            ("in-flight", &json!("a1"))
+        ]
+    );
+    // A fresh attempt after a not-executed reconciliation is the one the queue names.
+    let evidence = json!({"source": "codehost-status", "reference": "issue #419",
+                          "observed_at": "2026-11-29T10:00:00Z", "provider_status": "not_accepted"});
+    let (s, v) = app
+        .step(
+            "s",
+            "n",
+            "reconciliation",
+            json!({"attempt_id": "a1", "completed": false, "evidence": evidence}),
+        )
+        .await;
+    assert_eq!(s, StatusCode::OK, "{v}");
+    let (s, v) = app
+        .step("s", "n", "attempts", json!({"attempt_id": "a2"}))
+        .await;
+    assert_eq!(s, StatusCode::OK, "{v}");
+    let (s, v) = app
+        .step(
+            "s",
+            "n",
+            "settlement",
+            json!({"attempt_id": "a2", "status": "outcome_unknown"}),
+        )
+        .await;
+    assert_eq!(s, StatusCode::OK, "{v}");
+    let (_, v) = app
+        .get_json("/api/unknowns?session_key=s&tool=mcp__dashboards__create")
+        .await;
+    let n = v["matches"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|m| m["entry"]["outcome"]["mutation_id"] == "n")
+        .unwrap();
+    assert_eq!(n["attempt_id"], "a2");
+
+    let (s, v) = app
+        .step(
+            "s",
+            "m",
+            "reconciliation",
+            json!({"attempt_id": "a1", "completed": true, "evidence": {"source": "codehost-status",
+                   "reference": "issue #419", "observed_at": "2026-11-29T10:00:00Z",
+                   "provider_status": "completed"}}),
+        )
+        .await;
+    assert_eq!(s, StatusCode::OK, "{v}");
+    let (s, h) = app.get_json("/api/sessions/s/mutations/m/history").await;
+    assert_eq!(s, StatusCode::OK, "{h}");
+    let last = h["changes"].as_array().unwrap().last().unwrap().clone();
+    assert_eq!(
+        last,
+        json!({
+            "kind": "reconciliation",
+            "at": last["at"],
+            // The turn's revisions: every change of m, n and in-flight took one (the ninth is this).
+            "revision": 9,
+            "actor": "host",
+            "attempt_id": "a1",
+            "ledger_status": "completed",
+            "reason": null,
+            "evidence": {"source": "codehost-status", "reference": "issue #419",
+                         "observed_at": "2026-11-29T10:00:00Z", "provider_status": "completed"},
+            "note": null,
+            "outcome": {"schema": "mutation_outcome/v1", "logical_turn_id": "t", "mutation_id": "m",
+                        "tool": "mcp__dashboards__create", "status": "completed", "resource_id": null,
+                        "url": null, "title": null},
+            "deadline_at": last["deadline_at"],
+            "settled_by": null,
+            "established_by": "host"
+        })
+    );
+    assert!(
+        last["at"].is_string() && last["deadline_at"].is_string(),
+        "{last}"
+    );
+    // The export's history lines carry the same rows.
+    let r = app.get("/api/sessions/s/export?history=true").await;
+    assert_eq!(r.status(), StatusCode::OK);
+    let body = r.text().await.unwrap();
+    let exported: Vec<Value> = body
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .filter(|l: &Value| l["mutation_id"] == "m" && l.get("changes").is_some())
+        .collect();
+    assert_eq!(exported.len(), 1, "{body}");
+    assert_eq!(
+        exported[0]["changes"].as_array().unwrap().last(),
+        Some(&last)
+    );
+    let (_, h) = app.get_json("/api/sessions/s/mutations/n/history").await;
+    let reconciled = h["changes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|c| c["kind"] == "reconciliation")
+        .unwrap();
+    assert_eq!(reconciled["evidence"]["provider_status"], "not_accepted");
+}

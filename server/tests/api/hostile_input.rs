@@ -971,6 +971,16 @@ async fn every_query_parameter_and_cursor_refuses_nul_surrogates_and_megabytes_a
         s: Some(1),
         k: Some(nul()),
         o: Some(1),
+        w: None,
+        wk: None,
+    });
+    // The window of a short text's search (docs/ledger.md "A short text"), its key holding NUL.
+    let window = crafted(Position::Search {
+        s: Some(1),
+        k: None,
+        o: Some(1),
+        w: Some([1, 1]),
+        wk: Some(nul()),
     });
     for (path, expected) in [
         (format!("/api/sessions?after={sessions}"), cursor.clone()),
@@ -979,6 +989,7 @@ async fn every_query_parameter_and_cursor_refuses_nul_surrogates_and_megabytes_a
             cursor.clone(),
         ),
         (format!("/api/search?q=x&after={search}"), cursor.clone()),
+        (format!("/api/search?q=x&after={window}"), cursor.clone()),
         (format!("/?after={sessions}"), page(400)),
         (format!("/unknowns?sort=tool&after={unknowns}"), page(400)),
         // The find page shows the search's refusal in the page (200).

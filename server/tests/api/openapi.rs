@@ -46,6 +46,11 @@ const ROUTES: &[(&str, &str)] = &[
     ("get", "/api/run-events"),
     ("get", "/api/sessions"),
     ("get", "/api/sessions/{session_key}/turns"),
+    ("get", "/api/sessions/{session_key}/turns/{logical_turn_id}"),
+    (
+        "get",
+        "/api/sessions/{session_key}/turns/{logical_turn_id}/timeline.svg",
+    ),
     (
         "get",
         "/api/sessions/{session_key}/turns/{logical_turn_id}/entries",
@@ -66,6 +71,11 @@ const ROUTES: &[(&str, &str)] = &[
         "delete",
         "/api/sessions/{session_key}/mutations/{mutation_id}/claim",
     ),
+    (
+        "post",
+        "/api/sessions/{session_key}/mutations/{mutation_id}/assignment",
+    ),
+    ("post", "/api/reconciliations"),
     (
         "post",
         "/api/sessions/{session_key}/mutations/{mutation_id}/notes",
@@ -190,7 +200,11 @@ async fn every_endpoint_names_the_credentials_it_takes() {
                 "{op}"
             );
             serde_json::json!([{"host_token": []}, {"staff_token": []}, {"sign_in": []}])
-        } else if path.ends_with("/notes") || path.ends_with("/reconciliation") {
+        } else if path.ends_with("/notes")
+            || path.ends_with("/reconciliation")
+            || path.ends_with("/assignment")
+            || *path == "/api/reconciliations"
+        {
             for status in ["401", "403"] {
                 assert_eq!(
                     op["responses"][status]["content"]["application/json"]["schema"]["$ref"],
@@ -373,6 +387,7 @@ async fn the_paged_reads_document_their_parameters_ranges_and_400() {
         unknowns.keys().collect::<Vec<_>>(),
         [
             "after",
+            "claim",
             "limit",
             "min_age_secs",
             "order",
@@ -398,6 +413,10 @@ async fn the_paged_reads_document_their_parameters_ranges_and_400() {
         "^(age|tool|session|deadline)$"
     );
     assert_eq!(unknowns["order"]["schema"]["pattern"], "^(asc|desc)$");
+    assert_eq!(
+        unknowns["claim"]["schema"]["pattern"],
+        "^(unclaimed|mine)?$"
+    );
     assert_eq!(unknowns["tool_like"]["schema"]["maxLength"], 256);
     assert_eq!(unknowns["settled_after"]["schema"]["format"], "date-time");
     let search = query_params(&doc, "/api/search");

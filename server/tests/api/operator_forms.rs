@@ -661,3 +661,70 @@ async fn a_get_on_a_form_path_goes_to_its_operation_page() {
             .starts_with("/sign-in?next="));
     }
 }
+
+/// A bad evidence time (a clock time typed alone, "18:50") keeps the page: the site's header (the way to
+/// the sessions, the queue and the search, who is signed in), the reconciliation form with every value
+/// typed, and the problem said next to the observed time, which is named and marked invalid.
+#[tokio::test]
+async fn a_bad_evidence_time_keeps_the_site_header_the_form_and_the_typed_values() {
+    let app = signed_in().await;
+    let (session, mutation) = ("desk", "op-time");
+    app.settled(session, "t", mutation, "outcome_unknown").await;
+    let signed = app.sign_in().await;
+    let page = format!("/sessions/{session}/operations/{mutation}");
+    let before = snapshot(&app, session, "t", mutation).await;
+    let (s, location, content_type, body) = post_form(
+        &app,
+        Who::Cookie(&signed),
+        &format!("{page}/reconciliation"),
+        &[
+            ("attempt_id", "a1"),
+            ("completed", "false"),
+            ("source", "status page"),
+            ("reference", "incident 7"),
+            ("observed_at", "18:50"),
+            ("provider_status", ""),
+        ],
+    )
+    .await;
+    assert_eq!(s, StatusCode::UNPROCESSABLE_ENTITY, "{body}");
+    assert_eq!(location, "");
+    assert!(content_type.starts_with("text/html"), "{content_type}");
+    // The site's header, as on every page of a signed-in staff member.
+    assert!(
+        body.contains(r#"<nav"#) && body.contains(r#"aria-label="Main""#),
+        "{body}"
+    );
+    assert!(body.contains(r#"href="/unknowns""#), "{body}");
+    assert!(body.contains(r#"action="/find""#), "{body}");
+    assert!(body.contains("Signed in as"), "{body}");
+    assert!(body.contains(r#"action="/sign-out""#), "{body}");
+    // The form, posting where the operation page's form posts, with what was typed.
+    assert!(
+        body.contains(&format!(r#"action="{page}/reconciliation""#)),
+        "{body}"
+    );
+    for value in ["a1", "status page", "incident 7", "18:50"] {
+        assert!(
+            body.contains(&format!(r#"value="{value}""#)),
+            "{value}: {body}"
+        );
+    }
+    assert!(body.contains(r#"value="false" checked"#), "{body}");
+    // The field named, next to it.
+    assert!(
+        body.contains(
+            r#"value="18:50" aria-invalid="true" aria-describedby="observed-at-error" class="w-full rounded border-2 border-red-600"#
+        ),
+        "{body}"
+    );
+    assert!(
+        body.contains(r#"<span id="observed-at-error" role="alert""#),
+        "{body}"
+    );
+    assert!(
+        body.contains("Enter when you observed it at the provider"),
+        "{body}"
+    );
+    assert_eq!(snapshot(&app, session, "t", mutation).await, before);
+}

@@ -274,6 +274,70 @@ async fn page_html(app: &TestApp, who: Who<'_>, path: &str) -> (StatusCode, Stri
     (s, body)
 }
 
+/// Issue 40 ("Status checks"): the provider's status kept with a reconciliation's evidence is for staff,
+/// as are the evidence's source and reference (free text typed for staff): their history, export and
+/// operation page show them; a viewer's have the evidence's `observed_at` only (nor anything else in the
+/// page's hydration data).
+#[tokio::test]
+async fn a_reconciliations_provider_status_and_evidence_text_are_shown_to_staff_and_never_to_a_viewer(
+) {
+    let app = signed_in().await;
+    app.settled("s", "t", "m", "outcome_unknown").await;
+    let token = app.staff_token().await;
+    let staff = Who::Bearer(&token);
+    let mut body = evidence_body("a1");
+    body["evidence"]["provider_status"] = json!("completed");
+    let (s, v) = post(&app, staff, &reconciliation("s", "m"), body).await;
+    assert_eq!(s, StatusCode::OK, "{v}");
+    let cookie = app.viewer("s").await;
+    let viewer = Who::CookieNoOrigin(&cookie);
+    let evidence = json!({"source": "codehost-status", "reference": "issue #419",
+                          "observed_at": "2026-11-29T10:00:00Z"});
+    let mut with_status = evidence.clone();
+    with_status["provider_status"] = json!("completed");
+
+    let (_, full) = get(&app, staff, &history_path("s", "m")).await;
+    let last = |h: &Value| h["changes"].as_array().unwrap().last().unwrap().clone();
+    assert_eq!(last(&full)["evidence"], with_status);
+    let (_, by_host) = get(&app, Who::Bearer(TOKEN), &history_path("s", "m")).await;
+    assert_eq!(by_host, full);
+    let (s, seen) = get(&app, viewer, &history_path("s", "m")).await;
+    assert_eq!(s, StatusCode::OK);
+    assert_eq!(seen, as_viewer_reads(&full));
+    assert_eq!(
+        last(&seen)["evidence"],
+        json!({"observed_at": evidence["observed_at"]})
+    );
+
+    let export = "/api/sessions/s/export?history=true";
+    let (_, _, staff_export) = get_text(&app, staff, export).await;
+    assert!(
+        staff_export.contains(r#""provider_status":"completed""#),
+        "{staff_export}"
+    );
+    let (s, _, viewer_export) = get_text(&app, viewer, export).await;
+    assert_eq!(s, StatusCode::OK);
+    for secret in ["provider_status", "codehost-status", "issue #419"] {
+        assert!(!viewer_export.contains(secret), "{viewer_export}");
+    }
+
+    let (s, html) = page_html(&app, staff, "/sessions/s/operations/m").await;
+    assert_eq!(s, StatusCode::OK);
+    assert!(html.contains("Provider status"), "{html}");
+    assert!(html.contains("provider-status"), "{html}");
+    let (s, html) = page_html(&app, viewer, "/sessions/s/operations/m").await;
+    assert_eq!(s, StatusCode::OK);
+    for secret in [
+        "Provider status",
+        "provider-status",
+        "provider_status",
+        "codehost-status",
+        "issue #419",
+    ] {
+        assert!(!html.contains(secret), "a viewer's page shows {secret:?}");
+    }
+}
+
 #[tokio::test]
 async fn a_viewer_never_sees_a_staff_note_its_count_or_a_staff_name() {
     const NOTE: &str = "internal: customer is on the escalation list";

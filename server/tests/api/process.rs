@@ -849,3 +849,77 @@ async fn a_refused_start_leaves_the_ledger_file_byte_identical_with_its_mode() {
     conn.close().await.unwrap();
     assert!(applied, "migration {last} applied whole");
 }
+
+/// A ledger with a damaged table page is refused at start (SQLite's `quick_check`), named with the
+/// check's findings, and left byte-identical with its mode; `--skip-integrity-check` serves it anyway
+/// (docs/ledger.md "Files"). It used to start, answer 500 on reads of that table while `/healthz`
+/// said 200, and chmod the file.
+#[tokio::test]
+async fn a_damaged_ledger_is_refused_at_start_and_left_as_it_was() {
+    use sqlx::Connection;
+    use std::io::{Seek, SeekFrom, Write};
+    use std::os::unix::fs::PermissionsExt;
+    if crate::helpers::skipped_on_postgres("a damaged SQLite file") {
+        return;
+    }
+    let cwd = tempfile::tempdir().unwrap();
+    let data = cwd.path().join("data");
+    let mut server = crate::helpers::binary::Server::start(&data, &[]);
+    write_settled(&server.base, "damaged", 0, 30).await;
+    assert!(server.terminate().unwrap().success(), "{}", server.log());
+    let file = data.join("ledger.sqlite");
+    // The `entries` table's root page: its header's cell count and content offset overwritten.
+    let (root, page_size): (i64, i64) = {
+        let options = sqlx::sqlite::SqliteConnectOptions::new()
+            .filename(&file)
+            .read_only(true);
+        let mut conn = sqlx::SqliteConnection::connect_with(&options)
+            .await
+            .unwrap();
+        let root = sqlx::query_scalar("SELECT rootpage FROM sqlite_schema WHERE name = 'entries'")
+            .fetch_one(&mut conn)
+            .await
+            .unwrap();
+        let size = sqlx::query_scalar("PRAGMA page_size")
+            .fetch_one(&mut conn)
+            .await
+            .unwrap();
+        conn.close().await.unwrap();
+        (root, size)
+    };
+    let mut f = std::fs::OpenOptions::new().write(true).open(&file).unwrap();
+    f.seek(SeekFrom::Start(((root - 1) * page_size + 3) as u64))
+        .unwrap();
+    f.write_all(&[0xff; 5]).unwrap();
+    drop(f);
+    std::fs::set_permissions(&file, std::fs::Permissions::from_mode(0o644)).unwrap();
+    let names = names_in(&data);
+    let before = snapshot(&file);
+
+    let (refused, stderr) = serve_is_refused(&data, &file);
+    assert!(refused, "not refused: {stderr}");
+    assert!(
+        stderr.contains(&format!(
+            "{} is damaged (SQLite's quick_check: *** in database main ***; ",
+            file.display()
+        )) && stderr.contains(&format!(
+            "page {root}: btreeInitPage() returns error code 11"
+        )) && stderr.contains(
+            "it was left as it was: restore the ledger from a backup (`outcomes backup`, \
+             docs/ledger.md \"Backups\"), or start with --skip-integrity-check to serve what can \
+             still be read"
+        ),
+        "{stderr}"
+    );
+    assert_eq!(snapshot(&file), before, "the file was changed");
+    assert_eq!(names_in(&data), names, "nothing else");
+
+    // Served anyway when asked: it starts, and says it is alive.
+    let server = crate::helpers::binary::Server::start(&data, &["--skip-integrity-check"]);
+    let r = crate::helpers::binary::client()
+        .get(format!("{}/healthz", server.base))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status().as_u16(), 200);
+}

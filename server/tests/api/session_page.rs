@@ -313,3 +313,108 @@ async fn an_in_flight_row_is_counted_in_flight_not_unknown() {
     assert!(html.contains("data-count=\"outcome_unknown\""));
     assert!(html.contains("1 completed, 1 in flight, 1 unknown"));
 }
+
+/// The end user's first screen (docs/design.md "What the person sees"): through a viewer link, the
+/// session page opens on the counts and each unknown outcome by its title (else its tool in words, the
+/// raw name in `title`), its turn and its id, with the server's `--support-contact` as the link beside
+/// it and the explanation behind "What does unknown mean?"; without a contact the page names "the
+/// support of the service you used".
+#[tokio::test]
+async fn a_viewers_first_screen_names_each_unknown_its_turn_and_where_to_quote_it() {
+    use crate::helpers::access::{cookie, get};
+    use server::serve::AccessArg;
+    let url: url::Url = "https://help.example.com/agents".parse().unwrap();
+    let with = crate::helpers::with_staff(|a| {
+        a.access = AccessArg::SignedIn;
+        a.support_contact = Some(url);
+    })
+    .await;
+    let without = crate::helpers::server(AccessArg::SignedIn).await;
+    for app in [&with, &without] {
+        app.settled("chat", "turn-1", "op-done", "completed").await;
+        app.settled("chat", "turn-2", "op-refund", "outcome_unknown")
+            .await;
+        let (s, _) = app
+            .step(
+                "chat",
+                "op-refund",
+                "metadata",
+                json!({"title": "退款已处理"}),
+            )
+            .await;
+        assert_eq!(s, StatusCode::OK);
+        // In flight (approved and started): counted, not listed as unknown.
+        app.start("chat", "turn-2", "op-jira").await;
+    }
+    // The helpers' tool is `mcp__dashboards__create`: a second unknown without a title reads in words.
+    for app in [&with, &without] {
+        app.settled("chat", "turn-3", "op-untitled", "outcome_unknown")
+            .await;
+    }
+    async fn page(app: &TestApp) -> String {
+        let v = cookie("outcomes_viewer", &app.viewer_token("chat").await);
+        let got = get(app, "/sessions/chat", &[v]).await;
+        assert_eq!(got.status, StatusCode::OK);
+        // Without the hydration markers between a text and what follows it.
+        got.body.replace("<!>", "")
+    }
+    let html = page(&with).await;
+    assert!(
+        html.contains(
+            r#"<meta name="support-contact" content="https://help.example.com/agents"/>"#
+        ) || html
+            .contains(r#"<meta name="support-contact" content="https://help.example.com/agents">"#),
+        "{html}"
+    );
+    assert!(
+        html.contains(r#"<meta name="support-label" content="help.example.com""#),
+        "{html}"
+    );
+    // The summary: counts, then each unknown by what it was, its turn and its id, in recorded order.
+    let summary = &html[html.find("session-summary").expect("summary")..];
+    let summary = &summary[..summary.find("</section>").expect("summary's end")];
+    assert!(
+        summary.contains("1 completed, 1 in flight, 2 unknown"),
+        "{summary}"
+    );
+    let refund = summary
+        .find("<bdi>退款已处理</bdi>")
+        .unwrap_or_else(|| panic!("the title in {summary}"));
+    let untitled = summary
+        .find("<bdi>dashboards · create</bdi>")
+        .expect("the tool in words");
+    assert!(refund < untitled, "{summary}");
+    assert!(
+        summary.contains(r#"title="mcp__dashboards__create""#),
+        "{summary}"
+    );
+    assert!(
+        summary.contains(r##"href="#turn-2" class="summary-turn">Turn 2</a>"##),
+        "{summary}"
+    );
+    assert!(
+        summary.contains(r##"href="#turn-3" class="summary-turn">Turn 3</a>"##),
+        "{summary}"
+    );
+    assert!(summary.contains(">op-refund</code>"), "{summary}");
+    assert!(
+        summary.contains(r#"href="/sessions/chat/operations/op-refund""#),
+        "{summary}"
+    );
+    assert!(
+        summary.contains(r#"<a href="https://help.example.com/agents" rel="external noopener noreferrer" target="_blank" class="support-contact underline underline-offset-2">help.example.com</a>"#),
+        "{summary}"
+    );
+    // The notice is one sentence, the rest behind a disclosure.
+    assert!(html.contains("<summary class=\"cursor-pointer underline underline-offset-2\">What does unknown mean?</summary>"), "{html}");
+    // Each unknown card names the contact too.
+    assert!(html.contains(r#"Quote the operation id below to <a class="support-contact" href="https://help.example.com/agents""#), "{html}");
+    // Without a contact: words, no link, no meta.
+    let html = page(&without).await;
+    assert!(!html.contains("support-contact\" content"), "{html}");
+    assert!(
+        html.contains("the support of the service you used"),
+        "{html}"
+    );
+    assert!(!html.contains("help.example.com"), "{html}");
+}

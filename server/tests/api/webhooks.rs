@@ -361,6 +361,7 @@ async fn an_unknown_is_delivered_signed_within_2_s_then_stale_once_then_resolved
                     source: "github".into(),
                     reference: "issue #1".into(),
                     observed_at: "2026-01-01T00:00:00Z".into(),
+                    provider_status: None,
                 },
             },
         ))

@@ -385,12 +385,23 @@ async fn search_answers_sessions_and_operations_by_substring_pages_them_and_hide
         (v["operations"].clone(), v["next"].clone()),
         (json!([]), Value::Null)
     );
-    let (_, v) = get(&app, Who::Bearer(&ada), "/api/search?q=ada").await;
+    let (_, mut v) = get(&app, Who::Bearer(&ada), "/api/search?q=ada").await;
+    // Where and when (issue 41): the turn's number and the recorded and settled times (RFC 3339 UTC).
+    let hit = v["operations"][0].as_object_mut().unwrap();
+    let recorded = hit.remove("recorded_at").unwrap();
+    let settled = hit.remove("settled_at").unwrap();
+    for t in [&recorded, &settled] {
+        let t = t.as_str().unwrap();
+        assert!(t.len() == 24 && t.ends_with('Z'), "{t}");
+    }
+    assert!(recorded.as_str() <= settled.as_str());
     assert_eq!(
         v["operations"],
-        json!([{"session_key": "support-chat-1", "logical_turn_id": "t", "mutation_id": "op-14",
-                "tool": "mcp__dashboards__create", "title": "Refund for Ada", "status": "completed"}])
+        json!([{"session_key": "support-chat-1", "logical_turn_id": "t", "turn_number": 1,
+                "mutation_id": "op-14", "tool": "mcp__dashboards__create", "title": "Refund for Ada",
+                "status": "completed"}])
     );
+    assert_eq!(v["searched_newest"], Value::Null);
     // The marked form of an invisible character finds it.
     let (_, v) = get(
         &app,
@@ -455,4 +466,86 @@ async fn search_answers_sessions_and_operations_by_substring_pages_them_and_hide
     assert_eq!(error(s, &body).0, StatusCode::NOT_FOUND);
     let (s, _) = get(&app, Who::Nobody, "/api/search?q=chat").await;
     assert_eq!(s, StatusCode::UNAUTHORIZED);
+}
+
+/// Issue 41: a query of one or two characters (退款, "refund", is one word of two) finds them inside
+/// titles, ids and resource ids, and pages them with a cursor that keeps its window; `searched_newest`
+/// stays `null` while the ledger holds no more than the window (20,000 operations).
+#[tokio::test]
+async fn a_two_character_query_finds_titles_that_hold_it_and_pages_them() {
+    let app = signed_in().await;
+    for (session, turn, m, title) in [
+        ("support-1", "turn-1", "op-1", "退款已处理"),
+        ("support-1", "turn-2", "op-2", "Order shipped"),
+        ("support-2", "turn-1", "op-3", "部分退款已处理"),
+        ("support-2", "turn-2", "op-4", "退款 failed"),
+    ] {
+        app.settled(session, turn, m, "completed").await;
+        let (s, body) = app
+            .host(
+                Method::PUT,
+                &format!("/api/host/sessions/{session}/mutations/{m}/metadata"),
+                json!({"id": format!("R-{m}"), "url": "https://pay.example.com/r", "title": title}),
+            )
+            .await;
+        assert_eq!(s, StatusCode::OK, "{body}");
+    }
+    let ada = app.staff_token().await;
+    let found = |v: &Value| -> Vec<(String, String, u64, String)> {
+        v["operations"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|o| {
+                (
+                    o["session_key"].as_str().unwrap().to_owned(),
+                    o["mutation_id"].as_str().unwrap().to_owned(),
+                    o["turn_number"].as_u64().unwrap(),
+                    o["title"].as_str().unwrap().to_owned(),
+                )
+            })
+            .collect()
+    };
+    let want = |rows: &[(&str, &str, u64, &str)]| -> Vec<(String, String, u64, String)> {
+        rows.iter()
+            .map(|&(s, m, n, t)| (s.to_owned(), m.to_owned(), n, t.to_owned()))
+            .collect()
+    };
+    let (s, v) = get(
+        &app,
+        Who::Bearer(&ada),
+        &format!("/api/search?q={}", enc("退款")),
+    )
+    .await;
+    assert_eq!(s, StatusCode::OK, "{v}");
+    assert_eq!(
+        found(&v),
+        want(&[
+            ("support-2", "op-4", 2, "退款 failed"),
+            ("support-2", "op-3", 1, "部分退款已处理"),
+            ("support-1", "op-1", 1, "退款已处理"),
+        ])
+    );
+    assert_eq!(
+        (
+            v["sessions"].clone(),
+            v["next"].clone(),
+            v["searched_newest"].clone()
+        ),
+        (json!([]), Value::Null, Value::Null)
+    );
+    // One character, inside ids: op-1 to op-4 and every resource id R-op-n; one a page, each once.
+    let mut seen = Vec::new();
+    let mut path = "/api/search?q=P&limit=1".to_owned();
+    loop {
+        let (s, page) = get(&app, Who::Bearer(&ada), &path).await;
+        assert_eq!(s, StatusCode::OK, "{page}");
+        assert_eq!(page["searched_newest"], Value::Null);
+        seen.extend(found(&page).into_iter().map(|(_, m, _, _)| m));
+        match page["next"].as_str() {
+            Some(n) => path = format!("/api/search?q=P&limit=1&after={n}"),
+            None => break,
+        }
+    }
+    assert_eq!(seen, ["op-4", "op-3", "op-2", "op-1"]);
 }

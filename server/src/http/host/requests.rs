@@ -473,6 +473,7 @@ impl TryFrom<Request<EntryPath, ReconcileBody>> for Command {
             source: required(e.source, "evidence.source")?,
             reference: required(e.reference, "evidence.reference")?,
             observed_at: required(e.observed_at, "evidence.observed_at")?,
+            provider_status: e.provider_status,
         };
         Ok(Command::new(
             k,

@@ -43,6 +43,10 @@ pub const SERVER_GONE: i64 = -32000;
 /// (not forwarded).
 pub const LINE_TOO_LONG: i64 = -32011;
 
+/// The JSON-RPC error code ("Invalid Request") of the proxy's answer to a client request whose id is
+/// already in use by a request in flight (not forwarded).
+pub const DUPLICATE_ID: i64 = -32600;
+
 /// How long the exit waits for the background ledger writes after the child exited (their own retries
 /// stop at about 30 s), and after a termination signal (the client may kill the proxy soon after).
 const DRAIN_AFTER_EXIT: std::time::Duration = std::time::Duration::from_secs(35);

@@ -11,7 +11,8 @@ use tokio::io::{AsyncRead, AsyncWriteExt, BufReader};
 use tokio::process::ChildStdin;
 
 use super::{
-    without, Pending, State, Watch, CALL_TIMED_OUT, LEDGER_REFUSED, LINE_TOO_LONG, LIST_WAIT,
+    without, Pending, State, Watch, CALL_TIMED_OUT, DUPLICATE_ID, LEDGER_REFUSED, LINE_TOO_LONG,
+    LIST_WAIT,
 };
 use crate::mcp_proxy::ledger::{NewCall, Operation, Settle};
 use crate::mcp_proxy::lines::{self, HeadScan, Read};
@@ -135,10 +136,14 @@ async fn client_line(state: &Arc<State>, line: Vec<u8>, turns: &mut TurnClock) -
     if has_call {
         await_lists(state).await;
     }
+    let duplicates = duplicate_ids(state, &inspected).await;
     // (index in the line, request id, new call)
     let mut calls: Vec<(usize, Option<Value>, NewCall)> = Vec::new();
     let now = Instant::now();
     for (i, m) in inspected.messages() {
+        if duplicates.contains(&i) {
+            continue;
+        }
         match m {
             Message::Request { id, method, .. } if method == "initialize" => {
                 watch(state, message::id_key(id), Watch::Initialize);
@@ -173,8 +178,8 @@ async fn client_line(state: &Arc<State>, line: Vec<u8>, turns: &mut TurnClock) -
         }
     }
     if calls.is_empty() {
-        ask(state, &inspected, &[]);
-        return Some(line);
+        ask(state, &inspected, &duplicates);
+        return forwarded(line, &inspected, &duplicates);
     }
 
     let news: Vec<NewCall> = calls.iter().map(|(_, _, c)| c.clone()).collect();
@@ -198,7 +203,7 @@ async fn client_line(state: &Arc<State>, line: Vec<u8>, turns: &mut TurnClock) -
         }
     };
 
-    let mut refused: Vec<usize> = Vec::new();
+    let mut refused: Vec<usize> = duplicates;
     let mut unanswerable: Vec<Operation> = Vec::new();
     for ((i, id, call), result) in calls.into_iter().zip(results) {
         match (result, id) {
@@ -249,13 +254,72 @@ async fn client_line(state: &Arc<State>, line: Vec<u8>, turns: &mut TurnClock) -
         state.spawn_settle(op, Settle::Unknown);
     }
     ask(state, &inspected, &refused);
+    forwarded(line, &inspected, &refused)
+}
+
+/// What of a client line is forwarded: all of it, or without the elements at `refused` (a single
+/// message refused: nothing).
+fn forwarded(line: Vec<u8>, inspected: &Line, refused: &[usize]) -> Option<Vec<u8>> {
     if refused.is_empty() {
         return Some(line);
     }
     match inspected {
         Line::Single(_) => None,
-        Line::Batch(_) => without(&line, &refused),
+        Line::Batch(_) => without(&line, refused),
     }
+}
+
+/// The requests of a client line whose id is already in flight (forwarded and not answered), held by a
+/// protected call the proxy gave up on (its timeout, or the client's cancellation: the server may still
+/// answer it, and that late answer reconciles that call), or taken by an earlier request of the same
+/// line: JSON-RPC forbids reusing an id while its request is in flight (MCP: ever, within a session),
+/// and the answers could no longer be told apart. Each is answered with [`DUPLICATE_ID`] and NOT
+/// forwarded (nothing recorded, nothing called); the request holding the id keeps it
+/// (docs/mcp-proxy.md "Failure behaviour"). Answers the indexes of those requests in the line.
+async fn duplicate_ids(state: &Arc<State>, inspected: &Line) -> Vec<usize> {
+    let requests: Vec<(usize, &Value, String)> = inspected
+        .messages()
+        .filter_map(|(i, m)| match m {
+            Message::Request { id, .. } => Some((i, id, message::id_key(id))),
+            _ => None,
+        })
+        .collect();
+    // One lock at a time (elsewhere `watched` is taken before `asked`).
+    let in_use: Vec<bool> = {
+        let asked = state.lock_asked();
+        requests
+            .iter()
+            .map(|(_, _, k)| asked.contains_key(k))
+            .collect()
+    };
+    let gave_up: Vec<bool> = {
+        let watched = state.lock_watched();
+        requests
+            .iter()
+            .map(|(_, _, k)| matches!(watched.get(k), Some(Watch::GaveUp { .. })))
+            .collect()
+    };
+    let mut seen = std::collections::HashSet::new();
+    let mut duplicates: Vec<(usize, Value)> = Vec::new();
+    for (n, (i, id, key)) in requests.iter().enumerate() {
+        if in_use[n] || gave_up[n] || !seen.insert(key.as_str()) {
+            duplicates.push((*i, (*id).clone()));
+        }
+    }
+    for (_, id) in &duplicates {
+        tracing::warn!(request_id = %id, "the client reused the id of a request in flight: answered with an error, NOT forwarded");
+        let refusal = message::error_line(
+            id,
+            DUPLICATE_ID,
+            &format!(
+                "outcomes mcp-proxy: request id {id} is already in use by a request in flight (JSON-RPC \
+                 forbids reusing it before its answer), so this request was NOT forwarded: nothing was called"
+            ),
+            json!({"forwarded": false}),
+        );
+        state.send_own(refusal).await;
+    }
+    duplicates.into_iter().map(|(i, _)| i).collect()
 }
 
 /// Notes the requests of a line about to be forwarded (all but the elements at `refused`) as awaiting

@@ -121,7 +121,8 @@ pub fn evidence_body(attempt: &str) -> Value {
         "source": "codehost-status", "reference": "issue #419", "observed_at": "2026-11-29T10:00:00Z"}})
 }
 
-/// `history` as a viewer must read it: no `note` rows, every `staff:<name>` actor as `staff`.
+/// `history` as a viewer must read it: no `note` rows, every `staff:<name>` actor as `staff`, evidence
+/// with `observed_at` only (no `source`, `reference` or `provider_status`).
 pub fn as_viewer_reads(history: &Value) -> Value {
     let mut h = history.clone();
     let changes: Vec<Value> = h["changes"]
@@ -133,6 +134,10 @@ pub fn as_viewer_reads(history: &Value) -> Value {
             let mut c = c.clone();
             if c["actor"].as_str().unwrap().starts_with("staff:") {
                 c["actor"] = json!("staff");
+            }
+            // A reconciliation's evidence: when it was observed, without its free text.
+            if let Some(e) = c["evidence"].as_object_mut() {
+                e.retain(|k, _| k == "observed_at");
             }
             c
         })
