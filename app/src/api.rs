@@ -263,6 +263,11 @@ pub fn turn_entries_path(key: &str, turn: &str) -> String {
     format!("/api/sessions/{}/turns/{}/entries", enc(key), enc(turn))
 }
 
+/// The path of a turn's place: its number and neighbours (docs/api.md "A turn's place").
+pub fn turn_place_path(key: &str, turn: &str) -> String {
+    format!("/api/sessions/{}/turns/{}", enc(key), enc(turn))
+}
+
 /// The path of a session's turns.
 pub fn session_turns_path(key: &str) -> String {
     format!("/api/sessions/{}/turns", enc(key))

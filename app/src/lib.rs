@@ -16,12 +16,15 @@ pub mod api;
 pub mod clock;
 pub mod components;
 pub mod connection;
+#[cfg(feature = "ssr")]
+pub mod desk;
 pub mod hydration;
 #[cfg(feature = "hydrate")]
 pub mod live;
 pub mod routes;
 #[cfg(feature = "ssr")]
 pub mod standalone;
+pub mod support;
 pub mod timeline;
 #[cfg(feature = "hydrate")]
 pub mod watch;
@@ -73,8 +76,11 @@ pub fn shell(bundle: Bundle) -> impl IntoView {
                 <link rel="icon" href="/icon.svg" type="image/svg+xml"/>
                 <link rel="apple-touch-icon" href="/apple-touch-icon.png"/>
                 <script nonce=use_nonce() src="/sw-register.js" defer></script>
+                // A POST form sent while the server cannot be reached keeps the page (public/forms.js).
+                <script nonce=use_nonce() src="/forms.js" defer></script>
                 <link rel="stylesheet" id="leptos" href=bundle.css.clone()/>
                 <BundleScripts bundle/>
+                <support::SupportMeta/>
                 <MetaTags/>
             </head>
             <body class="bg-white text-slate-900 dark:bg-slate-950 dark:text-slate-100">

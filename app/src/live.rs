@@ -2,7 +2,8 @@
 //! docs/design.md "What the person sees"). One [`Live`] per page; what the page does with an event is its
 //! follower's business ([`TurnFeed`] for the turn and session pages, `watch` for the operation page):
 //! - the follower hears [`Event::Opened`] on every (re)open, so it catches up on what it missed, and every
-//!   `mutation_outcome`, `turn_changed` and `resync` as a [`Change`];
+//!   `mutation_outcome`, `turn_changed` and `resync` as a [`Change`], and (staff streams only) every
+//!   `claim_changed` as [`Event::ClaimChanged`];
 //! - any event (a `heartbeat` included) counts as word from the server; a stream silent for twice the
 //!   heartbeat interval is stale: it is closed and opened again (a frozen server never errors it);
 //! - a dropped connection says "reconnecting since", and "stale since" when that lasts as long;
@@ -76,6 +77,14 @@ pub enum Event {
     /// The stream (re)opened: catch up.
     Opened,
     Change(Change),
+    /// `claim_changed` (staff streams only): who holds the claim of this operation changed; its page
+    /// reads its history again (docs/api.md "Claims").
+    ClaimChanged(String),
+}
+
+#[derive(Deserialize)]
+struct ClaimChangedData {
+    mutation_id: String,
 }
 
 #[derive(Deserialize)]
@@ -254,6 +263,19 @@ impl Live {
         }
         {
             let live = self.clone();
+            listen(&es, "claim_changed", move |e| {
+                live.heard();
+                if let Some(c) = e
+                    .data()
+                    .as_string()
+                    .and_then(|d| serde_json::from_str::<ClaimChangedData>(&d).ok())
+                {
+                    live.tell(Event::ClaimChanged(c.mutation_id));
+                }
+            });
+        }
+        {
+            let live = self.clone();
             listen(&es, "resync", move |e| {
                 live.heard();
                 if let Some(r) = e
@@ -371,10 +393,15 @@ impl Live {
                 crate::caller_gone();
                 true
             }
-            api::ApiError::NotFound { .. } => {
-                self.stop(Connection::Gone {
-                    message: error.describe(),
-                });
+            api::ApiError::NotFound { code, .. } => {
+                // The page showed this session: a read that now finds none means it was deleted since,
+                // and this answer may come before the stream's `session_ended` says so.
+                let message = if code == "session_not_found" {
+                    session_ended_message("deleted")
+                } else {
+                    error.describe()
+                };
+                self.stop(Connection::Gone { message });
                 true
             }
             _ => false,
@@ -471,7 +498,7 @@ impl TurnFeed {
                 }
                 Change::Resync(_) => self.read(live),
             },
-            Event::Change(_) => {}
+            Event::Change(_) | Event::ClaimChanged(_) => {}
         }
     }
 

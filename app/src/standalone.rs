@@ -38,6 +38,45 @@ fn stylesheet() -> String {
 
 /// The whole document of a standalone page: head with the stylesheet and a title, a header, `body`.
 fn document(title: &str, body: impl IntoView + 'static) -> String {
+    document_for(title, None, body)
+}
+
+/// The site's header as the app draws it for signed-in staff (`staff`: their name): the way to the
+/// sessions, the open unknowns and the search (a plain `GET /find` form), who is signed in and the
+/// sign-out button; without a name, the site's name only.
+fn site_header(staff: Option<String>) -> impl IntoView {
+    let link = "text-sm underline-offset-2 hover:underline";
+    view! {
+        <nav class="mx-auto flex max-w-5xl flex-wrap items-center gap-4 px-4 py-3" aria-label="Main">
+            {match staff {
+                None => view! { <span class="font-semibold">"Outcome ledger"</span> }.into_any(),
+                Some(name) => view! {
+                    <a href="/" class="font-semibold">"Outcome ledger"</a>
+                    <a href="/unknowns" class=link>"Open unknowns"</a>
+                    <form method="get" action="/find" role="search" aria-label="Search" class="header-search relative order-last w-full sm:order-none sm:w-72">
+                        <label for="header-q" class="sr-only">"Search sessions and operations"</label>
+                        <input id="header-q" name="q" type="search" autocomplete="off" spellcheck="false" placeholder="Search ids, titles…"
+                            class="w-full rounded border border-slate-400 bg-white px-2 py-1 font-mono text-sm placeholder:font-sans placeholder:text-slate-500 dark:border-slate-600 dark:bg-slate-900 dark:placeholder:text-slate-400"/>
+                    </form>
+                    <span class="access ml-auto flex items-center gap-3 text-sm">
+                        <span data-access="staff">"Signed in as " <bdi class="font-medium">{name}</bdi></span>
+                        <form method="post" action="/sign-out" class="inline">
+                            <button type="submit" class="sign-out rounded border border-slate-300 px-2 py-1 text-sm hover:bg-slate-100 dark:border-slate-700 dark:hover:bg-slate-800">"Sign out"</button>
+                        </form>
+                    </span>
+                }.into_any(),
+            }}
+        </nav>
+    }
+}
+
+/// [`document`] with the site's header of signed-in staff (`staff`: their name, [`site_header`]).
+pub(crate) fn document_for(
+    title: &str,
+    staff: Option<&str>,
+    body: impl IntoView + 'static,
+) -> String {
+    let staff = staff.map(str::to_owned);
     // `<title>` holds text only: rendered as a child, an erased view would put its `<!>` marker in the
     // tab's text, so the escaped text goes in as the element's inner HTML.
     let title = html_escape::encode_text(&format!("{title} · Outcome ledger")).into_owned();
@@ -54,12 +93,8 @@ fn document(title: &str, body: impl IntoView + 'static) -> String {
                 <title inner_html=title></title>
             </head>
             <body class="bg-white text-slate-900 dark:bg-slate-950 dark:text-slate-100">
-                <header class="border-b border-slate-200 dark:border-slate-800">
-                    <div class="mx-auto flex max-w-5xl flex-wrap items-center gap-4 px-4 py-3">
-                        <span class="font-semibold">"Outcome ledger"</span>
-                    </div>
-                </header>
-                <main class="mx-auto max-w-5xl px-4 py-6">{body}</main>
+                <header class="border-b border-slate-200 dark:border-slate-800">{site_header(staff)}</header>
+                <main id="main" class="mx-auto max-w-5xl px-4 py-6">{body}</main>
             </body>
         </html>
     };
@@ -183,11 +218,22 @@ pub fn viewer_not_found_page(own_session_href: &str) -> String {
 /// The answer to a no-JavaScript operator form (a note, a reconciliation) that was refused: what is
 /// wrong, in plain words, that nothing was changed, and a link back to the operation page (`back`).
 pub fn operator_refusal_page(heading: &str, message: &str, back: &str) -> String {
+    operator_refusal_page_for(heading, message, back, None)
+}
+
+/// [`operator_refusal_page`] under the site's header of the signed-in staff member `staff`.
+pub fn operator_refusal_page_for(
+    heading: &str,
+    message: &str,
+    back: &str,
+    staff: Option<&str>,
+) -> String {
     let heading = heading.to_owned();
     let message = message.to_owned();
     let back = back.to_owned();
-    document(
+    document_for(
         "Not saved",
+        staff,
         view! {
             <section class="max-w-prose">
                 <h1 class="mb-2 text-2xl font-semibold">{heading}</h1>
@@ -278,13 +324,19 @@ pub struct FormProblem {
     pub refused: bool,
 }
 
-const FIELD_CLASS: &str = "w-full rounded border border-slate-300 bg-white px-2 py-1 text-sm dark:border-slate-700 dark:bg-slate-900";
-const BAD_FIELD_CLASS: &str = "w-full rounded border-2 border-red-600 bg-white px-2 py-1 text-sm dark:border-red-400 dark:bg-slate-900";
+pub(crate) const FIELD_CLASS: &str = "w-full rounded border border-slate-300 bg-white px-2 py-1 text-sm dark:border-slate-700 dark:bg-slate-900";
+pub(crate) const BAD_FIELD_CLASS: &str = "w-full rounded border-2 border-red-600 bg-white px-2 py-1 text-sm dark:border-red-400 dark:bg-slate-900";
 
 /// An operator form of the operation page shown again with what was typed (`input`), posting to `form.path`
 /// as the operation page's form does; `problem` says why, next to the field it is about (or above the form),
-/// and `back` links to the operation page. Plain HTML: it works without JavaScript.
-pub fn operator_form_page(form: &PendingForm, back: &str, problem: &FormProblem) -> String {
+/// and `back` links to the operation page; `staff` (the signed-in staff member's name) gives it the site's
+/// header, so the page keeps its way around. Plain HTML: it works without JavaScript.
+pub fn operator_form_page(
+    form: &PendingForm,
+    back: &str,
+    problem: &FormProblem,
+    staff: Option<&str>,
+) -> String {
     let input = form.input.clone();
     let path = form.path.clone();
     let back = back.to_owned();
@@ -402,12 +454,13 @@ pub fn operator_form_page(form: &PendingForm, back: &str, problem: &FormProblem)
             .into_any()
         }
     };
-    document(
+    document_for(
         if refused {
             "Not saved"
         } else {
             "Check and send"
         },
+        staff,
         view! {
             <section class="max-w-prose space-y-4">
                 <h1 class="text-2xl font-semibold">{heading}</h1>
@@ -479,7 +532,7 @@ mod tests {
             field: Some("text".into()),
             refused: true,
         };
-        let page = operator_form_page(&form, "/sessions/s/operations/m", &problem);
+        let page = operator_form_page(&form, "/sessions/s/operations/m", &problem, None);
         assert!(
             page.contains(">a &lt;/textarea&gt;&lt;b&gt;x&lt;/b&gt; &amp; y</textarea>"),
             "{page}"

@@ -1,7 +1,8 @@
 //! The browser's live connection for one operation page (hydrate only; docs/design.md "What the person
 //! sees"), on the session's [`crate::live::Live`] stream: every (re)open, every change of the operation's
 //! turn (its `mutation_outcome`, a `turn_changed` of the turn, which covers in-flight intent, a `resync`
-//! naming the turn) reloads the page's window of the history (its newest changes) through the history API,
+//! naming the turn; for staff, a `claim_changed` of the operation) reloads the page's window of the history
+//! (its newest changes) through the history API,
 //! so what changed while disconnected shows too. Notes have no live event: they show on the next reload. A 401 stops everything and says access
 //! ended; a 404 says the operation is gone; `session_ended` says the session was deleted or expired.
 
@@ -41,6 +42,7 @@ pub fn start(
             Event::Opened => true,
             Event::Change(Change::Outcome(e)) => e.outcome.mutation_id == watch.mutation_id,
             Event::Change(change) => change.touches(&turn),
+            Event::ClaimChanged(id) => *id == watch.mutation_id,
         };
         if relevant {
             reload(watch.clone(), live.clone());

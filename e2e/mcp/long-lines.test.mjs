@@ -227,3 +227,76 @@ test('the server exits in the middle of a batch of 5 protected calls: 5 errors i
     p.proc.kill('SIGKILL');
   }
 });
+
+test('a request reusing the id of a call in flight gets -32600 and is not forwarded; the call in flight keeps its id and its answer at the server\'s exit', async () => {
+  const session = sessionKey('duplicate-id');
+  const p = start(session);
+  try {
+    await handshake(p);
+    // Call 20 hangs at the server; a second request with id 20 (JSON-RPC forbids it) is refused at once.
+    p.send(call(20, 'write', { hang: true }));
+    p.send(call(20, 'write'));
+    const refused = json(await p.next(answers(20)));
+    assert.deepEqual(refused, {
+      jsonrpc: '2.0',
+      id: 20,
+      error: {
+        code: -32600,
+        message: 'outcomes mcp-proxy: request id 20 is already in use by a request in flight (JSON-RPC forbids reusing it before its answer), so this request was NOT forwarded: nothing was called',
+        data: { forwarded: false },
+      },
+    });
+    // The server then exits on call 21: both calls in flight get the proxy's error, call 20 naming its own
+    // operation (the first call's, the only one recorded for id 20).
+    p.send(call(21, 'write', { exit: true }));
+    const gone = [json(await p.next(answers(20))), json(await p.next(answers(21)))];
+    assert.deepEqual(await p.exited, { code: 3, signal: null });
+    const l = await settledLedger(session, 2);
+    assert.deepEqual(l.entries.map((e) => e.ledger_status), ['outcome_unknown', 'outcome_unknown']);
+    const ops = l.records.map((r) => r.mutation_id);
+    assert.deepEqual(gone.map((a) => [a.id, a.error.code, a.error.data.operation_id]), [[20, -32000, ops[0]], [21, -32000, ops[1]]]);
+    // The scripted server read the handshake's three lines and two calls: never the duplicate.
+    assert.equal([...p.stderr().matchAll(/^scripted: read /gm)].length, 5, p.stderr());
+  } finally {
+    p.proc.kill('SIGKILL');
+  }
+});
+
+test('an id the proxy gave up on (its --call-timeout-secs) stays in use: reusing it gets -32600; the late answer reconciles the first call', async () => {
+  const session = sessionKey('reuse-after-timeout');
+  const p = start(session, ['--call-timeout-secs', '1']);
+  try {
+    await handshake(p);
+    p.send(call(30, 'write', { delay: 2500 }));
+    assert.equal(json(await p.next(answers(30))).error.code, -32001);
+    // The server may still answer 30: a new request with that id is refused, not forwarded.
+    p.send(call(30, 'write'));
+    const refused = json(await p.next(answers(30)));
+    assert.equal(refused.error.code, -32600);
+    assert.deepEqual(refused.error.data, { forwarded: false });
+    // The late answer reconciles the first call, the only one recorded.
+    const l = await settledLedger(session, 1, (l) => l.entries[0].ledger_status === 'completed');
+    assert.equal(l.entries[0].established_by, 'late_answer');
+  } finally {
+    p.proc.kill('SIGKILL');
+  }
+});
+
+test('a number id in another spelling than the server\'s echo (40.0 answered as 40) is matched: the call completes', async () => {
+  const session = sessionKey('id-spelling');
+  const p = start(session);
+  try {
+    await handshake(p);
+    p.send('{"jsonrpc":"2.0","id":40.0,"method":"tools/call","params":{"name":"write","arguments":{}}}');
+    const answer = json(await p.next(answers(40)));
+    assert.equal(answer.result.content[0].text, 'written');
+    const l = await settledLedger(session, 1);
+    assert.deepEqual(l.entries.map((e) => e.ledger_status), ['completed']);
+    // 40 and 40.0 are one id: while a call holds it, the other spelling is refused.
+    p.send(call(41, 'write', { hang: true }));
+    p.send('{"jsonrpc":"2.0","id":41.0,"method":"tools/call","params":{"name":"write","arguments":{}}}');
+    assert.equal(json(await p.next(answers(41))).error.code, -32600);
+  } finally {
+    p.proc.kill('SIGKILL');
+  }
+});

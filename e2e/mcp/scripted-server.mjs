@@ -9,6 +9,9 @@
 //   write {noise: n}              first writes a notifications/message line of n bytes, then a small result
 //   write {size: n}               answers with a result line of n bytes, its id written last (as the
 //                                 TypeScript SDK writes answers)
+//   write {hang: true}            never answered
+//   write {exit: true}            exits 3 at once, answering nothing
+//   write {delay: ms}             answers a small result after ms milliseconds
 //   read {}                       never answered
 // A batch line (a JSON array): writes the start of an answer to its first request, without a newline,
 // and exits 3, answering nothing. Every line it writes over 1 MiB is
@@ -55,7 +58,13 @@ input.on('line', (text) => {
   } else if (m.method === 'tools/list') {
     write(JSON.stringify({ jsonrpc: '2.0', id: m.id, result: { tools } }));
   } else if (m.method === 'tools/call' && m.params.name === 'write') {
-    const { noise, size } = m.params.arguments ?? {};
+    const { noise, size, hang, exit, delay } = m.params.arguments ?? {};
+    if (hang) return;
+    if (exit) process.exit(3);
+    if (delay) {
+      setTimeout(() => write(JSON.stringify({ jsonrpc: '2.0', id: m.id, result: { content: [{ type: 'text', text: 'written late' }] } })), delay);
+      return;
+    }
     if (noise) write(line(noise, '{"jsonrpc":"2.0","method":"notifications/message","params":{"level":"info","data":"', '"}}'));
     if (size) write(line(size, '{"result":{"content":[{"type":"text","text":"', `"}]},"jsonrpc":"2.0","id":${JSON.stringify(m.id)}}`));
     else write(JSON.stringify({ jsonrpc: '2.0', id: m.id, result: { content: [{ type: 'text', text: 'written' }] } }));

@@ -124,7 +124,7 @@ test('every page works under its Content Security Policy, and the app hydrates',
   const app: [string, string, string | RegExp][] = [
     ['home', '/', 'Outcome ledger'],
     ['session', `/sessions/${enc(session)}`, `Session ${session}`],
-    ['turn', host.turnPath('turn-1'), 'Turn turn-1'],
+    ['turn', host.turnPath('turn-1'), 'Turn 1'],
     ['operation', `/operations/${enc(session + '-unk')}`, new RegExp(`${session}-unk`)],
     ['unknowns', '/unknowns', 'Open unknown outcomes'],
     ['find', `/find?q=${enc('no-such-id-' + session)}`, 'Find'],
@@ -286,8 +286,8 @@ test.describe('on the signed-in server', () => {
       await expect(page).toHaveURL(`${signedInUrl}/sessions/${enc(a)}`);
       await expect(page.locator('main h1')).toHaveText(`Session ${a}`);
       const notice = page.locator('.viewer-notice');
-      await expect(notice).toContainText('This is one session of your agent, shared with you.');
-      await expect(notice).toContainText('Quote its operation id to support');
+      await expect(notice).toContainText('Shared with you: what your agent did.');
+      await expect(notice).toContainText('quote its operation id to the support of the service you used.');
       const access = page.locator('header [data-access="viewer"]');
       await expect(access).toContainText('Shared with you: one session');
       await expect(page.locator('header').getByRole('button', { name: 'Leave' })).toBeVisible();

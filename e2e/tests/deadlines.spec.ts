@@ -110,7 +110,7 @@ test.describe('an end user', () => {
       await expect(long.locator('.o-head .badge')).toHaveText('In flight: outcome not yet known');
       await expect(long.locator('.recorded')).toHaveText(new RegExp(`^In flight since ${CLOCK} · (just now|\\d+ s ago)$`));
       await expect(long.locator('.unknown-explanation p').first()).toHaveText('This write is in progress: its result is not established yet.');
-      await expect(long.locator('.what-to-do')).toHaveText('Do not repeat it yourself. If the agent does not report back in time, this page will say so; then quote the operation id below to support.');
+      await expect(long.locator('.what-to-do')).toHaveText('Do not repeat it yourself. If the agent does not report back in time, this page will say so; then quote the operation id below to the support of the service you used.');
 
       // The one whose deadline passes while the page is open turns into the same words, live.
       await expect(card('live').locator('.o-head .badge')).toHaveText('In flight: outcome not yet known');
@@ -129,7 +129,8 @@ test.describe('an end user', () => {
       await page.goto(`/sessions/${enc(session)}/operations/stopped`);
       const row = page.locator('li.change[data-kind="settlement"]');
       await expect(row).toHaveAttribute('data-actor', 'ledger');
-      await expect(row).toContainText('Settled by the ledger (attempt att-1)');
+      await expect(row).toContainText('Marked unknown');
+      await expect(row).not.toContainText('att-1');
       await expect(row.locator('.by-ledger')).toHaveText('The agent stopped reporting on this write.');
       await expect(page.locator('.current .stopped')).toHaveText(new RegExp(`^The agent stopped reporting on this write at ${CLOCK}\\. `));
       await expect(page.locator('main')).not.toContainText(/deadline|revision|reconcile/i, { useInnerText: true });
@@ -145,6 +146,68 @@ test.describe('an end user', () => {
       await screenshots(browser, own.base, `/sessions/${enc(session)}`, 'viewer-session-deadline',
         p => expect(p.locator('.connection')).toHaveAttribute('data-state', 'live', { timeout: 15_000 }),
         test.info().outputPath('viewer-state.json'));
+    } finally {
+      await api.dispose();
+      await own.kill().catch(() => {});
+      rmSync(dataDir, { recursive: true, force: true });
+    }
+  });
+});
+
+test.describe('a status check', () => {
+  const own = new OwnServer(3280 + Math.floor(Math.random() * 9));
+
+  test('reconciles an unknown write: the end user reads "Confirmed completed by the provider\'s status" in words only; staff also see the provider\'s record', async ({ browser }) => {
+    test.setTimeout(120_000);
+    const dataDir = mkdtempSync(path.join(tmpdir(), 'outcomes-e2e-'));
+    await own.start(dataDir);
+    const api = await pwRequest.newContext({ baseURL: own.base });
+    try {
+      const session = unique('e2e-status');
+      const host = new Host(api, session);
+      // The host lost the provider's reply (unknown), then its status check found the charge by its
+      // idempotency key: a reconciliation with status:<tool> evidence (docs/api.md "Host write API").
+      await host.settled('t', 'charge-1', 'outcome_unknown', 'execution_timeout');
+      const r = await api.post(`/api/host/sessions/${enc(session)}/mutations/charge-1/reconciliation`, {
+        headers: { ...auth, 'Content-Type': 'application/json' },
+        data: { attempt_id: 'att-1', completed: true, evidence: { source: 'status:payments.charge', reference: 'charge ch_3PqL9', observed_at: '2026-12-07T10:00:00Z', provider_status: 'completed' } },
+      });
+      expect(r.status(), await r.text()).toBe(200);
+      const e = await entry(api, session, 't', 'charge-1');
+      expect([e.ledger_status, e.established_by]).toEqual(['completed', 'status_check']);
+      const opPath = `/sessions/${enc(session)}/operations/charge-1`;
+      const WORDS = /^Confirmed completed by the provider's status \S/;
+
+      // Staff (loopback, reads open): the words, and the provider's record in the history.
+      const staff = await browser.newContext({ baseURL: own.base });
+      const page = await staff.newPage();
+      await page.goto(opPath);
+      await expect(page.locator('.connection')).toHaveAttribute('data-state', 'live', { timeout: 15_000 });
+      await expect(page.locator('.current .established')).toHaveText(WORDS);
+      const row = page.locator('li.change[data-kind="reconciliation"]');
+      await expect(row).toContainText('status:payments.charge');
+      await expect(row).toContainText('charge ch_3PqL9');
+      await staff.close();
+      await screenshots(browser, own.base, opPath, 'staff-operation-status-check',
+        p => expect(p.locator('.current .established')).toHaveText(WORDS));
+
+      // The end user, through a viewer link: the same words, and nothing of the provider's record.
+      const link = await host.viewerLink(3600);
+      const viewer = await browser.newContext({ baseURL: own.base });
+      const v = await viewer.newPage();
+      await v.goto(link.url);
+      await expect(v.locator('.viewer-notice')).toBeVisible();
+      const card = v.locator('.outcome[data-mutation-id="charge-1"]');
+      await expect(card.locator('.established')).toHaveText(WORDS);
+      await v.goto(opPath);
+      await expect(v.locator('.current .established')).toHaveText(WORDS);
+      for (const hidden of ['ch_3PqL9', 'status:payments', 'provider_status', 'Source', 'Reference']) {
+        await expect(v.locator('main'), hidden).not.toContainText(hidden, { useInnerText: true });
+      }
+      await viewer.storageState({ path: test.info().outputPath('viewer-state.json') });
+      await viewer.close();
+      await screenshots(browser, own.base, opPath, 'viewer-operation-status-check',
+        p => expect(p.locator('.current .established')).toHaveText(WORDS), test.info().outputPath('viewer-state.json'));
     } finally {
       await api.dispose();
       await own.kill().catch(() => {});

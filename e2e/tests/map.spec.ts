@@ -220,7 +220,7 @@ test('a viewer sees the navigator and none of the engineering words on the sessi
     // "resource" only beside its title or link: turn 3's resource 478 has neither.
     expect(text).not.toContain('resource 478');
     const titled = page.locator(`.outcome[data-mutation-id="${session}-t1-m0"]`);
-    await expect(titled.locator('.details')).toHaveText('mcp__dashboards__create · resource 401');
+    await expect(titled.locator('.details')).toHaveText('dashboards · create · resource 401');
     await expect(titled.locator('a.min-w-0, a[href="https://example.com/d/401"]').first()).toHaveAttribute('href', 'https://example.com/d/401');
     // A collapse is remembered for the viewer too.
     await page.getByRole('button', { name: 'Collapse turn 2', exact: true }).click();

@@ -9,6 +9,8 @@ const TITLE = 'Invoice\u202Egnp.exe\u202C paid';
 const TITLE_SHOWN = 'Invoice⟨U+202E⟩gnp.exe⟨U+202C⟩ paid';
 const TOOL = 'mcp__\u202Etool';
 const TOOL_SHOWN = 'mcp__⟨U+202E⟩tool';
+// The tool as an end user's card reads it (docs/design.md "What the person sees"): in words, the mark kept.
+const TOOL_READ = '⟨U+202E⟩tool';
 
 /** A session whose key, turn and unknown operation id carry Cf characters. */
 async function seed(request: APIRequestContext) {
@@ -42,21 +44,21 @@ test('ids, tools and titles with Cf characters show marks, server-rendered, each
     const r = await request.get(path);
     expect(r.status(), path).toBe(200);
     const html = await r.text();
-    for (const shown of [TITLE_SHOWN, TOOL_SHOWN, s.mutationShown, s.sessionShown]) {
+    for (const shown of [TITLE_SHOWN, TOOL_READ, s.mutationShown, s.sessionShown]) {
       expect(html, `${path}: ${shown}`).toContain(shown);
     }
   }
   const turnHtml = await (await request.get(s.host.turnPath(s.turn))).text();
-  expect(turnHtml).toContain(`<title>Turn ${s.turnShown} · Outcome ledger</title>`);
+  expect(turnHtml).toContain(`<title>Turn 1 (${s.turnShown}) · Outcome ledger</title>`);
 
   // The page, once interactive, says the same.
   await page.goto(s.host.turnPath(s.turn));
   await live(page);
-  await expect(page).toHaveTitle(`Turn ${s.turnShown} · Outcome ledger`);
+  await expect(page).toHaveTitle(`Turn 1 (${s.turnShown}) · Outcome ledger`);
   await expect(page.locator('h1 bdi')).toHaveText(s.turnShown);
   const card = page.locator(`.outcome[data-mutation-id="${s.mutation}"]`);
   await expect(card.locator('.outcome-title')).toHaveText(TITLE_SHOWN);
-  await expect(card.locator('.details')).toHaveText(`${TOOL_SHOWN} · revision 3`);
+  await expect(card.locator('.details')).toHaveText(`${TOOL_READ} · revision 3`);
   await expect(card.locator('.operation-id')).toHaveText(s.mutationShown);
   // One text run: the whole id is one text node, with no element inserted into it (besides the text, the
   // element may hold only comment nodes: the markers Leptos's hydration leaves, which no copy, selection or
@@ -82,7 +84,8 @@ test('ids, tools and titles with Cf characters show marks, server-rendered, each
 
   // Links carry the raw ids, percent-encoded.
   await expect(page.locator(`a[href="${s.host.turnPath(s.turn)}"]`)).toHaveCount(1);
-  await expect(page.locator(`a[href="${history}"]`)).toHaveCount(1);
+  // The operation's page: from the summary's unknown and from its row.
+  await expect(page.locator(`a[href="${history}"]`)).toHaveCount(2);
 });
 
 test('find and the filters accept the marked form; copy gives the raw id', async ({ page, request, context }) => {
@@ -239,7 +242,7 @@ test('the end user\'s session page shows no revision numbers; the turn page says
   // The unknown tells its reader what to do, and keeps the precise words for staff.
   const unknown = page.locator('.unknown-explanation');
   await expect(unknown).toContainText('The result of this write is not established. The original operation is under investigation, and automatic resend is paused.');
-  await expect(unknown.locator('.what-to-do')).toHaveText('Do not repeat this action yourself: it may already have taken effect. Quote the operation id below to support; they will check it with the provider.');
+  await expect(unknown.locator('.what-to-do')).toHaveText('Do not repeat this action yourself: it may already have taken effect. Quote the operation id below to the support of the service you used; they will check it with the provider.');
 
   await page.goto(one.turnPath('t1'));
   await live(page);

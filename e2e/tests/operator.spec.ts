@@ -238,13 +238,20 @@ test('a viewer never sees a staff note, its count or a staff name: the history s
     const rec = page.locator('li.change[data-kind="reconciliation"]');
     await expect(rec).toContainText('by support');
     await expect(rec).toHaveAttribute('data-actor', 'staff');
-    await expect(rec.locator('.evidence')).toContainText('refund re_123');
+    // The evidence staff typed (source, reference) is for staff: the end user reads when it was observed
+    // and who established it, in words (docs/design.md "What the person sees").
+    await expect(rec.locator('.evidence')).toContainText('Observed');
+    await expect(page.locator('.current .established')).toHaveText(/^Confirmed completed by support \S/);
     const text = await page.locator('body').innerText();
     expect(text).not.toContain(note);
     expect(text).not.toContain(staffName);
     const html = await page.content();
     expect(html).not.toContain(note);
     expect(html).not.toContain(staffName);
+    for (const typed of ['refund re_123', 'payments-api']) {
+      expect(text).not.toContain(typed);
+      expect(html).not.toContain(typed);
+    }
     await expect(page.locator('.operator-actions')).toHaveCount(0);
 
     // The operation look-up page shows no count of notes.

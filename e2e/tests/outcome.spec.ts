@@ -41,10 +41,10 @@ test('each status reads differently; unknown stands out with its operation id an
   await expect(card('never-1')).toContainText('Cancelled by its deadline before it was sent');
   const unk = card('unk-1');
   await expect(unk).toContainText('The result of this write is not established. The original operation is under investigation, and automatic resend is paused.');
-  await expect(unk).toContainText('The attempt timed out while executing');
+  await expect(unk).toContainText('It timed out while running');
   expect(await unk.evaluate(e => getComputedStyle(e).borderLeftWidth)).toBe('8px');
   await expect(unk.locator('.operation-id')).toHaveText('unk-1');
-  await expect(unk).toContainText('Do not repeat this action yourself: it may already have taken effect. Quote the operation id below to support; they will check it with the provider.');
+  await expect(unk).toContainText('Do not repeat this action yourself: it may already have taken effect. Quote the operation id below to the support of the service you used; they will check it with the provider.');
   await unk.getByRole('button', { name: 'Copy operation id unk-1', exact: true }).click();
   await expect(unk.getByRole('status').filter({ hasText: 'Copied' })).toHaveText('Copied');
   expect(await page.evaluate(() => navigator.clipboard.readText())).toBe('unk-1');
@@ -82,7 +82,9 @@ test('titles are text, links only to sanitised http(s) urls, opened safely; no t
   await expect(page.locator('a[href^="javascript"]')).toHaveCount(0);
 
   const plain = page.locator('.outcome[data-mutation-id="plain-1"]');
-  await expect(plain.locator('.outcome-title')).toHaveText('mcp__dashboards__create');
+  // In words for the person; the raw name in the title attribute.
+  await expect(plain.locator('.outcome-title')).toHaveText('dashboards · create');
+  await expect(plain.locator('.outcome-title')).toHaveAttribute('title', 'mcp__dashboards__create');
   await expect(plain.locator('a')).toHaveCount(0);
 
   // A link on an unknown outcome does not make it read as done.

@@ -77,6 +77,32 @@ pub fn mark(s: &str) -> String {
     marked(s).into_owned()
 }
 
+/// A tool's name as an end user reads it (docs/design.md "What the person sees"): an MCP tool
+/// `mcp__<server>__<tool>` reads `<server> · <tool>`, and other names are cut at `__`, `.` and `/` the
+/// same way; `_` and `-` read as spaces. `mcp__jira__transition_issue` → `jira · transition issue`,
+/// `payments.charge` → `payments · charge`, `create_dashboard` → `create dashboard`. Cf characters are
+/// marked ([`marked`]). A name with nothing left to read is shown as it is. The raw name stays for staff and
+/// in the element's `title`.
+pub fn readable_tool(tool: &str) -> String {
+    let name = tool.strip_prefix("mcp__").unwrap_or(tool);
+    let words: Vec<String> = name
+        .split("__")
+        .flat_map(|p| p.split(['.', '/']))
+        .map(|p| {
+            p.split(['_', '-'])
+                .filter(|w| !w.is_empty())
+                .collect::<Vec<_>>()
+                .join(" ")
+        })
+        .filter(|p| !p.trim().is_empty())
+        .collect();
+    if words.is_empty() {
+        mark(tool)
+    } else {
+        mark(&words.join(" · "))
+    }
+}
+
 /// The inverse of [`marked`], for what a person types: each `⟨U+XXXX⟩` (four to six hex digits, either
 /// case) that names a Cf code point becomes that character; anything else (`⟨U+0041⟩`, `⟨U+20⟩`, a lone
 /// `⟨`) stays as it is. `unmarked(&marked(s)) == s` for every `s` without such a mark of its own.
@@ -126,6 +152,28 @@ fn mark_at(s: &str) -> Option<(char, usize)> {
 mod tests {
     use super::*;
     use proptest::prelude::*;
+
+    #[test]
+    fn tool_names_read_as_words() {
+        for (raw, words) in [
+            ("mcp__jira__transition_issue", "jira · transition issue"),
+            (
+                "mcp__google_calendar__create_event",
+                "google calendar · create event",
+            ),
+            ("mcp__dashboards__create", "dashboards · create"),
+            ("payments.charge", "payments · charge"),
+            ("create_dashboard", "create dashboard"),
+            ("github/create-pull-request", "github · create pull request"),
+            ("Send email", "Send email"),
+            ("mcp____x", "x"),
+            ("___", "___"),
+            ("mcp__", "mcp__"),
+            ("a\u{202E}b_c", "a⟨U+202E⟩b c"),
+        ] {
+            assert_eq!(readable_tool(raw), words, "{raw}");
+        }
+    }
 
     #[test]
     fn the_testers_strings_read_as_what_they_are() {

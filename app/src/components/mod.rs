@@ -6,6 +6,7 @@ pub mod outcome;
 pub mod roving;
 pub mod search;
 pub mod time;
+pub mod waterfall;
 
 use ledger::wire::StatusCounts;
 use leptos::prelude::*;
@@ -134,13 +135,13 @@ pub fn ViewerNotice() -> impl IntoView {
             {move || Suspend::new(async move {
                 let viewer = is_viewer(caller).await;
                 viewer.then(|| view! {
-                    <aside class="viewer-notice mb-4 rounded-md border-l-4 border-sky-600 bg-sky-50 p-3 text-sky-950 dark:bg-sky-950 dark:text-sky-50" aria-label="About this page">
-                        <p class="mb-1 font-medium">"This is one session of your agent, shared with you."</p>
-                        <p class="mb-1">"Each row is a write your agent asked to make: whether it was done, failed, or not done at all."</p>
-                        <p>
-                            "An outcome marked " <strong>"unknown"</strong> " was not established: nobody can say yet whether it happened. "
-                            "Do not repeat it on your own. Quote its operation id to support; they can check it with the provider."
-                        </p>
+                    <aside class="viewer-notice mb-4 rounded-md border-l-4 border-sky-600 bg-sky-50 px-3 py-2 text-sm text-sky-950 dark:bg-sky-950 dark:text-sky-50" aria-label="About this page">
+                        <p>"Shared with you: what your agent did. Never repeat a write marked " <strong>"unknown"</strong> " yourself; quote its operation id to " <crate::support::SupportLink/> "."</p>
+                        <details class="mt-1">
+                            <summary class="cursor-pointer underline underline-offset-2">"What does unknown mean?"</summary>
+                            <p class="mt-1">"Each row is a write your agent asked to make: whether it was done, failed, or not done at all."</p>
+                            <p class="mt-1">"Unknown means the result was not established: nobody can say yet whether it happened. It may already have taken effect, so doing it again could do it twice. Support can check it with the provider; once they have, the row says who confirmed it and when."</p>
+                        </details>
                     </aside>
                 })
             })}

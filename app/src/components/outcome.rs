@@ -27,7 +27,7 @@ pub fn status_look(
 pub fn reason_text(reason: Reason) -> &'static str {
     match reason {
         Reason::ExecutionTimeout => {
-            "The attempt timed out while executing; whether it took effect is not known."
+            "It timed out while running; whether it took effect is not known."
         }
         Reason::PreDispatchDeadline => {
             "Cancelled by its deadline before it was sent: the write was never dispatched."
@@ -288,6 +288,7 @@ pub fn OutcomeCard(
         for_staff,
         // Inside a roving list the card's links and buttons leave the tab order.
         roving: crate::components::roving::control_tabindex().is_some(),
+        support: crate::support::contact(),
     };
     let html = card_html(&outcome, &card);
     let class = format!("outcome {tone}");
@@ -324,6 +325,8 @@ pub struct Card {
     pub for_staff: bool,
     /// The card sits in a roving list: its links and buttons get `tabindex="-1"`.
     pub roving: bool,
+    /// Where an end user quotes the id of an unknown outcome ([`crate::support`]).
+    pub support: Option<crate::support::SupportContact>,
 }
 
 /// The content of an outcome's card, as HTML (every text and attribute value escaped):
@@ -333,7 +336,8 @@ pub struct Card {
 /// - `.o-meta .details`: the tool (when a title heads the card), the resource id (only with what names
 ///   it: its title or its link), the revision (when given);
 /// - `.row-times`: "Recorded …" (or "In flight since …") and "· settled …" / "· unknown since …" /
-///   "· cancelled …" as `<time datetime>` elements ([`crate::components::time::time_text`]);
+///   "· cancelled …" as `<time datetime>` elements ([`crate::components::time::time_text`]), the last
+///   followed by how long a settled write took ("· took 40 s", [`took`]);
 /// - the reason in words, when the record has one;
 /// - for a settled or in-flight unknown, the plain message of seed 002 (docs/design.md "What the person
 ///   sees"): an end user (the default) is told not to repeat it and to quote the id to support; staff, who
@@ -355,7 +359,10 @@ pub fn card_html(outcome: &MutationOutcome, card: &Card) -> String {
     let mut h = Html::default();
     h.el("div", &[("class", "o-head")], |h| {
         h.el("span", &[("class", "badge")], |h| h.text(words));
-        let text = mark(outcome.title.as_deref().unwrap_or(&outcome.tool));
+        let text = match outcome.title.as_deref() {
+            Some(title) => mark(title),
+            None => tool_text(&outcome.tool, card),
+        };
         let class = if outcome.title.is_some() {
             "o-title"
         } else {
@@ -372,12 +379,16 @@ pub fn card_html(outcome: &MutationOutcome, card: &Card) -> String {
                     ("class", link_class.as_str()),
                 ]);
                 h.el("a", &attrs, |h| {
-                    h.el("bdi", &[("class", "outcome-title")], |h| h.text(&text))
+                    h.el("bdi", &tool_title(outcome, card, "outcome-title"), |h| {
+                        h.text(&text)
+                    })
                 });
             }
             None => {
                 let bdi_class = format!("{class} outcome-title");
-                h.el("bdi", &[("class", &bdi_class)], |h| h.text(&text));
+                h.el("bdi", &tool_title(outcome, card, &bdi_class), |h| {
+                    h.text(&text)
+                });
             }
         }
     });
@@ -385,7 +396,10 @@ pub fn card_html(outcome: &MutationOutcome, card: &Card) -> String {
     // only with what names it (its title or its link): "resource 478" alone tells an end user nothing.
     let named = outcome.title.is_some() || outcome.url.as_deref().is_some_and(safe_href);
     let details = [
-        outcome.title.is_some().then(|| mark(&outcome.tool)),
+        outcome
+            .title
+            .is_some()
+            .then(|| tool_text(&outcome.tool, card)),
         outcome
             .resource_id
             .as_ref()
@@ -398,7 +412,12 @@ pub fn card_html(outcome: &MutationOutcome, card: &Card) -> String {
     .collect::<Vec<_>>()
     .join(" · ");
     h.el("p", &[("class", "o-meta")], |h| {
-        h.el("bdi", &[("class", "details")], |h| h.text(&details))
+        let attrs = if outcome.title.is_some() {
+            tool_title(outcome, card, "details")
+        } else {
+            vec![("class", "details")]
+        };
+        h.el("bdi", &attrs, |h| h.text(&details))
     });
     row_times(&mut h, status, card);
     let stopped = stopped_reporting(outcome, card);
@@ -433,6 +452,31 @@ pub fn card_html(outcome: &MutationOutcome, card: &Card) -> String {
         });
     }
     h.0
+}
+
+/// The tool as the card shows it: its raw name for staff, in words for an end user
+/// ([`crate::components::marks::readable_tool`]).
+fn tool_text(tool: &str, card: &Card) -> String {
+    if card.for_staff {
+        mark(tool)
+    } else {
+        crate::components::marks::readable_tool(tool)
+    }
+}
+
+/// `class`, and for an end user the raw tool name as the element's `title` (the card shows it in words).
+fn tool_title<'a>(
+    outcome: &'a MutationOutcome,
+    card: &Card,
+    class: &'a str,
+) -> Vec<(&'a str, &'a str)> {
+    let mut attrs = vec![("class", class)];
+    // On a row of a list the details' title is left out (a page of 500 rows stays within its budget);
+    // the operation page has it.
+    if !card.for_staff && (outcome.title.is_none() || (class == "details" && !card.roving)) {
+        attrs.push(("title", outcome.tool.as_str()));
+    }
+    attrs
 }
 
 /// What staff read of a write the ledger settled at its deadline (docs/api.md "Deadlines").
@@ -526,10 +570,31 @@ fn row_times(h: &mut Html, status: PublishedStatus, card: &Card) {
             h.el("span", &[("class", "settled")], |h| {
                 h.text(&settled_words);
                 time(h, at);
+                // In the same element: a row's bytes count (README "Page weight").
+                if let Some(words) = took(status, card) {
+                    h.text(&words);
+                }
             });
         }
     });
     deadline(h);
+}
+
+/// How long a settled write took, recorded → settled (docs/design.md "What the person sees"): " · took
+/// 40 s" (" · after 40 s" for an unknown one: "unknown since … · after 40 s"); `None` in flight (the row says its age), without
+/// either time, and for a reconciled row (its settlement is the reconciliation, not the write).
+fn took(status: PublishedStatus, card: &Card) -> Option<String> {
+    use crate::components::time::{between_ms, duration_words};
+    if card.in_flight || card.established_by.is_some() {
+        return None;
+    }
+    let ms = between_ms(card.recorded_at.as_deref()?, card.settled_at.as_deref()?)?;
+    let words = if status == PublishedStatus::OutcomeUnknown {
+        "after"
+    } else {
+        "took"
+    };
+    Some(format!(" · {words} {}", duration_words(ms)))
 }
 
 /// The plain message of an unknown outcome (seed 002, "Tell the user…"): what is known, and what the
@@ -545,12 +610,13 @@ fn unknown_explanation(h: &mut Html, mutation_id: &str, card: &Card, tabindex: &
         (false, true) if stopped => "Not established: its host stopped reporting, and nothing shows whether the provider carried it out. Automatic resend stays paused until it is reconciled.",
         (false, true) => "Not established: nothing shows whether the provider carried it out. Automatic resend stays paused until it is reconciled.",
     };
-    let todo = match (in_flight, for_staff) {
-        (true, false) => "Do not repeat it yourself. If the agent does not report back in time, this page will say so; then quote the operation id below to support.",
-        (false, false) if stopped => "If you need to know, quote the operation id below to support; they will check it with the provider.",
-        (false, false) => "Do not repeat this action yourself: it may already have taken effect. Quote the operation id below to support; they will check it with the provider.",
-        (true, true) => "If its host is gone, look the operation id up with the provider and reconcile it below with what you find; otherwise the ledger settles it as unknown at its deadline.",
-        (false, true) => "Look the operation id up with the provider, then reconcile it below with what you find. Do not send it again before that: it may already have taken effect.",
+    // What to do, around where to quote the id (an end user's: [`support_words`]; staff are that support).
+    let (todo, after) = match (in_flight, for_staff) {
+        (true, false) => ("Do not repeat it yourself. If the agent does not report back in time, this page will say so; then quote the operation id below to ", "."),
+        (false, false) if stopped => ("If you need to know, quote the operation id below to ", "; they will check it with the provider."),
+        (false, false) => ("Do not repeat this action yourself: it may already have taken effect. Quote the operation id below to ", "; they will check it with the provider."),
+        (true, true) => ("If its host is gone, look the operation id up with the provider and reconcile it below with what you find; otherwise the ledger settles it as unknown at its deadline.", ""),
+        (false, true) => ("Look the operation id up with the provider, then reconcile it below with what you find. Do not send it again before that: it may already have taken effect.", ""),
     };
     let id_label = if for_staff {
         "Operation id:"
@@ -575,12 +641,13 @@ fn unknown_explanation(h: &mut Html, mutation_id: &str, card: &Card, tabindex: &
             } else {
                 h.el("p", &[], |h| h.text(lead));
             }
-            if !for_staff && !stopped {
-                h.el("p", &[], |h| {
-                    h.text("It is not shown as done or failed, because there is no evidence either way yet.")
-                });
-            }
-            h.el("p", &[("class", "what-to-do")], |h| h.text(todo));
+            h.el("p", &[("class", "what-to-do")], |h| {
+                h.text(todo);
+                if !for_staff {
+                    support_words(h, card.support.as_ref(), tabindex);
+                }
+                h.text(after);
+            });
             h.el("p", &[("class", "o-quote")], |h| {
                 h.el("span", &[], |h| h.text(id_label));
                 h.el("code", &[("class", "operation-id")], |h| h.text(&shown));
@@ -603,6 +670,28 @@ fn unknown_explanation(h: &mut Html, mutation_id: &str, card: &Card, tabindex: &
             });
         },
     );
+}
+
+/// Where an end user quotes the id ([`crate::support`]): the server's support contact as a link
+/// (`a.support-contact`), or the words [`crate::support::NO_CONTACT`].
+fn support_words(
+    h: &mut Html,
+    support: Option<&crate::support::SupportContact>,
+    tabindex: &[(&str, &str)],
+) {
+    match support {
+        Some(c) => {
+            let mut attrs = vec![
+                ("class", "support-contact"),
+                ("href", c.url.as_str()),
+                ("target", "_blank"),
+                ("rel", "noopener noreferrer"),
+            ];
+            attrs.extend_from_slice(tabindex);
+            h.el("a", &attrs, |h| h.text(&c.label));
+        }
+        None => h.text(crate::support::NO_CONTACT),
+    }
 }
 
 /// HTML written as text: elements with escaped attribute values and escaped text (html-escape).
@@ -675,6 +764,42 @@ mod tests {
         }
     }
 
+    /// An end user's unknown card says where to quote its id: the server's support contact as a link, or
+    /// "the support of the service you used"; staff, who are that support, read neither.
+    #[test]
+    fn an_end_users_unknown_card_names_where_to_quote_its_id() {
+        let mut unknown = outcome(PublishedStatus::OutcomeUnknown);
+        unknown.reason = Some(Reason::ExecutionTimeout);
+        let support = crate::support::SupportContact {
+            url: "https://help.example.com/agents".into(),
+            label: "Example support".into(),
+        };
+        let with = card_html(
+            &unknown,
+            &Card {
+                support: Some(support.clone()),
+                ..Card::default()
+            },
+        );
+        assert!(with.contains(r#"<p class="what-to-do">Do not repeat this action yourself: it may already have taken effect. Quote the operation id below to <a class="support-contact" href="https://help.example.com/agents" target="_blank" rel="noopener noreferrer">Example support</a>; they will check it with the provider.</p>"#), "{with}");
+        let without = card_html(&unknown, &Card::default());
+        assert!(without.contains(r#"<p class="what-to-do">Do not repeat this action yourself: it may already have taken effect. Quote the operation id below to the support of the service you used; they will check it with the provider.</p>"#), "{without}");
+        let staff = card_html(
+            &unknown,
+            &Card {
+                for_staff: true,
+                support: Some(support),
+                ..Card::default()
+            },
+        );
+        assert!(!staff.contains("support-contact"), "{staff}");
+        assert!(!staff.contains("service you used"), "{staff}");
+        assert!(
+            staff.contains(r#"<bdi class="details">mcp__dashboards__create · resource 4000</bdi>"#),
+            "{staff}"
+        );
+    }
+
     /// The card's HTML, whole, for a completed outcome in a roving list (a timeline row): what the server
     /// sends for it and what the browser writes for a live row.
     #[test]
@@ -691,9 +816,9 @@ mod tests {
             concat!(
                 r#"<div class="o-head"><span class="badge">Completed</span>"#,
                 r#"<a href="https://dashboards.example.com/d/4000" tabindex="-1" target="_blank" rel="noopener noreferrer nofollow" class="o-title o-link"><bdi class="outcome-title">Revenue dashboard</bdi></a></div>"#,
-                r#"<p class="o-meta"><bdi class="details">mcp__dashboards__create · resource 4000 · revision 3</bdi></p>"#,
+                r#"<p class="o-meta"><bdi class="details">dashboards · create · resource 4000 · revision 3</bdi></p>"#,
                 r#"<p class="row-times"><span class="recorded">Recorded <time datetime="2026-12-06T03:09:18.272Z">2026-12-06 03:09:18 UTC</time></span>"#,
-                r#"<span class="settled"> · settled <time datetime="2026-12-06T03:09:19Z">2026-12-06 03:09:19 UTC</time></span></p>"#,
+                r#"<span class="settled"> · settled <time datetime="2026-12-06T03:09:19Z">2026-12-06 03:09:19 UTC</time> · took 728 ms</span></p>"#,
                 r#"<p class="o-meta">Operation id: <code class="operation-id">dash-create-1</code></p>"#,
             )
         );
@@ -702,6 +827,66 @@ mod tests {
     /// What a host wrote is text, never markup: `<`, `&` and quotes are escaped in text and attributes; a
     /// link that is not http(s) is no link; Cf characters show as marks, in the id and the copy button's
     /// name alike; outside a roving list nothing gets a `tabindex`.
+    /// A settled row says how long it took (recorded → settled); an unknown one how long until it was
+    /// unknown; an in-flight row keeps its age and a reconciled one says nothing of a duration.
+    #[test]
+    fn a_settled_row_says_how_long_it_took() {
+        let times = |recorded: &str, settled: &str| Card {
+            recorded_at: Some(recorded.into()),
+            settled_at: Some(settled.into()),
+            ..Card::default()
+        };
+        let took = |status, card: &Card| {
+            let html = card_html(&outcome(status), card);
+            html.split_once("</time> · ")
+                .map(|(_, rest)| format!(" · {}", rest.split_once("</span>").unwrap().0))
+        };
+        let forty = times("2026-12-06T17:33:01.5Z", "2026-12-06T17:33:41.9Z");
+        assert_eq!(
+            took(PublishedStatus::Completed, &forty).as_deref(),
+            Some(" · took 40 s")
+        );
+        assert_eq!(
+            took(
+                PublishedStatus::Failed,
+                &times("2026-12-06T17:33:01Z", "2026-12-06T17:33:02.25Z")
+            )
+            .as_deref(),
+            Some(" · took 1.2 s")
+        );
+        assert_eq!(
+            took(
+                PublishedStatus::NotExecuted,
+                &times("2026-12-06T17:33:01Z", "2026-12-06T17:36:30Z")
+            )
+            .as_deref(),
+            Some(" · took 3 min")
+        );
+        assert_eq!(
+            took(PublishedStatus::OutcomeUnknown, &forty).as_deref(),
+            Some(" · after 40 s")
+        );
+        let in_flight = Card {
+            in_flight: true,
+            ..forty.clone()
+        };
+        assert_eq!(took(PublishedStatus::OutcomeUnknown, &in_flight), None);
+        assert!(
+            card_html(&outcome(PublishedStatus::OutcomeUnknown), &in_flight)
+                .contains("In flight since ")
+        );
+        let reconciled = Card {
+            established_by: Some(EstablishedBy::Staff),
+            ..forty.clone()
+        };
+        assert_eq!(took(PublishedStatus::Completed, &reconciled), None);
+        let no_recorded = Card {
+            recorded_at: None,
+            ..forty
+        };
+        assert_eq!(took(PublishedStatus::Completed, &no_recorded), None);
+    }
+
     #[test]
     fn host_text_is_escaped_marked_and_only_http_links() {
         let mut o = outcome(PublishedStatus::OutcomeUnknown);
@@ -740,7 +925,10 @@ mod tests {
         let user = card_html(&o, &Card::default());
         assert!(user.contains(r#"<span class="badge">Outcome unknown</span>"#));
         assert!(user.contains(r#"data-audience="end-user""#));
-        assert!(user.contains("<p>It is not shown as done or failed, because there is no evidence either way yet.</p>"));
+        assert!(user.contains("<p>The result of this write is not established. The original operation is under investigation, and automatic resend is paused.</p>"));
+        // Never "failed" or "done" without evidence (docs/design.md "What the person sees").
+        assert!(!user.to_lowercase().contains("failed"), "{user}");
+        assert!(!user.contains(" done"), "{user}");
         assert!(user.contains("Do not repeat this action yourself"));
         assert!(user.contains("<span>Operation id to quote:</span>"));
         let staff = card_html(
@@ -769,8 +957,8 @@ mod tests {
         failed.reason = Some(Reason::ExecutionTimeout);
         failed.title = None;
         let failed = card_html(&failed, &Card::default());
-        assert!(failed.contains(r#"<a href="https://dashboards.example.com/d/4000" target="_blank" rel="noopener noreferrer nofollow" class="o-tool o-link"><bdi class="outcome-title">mcp__dashboards__create</bdi></a>"#), "{failed}");
-        assert!(failed.contains(r#"<p class="reason mt-1 text-sm">The attempt timed out while executing; whether it took effect is not known.</p>"#));
+        assert!(failed.contains(r#"<a href="https://dashboards.example.com/d/4000" target="_blank" rel="noopener noreferrer nofollow" class="o-tool o-link"><bdi class="outcome-title" title="mcp__dashboards__create">dashboards · create</bdi></a>"#), "{failed}");
+        assert!(failed.contains(r#"<p class="reason mt-1 text-sm">It timed out while running; whether it took effect is not known.</p>"#));
         assert!(!failed.contains("unknown-explanation"));
     }
 
@@ -822,10 +1010,7 @@ mod tests {
                 ..card
             },
         );
-        assert!(
-            host.contains("The attempt timed out while executing"),
-            "{host}"
-        );
+        assert!(host.contains("It timed out while running"), "{host}");
         assert!(!host.contains("stopped reporting"), "{host}");
     }
 

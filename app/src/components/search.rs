@@ -24,6 +24,32 @@ pub struct Hit {
     pub id: String,
     /// What is said beside the id: an operation's title or tool and its status; a session's last write.
     pub about: String,
+    /// An operation's place: what tells apart operations of the same title (issue 41).
+    pub place: Option<Place>,
+}
+
+/// Where and when an operation of the results is: its session (key, marked), its turn ("Turn 3"; the
+/// turn's id, marked, when the number is unknown) and its times (RFC 3339 UTC, docs/api.md "Search").
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Place {
+    pub session: String,
+    pub turn: String,
+    pub recorded_at: String,
+    pub settled_at: Option<String>,
+}
+
+/// What a page of results says when a text of 1 or 2 characters reached its bound (`searched_newest`,
+/// docs/api.md "Search"): `n` with thousands separated ("20,000").
+pub fn window_words(n: u32) -> String {
+    let digits = n.to_string();
+    let mut grouped = String::new();
+    for (i, c) in digits.chars().enumerate() {
+        if i > 0 && (digits.len() - i).is_multiple_of(3) {
+            grouped.push(',');
+        }
+        grouped.push(c);
+    }
+    format!("Searched the newest {grouped} operations and sessions only: type 3 or more characters to search them all.")
 }
 
 /// The results as the list shows them: sessions first, then operations.
@@ -38,6 +64,7 @@ pub fn hits(r: &SearchResults) -> (Vec<Hit>, Vec<Hit>) {
                 "last write {}",
                 crate::components::time::utc_text(&s.last_activity)
             ),
+            place: None,
         })
         .collect();
     let operations = r
@@ -51,6 +78,15 @@ pub fn hits(r: &SearchResults) -> (Vec<Hit>, Vec<Hit>) {
                 mark(o.title.as_deref().unwrap_or(&o.tool)),
                 status_words(o.status)
             ),
+            place: Some(Place {
+                session: mark(&o.session_key),
+                turn: match o.turn_number {
+                    0 => format!("Turn {}", mark(&o.logical_turn_id)),
+                    n => format!("Turn {n}"),
+                },
+                recorded_at: o.recorded_at.clone(),
+                settled_at: o.settled_at.clone(),
+            }),
         })
         .collect();
     (sessions, operations)
@@ -79,6 +115,8 @@ pub fn HeaderSearch() -> impl IntoView {
     // Whether the answer has a next page: an empty one then only means the search stopped at its bound
     // of candidates (docs/api.md "Search"), not that nothing contains the text.
     let unfinished = RwSignal::new(false);
+    // The bound a 1- or 2-character text reached (`searched_newest`), said under the list.
+    let window = RwSignal::new(None::<u32>);
     let active = RwSignal::new(None::<usize>);
     let failed = RwSignal::new(None::<String>);
     // Each question's number: an answer to an older question than the newest is dropped.
@@ -129,6 +167,7 @@ pub fn HeaderSearch() -> impl IntoView {
                             Ok(r) => {
                                 let (sessions, operations) = hits(&r);
                                 unfinished.set(r.next.is_some());
+                                window.set(r.searched_newest);
                                 failed.set(None);
                                 active.set(None);
                                 shown.set(Some((question, sessions, operations)));
@@ -136,6 +175,7 @@ pub fn HeaderSearch() -> impl IntoView {
                             Err(e) => {
                                 failed.set(Some(e.describe()));
                                 unfinished.set(false);
+                                window.set(None);
                                 active.set(None);
                                 shown.set(Some((question, vec![], vec![])));
                             }
@@ -147,7 +187,7 @@ pub fn HeaderSearch() -> impl IntoView {
             pending.set_value(handle.ok());
         }
         #[cfg(not(feature = "hydrate"))]
-        let _ = (text, n, failed);
+        let _ = (text, n, failed, window);
     };
     let on_input = move |ev: leptos::ev::Event| {
         let text = event_target_value(&ev);
@@ -223,6 +263,13 @@ pub fn HeaderSearch() -> impl IntoView {
                                 class="hit block px-3 py-1 text-sm aria-selected:bg-sky-100 hover:bg-slate-100 dark:aria-selected:bg-sky-900 dark:hover:bg-slate-800">
                                 <span class="block truncate font-mono">{h.id}</span>
                                 <span class="block truncate text-xs opacity-80">{h.about}</span>
+                                {h.place.map(|p| view! {
+                                    <span class="hit-place block truncate text-xs opacity-80">
+                                        {p.turn}" · "
+                                        <crate::components::time::Time at=p.settled_at.unwrap_or(p.recorded_at)/>
+                                        " · "<bdi>{p.session}</bdi>
+                                    </span>
+                                })}
                             </a>
                         }
                     }).collect_view()}
@@ -266,6 +313,9 @@ pub fn HeaderSearch() -> impl IntoView {
                         format!("No session or operation contains “{}”.", mark(t))
                     }))}
                 </p>
+                <p class="search-window px-3 py-1 text-xs" hidden=move || window.with(Option::is_none)>
+                    {move || window.get().map(window_words)}
+                </p>
                 <p class="search-failed px-3 py-1 text-sm text-red-800 dark:text-red-200" hidden=move || failed.with(Option::is_none)>
                     {move || failed.get()}
                 </p>
@@ -297,12 +347,16 @@ mod tests {
             operations: vec![OperationHit {
                 session_key: "support chat/1".into(),
                 logical_turn_id: "t".into(),
+                turn_number: 3,
                 mutation_id: "op\u{200B}1".into(),
                 tool: "create_issue".into(),
                 title: None,
                 status: PublishedStatus::OutcomeUnknown,
+                recorded_at: "2026-12-02T10:00:00.000Z".into(),
+                settled_at: None,
             }],
             next: None,
+            searched_newest: None,
         };
         let (s, o) = hits(&r);
         assert_eq!(s[0].href, "/sessions/support%20chat%2F1");
@@ -313,6 +367,22 @@ mod tests {
         );
         assert_eq!(o[0].id, "op⟨U+200B⟩1");
         assert_eq!(o[0].about, "create_issue · unknown");
+        assert_eq!(
+            o[0].place,
+            Some(Place {
+                session: "support chat/1".into(),
+                turn: "Turn 3".into(),
+                recorded_at: "2026-12-02T10:00:00.000Z".into(),
+                settled_at: None,
+            })
+        );
+        assert_eq!(
+            window_words(20_000),
+            "Searched the newest 20,000 operations and sessions only: type 3 or more characters to search them all."
+        );
+        assert!(
+            window_words(999).contains(" 999 ") && window_words(1_234_567).contains(" 1,234,567 ")
+        );
         assert_eq!(find_href("a b&c"), "/find?q=a%20b%26c");
     }
 }

@@ -81,6 +81,95 @@ pub fn open_for(secs: u64) -> String {
     }
 }
 
+/// Milliseconds since the Unix epoch of a UTC time as the API writes it (docs/api.md: RFC 3339 with `Z`,
+/// a fraction of 0 to 9 digits: `2026-12-06T03:09:18.272Z`, `2026-12-06T03:09:19Z`); `None` for text that
+/// does not read. The browser reads it with its own `Date.parse` (nothing added to the bundle, README
+/// "Bundle size"); the server with [`parse_utc`].
+pub fn epoch_ms(rfc3339: &str) -> Option<i64> {
+    #[cfg(feature = "hydrate")]
+    {
+        let ms = js_sys::Date::parse(rfc3339);
+        ms.is_finite().then_some(ms as i64)
+    }
+    #[cfg(not(feature = "hydrate"))]
+    {
+        parse_utc(rfc3339)
+    }
+}
+
+/// [`epoch_ms`] read by hand (on the server, where there is no `Date`; a date library's parser would be
+/// more than this fixed shape needs): exactly `YYYY-MM-DDTHH:MM:SS[.f{1,9}]Z`, anything else `None`.
+#[cfg(any(not(feature = "hydrate"), test))]
+pub fn parse_utc(rfc3339: &str) -> Option<i64> {
+    let b = rfc3339.as_bytes();
+    let num = |from: usize, len: usize| -> Option<i64> {
+        let part = b.get(from..from + len)?;
+        part.iter().try_fold(0i64, |n, c| {
+            c.is_ascii_digit().then(|| n * 10 + i64::from(c - b'0'))
+        })
+    };
+    if b.len() < 20
+        || b[4] != b'-'
+        || b[7] != b'-'
+        || b[10] != b'T'
+        || b[13] != b':'
+        || b[16] != b':'
+    {
+        return None;
+    }
+    let (y, m, d) = (num(0, 4)?, num(5, 2)?, num(8, 2)?);
+    let (hh, mm, ss) = (num(11, 2)?, num(14, 2)?, num(17, 2)?);
+    if !(1..=12).contains(&m) || !(1..=31).contains(&d) || hh > 23 || mm > 59 || ss > 60 {
+        return None;
+    }
+    let mut ms = 0;
+    let rest = &b[19..];
+    let zone = match rest.first() {
+        Some(b'.') => {
+            let digits = rest[1..].iter().take_while(|c| c.is_ascii_digit()).count();
+            if digits == 0 || digits > 9 {
+                return None;
+            }
+            for (i, c) in rest[1..=digits].iter().enumerate().take(3) {
+                ms += i64::from(c - b'0') * [100, 10, 1][i];
+            }
+            &rest[1 + digits..]
+        }
+        _ => rest,
+    };
+    if zone != b"Z" {
+        return None;
+    }
+    // Days from 1970-01-01 of a proleptic Gregorian date (Howard Hinnant's days_from_civil).
+    let y = if m <= 2 { y - 1 } else { y };
+    let era = y.div_euclid(400);
+    let yoe = y - era * 400;
+    let mp = (m + 9) % 12;
+    let doy = (153 * mp + 2) / 5 + d - 1;
+    let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
+    let days = era * 146_097 + doe - 719_468;
+    Some(((days * 24 + hh) * 60 + mm) * 60_000 + ss * 1000 + ms)
+}
+
+/// How long a write took, in words (docs/design.md "What the person sees"): under a second in
+/// milliseconds (`350 ms`), under 10 s to the tenth (`1.2 s`), then whole seconds, minutes, hours and days
+/// (`40 s`, `3 min`, `5 h`, `2 d`), rounded down. A negative duration (clock skew) reads `0 ms`.
+pub fn duration_words(ms: i64) -> String {
+    match ms.max(0) {
+        ms if ms < 1000 => format!("{ms} ms"),
+        ms if ms < 10_000 => format!("{}.{} s", ms / 1000, ms % 1000 / 100),
+        ms if ms < 60_000 => format!("{} s", ms / 1000),
+        ms if ms < 3_600_000 => format!("{} min", ms / 60_000),
+        ms if ms < 86_400_000 => format!("{} h", ms / 3_600_000),
+        ms => format!("{} d", ms / 86_400_000),
+    }
+}
+
+/// The milliseconds from `from` to `to` (RFC 3339 UTC, [`epoch_ms`]), when both read.
+pub fn between_ms(from: &str, to: &str) -> Option<i64> {
+    Some(epoch_ms(to)? - epoch_ms(from)?)
+}
+
 /// The time now as RFC 3339 UTC (`2026-12-01T21:34:30.168Z`): the server's clock while rendering, the
 /// browser's once interactive.
 pub fn now_rfc3339() -> String {
@@ -278,5 +367,49 @@ mod tests {
         assert_eq!(open_for(185), "for 3 min");
         assert_eq!(open_for(3 * 3600), "for 3 h");
         assert_eq!(open_for(u64::MAX), format!("for {} d", i64::MAX / 86_400));
+    }
+
+    #[test]
+    fn api_times_read_to_the_millisecond() {
+        assert_eq!(epoch_ms("1970-01-01T00:00:00Z"), Some(0));
+        assert_eq!(
+            epoch_ms("2026-12-06T03:09:18.272Z"),
+            Some(1_796_526_558_272)
+        );
+        assert_eq!(epoch_ms("2026-12-06T03:09:18.27Z"), Some(1_796_526_558_270));
+        assert_eq!(
+            epoch_ms("2026-12-06T03:09:18.2729999Z"),
+            Some(1_796_526_558_272)
+        );
+        assert_eq!(epoch_ms("2000-02-29T12:00:00Z"), Some(951_825_600_000));
+        for bad in [
+            "",
+            "2026-12-06",
+            "2026-12-06T03:09:18",
+            "2026-12-06T03:09:18+01:00",
+            "2026-12-06T03:09:18.Z",
+            "2026-13-06T03:09:18Z",
+            "2026-12-06T03:09:1xZ",
+        ] {
+            assert_eq!(epoch_ms(bad), None, "{bad}");
+        }
+        assert_eq!(
+            between_ms("2026-12-06T03:09:18.272Z", "2026-12-06T03:09:58.3Z"),
+            Some(40_028)
+        );
+    }
+
+    #[test]
+    fn durations_read_in_the_largest_whole_unit_a_tenth_of_a_second_under_ten() {
+        assert_eq!(duration_words(-5), "0 ms");
+        assert_eq!(duration_words(0), "0 ms");
+        assert_eq!(duration_words(350), "350 ms");
+        assert_eq!(duration_words(1000), "1.0 s");
+        assert_eq!(duration_words(1_249), "1.2 s");
+        assert_eq!(duration_words(9_999), "9.9 s");
+        assert_eq!(duration_words(40_028), "40 s");
+        assert_eq!(duration_words(3 * 60_000 + 59_000), "3 min");
+        assert_eq!(duration_words(5 * 3_600_000), "5 h");
+        assert_eq!(duration_words(2 * 86_400_000 + 1), "2 d");
     }
 }

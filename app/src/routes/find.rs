@@ -12,7 +12,8 @@ use serde::{Deserialize, Serialize};
 
 use crate::api::{self, ApiError};
 use crate::components::marks::{mark, unmarked};
-use crate::components::search::{hits, Hit};
+use crate::components::search::{hits, window_words, Hit};
+use crate::components::time::{kind_text, time_title, Time, TimeKind};
 use crate::routes::{history_href, operation_href, session_href};
 
 /// Results per group on the Find page.
@@ -154,39 +155,89 @@ fn Contained(q: String, answer: Result<ledger::wire::SearchResults, ApiError>) -
         .next
         .clone()
         .map(|n| format!("/find?q={}&after={}", api::enc(&q), api::enc(&n)));
+    // A 1- or 2-character text that reached its bound on this page (docs/api.md "Search").
+    let window = r
+        .searched_newest
+        .map(|n| view! { <p class="search-window text-sm">{window_words(n)}</p> });
     if r.sessions.is_empty() && r.operations.is_empty() {
         // A page that stopped at the search's bound of candidates (docs/api.md "Search"): none here,
         // maybe some further on.
-        return more
-            .map(|href| view! {
+        return match more {
+            Some(href) => view! {
                 <div class="search-results mt-6">
                     <p class="search-bound">"No match among the newest candidates examined; the search goes on."</p>
                     <p><a rel="external" class="more-results underline underline-offset-2" href=href>"More results →"</a></p>
                 </div>
-            })
-            .into_any();
+            }
+            .into_any(),
+            None => window
+                .map(|w| view! { <div class="search-results mt-6">{w}</div> })
+                .into_any(),
+        };
     }
     let (sessions, operations) = hits(&r);
-    let group = |class: &'static str, heading: String, hits: Vec<Hit>| {
-        (!hits.is_empty()).then(|| view! {
-            <section class=format!("{class} mb-4")>
-                <h2 class="mb-1 text-lg font-semibold">{heading}</h2>
-                <ul class="space-y-1">
-                    {hits.into_iter().map(|h| view! {
-                        <li><a rel="external" class="underline-offset-2 hover:underline" href=h.href>
-                            <bdi class="break-all font-mono">{h.id}</bdi>
-                            <span class="ml-2 text-sm opacity-80"><bdi>{h.about}</bdi></span>
-                        </a></li>
-                    }).collect_view()}
-                </ul>
-            </section>
-        })
-    };
-    let shown = mark(&q);
+    let sessions = (!sessions.is_empty()).then(|| view! {
+        <section class="found-sessions mb-4">
+            <h2 class="mb-1 text-lg font-semibold">{format!("Sessions containing “{}”", mark(&q))}</h2>
+            <ul class="space-y-1">
+                {sessions.into_iter().map(|h| view! {
+                    <li><a rel="external" class="underline-offset-2 hover:underline" href=h.href>
+                        <bdi class="break-all font-mono">{h.id}</bdi>
+                        <span class="ml-2 text-sm opacity-80"><bdi>{h.about}</bdi></span>
+                    </a></li>
+                }).collect_view()}
+            </ul>
+        </section>
+    });
+    // Operations grouped by session (in the order of their newest), each with its turn and times, so
+    // that operations of one title are told apart (issue 41).
+    let mut groups: Vec<(String, Vec<Hit>)> = Vec::new();
+    for h in operations {
+        let key = h
+            .place
+            .as_ref()
+            .map(|p| p.session.clone())
+            .unwrap_or_default();
+        match groups.iter_mut().find(|(k, _)| *k == key) {
+            Some((_, hits)) => hits.push(h),
+            None => groups.push((key, vec![h])),
+        }
+    }
+    let operations = (!groups.is_empty()).then(|| view! {
+        <section class="found-operations mb-4">
+            <h2 class="mb-1 text-lg font-semibold">{format!("Operations containing “{}”", mark(&q))}</h2>
+            {groups.into_iter().map(|(session, hits)| view! {
+                <div class="hit-group mb-3">
+                    <h3 class="text-sm font-semibold"><span class="font-normal">"Session "</span><bdi class="break-all font-mono">{session}</bdi></h3>
+                    <ul class="space-y-1 border-l-2 border-slate-300 pl-3 dark:border-slate-600">
+                        {hits.into_iter().map(|h| {
+                            let place = h.place.unwrap_or_else(|| crate::components::search::Place { session: String::new(), turn: String::new(), recorded_at: String::new(), settled_at: None });
+                            view! {
+                                <li><a rel="external" class="underline-offset-2 hover:underline" href=h.href>
+                                    <bdi class="block">{h.about}</bdi>
+                                    <span class="hit-place block text-sm opacity-80">
+                                        {place.turn}" · recorded "<Time at=place.recorded_at/>
+                                        // The settle time alone (its age would say the same twice).
+                                        {place.settled_at.map(|at| {
+                                            let text = kind_text(&at, TimeKind::Clock);
+                                            let title = time_title(&at);
+                                            view! { " · settled "<time datetime=at title=title data-clock="">{text}</time> }
+                                        })}
+                                    </span>
+                                    <bdi class="block break-all font-mono text-xs opacity-80">{h.id}</bdi>
+                                </a></li>
+                            }
+                        }).collect_view()}
+                    </ul>
+                </div>
+            }).collect_view()}
+        </section>
+    });
     view! {
         <div class="search-results mt-6">
-            {group("found-sessions", format!("Sessions containing “{shown}”"), sessions)}
-            {group("found-operations", format!("Operations containing “{shown}”"), operations)}
+            {sessions}
+            {operations}
+            {window}
             {more.map(|href| view! { <p><a rel="external" class="more-results underline underline-offset-2" href=href>"More results →"</a></p> })}
         </div>
     }
@@ -255,6 +306,8 @@ pub fn FindPage() -> impl IntoView {
                     return view! { <GoTo href/> }.into_any();
                 }
                 let nothing_contains = contained.as_ref().is_some_and(|c| c.as_ref().is_ok_and(|r| r.sessions.is_empty() && r.operations.is_empty() && r.next.is_none()));
+                // Nothing found within the bound of a 1- or 2-character text: said of the newest only.
+                let windowed = contained.as_ref().is_some_and(|c| c.as_ref().is_ok_and(|r| r.searched_newest.is_some()));
                 // Ids, titles or resource ids that contain the text answer it: no "nothing has this id" above them.
                 let some_contain = contained.as_ref().is_some_and(|c| c.as_ref().is_ok_and(|r| !r.sessions.is_empty() || !r.operations.is_empty()));
                 view! {
@@ -277,7 +330,11 @@ pub fn FindPage() -> impl IntoView {
                         {(!f.session && f.operations == 0 && !some_contain).then(|| view! {
                             <p class="no-match">
                                 "No session and no published operation has the id "<bdi class="font-mono">{mark(&q)}</bdi>
-                                {if nothing_contains { ", and no id, title or resource id contains it." } else { "." }}
+                                {match (nothing_contains, windowed) {
+                                    (true, false) => ", and no id, title or resource id contains it.",
+                                    (true, true) => ", and no id, title or resource id of the newest operations and sessions contains it.",
+                                    _ => ".",
+                                }}
                                 " Check the id; the session may have expired."
                             </p>
                         })}

@@ -26,9 +26,18 @@ pub fn OperationPage() -> impl IntoView {
     // `?history_after=<cursor>`: the changes before the newest window (docs/api.md "Operation history").
     let older = crate::address::query_value("history_after").filter(|a| !a.is_empty());
     let older_page = older.is_some();
+    let reader = api::reader();
     let found = Resource::new(
         move || (key.get(), id.get(), older.clone()),
-        |(k, m, older)| api::operation_history(&k, &m, older.as_deref()),
+        move |(k, m, older)| {
+            let history = api::operation_history(&k, &m, older.as_deref());
+            let reader = reader.clone();
+            async move {
+                let history = history.await?;
+                let turn = read_turn_name(&reader, &history).await;
+                Ok::<_, api::ApiError>((history, turn))
+            }
+        },
     );
     let caller = use_context::<crate::CallerResource>();
     view! {
@@ -42,26 +51,74 @@ pub fn OperationPage() -> impl IntoView {
                         <h1 class="mb-4 break-all text-2xl font-semibold">"Operation " <bdi class="font-mono">{mark(&id.get_untracked())}</bdi></h1>
                         <ApiErrorPanel error=e/>
                     }.into_any(),
-                    Ok(h) if older_page => view! { <OlderHistory history=h viewer/> }.into_any(),
-                    Ok(h) => view! { <LiveHistory history=h viewer staff/> }.into_any(),
+                    Ok((h, turn)) if older_page => view! { <OlderHistory history=h turn viewer/> }.into_any(),
+                    Ok((h, turn)) => view! { <LiveHistory history=h turn viewer staff/> }.into_any(),
                 }
             })}
         </Suspense>
     }
 }
 
-/// The kind of a change in words, for `viewer` (an end user, who reads no deadlines: the ledger's
-/// settlement is "Settled by the ledger") or staff ([`kind_words`]).
-pub fn kind_words_for(change: &HistoryChange, viewer: bool) -> String {
-    if viewer && change.settled_by == Some(SettledBy::Ledger) {
-        let attempt = change
-            .attempt_id
-            .as_deref()
-            .map(|a| format!(" (attempt {})", mark(a)))
-            .unwrap_or_default();
-        return format!("Settled by the ledger{attempt}");
+/// The operation's turn by its number, "Turn 13" (with its id when the id says more: `(label, id)`), read
+/// on the server from the turn's place (docs/api.md "A turn's place"); the id alone ("Turn" and the id)
+/// when that read fails. The browser never reads it again (the page's links are full navigations).
+async fn read_turn_name(
+    reader: &api::Reader,
+    history: &OperationHistory,
+) -> (String, Option<String>) {
+    #[cfg(feature = "ssr")]
+    if let Ok(place) = reader
+        .get_json::<ledger::wire::TurnPlace>(api::turn_place_path(
+            &history.session_key,
+            &history.logical_turn_id,
+        ))
+        .await
+    {
+        return crate::routes::turn::turn_name(place.number, &place.logical_turn_id);
     }
-    kind_words(change)
+    let _ = reader;
+    ("Turn".to_owned(), Some(mark(&history.logical_turn_id)))
+}
+
+/// The link to the operation's turn: "Turn 13", or "Turn 2 · turn-b7f" ([`read_turn_name`]).
+#[component]
+fn TurnLink(href: String, turn: (String, Option<String>)) -> impl IntoView {
+    let (label, id) = turn;
+    view! {
+        <a rel="external" class="underline-offset-2 hover:underline" href=href>
+            {label}
+            {id.map(|id| view! { " " <bdi class="break-all font-mono">{id}</bdi> })}
+        </a>
+    }
+}
+
+/// The kind of a change in words, for `viewer` (an end user: docs/design.md "What the person sees") or
+/// staff ([`kind_words`]). An end user reads what their agent did and who established a result, with no
+/// attempt ids, no deadlines and none of the ledger's own words ("intent", "settled", "reconciled"):
+/// "Your agent started it", "Marked unknown" (the ledger's settlement at a deadline), "Confirmed
+/// completed by support".
+pub fn kind_words_for(change: &HistoryChange, viewer: bool) -> String {
+    if !viewer {
+        return kind_words(change);
+    }
+    let status = change.outcome.as_ref().map(|o| o.status);
+    match change.kind {
+        HistoryKind::Approval => "Your agent asked for it".to_owned(),
+        HistoryKind::Intent => "Your agent started it".to_owned(),
+        HistoryKind::Settlement if change.settled_by == Some(SettledBy::Ledger) => {
+            "Marked unknown".to_owned()
+        }
+        HistoryKind::Settlement => "Your agent reported the result".to_owned(),
+        HistoryKind::Cancellation => "Cancelled before it was sent".to_owned(),
+        HistoryKind::Reconciliation => status
+            .and_then(|s| crate::components::outcome::established_words(s, change.established_by))
+            .unwrap_or_else(|| "Its result was established".to_owned()),
+        HistoryKind::Metadata => "Its title and link were added".to_owned(),
+        HistoryKind::Attempt => "Your agent tried it again".to_owned(),
+        HistoryKind::Imported => "Copied from an earlier record".to_owned(),
+        // Internal to staff: a viewer is never sent these.
+        HistoryKind::Note | HistoryKind::Claim | HistoryKind::Release => kind_words(change),
+    }
 }
 
 /// The kind of a change in words.
@@ -84,7 +141,11 @@ pub fn kind_words(change: &HistoryChange) -> String {
         HistoryKind::Attempt => format!("Fresh attempt{attempt}"),
         HistoryKind::Note => "Note".to_owned(),
         HistoryKind::Imported => "Imported (recorded before history was kept)".to_owned(),
-        HistoryKind::Claim => "Claimed: working on it".to_owned(),
+        // An assignment: a claim whose note names the staff member it was handed to.
+        HistoryKind::Claim => match change.note.as_deref() {
+            Some(to) => format!("Assigned to {to}"),
+            None => "Claimed: working on it".to_owned(),
+        },
         HistoryKind::Release => "Claim released".to_owned(),
     }
 }
@@ -193,7 +254,13 @@ fn settled_unknown(history: &OperationHistory) -> bool {
 /// numbers (docs/design.md "What the person sees"); `staff`: signed-in staff, who get the claim, the
 /// operator actions and an explanation of an unknown outcome meant for support.
 #[component]
-fn LiveHistory(history: OperationHistory, viewer: bool, staff: bool) -> impl IntoView {
+fn LiveHistory(
+    history: OperationHistory,
+    turn: (String, Option<String>),
+    viewer: bool,
+    staff: bool,
+) -> impl IntoView {
+    let turn_name = turn;
     let (key, turn, id) = (
         history.session_key.clone(),
         history.logical_turn_id.clone(),
@@ -226,13 +293,14 @@ fn LiveHistory(history: OperationHistory, viewer: bool, staff: bool) -> impl Int
     view! {
         <p class="mb-1 flex flex-wrap gap-x-3 text-sm">
             <a rel="external" class="underline-offset-2 hover:underline" href=session_href(&key)>"← Session " <bdi class="break-all font-mono">{mark(&key)}</bdi></a>
-            <a rel="external" class="underline-offset-2 hover:underline" href=turn_href(&key, &turn)>"Turn " <bdi class="break-all font-mono">{mark(&turn)}</bdi></a>
+            <TurnLink href=turn_href(&key, &turn) turn=turn_name/>
         </p>
         <div class="mb-4 flex flex-wrap items-center justify-between gap-3">
             <h1 class="break-all text-2xl font-semibold">"Operation " <bdi class="font-mono">{mark(&id)}</bdi></h1>
             <CopyLinkButton/>
         </div>
-        <div class="mb-3"><crate::components::ConnectionIndicator connection/></div>
+        // Stays in sight while scrolling, down to the forms (docs/design.md "What the person sees").
+        <div class="sticky top-0 z-10 mb-3 bg-white/95 py-1 dark:bg-slate-950/95"><crate::components::ConnectionIndicator connection/></div>
         <section class="current mb-6" aria-label="Where it stands">
             {move || {
                 let c = card.get();
@@ -270,7 +338,7 @@ fn LiveHistory(history: OperationHistory, viewer: bool, staff: bool) -> impl Int
         </section>
         {move || history.with(current).outcome.and_then(|o| serde_json::to_string_pretty(&o).ok()).map(|json| view! {
             <details class="record mb-6 rounded-md border border-slate-200 p-3 dark:border-slate-800">
-                <summary class="cursor-pointer font-medium">"Published record (mutation_outcome/v1 JSON)"</summary>
+                <summary class="cursor-pointer font-medium">{if viewer { "Technical details (JSON)" } else { "Published record (mutation_outcome/v1 JSON)" }}</summary>
                 <pre class="mt-2 overflow-x-auto whitespace-pre-wrap break-all rounded bg-slate-50 p-2 font-mono text-xs dark:bg-slate-900">{json.clone()}</pre>
                 <CopyButton text=json label="Copy JSON"/>
             </details>
@@ -295,7 +363,12 @@ fn OlderLink(base: String, next: String) -> impl IntoView {
 /// ones the previous window showed, oldest first, with the way back to the operation and on to older
 /// ones. Not live, and without the card and the actions, which tell where the entry stands now.
 #[component]
-fn OlderHistory(history: OperationHistory, viewer: bool) -> impl IntoView {
+fn OlderHistory(
+    history: OperationHistory,
+    turn: (String, Option<String>),
+    viewer: bool,
+) -> impl IntoView {
+    let turn_name = turn;
     let (key, turn, id) = (
         history.session_key.clone(),
         history.logical_turn_id.clone(),
@@ -306,7 +379,7 @@ fn OlderHistory(history: OperationHistory, viewer: bool) -> impl IntoView {
     view! {
         <p class="mb-1 flex flex-wrap gap-x-3 text-sm">
             <a rel="external" class="underline-offset-2 hover:underline" href=session_href(&key)>"← Session " <bdi class="break-all font-mono">{mark(&key)}</bdi></a>
-            <a rel="external" class="underline-offset-2 hover:underline" href=turn_href(&key, &turn)>"Turn " <bdi class="break-all font-mono">{mark(&turn)}</bdi></a>
+            <TurnLink href=turn_href(&key, &turn) turn=turn_name/>
         </p>
         <h1 class="mb-4 break-all text-2xl font-semibold">"Operation " <bdi class="font-mono">{mark(&id)}</bdi></h1>
         <section class="mb-6" aria-labelledby="history-heading">
@@ -357,11 +430,13 @@ pub fn claim_of(history: &OperationHistory) -> Option<(String, String)> {
         .find(|c| matches!(c.kind, HistoryKind::Claim | HistoryKind::Release))
         .filter(|c| c.kind == HistoryKind::Claim)
         .map(|c| {
-            let by = c
-                .actor
-                .strip_prefix("staff:")
-                .unwrap_or(&c.actor)
-                .to_owned();
+            // An assignment's holder is the colleague its note names.
+            let by = c.note.clone().unwrap_or_else(|| {
+                c.actor
+                    .strip_prefix("staff:")
+                    .unwrap_or(&c.actor)
+                    .to_owned()
+            });
             (by, c.at.clone())
         })
 }
@@ -416,6 +491,13 @@ fn ClaimBox(
                     }}
                     <span class="claim-said" role="status" aria-live="polite">{move || said.get()}</span>
                 </form>
+                <form method="post" action=format!("{base}/assignment") class="assign-form -mt-4 mb-6 flex flex-wrap items-center gap-2 text-sm">
+                    <input type="hidden" name="next" value=base.clone()/>
+                    <label for="assign-to">"Hand it to a colleague"</label>
+                    <input id="assign-to" name="to" required maxlength="64" autocomplete="off" spellcheck="false" placeholder="staff name"
+                        class="w-40 rounded border border-slate-300 bg-white px-2 py-0.5 font-mono text-sm dark:border-slate-700 dark:bg-slate-900"/>
+                    <button type="submit" class=BUTTON>"Assign"</button>
+                </form>
             }
         })}
     }
@@ -461,12 +543,13 @@ fn Change(change: HistoryChange, viewer: bool) -> impl IntoView {
             view! { <StatusBadge status=s in_flight=in_flight && s == PublishedStatus::OutcomeUnknown/> },
         ),
     };
+    // An end user reads who in the change's words ([`kind_words_for`]); staff the revision and actor.
     let details = [
         change
             .revision
             .filter(|_| !viewer)
             .map(|r| format!("revision {r}")),
-        Some(format!("by {}", actor_words(&change.actor))),
+        (!viewer).then(|| format!("by {}", actor_words(&change.actor))),
     ]
     .into_iter()
     .flatten()
@@ -481,8 +564,7 @@ fn Change(change: HistoryChange, viewer: bool) -> impl IntoView {
             </p>
             <p class="text-xs opacity-80">
                 <Time at=change.at.clone()/>
-                " · "
-                <bdi>{details}</bdi>
+                {(!details.is_empty()).then(|| view! { " · " <bdi>{details}</bdi> })}
             </p>
             {match change.settled_by {
                 // The ledger's own settlement at the deadline: who did it and why, in words (the end
@@ -496,13 +578,21 @@ fn Change(change: HistoryChange, viewer: bool) -> impl IntoView {
                 <p class="deadline text-xs opacity-80">"Deadline " <DueTime at/></p>
             })}
             {change.evidence.map(|e| view! {
+                // A viewer's evidence holds only when it was observed (the server leaves out its
+                // source and reference: free text typed for staff).
                 <dl class="evidence mt-1 grid grid-cols-[auto_1fr] gap-x-3 text-sm">
-                    <dt class="opacity-80">"Source"</dt><dd class="break-all font-mono">{e.source}</dd>
-                    <dt class="opacity-80">"Reference"</dt><dd class="break-all font-mono">{e.reference}</dd>
+                    {(!viewer).then(|| view! {
+                        <dt class="opacity-80">"Source"</dt><dd class="break-all font-mono">{e.source}</dd>
+                        <dt class="opacity-80">"Reference"</dt><dd class="break-all font-mono">{e.reference}</dd>
+                    })}
                     <dt class="opacity-80">"Observed"</dt><dd><Time at=e.observed_at/></dd>
+                    // The provider's own status the host passed through (staff only).
+                    {e.provider_status.filter(|_| !viewer).map(|p| view! {
+                        <dt class="opacity-80">"Provider status"</dt><dd class="provider-status font-mono">{p}</dd>
+                    })}
                 </dl>
             })}
-            {change.note.map(|n| view! {
+            {change.note.filter(|_| change.kind != HistoryKind::Claim).map(|n| view! {
                 <p class="note mt-1 whitespace-pre-wrap break-words rounded bg-slate-50 p-2 text-sm dark:bg-slate-900">{n}</p>
             })}
         </li>
@@ -732,10 +822,7 @@ mod tests {
         );
         assert_eq!(actor_words(&by_ledger.actor), "the ledger");
         // An end user reads no deadline.
-        assert_eq!(
-            kind_words_for(&by_ledger, true),
-            "Settled by the ledger (attempt att-1)"
-        );
+        assert_eq!(kind_words_for(&by_ledger, true), "Marked unknown");
         let c = current(&history(vec![
             change(Intent, ExecutionStarted, Some("att-1")),
             by_ledger,
@@ -744,6 +831,70 @@ mod tests {
         assert!(!c.in_flight);
         assert_eq!(c.settled_by, Some(SettledBy::Ledger));
         assert_eq!(c.since.as_deref(), Some("2026-12-01T18:15:02.000Z"));
+    }
+
+    /// What an end user reads of each change: what their agent did and who established a result, never
+    /// an attempt id or the ledger's own words.
+    #[test]
+    fn an_end_user_reads_each_change_in_their_words() {
+        use HistoryKind::*;
+        use LedgerStatus::*;
+        let reconciled = |by: EstablishedBy, status: PublishedStatus| {
+            let mut c = change(Reconciliation, Completed, Some("att-1"));
+            c.established_by = Some(by);
+            c.outcome = Some(ledger::wire::MutationOutcome {
+                schema: "mutation_outcome/v1".into(),
+                logical_turn_id: "t".into(),
+                mutation_id: "m".into(),
+                tool: "payments.charge".into(),
+                status,
+                resource_id: None,
+                url: None,
+                title: None,
+                reason: None,
+            });
+            c
+        };
+        let cases = [
+            (change(Approval, Approved, None), "Your agent asked for it"),
+            (
+                change(Intent, ExecutionStarted, Some("att-1")),
+                "Your agent started it",
+            ),
+            (
+                change(Settlement, Completed, Some("att-1")),
+                "Your agent reported the result",
+            ),
+            (
+                change(Cancellation, Failed, Some("att-1")),
+                "Cancelled before it was sent",
+            ),
+            (
+                change(Attempt, ExecutionStarted, Some("att-2")),
+                "Your agent tried it again",
+            ),
+            (
+                change(Metadata, Completed, Some("att-1")),
+                "Its title and link were added",
+            ),
+            (
+                reconciled(EstablishedBy::Staff, PublishedStatus::Completed),
+                "Confirmed completed by support",
+            ),
+            (
+                reconciled(EstablishedBy::StatusCheck, PublishedStatus::NotExecuted),
+                "Confirmed not done by the provider's status",
+            ),
+        ];
+        for (c, words) in cases {
+            let said = kind_words_for(&c, true);
+            assert_eq!(said, words);
+            for word in [
+                "attempt", "att-", "intent", "settled", "reconcil", "ledger", "host",
+            ] {
+                assert!(!said.to_lowercase().contains(word), "{said}");
+            }
+        }
     }
 
     #[test]

@@ -16,8 +16,10 @@ use crate::api::{self, ApiError};
 use crate::components::marks::mark;
 use crate::components::outcome::{CountBadge, CountKind};
 use crate::components::roving;
+use crate::components::waterfall::TimelinePicture;
 use crate::components::ApiErrorPanel;
 use crate::connection::Connection;
+use crate::routes::session::id_repeats_label;
 use crate::routes::{param, session_href};
 use crate::timeline::{Row, Timeline};
 
@@ -25,25 +27,98 @@ use crate::timeline::{Row, Timeline};
 pub const ROWS_STEP: usize = 200;
 
 /// What the page read: the first page of the turn's entries and, when there are more pages, the turn's
-/// counts (the first read's `counts`, read with the entries). Sent to the browser compactly
-/// ([`crate::hydration`]).
+/// counts (the first read's `counts`, read with the entries); and, from the turn's place (its number and
+/// neighbours, docs/api.md "A turn's place"), the page's title and its heading with the previous / next
+/// links as HTML, written on the server ([`head_html`]): the browser bundle carries neither the place's
+/// shape nor that code (README "Bundle size"). Sent to the browser compactly ([`crate::hydration`]).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct TurnRead {
+    pub title: String,
+    pub head: String,
     #[serde(with = "crate::hydration::entries")]
     pub entries: TurnEntries,
     pub counts: Option<StatusCounts>,
 }
 
-/// Reads the first `rows` entries (one page) and, for a turn with more, its counts.
+/// Reads the turn's place (on the server: the page's links are full navigations, so the browser never
+/// reads a turn page's resource again; there the title and heading stay as the server sent them), then its
+/// first `rows` entries (one page) and, for a turn with more, its counts.
 async fn read(
     reader: api::Reader,
     key: String,
     turn: String,
     rows: usize,
 ) -> Result<TurnRead, ApiError> {
+    #[cfg(feature = "ssr")]
+    let (title, head) = {
+        let place: ledger::wire::TurnPlace =
+            reader.get_json(api::turn_place_path(&key, &turn)).await?;
+        (title_text(&place), head_html(&place))
+    };
+    #[cfg(not(feature = "ssr"))]
+    let (title, head) = (String::new(), String::new());
     let mut entries = reader.first_entries(&key, &turn, rows).await?;
     let counts = entries.counts.take().filter(|_| entries.next.is_some());
-    Ok(TurnRead { entries, counts })
+    Ok(TurnRead {
+        title,
+        head,
+        entries,
+        counts,
+    })
+}
+
+/// A turn's name by its number: "Turn 13", with its id (marked) only when the id says more than the
+/// number (`id_repeats_label`, as the session page and the turns list name turns): `(label, Some(id))`.
+pub fn turn_name(number: u64, id: &str) -> (String, Option<String>) {
+    let n = usize::try_from(number).unwrap_or(0);
+    if n == 0 {
+        return ("Turn".to_owned(), Some(mark(id)));
+    }
+    let label = format!("Turn {n}");
+    if id_repeats_label(id, n) {
+        (label, None)
+    } else {
+        (label, Some(mark(id)))
+    }
+}
+
+/// The page's title: "Turn 13 · Outcome ledger", or "Turn 2 (turn-b7f) · Outcome ledger".
+#[cfg(feature = "ssr")]
+fn title_text(place: &ledger::wire::TurnPlace) -> String {
+    match turn_name(place.number, &place.logical_turn_id) {
+        (label, None) => format!("{label} · Outcome ledger"),
+        (label, Some(id)) => format!("{label} ({id}) · Outcome ledger"),
+    }
+}
+
+/// The page's heading ("Turn 2 · turn-b7f") and its previous / next links ("← Turn 1", "2 of 3",
+/// "Turn 3 →"; plain links, none at either end), as HTML, every text and attribute escaped.
+#[cfg(feature = "ssr")]
+pub fn head_html(place: &ledger::wire::TurnPlace) -> String {
+    use html_escape::{encode_double_quoted_attribute as attr, encode_text as text};
+    let (label, id) = turn_name(place.number, &place.logical_turn_id);
+    let id = id.map_or(String::new(), |id| {
+        format!(" · <bdi class=\"font-mono\">{}</bdi>", text(&id))
+    });
+    let link = |t: &Option<ledger::wire::TurnLink>, class: &str, words: &dyn Fn(u64) -> String| {
+        t.as_ref().map_or(String::new(), |t| {
+            format!(
+                "<a rel=\"external\" href=\"{}\" class=\"{class} underline underline-offset-2\">{}</a>",
+                attr(&crate::routes::turn_href(&place.session_key, &t.logical_turn_id)),
+                words(t.number)
+            )
+        })
+    };
+    format!(
+        "<h1 class=\"mb-2 text-2xl font-semibold\">{}{id}</h1>\
+<nav class=\"turn-nav mb-3 flex flex-wrap items-center gap-3 text-sm\" aria-label=\"Turns\">{}\
+<span class=\"opacity-80 tabular-nums\">{} of {}</span>{}</nav>",
+        text(&label),
+        link(&place.previous, "prev-turn", &|n| format!("← Turn {n}")),
+        place.number,
+        place.total,
+        link(&place.next, "next-turn", &|n| format!("Turn {n} →")),
+    )
 }
 
 /// The rows asked for in the address (`?rows=N`): at least [`ROWS_STEP`].
@@ -66,23 +141,31 @@ pub fn TurnPage() -> impl IntoView {
     );
     let caller = use_context::<crate::CallerResource>();
     view! {
-        <Title text=crate::routes::page_title(move || format!("Turn {} · Outcome ledger", mark(&turn.get())))/>
         <p class="mb-1 text-sm">
             <a rel="external" class="underline-offset-2 hover:underline" href=move || session_href(&key.get())>
                 "← Session " <bdi class="font-mono">{move || mark(&key.get())}</bdi>
             </a>
         </p>
-        <h1 class="mb-4 text-2xl font-semibold">"Turn " <bdi class="font-mono">{move || mark(&turn.get())}</bdi></h1>
-        <crate::components::ViewerNotice/>
         <Suspense fallback=|| view! { <p>"Loading the timeline…"</p> }>
             {move || Suspend::new(async move {
                 let viewer = crate::components::is_viewer(caller).await;
                 match entries.await {
-                    Err(e) => view! { <ApiErrorPanel error=e/> }.into_any(),
-                    Ok(r) => view! {
-                        <crate::components::ExportLinks session_key=r.entries.session_key.clone()/>
-                        <LiveTimeline read=r shown=rows viewer/>
+                    Err(e) => view! {
+                        <Title text=crate::routes::page_title(move || format!("Turn {} · Outcome ledger", mark(&turn.get())))/>
+                        <h1 class="mb-4 text-2xl font-semibold">"Turn " <bdi class="font-mono">{move || mark(&turn.get())}</bdi></h1>
+                        <crate::components::ViewerNotice/>
+                        <ApiErrorPanel error=e/>
                     }.into_any(),
+                    Ok(r) => {
+                        let title = r.title.clone();
+                        view! {
+                            <Title text=crate::routes::page_title(move || title.clone())/>
+                            <div class="turn-head" inner_html=r.head.clone()></div>
+                            <crate::components::ViewerNotice/>
+                            <crate::components::ExportLinks session_key=r.entries.session_key.clone()/>
+                            <LiveTimeline read=r shown=rows viewer/>
+                        }.into_any()
+                    }
                 }
             })}
         </Suspense>
@@ -117,6 +200,7 @@ fn LiveTimeline(read: TurnRead, shown: usize, viewer: bool) -> impl IntoView {
     let session_key = entries.session_key.clone();
     let row_session = entries.session_key.clone();
     let turn_id = entries.logical_turn_id.clone();
+    let picture = (entries.session_key.clone(), entries.logical_turn_id.clone());
     #[cfg(feature = "hydrate")]
     let (read_through, rest) = (entries.latest_revision, entries.next.clone());
     Effect::new(move |_| {
@@ -193,6 +277,9 @@ fn LiveTimeline(read: TurnRead, shown: usize, viewer: bool) -> impl IntoView {
                 <p class="text-xs opacity-80">"Read through change " <span class="cursor tabular-nums">{move || timeline.with(|t| t.cursor())}</span></p>
             })}
         </div>
+        <TimelinePicture key=picture.0 turn=picture.1
+            writes=Signal::derive(move || timeline.with(Timeline::len))
+            at=Signal::derive(move || timeline.with(Timeline::cursor))/>
         <div class="summary mb-4 flex flex-wrap gap-2" role="group" aria-label="Filter by status">
             <button
                 type="button"

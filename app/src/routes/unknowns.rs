@@ -1,5 +1,6 @@
 //! The support queue (docs/design.md "The unknowns queue"): every settled unknown outcome across sessions
-//! (`state=unknown`, those the ledger settled at a deadline included) as a dense table for staff, one 16 px row each (50 rows on one 1280×800 screen), 200 rows a page. Sorted and
+//! (`state=unknown`, those the ledger settled at a deadline included) as a dense table for staff, one 16 px row each (50 rows on one 1280×800 screen), 200 rows a page;
+//! ids and tool names are never cut (their columns take the width of their longest value, `style/main.css`). Sorted and
 //! filtered in the address, as `GET /api/unknowns` names them (docs/api.md "Support queue"):
 //! `?tool_like=&session_like=` (case-insensitive substrings), `tool=&session_key=` (exact),
 //! `min_age_secs=`, `settled_after=&settled_before=` (RFC 3339, or a form's `YYYY-MM-DDTHH:MM` read as
@@ -26,7 +27,8 @@ use crate::components::{ApiErrorPanel, AsOf};
 use crate::routes::{history_href, session_href};
 
 /// The filters and the order of the queue, as the API names them (docs/api.md "Support queue").
-const FILTERS: [&str; 9] = [
+const FILTERS: [&str; 10] = [
+    "claim",
     "tool_like",
     "session_like",
     "tool",
@@ -40,7 +42,8 @@ const FILTERS: [&str; 9] = [
 
 /// The filters of the in-flight view: those of the queue but the settled times (a write in flight has
 /// not settled).
-const IN_FLIGHT_FILTERS: [&str; 7] = [
+const IN_FLIGHT_FILTERS: [&str; 8] = [
+    "claim",
     "tool_like",
     "session_like",
     "tool",
@@ -101,6 +104,8 @@ pub struct Row {
     pub by_ledger: bool,
     /// Its deadline (RFC 3339 UTC; docs/api.md "Deadlines").
     pub deadline_at: Option<String>,
+    /// The entry's current attempt: what a bulk reconciliation of the row is about.
+    pub attempt_id: Option<String>,
 }
 
 /// One page of the queue as the page keeps it. The rows are not part of the page's hydration data
@@ -142,6 +147,7 @@ impl From<UnknownsPage> for QueuePage {
                 in_flight: m.entry.ledger_status == LedgerStatus::ExecutionStarted,
                 by_ledger: m.entry.settled_by == Some(SettledBy::Ledger),
                 deadline_at: m.entry.deadline_at,
+                attempt_id: m.attempt_id,
             })
             .collect();
         QueuePage {
@@ -472,16 +478,27 @@ fn QueueTable(
         rows_html(&rows, staff, &selected.get_untracked())
     };
     view! {
-        <div class="bulk mb-2 flex flex-wrap items-center gap-2 text-sm">
-            <button type="button" class="open-selected rounded bg-sky-700 px-2 py-0.5 font-semibold text-white hover:bg-sky-800 disabled:opacity-50"
+        // The bulk form: the rows' select boxes belong to it (`form="bulk"`), so it works without
+        // JavaScript; "Open selected" and "Clear selection" need the page interactive.
+        <form id="bulk" method="post" action="/unknowns/bulk" class="bulk mb-2 flex flex-wrap items-center gap-2 text-sm" aria-label="Selected rows">
+            // The selection (interactive pages); without JavaScript none is sent and the server answers a
+            // page to select rows on, for the queue's filters sent here.
+            {move || selected.get().iter().filter_map(|h| op_of_href(h)).map(|v| view! { <input type="hidden" name="op" value=v/> }).collect_view()}
+            <input type="hidden" name="state" value=match kind { Queue::Unknown => "unknown", Queue::InFlight => "in_flight" }/>
+            {["claim", "tool_like", "session_like"].into_iter().map(|k| (k, value_of(&filters, k))).filter(|(_, v)| !v.is_empty())
+                .map(|(k, v)| view! { <input type="hidden" name=k value=v/> }).collect_view()}
+            <button type="button" class="open-selected js-only rounded bg-sky-700 px-2 py-0.5 font-semibold text-white hover:bg-sky-800 disabled:opacity-50"
                 disabled=move || count.get() == 0 on:click=open_selected>
                 {move || format!("Open selected ({})", count.get())}
             </button>
-            <button type="button" class="clear-selected rounded border border-slate-400 px-2 py-0.5 hover:bg-slate-100 disabled:opacity-50 dark:border-slate-600 dark:hover:bg-slate-800"
+            <button type="submit" name="action" value="claim" class=BULK_BUTTON>"Claim selected"</button>
+            <button type="submit" name="action" value="release" class=BULK_BUTTON>"Release selected"</button>
+            <button type="submit" name="action" value="reconcile" class=BULK_BUTTON>"Reconcile selected…"</button>
+            <button type="button" class="clear-selected js-only rounded border border-slate-400 px-2 py-0.5 hover:bg-slate-100 disabled:opacity-50 dark:border-slate-600 dark:hover:bg-slate-800"
                 disabled=move || count.get() == 0 on:click=move |_| { tick_every_row(false); selected.set(Vec::new()); blocked.set(Vec::new()); }>
                 "Clear selection"
             </button>
-        </div>
+        </form>
         <p class="queue-said mb-2 min-h-5 text-sm" role="status" aria-live="polite">{move || said.get()}</p>
         {move || {
             let b = blocked.get();
@@ -499,13 +516,13 @@ fn QueueTable(
                         <th scope="col" class="w-6"><input type="checkbox" class="sel-all" aria-label="Select every row"
                             prop:checked=move || { count.get() >= shown } on:change=tick_all/></th>
                         {header(SortBy::Age, "Age", "w-14")}
-                        {header(SortBy::Tool, "Tool", "w-40")}
-                        <th scope="col">"Title"</th>
-                        {header(SortBy::Session, "Session", "w-44")}
-                        <th scope="col" class="w-20">"Turn"</th>
-                        <th scope="col" class="w-48">"Operation id"</th>
+                        {header(SortBy::Tool, "Tool", "w-24")}
+                        <th scope="col" class="w-2/5">"Title"</th>
+                        {header(SortBy::Session, "Session", "w-24")}
+                        <th scope="col" class="w-12">"Turn"</th>
+                        <th scope="col" class="w-28">"Operation id"</th>
                         <th scope="col" class="w-12">"Notes"</th>
-                        <th scope="col" class="w-40">"Last note"</th>
+                        <th scope="col" class="w-1/6">"Last note"</th>
                         <th scope="col" class="w-28">"On it"</th>
                         {match kind {
                             Queue::Unknown => view! {
@@ -522,6 +539,30 @@ fn QueueTable(
     }
     .into_any()
 }
+
+/// A row's `op` field of the bulk form (docs/api.md "Bulk actions"): `<session key>/<mutation id>/<attempt
+/// id>`, each percent-encoded as a path segment (so a `/` inside an id cannot split it).
+pub fn op_field(session_key: &str, mutation_id: &str, attempt_id: &str) -> String {
+    format!(
+        "{}/{}/{}",
+        crate::api::enc(session_key),
+        crate::api::enc(mutation_id),
+        crate::api::enc(attempt_id)
+    )
+}
+
+/// The `op` field of a selected row, from its operation page's path `/sessions/{k}/operations/{m}`
+/// (segments percent-encoded as they are): `{k}/{m}/`, without an attempt (the confirmation page names
+/// the attempt each is reconciled about, docs/api.md "Bulk actions").
+pub fn op_of_href(href: &str) -> Option<String> {
+    let rest = href.strip_prefix("/sessions/")?;
+    let mut parts = rest.split('/');
+    let (k, ops, m) = (parts.next()?, parts.next()?, parts.next()?);
+    (ops == "operations" && parts.next().is_none()).then(|| format!("{k}/{m}/"))
+}
+
+/// A bulk action's button (a form submit: it works without JavaScript).
+const BULK_BUTTON: &str = "rounded border border-slate-400 px-2 py-0.5 hover:bg-slate-100 dark:border-slate-600 dark:hover:bg-slate-800";
 
 /// `s` escaped for HTML text and attribute values (`&`, `<`, `>`, `"` and `'`; html-escape).
 pub fn esc(s: &str) -> String {
@@ -800,9 +841,17 @@ const AGES: [(&str, &str); 5] = [
     ("604800", "7 days or more"),
 ];
 
+/// The claim filter's choices (`claim=`, docs/api.md "Support queue").
+const CLAIMS: [(&str, &str); 3] = [
+    ("", "Anyone's"),
+    ("mine", "Mine"),
+    ("unclaimed", "Nobody's (unclaimed)"),
+];
+
 #[component]
 fn QueueFilters(filters: Vec<(&'static str, String)>, kind: Queue) -> impl IntoView {
     let path = kind.path();
+    let claim = value_of(&filters, "claim");
     let settled = kind == Queue::Unknown;
     let tool = value_of(&filters, "tool_like");
     let session = value_of(&filters, "session_like");
@@ -828,7 +877,12 @@ fn QueueFilters(filters: Vec<(&'static str, String)>, kind: Queue) -> impl IntoV
         .cloned()
         .collect();
     view! {
-        <form method="get" action=path class="filters mb-3 grid gap-2 sm:grid-cols-3 lg:grid-cols-6 lg:items-end" aria-label="Filter the queue">
+        <form method="get" action=path class="filters mb-3 grid gap-2 sm:grid-cols-3 lg:grid-cols-7 lg:items-end" aria-label="Filter the queue">
+            <label class="flex flex-col text-sm">"On it"
+                <select name="claim" class=FIELD>
+                    {CLAIMS.into_iter().map(|(v, words)| view! { <option value=v selected=claim == v>{words}</option> }).collect_view()}
+                </select>
+            </label>
             <label class="flex flex-col text-sm">"Tool contains"
                 <input name="tool_like" type="text" value=tool class=ID_FIELD autocomplete="off" spellcheck="false"/>
             </label>
@@ -953,6 +1007,7 @@ mod tests {
             in_flight: false,
             by_ledger: false,
             deadline_at: Some("2026-12-03T14:15:00.000Z".into()),
+            attempt_id: Some("att 1".into()),
         };
         let html = rows_html(&[row(Some("2026-12-03T14:30:05.123Z"))], true, &[]);
         assert!(
@@ -964,6 +1019,15 @@ mod tests {
         );
         let html = rows_html(&[row(None)], true, &[]);
         assert!(html.ends_with("<td></td><td>Unknown</td></tr>"), "{html}");
+        // The select box carries no form field: the bulk form sends the selection (`op_of_href`).
+        assert!(
+            html.starts_with("<tr><td><input type=\"checkbox\" aria-labelledby=\"r0\"></td>"),
+            "{html}"
+        );
+        assert_eq!(
+            op_of_href("/sessions/s%201/operations/m%2F1").as_deref(),
+            Some("s%201/m%2F1/")
+        );
         assert_eq!(html.matches("<td").count(), 12, "{html}");
     }
 
@@ -984,6 +1048,7 @@ mod tests {
             in_flight: false,
             by_ledger: true,
             deadline_at: Some("2026-12-03T14:15:00.000Z".into()),
+            attempt_id: Some("att 1".into()),
         };
         assert_eq!(last_cell(&r), LEDGER_STATUS);
         r.by_ledger = false;

@@ -58,6 +58,7 @@ pub fn start(
                 Change::Resync(turns) => turns.is_empty() || turns.iter().any(|t| !known(t)),
                 other => other.turn().is_some_and(|t| !known(t)),
             },
+            Event::ClaimChanged(_) => false,
         };
         if !matches!(event, Event::Opened) {
             for f in &feeds {

@@ -207,7 +207,30 @@ fn LiveSession(read: SessionRead) -> impl IntoView {
         counts: read.earlier.clone(),
     });
     let connection = RwSignal::new(Connection::Snapshot);
-    let last_activity = read.last_activity.clone();
+    // The newest time the page knows of: the session's last activity as read, or any newer row or turn
+    // that arrived live.
+    let read_activity = read.last_activity.clone();
+    let last_activity = Memo::new(move |_| {
+        let mut newest = read_activity.clone();
+        blocks.with(|bs| {
+            for b in bs {
+                let mut newer = |at: &str| {
+                    if at > newest.as_str() {
+                        newest = at.to_owned();
+                    }
+                };
+                newer(&b.first_recorded_at);
+                b.timeline.with(|t| {
+                    for r in t.rows() {
+                        for at in [&r.recorded_at, &r.settled_at].into_iter().flatten() {
+                            newer(at);
+                        }
+                    }
+                })
+            }
+        });
+        newest
+    });
     #[cfg(feature = "hydrate")]
     {
         let key = key.clone();
@@ -253,12 +276,12 @@ fn LiveSession(read: SessionRead) -> impl IntoView {
     follow::newest_into_view(numbered, map.clone());
     let row_map = map.clone();
     view! {
-        <p class="mb-2 text-sm opacity-80">"Last activity " <Time at=last_activity/></p>
-        <div class="mb-3 flex flex-wrap items-center justify-between gap-3">
+        <Summary session_key=key.clone() blocks earlier/>
+        // Stays in sight while scrolling: the connection state beside a form far down the page.
+        <div class="sticky top-0 z-10 mb-3 flex flex-wrap items-center gap-x-4 gap-y-1 bg-white/95 py-1 text-sm dark:bg-slate-950/95">
             <ConnectionIndicator connection/>
-            <ExportLinks session_key=key.clone()/>
+            <p class="last-activity opacity-80">"Last activity " {move || view! { <Time at=last_activity.get()/> }}</p>
         </div>
-        <Summary blocks earlier/>
         <KeysHelp/>
         {view! {
         <div class="lg:grid lg:grid-cols-[16rem_minmax(0,1fr)] lg:items-start lg:gap-6">
@@ -287,6 +310,7 @@ fn LiveSession(read: SessionRead) -> impl IntoView {
                     />
                 </ol>
                 {move || blocks.with(|b| b.is_empty()).then(|| view! { <p>"No logical turns yet."</p> })}
+                <ExportLinks session_key=key.clone()/>
             </div>
         </div>
         }.into_any()}
