@@ -75,9 +75,12 @@ pub fn shell(bundle: Bundle) -> impl IntoView {
                 <meta name="theme-color" media="(prefers-color-scheme: dark)" content="#020617"/>
                 <link rel="icon" href="/icon.svg" type="image/svg+xml"/>
                 <link rel="apple-touch-icon" href="/apple-touch-icon.png"/>
-                <script nonce=use_nonce() src="/sw-register.js" defer></script>
+                // Both `async`, not `defer`: a deferred script runs in document order with the bundle's
+                // module, so each visit's fetch of these small `no-store` files held hydration back by a
+                // round trip (README "First load").
+                <script nonce=use_nonce() src="/sw-register.js" async></script>
                 // A POST form sent while the server cannot be reached keeps the page (public/forms.js).
-                <script nonce=use_nonce() src="/forms.js" defer></script>
+                <script nonce=use_nonce() src="/forms.js" async></script>
                 <link rel="stylesheet" id="leptos" href=bundle.css.clone()/>
                 <BundleScripts bundle/>
                 <support::SupportMeta/>
