@@ -457,6 +457,9 @@ async fn the_api_document_lists_415_exactly_where_a_json_body_is_read() {
             "post /api/host/sessions/{session_key}/mutations/{mutation_id}/reconciliation",
             "post /api/host/sessions/{session_key}/mutations/{mutation_id}/settlement",
             "post /api/host/sessions/{session_key}/viewer-links",
+            // The desk's bulk reconciliation and assignment (docs/api.md "Bulk actions", "Claims").
+            "post /api/reconciliations",
+            "post /api/sessions/{session_key}/mutations/{mutation_id}/assignment",
             "post /api/sessions/{session_key}/mutations/{mutation_id}/notes",
             "post /api/sessions/{session_key}/mutations/{mutation_id}/reconciliation",
             "put /api/host/sessions/{session_key}/mutations/{mutation_id}/metadata",

@@ -158,7 +158,8 @@ async fn a_turn_s_timeline_is_an_svg_with_a_bar_per_write() {
         "{svg}"
     );
     assert!(
-        svg.contains("mcp__dashboards__create: in flight since +"),
+        // A write without a title is named by its tool in words, as everywhere a viewer reads.
+        svg.contains("dashboards · create: in flight since +"),
         "{svg}"
     );
 

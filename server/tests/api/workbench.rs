@@ -390,11 +390,15 @@ async fn search_answers_sessions_and_operations_by_substring_pages_them_and_hide
     let hit = v["operations"][0].as_object_mut().unwrap();
     let recorded = hit.remove("recorded_at").unwrap();
     let settled = hit.remove("settled_at").unwrap();
-    for t in [&recorded, &settled] {
+    // RFC 3339 in UTC, with as many digits of the second's fraction as it needs (".82Z", never ".820Z":
+    // a fixed length failed one run in ten).
+    use time::format_description::well_known::Rfc3339;
+    let parsed = [&recorded, &settled].map(|t| {
         let t = t.as_str().unwrap();
-        assert!(t.len() == 24 && t.ends_with('Z'), "{t}");
-    }
-    assert!(recorded.as_str() <= settled.as_str());
+        assert!(t.ends_with('Z'), "{t}");
+        time::OffsetDateTime::parse(t, &Rfc3339).expect(t)
+    });
+    assert!(parsed[0] <= parsed[1], "{recorded} {settled}");
     assert_eq!(
         v["operations"],
         json!([{"session_key": "support-chat-1", "logical_turn_id": "t", "turn_number": 1,
