@@ -251,7 +251,9 @@ pub fn decide(given: &Given<'_>, action: &Action) -> Result<Decision, Rejection>
 
 /// The rules on an action's own fields, which [`decide`] checks first: for a caller that must know an
 /// action is well formed before anything is written (a bulk reconciliation checks the evidence its
-/// operations share, docs/api.md "Bulk actions"). `Invalid` naming the field.
+/// operations share, docs/api.md "Bulk actions"). `Invalid` naming the field. With the store only (its
+/// error is the store's).
+#[cfg(feature = "store")]
 pub fn check_action_fields(action: &Action) -> Result<(), crate::LedgerError> {
     check_fields(action).map_err(|r| crate::group::rejected(r, None))
 }
