@@ -760,11 +760,12 @@ fn unknowns_sort(sort: Option<&str>, order: Option<&str>) -> Result<UnknownsSort
         ("sort" = Option<String>, Query, description = "age (default), tool, session or deadline (soonest first ascending)", pattern = "^(age|tool|session|deadline)$"),
         ("state" = Option<String>, Query, description = "all (default): settled unknowns and writes in flight; unknown: settled unknowns only (those the ledger settled at a deadline included); in_flight: writes in flight only", pattern = "^(all|unknown|in_flight)$"),
         ("order" = Option<String>, Query, description = "asc or desc; default desc by age (oldest first), asc by tool or session", pattern = "^(asc|desc)$"),
-        ("claim" = Option<String>, Query, description = "unclaimed: only items nobody holds the claim of; mine: only items the calling staff member holds (staff only: anyone else gets 400 naming `claim`); empty or absent: every item", pattern = "^(unclaimed|mine)?$"),
+        ("claim" = Option<String>, Query, description = "unclaimed: only items nobody holds the claim of; mine: only items the calling staff member holds (staff only: anyone else gets 403 `staff_only`); empty or absent: every item", pattern = "^(unclaimed|mine)?$"),
     ),
     responses(
         (status = 200, description = "one page of the open unknown outcomes, oldest first, the next page's cursor or null, and how many match", body = ledger::wire::UnknownsPage),
         (status = 400, description = "invalid `limit`, `after`, `tool`, `session_key` or `min_age_secs`, or a malformed query", body = ledger::wire::ErrorBody),
+        (status = 403, description = "`staff_only`: `claim=mine` asked by a caller who is not staff (the host token, open access)", body = ledger::wire::ErrorBody),
         (status = 404, description = "a viewer (who reads one session only)", body = ledger::wire::ErrorBody),
     ),
 )]
@@ -778,11 +779,14 @@ pub async fn unknowns(
         (None | Some(""), _) => None,
         (Some("unclaimed"), _) => Some(ClaimFilter::Unclaimed),
         (Some("mine"), Principal::Staff { name, .. }) => Some(ClaimFilter::HeldBy(name.clone())),
-        (Some("mine"), _) => return Err(ApiError::bad_request(
-            "invalid_parameter",
-            "claim=mine lists the claims of the signed-in staff member: this caller is not staff",
-            Some("claim"),
-        )),
+        // For who asks, not for what was sent: 403, as the operator actions answer a caller who is not
+        // staff (a 400 would say the request itself was wrong).
+        (Some("mine"), _) => {
+            return Err(ApiError::forbidden(
+                "staff_only",
+                "claim=mine lists the claims of the signed-in staff member: sign in, or send a staff API token",
+            ))
+        }
         (Some(_), _) => {
             return Err(ApiError::bad_request(
                 "invalid_parameter",
