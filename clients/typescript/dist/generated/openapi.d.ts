@@ -4111,7 +4111,7 @@ export interface operations {
                 state?: string;
                 /** @description asc or desc; default desc by age (oldest first), asc by tool or session */
                 order?: string;
-                /** @description unclaimed: only items nobody holds the claim of; mine: only items the calling staff member holds (staff only: anyone else gets 400 naming `claim`); empty or absent: every item */
+                /** @description unclaimed: only items nobody holds the claim of; mine: only items the calling staff member holds (staff only: anyone else gets 403 `staff_only`); empty or absent: every item */
                 claim?: string;
             };
             header?: never;
@@ -4140,6 +4140,15 @@ export interface operations {
             };
             /** @description no credential (reads are closed: any address but loopback, or --access signed-in), or a wrong token */
             401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description `staff_only`: `claim=mine` asked by a caller who is not staff (the host token, open access) */
+            403: {
                 headers: {
                     [name: string]: unknown;
                 };
