@@ -9,32 +9,10 @@ use reqwest::StatusCode;
 use serde_json::{json, Value};
 
 use crate::helpers::access::{bearer, cookie, plain};
-use crate::helpers::operator::{error, evidence_body, get, history_path, post, signed_in, Who};
+use crate::helpers::operator::{
+    bob, claim_path, delete, error, evidence_body, get, history_path, post, signed_in, Who,
+};
 use crate::helpers::{enc, read_until, TestApp, TOKEN};
-
-fn claim_path(session: &str, mutation: &str) -> String {
-    format!(
-        "/api/sessions/{}/mutations/{}/claim",
-        enc(session),
-        enc(mutation)
-    )
-}
-
-/// A second staff member, `bob`, and a staff token of theirs.
-async fn bob(app: &TestApp) -> String {
-    app.add_staff("bob", "bob's long password").await;
-    app.staff_token_of("bob").await
-}
-
-async fn delete(app: &TestApp, who: Who<'_>, path: &str) -> (StatusCode, Value) {
-    let r = who
-        .apply(app, plain().delete(format!("{}{path}", app.base)))
-        .send()
-        .await
-        .unwrap();
-    let s = r.status();
-    (s, r.json().await.unwrap_or(Value::Null))
-}
 
 /// Opens the session's live stream with `header`; asserts 200.
 async fn stream(app: &TestApp, session: &str, header: (&'static str, String)) -> reqwest::Response {

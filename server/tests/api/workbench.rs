@@ -6,32 +6,10 @@ use reqwest::{Method, StatusCode};
 use serde_json::{json, Value};
 
 use crate::helpers::access::plain;
-use crate::helpers::operator::{error, get, history_path, post, signed_in, Who};
-use crate::helpers::{enc, form, TestApp, TOKEN};
-
-fn claim_path(session: &str, mutation: &str) -> String {
-    format!(
-        "/api/sessions/{}/mutations/{}/claim",
-        enc(session),
-        enc(mutation)
-    )
-}
-
-/// A second staff member, `bob`, and a staff token of theirs.
-async fn bob(app: &TestApp) -> String {
-    app.add_staff("bob", "bob's long password").await;
-    app.staff_token_of("bob").await
-}
-
-async fn delete(app: &TestApp, who: Who<'_>, path: &str) -> (StatusCode, Value) {
-    let r = who
-        .apply(app, plain().delete(format!("{}{path}", app.base)))
-        .send()
-        .await
-        .unwrap();
-    let status = r.status();
-    (status, r.json().await.unwrap_or(Value::Null))
-}
+use crate::helpers::operator::{
+    bob, claim_path, delete, error, get, history_path, post, signed_in, Who,
+};
+use crate::helpers::{enc, form, TOKEN};
 
 #[tokio::test]
 async fn one_staff_member_holds_a_claim_the_others_are_told_who_and_a_viewer_never_sees_it() {

@@ -89,6 +89,31 @@ pub fn history_path(session: &str, mutation: &str) -> String {
     )
 }
 
+pub fn claim_path(session: &str, mutation: &str) -> String {
+    format!(
+        "/api/sessions/{}/mutations/{}/claim",
+        enc(session),
+        enc(mutation)
+    )
+}
+
+/// A second staff member, `bob`, and a staff token of theirs.
+pub async fn bob(app: &TestApp) -> String {
+    app.add_staff("bob", "bob's long password").await;
+    app.staff_token_of("bob").await
+}
+
+/// DELETE with `who`: status and JSON body (Null when not JSON).
+pub async fn delete(app: &TestApp, who: Who<'_>, path: &str) -> (StatusCode, Value) {
+    let r = who
+        .apply(app, plain().delete(format!("{}{path}", app.base)))
+        .send()
+        .await
+        .unwrap();
+    let status = r.status();
+    (status, r.json().await.unwrap_or(Value::Null))
+}
+
 /// Everything a refusal must leave as it was: the operation's history and its turn's entries (with the
 /// latest revision) and the session's turns (with its last activity).
 pub async fn snapshot(app: &TestApp, session: &str, turn: &str, mutation: &str) -> Value {
