@@ -63,6 +63,20 @@ pub trait Adapter: Send + Sync {
     /// streams of the session close (docs/access.md). The instance that revoked them acts itself.
     /// Default: nothing.
     fn on_viewer_links_revoked(&self, _session_key: &SessionKey) {}
+
+    /// Who holds the claim of `mutation_id` (in turn `logical_turn_id`, empty when unknown) of
+    /// `session_key` changed: a claim, a release or an assignment was committed (docs/api.md "Claims").
+    /// Called once per change, on the instance that made it and, on Postgres, on every other instance
+    /// through the ledger's notifications; staff live streams send it as `claim_changed`. Best effort
+    /// (an instance that dies between the commit and the notification tells nobody; pages see the claim
+    /// at their next read). Must not block. Default: nothing.
+    fn on_claim_changed(
+        &self,
+        _session_key: &SessionKey,
+        _mutation_id: &str,
+        _logical_turn_id: &str,
+    ) {
+    }
 }
 
 /// Why a session's history went away.

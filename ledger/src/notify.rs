@@ -8,8 +8,9 @@
 //! connection forgets what it emitted, reconnects, and then tells the adapter to resync its subscribers
 //! ([`crate::Adapter::on_resync`]), instead of silently missing what was committed meanwhile.
 //!
-//! Ends of sessions (deleted, expired) and revocations of viewer links cross instances the same way;
-//! the instance that made them has already acted on them itself, so it skips its own.
+//! Ends of sessions (deleted, expired), revocations of viewer links and changes of who holds a claim
+//! cross instances the same way; the instance that made them has already acted on them itself, so it
+//! skips its own.
 //!
 //! The listener sits beside the store, above it and the rows it reads: the store keeps only what the
 //! writers share with it ([`crate::store::live`]); nothing below calls up into it.
@@ -196,6 +197,20 @@ async fn handle(
                         .is_err()
                         {
                             tracing::error!("live delivery of a revocation panicked");
+                        }
+                    }
+                }
+            }
+            Note::Claim { s, m, t, by } => {
+                if by != emitter.instance {
+                    if let Ok(key) = SessionKey::parse(s) {
+                        let adapter = &inner.adapter;
+                        if std::panic::catch_unwind(AssertUnwindSafe(|| {
+                            adapter.on_claim_changed(&key, &m, &t)
+                        }))
+                        .is_err()
+                        {
+                            tracing::error!("live delivery of a claim change panicked");
                         }
                     }
                 }

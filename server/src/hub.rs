@@ -409,24 +409,6 @@ impl Hub {
     }
 }
 
-impl Hub {
-    /// Tells the session's live streams that who holds the claim of `mutation_id` changed
-    /// (`claim_changed`, not sent to viewers; docs/api.md "Claims"). Called by the server after a claim,
-    /// a release or an assignment it committed; best effort, like every live event.
-    pub fn claim_changed(
-        &self,
-        session_key: &SessionKey,
-        mutation_id: &str,
-        logical_turn_id: &str,
-    ) {
-        if let Err(e) = self.publish(session_key, || {
-            LiveFrame::claim_changed(mutation_id, logical_turn_id)
-        }) {
-            tracing::warn!(error = %e, "claim hint did not serialise");
-        }
-    }
-}
-
 impl Adapter for Hub {
     fn on_mutation_outcome(
         &self,
@@ -471,6 +453,16 @@ impl Adapter for Hub {
     /// Another instance revoked the session's viewer links: its viewers' streams here close too.
     fn on_viewer_links_revoked(&self, session_key: &SessionKey) {
         self.end_viewers(session_key);
+    }
+
+    /// Who holds the claim of `mutation_id` changed (on this instance or, on Postgres, another): the
+    /// session's live streams get `claim_changed` (never sent to viewers; docs/api.md "Claims").
+    fn on_claim_changed(&self, session_key: &SessionKey, mutation_id: &str, logical_turn_id: &str) {
+        if let Err(e) = self.publish(session_key, || {
+            LiveFrame::claim_changed(mutation_id, logical_turn_id)
+        }) {
+            tracing::warn!(error = %e, "claim hint did not serialise");
+        }
     }
 }
 

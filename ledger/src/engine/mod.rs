@@ -161,18 +161,22 @@ impl Engine {
         session_key: SessionKey,
         mutation_id: MutationId,
     ) -> Result<(HistoryChange, bool), LedgerError> {
-        let op = Command::new(session_key, mutation_id, Action::Claim);
+        let op = Command::new(session_key.clone(), mutation_id.clone(), Action::Claim);
         let answered = self
             .submit(actor, vec![op])
             .await?
             .pop()
             .unwrap_or(Err(LedgerError::MutationNotFound))?;
         let added = answered.added;
-        answered.note.map(|row| (row, added)).ok_or_else(|| {
+        let row = answered.note.ok_or_else(|| {
             LedgerError::Store(sqlx::Error::Protocol(
                 "a claim was applied without its history row".into(),
             ))
-        })
+        })?;
+        if added {
+            self.claim_moved(&session_key, &mutation_id, &row).await;
+        }
+        Ok((row, added))
     }
 
     /// Hands the claim of an entry to the staff member `to` ([`Action::Assign`], docs/api.md "Claims"),
@@ -187,18 +191,26 @@ impl Engine {
         mutation_id: MutationId,
         to: String,
     ) -> Result<(HistoryChange, bool), LedgerError> {
-        let op = Command::new(session_key, mutation_id, Action::Assign { to });
+        let op = Command::new(
+            session_key.clone(),
+            mutation_id.clone(),
+            Action::Assign { to },
+        );
         let answered = self
             .submit(actor, vec![op])
             .await?
             .pop()
             .unwrap_or(Err(LedgerError::MutationNotFound))?;
         let added = answered.added;
-        answered.note.map(|row| (row, added)).ok_or_else(|| {
+        let row = answered.note.ok_or_else(|| {
             LedgerError::Store(sqlx::Error::Protocol(
                 "an assignment was applied without its history row".into(),
             ))
-        })
+        })?;
+        if added {
+            self.claim_moved(&session_key, &mutation_id, &row).await;
+        }
+        Ok((row, added))
     }
 
     /// Ends the claim of an entry, whoever holds it ([`Action::Release`]), and answers the `release`
@@ -210,13 +222,59 @@ impl Engine {
         session_key: SessionKey,
         mutation_id: MutationId,
     ) -> Result<Option<HistoryChange>, LedgerError> {
-        let op = Command::new(session_key, mutation_id, Action::Release);
+        let op = Command::new(session_key.clone(), mutation_id.clone(), Action::Release);
         let answered = self
             .submit(actor, vec![op])
             .await?
             .pop()
             .unwrap_or(Err(LedgerError::MutationNotFound))?;
+        if let Some(row) = &answered.note {
+            self.claim_moved(&session_key, &mutation_id, row).await;
+        }
         Ok(answered.note)
+    }
+
+    /// Tells who listens that who holds the claim of an entry changed ([`Adapter::on_claim_changed`],
+    /// docs/api.md "Claims"): this instance's adapter at once and, on Postgres, every other instance
+    /// through a notification sent after the commit. Best effort: a notification that cannot be sent is
+    /// logged (the other instances' pages see the claim at their next read).
+    ///
+    /// [`Adapter::on_claim_changed`]: crate::Adapter::on_claim_changed
+    async fn claim_moved(
+        &self,
+        session_key: &SessionKey,
+        mutation_id: &MutationId,
+        row: &HistoryChange,
+    ) {
+        let turn = row
+            .outcome
+            .as_ref()
+            .map(|o| o.logical_turn_id.as_str())
+            .unwrap_or("");
+        let adapter = &self.inner.adapter;
+        if std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            adapter.on_claim_changed(session_key, mutation_id.as_str(), turn)
+        }))
+        .is_err()
+        {
+            tracing::error!("live delivery of a claim change panicked");
+        }
+        if let crate::store::Db::Postgres { pool, channel } = &self.inner.db {
+            let note = crate::store::live::Note::Claim {
+                s: session_key.to_string(),
+                m: mutation_id.to_string(),
+                t: turn.to_owned(),
+                by: self.inner.instance(),
+            };
+            let sent = sqlx::query("SELECT pg_notify($1, $2)")
+                .bind(channel)
+                .bind(note.payload())
+                .execute(pool)
+                .await;
+            if let Err(e) = sent {
+                tracing::warn!(error = %e, "a claim change was not sent to the other instances");
+            }
+        }
     }
 
     /// The storage fault the ledger is in, if any (docs/ledger.md "Storage faults"): a write failed

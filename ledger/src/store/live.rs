@@ -36,6 +36,14 @@ pub(crate) enum Note {
     /// The viewer links of session `s` were revoked, by instance `by`.
     #[serde(rename = "revoked")]
     Revoked { s: String, by: u64 },
+    /// Who holds the claim of mutation `m` (turn `t`) of session `s` changed, by instance `by`.
+    #[serde(rename = "claim")]
+    Claim {
+        s: String,
+        m: String,
+        t: String,
+        by: u64,
+    },
 }
 
 /// The largest payload sent with its records (Postgres refuses a payload of 8,000 bytes or more).

@@ -27,9 +27,7 @@ use serde::{Deserialize, Serialize};
 use utoipa_axum::{router::OpenApiRouter, routes};
 
 use super::host::ReconcileBody;
-use super::operator::{
-    claim_moved, claimed_entry, form_bytes, plain_words, with_status, OperatorErrors, Staff,
-};
+use super::operator::{claimed_entry, form_bytes, plain_words, with_status, OperatorErrors, Staff};
 use super::page::html;
 use super::write::{body, from_value, Request};
 use crate::access::Principal;
@@ -405,18 +403,15 @@ async fn bulk_form(
                     let moved = if take {
                         let (r, added) = state
                             .engine
-                            .claim_as(Actor::Staff(name.clone()), k.clone(), m.clone())
+                            .claim_as(Actor::Staff(name.clone()), k, m)
                             .await?;
                         added.then_some(r)
                     } else {
                         state
                             .engine
-                            .release_as(Actor::Staff(name.clone()), k.clone(), m.clone())
+                            .release_as(Actor::Staff(name.clone()), k, m)
                             .await?
                     };
-                    if let Some(r) = &moved {
-                        claim_moved(&state, &k, &m, r);
-                    }
                     Ok::<bool, ApiError>(moved.is_some())
                 }
                 .await;

@@ -204,8 +204,9 @@ pub(crate) fn claimed_entry(
 /// with the `claim` history row ("I am on it": `actor` `staff:<name>`, `revision` null), or 200 with the
 /// row that took it when the caller already holds the claim; 409 `already_claimed` with `claim` `{"by",
 /// "at"}` when another staff member holds it; 429 `too_many_claims` with `Retry-After` when the caller
-/// claimed or released this operation 10 times in the last 60 s (docs/api.md "Claims"). No revision, no
-/// live event; the entry is unchanged; a viewer never sees claims.
+/// claimed or released this operation 10 times in the last 60 s (docs/api.md "Claims"). No revision; the
+/// entry is unchanged; staff live streams get `claim_changed` (on every instance); a viewer never sees
+/// claims.
 #[utoipa::path(
     post,
     path = "/api/sessions/{session_key}/mutations/{mutation_id}/claim",
@@ -225,11 +226,8 @@ pub async fn claim(
     let (session_key, mutation_id) = claimed_entry(entry)?;
     let (row, added) = state
         .engine
-        .claim_as(Actor::Staff(name), session_key.clone(), mutation_id.clone())
+        .claim_as(Actor::Staff(name), session_key, mutation_id)
         .await?;
-    if added {
-        claim_moved(&state, &session_key, &mutation_id, &row);
-    }
     let status = if added {
         StatusCode::CREATED
     } else {
@@ -257,33 +255,11 @@ pub async fn release(
     WritePath(entry): WritePath<EntryPath>,
 ) -> Result<StatusCode, ApiError> {
     let (session_key, mutation_id) = claimed_entry(entry)?;
-    if let Some(row) = state
-        .engine
-        .release_as(Actor::Staff(name), session_key.clone(), mutation_id.clone())
-        .await?
-    {
-        claim_moved(&state, &session_key, &mutation_id, &row);
-    }
-    Ok(StatusCode::NO_CONTENT)
-}
-
-/// Tells the session's open pages that who holds the operation's claim changed: a `claim_changed` live
-/// event (staff streams only; docs/api.md "Claims"), so an open operation page shows it within a second
-/// or two, as an entry's change does. `row` is the history row the change added.
-pub(crate) fn claim_moved(
-    state: &AppState,
-    session_key: &ledger::ids::SessionKey,
-    mutation_id: &ledger::ids::MutationId,
-    row: &HistoryChange,
-) {
-    let turn = row
-        .outcome
-        .as_ref()
-        .map(|o| o.logical_turn_id.as_str())
-        .unwrap_or("");
     state
-        .hub
-        .claim_changed(session_key, mutation_id.as_str(), turn);
+        .engine
+        .release_as(Actor::Staff(name), session_key, mutation_id)
+        .await?;
+    Ok(StatusCode::NO_CONTENT)
 }
 
 /// `{"to"}`: the staff member an operation's claim is handed to (docs/api.md "Claims").
@@ -350,15 +326,9 @@ pub async fn assign(
     let to = assignee(&state, body.to).await?;
     let (row, added) = state
         .engine
-        .assign_as(
-            Actor::Staff(name),
-            session_key.clone(),
-            mutation_id.clone(),
-            to,
-        )
+        .assign_as(Actor::Staff(name), session_key, mutation_id, to)
         .await?;
     let status = if added {
-        claim_moved(&state, &session_key, &mutation_id, &row);
         StatusCode::CREATED
     } else {
         StatusCode::OK
@@ -408,18 +378,10 @@ async fn assign_form(
         let WritePath(entry) = p?;
         let (session_key, mutation_id) = claimed_entry(entry)?;
         let to = assignee(&state, f.to).await?;
-        let (row, added) = state
+        state
             .engine
-            .assign_as(
-                Actor::Staff(name.clone()),
-                session_key.clone(),
-                mutation_id.clone(),
-                to,
-            )
+            .assign_as(Actor::Staff(name.clone()), session_key, mutation_id, to)
             .await?;
-        if added {
-            claim_moved(&state, &session_key, &mutation_id, &row);
-        }
         Ok::<(), ApiError>(())
     }
     .await;
@@ -509,20 +471,16 @@ async fn claim_or_release_form(
     let done = async {
         let WritePath(entry) = p?;
         let (session_key, mutation_id) = claimed_entry(entry)?;
-        let moved = if take {
-            let (row, added) = state
+        if take {
+            state
                 .engine
-                .claim_as(Actor::Staff(name), session_key.clone(), mutation_id.clone())
+                .claim_as(Actor::Staff(name), session_key, mutation_id)
                 .await?;
-            added.then_some(row)
         } else {
             state
                 .engine
-                .release_as(Actor::Staff(name), session_key.clone(), mutation_id.clone())
-                .await?
-        };
-        if let Some(row) = moved {
-            claim_moved(&state, &session_key, &mutation_id, &row);
+                .release_as(Actor::Staff(name), session_key, mutation_id)
+                .await?;
         }
         Ok::<(), ApiError>(())
     }

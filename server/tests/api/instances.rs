@@ -2,7 +2,8 @@
 //! database. Any instance takes any write; 32 concurrent writers spread over both on one turn get unique,
 //! strictly increasing revisions; both replay the same; a live subscriber on one instance receives, in
 //! revision order, every change written through the other; killing an instance loses nothing it
-//! answered; a staff sign-in and a viewer link made on one instance work on the other. Runs only when the
+//! answered; a staff sign-in and a viewer link made on one instance work on the other, and a claim taken
+//! through one reaches the other's staff streams live. Runs only when the
 //! suite runs on Postgres (`OUTCOMES_TEST_POSTGRES`): a SQLite ledger serves one process.
 
 use std::collections::{BTreeMap, HashMap};
@@ -279,6 +280,49 @@ async fn two_instances_on_one_postgres_share_writes_replays_live_events_and_sign
         unknowns(b.base.clone(), None).await,
         StatusCode::UNAUTHORIZED
     );
+    // A claim taken through A reaches a staff stream on B as `claim_changed` (docs/api.md "Claims"),
+    // within 2 s, as it does on A; then its release.
+    let mut staff_live = client
+        .get(format!("{}/api/run-events?session_id={SESSION}", b.base))
+        .header("cookie", &cookie)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(staff_live.status(), StatusCode::OK);
+    let claim_changed = "event: claim_changed\ndata: {\"mutation_id\":\"seed\"}\n\n";
+    for (method, status) in [
+        (reqwest::Method::POST, StatusCode::CREATED),
+        (reqwest::Method::DELETE, StatusCode::NO_CONTENT),
+    ] {
+        let r = client
+            .request(
+                method.clone(),
+                format!("{}/api/sessions/{SESSION}/mutations/seed/claim", a.base),
+            )
+            .header("cookie", &cookie)
+            .header("origin", &a.base)
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(r.status(), status, "{method} claim through A");
+        let sent = Instant::now();
+        let mut seen = String::new();
+        let arrived = tokio::time::timeout(Duration::from_secs(2), async {
+            while let Ok(Some(chunk)) = staff_live.chunk().await {
+                seen.push_str(&String::from_utf8_lossy(&chunk));
+                if seen.contains(claim_changed) {
+                    return;
+                }
+            }
+        })
+        .await;
+        assert!(
+            arrived.is_ok(),
+            "{method}: no claim_changed on B within 2 s ({:?}): {seen}",
+            sent.elapsed()
+        );
+    }
+    drop(staff_live);
     let (s, link) = host(
         &client,
         &a.base,
