@@ -203,8 +203,23 @@ test('the queue filters "Mine" and "Nobody\'s" in its address; ids and tool name
   expect(cut).toEqual([]);
   await expect(queueRow(page, long)).toHaveCount(1);
   await expect(queueRow(page, long).locator('td:nth-child(3)')).toHaveText('mcp__jira__transition_issue_with_a_rather_long_name');
-  const rowHeight = await queueRow(page, long).evaluate(tr => tr.getBoundingClientRect().height);
-  expect(rowHeight).toBeLessThanOrEqual(16.5);
+  await expect(queueRow(page, long).locator('td:nth-child(7) a')).toHaveText(long);
+  // Every row stays one 16 px line; at 1280×800 the table scrolls sideways under its last column (Status),
+  // which is pinned to the right edge, so it is on screen before and after scrolling.
+  for (const id of [`${u}-a`, long]) {
+    expect(await queueRow(page, id).evaluate(tr => tr.getBoundingClientRect().height)).toBeLessThanOrEqual(16.5);
+  }
+  expect(await page.evaluate(() => document.documentElement.scrollWidth - window.innerWidth)).toBeLessThanOrEqual(0);
+  const statusCell = queueRow(page, long).locator('td').last();
+  await expect(statusCell).toHaveText('Unknown');
+  for (const scroll of [0, 10_000]) {
+    await page.locator('.qs').evaluate((d, x) => { d.scrollLeft = x; }, scroll);
+    const box = (await statusCell.boundingBox())!;
+    expect(box.x).toBeGreaterThan(0);
+    expect(box.x + box.width).toBeLessThanOrEqual(1280);
+    // Nothing is drawn over it: the point at its middle is the cell itself.
+    expect(await page.evaluate(([x, y]) => document.elementFromPoint(x, y)?.closest('td')?.textContent, [box.x + box.width / 2, box.y + box.height / 2])).toBe('Unknown');
+  }
 
   await page.getByLabel('On it').selectOption('mine');
   await page.getByRole('button', { name: 'Filter' }).click();

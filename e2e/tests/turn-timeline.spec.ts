@@ -110,6 +110,16 @@ test('a turn page is titled "Turn N" with previous and next turns, rows say how 
   expect(await page.evaluate(() => (window as any).__same)).toBe(true);
   await expect(page.locator('.turn-timeline img')).toHaveAttribute('height', String(8 + 18 * 2 + 28));
 
+  // A new turn begins while the last turn's page is open: "3 of 4" and "Turn 4 →" appear without a reload.
+  await expect(page.locator('nav.turn-nav')).toContainText('3 of 3');
+  await host.approve('turn-4', 'later-1');
+  await host.intent('later-1');
+  await expect(page.locator('nav.turn-nav')).toContainText('3 of 4');
+  await expect(page.locator('nav.turn-nav .next-turn')).toHaveText('Turn 4 →');
+  await expect(page.locator('nav.turn-nav .next-turn')).toHaveAttribute('href', host.turnPath('turn-4'));
+  await expect(page.locator('nav.turn-nav .next-turn')).toHaveCount(1);
+  expect(await page.evaluate(() => (window as any).__same)).toBe(true);
+
   // The first turn: no previous link.
   await page.locator('nav.turn-nav .prev-turn').click();
   await page.locator('nav.turn-nav .prev-turn').click();

@@ -212,7 +212,9 @@ fn LiveTimeline(read: TurnRead, shown: usize, viewer: bool) -> impl IntoView {
                 read_through,
                 rest.clone(),
             );
+            let neighbours = Neighbours::new(session_key.clone(), turn_id.clone());
             crate::live::connect(session_key.clone(), connection, move |live, event| {
+                neighbours.hear(&event);
                 feed.hear(live, &event)
             });
         }
@@ -309,6 +311,89 @@ fn LiveTimeline(read: TurnRead, shown: usize, viewer: bool) -> impl IntoView {
         <roving::TimelineRows session=row_session rows label="Outcomes of this turn, in recorded order".to_owned() class="timeline space-y-3" revisions=!viewer deadlines=!viewer/>
         {more}
         {move || timeline.with(|t| t.is_empty()).then(|| view! { <p>"No published outcomes in this turn yet."</p> })}
+    }
+}
+
+/// Keeps the heading's "N of M" and its "Turn N+1 →" link current while the page is open: the first
+/// time the session's stream names a turn other than this one (a turn that began since, or one seen
+/// for the first time), the turn's place is read again (docs/api.md "A turn's place"), the count
+/// rewritten and, when this was the last turn and a next one exists now, the next link added. One read
+/// at a time; a turn named while one runs reads once more after it.
+#[cfg(feature = "hydrate")]
+struct Neighbours {
+    session_key: String,
+    turn: String,
+    seen: std::cell::RefCell<std::collections::HashSet<String>>,
+    reading: std::cell::Cell<bool>,
+    read_again: std::cell::Cell<bool>,
+}
+
+#[cfg(feature = "hydrate")]
+impl Neighbours {
+    fn new(session_key: String, turn: String) -> std::rc::Rc<Neighbours> {
+        std::rc::Rc::new(Neighbours {
+            session_key,
+            turn,
+            seen: Default::default(),
+            reading: Default::default(),
+            read_again: Default::default(),
+        })
+    }
+
+    fn hear(self: &std::rc::Rc<Self>, event: &crate::live::Event) {
+        let crate::live::Event::Change(crate::live::Change::TurnChanged {
+            logical_turn_id, ..
+        }) = event
+        else {
+            return;
+        };
+        if *logical_turn_id == self.turn || !self.seen.borrow_mut().insert(logical_turn_id.clone())
+        {
+            return;
+        }
+        if self.reading.replace(true) {
+            self.read_again.set(true);
+            return;
+        }
+        let me = self.clone();
+        leptos::task::spawn_local(async move {
+            loop {
+                me.read_again.set(false);
+                let path = api::turn_place_path(&me.session_key, &me.turn);
+                if let Ok(place) = api::get_json::<ledger::wire::TurnPlace>(path).await {
+                    me.show(&place);
+                }
+                if !me.read_again.get() {
+                    break;
+                }
+            }
+            me.reading.set(false);
+        });
+    }
+
+    /// Rewrites the heading's count and adds the next link the server's heading did not have.
+    fn show(&self, place: &ledger::wire::TurnPlace) {
+        let Some(nav) = web_sys::window()
+            .and_then(|w| w.document())
+            .and_then(|d| d.query_selector(".turn-head nav.turn-nav").ok().flatten())
+        else {
+            return;
+        };
+        if let Ok(Some(count)) = nav.query_selector("span") {
+            count.set_inner_html(&format!("{} of {}", place.number, place.total));
+        }
+        let has_next = matches!(nav.query_selector(".next-turn"), Ok(Some(_)));
+        if let (Some(next), false) = (&place.next, has_next) {
+            let href = crate::routes::turn_href(&self.session_key, &next.logical_turn_id);
+            let _ = nav.insert_adjacent_html(
+                "beforeend",
+                &format!(
+                    "<a rel=\"external\" href=\"{}\" class=\"next-turn underline underline-offset-2\">Turn {} →</a>",
+                    html_escape::encode_double_quoted_attribute(&href),
+                    next.number
+                ),
+            );
+        }
     }
 }
 
