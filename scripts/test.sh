@@ -4,12 +4,21 @@
 # Playwright browser tests against it.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+# Each step's name with the time so far and what the step before it took (CI's time budget is 50 minutes).
+started=$SECONDS
+last=$SECONDS
+section() {
+  echo "== $* [at $((SECONDS - started)) s; the step before took $((SECONDS - last)) s]"
+  last=$SECONDS
+}
 # A clean build in CI gains nothing from incremental compilation, whose caches would double target/debug
 # (the disk of a shared CI machine ran out at a stop on 2026-12-01).
 if [[ -n "${CI:-}" ]]; then
   export CARGO_INCREMENTAL=0
 fi
+section "setup (apt, npm, pip, the wasm-bindgen CLI)"
 scripts/setup.sh
+section "build (wasm, CSS, the release server)"
 scripts/build.sh
 # The browser bundle stays within its size limit (README "Bundle size"); a second.
 scripts/bundle-size.sh
@@ -19,7 +28,7 @@ mkdir -p "${CARGO_TARGET_DIR:-target}"
 OUTCOMES_BIN="$(cd "${CARGO_TARGET_DIR:-target}" && pwd)/release/outcomes"
 export OUTCOMES_BIN
 
-echo "== cargo test"
+section "cargo test"
 cargo test --workspace
 # The ledger's rules build without its store (feature `rules`, docs/ledger.md "Layers"), and its wire types
 # without either (what the browser bundle uses).
@@ -28,28 +37,28 @@ cargo check -q -p ledger --no-default-features
 
 # The ledger and HTTP suites again, on Postgres (docs/ledger.md "Backends"): a throwaway cluster of
 # Debian's postgresql package on loopback, each test in a schema of its own.
-echo "== cargo test on Postgres (ledger, server)"
+section "cargo test on Postgres (ledger, server)"
 pg_dir=$(mktemp -d)
 chmod 755 "$pg_dir" # the postgres user reaches its cluster directory inside
 OUTCOMES_TEST_POSTGRES=$(scripts/postgres.sh start "$pg_dir/cluster" "${PG_PORT:-54329}")
 export OUTCOMES_TEST_POSTGRES
 trap 'scripts/postgres.sh stop "$pg_dir/cluster" >/dev/null 2>&1 || true; rm -rf "$pg_dir"' EXIT
 cargo test -p ledger -p server
-echo "== webhooks: two instances on Postgres deliver each event once (e2e/webhooks)"
+section "webhooks: two instances on Postgres deliver each event once (e2e/webhooks)"
 PYTHONDONTWRITEBYTECODE=1 python3 -m pytest -q -p no:cacheprovider e2e/webhooks -k postgres
 unset OUTCOMES_TEST_POSTGRES
 scripts/postgres.sh stop "$pg_dir/cluster"
 
-echo "== contract schema (python jsonschema)"
+section "contract schema (python jsonschema)"
 PYTHONDONTWRITEBYTECODE=1 python3 -m pytest -q -p no:cacheprovider e2e/contract
 
-echo "== GET /metrics: prometheus_client's parser, and Debian's Prometheus firing an alert (e2e/metrics, ~15 s)"
+section "GET /metrics: prometheus_client's parser, and Debian's Prometheus firing an alert (e2e/metrics, ~15 s)"
 PYTHONDONTWRITEBYTECODE=1 python3 -m pytest -q -p no:cacheprovider e2e/metrics
 
-echo "== webhooks verified by the standardwebhooks package (e2e/webhooks, ~20 s)"
+section "webhooks verified by the standardwebhooks package (e2e/webhooks, ~20 s)"
 PYTHONDONTWRITEBYTECODE=1 python3 -m pytest -q -p no:cacheprovider e2e/webhooks
 
-echo "== start the server for the client and browser tests"
+section "start the server for the client and browser tests"
 port=${E2E_PORT:-3100}
 data=$(mktemp -d)
 export OUTCOMES_HOST_TOKEN="e2e-$(date +%s)-$RANDOM"
@@ -57,17 +66,17 @@ export OUTCOMES_HOST_TOKEN="e2e-$(date +%s)-$RANDOM"
 server=$!
 trap 'kill $server 2>/dev/null || true; rm -rf "$data" "$pg_dir"' EXIT
 for _ in $(seq 1 100); do curl -sf -o /dev/null "http://127.0.0.1:$port/healthz" && break; sleep 0.1; done
-echo "== third-party replay client (npm eventsource, node --test)"
+section "third-party replay client (npm eventsource, node --test)"
 BASE_URL="http://127.0.0.1:$port" node --test e2e/clients/
 
-echo "== MCP proxy: the official MCP SDK client through outcomes mcp-proxy to real MCP servers (node --test)"
+section "MCP proxy: the official MCP SDK client through outcomes mcp-proxy to real MCP servers (node --test)"
 BASE_URL="http://127.0.0.1:$port" node --test e2e/mcp/
 # Its latency benchmark, a short run so the script keeps working (figures only; the full run is README "Benchmark").
 node scripts/bench-mcp-proxy.mjs --calls 200 --warmup 20
 # Its memory per line, a short run (figures only; the full run is README "Benchmark").
 node scripts/bench-mcp-proxy-memory.mjs --mib 4
 
-echo "== Schemathesis against the OpenAPI document (about 60 s, a server of its own)"
+section "Schemathesis against the OpenAPI document (about 60 s, a server of its own)"
 fuzz_port=$((port + 1))
 fuzz_data=$(mktemp -d)
 "$OUTCOMES_BIN" serve --addr "127.0.0.1:$fuzz_port" --data-dir "$fuzz_data" > "$fuzz_data/server.log" 2>&1 &
@@ -77,7 +86,7 @@ for _ in $(seq 1 100); do curl -sf -o /dev/null "http://127.0.0.1:$fuzz_port/hea
 BASE_URL="http://127.0.0.1:$fuzz_port" scripts/schemathesis.sh
 kill $fuzz_server 2>/dev/null || true
 
-echo "== a second server for the browser tests: reads closed (--access signed-in), one staff account"
+section "a second server for the browser tests: reads closed (--access signed-in), one staff account"
 signed_port=$((port + 2))
 signed_data=$(mktemp -d)
 "$OUTCOMES_BIN" serve --access signed-in --addr "127.0.0.1:$signed_port" --data-dir "$signed_data" \
@@ -98,7 +107,7 @@ if [ -z "$staff_password" ]; then
   exit 1
 fi
 
-echo "== browser tests (Playwright, Debian Chromium)"
+section "browser tests (Playwright, Debian Chromium)"
 cd e2e
 BASE_URL="http://127.0.0.1:$port" OUTCOMES_DATA_DIR="$data" OUTCOMES_PORT="$port" \
   SIGNED_IN_URL="http://127.0.0.1:$signed_port" STAFF_NAME="$staff_name" STAFF_PASSWORD="$staff_password" \
@@ -108,7 +117,8 @@ cd ..
 # The host clients against the same server, after the browser tests (they add sessions and open unknowns
 # that the pages' counts must not see). Each script installs its pinned packages, then runs its suite;
 # tests that kill and restart a server start their own from OUTCOMES_BIN.
-echo "== Python client (clients/python/ci.sh: pytest, OpenAI Agents SDK and Pydantic AI with scripted models)"
+section "Python client (clients/python/ci.sh: pytest, OpenAI Agents SDK and Pydantic AI with scripted models)"
 BASE_URL="http://127.0.0.1:$port" bash clients/python/ci.sh
-echo "== TypeScript client (clients/typescript/ci.sh: node --test, AI SDK and OpenAI Agents SDK for JS)"
+section "TypeScript client (clients/typescript/ci.sh: node --test, AI SDK and OpenAI Agents SDK for JS)"
 BASE_URL="http://127.0.0.1:$port" bash clients/typescript/ci.sh
+section "done"
