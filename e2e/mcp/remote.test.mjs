@@ -15,6 +15,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
+import { createServer as createTcpServer, connect as tcpConnect } from 'node:net';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import { McpError } from '@modelcontextprotocol/sdk/types.js';
@@ -56,6 +57,53 @@ async function everythingHttp(port) {
   };
 }
 
+/**
+ * A TCP forwarder to 127.0.0.1:`port` (bytes passed unchanged, nothing read): the network between the
+ * proxy and the server, so a test can cut it. `hold()` stops passing the server's bytes on the
+ * connections open now; `cut()` destroys them (new ones are still forwarded); `close()` also stops
+ * listening (connections refused from then on).
+ */
+async function forwarder(port) {
+  const open = new Set();
+  const srv = createTcpServer((a) => {
+    const b = tcpConnect(port, '127.0.0.1');
+    const pair = { a, b };
+    open.add(pair);
+    a.pipe(b);
+    b.pipe(a);
+    const end = () => {
+      open.delete(pair);
+      a.destroy();
+      b.destroy();
+    };
+    a.on('error', end).on('close', end);
+    b.on('error', end).on('close', end);
+  });
+  await new Promise((r) => srv.listen(0, '127.0.0.1', r));
+  const cut = () => {
+    for (const { a, b } of open) {
+      a.destroy();
+      b.destroy();
+    }
+    open.clear();
+  };
+  return {
+    url: `http://127.0.0.1:${srv.address().port}/mcp`,
+    hold: () => {
+      for (const { a, b } of open) {
+        b.unpipe(a);
+        b.pause();
+      }
+    },
+    cut,
+    close: () => {
+      const closed = new Promise((r) => srv.close(r));
+      cut();
+      return closed;
+    },
+  };
+}
+
 /** The proxy (`outcomes mcp-proxy --url <url>`) over stdio, connected with the SDK's client. */
 function proxiedUrl({ session, url, proxyArgs = [], ledger = base }) {
   const args = ['mcp-proxy', '--server', ledger, '--session-key', session, ...proxyArgs, '--url', url];
@@ -63,18 +111,38 @@ function proxiedUrl({ session, url, proxyArgs = [], ledger = base }) {
   return connect(outcomesBin, args, { env: { OUTCOMES_HOST_TOKEN: token, ...log } });
 }
 
-/** A server and the proxy in front of it, the long-running tool protected, the tools listed. */
-async function start(label, { proxyArgs = [], ledger } = {}) {
+/**
+ * A server and the proxy in front of it (`through`: a forwarder between them), the long-running tool
+ * protected, the tools listed.
+ */
+async function start(label, { proxyArgs = [], ledger, through = false } = {}) {
   const server = await everythingHttp();
+  const net = through ? await forwarder(server.port) : null;
   const session = sessionKey(label);
-  const conn = await proxiedUrl({ session, url: server.url, proxyArgs: ['--protect', LONG, ...proxyArgs], ledger });
+  const url = net ? net.url : server.url;
+  const conn = await proxiedUrl({ session, url, proxyArgs: ['--protect', LONG, ...proxyArgs], ledger });
   await conn.client.listTools();
-  return { server, session, conn };
+  return { server, net, session, conn };
 }
 
-async function stop({ server, conn }) {
+async function stop({ server, net, conn }) {
   await close(conn);
+  await net?.close();
   await server.kill('SIGTERM');
+}
+
+/** Calls the long-running tool (`seconds`, one progress step a second); resolves `started` at the first progress. */
+function longCall(conn, seconds) {
+  let firstProgress;
+  const started = new Promise((r) => (firstProgress = r));
+  const progress = [];
+  const call = conn.client.callTool({ name: LONG, arguments: { duration: seconds, steps: seconds } }, undefined, {
+    onprogress: (p) => {
+      progress.push(p.progress);
+      firstProgress();
+    },
+  });
+  return { started, progress, call };
 }
 
 test('the tools listed through the proxy are the ones listed directly over Streamable HTTP', async () => {
@@ -112,6 +180,23 @@ test('a write is recorded completed; a read-only call is not recorded; the sessi
     const exit = await s.conn.transport.exited;
     assert.deepEqual(exit, { code: 0, signal: null });
     assert.match(s.server.log(), /Received session termination request/);
+  } finally {
+    await stop(s);
+  }
+});
+
+test('the server\'s own messages (its GET stream) reach the client: the simulated log notifications', async () => {
+  const s = await start('get-stream');
+  try {
+    await s.conn.client.callTool({ name: WRITE, arguments: {} });
+    // One at once, then one every 5 s; not tied to a request, so they come on the GET stream.
+    const logged = await until(
+      'a notifications/message from the server',
+      async () => s.conn.transport.rawMessages().find((m) => m.method === 'notifications/message'),
+      8_000,
+    );
+    assert.match(logged.params.data, /-level message - SessionId /);
+    assert.match(s.server.log(), /Establishing new SSE stream for session/);
   } finally {
     await stop(s);
   }
@@ -161,6 +246,54 @@ test('the server killed mid-call (its SSE answer cut): the client gets an error,
     assert.equal(l.entries[0].ledger_status, 'outcome_unknown');
     assert.equal(l.records[0].status, 'outcome_unknown');
     assert.equal(err.data.operation_id, l.records[0].mutation_id);
+  } finally {
+    await stop(s);
+  }
+});
+
+test('the connection cut mid SSE answer, the server still running: resumed with Last-Event-ID, the answer arrives, recorded completed', async () => {
+  // server-everything's event store replays the events stored after Last-Event-ID but registers the
+  // resumed stream under an event id instead of its stream id, so events stored after the replay never
+  // reach it: the connection is held until the tool has finished (its answer stored), then cut.
+  const s = await start('resume', { through: true });
+  try {
+    const { started, progress, call } = longCall(s.conn, 2);
+    await started;
+    s.net.hold();
+    await new Promise((r) => setTimeout(r, 3_000));
+    s.net.cut();
+    const res = await call;
+    assert.equal(res.content[0].text, 'Long running operation completed. Duration: 2 seconds, Steps: 2.');
+    // What the proxy wrote to the client: each progress event once, in order, then the answer (the
+    // replay after Last-Event-ID repeats none). The SDK's client may report the last progress as late
+    // when it is read with the answer (as in the progress test), so the raw lines are compared.
+    assert.equal(progress[0], 1);
+    const callId = s.conn.transport.requestId('tools/call');
+    const progressToken = s.conn.transport.sent.find((m) => m.id === callId).params._meta.progressToken;
+    const forCall = s.conn.transport
+      .rawMessages()
+      .filter((m) => m.id === callId || m.params?.progressToken === progressToken)
+      .map((m) => (m.id === callId ? 'answer' : `${m.method} ${m.params.progress}/${m.params.total}`));
+    assert.deepEqual(forCall, ['notifications/progress 1/2', 'notifications/progress 2/2', 'answer']);
+    const l = await settledLedger(s.session, 1);
+    assert.equal(l.records[0].status, 'completed');
+    assert.equal(s.conn.transport.rawResponseCount(s.conn.transport.requestId('tools/call')), 1);
+  } finally {
+    await stop(s);
+  }
+});
+
+test('the connection cut mid SSE answer and the server no longer reachable: the client gets an error, recorded outcome_unknown', async () => {
+  const s = await start('cut', { through: true });
+  try {
+    const { started, call } = longCall(s.conn, 5);
+    await started;
+    await s.net.close();
+    const err = await call.then((r) => assert.fail(`answered ${JSON.stringify(r)}`), (e) => e);
+    assert.equal(err.code, -32000);
+    assert.match(err.message, /event stream .* cut before the answer.*Last-Event-ID failed.*outcome is unknown/);
+    const l = await settledLedger(s.session, 1);
+    assert.equal(l.records[0].status, 'outcome_unknown');
   } finally {
     await stop(s);
   }

@@ -54,6 +54,15 @@ const NOTIFY_WAIT: Duration = Duration::from_secs(10);
 /// SSE `retry` when it sent one).
 const GET_RETRIES: u32 = 5;
 const GET_RETRY_WAIT: Duration = Duration::from_secs(1);
+/// An answer's SSE stream that ended or was cut before all its answers: resumed with a `GET` and
+/// `Last-Event-ID` (when the server gave its events ids) at most this many times in a row, after the
+/// server's SSE `retry` or [`RESUME_WAIT`] (at most [`RETRY_WAIT_MAX`]).
+const RESUME_TRIES: u32 = 3;
+const RESUME_WAIT: Duration = Duration::from_millis(500);
+const RETRY_WAIT_MAX: Duration = Duration::from_secs(30);
+/// Event ids remembered to drop an event delivered twice (a replay after `Last-Event-ID` may hold
+/// events of other streams already delivered): the latest this many.
+const SEEN_EVENTS: usize = 65_536;
 /// How long the `DELETE` that ends the session may take.
 const DELETE_TIMEOUT: Duration = Duration::from_secs(5);
 
@@ -78,7 +87,45 @@ pub(in crate::mcp_proxy) struct Remote {
     /// Cancels the POSTs in flight and the GET stream (a signal, or the end).
     stop: CancellationToken,
     get_started: std::sync::atomic::AtomicBool,
+    /// Ids of the SSE events delivered (the latest [`SEEN_EVENTS`]): MCP event ids are unique within a
+    /// session, so one seen again (a replay) is not delivered again.
+    seen: Mutex<SeenEvents>,
     state: Arc<State>,
+}
+
+#[derive(Default)]
+struct SeenEvents {
+    ids: HashSet<String>,
+    order: std::collections::VecDeque<String>,
+}
+
+impl SeenEvents {
+    /// Notes `id`; answers whether it is new.
+    fn first_time(&mut self, id: &str) -> bool {
+        if !self.ids.insert(id.to_owned()) {
+            return false;
+        }
+        self.order.push_back(id.to_owned());
+        if self.order.len() > SEEN_EVENTS {
+            if let Some(old) = self.order.pop_front() {
+                self.ids.remove(&old);
+            }
+        }
+        true
+    }
+}
+
+/// Where an SSE stream stands: the id of its last event and the server's `retry`, for a resumption.
+#[derive(Debug, Default)]
+struct Cursor {
+    last_id: Option<String>,
+    retry: Option<Duration>,
+}
+
+impl Cursor {
+    fn wait(&self, default: Duration) -> Duration {
+        self.retry.unwrap_or(default).min(RETRY_WAIT_MAX)
+    }
 }
 
 /// Proxies to the server at `url` until the client's input ends (then the requests in flight are waited
@@ -111,6 +158,7 @@ pub(super) async fn run(
         posts: TaskTracker::new(),
         stop: CancellationToken::new(),
         get_started: std::sync::atomic::AtomicBool::new(false),
+        seen: Mutex::new(SeenEvents::default()),
         state: state.clone(),
     });
     let to_server = tokio::spawn(client_to_server(
@@ -236,7 +284,7 @@ impl Remote {
     ) {
         let mut answered = HashSet::new();
         let failure = self
-            .answer_of(body, initialize.as_deref(), lines, &mut answered)
+            .answer_of(body, &requests, initialize.as_deref(), lines, &mut answered)
             .await;
         let unanswered: Vec<Value> = requests
             .into_iter()
@@ -252,6 +300,7 @@ impl Remote {
     async fn answer_of(
         &self,
         body: Bytes,
+        requests: &[Value],
         initialize: Option<&str>,
         lines: &Lines,
         answered: &mut HashSet<String>,
@@ -309,11 +358,15 @@ impl Remote {
                 ))),
             },
             Framing::EventStream => {
+                let mut cursor = Cursor::default();
                 let events = response.bytes_stream().eventsource();
-                Some(unknown(
-                    self.events(events, initialize, lines, answered, None)
-                        .await,
-                ))
+                let why = self
+                    .events(events, requests, initialize, lines, answered, &mut cursor)
+                    .await;
+                let why = self
+                    .resume(why, requests, initialize, lines, answered, &mut cursor)
+                    .await;
+                Some(unknown(why))
             }
             Framing::Other => Some(unknown(format!(
                 "the MCP server at {} answered {:?}, neither application/json nor text/event-stream",
@@ -341,16 +394,89 @@ impl Remote {
         }
     }
 
-    /// Reads an SSE stream to its end, delivering each event's data as one message; answers why it
-    /// ended (for the requests it did not answer). `last_id` is updated with each event's id (for a
-    /// resumption with `Last-Event-ID`).
-    async fn events<S, E>(
+    /// An answer's SSE stream ended or was cut (`why`) before it answered all of `requests`: resumed by
+    /// a `GET` with `Last-Event-ID` (MCP Streamable HTTP "Resumability and Redelivery"; a server that
+    /// gave no event ids cannot be resumed), at most [`RESUME_TRIES`] times in a row. Answers why the
+    /// requests still unanswered went unanswered.
+    async fn resume(
         &self,
-        mut events: eventsource_stream::EventStream<S>,
+        mut why: String,
+        requests: &[Value],
         initialize: Option<&str>,
         lines: &Lines,
         answered: &mut HashSet<String>,
-        mut last_id: Option<&mut (Option<String>, Option<Duration>)>,
+        cursor: &mut Cursor,
+    ) -> String {
+        let mut tries = 0;
+        while tries < RESUME_TRIES && !all_answered(requests, answered) {
+            let Some(last) = cursor
+                .last_id
+                .as_deref()
+                .and_then(|i| HeaderValue::from_str(i).ok())
+            else {
+                break;
+            };
+            tries += 1;
+            tokio::time::sleep(cursor.wait(RESUME_WAIT)).await;
+            let before = cursor.last_id.clone();
+            let sent = self
+                .http
+                .get(self.url.clone())
+                .headers(self.headers())
+                .header(LAST_EVENT_ID, last)
+                .header(ACCEPT, "text/event-stream")
+                .send()
+                .await;
+            match sent {
+                Ok(r)
+                    if r.status() == StatusCode::OK
+                        && framing(r.headers().get(CONTENT_TYPE)) == Framing::EventStream =>
+                {
+                    tracing::info!(
+                        "resuming an answer's event stream at {} after: {why}",
+                        self.url
+                    );
+                    why = self
+                        .events(
+                            r.bytes_stream().eventsource(),
+                            requests,
+                            initialize,
+                            lines,
+                            answered,
+                            cursor,
+                        )
+                        .await;
+                    if cursor.last_id != before {
+                        tries = 0;
+                    }
+                }
+                Ok(r) => {
+                    why = format!(
+                        "{why}; resuming it with Last-Event-ID was answered HTTP {}",
+                        r.status()
+                    );
+                    break;
+                }
+                Err(e) => {
+                    why = error_chain(&format!("{why}; resuming it with Last-Event-ID failed"), &e);
+                }
+            }
+        }
+        why
+    }
+
+    /// Reads an SSE stream until it ends, or until `requests` (when there are some) are all answered,
+    /// delivering each event's data as one message (an event whose id was delivered before is dropped);
+    /// answers why it ended (for the requests it did not answer). `cursor` follows its event ids and
+    /// `retry`.
+    async fn events<S, E>(
+        &self,
+        mut events: eventsource_stream::EventStream<S>,
+        requests: &[Value],
+        initialize: Option<&str>,
+        lines: &Lines,
+        answered: &mut HashSet<String>,
+        cursor: &mut Cursor,
     ) -> String
     where
         S: futures::Stream<Item = Result<Bytes, E>> + Unpin,
@@ -359,12 +485,18 @@ impl Remote {
         while let Some(event) = events.next().await {
             match event {
                 Ok(ev) => {
-                    if let Some(l) = last_id.as_deref_mut() {
-                        if !ev.id.is_empty() {
-                            l.0 = Some(ev.id.clone());
-                        }
-                        if ev.retry.is_some() {
-                            l.1 = ev.retry;
+                    if ev.retry.is_some() {
+                        cursor.retry = ev.retry;
+                    }
+                    if !ev.id.is_empty() {
+                        cursor.last_id = Some(ev.id.clone());
+                        let new = self
+                            .seen
+                            .lock()
+                            .unwrap_or_else(|p| p.into_inner())
+                            .first_time(&ev.id);
+                        if !new {
+                            continue;
                         }
                     }
                     if ev.data.is_empty() {
@@ -372,6 +504,9 @@ impl Remote {
                     }
                     self.deliver(ev.data.as_bytes(), initialize, lines, answered)
                         .await;
+                    if !requests.is_empty() && all_answered(requests, answered) {
+                        return "answered".into();
+                    }
                 }
                 Err(e) => {
                     return format!(
@@ -441,12 +576,12 @@ impl Remote {
     }
 
     async fn get_stream(&self, lines: &Lines) {
-        let mut resume: (Option<String>, Option<Duration>) = (None, None);
+        let mut cursor = Cursor::default();
         let mut failures = 0u32;
         loop {
             let mut headers = self.headers();
-            if let Some(id) = resume
-                .0
+            if let Some(id) = cursor
+                .last_id
                 .as_deref()
                 .and_then(|i| HeaderValue::from_str(i).ok())
             {
@@ -469,10 +604,11 @@ impl Remote {
                     let why = self
                         .events(
                             r.bytes_stream().eventsource(),
+                            &[],
                             None,
                             lines,
                             &mut none,
-                            Some(&mut resume),
+                            &mut cursor,
                         )
                         .await;
                     tracing::debug!("the GET stream ended: {why}");
@@ -499,7 +635,7 @@ impl Remote {
                 );
                 return;
             }
-            tokio::time::sleep(resume.1.unwrap_or(GET_RETRY_WAIT)).await;
+            tokio::time::sleep(cursor.wait(GET_RETRY_WAIT)).await;
         }
     }
 
@@ -543,6 +679,13 @@ impl Remote {
     }
 }
 
+/// Whether every request of `requests` is in `answered` (by [`message::id_key`]).
+fn all_answered(requests: &[Value], answered: &HashSet<String>) -> bool {
+    requests
+        .iter()
+        .all(|id| answered.contains(&message::id_key(id)))
+}
+
 /// `what` and the causes of `e` (reqwest's own message hides them: "error sending request").
 fn error_chain(what: &str, e: &reqwest::Error) -> String {
     let mut out = what.to_owned();
@@ -581,4 +724,44 @@ async fn wait_signal() -> i32 {
 async fn wait_signal() -> i32 {
     let _ = tokio::signal::ctrl_c().await;
     2
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn an_event_id_is_delivered_once_among_the_latest_kept() {
+        let mut seen = SeenEvents::default();
+        assert!(seen.first_time("e1"));
+        assert!(!seen.first_time("e1"));
+        for i in 0..SEEN_EVENTS {
+            assert!(seen.first_time(&format!("x{i}")));
+        }
+        // The oldest id was forgotten (memory stays bounded); the latest are kept.
+        assert!(seen.first_time("e1"));
+        assert!(!seen.first_time(&format!("x{}", SEEN_EVENTS - 1)));
+        assert_eq!(seen.ids.len(), SEEN_EVENTS);
+    }
+
+    #[test]
+    fn requests_are_answered_by_id_value() {
+        let answered: HashSet<String> = [message::id_key(&json!(1)), message::id_key(&json!("a"))]
+            .into_iter()
+            .collect();
+        assert!(all_answered(&[json!(1.0), json!("a")], &answered));
+        assert!(!all_answered(&[json!(1), json!("1")], &answered));
+        assert!(all_answered(&[], &answered));
+    }
+
+    #[test]
+    fn the_servers_retry_is_capped() {
+        let c = Cursor {
+            last_id: None,
+            retry: Some(Duration::from_secs(3600)),
+        };
+        assert_eq!(c.wait(RESUME_WAIT), RETRY_WAIT_MAX);
+        assert_eq!(Cursor::default().wait(RESUME_WAIT), RESUME_WAIT);
+    }
 }
