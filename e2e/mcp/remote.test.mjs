@@ -299,6 +299,23 @@ test('the connection cut mid SSE answer and the server no longer reachable: the 
   }
 });
 
+test('SIGTERM to the proxy mid-call: the call recorded outcome_unknown, the session ended with DELETE, exit 128 + 15', async () => {
+  const s = await start('sigterm');
+  try {
+    const { started, call } = longCall(s.conn, 30);
+    await started;
+    process.kill(s.conn.transport.pid, 'SIGTERM');
+    const err = await call.then((r) => assert.fail(`answered ${JSON.stringify(r)}`), (e) => e);
+    assert.ok(err instanceof McpError, `${err}`);
+    assert.deepEqual(await s.conn.transport.exited, { code: 143, signal: null });
+    const l = await settledLedger(s.session, 1);
+    assert.equal(l.records[0].status, 'outcome_unknown');
+    await until('the session ended', async () => /Received session termination request/.test(s.server.log()), 5_000);
+  } finally {
+    await stop(s);
+  }
+});
+
 test('the server gone between calls (connection refused): not sent, recorded not_executed; restarted without the session (HTTP 400): not_executed', async () => {
   const s = await start('refused');
   try {
