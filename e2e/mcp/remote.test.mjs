@@ -29,13 +29,13 @@ const WRITE = 'toggle-simulated-logging';
 const tool = (name) => `mcp__${EVERYTHING_NAME}__${name}`;
 
 /**
- * Starts `node <everything> streamableHttp` with PORT (a free one unless given); resolves once it
- * listens. Returns {url, port, posts() (the POSTs it logged so far), kill(signal), exited}.
+ * Starts `node <everything> streamableHttp` with PORT (a free one unless given) and `env`; resolves once
+ * it listens. Returns {url, port, posts() (the POSTs it logged so far), kill(signal), exited}.
  */
-async function everythingHttp(port) {
+async function everythingHttp(port, env = {}) {
   port ??= await closedPort();
   const child = spawn(process.execPath, [everythingEntry, 'streamableHttp'], {
-    env: { ...process.env, PORT: String(port) },
+    env: { ...process.env, ...env, PORT: String(port) },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
   let out = '';
@@ -115,8 +115,8 @@ function proxiedUrl({ session, url, proxyArgs = [], ledger = base }) {
  * A server and the proxy in front of it (`through`: a forwarder between them), the long-running tool
  * protected, the tools listed.
  */
-async function start(label, { proxyArgs = [], ledger, through = false } = {}) {
-  const server = await everythingHttp();
+async function start(label, { proxyArgs = [], ledger, through = false, env } = {}) {
+  const server = await everythingHttp(undefined, env);
   const net = through ? await forwarder(server.port) : null;
   const session = sessionKey(label);
   const url = net ? net.url : server.url;
@@ -311,6 +311,32 @@ test('SIGTERM to the proxy mid-call: the call recorded outcome_unknown, the sess
     const l = await settledLedger(s.session, 1);
     assert.equal(l.records[0].status, 'outcome_unknown');
     await until('the session ended', async () => /Received session termination request/.test(s.server.log()), 5_000);
+  } finally {
+    await stop(s);
+  }
+});
+
+test('an answer over --max-line-bytes + 64 KiB is not read: the client gets an error, recorded outcome_unknown; the session goes on', async () => {
+  // get-env answers the server's environment: 100 KB in one variable makes its answer (one SSE event)
+  // longer than 1024 + 65536 bytes. Smaller answers over 1024 (tools/list) pass unread, as long lines.
+  const s = await start('over-limit', { env: { OUTCOMES_E2E_BIG: 'x'.repeat(100_000) }, proxyArgs: ['--max-line-bytes', '1024', '--protect', 'get-env'] });
+  try {
+    const err = await s.conn.client.callTool({ name: 'get-env', arguments: {} }).then(
+      (r) => assert.fail(`answered ${JSON.stringify(r).length} bytes`),
+      (e) => e,
+    );
+    assert.equal(err.code, -32000);
+    assert.match(err.message, /over --max-line-bytes \(1024 bytes\).*outcome is unknown/);
+    const echoed = await s.conn.client.callTool({ name: 'echo', arguments: { message: 'after' } });
+    assert.equal(echoed.content[0].text, 'Echo: after');
+    // The initialize and tools/list answers (over 1024 bytes) passed unread: the server name is the
+    // URL's host, and echo, not learned read-only, is recorded too ("Long lines").
+    const l = await settledLedger(s.session, 2);
+    assert.deepEqual(
+      l.records.map((r) => [r.tool, r.status]),
+      [['mcp__127.0.0.1__get-env', 'outcome_unknown'], ['mcp__127.0.0.1__echo', 'completed']],
+    );
+    assert.equal(l.records[0].mutation_id, err.data.operation_id);
   } finally {
     await stop(s);
   }

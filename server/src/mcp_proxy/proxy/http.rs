@@ -11,6 +11,7 @@
 
 use std::collections::HashSet;
 use std::io;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -63,6 +64,9 @@ const RETRY_WAIT_MAX: Duration = Duration::from_secs(30);
 /// Event ids remembered to drop an event delivered twice (a replay after `Last-Event-ID` may hold
 /// events of other streams already delivered): the latest this many.
 const SEEN_EVENTS: usize = 65_536;
+/// Bytes of an SSE event's framing (`data: ` prefixes, `id:` and `event:` lines) allowed on top of
+/// `--max-line-bytes`.
+const SSE_SLACK: usize = 64 * 1024;
 /// How long the `DELETE` that ends the session may take.
 const DELETE_TIMEOUT: Duration = Duration::from_secs(5);
 
@@ -120,6 +124,9 @@ impl SeenEvents {
 struct Cursor {
     last_id: Option<String>,
     retry: Option<Duration>,
+    /// The stream ended at an event over `--max-line-bytes`: a replay from `last_id` would bring it
+    /// again, so the stream is not resumed.
+    over_limit: bool,
 }
 
 impl Cursor {
@@ -344,7 +351,7 @@ impl Remote {
             status: None,
         };
         match framing(response.headers().get(CONTENT_TYPE)) {
-            Framing::Json => match response.bytes().await {
+            Framing::Json => match self.json_body(response).await {
                 Ok(b) => {
                     self.deliver(&b, initialize, lines, answered).await;
                     Some(unknown(format!(
@@ -353,15 +360,14 @@ impl Remote {
                     )))
                 }
                 Err(e) => Some(unknown(format!(
-                    "the connection to {} was lost while its answer was read: {e}",
+                    "the MCP server's answer at {} could not be read: {e}",
                     self.url
                 ))),
             },
             Framing::EventStream => {
                 let mut cursor = Cursor::default();
-                let events = response.bytes_stream().eventsource();
                 let why = self
-                    .events(events, requests, initialize, lines, answered, &mut cursor)
+                    .events(response, requests, initialize, lines, answered, &mut cursor)
                     .await;
                 let why = self
                     .resume(why, requests, initialize, lines, answered, &mut cursor)
@@ -408,7 +414,7 @@ impl Remote {
         cursor: &mut Cursor,
     ) -> String {
         let mut tries = 0;
-        while tries < RESUME_TRIES && !all_answered(requests, answered) {
+        while tries < RESUME_TRIES && !cursor.over_limit && !all_answered(requests, answered) {
             let Some(last) = cursor
                 .last_id
                 .as_deref()
@@ -437,14 +443,7 @@ impl Remote {
                         self.url
                     );
                     why = self
-                        .events(
-                            r.bytes_stream().eventsource(),
-                            requests,
-                            initialize,
-                            lines,
-                            answered,
-                            cursor,
-                        )
+                        .events(r, requests, initialize, lines, answered, cursor)
                         .await;
                     if cursor.last_id != before {
                         tries = 0;
@@ -469,22 +468,21 @@ impl Remote {
     /// delivering each event's data as one message (an event whose id was delivered before is dropped);
     /// answers why it ended (for the requests it did not answer). `cursor` follows its event ids and
     /// `retry`.
-    async fn events<S, E>(
+    async fn events(
         &self,
-        mut events: eventsource_stream::EventStream<S>,
+        response: reqwest::Response,
         requests: &[Value],
         initialize: Option<&str>,
         lines: &Lines,
         answered: &mut HashSet<String>,
         cursor: &mut Cursor,
-    ) -> String
-    where
-        S: futures::Stream<Item = Result<Bytes, E>> + Unpin,
-        E: std::fmt::Display,
-    {
+    ) -> String {
+        let held = Arc::new(AtomicUsize::new(0));
+        let mut events = capped(response, held.clone(), self.answer_limit()).eventsource();
         while let Some(event) = events.next().await {
             match event {
                 Ok(ev) => {
+                    held.store(0, Ordering::Relaxed);
                     if ev.retry.is_some() {
                         cursor.retry = ev.retry;
                     }
@@ -509,10 +507,16 @@ impl Remote {
                     }
                 }
                 Err(e) => {
+                    if matches!(
+                        e,
+                        eventsource_stream::EventStreamError::Transport(BodyError::OverLimit(_))
+                    ) {
+                        cursor.over_limit = true;
+                    }
                     return format!(
                         "the MCP server's event stream at {} was cut before the answer: {e}",
                         self.url
-                    )
+                    );
                 }
             }
         }
@@ -520,6 +524,25 @@ impl Remote {
             "the MCP server's event stream at {} ended before the answer",
             self.url
         )
+    }
+
+    /// The most bytes of one answer (a JSON body, an SSE event with its framing) the proxy reads:
+    /// `--max-line-bytes` plus [`SSE_SLACK`].
+    fn answer_limit(&self) -> usize {
+        self.state.cfg.max_line_bytes.saturating_add(SSE_SLACK)
+    }
+
+    /// An `application/json` body, read whole up to [`Remote::answer_limit`] bytes.
+    async fn json_body(&self, mut response: reqwest::Response) -> Result<Vec<u8>, BodyError> {
+        let limit = self.answer_limit();
+        let mut body = Vec::new();
+        while let Some(chunk) = response.chunk().await.map_err(BodyError::Transport)? {
+            if body.len() + chunk.len() > limit {
+                return Err(BodyError::OverLimit(self.state.cfg.max_line_bytes));
+            }
+            body.extend_from_slice(&chunk);
+        }
+        Ok(body)
     }
 
     /// One message (or batch) of the server's, as one line for the client; the ids it answers are noted
@@ -602,16 +625,15 @@ impl Remote {
                     failures = 0;
                     let mut none = HashSet::new();
                     let why = self
-                        .events(
-                            r.bytes_stream().eventsource(),
-                            &[],
-                            None,
-                            lines,
-                            &mut none,
-                            &mut cursor,
-                        )
+                        .events(r, &[], None, lines, &mut none, &mut cursor)
                         .await;
                     tracing::debug!("the GET stream ended: {why}");
+                    if cursor.over_limit {
+                        // A replay would bring that event again: reopened afresh, what the server
+                        // sent meanwhile is lost.
+                        tracing::warn!("{why}: the GET stream is reopened without Last-Event-ID");
+                        cursor = Cursor::default();
+                    }
                 }
                 Ok(r) if r.status() == StatusCode::METHOD_NOT_ALLOWED => {
                     tracing::debug!("the MCP server offers no GET stream (405)");
@@ -677,6 +699,54 @@ impl Remote {
             Err(e) => tracing::warn!("ending the MCP session at {}: {e}", self.url),
         }
     }
+}
+
+/// Why an answer's body was not read to its end.
+#[derive(Debug, thiserror::Error)]
+enum BodyError {
+    #[error("{0}")]
+    Transport(reqwest::Error),
+    /// A JSON body or one SSE event over `--max-line-bytes` (its value): not read further, not
+    /// forwarded (docs/mcp-proxy.md "Remote servers (Streamable HTTP)", memory).
+    #[error("an answer over --max-line-bytes ({0} bytes): not read, not forwarded")]
+    OverLimit(usize),
+}
+
+/// A response body for the SSE parser, which holds an event's bytes until the event ends: the bytes
+/// since the last event (`held`, set to 0 by the reader at each event) may not pass `limit`, else
+/// the body ends with [`BodyError::OverLimit`] (so one event costs the proxy at most about `limit`).
+fn capped(
+    response: reqwest::Response,
+    held: Arc<AtomicUsize>,
+    limit: usize,
+) -> std::pin::Pin<Box<dyn futures::Stream<Item = Result<Bytes, BodyError>> + Send>> {
+    Box::pin(cap_stream(
+        response
+            .bytes_stream()
+            .map(|c| c.map_err(BodyError::Transport)),
+        held,
+        limit,
+    ))
+}
+
+/// [`capped`] for any byte stream.
+fn cap_stream<S>(
+    stream: S,
+    held: Arc<AtomicUsize>,
+    limit: usize,
+) -> impl futures::Stream<Item = Result<Bytes, BodyError>> + Send
+where
+    S: futures::Stream<Item = Result<Bytes, BodyError>> + Send,
+{
+    let over = limit.saturating_sub(SSE_SLACK);
+    stream.map(move |chunk| {
+        let chunk = chunk?;
+        let now = held.fetch_add(chunk.len(), Ordering::Relaxed) + chunk.len();
+        if now > limit {
+            return Err(BodyError::OverLimit(over));
+        }
+        Ok(chunk)
+    })
 }
 
 /// Whether every request of `requests` is in `answered` (by [`message::id_key`]).
@@ -755,11 +825,53 @@ mod tests {
         assert!(all_answered(&[], &answered));
     }
 
+    /// Through the SSE parser: events within `--max-line-bytes` pass (the count starts again at each
+    /// event), one over it ends the stream with an error before it is held whole.
+    #[tokio::test]
+    async fn an_sse_event_over_the_limit_ends_the_stream() {
+        let max = 100;
+        let limit = max + SSE_SLACK;
+        let held = Arc::new(AtomicUsize::new(0));
+        let small = || Ok(Bytes::from("id: 1\ndata: {\"a\":1}\n\n"));
+        let big: Vec<Result<Bytes, BodyError>> = (0..SSE_SLACK / 1024 + 2)
+            .map(|i| {
+                Ok(Bytes::from(if i == 0 {
+                    format!("data: {}", "x".repeat(1024))
+                } else {
+                    "x".repeat(1024)
+                }))
+            })
+            .collect();
+        let chunks: Vec<Result<Bytes, BodyError>> =
+            (0..(2 * limit / 20)).map(|_| small()).chain(big).collect();
+        let small_events = 2 * limit / 20;
+        let mut events =
+            cap_stream(futures::stream::iter(chunks), held.clone(), limit).eventsource();
+        for _ in 0..small_events {
+            let ev = events
+                .next()
+                .await
+                .expect("an event")
+                .expect("within the limit");
+            assert_eq!(ev.data, r#"{"a":1}"#);
+            held.store(0, Ordering::Relaxed);
+        }
+        let e = events
+            .next()
+            .await
+            .expect("the end")
+            .expect_err("over the limit");
+        assert!(
+            e.to_string().contains("over --max-line-bytes (100 bytes)"),
+            "{e}"
+        );
+    }
+
     #[test]
     fn the_servers_retry_is_capped() {
         let c = Cursor {
-            last_id: None,
             retry: Some(Duration::from_secs(3600)),
+            ..Cursor::default()
         };
         assert_eq!(c.wait(RESUME_WAIT), RETRY_WAIT_MAX);
         assert_eq!(Cursor::default().wait(RESUME_WAIT), RESUME_WAIT);
