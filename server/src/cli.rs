@@ -38,7 +38,8 @@ pub enum Command {
     /// Write a consistent copy of a SQLite ledger to a new file, also while a server runs.
     Backup(crate::backup::BackupArgs),
     /// Proxy an MCP server over stdio and record each protected tool call in the ledger (docs/mcp-proxy.md):
-    /// `outcomes mcp-proxy [options] -- <server command> [args…]`.
+    /// `outcomes mcp-proxy [options] -- <server command> [args…]`, or a remote one over Streamable HTTP:
+    /// `outcomes mcp-proxy [options] --url https://…/mcp [--header 'Name: value']…`.
     McpProxy(crate::mcp_proxy::McpProxyArgs),
     /// Read ledger entries (contract example format), one JSON object per line on stdin, and print each
     /// published record (or `null`) as one line of JSON.

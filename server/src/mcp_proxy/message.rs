@@ -292,6 +292,15 @@ pub fn server_name(answer: &[u8]) -> Option<String> {
         .filter(|n| !n.is_empty())
 }
 
+/// `result.protocolVersion` of an answer to `initialize` (its JSON text): the MCP version the server
+/// chose, sent by a Streamable HTTP client as `MCP-Protocol-Version` on every later request.
+pub fn protocol_version(answer: &[u8]) -> Option<String> {
+    let tokens = ["result", "protocolVersion"].map(str::to_owned);
+    read::at(answer, &tokens)
+        .into_string()
+        .filter(|n| !n.is_empty())
+}
+
 /// Whether a line is a JSON array (a batch), judged by its first non-blank byte.
 pub fn is_batch(line: &[u8]) -> bool {
     line.iter().find(|b| !b.is_ascii_whitespace()) == Some(&b'[')

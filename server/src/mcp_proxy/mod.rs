@@ -1,7 +1,9 @@
 //! `outcomes mcp-proxy [options] -- <MCP server command> [args…]` (docs/mcp-proxy.md): an MCP stdio
 //! proxy between any MCP client and any MCP server that records each protected `tools/call` in the
 //! ledger through the host API. The client starts the proxy instead of the server; the proxy starts the
-//! server as its child and forwards every JSON-RPC line unchanged and in order both ways.
+//! server as its child and forwards every JSON-RPC line unchanged and in order both ways. With `--url`
+//! instead of a command, the server is a remote one spoken to over MCP Streamable HTTP
+//! (docs/mcp-proxy.md "Remote servers (Streamable HTTP)"; [`remote`]); the client side stays stdio.
 //!
 //! One concern per module: [`message`] reads messages, [`tools`] says which calls are protected,
 //! [`turns`] assigns logical turns, [`outcome`] decides what an answer means, [`ledger`] writes the
@@ -13,6 +15,7 @@ pub mod message;
 pub mod outcome;
 mod proxy;
 mod read;
+pub mod remote;
 pub mod tools;
 pub mod turns;
 
@@ -96,9 +99,23 @@ pub struct McpProxyArgs {
         value_parser = clap::value_parser!(u32).range(1024..=MAX_MAX_LINE_BYTES)
     )]
     pub max_line_bytes: u32,
-    /// The MCP server to start, after `--`: its command and arguments.
-    #[arg(last = true, required = true, num_args = 1.., value_name = "SERVER COMMAND")]
+    /// The MCP server to start, after `--`: its command and arguments (or `--url`).
+    #[arg(
+        last = true,
+        required_unless_present = "url",
+        conflicts_with = "url",
+        num_args = 1..,
+        value_name = "SERVER COMMAND"
+    )]
     pub command: Vec<String>,
+    /// A remote MCP server's Streamable HTTP endpoint (`https://…/mcp`), instead of a command
+    /// (docs/mcp-proxy.md "Remote servers (Streamable HTTP)").
+    #[arg(long, env = "OUTCOMES_MCP_URL", value_parser = remote::parse_url)]
+    pub url: Option<url::Url>,
+    /// A header sent on every request to `--url`, `'Name: value'` (static credentials such as
+    /// `Authorization: Bearer …`); repeatable.
+    #[arg(long = "header", requires = "url", value_parser = remote::parse_header, value_name = "NAME: VALUE")]
+    pub headers: Vec<remote::StaticHeader>,
 }
 
 /// `--max-line-bytes` by default: 16 MiB.
@@ -112,7 +129,7 @@ pub(crate) struct Config {
     /// This run's random id (12 hex digits): in default session keys, turn and operation ids.
     pub run: String,
     pub fixed_name: Option<String>,
-    /// The server name until `initialize` names it: the command's file name.
+    /// The server name until `initialize` names it: the command's file name (`--url`: its host).
     pub fallback_name: String,
     pub call_timeout: Option<Duration>,
     pub turn_gap: Duration,
@@ -152,12 +169,20 @@ pub async fn run(args: McpProxyArgs) -> Result<i32, String> {
     let page = client
         .url(&["sessions", &session])
         .map_err(|e| format!("--server {}: {e}", args.host.server))?;
-    let fallback_name = std::path::Path::new(&args.command[0])
-        .file_stem()
-        .and_then(|s| s.to_str())
-        .filter(|s| !s.is_empty())
-        .unwrap_or("server")
-        .to_owned();
+    let upstream = upstream_of(args.url, args.headers, args.command)?;
+    let fallback_name = match &upstream {
+        proxy::Upstream::Command(command) => command.first().map(std::path::Path::new),
+        proxy::Upstream::Url { .. } => None,
+    }
+    .and_then(|p| p.file_stem())
+    .and_then(|s| s.to_str())
+    .map(str::to_owned)
+    .or_else(|| match &upstream {
+        proxy::Upstream::Url { url, .. } => url.host_str().map(str::to_owned),
+        proxy::Upstream::Command(_) => None,
+    })
+    .filter(|s| !s.is_empty())
+    .unwrap_or_else(|| "server".to_owned());
     let config = Config {
         run,
         fixed_name: args.name,
@@ -173,7 +198,24 @@ pub async fn run(args: McpProxyArgs) -> Result<i32, String> {
     };
     eprintln!("outcomes mcp-proxy: session {session}: {page}");
     let recorder = ledger::Recorder::new(client, session, args.deadline_secs);
-    proxy::run(config, tools, recorder, &args.command).await
+    proxy::run(config, tools, recorder, upstream).await
+}
+
+/// The server: `--url` with its `--header`s, or the command after `--`. A `--header` with a command is
+/// an error (clap's `requires` does not see it: the command conflicts with `--url`).
+fn upstream_of(
+    url: Option<url::Url>,
+    headers: Vec<remote::StaticHeader>,
+    command: Vec<String>,
+) -> Result<proxy::Upstream, String> {
+    match url {
+        Some(url) => Ok(proxy::Upstream::Url { url, headers }),
+        None if !headers.is_empty() => Err(
+            "--header is sent to a remote server given by --url; a server command gets no headers"
+                .into(),
+        ),
+        None => Ok(proxy::Upstream::Command(command)),
+    }
 }
 
 /// An identifier the ledger would refuse (docs/api.md "Host write API", its limits), refused at start
@@ -283,6 +325,56 @@ mod tests {
                 parse(&["--max-line-bytes", bad, "--", "srv"]).is_err(),
                 "{bad}"
             );
+        }
+    }
+
+    /// docs/mcp-proxy.md "Remote servers (Streamable HTTP)": `--url` instead of a command, `--header`
+    /// repeatable and only with `--url`, bad values clap errors naming the option.
+    #[test]
+    fn a_remote_server_is_given_by_url_with_headers() {
+        let a = parse(&[
+            "--url",
+            "https://mcp.example.com/mcp",
+            "--header",
+            "Authorization: Bearer t0k",
+            "--header",
+            "X-Api-Key: k",
+        ])
+        .expect("parse");
+        assert_eq!(
+            a.url.as_ref().map(url::Url::as_str),
+            Some("https://mcp.example.com/mcp")
+        );
+        assert!(a.command.is_empty());
+        let names: Vec<&str> = a.headers.iter().map(|h| h.name.as_str()).collect();
+        assert_eq!(names, ["authorization", "x-api-key"]);
+        assert_eq!(a.headers[0].value, "Bearer t0k");
+        // Neither a command nor a URL, both, a header without a URL: errors.
+        assert!(parse(&[]).is_err());
+        assert!(parse(&["--url", "http://127.0.0.1:1/mcp", "--", "srv"]).is_err());
+        let a = parse(&["--header", "X-A: 1", "--", "srv"]).expect("clap lets it through");
+        assert!(upstream_of(a.url, a.headers, a.command).is_err());
+        assert!(matches!(
+            upstream_of(None, Vec::new(), vec!["srv".into()]),
+            Ok(proxy::Upstream::Command(_))
+        ));
+        for (args, says) in [
+            (&["--url", "ftp://x/mcp"][..], "--url"),
+            (
+                &["--url", "http://h/mcp", "--header", "no colon"][..],
+                "--header",
+            ),
+            (
+                &["--url", "http://h/mcp", "--header", "X-A: a\u{7f}"][..],
+                "--header",
+            ),
+            (
+                &["--url", "http://h/mcp", "--header", "Accept: */*"][..],
+                "set by the proxy",
+            ),
+        ] {
+            let e = parse(args).expect_err("refused");
+            assert!(e.contains(says), "{args:?}: {e}");
         }
     }
 

@@ -3,7 +3,9 @@
 //! every later line waits behind it), the server → client pipeline (each line forwarded first, its
 //! settlement written in the background), the proxy's own timeouts, and the exit. The two pipelines are
 //! [`to_server`] (client → server) and [`to_client`] (server → client); this module starts the child, the
-//! writer to the client and the viewer link, and waits for the exit.
+//! writer to the client and the viewer link, and waits for the exit. With `--url` the server is remote
+//! ([`http`], docs/mcp-proxy.md "Remote servers (Streamable HTTP)"): the same two pipelines run, the
+//! child's stdin and stdout replaced by HTTP requests and the lines of their answers ([`ToServer`]).
 
 use std::collections::HashMap;
 use std::process::Stdio;
@@ -13,6 +15,7 @@ use std::sync::{Arc, Mutex};
 use bytes::Bytes;
 use serde_json::Value;
 use tokio::io::AsyncWriteExt;
+use tokio::process::ChildStdin;
 use tokio::sync::{mpsc, oneshot, Notify, OwnedSemaphorePermit, Semaphore};
 use tokio::task::{AbortHandle, JoinHandle};
 use tokio_util::task::TaskTracker;
@@ -20,10 +23,12 @@ use tokio_util::task::TaskTracker;
 use super::ledger::{Operation, Recorder, Settle};
 use super::message;
 use super::read;
+use super::remote::{StaticHeader, Verdict};
 use super::tools::ToolSet;
 use super::turns::TurnClock;
 use super::Config;
 
+mod http;
 mod to_client;
 mod to_server;
 
@@ -42,6 +47,11 @@ pub const SERVER_GONE: i64 = -32000;
 /// The JSON-RPC error code of the proxy's answer to a client request in a line over `--max-line-bytes`
 /// (not forwarded).
 pub const LINE_TOO_LONG: i64 = -32011;
+
+/// The JSON-RPC error code of the proxy's answer to a request a remote server did not execute: it could
+/// not be sent (connection refused, DNS), or the server refused it before processing it (HTTP 401, 403,
+/// 400, 404, …: docs/mcp-proxy.md "Remote servers (Streamable HTTP)").
+pub const UPSTREAM_REFUSED: i64 = -32012;
 
 /// The JSON-RPC error code ("Invalid Request") of the proxy's answer to a client request whose id is
 /// already in use by a request in flight (not forwarded).
@@ -234,6 +244,64 @@ impl State {
         }
     }
 
+    /// Cancels `op` (`not_executed`: the tool was not called) in the background.
+    fn spawn_cancel(self: &Arc<Self>, op: Operation) -> JoinHandle<()> {
+        let st = self.clone();
+        self.tracker.spawn(async move {
+            st.recorder.cancel(&op).await;
+        })
+    }
+
+    /// A remote server's request failed or was refused before it answered the requests `ids` it carried
+    /// (docs/mcp-proxy.md "Remote servers (Streamable HTTP)"): each still awaiting its answer gets the
+    /// proxy's error, and a protected call in flight among them is cancelled (`not_executed`) or settled
+    /// `outcome_unknown`, by `failure`'s verdict. Requests already answered (the proxy's timeout) or
+    /// cancelled by the client are left alone.
+    async fn upstream_failed(self: &Arc<Self>, ids: &[Value], failure: &UpstreamFailure) {
+        for id in ids {
+            let key = message::id_key(id);
+            if self.lock_asked().remove(&key).is_none() {
+                continue;
+            }
+            let call = {
+                let mut w = self.lock_watched();
+                match w.get(&key) {
+                    Some(Watch::Call { .. }) => match w.remove(&key) {
+                        Some(Watch::Call { op, timer }) => {
+                            if let Some(t) = timer {
+                                t.abort();
+                            }
+                            Some(op)
+                        }
+                        _ => None,
+                    },
+                    Some(v) if v.is_list() => {
+                        w.remove(&key);
+                        self.lists.send_modify(|n| *n = n.saturating_sub(1));
+                        None
+                    }
+                    _ => None,
+                }
+            };
+            if let Some(p) = &call {
+                match failure.verdict {
+                    Verdict::NotExecuted => {
+                        tracing::warn!(operation_id = %p.op.mutation_id, "{}: recorded not_executed", failure.why);
+                        self.spawn_cancel(p.op.clone());
+                    }
+                    Verdict::Unknown => {
+                        tracing::warn!(operation_id = %p.op.mutation_id, "{}: recorded outcome_unknown", failure.why);
+                        self.spawn_settle(p.op.clone(), Settle::Unknown);
+                    }
+                }
+            }
+            let mut line = serde_json::to_vec(&failure.error(id, call.as_ref().map(|p| &p.op)))
+                .unwrap_or_default();
+            line.push(b'\n');
+            self.send_own(line).await;
+        }
+    }
+
     /// Writes `settle` for `op` in the background.
     fn spawn_settle(self: &Arc<Self>, op: Operation, settle: Settle) -> JoinHandle<()> {
         let st = self.clone();
@@ -321,30 +389,137 @@ fn gone_error(id: &Value, op: Option<&Operation>) -> Value {
     }
 }
 
-/// Starts `command` and proxies until it exits; answers the exit code (see [`super::run`]).
+/// Why a remote server did not answer requests (docs/mcp-proxy.md "Remote servers (Streamable HTTP)"):
+/// what it means for a protected call, why (a sentence naming the URL or the HTTP status), and the
+/// HTTP status when there was one.
+#[derive(Debug, Clone)]
+pub(super) struct UpstreamFailure {
+    pub verdict: Verdict,
+    pub why: String,
+    pub status: Option<u16>,
+}
+
+impl UpstreamFailure {
+    /// The proxy's answer to request `id` (`op`: the protected call it was): [`UPSTREAM_REFUSED`] with
+    /// `data.tool_called: false` when not executed, [`SERVER_GONE`] with `data.outcome: outcome_unknown`
+    /// when the outcome is unknown; `data.http_status` when the server answered with a status.
+    fn error(&self, id: &Value, op: Option<&Operation>) -> Value {
+        let mut data = serde_json::Map::new();
+        if let Some(op) = op {
+            data.insert("operation_id".into(), Value::from(op.mutation_id.clone()));
+        }
+        if let Some(s) = self.status {
+            data.insert("http_status".into(), Value::from(s));
+        }
+        let operation = op
+            .map(|op| format!(" (operation {})", op.mutation_id))
+            .unwrap_or_default();
+        let (code, message) = match self.verdict {
+            Verdict::NotExecuted => {
+                data.insert("tool_called".into(), Value::Bool(false));
+                (
+                    UPSTREAM_REFUSED,
+                    format!(
+                        "outcomes mcp-proxy: {}, so the MCP server did NOT execute this request{operation}: \
+                         nothing was called",
+                        self.why
+                    ),
+                )
+            }
+            Verdict::Unknown if op.is_some() => {
+                data.insert("outcome".into(), Value::from("outcome_unknown"));
+                (
+                    SERVER_GONE,
+                    format!(
+                        "outcomes mcp-proxy: {}; the outcome is unknown{operation}: the tool may or may \
+                         not have run, do not repeat it blindly",
+                        self.why
+                    ),
+                )
+            }
+            Verdict::Unknown => (
+                SERVER_GONE,
+                format!(
+                    "outcomes mcp-proxy: {}: the MCP server did not answer this request",
+                    self.why
+                ),
+            ),
+        };
+        let data = (!data.is_empty()).then_some(Value::Object(data));
+        message::error_value(id, code, &message, data)
+    }
+}
+
+/// Where the MCP server is: a command the proxy starts (stdio), or a remote URL (MCP Streamable HTTP,
+/// docs/mcp-proxy.md "Remote servers (Streamable HTTP)").
+pub(super) enum Upstream {
+    Command(Vec<String>),
+    Url {
+        url: url::Url,
+        headers: Vec<StaticHeader>,
+    },
+}
+
+/// The client → server pipeline's way to the server: the child's stdin, or HTTP requests to a remote
+/// server.
+pub(super) enum ToServer {
+    Stdio(ChildStdin),
+    Http(Arc<http::Remote>),
+}
+
+impl ToServer {
+    /// Forwards one line (its bytes as read, newline included). An error (the child's stdin closed) ends
+    /// the pipeline; a remote request's failure is the request's own ([`State::upstream_failed`]).
+    async fn send(&mut self, line: Vec<u8>) -> Result<(), String> {
+        match self {
+            ToServer::Stdio(w) => w
+                .write_all(&line)
+                .await
+                .map_err(|e| format!("the MCP server's stdin is closed: {e}")),
+            ToServer::Http(remote) => {
+                remote.post(line).await;
+                Ok(())
+            }
+        }
+    }
+
+    /// The client's input ended: closes the child's stdin (MCP's way to ask a stdio server to stop), or
+    /// waits for the remote requests in flight and ends the remote session ([`http::Remote::finish`]).
+    async fn close(self) {
+        match self {
+            ToServer::Stdio(mut w) => {
+                let _ = w.shutdown().await;
+            }
+            ToServer::Http(remote) => remote.finish().await,
+        }
+    }
+}
+
+/// Proxies to `upstream` until it ends; answers the exit code (see [`super::run`]).
 pub(super) async fn run(
     cfg: Config,
     tools: ToolSet,
     recorder: Recorder,
-    command: &[String],
+    upstream: Upstream,
 ) -> Result<i32, String> {
-    let mut child = tokio::process::Command::new(&command[0])
-        .args(&command[1..])
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::inherit())
-        .kill_on_drop(true)
-        .spawn()
-        .map_err(|e| format!("cannot start the MCP server {:?}: {e}", command[0]))?;
-    let child_in = child
-        .stdin
-        .take()
-        .ok_or("the MCP server's stdin is not piped")?;
-    let child_out = child
-        .stdout
-        .take()
-        .ok_or("the MCP server's stdout is not piped")?;
+    match upstream {
+        Upstream::Command(command) => run_stdio(cfg, tools, recorder, &command).await,
+        Upstream::Url { url, headers } => http::run(cfg, tools, recorder, url, &headers).await,
+    }
+}
 
+/// What both upstreams share: the state, the writer to the client, the viewer link's task, and the
+/// turn clock of the client → server pipeline.
+fn start(
+    cfg: Config,
+    tools: ToolSet,
+    recorder: Recorder,
+) -> (
+    Arc<State>,
+    JoinHandle<()>,
+    Option<JoinHandle<()>>,
+    TurnClock,
+) {
     let (tx, rx) = mpsc::channel(OUT_QUEUE);
     let budget_cap = cfg.max_line_bytes + OUT_SLACK;
     let writer = tokio::spawn(write_client(rx));
@@ -370,21 +545,18 @@ pub(super) async fn run(
         .cfg
         .viewer_link
         .then(|| tokio::spawn(viewer_link(state.clone())));
-    let to_server = tokio::spawn(client_to_server(state.clone(), child_in, turns));
-    let mut to_client = tokio::spawn(server_to_client(state.clone(), child_out));
+    (state, writer, viewer, turns)
+}
 
-    let (status, signalled) = wait_child(&mut child).await;
-    // Whatever the child wrote before it exited still reaches the client (bounded: a grandchild may hold
-    // the pipe open).
-    if tokio::time::timeout(std::time::Duration::from_secs(2), &mut to_client)
-        .await
-        .is_err()
-    {
-        to_client.abort();
-    }
-    // Its settles start at once; its answers wait at most 2 s for a client that does not read.
-    let _ = tokio::time::timeout(std::time::Duration::from_secs(2), state.give_up_all()).await;
-    to_server.abort();
+/// What both upstreams share at the end, once the calls in flight were given up: the viewer link
+/// stopped, the background ledger writes waited for (at most [`DRAIN_AFTER_EXIT`], after a signal
+/// [`DRAIN_AFTER_SIGNAL`]), the client's output flushed.
+async fn finish(
+    state: &Arc<State>,
+    signalled: bool,
+    writer: JoinHandle<()>,
+    viewer: Option<JoinHandle<()>>,
+) {
     if let Some(v) = viewer {
         v.abort();
     }
@@ -411,6 +583,53 @@ pub(super) async fn run(
     .await;
     let _ = tokio::time::timeout(std::time::Duration::from_secs(2), acked).await;
     writer.abort();
+}
+
+/// Starts `command` and proxies until it exits; answers the exit code (see [`super::run`]).
+async fn run_stdio(
+    cfg: Config,
+    tools: ToolSet,
+    recorder: Recorder,
+    command: &[String],
+) -> Result<i32, String> {
+    let mut child = tokio::process::Command::new(&command[0])
+        .args(&command[1..])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::inherit())
+        .kill_on_drop(true)
+        .spawn()
+        .map_err(|e| format!("cannot start the MCP server {:?}: {e}", command[0]))?;
+    let child_in = child
+        .stdin
+        .take()
+        .ok_or("the MCP server's stdin is not piped")?;
+    let child_out = child
+        .stdout
+        .take()
+        .ok_or("the MCP server's stdout is not piped")?;
+
+    let (state, writer, viewer, turns) = start(cfg, tools, recorder);
+    let to_server = tokio::spawn(client_to_server(
+        state.clone(),
+        ToServer::Stdio(child_in),
+        turns,
+    ));
+    let mut to_client = tokio::spawn(server_to_client(state.clone(), child_out));
+
+    let (status, signalled) = wait_child(&mut child).await;
+    // Whatever the child wrote before it exited still reaches the client (bounded: a grandchild may hold
+    // the pipe open).
+    if tokio::time::timeout(std::time::Duration::from_secs(2), &mut to_client)
+        .await
+        .is_err()
+    {
+        to_client.abort();
+    }
+    // Its settles start at once; its answers wait at most 2 s for a client that does not read.
+    let _ = tokio::time::timeout(std::time::Duration::from_secs(2), state.give_up_all()).await;
+    to_server.abort();
+    finish(&state, signalled, writer, viewer).await;
     Ok(exit_code(status))
 }
 

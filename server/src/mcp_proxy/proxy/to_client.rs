@@ -8,8 +8,7 @@ use std::time::SystemTime;
 
 use bytes::Bytes;
 use serde_json::Value;
-use tokio::io::BufReader;
-use tokio::process::ChildStdout;
+use tokio::io::{AsyncRead, BufReader};
 
 use super::{without, State, Watch};
 use crate::mcp_proxy::ledger::{Operation, Settle};
@@ -18,11 +17,12 @@ use crate::mcp_proxy::message::{self, Message};
 use crate::mcp_proxy::outcome::{self, Decision};
 use crate::mcp_proxy::read;
 
-/// Reads the child's lines (stdout) and forwards each to the client at once; answers to watched
-/// requests are then read for the ledger in the background. A line over `--max-line-bytes` is streamed
-/// to the client piece by piece ([`long_line`]). At the end of the child's output, every call still in
-/// flight is settled `outcome_unknown` and every request left unanswered gets the proxy's error.
-pub(super) async fn server_to_client(state: Arc<State>, child_out: ChildStdout) {
+/// Reads the server's lines (the child's stdout, or the lines of a remote server's answers) and forwards
+/// each to the client at once; answers to watched requests are then read for the ledger in the
+/// background. A line over `--max-line-bytes` is streamed to the client piece by piece ([`long_line`]).
+/// At the end of the server's output, every call still in flight is settled `outcome_unknown` and every
+/// request left unanswered gets the proxy's error.
+pub(super) async fn server_to_client<R: AsyncRead + Unpin>(state: Arc<State>, child_out: R) {
     let mut reader = BufReader::with_capacity(64 * 1024, child_out);
     loop {
         let line = match lines::read_line(&mut reader, state.cfg.max_line_bytes).await {
@@ -69,7 +69,11 @@ pub(super) async fn server_to_client(state: Arc<State>, child_out: ChildStdout) 
 /// [`HeadScan`] reads the id of each response in it: a protected call it answers is settled
 /// `outcome_unknown` (its answer was not read, [`unread_answer`]). Answers whether the line ended (else
 /// the output did).
-async fn long_line(state: &Arc<State>, reader: &mut BufReader<ChildStdout>, head: Vec<u8>) -> bool {
+async fn long_line<R: AsyncRead + Unpin>(
+    state: &Arc<State>,
+    reader: &mut BufReader<R>,
+    head: Vec<u8>,
+) -> bool {
     let mut scan = HeadScan::new();
     let mut on_head = |h: lines::Head| {
         if let Some(id) = h.response_id() {

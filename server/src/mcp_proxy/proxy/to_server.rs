@@ -7,12 +7,11 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use serde_json::{json, Value};
-use tokio::io::{AsyncRead, AsyncWriteExt, BufReader};
-use tokio::process::ChildStdin;
+use tokio::io::{AsyncRead, BufReader};
 
 use super::{
-    without, Pending, State, Watch, CALL_TIMED_OUT, DUPLICATE_ID, LEDGER_REFUSED, LINE_TOO_LONG,
-    LIST_WAIT,
+    without, Pending, State, ToServer, Watch, CALL_TIMED_OUT, DUPLICATE_ID, LEDGER_REFUSED,
+    LINE_TOO_LONG, LIST_WAIT,
 };
 use crate::mcp_proxy::ledger::{NewCall, Operation, Settle};
 use crate::mcp_proxy::lines::{self, HeadScan, Read};
@@ -20,12 +19,13 @@ use crate::mcp_proxy::message::{self, Line, Message};
 use crate::mcp_proxy::turns::TurnClock;
 use crate::mcp_proxy::OnLedgerDown;
 
-/// Reads the client's lines (stdin) and forwards them to the child in order; a protected call is held
-/// until its approve + intent are recorded. At the client's end of input, closes the child's stdin (the
-/// MCP stdio way to ask a server to exit).
+/// Reads the client's lines (stdin) and forwards them to the server (the child's stdin, or a remote
+/// server's URL) in order; a protected call is held until its approve + intent are recorded. At the
+/// client's end of input, closes the child's stdin (the MCP stdio way to ask a server to exit), or ends
+/// the remote session ([`ToServer::close`]).
 pub(super) async fn client_to_server(
     state: Arc<State>,
-    mut child_in: ChildStdin,
+    mut upstream: ToServer,
     mut turns: TurnClock,
 ) {
     let mut stdin = BufReader::with_capacity(64 * 1024, tokio::io::stdin());
@@ -47,12 +47,12 @@ pub(super) async fn client_to_server(
         let Some(forward) = client_line(&state, line, &mut turns).await else {
             continue;
         };
-        if let Err(e) = child_in.write_all(&forward).await {
-            tracing::warn!("the MCP server's stdin is closed: {e}");
+        if let Err(e) = upstream.send(forward).await {
+            tracing::warn!("{e}");
             break;
         }
     }
-    let _ = child_in.shutdown().await;
+    upstream.close().await;
 }
 
 /// Requests of one over-long client line answered at most (their errors are built in memory).
