@@ -3,10 +3,10 @@
 //! clients): a path ending in `.md` with a `/` in it (`docs/api.md`, `clients/typescript/README.md`),
 //! from the repository's root, or a bare `README` / `README.md`, the nearest README.md above the citing
 //! file (the repository's own, or a client's for the files under `clients/python/` and
-//! `clients/typescript/`), followed by a space and a quoted heading (in a string, with its quotes
-//! escaped): that heading must be the start of one of the file's headings (any level, outside code
-//! blocks). Also refused: a citation of a README in a form this test would not check, and a design
-//! file the project does not have.
+//! `clients/typescript/`), the name in backticks or not, followed by a space and a quoted heading (in a
+//! string, with its quotes escaped): that heading must be the start of one of the file's headings (any
+//! level, outside code blocks). Also refused: a citation of a README in a form this test would not
+//! check, and a design file the project does not have.
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -109,7 +109,7 @@ fn every_docs_reference_names_a_real_file_and_heading() {
     let all = files(&repo);
     assert!(all.len() > 200, "found only {} files", all.len());
     let reference = regex::Regex::new(
-        r#"(?:^|[^\w./-])(README(?:\.md)?|(?:[\w.-]+/)+[\w.-]+\.md) \\?"([^"\\]+)\\?""#,
+        r#"(?:^|[^\w./-])(README(?:\.md)?|(?:[\w.-]+/)+[\w.-]+\.md)`? \\?"([^"\\]+)\\?""#,
     )
     .unwrap();
     // A README cited in a form the pattern above does not take ("the README's", "README (", ...).
