@@ -1,4 +1,4 @@
-// The dashboard's service worker (README "Installing the dashboard").
+// The dashboard's service worker (docs/operations.md "Installing the dashboard").
 //
 // It keeps only the offline page and what that page shows: its stylesheet, the icons, the manifest. It never
 // stores a page, an API answer or a live stream, so it can never show an outcome that is not current; and it

@@ -1,5 +1,5 @@
 #!/usr/bin/env node
-// The latency `outcomes mcp-proxy` adds to an MCP tool call (README "Benchmark", docs/mcp-proxy.md; target:
+// The latency `outcomes mcp-proxy` adds to an MCP tool call (docs/performance.md "MCP proxy latency", docs/mcp-proxy.md; target:
 // p50 under 1 ms per read-only call, loopback, ledger answers excluded).
 //
 //   node scripts/bench-mcp-proxy.mjs                         # 2,000 calls each way after 200 of warm-up

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Search latency on a large ledger (README "Search"; docs/api.md "Search").
+"""Search latency on a large ledger (docs/performance.md "Search latency"; docs/api.md "Search").
 
 Starts the release server on a fresh data directory (SQLite), or on a fresh schema of a Postgres database
 with --postgres-url, writes OPERATIONS published operations (default 100,000) over SESSIONS sessions with

@@ -6,7 +6,7 @@
 #   names: each file is renamed after its content (outcomes.<hash>.js, outcomes_bg.<hash>.wasm,
 #         outcomes.<hash>.css; the hash is the first 16 hex digits of its SHA-256), compressed once beside
 #         itself (x.br brotli 11 by scripts/compress.mjs, x.gz by gzip -9) and listed in pkg/assets.json, which
-#         the server reads at start-up (server/src/assets.rs, README "Bundle size").
+#         the server reads at start-up (server/src/assets.rs, docs/performance.md "Bundle size").
 set -euo pipefail
 cd "$(dirname "$0")/.."
 NAME=outcomes

@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
-# The browser bundle's size (README "Bundle size"): raw, gzip -9 and brotli-11 bytes of the wasm, the JS glue and
+# The browser bundle's size (docs/performance.md "Bundle size"): raw, gzip -9 and brotli-11 bytes of the wasm, the JS glue and
 # the CSS that target/site/pkg/assets.json names (the content-hashed files scripts/build.sh wrote, with the
 # .gz and .br twins the server sends), and a failure when the gzipped wasm is over the limit, so the bundle
 # does not grow back unnoticed. Run after scripts/build.sh; scripts/test.sh does. Takes a second.
-#   BUNDLE_LIMIT  the most gzip -9 bytes the wasm may have (default 475000; README "Bundle size" says why not 200 KB yet)
+#   BUNDLE_LIMIT  the most gzip -9 bytes the wasm may have (default 475000; docs/performance.md "Bundle size" says why not 200 KB yet)
 #   URL           also fetch each file from a running server (e.g. http://127.0.0.1:3000) and print the bytes it
 #                 sends, its Content-Encoding and Cache-Control for `Accept-Encoding` br, gzip, `br, gzip`
 #                 (what a browser asks for) and identity
@@ -42,7 +42,7 @@ if [[ -n ${URL:-} ]]; then
 fi
 gz=$(stat -c %s "$wasm.gz")
 if (( gz > limit )); then
-  echo "bundle-size: ${files[0]} is $gz bytes gzipped, over the limit of $limit (README \"Bundle size\")" >&2
+  echo "bundle-size: ${files[0]} is $gz bytes gzipped, over the limit of $limit (docs/performance.md \"Bundle size\")" >&2
   exit 1
 fi
 echo "bundle-size: ${files[0]} $gz bytes gzipped ($(stat -c %s "$wasm.br") brotli), within $limit"

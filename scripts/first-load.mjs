@@ -1,4 +1,4 @@
-// The first-load benchmark (README "First load"): what a phone downloads and waits for before a page of
+// The first-load benchmark (docs/performance.md "First load"): what a phone downloads and waits for before a page of
 // the dashboard works. Run by scripts/first-load.sh, which starts a server and passes BASE_URL and
 // OUTCOMES_HOST_TOKEN.
 //

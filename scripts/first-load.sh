@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The first-load benchmark (README "First load"): starts the built server on a fresh ledger, writes the
+# The first-load benchmark (docs/performance.md "First load"): starts the built server on a fresh ledger, writes the
 # benchmark's sessions, and loads the home, viewer-link session, 200-row turn and unknown-operation pages
 # in Debian's Chromium with the CPU slowed 4× and a 1.6 Mbit/s, 150 ms network (scripts/first-load.mjs), cold
 # and warm. Prints a table, PASS/MISS for the targets, and a `figures:` line.

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Regenerates the app's icons in public/ (docs: README "Installing the dashboard"). The committed files are the
+# Regenerates the app's icons in public/ (docs: docs/operations.md "Installing the dashboard"). The committed files are the
 # output, so building needs none of this; run it after changing the mark. Needs rsvg-convert (Debian's
 # librsvg2-bin).
 #   public/icon.svg           the mark on a rounded slate square: favicon, manifest icon (purpose "any")

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# A throwaway Postgres cluster for tests and the benchmark (README "Postgres"), run as the unprivileged
+# A throwaway Postgres cluster for tests and the benchmark (docs/testing.md "On Postgres"), run as the unprivileged
 # `postgres` user of Debian's `postgresql` package, listening on loopback only.
 #
 #   scripts/postgres.sh start [DIR] [PORT]   # initdb when DIR is new, start; prints the URL on stdout

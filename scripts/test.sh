@@ -20,7 +20,7 @@ section "setup (apt, npm, pip, the wasm-bindgen CLI)"
 scripts/setup.sh
 section "build (wasm, CSS, the release server)"
 scripts/build.sh
-# The browser bundle stays within its size limit (README "Bundle size"); a second.
+# The browser bundle stays within its size limit (docs/performance.md "Bundle size"); a second.
 scripts/bundle-size.sh
 # The server binary scripts/build.sh made (it follows CARGO_TARGET_DIR, like cargo); absolute, so the
 # browser tests that start servers of their own (e2e/tests/own-server.ts) find it too.
@@ -71,9 +71,9 @@ BASE_URL="http://127.0.0.1:$port" node --test e2e/clients/
 
 section "MCP proxy: the official MCP SDK client through outcomes mcp-proxy to real MCP servers (node --test)"
 BASE_URL="http://127.0.0.1:$port" node --test e2e/mcp/
-# Its latency benchmark, a short run so the script keeps working (figures only; the full run is README "Benchmark").
+# Its latency benchmark, a short run so the script keeps working (figures only; the full run is docs/performance.md "MCP proxy latency").
 node scripts/bench-mcp-proxy.mjs --calls 200 --warmup 20
-# Its memory per line, a short run (figures only; the full run is README "Benchmark").
+# Its memory per line, a short run (figures only; the full run is docs/performance.md "MCP proxy memory per line").
 node scripts/bench-mcp-proxy-memory.mjs --mib 4
 
 section "Schemathesis against the OpenAPI document (about 60 s, a server of its own)"

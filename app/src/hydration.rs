@@ -1,4 +1,4 @@
-//! The pages' hydration data in fewer bytes (issue 30, README "Page weight"). The turn and session pages
+//! The pages' hydration data in fewer bytes (issue 30, docs/performance.md "Page weight"). The turn and session pages
 //! send the entries they rendered to the browser once more, as their resource's JSON in a `<script>`
 //! (escaped as a JavaScript string, so every `"` is two bytes). The entries API's form repeats the field
 //! names, the schema and the turn id in every row; here a turn's entries are one array, each entry an
@@ -210,7 +210,7 @@ fn compact(e: &TurnEntries) -> Compact {
                 o.reason,
                 times.write(&x.recorded_at),
                 x.settled_at.as_deref().map(|t| times.write(t)),
-                // What the rows show, and no more (README "Page weight"): a deadline only while the
+                // What the rows show, and no more (docs/performance.md "Page weight"): a deadline only while the
                 // write is in flight; who settled it only when it was not its host (the ledger at the
                 // deadline), who established it always.
                 x.deadline_at

@@ -8,7 +8,7 @@
 #[cfg(not(erase_components))]
 compile_error!(
     "app must be built with `--cfg erase_components` (set in .cargo/config.toml; a RUSTFLAGS variable \
-     replaces it: add `--cfg erase_components` to it). README \"Bundle size\"."
+     replaces it: add `--cfg erase_components` to it). docs/performance.md \"Bundle size\"."
 );
 
 pub mod address;
@@ -37,7 +37,7 @@ use leptos_router::SsrMode;
 
 /// The browser bundle a page names: the paths of the JS glue, the wasm and the stylesheet under `/pkg/`.
 /// A built site names them with a content hash (`outcomes.<hash>.js`, `outcomes_bg.<hash>.wasm`,
-/// `outcomes.<hash>.css`; README "Bundle size"), so each may be cached for good.
+/// `outcomes.<hash>.css`; docs/performance.md "Bundle size"), so each may be cached for good.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Bundle {
     pub js: String,
@@ -67,7 +67,7 @@ pub fn shell(bundle: Bundle) -> impl IntoView {
                 <meta charset="utf-8"/>
                 <meta name="viewport" content="width=device-width, initial-scale=1"/>
                 <meta name="color-scheme" content="light dark"/>
-                // Installable (README "Installing the dashboard"): the manifest, icons, the theme colour of
+                // Installable (docs/operations.md "Installing the dashboard"): the manifest, icons, the theme colour of
                 // each scheme (the body's white and slate-950), and the service worker that keeps only the
                 // offline page.
                 <link rel="manifest" href="/manifest.webmanifest"/>
@@ -77,7 +77,7 @@ pub fn shell(bundle: Bundle) -> impl IntoView {
                 <link rel="apple-touch-icon" href="/apple-touch-icon.png"/>
                 // Both `async`, not `defer`: a deferred script runs in document order with the bundle's
                 // module, so each visit's fetch of these small `no-store` files held hydration back by a
-                // round trip (README "First load").
+                // round trip (docs/performance.md "First load").
                 <script nonce=use_nonce() src="/sw-register.js" async></script>
                 // A POST form sent while the server cannot be reached keeps the page (public/forms.js).
                 <script nonce=use_nonce() src="/forms.js" async></script>
@@ -97,7 +97,7 @@ pub fn shell(bundle: Bundle) -> impl IntoView {
 /// renders, with the paths given whole (its own derives the wasm's name from the script's, which a
 /// content-hashed name cannot follow). The inline module carries the page's CSP nonce. Hydration starts
 /// in a task of its own (`setTimeout`), not in the one that finishes loading and compiling the wasm: on a
-/// first visit the two together were one task of over 200 ms at 4× CPU (README "First load").
+/// first visit the two together were one task of over 200 ms at 4× CPU (docs/performance.md "First load").
 #[component]
 fn BundleScripts(bundle: Bundle) -> impl IntoView {
     let nonce = use_nonce();

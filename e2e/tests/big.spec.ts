@@ -1,7 +1,7 @@
 // Big turns stay usable (docs/design.md "Big turns"): the server renders the first 200 rows of a 5,000- or
 // 20,000-outcome turn, the browser reads the rest in the background without freezing the page, filters and
 // "Show more" act at once, the timeline is one tab stop, and a live settlement still lands. Each test prints
-// its timings (also as an annotation); the README's "Big turns" table comes from these lines. The bounds
+// its timings (also as an annotation); docs/performance.md "Big turns" has its table from these lines. The bounds
 // asserted are loose (this machine is shared): they catch a freeze or a page that renders every row, not a
 // slow day.
 import { test, expect, Page } from '@playwright/test';

@@ -95,7 +95,7 @@ export function settledOps(session: string, turn: string, mutation: string, stat
 }
 
 /** Lays out every timeline row, as if none were off screen. A row off screen is not laid out until it comes
- *  near (`content-visibility: auto` on `.timeline-row`, README "First load"): until then its text is left
+ *  near (`content-visibility: auto` on `.timeline-row`, docs/performance.md "First load"): until then its text is left
  *  out of `innerText`, what overflows it is clipped, and a full-page screenshot shows it blank. So a check
  *  of a whole page's text or width, and a full-page screenshot, calls this first. (A constructed style
  *  sheet: the page's CSP allows no inline `<style>`.) */

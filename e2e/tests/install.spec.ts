@@ -1,5 +1,5 @@
 // Installable as a desktop app: the manifest and its icons, the shell's links, and the service worker that
-// keeps only the offline page (README "Installing the dashboard"): offline, a navigation shows that page and
+// keeps only the offline page (docs/operations.md "Installing the dashboard"): offline, a navigation shows that page and
 // never an outcome.
 import { test, expect, chromium, Page } from '@playwright/test';
 import * as fs from 'fs';

@@ -1,4 +1,4 @@
-//! Classification of a write call's result (README "Import agent transcripts"), first match wins (seed
+//! Classification of a write call's result (docs/import.md "Import agent transcripts"), first match wins (seed
 //! 002: a failure is reported only when evidence establishes it, a lost reply is unknown):
 //! 1. no result at all → `outcome_unknown` (the reply was lost);
 //! 2. a timeout pattern matches → `outcome_unknown` with reason `execution_timeout`;

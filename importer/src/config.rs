@@ -1,4 +1,4 @@
-//! The import configuration as read from a file (README "Import agent transcripts"): write tools, the
+//! The import configuration as read from a file (docs/import.md "Import agent transcripts"): write tools, the
 //! classification's patterns and JSON field rules, and per-tool metadata rules, with their defaults.
 
 use std::collections::BTreeMap;

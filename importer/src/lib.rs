@@ -1,4 +1,4 @@
-//! Import of agent transcripts in the OpenAI chat format (README "Import agent transcripts"): the pure
+//! Import of agent transcripts in the OpenAI chat format (docs/import.md "Import agent transcripts"): the pure
 //! mapping from a conversation to ledger [`Command`](ledger::command::Command)s. `outcomes import` sends
 //! them to a running server through the host API's batch (docs/api.md "Host write API (`/api/host`,
 //! `Authorization: Bearer <host token>`)"); a host that embeds the ledger gives them to

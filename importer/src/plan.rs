@@ -1,5 +1,5 @@
-//! Planning: from one conversation to the ledger commands that record its write calls (README "Import
-//! agent transcripts"):
+//! Planning: from one conversation to the ledger commands that record its write calls (docs/import.md
+//! "Import agent transcripts"):
 //! - one conversation is one session: key = prefix + the conversation's `id` (a non-empty string or a
 //!   number) when it has one, else prefix + the first 32 hex digits of the SHA-256 of its JSON (compact, as
 //!   parsed). Identical conversations therefore share a session, wherever they sit in which file.

@@ -1,4 +1,4 @@
-//! Transcripts in the OpenAI chat format, as read (README "Import agent transcripts"):
+//! Transcripts in the OpenAI chat format, as read (docs/import.md "Import agent transcripts"):
 //! - a file is a JSON array of conversations, or JSON Lines (one conversation per line); see
 //!   [`parse_transcripts`];
 //! - a conversation is a list of messages, or an object holding one under `messages` or `traj` (and

@@ -1,4 +1,4 @@
-//! The browser bundle under `/pkg/` (README "Bundle size", docs/access.md "Page headers").
+//! The browser bundle under `/pkg/` (docs/performance.md "Bundle size", docs/access.md "Page headers").
 //!
 //! `scripts/build.sh` names each file of the bundle after its content (`outcomes.<hash>.js`,
 //! `outcomes_bg.<hash>.wasm`, `outcomes.<hash>.css`, the hash 16 hex digits of its SHA-256), writes

@@ -25,7 +25,7 @@ use serde_json::json;
 use crate::host_client::{HostArgs, HostClient};
 use crate::http::host::MAX_BATCH_OPERATIONS;
 
-/// `outcomes import`. See the README section "Import agent transcripts" and the `importer` crate for the
+/// `outcomes import`. See docs/import.md "Import agent transcripts" and the `importer` crate for the
 /// mapping, the config file and the classification of results.
 #[derive(Debug, Clone, Args)]
 pub struct ImportArgs {

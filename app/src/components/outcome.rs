@@ -251,7 +251,7 @@ fn copy_and_say(text: &str, button: &web_sys::Element, clicks: &std::rc::Rc<std:
 /// The card is one element whose content is HTML written by [`card_html`], on the server and in the
 /// browser alike (a live row's card is written the same way): hydration adopts it as one node instead of
 /// walking some 30 views a row, which on a 200-row turn page was most of hydration's one long task
-/// (README "First load"). What is interactive in it is delegated to the card's element: the copy
+/// (docs/performance.md "First load"). What is interactive in it is delegated to the card's element: the copy
 /// button's click, and its times, which the page clock writes ([`crate::components::time`]).
 #[component]
 pub fn OutcomeCard(
@@ -570,7 +570,7 @@ fn row_times(h: &mut Html, status: PublishedStatus, card: &Card) {
             h.el("span", &[("class", "settled")], |h| {
                 h.text(&settled_words);
                 time(h, at);
-                // In the same element: a row's bytes count (README "Page weight").
+                // In the same element: a row's bytes count (docs/performance.md "Page weight").
                 if let Some(words) = took(status, card) {
                     h.text(&words);
                 }

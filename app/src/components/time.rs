@@ -83,8 +83,8 @@ pub fn open_for(secs: u64) -> String {
 
 /// Milliseconds since the Unix epoch of a UTC time as the API writes it (docs/api.md: RFC 3339 with `Z`,
 /// a fraction of 0 to 9 digits: `2026-12-06T03:09:18.272Z`, `2026-12-06T03:09:19Z`); `None` for text that
-/// does not read. The browser reads it with its own `Date.parse` (nothing added to the bundle, README
-/// "Bundle size"); the server with [`parse_utc`].
+/// does not read. The browser reads it with its own `Date.parse` (nothing added to the bundle,
+/// docs/performance.md "Bundle size"); the server with [`parse_utc`].
 pub fn epoch_ms(rfc3339: &str) -> Option<i64> {
     #[cfg(feature = "hydrate")]
     {
@@ -194,7 +194,7 @@ pub fn now_rfc3339() -> String {
 ///
 /// The element is static: the page clock ([`time_text`], [`tick`]) writes every time of the page at
 /// once, instead of an effect and a timer for each (a 200-row turn page has 400 times: localising them
-/// one by one during hydration was a good part of its one long task, README "First load"). Hydration
+/// one by one during hydration was a good part of its one long task, docs/performance.md "First load"). Hydration
 /// adopts the server's UTC text; the clock's first tick, a task of its own right after, shows every
 /// `time[datetime]` of the document in local time; it ticks again every 30 s for the ages. A time made
 /// after the first tick (a live row) shows local time at once. Cards built as HTML

@@ -67,7 +67,7 @@ pub fn picture_path(key: &str, turn: &str, at: i64) -> String {
 }
 
 /// The picture's `alt`: what it shows, and where each write's times are in words (the rows below it:
-/// recorded, settled, how long it took). One constant, not written per turn (README "Bundle size"); the
+/// recorded, settled, how long it took). One constant, not written per turn (docs/performance.md "Bundle size"); the
 /// SVG itself carries a `<title>` with the count and a `<desc>` listing each bar.
 pub const ALT: &str = "Timeline of this turn: each write a bar from its start to its settlement, coloured by status. The list below gives each write's times and how long it took.";
 

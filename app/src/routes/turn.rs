@@ -30,7 +30,7 @@ pub const ROWS_STEP: usize = 200;
 /// counts (the first read's `counts`, read with the entries); and, from the turn's place (its number and
 /// neighbours, docs/api.md "A turn's place"), the page's title and its heading with the previous / next
 /// links as HTML, written on the server ([`head_html`]): the browser bundle carries neither the place's
-/// shape nor that code (README "Bundle size"). Sent to the browser compactly ([`crate::hydration`]).
+/// shape nor that code (docs/performance.md "Bundle size"). Sent to the browser compactly ([`crate::hydration`]).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct TurnRead {
     pub title: String,

@@ -1,4 +1,4 @@
-"""The protected write's rules (README "Python client"), read back from the real server."""
+"""The protected write's rules (README "The protected write"), read back from the real server."""
 
 from __future__ import annotations
 

@@ -14,7 +14,7 @@ import httpx
 
 from conftest import REPO, OwnServer, Reads
 
-README = REPO / "README.md"
+README = REPO / "clients" / "python" / "README.md"
 URL = "http://127.0.0.1:3000"
 
 

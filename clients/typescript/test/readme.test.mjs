@@ -1,4 +1,4 @@
-// The README examples run as written: each code block of the TypeScript sections is byte for byte
+// The README examples run as written: each code block of the package README is byte for byte
 // an example file, and each example file is run here against a server of its own; what the README
 // says the dashboard shows is read back from the server's API and the session's page.
 import { test, before, after } from 'node:test';
@@ -32,13 +32,6 @@ async function runExample(name) {
   });
   return stdout;
 }
-
-test("the repository README's TypeScript section shows examples/quickstart.mjs as it is", () => {
-  const readme = readFileSync(here('../../../README.md'), 'utf8');
-  const section = readme.slice(readme.indexOf('## TypeScript client'));
-  assert.ok(readme.includes('## TypeScript client'));
-  assert.equal(jsBlocks(section)[0], example('quickstart'));
-});
 
 test("the package README's blocks are the three example files", () => {
   const readme = readFileSync(here('../README.md'), 'utf8');

@@ -1,4 +1,4 @@
-//! The browser bundle under /pkg/ (README "Bundle size", server/src/assets.rs): content-hashed names in
+//! The browser bundle under /pkg/ (docs/performance.md "Bundle size", server/src/assets.rs): content-hashed names in
 //! pages, cached for good, sent as the build's brotli or gzip twin by `Accept-Encoding`; pages, the
 //! service worker and its registration script keep their names and are not cached for good.
 
@@ -195,8 +195,8 @@ async fn a_missing_or_old_bundle_name_is_a_plain_404() {
 async fn the_service_worker_keeps_its_names_and_is_never_cached_for_good() {
     let (app, _site) = built_site().await;
     let html = app.get("/").await.text().await.unwrap();
-    // Both async: a deferred script would hold the bundle's module back until it arrived (README
-    // "First load"). The second keeps a form posted while the server cannot be reached (public/forms.js).
+    // Both async: a deferred script would hold the bundle's module back until it arrived
+    // (docs/performance.md "First load"). The second keeps a form posted while the server cannot be reached (public/forms.js).
     assert!(html.contains(r#"src="/sw-register.js" async"#), "{html}");
     assert!(html.contains(r#"src="/forms.js" async"#), "{html}");
     for path in ["/sw.js", "/sw-register.js", "/forms.js"] {

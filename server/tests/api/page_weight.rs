@@ -1,4 +1,4 @@
-//! What a phone downloads first (issue 30, "First load on a phone"; README "Page weight"): the HTML of a
+//! What a phone downloads first (issue 30, "First load on a phone"; docs/performance.md "Page weight"): the HTML of a
 //! turn page of 200 rows and of a session page at its row budget. A size, not a timing: the bytes the
 //! server sends for the same data are the same on any machine.
 //!
@@ -14,7 +14,7 @@ use crate::helpers::spawn;
 /// The turn page's first 200 rows: at most this many bytes of HTML, hydration data included. Measured
 /// 269,116 on 2026-12-03 (477,658 before: 1,906 bytes of markup a row, 86,275 of hydration data); 258,052
 /// on 2026-12-06, the cards written as HTML without marker comments (272,586 before). Issue 30 asked for
-/// 150 KB, which is not reached (README "Page weight" says what a row still carries); lower this as rows
+/// 150 KB, which is not reached (docs/performance.md "Page weight" says what a row still carries); lower this as rows
 /// shrink.
 const TURN_PAGE_BUDGET: usize = 262_000;
 

@@ -110,7 +110,7 @@ pub fn newest_into_view(numbered: Memo<Vec<(usize, TurnBlock)>>, map: Map) {
 
 /// Scrolls `el`'s bottom to the bottom of the window, then again on each of the next `frames` frames: a
 /// row never shown has a placeholder height until it is laid out (`content-visibility: auto` on
-/// `.timeline-row`, README "First load"), so the first scroll lands short once the rows it brought near
+/// `.timeline-row`, docs/performance.md "First load"), so the first scroll lands short once the rows it brought near
 /// take their real heights.
 fn bottom_into_view(el: web_sys::Element, frames: u32) {
     el.scroll_into_view_with_bool(false);

@@ -42,7 +42,7 @@ def mutation_path(session_key: str, mutation_id: str, tail: str = "") -> str:
 class Requested:
     """The change a write asks for. A 409 whose `current` already shows it (same `ledger_status`,
     `attempt_id` and `reason`, and for an approval the same turn) is a redelivery of a write the
-    ledger already took: success, whatever its code (README "Python client")."""
+    ledger already took: success, whatever its code (README "The protected write")."""
 
     ledger_status: str
     attempt_id: Optional[str]

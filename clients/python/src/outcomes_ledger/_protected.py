@@ -1,4 +1,4 @@
-"""The protected write (README "Python client", with docs/api.md's transitions), the logical turn context."""
+"""The protected write (README "The protected write", with docs/api.md's transitions), the logical turn context."""
 
 from __future__ import annotations
 
@@ -189,7 +189,7 @@ class Operation:
         self.started_at = now_rfc3339()
 
     def finish_ops(self, exc: Optional[BaseException]) -> tuple[list[dict[str, Any]], str]:
-        """The settlement for how the block ended (README "Python client"): returned → what
+        """The settlement for how the block ended (README "The protected write"): returned → what
         the block declared, else `completed`; `NotDispatched` → cancellation; `ProviderFailed` →
         `failed`; a built-in `TimeoutError` → `outcome_unknown` + `execution_timeout`; any other
         exception (cancellation and interrupts included) → `outcome_unknown`."""
