@@ -18,6 +18,10 @@ if [[ -n "${CI:-}" ]]; then
 fi
 section "setup (apt, npm, pip, the wasm-bindgen CLI)"
 scripts/setup.sh
+# The lint gates first: a formatting slip or a clippy warning fails in minutes, not after the suites.
+section "lint: cargo fmt --check, cargo clippy --workspace --all-targets -D warnings"
+cargo fmt --all -- --check
+cargo clippy -q --workspace --all-targets -- -D warnings
 section "build (wasm, CSS, the release server)"
 scripts/build.sh
 # The browser bundle stays within its size limit (docs/performance.md "Bundle size"); a second.
