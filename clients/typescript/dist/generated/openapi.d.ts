@@ -499,8 +499,9 @@ export interface paths {
          *     with the `claim` history row ("I am on it": `actor` `staff:<name>`, `revision` null), or 200 with the
          *     row that took it when the caller already holds the claim; 409 `already_claimed` with `claim` `{"by",
          *     "at"}` when another staff member holds it; 429 `too_many_claims` with `Retry-After` when the caller
-         *     claimed or released this operation 10 times in the last 60 s (docs/api.md "Claims"). No revision, no
-         *     live event; the entry is unchanged; a viewer never sees claims.
+         *     claimed or released this operation 10 times in the last 60 s (docs/api.md "Claims"). No revision; the
+         *     entry is unchanged; staff live streams get `claim_changed` (on every instance); a viewer never sees
+         *     claims.
          */
         post: operations["claim"];
         /**
