@@ -483,7 +483,7 @@ async fn on_postgres_the_rows_every_write_rewrites_carry_no_trigram_index() {
         .unwrap();
     h.engine
         .apply(attach(
-            "m-2",
+            "m-1",
             meta("R-7", "https://example.com/r/7", "Refund"),
         ))
         .await
