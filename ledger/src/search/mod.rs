@@ -4,7 +4,8 @@
 //!
 //! A text of [`SEARCH_SUBSTRING_MIN_CHARS`] characters or more finds its candidates through a trigram
 //! index (SQLite: the FTS5 tables `sessions_search` and `entries_search`; Postgres: `pg_trgm` GIN
-//! indexes) by at most [`SEARCH_TRIGRAMS_MAX`] of its trigrams, and each candidate is then checked
+//! indexes on `sessions_search_text` and `entries_search_text`, copies of the searched text that a
+//! settle does not rewrite, issue 45) by at most [`SEARCH_TRIGRAMS_MAX`] of its trigrams, and each candidate is then checked
 //! exactly; a page examines at most [`SEARCH_CANDIDATES_MAX`] candidates of each group, so its cost is
 //! bounded whatever the text and the ledger hold. A group that reaches the bound before its page is full
 //! answers the matches found so far and goes on from there on the next page (docs/api.md "Search": a
@@ -142,10 +143,11 @@ fn postgres_operations_probe_sql() -> String {
 /// Postgres, second step: the sequences of up to [`SEARCH_CANDIDATES_MAX`] + 1 operations below `$1`
 /// whose fields match the candidate pattern ([`like_candidates`], `$2`), in no order, read through the
 /// trigram index alone (after [`POSTGRES_CANDIDATES_BEGIN`]). More than the bound: too many to examine
-/// on this page.
+/// on this page. The searched fields are read from `entries_search_text`, their copy that a settle
+/// does not rewrite (migration `0013`, docs/ledger.md "Search").
 fn postgres_operations_candidates_sql() -> String {
     format!(
-        "SELECT seq FROM entries \
+        "SELECT seq FROM entries_search_text \
          WHERE (mutation_id ILIKE $2 OR meta_title ILIKE $2 OR meta_id ILIKE $2) AND seq + 0 < $1 \
          LIMIT {}",
         SEARCH_CANDIDATES_MAX + 1
@@ -207,12 +209,14 @@ fn postgres_sessions_probe_sql() -> String {
 
 /// Postgres: the sessions' second step ([`postgres_operations_candidates_sql`], read through the trigram
 /// index alone after [`POSTGRES_CANDIDATES_BEGIN`]), each with whether it matches; the candidate
-/// pattern bound as `$5`.
+/// pattern bound as `$5`, matched against `sessions_search_text`, the keys' copy that the sessions'
+/// every write does not rewrite (migration `0013`, docs/ledger.md "Search").
 fn postgres_sessions_candidates_sql() -> String {
     format!(
         "SELECT s.created_at AS position, s.session_key, s.last_write_at, \
-         (strpos(lower(s.session_key), lower($1)) > 0 AND s.last_write_at >= $4) AS hit FROM sessions s \
-         WHERE s.session_key ILIKE $5 AND (s.created_at + 0 < $2 OR (s.created_at = $2 AND s.session_key > $3)) \
+         (strpos(lower(s.session_key), lower($1)) > 0 AND s.last_write_at >= $4) AS hit \
+         FROM sessions_search_text k JOIN sessions s ON s.session_key = k.session_key \
+         WHERE k.session_key ILIKE $5 AND (s.created_at + 0 < $2 OR (s.created_at = $2 AND s.session_key > $3)) \
          LIMIT {}",
         SEARCH_CANDIDATES_MAX + 1
     )

@@ -456,3 +456,73 @@ async fn a_group_that_cannot_lock_its_session_is_busy_and_leaves_every_connectio
     }
     let _ = other.close().await;
 }
+
+/// Postgres (issue 45): `sessions` and `entries`, whose rows every group rewrites (updates that change
+/// indexed columns, never HOT, so they insert into every index of their table), carry no GIN index: the
+/// trigram indexes are on `sessions_search_text` and `entries_search_text` (migration `0013`), which an
+/// insert fills, a change of the title or resource id updates, and a settle leaves alone (docs/ledger.md
+/// "The write path on Postgres").
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn on_postgres_the_rows_every_write_rewrites_carry_no_trigram_index() {
+    if postgres().is_none() {
+        eprintln!("skipped: Postgres only (OUTCOMES_TEST_POSTGRES)");
+        return;
+    }
+    let h = open().await;
+    h.engine
+        .apply_batch(vec![approve("m-1"), intent("m-1", "a-1"), approve("m-2")])
+        .await
+        .unwrap()
+        .into_iter()
+        .for_each(|r| {
+            r.unwrap();
+        });
+    h.engine
+        .apply(settle("m-1", "a-1", Settlement::Completed, None))
+        .await
+        .unwrap();
+    h.engine
+        .apply(attach(
+            "m-1",
+            meta("R-7", "https://example.com/r/7", "Refund"),
+        ))
+        .await
+        .unwrap();
+    let raw = raw(&h.path).await;
+    let gin: Vec<(String, String)> = sqlx::query_as(
+        "SELECT tablename::text, indexname::text FROM pg_indexes \
+         WHERE schemaname = current_schema() AND indexdef LIKE '% USING gin %' ORDER BY 1, 2",
+    )
+    .fetch_all(&raw)
+    .await
+    .unwrap();
+    // None at all when `pg_trgm` is not available (search then scans).
+    assert!(
+        gin.iter()
+            .all(|(t, _)| t == "entries_search_text" || t == "sessions_search_text"),
+        "{gin:?}"
+    );
+    let texts: Vec<(String, Option<String>, Option<String>)> = sqlx::query_as(
+        "SELECT mutation_id, meta_title, meta_id FROM entries_search_text ORDER BY seq",
+    )
+    .fetch_all(&raw)
+    .await
+    .unwrap();
+    assert_eq!(
+        texts,
+        vec![
+            (
+                "m-1".to_owned(),
+                Some("Refund".to_owned()),
+                Some("R-7".to_owned())
+            ),
+            ("m-2".to_owned(), None, None),
+        ]
+    );
+    let keys: Vec<(String,)> = sqlx::query_as("SELECT session_key FROM sessions_search_text")
+        .fetch_all(&raw)
+        .await
+        .unwrap();
+    assert_eq!(keys, vec![(SESSION.to_owned(),)]);
+    raw.close().await;
+}

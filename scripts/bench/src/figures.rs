@@ -32,6 +32,9 @@ pub fn rows(m: &Measured, settings: &Settings, args: &Args) -> Vec<Row> {
     rows
 }
 
+/// The most CPU (µs) Postgres may spend per settle in the Postgres phase (issue 45; docs/performance.md).
+const PG_CPU_PER_SETTLE_US: f64 = 150.0;
+
 /// The rows of the Postgres phase.
 fn postgres_rows(rows: &mut Vec<Row>, pg: &Result<PgPhase, String>) {
     rows.push(section(&format!(
@@ -117,20 +120,23 @@ fn postgres_rows(rows: &mut Vec<Row>, pg: &Result<PgPhase, String>) {
         target: Target::None,
         failed: false,
     });
-    rows.push(Row {
-        name: "Postgres CPU/settle (postmaster and backends)".to_owned(),
-        value: match pg.watched {
-            Ok(()) => format!("{:.1} µs", f.watched_us_per_settle()),
-            Err(_) => "n/a".to_owned(),
-        },
-        limit: match &pg.watched {
-            Ok(()) => format!("({:.0}% of a core)", f.watched_core_pct()),
-            Err(e) => first_line(e),
-        },
-        ratio: f64::NAN,
-        target: Target::None,
-        failed: false,
-    });
+    // Postgres's own work per settle (issue 45): the CPU time of the postmaster and all its children
+    // (backends, WAL writer, checkpointer, autovacuum) over the timed phase ÷ settles, against 150 µs.
+    let name = "Postgres CPU/settle (postmaster and backends)";
+    match &pg.watched {
+        Ok(()) => {
+            let us = f.watched_us_per_settle();
+            rows.push(Row {
+                name: name.to_owned(),
+                value: format!("{us:.1} µs ({:.0}% of a core)", f.watched_core_pct()),
+                limit: format!("{PG_CPU_PER_SETTLE_US:.0} µs"),
+                ratio: us / PG_CPU_PER_SETTLE_US,
+                target: Target::AtMost(1.0),
+                failed: false,
+            });
+        }
+        Err(e) => rows.push(Row::missing(name, Target::AtMost(1.0), &first_line(e))),
+    }
     rows.push(Row {
         name: format!("generator CPU/request, postgres, {label}"),
         value: format!(
