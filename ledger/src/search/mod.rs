@@ -5,8 +5,8 @@
 //! A text of [`SEARCH_SUBSTRING_MIN_CHARS`] characters or more finds its candidates through a trigram
 //! index (SQLite: the FTS5 tables `sessions_search` and `entries_search`; Postgres: `pg_trgm` GIN
 //! indexes on `sessions_search_text` and `entries_search_text`, copies of the searched text that a
-//! settle does not rewrite, issue 45) by at most [`SEARCH_TRIGRAMS_MAX`] of its trigrams, and each candidate is then checked
-//! exactly; a page examines at most [`SEARCH_CANDIDATES_MAX`] candidates of each group, so its cost is
+//! settle does not rewrite, docs/ledger.md "Search") by at most [`SEARCH_TRIGRAMS_MAX`] of its
+//! trigrams, and each candidate is then checked exactly; a page examines at most [`SEARCH_CANDIDATES_MAX`] candidates of each group, so its cost is
 //! bounded whatever the text and the ledger hold. A group that reaches the bound before its page is full
 //! answers the matches found so far and goes on from there on the next page (docs/api.md "Search": a
 //! page may be short, even empty, while `next` is not null). A shorter text (one or two characters, a
