@@ -109,6 +109,8 @@ struct Session {
     input: tokio::sync::Mutex<Option<mpsc::Sender<io::Result<Bytes>>>>,
     routes: Arc<Mutex<Routes>>,
     end: CancellationToken,
+    /// Set when a termination signal ends the session (its ledger writes then get less time).
+    signalled: std::sync::atomic::AtomicBool,
     /// Done once the session ended (its upstream stopped, its ledger writes waited for).
     ended: CancellationToken,
 }
@@ -187,6 +189,8 @@ pub(super) async fn run(
     let signal = wait_signal().await;
     let sessions: Vec<Arc<Session>> = app.lock().drain().map(|(_, s)| s).collect();
     for s in &sessions {
+        s.signalled
+            .store(true, std::sync::atomic::Ordering::Relaxed);
         s.end.cancel();
     }
     for s in &sessions {
@@ -564,6 +568,7 @@ async fn open_session(app: &Arc<App>) -> Result<(String, Arc<Session>), String> 
         input: tokio::sync::Mutex::new(Some(in_tx)),
         routes,
         end: CancellationToken::new(),
+        signalled: std::sync::atomic::AtomicBool::new(false),
         ended: CancellationToken::new(),
     });
     match &app.upstream {
@@ -598,9 +603,11 @@ async fn open_session(app: &Arc<App>) -> Result<(String, Arc<Session>), String> 
                     _ = child.wait() => false,
                 };
                 if ended_by_client {
-                    s.input.lock().await.take();
+                    // Killed first: a POST waiting to queue its line (the child not reading) then
+                    // fails and lets go of the input.
                     let _ = child.start_kill();
                     let _ = child.wait().await;
+                    s.input.lock().await.take();
                 }
                 if tokio::time::timeout(END_WAIT, &mut to_client)
                     .await
@@ -629,8 +636,8 @@ async fn open_session(app: &Arc<App>) -> Result<(String, Arc<Session>), String> 
                     _ = &mut to_client => false,
                 };
                 if ended_by_client {
-                    s.input.lock().await.take();
                     to_server.abort();
+                    s.input.lock().await.take();
                     remote.abandon().await;
                     if tokio::time::timeout(END_WAIT, &mut to_client)
                         .await
@@ -662,7 +669,8 @@ async fn end_session(
 ) {
     app.lock().remove(id);
     session.input.lock().await.take();
-    finish(state, false, writer, viewer).await;
+    let signalled = session.signalled.load(std::sync::atomic::Ordering::Relaxed);
+    finish(state, signalled, writer, viewer).await;
     *session.routes.lock().unwrap_or_else(|p| p.into_inner()) = Routes::default();
     session.ended.cancel();
     tracing::info!("client session {id} ended");
