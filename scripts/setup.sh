@@ -11,6 +11,8 @@
 #   - pip: Schemathesis (API fuzzing against the OpenAPI document, scripts/schemathesis.sh)
 #   - pip: prometheus_client (its text parser reads GET /metrics, e2e/metrics)
 #   - pip: standardwebhooks (a third party's verifier of our webhook deliveries, e2e/webhooks)
+#   - pip: mcp, the official MCP Python SDK (its server and client on either side of mcp-proxy --listen,
+#     e2e/mcp_python)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -57,4 +59,9 @@ fi
 if ! python3 -c 'import standardwebhooks' >/dev/null 2>&1; then
   echo "setup: pip install standardwebhooks 1.1.0"
   python3 -m pip install -q --disable-pip-version-check "standardwebhooks==1.1.0"
+fi
+
+if ! python3 -c 'import importlib.metadata as m, sys; sys.exit(m.version("mcp") != "2.3.0")' >/dev/null 2>&1; then
+  echo "setup: pip install mcp 2.3.0"
+  python3 -m pip install -q --disable-pip-version-check "mcp==2.3.0"
 fi

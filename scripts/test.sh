@@ -78,6 +78,8 @@ BASE_URL="http://127.0.0.1:$port" node --test e2e/clients/
 
 section "MCP proxy: the official MCP SDK client through outcomes mcp-proxy to real MCP servers (node --test)"
 BASE_URL="http://127.0.0.1:$port" node --test e2e/mcp/
+# The official MCP Python SDK on both sides of mcp-proxy --listen --url (e2e/mcp_python, ~5 s).
+BASE_URL="http://127.0.0.1:$port" PYTHONDONTWRITEBYTECODE=1 python3 -m pytest -q -p no:cacheprovider e2e/mcp_python
 # Its latency benchmark, a short run so the script keeps working (figures only; the full run is docs/performance.md "MCP proxy latency").
 node scripts/bench-mcp-proxy.mjs --calls 200 --warmup 20
 # Its memory per line, a short run (figures only; the full run is docs/performance.md "MCP proxy memory per line").

@@ -195,7 +195,7 @@ test('the server\'s own messages (its GET stream) reach the client: the simulate
       async () => s.conn.transport.rawMessages().find((m) => m.method === 'notifications/message'),
       8_000,
     );
-    assert.match(logged.params.data, /-level message - SessionId /);
+    assert.match(logged.params.data, /level.message - SessionId /);
     assert.match(s.server.log(), /Establishing new SSE stream for session/);
   } finally {
     await stop(s);

@@ -3,7 +3,10 @@
 //! ledger through the host API. The client starts the proxy instead of the server; the proxy starts the
 //! server as its child and forwards every JSON-RPC line unchanged and in order both ways. With `--url`
 //! instead of a command, the server is a remote one spoken to over MCP Streamable HTTP
-//! (docs/mcp-proxy.md "Remote servers (Streamable HTTP)"; [`remote`]); the client side stays stdio.
+//! (docs/mcp-proxy.md "Remote servers (Streamable HTTP)"; [`remote`]). With `--listen ADDR` the client
+//! side is MCP Streamable HTTP too: the proxy serves `http://ADDR/mcp`, one upstream session (and one
+//! ledger session, unless `--session-key`) per client session
+//! (docs/mcp-proxy.md "Clients by URL (--listen)").
 //!
 //! One concern per module: [`message`] reads messages, [`tools`] says which calls are protected,
 //! [`turns`] assigns logical turns, [`outcome`] decides what an answer means, [`ledger`] writes the
@@ -116,6 +119,20 @@ pub struct McpProxyArgs {
     /// `Authorization: Bearer …`); repeatable.
     #[arg(long = "header", requires = "url", value_parser = remote::parse_header, value_name = "NAME: VALUE")]
     pub headers: Vec<remote::StaticHeader>,
+    /// Serve MCP Streamable HTTP to clients at `http://ADDR/mcp` instead of stdio, one upstream session
+    /// per client session (docs/mcp-proxy.md "Clients by URL (--listen)"). A loopback address unless
+    /// `--listen-token` is given. Port 0: any free port (printed to stderr).
+    #[arg(long, env = "OUTCOMES_MCP_LISTEN", value_name = "ADDR:PORT")]
+    pub listen: Option<std::net::SocketAddr>,
+    /// The token every `--listen` request must carry in `X-Outcomes-Proxy-Token` (401 otherwise); needed
+    /// to listen on an address that is not loopback. Never sent upstream.
+    #[arg(
+        long,
+        env = "OUTCOMES_MCP_LISTEN_TOKEN",
+        requires = "listen",
+        hide_env_values = true
+    )]
+    pub listen_token: Option<String>,
 }
 
 /// `--max-line-bytes` by default: 16 MiB.
@@ -150,14 +167,21 @@ pub async fn run(args: McpProxyArgs) -> Result<i32, String> {
         Some(spec) => MetadataMap::parse(spec)?,
         None => MetadataMap::default(),
     };
-    let run = format!("{:012x}", rand::random::<u64>() >> 16);
-    let session = match args.session_key {
-        Some(k) => {
-            check_identifier("--session-key", &k)?;
-            k
-        }
-        None => format!("mcp-{run}"),
-    };
+    let run = new_run();
+    if let Some(k) = &args.session_key {
+        check_identifier("--session-key", k)?;
+    }
+    let fixed_session = args.session_key.clone();
+    let session = fixed_session
+        .clone()
+        .unwrap_or_else(|| format!("mcp-{run}"));
+    let listen = args.listen.map(|addr| proxy::Listen {
+        addr,
+        token: args.listen_token.clone(),
+    });
+    if let Some(l) = &listen {
+        proxy::check_listen(l)?;
+    }
     if let Some(n) = &args.name {
         check_identifier("--name", n)?;
     }
@@ -196,9 +220,29 @@ pub async fn run(args: McpProxyArgs) -> Result<i32, String> {
         viewer_link: args.viewer_link,
         max_line_bytes: args.max_line_bytes as usize,
     };
+    if let Some(listen) = listen {
+        // One ledger session per client session (unless --session-key), each with its own run id.
+        let deadline = args.deadline_secs;
+        let max_body = config.max_line_bytes;
+        let new_session: proxy::NewSession = std::sync::Arc::new(move || {
+            let mut cfg = config.clone();
+            cfg.run = new_run();
+            let key = fixed_session
+                .clone()
+                .unwrap_or_else(|| format!("mcp-{}", cfg.run));
+            let recorder = ledger::Recorder::new(client.clone(), key.clone(), deadline);
+            (cfg, tools.clone(), recorder, key)
+        });
+        return proxy::run_listen(listen, upstream, new_session, max_body).await;
+    }
     eprintln!("outcomes mcp-proxy: session {session}: {page}");
     let recorder = ledger::Recorder::new(client, session, args.deadline_secs);
     proxy::run(config, tools, recorder, upstream).await
+}
+
+/// A run's random id: 12 hex digits.
+fn new_run() -> String {
+    format!("{:012x}", rand::random::<u64>() >> 16)
 }
 
 /// The server: `--url` with its `--header`s, or the command after `--`. A `--header` with a command is

@@ -144,49 +144,23 @@ pub(super) async fn run(
     url: url::Url,
     headers: &[StaticHeader],
 ) -> Result<i32, String> {
-    let http = reqwest::Client::builder()
-        .redirect(reqwest::redirect::Policy::none())
-        .connect_timeout(CONNECT_TIMEOUT)
-        .build()
-        .map_err(|e| format!("cannot make an HTTP client for {url}: {e}"))?;
-    let mut map = HeaderMap::new();
-    for h in headers {
-        map.append(h.name.clone(), h.value.clone());
-    }
     let (state, writer, viewer, turns) = start(cfg, tools, recorder);
-    let (tx, rx) = mpsc::channel(OUT_QUEUE);
-    let remote = Arc::new(Remote {
-        http,
-        url,
-        headers: map,
-        session: Mutex::new(None),
-        protocol: Mutex::new(None),
-        lines: Mutex::new(Some(tx)),
-        posts: TaskTracker::new(),
-        stop: CancellationToken::new(),
-        get_started: std::sync::atomic::AtomicBool::new(false),
-        seen: Mutex::new(SeenEvents::default()),
-        state: state.clone(),
-    });
+    let (remote, answers) = Remote::open(state.clone(), url, headers)?;
     let to_server = tokio::spawn(client_to_server(
         state.clone(),
         ToServer::Http(remote.clone()),
         turns,
+        tokio::io::stdin(),
     ));
-    let mut to_client = tokio::spawn(server_to_client(
-        state.clone(),
-        StreamReader::new(ReceiverStream::new(rx)),
-    ));
+    let mut to_client = tokio::spawn(server_to_client(state.clone(), answers));
     let signal = tokio::select! {
         _ = &mut to_client => None,
         s = wait_signal() => Some(s),
     };
     if signal.is_some() {
         // The requests in flight are given up (settled outcome_unknown below); the session is ended.
-        remote.stop.cancel();
         to_server.abort();
-        remote.take_lines();
-        let _ = tokio::time::timeout(DELETE_TIMEOUT, remote.delete()).await;
+        remote.abandon().await;
         if tokio::time::timeout(Duration::from_secs(2), &mut to_client)
             .await
             .is_err()
@@ -200,7 +174,53 @@ pub(super) async fn run(
     Ok(signal.map_or(0, |s| 128 + s))
 }
 
+/// The server → client pipeline's input of a [`Remote`]: the lines of its answers.
+pub(super) type AnswerLines = StreamReader<ReceiverStream<io::Result<Bytes>>, Bytes>;
+
 impl Remote {
+    /// A new session with the server at `url` for `state` (none is opened before the client's
+    /// `initialize`), and the lines of its answers for [`server_to_client`]. Errors: the HTTP client
+    /// cannot be made.
+    pub(super) fn open(
+        state: Arc<State>,
+        url: url::Url,
+        headers: &[StaticHeader],
+    ) -> Result<(Arc<Remote>, AnswerLines), String> {
+        let http = reqwest::Client::builder()
+            .redirect(reqwest::redirect::Policy::none())
+            .connect_timeout(CONNECT_TIMEOUT)
+            .build()
+            .map_err(|e| format!("cannot make an HTTP client for {url}: {e}"))?;
+        let mut map = HeaderMap::new();
+        for h in headers {
+            map.append(h.name.clone(), h.value.clone());
+        }
+        let (tx, rx) = mpsc::channel(OUT_QUEUE);
+        let remote = Arc::new(Remote {
+            http,
+            url,
+            headers: map,
+            session: Mutex::new(None),
+            protocol: Mutex::new(None),
+            lines: Mutex::new(Some(tx)),
+            posts: TaskTracker::new(),
+            stop: CancellationToken::new(),
+            get_started: std::sync::atomic::AtomicBool::new(false),
+            seen: Mutex::new(SeenEvents::default()),
+            state,
+        });
+        Ok((remote, StreamReader::new(ReceiverStream::new(rx))))
+    }
+
+    /// Ends the session at once (a signal, or a `--listen` client's `DELETE`): the POSTs in flight and
+    /// the GET stream are stopped (their requests are then given up by the state: `outcome_unknown`),
+    /// the session is ended with `DELETE` (at most [`DELETE_TIMEOUT`]) and the answer lines end.
+    pub(super) async fn abandon(&self) {
+        self.stop.cancel();
+        self.take_lines();
+        let _ = tokio::time::timeout(DELETE_TIMEOUT, self.delete()).await;
+    }
+
     fn take_lines(&self) -> Option<Lines> {
         self.lines.lock().unwrap_or_else(|p| p.into_inner()).take()
     }
@@ -770,7 +790,7 @@ fn error_chain(what: &str, e: &reqwest::Error) -> String {
 
 /// Waits for SIGTERM, SIGINT or SIGHUP; answers its number.
 #[cfg(unix)]
-async fn wait_signal() -> i32 {
+pub(super) async fn wait_signal() -> i32 {
     use tokio::signal::unix::{signal, SignalKind};
     let mut term = signal(SignalKind::terminate()).ok();
     let mut int = signal(SignalKind::interrupt()).ok();
@@ -791,7 +811,7 @@ async fn wait_signal() -> i32 {
 }
 
 #[cfg(not(unix))]
-async fn wait_signal() -> i32 {
+pub(super) async fn wait_signal() -> i32 {
     let _ = tokio::signal::ctrl_c().await;
     2
 }

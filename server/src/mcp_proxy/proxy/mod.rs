@@ -6,6 +6,9 @@
 //! writer to the client and the viewer link, and waits for the exit. With `--url` the server is remote
 //! ([`http`], docs/mcp-proxy.md "Remote servers (Streamable HTTP)"): the same two pipelines run, the
 //! child's stdin and stdout replaced by HTTP requests and the lines of their answers ([`ToServer`]).
+//! With `--listen` ([`listen`], docs/mcp-proxy.md "Clients by URL (--listen)") each client session runs
+//! its own state and pipelines, the client's stdin replaced by its POST bodies and the writer to stdout
+//! by a router to its HTTP answers.
 
 use std::collections::HashMap;
 use std::process::Stdio;
@@ -29,6 +32,7 @@ use super::turns::TurnClock;
 use super::Config;
 
 mod http;
+mod listen;
 mod to_client;
 mod to_server;
 
@@ -452,6 +456,7 @@ impl UpstreamFailure {
 
 /// Where the MCP server is: a command the proxy starts (stdio), or a remote URL (MCP Streamable HTTP,
 /// docs/mcp-proxy.md "Remote servers (Streamable HTTP)").
+#[derive(Clone)]
 pub(super) enum Upstream {
     Command(Vec<String>),
     Url {
@@ -508,8 +513,20 @@ pub(super) async fn run(
     }
 }
 
-/// What both upstreams share: the state, the writer to the client, the viewer link's task, and the
-/// turn clock of the client → server pipeline.
+pub(super) use listen::{check as check_listen, Listen, NewSession};
+
+/// Serves `--listen` clients in front of `upstream` until a termination signal (see [`listen::run`]).
+pub(super) async fn run_listen(
+    listen: Listen,
+    upstream: Upstream,
+    new_session: NewSession,
+    max_body: usize,
+) -> Result<i32, String> {
+    listen::run(listen, upstream, new_session, max_body).await
+}
+
+/// What both upstreams share: the state, the writer to the client (stdout), the viewer link's task, and
+/// the turn clock of the client → server pipeline.
 fn start(
     cfg: Config,
     tools: ToolSet,
@@ -520,9 +537,25 @@ fn start(
     Option<JoinHandle<()>>,
     TurnClock,
 ) {
+    start_to(cfg, tools, recorder, |rx| tokio::spawn(write_client(rx)))
+}
+
+/// [`start`] with another writer to the client: `writer` is given the queue of what goes to the client
+/// (`--listen`: [`listen`] routes each line to the HTTP answer it belongs to).
+fn start_to(
+    cfg: Config,
+    tools: ToolSet,
+    recorder: Recorder,
+    writer: impl FnOnce(mpsc::Receiver<Out>) -> JoinHandle<()>,
+) -> (
+    Arc<State>,
+    JoinHandle<()>,
+    Option<JoinHandle<()>>,
+    TurnClock,
+) {
     let (tx, rx) = mpsc::channel(OUT_QUEUE);
     let budget_cap = cfg.max_line_bytes + OUT_SLACK;
-    let writer = tokio::spawn(write_client(rx));
+    let writer = writer(rx);
     let turns = TurnClock::new(cfg.turn_gap, &cfg.run);
     let state = Arc::new(State {
         cfg,
@@ -614,6 +647,7 @@ async fn run_stdio(
         state.clone(),
         ToServer::Stdio(child_in),
         turns,
+        tokio::io::stdin(),
     ));
     let mut to_client = tokio::spawn(server_to_client(state.clone(), child_out));
 

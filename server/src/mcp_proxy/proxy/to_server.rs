@@ -19,16 +19,17 @@ use crate::mcp_proxy::message::{self, Line, Message};
 use crate::mcp_proxy::turns::TurnClock;
 use crate::mcp_proxy::OnLedgerDown;
 
-/// Reads the client's lines (stdin) and forwards them to the server (the child's stdin, or a remote
+/// Reads the client's lines (`input`: stdin, or the bodies of a `--listen` client's POSTs as lines) and forwards them to the server (the child's stdin, or a remote
 /// server's URL) in order; a protected call is held until its approve + intent are recorded. At the
 /// client's end of input, closes the child's stdin (the MCP stdio way to ask a server to exit), or ends
 /// the remote session ([`ToServer::close`]).
-pub(super) async fn client_to_server(
+pub(super) async fn client_to_server<R: AsyncRead + Unpin>(
     state: Arc<State>,
     mut upstream: ToServer,
     mut turns: TurnClock,
+    input: R,
 ) {
-    let mut stdin = BufReader::with_capacity(64 * 1024, tokio::io::stdin());
+    let mut stdin = BufReader::with_capacity(64 * 1024, input);
     loop {
         let line = match lines::read_line(&mut stdin, state.cfg.max_line_bytes).await {
             Ok(Read::Line(line)) => line,

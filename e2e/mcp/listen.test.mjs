@@ -1,0 +1,328 @@
+// `outcomes mcp-proxy --listen` (issue 42 step 2): the proxy serves MCP Streamable HTTP to its clients,
+// one upstream session per client session, in front of (a) the real "everything" server
+// (@modelcontextprotocol/server-everything) over stdio, a child per client session, and (b) the same
+// server in its `streamableHttp` mode through `--url`. The client is the official MCP TypeScript SDK's
+// StreamableHTTPClientTransport. The rules are docs/mcp-proxy.md's "Clients by URL (--listen)".
+//
+// Run by scripts/test.sh (`node --test e2e/mcp/`). Alone, against a server of your own:
+//   OUTCOMES_HOST_TOKEN=t target/debug/outcomes serve --addr 127.0.0.1:3350 --data-dir "$(mktemp -d)" &
+//   BASE_URL=http://127.0.0.1:3350 OUTCOMES_HOST_TOKEN=t OUTCOMES_BIN=target/debug/outcomes \
+//     node --test e2e/mcp/listen.test.mjs
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { spawn } from 'node:child_process';
+import { createServer as createHttpServer, request as httpRequest } from 'node:http';
+import { Client } from '@modelcontextprotocol/sdk/client/index.js';
+import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
+import { LoggingMessageNotificationSchema, McpError } from '@modelcontextprotocol/sdk/types.js';
+import {
+  EVERYTHING_NAME, base, childrenOf, closedPort, direct, everythingEntry, ledgerOf, outcomesBin, sessionKey, settledLedger, token, until,
+} from './support.mjs';
+
+const LONG = 'trigger-long-running-operation';
+// Not annotated read-only by the server: protected by default.
+const WRITE = 'toggle-simulated-logging';
+const tool = (name) => `mcp__${EVERYTHING_NAME}__${name}`;
+const TOKEN_HEADER = 'X-Outcomes-Proxy-Token';
+
+/** `node <everything> streamableHttp` on a free port; resolves once it listens. */
+async function everythingHttp() {
+  const port = await closedPort();
+  const child = spawn(process.execPath, [everythingEntry, 'streamableHttp'], {
+    env: { ...process.env, PORT: String(port) },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  let out = '';
+  child.stdout.on('data', (c) => (out += c.toString('utf8')));
+  child.stderr.on('data', (c) => (out += c.toString('utf8')));
+  const exited = new Promise((r) => child.once('exit', r));
+  await until(`server-everything listening on ${port}`, async () => out.includes(`listening on port ${port}`) || child.exitCode !== null, 15_000);
+  assert.equal(child.exitCode, null, out);
+  return {
+    port,
+    url: `http://127.0.0.1:${port}/mcp`,
+    log: () => out,
+    kill: () => {
+      child.kill('SIGTERM');
+      return exited;
+    },
+  };
+}
+
+/**
+ * `outcomes mcp-proxy --server <BASE_URL> --listen 127.0.0.1:0 <proxyArgs> <upstream>`; resolves once it
+ * printed the URL it listens on. Returns {url, pid, stderr(), ledgerSessions() (the ledger session of
+ * each client session, from its stderr), kill(), exited}.
+ */
+async function listening({ proxyArgs = [], upstream, listen = '127.0.0.1:0' }) {
+  const args = ['mcp-proxy', '--server', base, '--listen', listen, ...proxyArgs, ...upstream];
+  const log = process.env.RUST_LOG ? { RUST_LOG: process.env.RUST_LOG } : {};
+  const child = spawn(outcomesBin, args, { env: { ...process.env, OUTCOMES_HOST_TOKEN: token, ...log }, stdio: ['ignore', 'ignore', 'pipe'] });
+  let err = '';
+  child.stderr.on('data', (c) => (err += c.toString('utf8')));
+  const exited = new Promise((r) => child.once('exit', (code, signal) => r({ code, signal })));
+  const url = await until(
+    'the proxy listening',
+    async () => err.match(/listening on (http:\/\/\S+)/)?.[1] ?? (child.exitCode !== null ? `exited: ${err}` : null),
+    15_000,
+  );
+  assert.match(url, /^http:/, url);
+  return {
+    url,
+    pid: child.pid,
+    stderr: () => err,
+    ledgerSessions: () => [...err.matchAll(/client session \S+: ledger session (\S+)/g)].map((m) => m[1]),
+    kill: () => {
+      if (child.exitCode === null && child.signalCode === null) child.kill('SIGTERM');
+      return exited;
+    },
+    exited,
+  };
+}
+
+/** The SDK's client over StreamableHTTPClientTransport to `url` (`headers`: on every request). */
+async function client(url, headers = {}) {
+  const c = new Client({ name: 'outcomes-e2e', version: '1.0.0' });
+  const transport = new StreamableHTTPClientTransport(new URL(url), { requestInit: { headers } });
+  await c.connect(transport);
+  return { client: c, transport };
+}
+
+/** The two upstreams of the proxy: a command (a child per client session), and a URL. */
+const upstreams = {
+  stdio: async () => ({ upstream: ['--', process.execPath, everythingEntry], stop: async () => {} }),
+  url: async () => {
+    const server = await everythingHttp();
+    return { upstream: ['--url', server.url], server, stop: () => server.kill() };
+  },
+};
+
+for (const [kind, make] of Object.entries(upstreams)) {
+  test(`${kind}: the tools listed through --listen are the direct ones; a write is recorded completed, a read-only call not; progress reaches the client`, async () => {
+    const up = await make();
+    const proxy = await listening({ proxyArgs: ['--protect', LONG], upstream: up.upstream });
+    const straight = await direct(everythingEntry);
+    let c;
+    try {
+      c = await client(proxy.url);
+      assert.ok(c.transport.sessionId, 'the proxy gave a session id');
+      const logged = [];
+      c.client.setNotificationHandler(LoggingMessageNotificationSchema, (n) => logged.push(n));
+      const through = await c.client.listTools();
+      assert.deepEqual(through, await straight.client.listTools());
+      assert.deepEqual(c.client.getServerVersion(), straight.client.getServerVersion());
+
+      const res = await c.client.callTool({ name: WRITE, arguments: {} });
+      assert.notEqual(res.isError, true);
+      assert.match(res.content[0].text, /logging/i);
+      const echoed = await c.client.callTool({ name: 'echo', arguments: { message: 'hi' } });
+      assert.equal(echoed.content[0].text, 'Echo: hi');
+
+      const progress = [];
+      const long = await c.client.callTool({ name: LONG, arguments: { duration: 2, steps: 2 } }, undefined, {
+        onprogress: (p) => progress.push(p.progress),
+      });
+      assert.notEqual(long.isError, true);
+      assert.deepEqual(progress, [1, 2]);
+      // The server's own messages (the simulated log the write turned on, tied to no request): on the
+      // GET stream.
+      const message = await until('a notifications/message from the server', async () => logged[0], 8_000);
+      assert.match(message.params.data, /level.message/);
+
+      const [session] = proxy.ledgerSessions();
+      assert.match(session, /^mcp-[0-9a-f]{12}$/);
+      const l = await settledLedger(session, 2);
+      assert.deepEqual(l.records.map((r) => [r.tool, r.status]), [
+        [tool(WRITE), 'completed'],
+        [tool(LONG), 'completed'],
+      ]);
+    } finally {
+      await c?.transport.terminateSession().catch(() => {});
+      await c?.client.close();
+      await straight.client.close();
+      await proxy.kill();
+      await up.stop();
+    }
+  });
+}
+
+test('two clients at once get two upstream sessions and two ledger sessions', async () => {
+  const proxy = await listening({ upstream: ['--', process.execPath, everythingEntry] });
+  const [a, b] = await Promise.all([client(proxy.url), client(proxy.url)]);
+  try {
+    assert.notEqual(a.transport.sessionId, b.transport.sessionId);
+    assert.equal((await childrenOf(proxy.pid)).length, 2, 'a child per client session');
+    await Promise.all([a, b].map((c) => c.client.callTool({ name: WRITE, arguments: {} })));
+    const keys = proxy.ledgerSessions();
+    assert.equal(new Set(keys).size, 2, proxy.stderr());
+    for (const k of keys) {
+      const l = await settledLedger(k, 1);
+      assert.equal(l.records[0].status, 'completed');
+    }
+  } finally {
+    for (const c of [a, b]) await c.client.close();
+    await proxy.kill();
+  }
+});
+
+test('--session-key puts every client session in one ledger session', async () => {
+  const session = sessionKey('listen-shared');
+  const proxy = await listening({ proxyArgs: ['--session-key', session], upstream: ['--', process.execPath, everythingEntry] });
+  const [a, b] = await Promise.all([client(proxy.url), client(proxy.url)]);
+  try {
+    await Promise.all([a, b].map((c) => c.client.callTool({ name: WRITE, arguments: {} })));
+    const l = await settledLedger(session, 2);
+    assert.equal(new Set(l.records.map((r) => r.mutation_id)).size, 2);
+  } finally {
+    for (const c of [a, b]) await c.client.close();
+    await proxy.kill();
+  }
+});
+
+for (const [kind, make] of Object.entries(upstreams)) {
+  test(`${kind}: DELETE ends the client session: the upstream session ended, the call in flight settled outcome_unknown, the session id refused after`, async () => {
+    const up = await make();
+    const proxy = await listening({ proxyArgs: ['--protect', LONG], upstream: up.upstream });
+    const c = await client(proxy.url);
+    try {
+      assert.equal((await childrenOf(proxy.pid)).length, kind === 'stdio' ? 1 : 0);
+      let started;
+      const first = new Promise((r) => (started = r));
+      const call = c.client.callTool({ name: LONG, arguments: { duration: 30, steps: 30 } }, undefined, { onprogress: () => started() });
+      await first;
+      const id = c.transport.sessionId;
+      await c.transport.terminateSession();
+      const err = await call.then(
+        () => assert.fail('the call was answered'),
+        (e) => e,
+      );
+      assert.ok(err instanceof McpError, String(err));
+      assert.match(err.message, /outcome is unknown/);
+      await until('the child killed', async () => (await childrenOf(proxy.pid)).length === 0, 5_000);
+      if (up.server) await until('the remote session ended', async () => /Received session termination request/.test(up.server.log()), 5_000);
+      const [session] = proxy.ledgerSessions();
+      const l = await settledLedger(session, 1);
+      assert.equal(l.records[0].status, 'outcome_unknown');
+      assert.equal(l.entries[0].ledger_status, 'outcome_unknown');
+      const after = await fetch(proxy.url, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json', accept: 'application/json, text/event-stream', 'mcp-session-id': id },
+        body: JSON.stringify({ jsonrpc: '2.0', id: 9, method: 'tools/list' }),
+      });
+      assert.equal(after.status, 404);
+    } finally {
+      await c.client.close();
+      await proxy.kill();
+      await up.stop();
+    }
+  });
+}
+
+test('a listen address that is not loopback is refused at start without --listen-token', async () => {
+  const child = spawn(outcomesBin, ['mcp-proxy', '--server', base, '--listen', '0.0.0.0:0', '--', process.execPath, everythingEntry], {
+    env: { ...process.env, OUTCOMES_HOST_TOKEN: token },
+    stdio: ['ignore', 'ignore', 'pipe'],
+  });
+  let err = '';
+  child.stderr.on('data', (c) => (err += c.toString('utf8')));
+  const code = await new Promise((r) => child.once('exit', r));
+  assert.notEqual(code, 0);
+  assert.match(err, /--listen 0\.0\.0\.0:0: not a loopback address.*--listen-token/s);
+});
+
+test('a browser page not on localhost is refused (Origin, 403); a localhost page is not', async () => {
+  const proxy = await listening({ upstream: ['--', process.execPath, everythingEntry] });
+  try {
+    const init = (origin) => ({
+      method: 'POST',
+      headers: { 'content-type': 'application/json', accept: 'application/json, text/event-stream', origin },
+      body: JSON.stringify({
+        jsonrpc: '2.0', id: 1, method: 'initialize',
+        params: { protocolVersion: '2025-06-18', capabilities: {}, clientInfo: { name: 'x', version: '1' } },
+      }),
+    });
+    const evil = await fetch(proxy.url, init('http://evil.example'));
+    assert.equal(evil.status, 403);
+    assert.equal((await childrenOf(proxy.pid)).length, 0, 'no upstream session was made');
+    const local = await fetch(proxy.url, init('http://localhost:5173'));
+    assert.equal(local.status, 200);
+    assert.ok(local.headers.get('mcp-session-id'));
+    await local.body?.cancel();
+  } finally {
+    await proxy.kill();
+  }
+});
+
+/**
+ * An HTTP forwarder to `target` that notes the headers of every request (the requests and answers passed
+ * as streams, unchanged): what the server behind the proxy sees.
+ */
+async function headerTap(target) {
+  const seen = [];
+  const to = new URL(target);
+  const srv = createHttpServer((req, res) => {
+    seen.push(req.headers);
+    const up = httpRequest({ host: to.hostname, port: to.port, path: req.url, method: req.method, headers: req.headers }, (r) => {
+      res.writeHead(r.statusCode, r.headers);
+      r.pipe(res);
+    });
+    up.on('error', () => res.destroy());
+    req.pipe(up);
+  });
+  await new Promise((r) => srv.listen(0, '127.0.0.1', r));
+  return {
+    url: `http://127.0.0.1:${srv.address().port}${to.pathname}`,
+    seen,
+    close: () => {
+      srv.closeAllConnections();
+      return new Promise((r) => srv.close(r));
+    },
+  };
+}
+
+test('with --listen-token a request without X-Outcomes-Proxy-Token gets 401; the token is not sent upstream', async () => {
+  const server = await everythingHttp();
+  const tap = await headerTap(server.url);
+  const secret = `s3cret-${process.pid}`;
+  const proxy = await listening({ proxyArgs: ['--listen-token', secret], upstream: ['--url', tap.url] });
+  let c;
+  try {
+    const bare = new Client({ name: 'outcomes-e2e', version: '1.0.0' });
+    await assert.rejects(bare.connect(new StreamableHTTPClientTransport(new URL(proxy.url))), /needs its --listen-token/);
+    for (const headers of [{}, { [TOKEN_HEADER]: 'nope' }]) {
+      const r = await fetch(proxy.url, { method: 'POST', headers: { ...headers, 'content-type': 'application/json' }, body: '{}' });
+      assert.equal(r.status, 401);
+    }
+    assert.equal(tap.seen.length, 0, 'nothing reached the server');
+    c = await client(proxy.url, { [TOKEN_HEADER]: secret });
+    const res = await c.client.callTool({ name: WRITE, arguments: {} });
+    assert.notEqual(res.isError, true);
+    assert.ok(tap.seen.length >= 2, 'the server saw the session');
+    for (const h of tap.seen) {
+      assert.equal(h['x-outcomes-proxy-token'], undefined);
+      assert.ok(!JSON.stringify(h).includes(secret), JSON.stringify(h));
+    }
+    const [session] = proxy.ledgerSessions();
+    assert.equal((await settledLedger(session, 1)).records[0].status, 'completed');
+  } finally {
+    await c?.client.close();
+    await proxy.kill();
+    await tap.close();
+    await server.kill();
+  }
+});
+
+test('read-only calls alone record nothing: the ledger does not know the session', async () => {
+  const proxy = await listening({ upstream: ['--', process.execPath, everythingEntry] });
+  const c = await client(proxy.url);
+  try {
+    // The annotations are learned from the tools list (an unlisted tool is recorded: docs/mcp-proxy.md).
+    await c.client.listTools();
+    assert.equal((await c.client.callTool({ name: 'echo', arguments: { message: 'x' } })).content[0].text, 'Echo: x');
+    const [session] = proxy.ledgerSessions();
+    assert.equal(await ledgerOf(session), null);
+  } finally {
+    await c.client.close();
+    await proxy.kill();
+  }
+});
