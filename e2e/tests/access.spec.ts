@@ -409,6 +409,9 @@ test.describe('on the signed-in server', () => {
       await page.goto(link.url);
       await expect(page.locator('header [data-access="viewer"]')).toBeVisible();
       await page.locator('header').getByRole('button', { name: 'Leave' }).click();
+      // The click starts the form's navigation; its URL is read once the sign-in page has loaded (read at
+      // once, it was the session's URL in one CI-like run).
+      await page.waitForURL(u => u.pathname === '/sign-in');
       expectSignInPage(page, null);
       expect((await context.cookies()).map(c => c.name)).not.toContain('outcomes_viewer');
       await page.goto(host.sessionPath());
