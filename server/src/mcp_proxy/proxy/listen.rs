@@ -21,7 +21,6 @@ use std::collections::HashMap;
 use std::convert::Infallible;
 use std::io;
 use std::net::SocketAddr;
-use std::process::Stdio;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -573,22 +572,7 @@ async fn open_session(app: &Arc<App>) -> Result<(String, Arc<Session>), String> 
     });
     match &app.upstream {
         Upstream::Command(command) => {
-            let mut child = tokio::process::Command::new(&command[0])
-                .args(&command[1..])
-                .stdin(Stdio::piped())
-                .stdout(Stdio::piped())
-                .stderr(Stdio::inherit())
-                .kill_on_drop(true)
-                .spawn()
-                .map_err(|e| format!("cannot start the MCP server {:?}: {e}", command[0]))?;
-            let child_in = child
-                .stdin
-                .take()
-                .ok_or("the MCP server's stdin is not piped")?;
-            let child_out = child
-                .stdout
-                .take()
-                .ok_or("the MCP server's stdout is not piped")?;
+            let (mut child, child_in, child_out) = super::spawn_server(command)?;
             let to_server = tokio::spawn(client_to_server(
                 state.clone(),
                 ToServer::Stdio(child_in),

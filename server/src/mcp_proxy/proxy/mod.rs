@@ -618,21 +618,30 @@ async fn finish(
     writer.abort();
 }
 
-/// Starts `command` and proxies until it exits; answers the exit code (see [`super::run`]).
-async fn run_stdio(
-    cfg: Config,
-    tools: ToolSet,
-    recorder: Recorder,
+/// Starts the MCP server `command` (program and arguments; not empty) as a child with piped stdin and
+/// stdout and the proxy's stderr, killed when dropped; answers it with its stdin and stdout, or why it
+/// could not start.
+pub(super) fn spawn_server(
     command: &[String],
-) -> Result<i32, String> {
-    let mut child = tokio::process::Command::new(&command[0])
-        .args(&command[1..])
+) -> Result<
+    (
+        tokio::process::Child,
+        tokio::process::ChildStdin,
+        tokio::process::ChildStdout,
+    ),
+    String,
+> {
+    let (program, args) = command
+        .split_first()
+        .ok_or("no MCP server command was given")?;
+    let mut child = tokio::process::Command::new(program)
+        .args(args)
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
         .stderr(Stdio::inherit())
         .kill_on_drop(true)
         .spawn()
-        .map_err(|e| format!("cannot start the MCP server {:?}: {e}", command[0]))?;
+        .map_err(|e| format!("cannot start the MCP server {program:?}: {e}"))?;
     let child_in = child
         .stdin
         .take()
@@ -641,6 +650,17 @@ async fn run_stdio(
         .stdout
         .take()
         .ok_or("the MCP server's stdout is not piped")?;
+    Ok((child, child_in, child_out))
+}
+
+/// Starts `command` and proxies until it exits; answers the exit code (see [`super::run`]).
+async fn run_stdio(
+    cfg: Config,
+    tools: ToolSet,
+    recorder: Recorder,
+    command: &[String],
+) -> Result<i32, String> {
+    let (mut child, child_in, child_out) = spawn_server(command)?;
 
     let (state, writer, viewer, turns) = start(cfg, tools, recorder);
     let to_server = tokio::spawn(client_to_server(
@@ -673,23 +693,9 @@ async fn run_stdio(
 async fn wait_child(
     child: &mut tokio::process::Child,
 ) -> (std::io::Result<std::process::ExitStatus>, bool) {
-    use tokio::signal::unix::{signal, SignalKind};
-    let mut term = signal(SignalKind::terminate()).ok();
-    let mut int = signal(SignalKind::interrupt()).ok();
-    let mut hup = signal(SignalKind::hangup()).ok();
-    async fn recv(s: &mut Option<tokio::signal::unix::Signal>) {
-        match s {
-            Some(s) => {
-                s.recv().await;
-            }
-            None => std::future::pending().await,
-        }
-    }
     tokio::select! {
         status = child.wait() => return (status, false),
-        _ = recv(&mut term) => {}
-        _ = recv(&mut int) => {}
-        _ = recv(&mut hup) => {}
+        _ = http::wait_signal() => {}
     }
     if let Some(pid) = child.id().and_then(|p| i32::try_from(p).ok()) {
         // SAFETY: kill(2) with our own child's pid and a valid signal number has no memory effects.
