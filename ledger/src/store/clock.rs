@@ -30,11 +30,29 @@ impl Clock for SystemClock {
     }
 }
 
-/// Formats milliseconds since the epoch as RFC 3339 UTC (`2026-11-29T19:18:38.123Z`).
+/// Formats milliseconds since the epoch as RFC 3339 UTC with exactly three fractional digits
+/// (`2026-11-29T19:18:38.120Z`, never `…38.12Z`): one width for every time the ledger writes, so
+/// clients that read only millisecond fractions parse each one and equal instants read the same.
+/// Milliseconds outside what `time` can represent give an empty string.
 pub fn format_time(ms: i64) -> String {
-    use time::format_description::well_known::Rfc3339;
+    const RFC3339_MILLIS: &[time::format_description::BorrowedFormatItem<'static>] = time::macros::format_description!(
+        "[year]-[month]-[day]T[hour]:[minute]:[second].[subsecond digits:3]Z"
+    );
     time::OffsetDateTime::from_unix_timestamp_nanos(i128::from(ms) * 1_000_000)
         .ok()
-        .and_then(|t| t.format(&Rfc3339).ok())
+        .and_then(|t| t.format(RFC3339_MILLIS).ok())
         .unwrap_or_default()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::format_time;
+
+    #[test]
+    fn every_time_has_three_fractional_digits() {
+        assert_eq!(format_time(1_796_673_488_800), "2026-12-07T19:58:08.800Z");
+        assert_eq!(format_time(1_796_673_488_000), "2026-12-07T19:58:08.000Z");
+        assert_eq!(format_time(1_796_673_488_123), "2026-12-07T19:58:08.123Z");
+        assert_eq!(format_time(0), "1970-01-01T00:00:00.000Z");
+    }
 }

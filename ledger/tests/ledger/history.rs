@@ -256,7 +256,7 @@ async fn every_kind_of_change_is_one_row_with_its_actor_revision_state_and_recor
         ),
         (SESSION, TURN, "m-1", None, 0)
     );
-    assert_eq!(history.changes[0].at, "2027-01-15T08:00:00Z");
+    assert_eq!(history.changes[0].at, "2027-01-15T08:00:00.000Z");
     // The last row's record is the one every other read publishes.
     assert_eq!(
         history.changes[7].outcome.as_ref(),
@@ -270,7 +270,7 @@ async fn every_kind_of_change_is_one_row_with_its_actor_revision_state_and_recor
     let json = serde_json::to_value(&history.changes[0]).unwrap();
     assert_eq!(
         json,
-        serde_json::json!({"kind": "approval", "at": "2027-01-15T08:00:00Z", "revision": null,
+        serde_json::json!({"kind": "approval", "at": "2027-01-15T08:00:00.000Z", "revision": null,
             "actor": "host", "attempt_id": null, "ledger_status": "approved", "reason": null,
             "evidence": null, "note": null, "outcome": null, "deadline_at": null, "settled_by": null,
             "established_by": null})
@@ -546,7 +546,7 @@ async fn a_mixed_batch_writes_every_row_in_one_group_with_revisions_in_order() {
             .map(|c| {
                 assert_eq!(
                     (c.actor.as_str(), c.at.as_str()),
-                    ("staff:ada", "2027-01-15T08:00:00Z")
+                    ("staff:ada", "2027-01-15T08:00:00.000Z")
                 );
                 (c.kind, c.revision, c.ledger_status)
             })

@@ -305,15 +305,15 @@ async fn sessions_list_most_recent_first_with_last_activity_and_counts() {
         vec![
             (
                 "s-2",
-                "2027-01-15T08:01:00.5Z",
-                "2027-01-15T08:01:00.5Z",
+                "2027-01-15T08:01:00.500Z",
+                "2027-01-15T08:01:00.500Z",
                 1,
                 counts(0, 0, 0, 1, 1)
             ),
             (
                 "s-1",
-                "2027-01-15T08:00:00Z",
-                "2027-01-15T08:00:01Z",
+                "2027-01-15T08:00:00.000Z",
+                "2027-01-15T08:00:01.000Z",
                 2,
                 counts(1, 1, 1, 1, 0)
             ),
@@ -325,7 +325,7 @@ async fn sessions_list_most_recent_first_with_last_activity_and_counts() {
 async fn turns_list_oldest_first_with_latest_revision_and_counts() {
     let h = dashboard().await;
     let turns = h.sessions.turns(&sk(SESSION)).await.unwrap();
-    assert_eq!(turns.last_activity, "2027-01-15T08:00:01Z");
+    assert_eq!(turns.last_activity, "2027-01-15T08:00:01.000Z");
     let got: Vec<_> = turns
         .turns
         .iter()
@@ -341,8 +341,8 @@ async fn turns_list_oldest_first_with_latest_revision_and_counts() {
     assert_eq!(
         got,
         vec![
-            ("t-1", "2027-01-15T08:00:00Z", 4, counts(1, 0, 0, 1, 0)),
-            ("t-2", "2027-01-15T08:00:01Z", 4, counts(0, 1, 1, 0, 0)),
+            ("t-1", "2027-01-15T08:00:00.000Z", 4, counts(1, 0, 0, 1, 0)),
+            ("t-2", "2027-01-15T08:00:01.000Z", 4, counts(0, 1, 1, 0, 0)),
         ]
     );
 }
@@ -375,9 +375,14 @@ async fn turn_entries_are_published_entries_in_recorded_order() {
                 "m-1",
                 L::OutcomeUnknown,
                 Some(2),
-                Some("2027-01-15T08:00:00Z")
+                Some("2027-01-15T08:00:00.000Z")
             ),
-            ("m-2", L::Completed, Some(4), Some("2027-01-15T08:00:00Z")),
+            (
+                "m-2",
+                L::Completed,
+                Some(4),
+                Some("2027-01-15T08:00:00.000Z")
+            ),
         ]
     );
     let history: Vec<_> = h
