@@ -16,7 +16,8 @@ import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import { LoggingMessageNotificationSchema, McpError } from '@modelcontextprotocol/sdk/types.js';
 import {
-  EVERYTHING_NAME, base, childrenOf, closedPort, direct, everythingEntry, ledgerOf, outcomesBin, sessionKey, settledLedger, token, until,
+  EVERYTHING_NAME, base, childrenOf, direct, everythingEntry, everythingHttp, ledgerOf, ledgerServer, outcomesBin, sessionKey, settledLedger, token,
+  until,
 } from './support.mjs';
 
 const LONG = 'trigger-long-running-operation';
@@ -25,37 +26,13 @@ const WRITE = 'toggle-simulated-logging';
 const tool = (name) => `mcp__${EVERYTHING_NAME}__${name}`;
 const TOKEN_HEADER = 'X-Outcomes-Proxy-Token';
 
-/** `node <everything> streamableHttp` on a free port; resolves once it listens. */
-async function everythingHttp() {
-  const port = await closedPort();
-  const child = spawn(process.execPath, [everythingEntry, 'streamableHttp'], {
-    env: { ...process.env, PORT: String(port) },
-    stdio: ['ignore', 'pipe', 'pipe'],
-  });
-  let out = '';
-  child.stdout.on('data', (c) => (out += c.toString('utf8')));
-  child.stderr.on('data', (c) => (out += c.toString('utf8')));
-  const exited = new Promise((r) => child.once('exit', r));
-  await until(`server-everything listening on ${port}`, async () => out.includes(`listening on port ${port}`) || child.exitCode !== null, 15_000);
-  assert.equal(child.exitCode, null, out);
-  return {
-    port,
-    url: `http://127.0.0.1:${port}/mcp`,
-    log: () => out,
-    kill: () => {
-      child.kill('SIGTERM');
-      return exited;
-    },
-  };
-}
-
 /**
- * `outcomes mcp-proxy --server <BASE_URL> --listen 127.0.0.1:0 <proxyArgs> <upstream>`; resolves once it
+ * `outcomes mcp-proxy --server <ledger: BASE_URL> --listen 127.0.0.1:0 <proxyArgs> <upstream>`; resolves once it
  * printed the URL it listens on. Returns {url, pid, stderr(), ledgerSessions() (the ledger session of
  * each client session, from its stderr), kill(), exited}.
  */
-async function listening({ proxyArgs = [], upstream, listen = '127.0.0.1:0' }) {
-  const args = ['mcp-proxy', '--server', base, '--listen', listen, ...proxyArgs, ...upstream];
+async function listening({ proxyArgs = [], upstream, listen = '127.0.0.1:0', ledger = base }) {
+  const args = ['mcp-proxy', '--server', ledger, '--listen', listen, ...proxyArgs, ...upstream];
   const log = process.env.RUST_LOG ? { RUST_LOG: process.env.RUST_LOG } : {};
   const child = spawn(outcomesBin, args, { env: { ...process.env, OUTCOMES_HOST_TOKEN: token, ...log }, stdio: ['ignore', 'ignore', 'pipe'] });
   let err = '';
@@ -93,7 +70,7 @@ const upstreams = {
   stdio: async () => ({ upstream: ['--', process.execPath, everythingEntry], stop: async () => {} }),
   url: async () => {
     const server = await everythingHttp();
-    return { upstream: ['--url', server.url], server, stop: () => server.kill() };
+    return { upstream: ['--url', server.url], server, stop: () => server.kill('SIGTERM') };
   },
 };
 
@@ -326,3 +303,81 @@ test('read-only calls alone record nothing: the ledger does not know the session
     await proxy.kill();
   }
 });
+
+for (const [kind, make] of Object.entries(upstreams)) {
+  test(`${kind}: the ledger killed (kill -9) while a protected call runs: the answer reaches the client, a new protected call is refused; after the restart the first is recorded completed, once`, async () => {
+    const up = await make();
+    const ledger = await ledgerServer();
+    const session = sessionKey('listen-ledger-kill');
+    const proxy = await listening({ ledger: ledger.url, proxyArgs: ['--protect', LONG, '--session-key', session], upstream: up.upstream });
+    let c;
+    try {
+      c = await client(proxy.url);
+      let started;
+      const first = new Promise((r) => (started = r));
+      const call = c.client.callTool({ name: LONG, arguments: { duration: 2, steps: 2 } }, undefined, { onprogress: () => started() });
+      await first;
+      const inFlight = await ledgerOf(session, ledger.url);
+      assert.deepEqual(inFlight.entries.map((e) => e.ledger_status), ['execution_started']);
+      assert.deepEqual(await ledger.kill('SIGKILL'), { code: null, signal: 'SIGKILL' });
+      // The tool ran to its end: its answer is the truth and reaches the client at once (the settle runs in
+      // the background, retried for about 30 s: docs/mcp-proxy.md "Failure behaviour").
+      const res = await call;
+      assert.equal(res.content[0].text, 'Long running operation completed. Duration: 2 seconds, Steps: 2.');
+      // A new protected call while the ledger is down: refused, NOT forwarded (fail closed).
+      const refused = await c.client.callTool({ name: WRITE, arguments: {} }).then(
+        (r) => assert.fail(`answered ${JSON.stringify(r)}`),
+        (e) => e,
+      );
+      assert.ok(refused instanceof McpError, String(refused));
+      assert.equal(refused.code, -32010);
+      assert.equal(refused.data.tool_called, false);
+      await ledger.restart();
+      // The intent survived kill -9 (committed before the proxy was answered); the retried settle lands.
+      const l = await settledLedger(session, 1, undefined, 35_000, ledger.url);
+      assert.equal(l.records[0].tool, tool(LONG));
+      assert.equal(l.records[0].status, 'completed');
+      assert.equal(l.entries[0].ledger_status, 'completed');
+      assert.deepEqual(
+        l.histories[l.records[0].mutation_id].changes.map((x) => x.kind),
+        ['approval', 'intent', 'settlement'],
+      );
+      assert.notEqual(refused.data.operation_id, l.records[0].mutation_id);
+    } finally {
+      await c?.client.close();
+      await proxy.kill();
+      await up.stop();
+      await ledger.stop();
+    }
+  });
+
+  test(`${kind}: 32 concurrent protected calls over 4 client sessions: each gets its own answer, each recorded once`, async () => {
+    const up = await make();
+    const session = sessionKey('listen-concurrent');
+    // echo is read-only by its annotations: --protect records it, and its answer names its call.
+    const proxy = await listening({ proxyArgs: ['--protect', 'echo', '--session-key', session], upstream: up.upstream });
+    const clients = await Promise.all([0, 1, 2, 3].map(() => client(proxy.url)));
+    try {
+      const calls = [];
+      for (let i = 0; i < 8; i += 1) {
+        for (const [k, c] of clients.entries()) {
+          const message = `client ${k} call ${i}`;
+          calls.push(c.client.callTool({ name: 'echo', arguments: { message } }).then((r) => ({ message, r })));
+        }
+      }
+      const answers = await Promise.all(calls);
+      for (const { message, r } of answers) assert.equal(r.content[0].text, `Echo: ${message}`);
+      const l = await settledLedger(session, 32);
+      assert.equal(l.records.filter((r) => r.status === 'completed' && r.tool === tool('echo')).length, 32);
+      assert.equal(new Set(l.records.map((r) => r.mutation_id)).size, 32);
+      for (const h of Object.values(l.histories)) {
+        assert.deepEqual(h.changes.map((x) => x.kind), ['approval', 'intent', 'settlement']);
+      }
+      assert.equal(proxy.ledgerSessions().length, 4);
+    } finally {
+      for (const c of clients) await c.client.close();
+      await proxy.kill();
+      await up.stop();
+    }
+  });
+}
