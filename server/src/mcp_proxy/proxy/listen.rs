@@ -262,6 +262,53 @@ fn refusal(status: StatusCode, message: &str) -> Response {
         .into_response()
 }
 
+/// The protocol versions the proxy serves its clients: Streamable HTTP's handshake era (`initialize`,
+/// then `Mcp-Session-Id`); which one a session speaks is the server's answer to `initialize`.
+const SERVED_VERSIONS: [&str; 3] = ["2025-03-26", "2025-06-18", "2025-11-25"];
+/// Where a request of MCP 2026-07-28 (no `initialize`, no session: every request self-contained) names
+/// its protocol version, besides the `MCP-Protocol-Version` header.
+const PROTOCOL_VERSION_META: &str = "io.modelcontextprotocol/protocolVersion";
+/// MCP's JSON-RPC error code for a protocol version the server does not support (2026-07-28).
+const UNSUPPORTED_PROTOCOL_VERSION: i64 = -32022;
+const MCP_PROTOCOL_VERSION: HeaderName = HeaderName::from_static("mcp-protocol-version");
+
+/// A request without a session that names a protocol version the proxy does not serve (its `_meta`
+/// envelope's, else its `MCP-Protocol-Version` header): MCP 2026-07-28's session-less requests, e.g. a
+/// client's `server/discover` probe. Answered 400 with MCP's "unsupported protocol version" error
+/// (-32022) naming the versions served, so that a client negotiates: the official SDKs fall back to
+/// `initialize` at one of them; a client that speaks only newer versions gets this error, not a bare
+/// "no session". `None` for anything else (a body without one request, no version named, a served one).
+fn unsupported_version(headers: &HeaderMap, body: &[u8]) -> Option<Response> {
+    let request: Value = serde_json::from_slice(body).ok()?;
+    let id = request.get("id")?;
+    request.get("method")?.as_str()?;
+    let requested = match request
+        .pointer("/params/_meta")
+        .and_then(|m| m.get(PROTOCOL_VERSION_META))
+    {
+        Some(v) => v.as_str()?.to_owned(),
+        None => headers.get(MCP_PROTOCOL_VERSION)?.to_str().ok()?.to_owned(),
+    };
+    if SERVED_VERSIONS.contains(&requested.as_str()) {
+        return None;
+    }
+    let message = format!(
+        "Unsupported protocol version: outcomes mcp-proxy serves MCP {} (initialize, then \
+         Mcp-Session-Id), not {requested}",
+        SERVED_VERSIONS.join(", ")
+    );
+    let data = serde_json::json!({"supported": SERVED_VERSIONS, "requested": requested});
+    let body = message::error_value(id, UNSUPPORTED_PROTOCOL_VERSION, &message, Some(data));
+    Some(
+        (
+            StatusCode::BAD_REQUEST,
+            [(axum::http::header::CONTENT_TYPE, "application/json")],
+            serde_json::to_vec(&body).unwrap_or_default(),
+        )
+            .into_response(),
+    )
+}
+
 /// The session a request names in `Mcp-Session-Id`: `Ok(None)` when it names none, 404 when it names
 /// one the proxy does not know (ended, or never made).
 fn session_of(app: &App, headers: &HeaderMap) -> Result<Option<(String, Arc<Session>)>, Refused> {
@@ -356,10 +403,13 @@ async fn post(AxState(app): AxState<Arc<App>>, headers: HeaderMap, body: Bytes) 
             }
         },
         Ok(None) => {
+            if let Some(refused) = unsupported_version(&headers, &body) {
+                return refused;
+            }
             return refusal(
                 StatusCode::BAD_REQUEST,
                 "outcomes mcp-proxy: no Mcp-Session-Id: initialize a session first",
-            )
+            );
         }
     };
     let session_header = HeaderValue::from_str(&id).ok();
@@ -729,6 +779,35 @@ async fn route_line(routes: &Mutex<Routes>, line: Bytes) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A session-less request naming a version the proxy does not serve gets -32022 with the versions
+    /// served; one naming a served version, or none, or a notification, is not this refusal.
+    #[tokio::test]
+    async fn a_session_less_request_of_a_newer_protocol_is_told_the_versions_served() {
+        let discover = br#"{"jsonrpc":"2.0","id":"d-1","method":"server/discover","params":{"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{}}}}"#;
+        let refused = unsupported_version(&HeaderMap::new(), discover).expect("refused");
+        assert_eq!(refused.status(), StatusCode::BAD_REQUEST);
+        let body = axum::body::to_bytes(refused.into_body(), 1 << 16)
+            .await
+            .unwrap();
+        let body: Value = serde_json::from_slice(&body).unwrap();
+        assert_eq!(body["id"], "d-1");
+        assert_eq!(body["error"]["code"], -32022);
+        assert_eq!(
+            body["error"]["data"],
+            serde_json::json!({"supported": ["2025-03-26", "2025-06-18", "2025-11-25"], "requested": "2026-07-28"})
+        );
+        let mut header = HeaderMap::new();
+        header.insert(MCP_PROTOCOL_VERSION, HeaderValue::from_static("2026-07-28"));
+        let list = br#"{"jsonrpc":"2.0","id":2,"method":"tools/list"}"#;
+        assert!(unsupported_version(&header, list).is_some());
+        assert!(unsupported_version(&HeaderMap::new(), list).is_none());
+        header.insert(MCP_PROTOCOL_VERSION, HeaderValue::from_static("2025-11-25"));
+        assert!(unsupported_version(&header, list).is_none());
+        header.insert(MCP_PROTOCOL_VERSION, HeaderValue::from_static("2026-07-28"));
+        let note = br#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#;
+        assert!(unsupported_version(&header, note).is_none());
+    }
 
     #[test]
     fn only_local_origins_pass() {
