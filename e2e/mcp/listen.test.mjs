@@ -16,7 +16,7 @@ import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import { LoggingMessageNotificationSchema, McpError } from '@modelcontextprotocol/sdk/types.js';
 import {
-  EVERYTHING_NAME, base, childrenOf, direct, everythingEntry, everythingHttp, ledgerOf, ledgerServer, outcomesBin, sessionKey, settledLedger, token,
+  EVERYTHING_NAME, base, childrenOf, direct, everythingEntry, everythingHttp, forwarder, ledgerOf, ledgerServer, outcomesBin, sessionKey, settledLedger, token,
   until,
 } from './support.mjs';
 
@@ -381,3 +381,84 @@ for (const [kind, make] of Object.entries(upstreams)) {
     }
   });
 }
+
+test('the connection to the client cut mid SSE answer: the client resumes with Last-Event-ID, gets the rest once, recorded completed once', async () => {
+  const session = sessionKey('listen-resume');
+  const proxy = await listening({ proxyArgs: ['--protect', LONG, '--session-key', session], upstream: ['--', process.execPath, everythingEntry] });
+  const net = await forwarder(Number(new URL(proxy.url).port));
+  const c = await client(net.url); // the SDK's client through a TCP forwarder the test cuts
+  const errors = [];
+  c.transport.onerror = (e) => errors.push(String(e));
+  try {
+    const progress = [];
+    let started;
+    const first = new Promise((r) => (started = r));
+    const call = c.client.callTool({ name: LONG, arguments: { duration: 3, steps: 3 } }, undefined, {
+      timeout: 20_000,
+      onprogress: (p) => {
+        progress.push(p.progress);
+        started();
+      },
+    });
+    await first;
+    net.cut();
+    const res = await call;
+    assert.equal(res.content[0].text, 'Long running operation completed. Duration: 3 seconds, Steps: 3.');
+    assert.deepEqual(progress, [1, 2, 3], 'each progress once, in order');
+    assert.ok(errors.some((e) => /SSE stream disconnected/.test(e)), `the stream was cut: ${errors}`);
+    const l = await settledLedger(session, 1);
+    assert.equal(l.records[0].status, 'completed');
+    assert.deepEqual(l.histories[l.records[0].mutation_id].changes.map((x) => x.kind), ['approval', 'intent', 'settlement']);
+  } finally {
+    await c.client.close();
+    await net.close();
+    await proxy.kill();
+  }
+});
+
+test('SSE answers carry event ids (a priming event first for 2025-11-25); GET with Last-Event-ID replays the events after it', async () => {
+  const proxy = await listening({ upstream: ['--', process.execPath, everythingEntry] });
+  const c = await client(proxy.url);
+  try {
+    const headers = { accept: 'text/event-stream', 'mcp-session-id': c.transport.sessionId, 'mcp-protocol-version': '2025-11-25' };
+    const cut = new AbortController();
+    const r = await fetch(proxy.url, {
+      method: 'POST',
+      headers: { ...headers, 'content-type': 'application/json', accept: 'application/json, text/event-stream' },
+      body: JSON.stringify({
+        jsonrpc: '2.0', id: 'e-1', method: 'tools/call',
+        params: { name: LONG, arguments: { duration: 2, steps: 2 }, _meta: { progressToken: 'p-1' } },
+      }),
+      signal: cut.signal,
+    });
+    assert.equal(r.headers.get('content-type'), 'text/event-stream');
+    // Read up to the first progress notification, then drop the connection.
+    const reader = r.body.pipeThrough(new TextDecoderStream()).getReader();
+    let text = '';
+    while (!/"progress":1/.test(text)) {
+      const { value, done } = await reader.read();
+      assert.ok(!done, text);
+      text += value;
+    }
+    cut.abort();
+    const ids = [...text.matchAll(/^id: ?(\S+)$/gm)].map((m) => m[1]);
+    const [stream, prime] = ids[0].split('-');
+    assert.equal(prime, '0', `the priming event first: ${text}`);
+    assert.deepEqual(ids, [`${stream}-0`, `${stream}-1`], text);
+    const again = await fetch(proxy.url, { headers: { ...headers, 'last-event-id': ids[1] } });
+    assert.equal(again.status, 200);
+    const replay = await again.text();
+    const events = replay.split('\n\n').filter((e) => /^data: ?\{/m.test(e));
+    assert.deepEqual(
+      events.map((e) => e.match(/^id: ?(\S+)$/m)?.[1]),
+      [`${stream}-2`, `${stream}-3`],
+      replay,
+    );
+    assert.match(events[0], /"progress":2/);
+    assert.match(events[1], /"id":"e-1"/);
+    assert.match(events[1], /Long running operation completed/);
+  } finally {
+    await c.client.close();
+    await proxy.kill();
+  }
+});

@@ -16,65 +16,17 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { createServer as createHttpServer, request as httpRequest } from 'node:http';
-import { createServer as createTcpServer, connect as tcpConnect } from 'node:net';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import { McpError } from '@modelcontextprotocol/sdk/types.js';
 import {
-  EVERYTHING_NAME, base, close, closedPort, connect, everythingHttp, ledgerOf, outcomesBin, sessionKey, settledLedger, token, until,
+  EVERYTHING_NAME, base, close, closedPort, connect, everythingHttp, forwarder, ledgerOf, outcomesBin, sessionKey, settledLedger, token, until,
 } from './support.mjs';
 
 const LONG = 'trigger-long-running-operation';
 // Not annotated read-only by the server: protected by default.
 const WRITE = 'toggle-simulated-logging';
 const tool = (name) => `mcp__${EVERYTHING_NAME}__${name}`;
-
-/**
- * A TCP forwarder to 127.0.0.1:`port` (bytes passed unchanged, nothing read): the network between the
- * proxy and the server, so a test can cut it. `hold()` stops passing the server's bytes on the
- * connections open now; `cut()` destroys them (new ones are still forwarded); `close()` also stops
- * listening (connections refused from then on).
- */
-async function forwarder(port) {
-  const open = new Set();
-  const srv = createTcpServer((a) => {
-    const b = tcpConnect(port, '127.0.0.1');
-    const pair = { a, b };
-    open.add(pair);
-    a.pipe(b);
-    b.pipe(a);
-    const end = () => {
-      open.delete(pair);
-      a.destroy();
-      b.destroy();
-    };
-    a.on('error', end).on('close', end);
-    b.on('error', end).on('close', end);
-  });
-  await new Promise((r) => srv.listen(0, '127.0.0.1', r));
-  const cut = () => {
-    for (const { a, b } of open) {
-      a.destroy();
-      b.destroy();
-    }
-    open.clear();
-  };
-  return {
-    url: `http://127.0.0.1:${srv.address().port}/mcp`,
-    hold: () => {
-      for (const { a, b } of open) {
-        b.unpipe(a);
-        b.pause();
-      }
-    },
-    cut,
-    close: () => {
-      const closed = new Promise((r) => srv.close(r));
-      cut();
-      return closed;
-    },
-  };
-}
 
 /**
  * An HTTP gate in front of 127.0.0.1:`port` that lets through only requests with `Authorization: Bearer

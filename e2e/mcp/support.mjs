@@ -12,7 +12,7 @@ import { mkdtemp, readdir, readFile, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { spawn } from 'node:child_process';
 import { createServer as createHttpServer } from 'node:http';
-import { createServer } from 'node:net';
+import { createServer, connect as tcpConnect } from 'node:net';
 import { isDeepStrictEqual } from 'node:util';
 import { fileURLToPath } from 'node:url';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
@@ -396,6 +396,53 @@ export async function ledgerServer() {
     stop: async () => {
       await kill('SIGTERM');
       await rm(dir, { recursive: true, force: true });
+    },
+  };
+}
+
+/**
+ * A TCP forwarder to 127.0.0.1:`port` (bytes passed unchanged, nothing read): the network between the
+ * proxy and the server (or a client and the proxy), so a test can cut it. `hold()` stops passing the server's bytes on the
+ * connections open now; `cut()` destroys them (new ones are still forwarded); `close()` also stops
+ * listening (connections refused from then on).
+ */
+export async function forwarder(port) {
+  const open = new Set();
+  const srv = createServer((a) => {
+    const b = tcpConnect(port, '127.0.0.1');
+    const pair = { a, b };
+    open.add(pair);
+    a.pipe(b);
+    b.pipe(a);
+    const end = () => {
+      open.delete(pair);
+      a.destroy();
+      b.destroy();
+    };
+    a.on('error', end).on('close', end);
+    b.on('error', end).on('close', end);
+  });
+  await new Promise((r) => srv.listen(0, '127.0.0.1', r));
+  const cut = () => {
+    for (const { a, b } of open) {
+      a.destroy();
+      b.destroy();
+    }
+    open.clear();
+  };
+  return {
+    url: `http://127.0.0.1:${srv.address().port}/mcp`,
+    hold: () => {
+      for (const { a, b } of open) {
+        b.unpipe(a);
+        b.pause();
+      }
+    },
+    cut,
+    close: () => {
+      const closed = new Promise((r) => srv.close(r));
+      cut();
+      return closed;
     },
   };
 }
