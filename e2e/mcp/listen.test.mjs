@@ -16,7 +16,7 @@ import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import { LoggingMessageNotificationSchema, McpError } from '@modelcontextprotocol/sdk/types.js';
 import {
-  EVERYTHING_NAME, base, childrenOf, direct, everythingEntry, everythingHttp, forwarder, ledgerOf, ledgerServer, outcomesBin, sessionKey, settledLedger, token,
+  EVERYTHING_NAME, base, childrenOf, closedPort, direct, everythingEntry, everythingHttp, forwarder, ledgerOf, ledgerServer, outcomesBin, sessionKey, settledLedger, token,
   until,
 } from './support.mjs';
 
@@ -459,6 +459,42 @@ test('SSE answers carry event ids (a priming event first for 2025-11-25); GET wi
     assert.match(events[1], /Long running operation completed/);
   } finally {
     await c.client.close();
+    await proxy.kill();
+  }
+});
+
+test('a stream that ended with an error answer: the SDK\'s resume GET gets 405 and it asks nothing more (no GET churn)', async () => {
+  // The ledger down: the protected call is answered -32010 on its (primed) stream. The TypeScript SDK
+  // resumes a stream that ended without a result; an ordinary GET stream in answer would replace the
+  // session's own, and the SDK reopens every GET stream that ends: one GET a second for ever.
+  const proxy = await listening({ ledger: `http://127.0.0.1:${await closedPort()}`, upstream: ['--', process.execPath, everythingEntry] });
+  const asked = [];
+  const transport = new StreamableHTTPClientTransport(new URL(proxy.url), {
+    fetch: async (url, init) => {
+      const r = await fetch(url, init);
+      asked.push(`${init?.method ?? 'GET'} ${new Headers(init?.headers).get('last-event-id') ?? '-'} ${r.status}`);
+      return r;
+    },
+  });
+  const c = new Client({ name: 'outcomes-e2e', version: '1.0.0' });
+  await c.connect(transport);
+  const errors = [];
+  c.onerror = (e) => errors.push(String(e));
+  try {
+    await c.listTools();
+    const from = asked.length;
+    const err = await c.callTool({ name: WRITE, arguments: {} }).then(
+      (r) => assert.fail(`answered ${JSON.stringify(r)}`),
+      (e) => e,
+    );
+    assert.equal(err.code, -32010);
+    await new Promise((r) => setTimeout(r, 3_500));
+    const after = asked.slice(from);
+    assert.equal(after[0], 'POST - 200');
+    assert.deepEqual(after.slice(1).map((a) => a.replace(/^GET \d+-\d+ /, 'GET <id> ')), ['GET <id> 405'], after.join(', '));
+    assert.deepEqual(errors, []);
+  } finally {
+    await c.close();
     await proxy.kill();
   }
 });

@@ -687,12 +687,30 @@ async fn get_stream(AxState(app): AxState<Arc<App>>, headers: HeaderMap) -> Resp
         );
     }
     if let Some((n, k)) = last_event(&headers) {
-        let replay = Streams::lock(&session.streams).open.get(&n).cloned();
-        if let Some(replay) = replay {
-            let from = Arc::downgrade(&session);
-            return Sse::new(replayed(from, n, replay, k, false))
-                .keep_alive(KeepAlive::default())
-                .into_response();
+        let (replay, last) = {
+            let streams = Streams::lock(&session.streams);
+            (streams.open.get(&n).cloned(), streams.last)
+        };
+        let rest = replay.as_ref().map(|r| {
+            let events = r.events.lock().unwrap_or_else(|p| p.into_inner());
+            events.0.len() > k || !events.1
+        });
+        match (replay, rest) {
+            (Some(replay), Some(true)) => {
+                let from = Arc::downgrade(&session);
+                return Sse::new(replayed(from, n, replay, k, false))
+                    .keep_alive(KeepAlive::default())
+                    .into_response();
+            }
+            // A stream of this session's that ended and was sent (or whose window passed): nothing to
+            // resume. 405 is Streamable HTTP's "no SSE stream offered at GET": a client does not retry
+            // it, while an ordinary GET stream would replace the session's own (the TypeScript SDK
+            // resumes a stream that ended with an error answer, and reopens any GET stream that ends).
+            _ if n <= last => return refusal(
+                StatusCode::METHOD_NOT_ALLOWED,
+                "outcomes mcp-proxy: that stream ended and its events were sent: nothing to resume",
+            ),
+            _ => {}
         }
     }
     let (tx, mut rx) = mpsc::channel(ANSWER_QUEUE);
