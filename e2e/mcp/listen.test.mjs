@@ -29,7 +29,7 @@ const TOKEN_HEADER = 'X-Outcomes-Proxy-Token';
 /**
  * `outcomes mcp-proxy --server <ledger: BASE_URL> --listen 127.0.0.1:0 <proxyArgs> <upstream>`; resolves once it
  * printed the URL it listens on. Returns {url, pid, stderr(), ledgerSessions() (the ledger session of
- * each client session, from its stderr), kill(), exited}.
+ * each client session, from its stderr), kill(signal = SIGTERM), exited}.
  */
 async function listening({ proxyArgs = [], upstream, listen = '127.0.0.1:0', ledger = base }) {
   const args = ['mcp-proxy', '--server', ledger, '--listen', listen, ...proxyArgs, ...upstream];
@@ -49,8 +49,8 @@ async function listening({ proxyArgs = [], upstream, listen = '127.0.0.1:0', led
     pid: child.pid,
     stderr: () => err,
     ledgerSessions: () => [...err.matchAll(/client session \S+: ledger session (\S+)/g)].map((m) => m[1]),
-    kill: () => {
-      if (child.exitCode === null && child.signalCode === null) child.kill('SIGTERM');
+    kill: (signal = 'SIGTERM') => {
+      if (child.exitCode === null && child.signalCode === null) child.kill(signal);
       return exited;
     },
     exited,
@@ -496,5 +496,43 @@ test('a stream that ended with an error answer: the SDK\'s resume GET gets 405 a
   } finally {
     await c.close();
     await proxy.kill();
+  }
+});
+
+test('the ledger and the proxy both killed (kill -9) mid-call, the ledger restarted: the client gets an error; the write, in flight, is settled outcome_unknown by its deadline, never guessed', async () => {
+  const ledger = await ledgerServer();
+  const session = sessionKey('listen-both-killed');
+  // --deadline-secs 10: extended every ~3.3 s while the call runs, so the deadline is still ahead when the
+  // ledger is back (one that passed while it was down would be moved to its start + 60 s: docs/api.md).
+  const proxy = await listening({
+    ledger: ledger.url,
+    proxyArgs: ['--protect', LONG, '--session-key', session, '--deadline-secs', '10'],
+    upstream: ['--', process.execPath, everythingEntry],
+  });
+  const c = await client(proxy.url);
+  try {
+    let started;
+    const first = new Promise((r) => (started = r));
+    const call = c.client
+      .callTool({ name: LONG, arguments: { duration: 30, steps: 30 } }, undefined, { onprogress: () => started(), timeout: 8_000 })
+      .then((r) => assert.fail(`answered ${JSON.stringify(r)}`), (e) => e);
+    await first;
+    const inFlight = await ledgerOf(session, ledger.url);
+    assert.deepEqual(inFlight.entries.map((e) => e.ledger_status), ['execution_started']);
+    await ledger.kill('SIGKILL');
+    assert.deepEqual(await proxy.kill('SIGKILL'), { code: null, signal: 'SIGKILL' });
+    await ledger.restart();
+    // The answer's stream cut and its resumption refused (the proxy is gone): the call ends in an error
+    // (the SDK's own timeout here), never in a result.
+    const err = await call;
+    assert.ok(err instanceof Error, String(err));
+    const l = await settledLedger(session, 1, undefined, 25_000, ledger.url);
+    assert.equal(l.records[0].status, 'outcome_unknown');
+    assert.equal(l.records[0].reason, 'execution_timeout');
+    assert.equal(l.entries[0].ledger_status, 'outcome_unknown');
+    assert.equal(l.entries[0].settled_by, 'ledger');
+  } finally {
+    await c.client.close().catch(() => {});
+    await ledger.stop();
   }
 });
