@@ -16,7 +16,8 @@ import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import { LoggingMessageNotificationSchema, McpError } from '@modelcontextprotocol/sdk/types.js';
 import {
-  EVERYTHING_NAME, base, childrenOf, closedPort, direct, everythingEntry, ledgerOf, outcomesBin, sessionKey, settledLedger, token, until,
+  EVERYTHING_NAME, base, childrenOf, closedPort, direct, everythingEntry, everythingHttp, forwarder, ledgerOf, ledgerServer, outcomesBin, sessionKey, settledLedger, token,
+  until,
 } from './support.mjs';
 
 const LONG = 'trigger-long-running-operation';
@@ -25,37 +26,13 @@ const WRITE = 'toggle-simulated-logging';
 const tool = (name) => `mcp__${EVERYTHING_NAME}__${name}`;
 const TOKEN_HEADER = 'X-Outcomes-Proxy-Token';
 
-/** `node <everything> streamableHttp` on a free port; resolves once it listens. */
-async function everythingHttp() {
-  const port = await closedPort();
-  const child = spawn(process.execPath, [everythingEntry, 'streamableHttp'], {
-    env: { ...process.env, PORT: String(port) },
-    stdio: ['ignore', 'pipe', 'pipe'],
-  });
-  let out = '';
-  child.stdout.on('data', (c) => (out += c.toString('utf8')));
-  child.stderr.on('data', (c) => (out += c.toString('utf8')));
-  const exited = new Promise((r) => child.once('exit', r));
-  await until(`server-everything listening on ${port}`, async () => out.includes(`listening on port ${port}`) || child.exitCode !== null, 15_000);
-  assert.equal(child.exitCode, null, out);
-  return {
-    port,
-    url: `http://127.0.0.1:${port}/mcp`,
-    log: () => out,
-    kill: () => {
-      child.kill('SIGTERM');
-      return exited;
-    },
-  };
-}
-
 /**
- * `outcomes mcp-proxy --server <BASE_URL> --listen 127.0.0.1:0 <proxyArgs> <upstream>`; resolves once it
+ * `outcomes mcp-proxy --server <ledger: BASE_URL> --listen 127.0.0.1:0 <proxyArgs> <upstream>`; resolves once it
  * printed the URL it listens on. Returns {url, pid, stderr(), ledgerSessions() (the ledger session of
- * each client session, from its stderr), kill(), exited}.
+ * each client session, from its stderr), kill(signal = SIGTERM), exited}.
  */
-async function listening({ proxyArgs = [], upstream, listen = '127.0.0.1:0' }) {
-  const args = ['mcp-proxy', '--server', base, '--listen', listen, ...proxyArgs, ...upstream];
+async function listening({ proxyArgs = [], upstream, listen = '127.0.0.1:0', ledger = base }) {
+  const args = ['mcp-proxy', '--server', ledger, '--listen', listen, ...proxyArgs, ...upstream];
   const log = process.env.RUST_LOG ? { RUST_LOG: process.env.RUST_LOG } : {};
   const child = spawn(outcomesBin, args, { env: { ...process.env, OUTCOMES_HOST_TOKEN: token, ...log }, stdio: ['ignore', 'ignore', 'pipe'] });
   let err = '';
@@ -72,8 +49,8 @@ async function listening({ proxyArgs = [], upstream, listen = '127.0.0.1:0' }) {
     pid: child.pid,
     stderr: () => err,
     ledgerSessions: () => [...err.matchAll(/client session \S+: ledger session (\S+)/g)].map((m) => m[1]),
-    kill: () => {
-      if (child.exitCode === null && child.signalCode === null) child.kill('SIGTERM');
+    kill: (signal = 'SIGTERM') => {
+      if (child.exitCode === null && child.signalCode === null) child.kill(signal);
       return exited;
     },
     exited,
@@ -93,7 +70,7 @@ const upstreams = {
   stdio: async () => ({ upstream: ['--', process.execPath, everythingEntry], stop: async () => {} }),
   url: async () => {
     const server = await everythingHttp();
-    return { upstream: ['--url', server.url], server, stop: () => server.kill() };
+    return { upstream: ['--url', server.url], server, stop: () => server.kill('SIGTERM') };
   },
 };
 
@@ -324,5 +301,238 @@ test('read-only calls alone record nothing: the ledger does not know the session
   } finally {
     await c.client.close();
     await proxy.kill();
+  }
+});
+
+for (const [kind, make] of Object.entries(upstreams)) {
+  test(`${kind}: the ledger killed (kill -9) while a protected call runs: the answer reaches the client, a new protected call is refused; after the restart the first is recorded completed, once`, async () => {
+    const up = await make();
+    const ledger = await ledgerServer();
+    const session = sessionKey('listen-ledger-kill');
+    const proxy = await listening({ ledger: ledger.url, proxyArgs: ['--protect', LONG, '--session-key', session], upstream: up.upstream });
+    let c;
+    try {
+      c = await client(proxy.url);
+      let started;
+      const first = new Promise((r) => (started = r));
+      const call = c.client.callTool({ name: LONG, arguments: { duration: 2, steps: 2 } }, undefined, { onprogress: () => started() });
+      await first;
+      const inFlight = await ledgerOf(session, ledger.url);
+      assert.deepEqual(inFlight.entries.map((e) => e.ledger_status), ['execution_started']);
+      assert.deepEqual(await ledger.kill('SIGKILL'), { code: null, signal: 'SIGKILL' });
+      // The tool ran to its end: its answer is the truth and reaches the client at once (the settle runs in
+      // the background, retried for about 30 s: docs/mcp-proxy.md "Failure behaviour").
+      const res = await call;
+      assert.equal(res.content[0].text, 'Long running operation completed. Duration: 2 seconds, Steps: 2.');
+      // A new protected call while the ledger is down: refused, NOT forwarded (fail closed).
+      const refused = await c.client.callTool({ name: WRITE, arguments: {} }).then(
+        (r) => assert.fail(`answered ${JSON.stringify(r)}`),
+        (e) => e,
+      );
+      assert.ok(refused instanceof McpError, String(refused));
+      assert.equal(refused.code, -32010);
+      assert.equal(refused.data.tool_called, false);
+      await ledger.restart();
+      // The intent survived kill -9 (committed before the proxy was answered); the retried settle lands.
+      const l = await settledLedger(session, 1, undefined, 35_000, ledger.url);
+      assert.equal(l.records[0].tool, tool(LONG));
+      assert.equal(l.records[0].status, 'completed');
+      assert.equal(l.entries[0].ledger_status, 'completed');
+      assert.deepEqual(
+        l.histories[l.records[0].mutation_id].changes.map((x) => x.kind),
+        ['approval', 'intent', 'settlement'],
+      );
+      assert.notEqual(refused.data.operation_id, l.records[0].mutation_id);
+    } finally {
+      await c?.client.close();
+      await proxy.kill();
+      await up.stop();
+      await ledger.stop();
+    }
+  });
+
+  test(`${kind}: 32 concurrent protected calls over 4 client sessions: each gets its own answer, each recorded once`, async () => {
+    const up = await make();
+    const session = sessionKey('listen-concurrent');
+    // echo is read-only by its annotations: --protect records it, and its answer names its call.
+    const proxy = await listening({ proxyArgs: ['--protect', 'echo', '--session-key', session], upstream: up.upstream });
+    const clients = await Promise.all([0, 1, 2, 3].map(() => client(proxy.url)));
+    try {
+      const calls = [];
+      for (let i = 0; i < 8; i += 1) {
+        for (const [k, c] of clients.entries()) {
+          const message = `client ${k} call ${i}`;
+          calls.push(c.client.callTool({ name: 'echo', arguments: { message } }).then((r) => ({ message, r })));
+        }
+      }
+      const answers = await Promise.all(calls);
+      for (const { message, r } of answers) assert.equal(r.content[0].text, `Echo: ${message}`);
+      const l = await settledLedger(session, 32);
+      assert.equal(l.records.filter((r) => r.status === 'completed' && r.tool === tool('echo')).length, 32);
+      assert.equal(new Set(l.records.map((r) => r.mutation_id)).size, 32);
+      for (const h of Object.values(l.histories)) {
+        assert.deepEqual(h.changes.map((x) => x.kind), ['approval', 'intent', 'settlement']);
+      }
+      assert.equal(proxy.ledgerSessions().length, 4);
+    } finally {
+      for (const c of clients) await c.client.close();
+      await proxy.kill();
+      await up.stop();
+    }
+  });
+}
+
+test('the connection to the client cut mid SSE answer: the client resumes with Last-Event-ID, gets the rest once, recorded completed once', async () => {
+  const session = sessionKey('listen-resume');
+  const proxy = await listening({ proxyArgs: ['--protect', LONG, '--session-key', session], upstream: ['--', process.execPath, everythingEntry] });
+  const net = await forwarder(Number(new URL(proxy.url).port));
+  const c = await client(net.url); // the SDK's client through a TCP forwarder the test cuts
+  const errors = [];
+  c.transport.onerror = (e) => errors.push(String(e));
+  try {
+    const progress = [];
+    let started;
+    const first = new Promise((r) => (started = r));
+    const call = c.client.callTool({ name: LONG, arguments: { duration: 3, steps: 3 } }, undefined, {
+      timeout: 20_000,
+      onprogress: (p) => {
+        progress.push(p.progress);
+        started();
+      },
+    });
+    await first;
+    net.cut();
+    const res = await call;
+    assert.equal(res.content[0].text, 'Long running operation completed. Duration: 3 seconds, Steps: 3.');
+    assert.deepEqual(progress, [1, 2, 3], 'each progress once, in order');
+    assert.ok(errors.some((e) => /SSE stream disconnected/.test(e)), `the stream was cut: ${errors}`);
+    const l = await settledLedger(session, 1);
+    assert.equal(l.records[0].status, 'completed');
+    assert.deepEqual(l.histories[l.records[0].mutation_id].changes.map((x) => x.kind), ['approval', 'intent', 'settlement']);
+  } finally {
+    await c.client.close();
+    await net.close();
+    await proxy.kill();
+  }
+});
+
+test('SSE answers carry event ids (a priming event first for 2025-11-25); GET with Last-Event-ID replays the events after it', async () => {
+  const proxy = await listening({ upstream: ['--', process.execPath, everythingEntry] });
+  const c = await client(proxy.url);
+  try {
+    const headers = { accept: 'text/event-stream', 'mcp-session-id': c.transport.sessionId, 'mcp-protocol-version': '2025-11-25' };
+    const cut = new AbortController();
+    const r = await fetch(proxy.url, {
+      method: 'POST',
+      headers: { ...headers, 'content-type': 'application/json', accept: 'application/json, text/event-stream' },
+      body: JSON.stringify({
+        jsonrpc: '2.0', id: 'e-1', method: 'tools/call',
+        params: { name: LONG, arguments: { duration: 2, steps: 2 }, _meta: { progressToken: 'p-1' } },
+      }),
+      signal: cut.signal,
+    });
+    assert.equal(r.headers.get('content-type'), 'text/event-stream');
+    // Read up to the first progress notification, then drop the connection.
+    const reader = r.body.pipeThrough(new TextDecoderStream()).getReader();
+    let text = '';
+    while (!/"progress":1/.test(text)) {
+      const { value, done } = await reader.read();
+      assert.ok(!done, text);
+      text += value;
+    }
+    cut.abort();
+    const ids = [...text.matchAll(/^id: ?(\S+)$/gm)].map((m) => m[1]);
+    const [stream, prime] = ids[0].split('-');
+    assert.equal(prime, '0', `the priming event first: ${text}`);
+    assert.deepEqual(ids, [`${stream}-0`, `${stream}-1`], text);
+    const again = await fetch(proxy.url, { headers: { ...headers, 'last-event-id': ids[1] } });
+    assert.equal(again.status, 200);
+    const replay = await again.text();
+    const events = replay.split('\n\n').filter((e) => /^data: ?\{/m.test(e));
+    assert.deepEqual(
+      events.map((e) => e.match(/^id: ?(\S+)$/m)?.[1]),
+      [`${stream}-2`, `${stream}-3`],
+      replay,
+    );
+    assert.match(events[0], /"progress":2/);
+    assert.match(events[1], /"id":"e-1"/);
+    assert.match(events[1], /Long running operation completed/);
+  } finally {
+    await c.client.close();
+    await proxy.kill();
+  }
+});
+
+test('a stream that ended with an error answer: the SDK\'s resume GET gets 405 and it asks nothing more (no GET churn)', async () => {
+  // The ledger down: the protected call is answered -32010 on its (primed) stream. The TypeScript SDK
+  // resumes a stream that ended without a result; an ordinary GET stream in answer would replace the
+  // session's own, and the SDK reopens every GET stream that ends: one GET a second for ever.
+  const proxy = await listening({ ledger: `http://127.0.0.1:${await closedPort()}`, upstream: ['--', process.execPath, everythingEntry] });
+  const asked = [];
+  const transport = new StreamableHTTPClientTransport(new URL(proxy.url), {
+    fetch: async (url, init) => {
+      const r = await fetch(url, init);
+      asked.push(`${init?.method ?? 'GET'} ${new Headers(init?.headers).get('last-event-id') ?? '-'} ${r.status}`);
+      return r;
+    },
+  });
+  const c = new Client({ name: 'outcomes-e2e', version: '1.0.0' });
+  await c.connect(transport);
+  const errors = [];
+  c.onerror = (e) => errors.push(String(e));
+  try {
+    await c.listTools();
+    const from = asked.length;
+    const err = await c.callTool({ name: WRITE, arguments: {} }).then(
+      (r) => assert.fail(`answered ${JSON.stringify(r)}`),
+      (e) => e,
+    );
+    assert.equal(err.code, -32010);
+    await new Promise((r) => setTimeout(r, 3_500));
+    const after = asked.slice(from);
+    assert.equal(after[0], 'POST - 200');
+    assert.deepEqual(after.slice(1).map((a) => a.replace(/^GET \d+-\d+ /, 'GET <id> ')), ['GET <id> 405'], after.join(', '));
+    assert.deepEqual(errors, []);
+  } finally {
+    await c.close();
+    await proxy.kill();
+  }
+});
+
+test('the ledger and the proxy both killed (kill -9) mid-call, the ledger restarted: the client gets an error; the write, in flight, is settled outcome_unknown by its deadline, never guessed', async () => {
+  const ledger = await ledgerServer();
+  const session = sessionKey('listen-both-killed');
+  // --deadline-secs 10: extended every ~3.3 s while the call runs, so the deadline is still ahead when the
+  // ledger is back (one that passed while it was down would be moved to its start + 60 s: docs/api.md).
+  const proxy = await listening({
+    ledger: ledger.url,
+    proxyArgs: ['--protect', LONG, '--session-key', session, '--deadline-secs', '10'],
+    upstream: ['--', process.execPath, everythingEntry],
+  });
+  const c = await client(proxy.url);
+  try {
+    let started;
+    const first = new Promise((r) => (started = r));
+    const call = c.client
+      .callTool({ name: LONG, arguments: { duration: 30, steps: 30 } }, undefined, { onprogress: () => started(), timeout: 8_000 })
+      .then((r) => assert.fail(`answered ${JSON.stringify(r)}`), (e) => e);
+    await first;
+    const inFlight = await ledgerOf(session, ledger.url);
+    assert.deepEqual(inFlight.entries.map((e) => e.ledger_status), ['execution_started']);
+    await ledger.kill('SIGKILL');
+    assert.deepEqual(await proxy.kill('SIGKILL'), { code: null, signal: 'SIGKILL' });
+    await ledger.restart();
+    // The answer's stream cut and its resumption refused (the proxy is gone): the call ends in an error
+    // (the SDK's own timeout here), never in a result.
+    const err = await call;
+    assert.ok(err instanceof Error, String(err));
+    const l = await settledLedger(session, 1, undefined, 25_000, ledger.url);
+    assert.equal(l.records[0].status, 'outcome_unknown');
+    assert.equal(l.records[0].reason, 'execution_timeout');
+    assert.equal(l.entries[0].ledger_status, 'outcome_unknown');
+    assert.equal(l.entries[0].settled_by, 'ledger');
+  } finally {
+    await c.client.close().catch(() => {});
+    await ledger.stop();
   }
 });

@@ -5,8 +5,9 @@
 // StreamableHTTPClientTransport for the direct comparison. The rules are docs/mcp-proxy.md's "Remote
 // servers (Streamable HTTP)".
 //
-// Not here: a 401 from the server (server-everything has no authentication; the status table is the
-// Rust unit test `the_status_table`).
+// A 401 from the server: server-everything has no authentication of its own, so `authGate` puts a
+// bearer-token check in front of it (as a reverse proxy or an API gateway does); the whole status table is
+// the Rust unit test `the_status_table`.
 //
 // Run by scripts/test.sh (`node --test e2e/mcp/`). Alone, against a server of your own:
 //   OUTCOMES_HOST_TOKEN=t target/debug/outcomes serve --addr 127.0.0.1:3350 --data-dir "$(mktemp -d)" &
@@ -14,13 +15,12 @@
 //     node --test e2e/mcp/remote.test.mjs
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { spawn } from 'node:child_process';
-import { createServer as createTcpServer, connect as tcpConnect } from 'node:net';
+import { createServer as createHttpServer, request as httpRequest } from 'node:http';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import { McpError } from '@modelcontextprotocol/sdk/types.js';
 import {
-  EVERYTHING_NAME, base, close, closedPort, connect, everythingEntry, ledgerOf, outcomesBin, sessionKey, settledLedger, token, until,
+  EVERYTHING_NAME, base, close, closedPort, connect, everythingHttp, forwarder, ledgerOf, outcomesBin, sessionKey, settledLedger, token, until,
 } from './support.mjs';
 
 const LONG = 'trigger-long-running-operation';
@@ -29,84 +29,44 @@ const WRITE = 'toggle-simulated-logging';
 const tool = (name) => `mcp__${EVERYTHING_NAME}__${name}`;
 
 /**
- * Starts `node <everything> streamableHttp` with PORT (a free one unless given) and `env`; resolves once
- * it listens. Returns {url, port, posts() (the POSTs it logged so far), kill(signal), exited}.
+ * An HTTP gate in front of 127.0.0.1:`port` that lets through only requests with `Authorization: Bearer
+ * <secret>` (streamed both ways, SSE included) and answers every other one 401 with a JSON error, as an
+ * API gateway does. `revoke()` makes it refuse every request from then on (a token revoked or expired
+ * mid-session). `refused()`: how many requests it answered 401.
  */
-async function everythingHttp(port, env = {}) {
-  port ??= await closedPort();
-  const child = spawn(process.execPath, [everythingEntry, 'streamableHttp'], {
-    env: { ...process.env, ...env, PORT: String(port) },
-    stdio: ['ignore', 'pipe', 'pipe'],
-  });
-  let out = '';
-  child.stdout.on('data', (c) => (out += c.toString('utf8')));
-  child.stderr.on('data', (c) => (out += c.toString('utf8')));
-  const exited = new Promise((r) => child.once('exit', r));
-  await until(`server-everything listening on ${port}`, async () => out.includes(`listening on port ${port}`) || child.exitCode !== null, 15_000);
-  assert.equal(child.exitCode, null, out);
-  return {
-    port,
-    url: `http://127.0.0.1:${port}/mcp`,
-    posts: () => out.split('\n').filter((l) => l === 'Received MCP POST request').length,
-    log: () => out,
-    kill: (signal = 'SIGKILL') => {
-      child.kill(signal);
-      return exited;
-    },
-    exited,
-  };
-}
-
-/**
- * A TCP forwarder to 127.0.0.1:`port` (bytes passed unchanged, nothing read): the network between the
- * proxy and the server, so a test can cut it. `hold()` stops passing the server's bytes on the
- * connections open now; `cut()` destroys them (new ones are still forwarded); `close()` also stops
- * listening (connections refused from then on).
- */
-async function forwarder(port) {
-  const open = new Set();
-  const srv = createTcpServer((a) => {
-    const b = tcpConnect(port, '127.0.0.1');
-    const pair = { a, b };
-    open.add(pair);
-    a.pipe(b);
-    b.pipe(a);
-    const end = () => {
-      open.delete(pair);
-      a.destroy();
-      b.destroy();
-    };
-    a.on('error', end).on('close', end);
-    b.on('error', end).on('close', end);
+async function authGate(port, secret) {
+  let revoked = false;
+  let refused = 0;
+  const srv = createHttpServer((req, res) => {
+    if (revoked || req.headers.authorization !== `Bearer ${secret}`) {
+      refused += 1;
+      req.resume();
+      res.writeHead(401, { 'content-type': 'application/json', 'www-authenticate': 'Bearer' });
+      res.end(JSON.stringify({ error: 'invalid_token' }));
+      return;
+    }
+    const up = httpRequest({ host: '127.0.0.1', port, method: req.method, path: req.url, headers: req.headers }, (r) => {
+      res.writeHead(r.statusCode, r.headers);
+      r.pipe(res);
+    });
+    up.on('error', () => res.destroy());
+    req.pipe(up);
   });
   await new Promise((r) => srv.listen(0, '127.0.0.1', r));
-  const cut = () => {
-    for (const { a, b } of open) {
-      a.destroy();
-      b.destroy();
-    }
-    open.clear();
-  };
   return {
     url: `http://127.0.0.1:${srv.address().port}/mcp`,
-    hold: () => {
-      for (const { a, b } of open) {
-        b.unpipe(a);
-        b.pause();
-      }
-    },
-    cut,
+    revoke: () => (revoked = true),
+    refused: () => refused,
     close: () => {
-      const closed = new Promise((r) => srv.close(r));
-      cut();
-      return closed;
+      srv.closeAllConnections();
+      return new Promise((r) => srv.close(r));
     },
   };
 }
 
 /** The proxy (`outcomes mcp-proxy --url <url>`) over stdio, connected with the SDK's client. */
-function proxiedUrl({ session, url, proxyArgs = [], ledger = base }) {
-  const args = ['mcp-proxy', '--server', ledger, '--session-key', session, ...proxyArgs, '--url', url];
+function proxiedUrl({ session, url, proxyArgs = [], ledger = base, headers = [] }) {
+  const args = ['mcp-proxy', '--server', ledger, '--session-key', session, ...proxyArgs, '--url', url, ...headers.flatMap((h) => ['--header', h])];
   const log = process.env.RUST_LOG ? { RUST_LOG: process.env.RUST_LOG } : {};
   return connect(outcomesBin, args, { env: { OUTCOMES_HOST_TOKEN: token, ...log } });
 }
@@ -368,6 +328,80 @@ test('the server gone between calls (connection refused): not sent, recorded not
     assert.deepEqual(l.records.map((r) => r.mutation_id), [refused.data.operation_id, unknown.data.operation_id]);
   } finally {
     await stop(s);
+  }
+});
+
+test('the server answers 401 (a wrong or missing --header token): the client is told the URL and the status; nothing is left in flight', async () => {
+  const server = await everythingHttp();
+  const gate = await authGate(server.port, 'right-token');
+  const fails = async (session, headers) => {
+    const conn = proxiedUrl({ session, url: gate.url, headers });
+    return conn.then(
+      async (c) => {
+        await close(c);
+        assert.fail('the handshake passed the gate');
+      },
+      (e) => e,
+    );
+  };
+  try {
+    // No token, and a wrong one: the handshake itself is refused, nothing reaches the server, and the
+    // error names the server's URL and the status (the SDK's connect wraps the proxy's -32012 answer).
+    for (const headers of [[], ['Authorization: Bearer wrong-token']]) {
+      const session = sessionKey('401-handshake');
+      const err = await fails(session, headers);
+      assert.match(err.message, new RegExp(`${gate.url.replace(/[.]/g, '\\.')} answered HTTP 401 Unauthorized`), err.message);
+      assert.match(err.message, /did NOT execute/);
+      assert.equal(await ledgerOf(session), null, 'nothing recorded for a handshake');
+    }
+    assert.ok(gate.refused() >= 2);
+    assert.doesNotMatch(server.log(), /Received MCP POST request/, 'no request passed the gate');
+
+    // The right token, then revoked mid-session: the protected call is refused before the server read
+    // it, so it is recorded not_executed (settled at once, never left in flight); the read-only call gets
+    // the same error and records nothing.
+    const session = sessionKey('401-revoked');
+    const conn = await proxiedUrl({ session, url: gate.url, headers: ['Authorization: Bearer right-token'] });
+    try {
+      await conn.client.listTools();
+      const ok = await conn.client.callTool({ name: WRITE, arguments: {} });
+      assert.notEqual(ok.isError, true);
+      gate.revoke();
+      const posts = server.posts();
+      const err = await conn.client.callTool({ name: WRITE, arguments: {} }).then(
+        (r) => assert.fail(`answered ${JSON.stringify(r)}`),
+        (e) => e,
+      );
+      assert.ok(err instanceof McpError, `${err}`);
+      assert.equal(err.code, -32012);
+      assert.ok(err.message.includes(`the MCP server at ${gate.url} answered HTTP 401 Unauthorized`), err.message);
+      assert.match(err.message, /did NOT execute this request \(operation op-/);
+      assert.equal(err.data.http_status, 401);
+      assert.equal(err.data.tool_called, false);
+      const read = await conn.client.callTool({ name: 'echo', arguments: { message: 'x' } }).then(
+        (r) => assert.fail(`answered ${JSON.stringify(r)}`),
+        (e) => e,
+      );
+      assert.equal(read.code, -32012);
+      assert.equal(read.data.http_status, 401);
+      assert.equal(read.data.operation_id, undefined, 'a read-only call has no operation');
+      assert.equal(server.posts(), posts, 'nothing reached the server after the revocation');
+      const l = await settledLedger(session, 2);
+      assert.deepEqual(l.records.map((r) => r.status), ['completed', 'not_executed']);
+      assert.equal(l.records[1].mutation_id, err.data.operation_id);
+      // A cancellation takes the entry back to `approved` (no attempt in flight; docs/ledger.md), published
+      // not_executed: nothing execution_started is left for the ledger's deadline to settle unknown.
+      assert.deepEqual(l.entries.map((e) => e.ledger_status), ['completed', 'approved']);
+      assert.deepEqual(
+        l.histories[err.data.operation_id].changes.map((c) => c.kind),
+        ['approval', 'intent', 'cancellation'],
+      );
+    } finally {
+      await close(conn);
+    }
+  } finally {
+    await gate.close();
+    await server.kill('SIGTERM');
   }
 });
 

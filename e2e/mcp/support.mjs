@@ -8,9 +8,11 @@
 //   OUTCOMES_HOST_TOKEN  its host token (the proxy writes with it; the tests read with it as bearer)
 import assert from 'node:assert/strict';
 import { existsSync, readFileSync } from 'node:fs';
-import { readdir, readFile } from 'node:fs/promises';
+import { mkdtemp, readdir, readFile, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { spawn } from 'node:child_process';
 import { createServer as createHttpServer } from 'node:http';
-import { createServer } from 'node:net';
+import { createServer, connect as tcpConnect } from 'node:net';
 import { isDeepStrictEqual } from 'node:util';
 import { fileURLToPath } from 'node:url';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
@@ -152,8 +154,8 @@ export async function close(conn) {
 }
 
 const enc = encodeURIComponent;
-async function read(path) {
-  const r = await fetch(`${base}${path}`, { headers: { authorization: `Bearer ${token}` } });
+async function read(path, at = base) {
+  const r = await fetch(`${at}${path}`, { headers: { authorization: `Bearer ${token}` } });
   return { status: r.status, text: await r.text() };
 }
 
@@ -169,9 +171,10 @@ async function read(path) {
  *   histories `GET /api/sessions/{key}/mutations/{id}/history` by mutation id (every change, evidence
  *             included), read last
  *   consistent  whether the records equal the entries' outcomes (nothing changed between the reads)
+ * `at`: the ledger read (default BASE_URL; a test's own server: `ledgerServer`).
  */
-export async function ledgerOf(session) {
-  const turns = await read(`/api/sessions/${enc(session)}/turns?limit=1000`);
+export async function ledgerOf(session, at = base) {
+  const turns = await read(`/api/sessions/${enc(session)}/turns?limit=1000`, at);
   if (turns.status === 404) {
     assert.equal(JSON.parse(turns.text).error.code, 'session_not_found', turns.text);
     return null;
@@ -179,16 +182,16 @@ export async function ledgerOf(session) {
   assert.equal(turns.status, 200, turns.text);
   const entries = [];
   for (const t of JSON.parse(turns.text).turns) {
-    const e = await read(`/api/sessions/${enc(session)}/turns/${enc(t.logical_turn_id)}/entries?limit=1000`);
+    const e = await read(`/api/sessions/${enc(session)}/turns/${enc(t.logical_turn_id)}/entries?limit=1000`, at);
     assert.equal(e.status, 200, e.text);
     entries.push(...JSON.parse(e.text).entries);
   }
-  const h = await read(`/api/mutation-outcomes?session_id=${enc(session)}`);
+  const h = await read(`/api/mutation-outcomes?session_id=${enc(session)}`, at);
   assert.equal(h.status, 200, h.text);
   const records = JSON.parse(h.text).mutation_outcomes;
   const histories = {};
   for (const r of records) {
-    const x = await read(`/api/sessions/${enc(session)}/mutations/${enc(r.mutation_id)}/history`);
+    const x = await read(`/api/sessions/${enc(session)}/mutations/${enc(r.mutation_id)}/history`, at);
     assert.equal(x.status, 200, x.text);
     histories[r.mutation_id] = JSON.parse(x.text);
   }
@@ -198,13 +201,13 @@ export async function ledgerOf(session) {
 
 /**
  * The session's ledger once it has `n` entries, none in flight (`execution_started`), the reads agree, and
- * `ok(ledger)` holds; fails after `ms` with the last read.
+ * `ok(ledger)` holds; fails after `ms` with the last read. `at`: as for `ledgerOf`.
  */
-export function settledLedger(session, n, ok = () => true, ms = 15_000) {
+export function settledLedger(session, n, ok = () => true, ms = 15_000, at = base) {
   return until(
     `${n} settled entries in ${session}`,
     async () => {
-      const l = await ledgerOf(session);
+      const l = await ledgerOf(session, at);
       return (
         l && l.consistent && l.entries.length === n && l.entries.every((e) => e.ledger_status !== 'execution_started') && ok(l) && l
       );
@@ -322,3 +325,124 @@ export async function faultyLedger(decide) {
 export const isSettle = ({ path, body }) => path.endsWith('/settlement') || /"op"\s*:\s*"settle"/.test(body);
 /** Whether a ledger request is an approve + intent batch. */
 export const isApproveBatch = ({ path, body }) => path === '/api/host/batch' && /"op"\s*:\s*"approve"/.test(body);
+
+/**
+ * `node <everything> streamableHttp` (server-everything's Streamable HTTP mode: express + the official
+ * SDK's StreamableHTTPServerTransport, SSE answers) with PORT (a free one unless given) and `env`; resolves
+ * once it listens. Returns {url, port, posts() (the POSTs it logged so far), log(), kill(signal), exited}.
+ */
+export async function everythingHttp(port, env = {}) {
+  port ??= await closedPort();
+  const child = spawn(process.execPath, [everythingEntry, 'streamableHttp'], {
+    env: { ...process.env, ...env, PORT: String(port) },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  let out = '';
+  child.stdout.on('data', (c) => (out += c.toString('utf8')));
+  child.stderr.on('data', (c) => (out += c.toString('utf8')));
+  const exited = new Promise((r) => child.once('exit', r));
+  await until(`server-everything listening on ${port}`, async () => out.includes(`listening on port ${port}`) || child.exitCode !== null, 15_000);
+  assert.equal(child.exitCode, null, out);
+  return {
+    port,
+    url: `http://127.0.0.1:${port}/mcp`,
+    posts: () => out.split('\n').filter((l) => l === 'Received MCP POST request').length,
+    log: () => out,
+    kill: (signal = 'SIGKILL') => {
+      child.kill(signal);
+      return exited;
+    },
+    exited,
+  };
+}
+
+/**
+ * A ledger of the test's own: `outcomes serve` on a free loopback port and a new data directory, with the
+ * tests' host token, so a test may kill it. Resolves once `/healthz` answers. Returns {url, kill(signal)
+ * (resolves on exit), restart() (the same port and data directory), stop() (kill and remove the data)}.
+ */
+export async function ledgerServer() {
+  const port = await closedPort();
+  const dir = await mkdtemp(`${tmpdir()}/outcomes-e2e-ledger-`);
+  const url = `http://127.0.0.1:${port}`;
+  let child;
+  let log = '';
+  const start = async () => {
+    child = spawn(outcomesBin, ['serve', '--addr', `127.0.0.1:${port}`, '--data-dir', dir], {
+      env: { ...process.env, OUTCOMES_HOST_TOKEN: token },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    child.stdout.on('data', (c) => (log += c.toString('utf8')));
+    child.stderr.on('data', (c) => (log += c.toString('utf8')));
+    const exited = new Promise((r) => child.once('exit', (code, signal) => r({ code, signal })));
+    child.exited = exited;
+    await until(
+      `outcomes serve on ${port}`,
+      async () => child.exitCode !== null || (await fetch(`${url}/healthz`).then((r) => r.ok, () => false)),
+      30_000,
+    );
+    assert.equal(child.exitCode, null, log);
+  };
+  await start();
+  const kill = (signal = 'SIGKILL') => {
+    if (child.exitCode === null && child.signalCode === null) child.kill(signal);
+    return child.exited;
+  };
+  return {
+    url,
+    log: () => log,
+    kill,
+    restart: start,
+    stop: async () => {
+      await kill('SIGTERM');
+      await rm(dir, { recursive: true, force: true });
+    },
+  };
+}
+
+/**
+ * A TCP forwarder to 127.0.0.1:`port` (bytes passed unchanged, nothing read): the network between the
+ * proxy and the server (or a client and the proxy), so a test can cut it. `hold()` stops passing the server's bytes on the
+ * connections open now; `cut()` destroys them (new ones are still forwarded); `close()` also stops
+ * listening (connections refused from then on).
+ */
+export async function forwarder(port) {
+  const open = new Set();
+  const srv = createServer((a) => {
+    const b = tcpConnect(port, '127.0.0.1');
+    const pair = { a, b };
+    open.add(pair);
+    a.pipe(b);
+    b.pipe(a);
+    const end = () => {
+      open.delete(pair);
+      a.destroy();
+      b.destroy();
+    };
+    a.on('error', end).on('close', end);
+    b.on('error', end).on('close', end);
+  });
+  await new Promise((r) => srv.listen(0, '127.0.0.1', r));
+  const cut = () => {
+    for (const { a, b } of open) {
+      a.destroy();
+      b.destroy();
+    }
+    open.clear();
+  };
+  return {
+    url: `http://127.0.0.1:${srv.address().port}/mcp`,
+    hold: () => {
+      for (const { a, b } of open) {
+        b.unpipe(a);
+        b.pause();
+      }
+    },
+    cut,
+    close: () => {
+      const closed = new Promise((r) => srv.close(r));
+      cut();
+      return closed;
+    },
+  };
+}

@@ -6,6 +6,11 @@ and the SDK's streamable HTTP client (`mcp.Client` with a URL) connected to the 
 1. `test_write_read_only_and_failure`: a write is recorded `completed`, a read-only tool (annotated
    `readOnlyHint`) is not recorded, a tool that raises (the SDK answers `isError: true`) is recorded
    `failed`; the tools listed through the proxy are the server's.
+2. `test_newest_protocol_version`: the SDK's newest protocol version (2026-07-28 in mcp 2.x: no
+   `initialize`, no session, every request self-contained) is not one the proxy serves; its session-less
+   requests get MCP's -32022 naming the versions served, so the SDK's default client (`mode="auto"`)
+   negotiates down to the newest of them (2025-11-25) and works, and a client pinned to 2026-07-28 gets
+   that error, not a bare "no session".
 
 Run: `BASE_URL=http://127.0.0.1:3100 OUTCOMES_HOST_TOKEN=… OUTCOMES_BIN=target/release/outcomes
 python3 -m pytest -q e2e/mcp_python` (scripts/test.sh does, against its running server). Needs `mcp`
@@ -26,6 +31,8 @@ import urllib.request
 
 import pytest
 from mcp import Client
+from mcp.shared.exceptions import MCPError
+from mcp_types.version import LATEST_MODERN_VERSION
 
 HERE = pathlib.Path(__file__).resolve().parent
 BASE = os.environ.get("BASE_URL", "http://127.0.0.1:3100").rstrip("/")
@@ -150,3 +157,39 @@ def test_write_read_only_and_failure(notes_server, proxy):
         ("mcp__notes__add_note", "completed"),
         ("mcp__notes__explode", "failed"),
     ]
+
+
+def mcp_error(exc):
+    """The MCPError in an exception or the exception groups around it (the SDK raises from task groups)."""
+    if isinstance(exc, MCPError):
+        return exc
+    for inner in getattr(exc, "exceptions", ()):
+        if (found := mcp_error(inner)) is not None:
+            return found
+    return None
+
+
+def test_newest_protocol_version(notes_server, proxy):
+    url, sessions = proxy
+
+    async def run():
+        async with Client(notes_server) as direct:
+            assert direct.protocol_version == LATEST_MODERN_VERSION == "2026-07-28"
+        async with Client(url) as client:
+            assert client.protocol_version == "2025-11-25"
+            listed = await client.list_tools()
+            assert [t.name for t in listed.tools] == ["add_note", "read_notes", "explode"]
+        with pytest.raises(BaseException) as raised:
+            async with Client(url, mode=LATEST_MODERN_VERSION) as pinned:
+                await pinned.list_tools()
+        err = mcp_error(raised.value)
+        assert err is not None, repr(raised.value)
+        assert err.code == -32022, err
+        assert err.error.data == {
+            "supported": ["2025-03-26", "2025-06-18", "2025-11-25"],
+            "requested": LATEST_MODERN_VERSION,
+        }
+        assert "outcomes mcp-proxy serves MCP 2025-03-26, 2025-06-18, 2025-11-25" in err.error.message
+
+    asyncio.run(run())
+    assert len(sessions()) == 1, "one client session: the negotiated one"

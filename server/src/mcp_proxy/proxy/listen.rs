@@ -8,7 +8,8 @@
 //! anything else (the server's own notifications and requests) to the session's GET stream (or, while
 //! none is open, to a POST stream still open). A POST's answer is an SSE stream when the client accepts
 //! one (it ends once every request of the POST is answered), else a JSON body; a message's content is
-//! never changed (its CR and LF blanks become spaces, [`as_line`]). `DELETE` ends the upstream session
+//! never changed (its CR and LF blanks become spaces, [`as_line`]). A POST's SSE events carry ids, and a
+//! client whose stream was cut resumes it with `Last-Event-ID` ([`Streams`]). `DELETE` ends the upstream session
 //! (the child is killed, the remote session ended): calls still in flight are settled
 //! `outcome_unknown` by the state ([`State::give_up_all`]).
 //!
@@ -52,8 +53,9 @@ pub const TOKEN_HEADER: HeaderName = HeaderName::from_static("x-outcomes-proxy-t
 const MCP_SESSION_ID: HeaderName = HeaderName::from_static("mcp-session-id");
 /// The path the proxy serves MCP at: `http://ADDR/mcp`.
 pub const MCP_PATH: &str = "/mcp";
-/// Lines queued for one HTTP answer (a POST's, the GET stream's) at most; past it the session's router
-/// waits (a client that stops reading holds its own session's server back).
+/// Lines queued for one HTTP answer at most; past it the session's router waits (a client that stops
+/// reading its GET stream holds its own session's server back). A POST's SSE answer is taken from its
+/// queue at once into its [`Replay`], kept for resumption.
 const ANSWER_QUEUE: usize = 256;
 /// How long the end of a session waits for the server's last lines after the child was killed or the
 /// remote session ended.
@@ -112,7 +114,38 @@ struct Session {
     signalled: std::sync::atomic::AtomicBool,
     /// Done once the session ended (its upstream stopped, its ledger writes waited for).
     ended: CancellationToken,
+    /// The SSE answers of its POSTs, kept so that a client whose stream was cut resumes it.
+    streams: Mutex<Streams>,
 }
+
+/// A session's resumable SSE answers: each POST answered as SSE is stream `n` (from 1), its events
+/// numbered from 1 and sent with the id `<n>-<event>` (unique in the session, as MCP asks; the priming
+/// event is `<n>-0`). A `GET` with `Last-Event-ID: <n>-<k>` replays stream `n` from its event `k + 1` on
+/// and follows it until the POST's requests are answered. A stream is kept until its last event was
+/// sent to a client, or [`RESUME_WINDOW`] after its end.
+#[derive(Default)]
+struct Streams {
+    last: u64,
+    open: HashMap<u64, Arc<Replay>>,
+}
+
+impl Streams {
+    fn lock(m: &Mutex<Streams>) -> std::sync::MutexGuard<'_, Streams> {
+        m.lock().unwrap_or_else(|p| p.into_inner())
+    }
+}
+
+/// The events of one stream so far, and whether it ended (every request of its POST answered, or the
+/// session gone).
+struct Replay {
+    events: Mutex<(Vec<Bytes>, bool)>,
+    /// Bumped at each new event and at the end.
+    more: tokio::sync::watch::Sender<u64>,
+}
+
+/// How long a stream's events are kept after it ended, for a client whose connection was cut before it
+/// got them all.
+const RESUME_WINDOW: Duration = Duration::from_secs(60);
 
 /// Where the server's lines of one session go ([`route`]).
 #[derive(Default)]
@@ -262,6 +295,53 @@ fn refusal(status: StatusCode, message: &str) -> Response {
         .into_response()
 }
 
+/// The protocol versions the proxy serves its clients: Streamable HTTP's handshake era (`initialize`,
+/// then `Mcp-Session-Id`); which one a session speaks is the server's answer to `initialize`.
+const SERVED_VERSIONS: [&str; 3] = ["2025-03-26", "2025-06-18", "2025-11-25"];
+/// Where a request of MCP 2026-07-28 (no `initialize`, no session: every request self-contained) names
+/// its protocol version, besides the `MCP-Protocol-Version` header.
+const PROTOCOL_VERSION_META: &str = "io.modelcontextprotocol/protocolVersion";
+/// MCP's JSON-RPC error code for a protocol version the server does not support (2026-07-28).
+const UNSUPPORTED_PROTOCOL_VERSION: i64 = -32022;
+const MCP_PROTOCOL_VERSION: HeaderName = HeaderName::from_static("mcp-protocol-version");
+
+/// A request without a session that names a protocol version the proxy does not serve (its `_meta`
+/// envelope's, else its `MCP-Protocol-Version` header): MCP 2026-07-28's session-less requests, e.g. a
+/// client's `server/discover` probe. Answered 400 with MCP's "unsupported protocol version" error
+/// (-32022) naming the versions served, so that a client negotiates: the official SDKs fall back to
+/// `initialize` at one of them; a client that speaks only newer versions gets this error, not a bare
+/// "no session". `None` for anything else (a body without one request, no version named, a served one).
+fn unsupported_version(headers: &HeaderMap, body: &[u8]) -> Option<Response> {
+    let request: Value = serde_json::from_slice(body).ok()?;
+    let id = request.get("id")?;
+    request.get("method")?.as_str()?;
+    let requested = match request
+        .pointer("/params/_meta")
+        .and_then(|m| m.get(PROTOCOL_VERSION_META))
+    {
+        Some(v) => v.as_str()?.to_owned(),
+        None => headers.get(MCP_PROTOCOL_VERSION)?.to_str().ok()?.to_owned(),
+    };
+    if SERVED_VERSIONS.contains(&requested.as_str()) {
+        return None;
+    }
+    let message = format!(
+        "Unsupported protocol version: outcomes mcp-proxy serves MCP {} (initialize, then \
+         Mcp-Session-Id), not {requested}",
+        SERVED_VERSIONS.join(", ")
+    );
+    let data = serde_json::json!({"supported": SERVED_VERSIONS, "requested": requested});
+    let body = message::error_value(id, UNSUPPORTED_PROTOCOL_VERSION, &message, Some(data));
+    Some(
+        (
+            StatusCode::BAD_REQUEST,
+            [(axum::http::header::CONTENT_TYPE, "application/json")],
+            serde_json::to_vec(&body).unwrap_or_default(),
+        )
+            .into_response(),
+    )
+}
+
 /// The session a request names in `Mcp-Session-Id`: `Ok(None)` when it names none, 404 when it names
 /// one the proxy does not know (ended, or never made).
 fn session_of(app: &App, headers: &HeaderMap) -> Result<Option<(String, Arc<Session>)>, Refused> {
@@ -356,10 +436,13 @@ async fn post(AxState(app): AxState<Arc<App>>, headers: HeaderMap, body: Bytes) 
             }
         },
         Ok(None) => {
+            if let Some(refused) = unsupported_version(&headers, &body) {
+                return refused;
+            }
             return refusal(
                 StatusCode::BAD_REQUEST,
                 "outcomes mcp-proxy: no Mcp-Session-Id: initialize a session first",
-            )
+            );
         }
     };
     let session_header = HeaderValue::from_str(&id).ok();
@@ -397,7 +480,7 @@ async fn post(AxState(app): AxState<Arc<App>>, headers: HeaderMap, body: Bytes) 
     let mut response = if requests.is_empty() {
         StatusCode::ACCEPTED.into_response()
     } else if accepts_sse(&headers) {
-        sse_answer(rx, requests).into_response()
+        sse_answer(&session, rx, requests, primes(&headers)).into_response()
     } else {
         json_answer(rx, requests).await
     };
@@ -428,19 +511,107 @@ fn answered_ids(line: &[u8]) -> Vec<String> {
 
 /// A POST's answer as SSE: one event per line routed to it, until every request in `requests` is
 /// answered (or the session ended).
+///
+/// The stream is resumable ([`Streams`]): a task takes the lines routed to it into its [`Replay`] (so
+/// they are kept when the client's connection is cut), and the answer sends them from there. With
+/// `prime` (a client of MCP 2025-11-25 or later, which expects it) the first event is the priming one,
+/// an id and empty data, so that the client can resume even before the first message.
 fn sse_answer(
+    session: &Arc<Session>,
     mut rx: mpsc::Receiver<Bytes>,
     mut requests: Vec<String>,
+    prime: bool,
 ) -> Sse<impl futures::Stream<Item = Result<Event, Infallible>>> {
-    let stream = async_stream::stream! {
+    let (more, _) = tokio::sync::watch::channel(0);
+    let replay = Arc::new(Replay {
+        events: Mutex::new((Vec::new(), false)),
+        more,
+    });
+    let n = {
+        let mut streams = Streams::lock(&session.streams);
+        streams.last += 1;
+        let n = streams.last;
+        streams.open.insert(n, replay.clone());
+        n
+    };
+    let (weak, kept) = (Arc::downgrade(session), replay.clone());
+    let session = weak.clone();
+    tokio::spawn(async move {
         while !requests.is_empty() {
             let Some(line) = rx.recv().await else { break };
             let answered = answered_ids(&line);
             requests.retain(|r| !answered.contains(r));
-            yield Ok(event(&line));
+            kept.events
+                .lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .0
+                .push(line);
+            kept.more.send_modify(|v| *v += 1);
         }
-    };
-    Sse::new(stream)
+        kept.events.lock().unwrap_or_else(|p| p.into_inner()).1 = true;
+        kept.more.send_modify(|v| *v += 1);
+        // Only the session's copy (if a client did not take it all) is kept for the window.
+        drop(kept);
+        tokio::time::sleep(RESUME_WINDOW).await;
+        if let Some(s) = session.upgrade() {
+            Streams::lock(&s.streams).open.remove(&n);
+        }
+    });
+    Sse::new(replayed(weak, n, replay, 0, prime))
+}
+
+/// Stream `n`'s events from number `from + 1` on (the priming event first with `prime`), following it
+/// to its end; once its last event was sent, `session`'s copy is dropped.
+fn replayed(
+    session: std::sync::Weak<Session>,
+    n: u64,
+    replay: Arc<Replay>,
+    from: usize,
+    prime: bool,
+) -> impl futures::Stream<Item = Result<Event, Infallible>> {
+    async_stream::stream! {
+        if prime {
+            yield Ok(Event::default().id(format!("{n}-0")).data(""));
+        }
+        let mut more = replay.more.subscribe();
+        let mut next = from;
+        loop {
+            more.borrow_and_update();
+            let (new, ended) = {
+                let events = replay.events.lock().unwrap_or_else(|p| p.into_inner());
+                (events.0.get(next..).unwrap_or_default().to_vec(), events.1)
+            };
+            for line in new {
+                next += 1;
+                yield Ok(event(&line).id(format!("{n}-{next}")));
+            }
+            if ended {
+                break;
+            }
+            if more.changed().await.is_err() {
+                break;
+            }
+        }
+        if let Some(s) = session.upgrade() {
+            Streams::lock(&s.streams).open.remove(&n);
+        }
+    }
+}
+
+/// Whether a client expects a priming event: its `MCP-Protocol-Version` is 2025-11-25 or later (the
+/// version that asks servers for one; earlier clients may not take an event without data).
+fn primes(headers: &HeaderMap) -> bool {
+    headers
+        .get(MCP_PROTOCOL_VERSION)
+        .and_then(|v| v.to_str().ok())
+        .is_some_and(|v| v >= "2025-11-25")
+}
+
+/// A `Last-Event-ID` of the proxy's: the stream and the number of the last event the client got.
+fn last_event(headers: &HeaderMap) -> Option<(u64, usize)> {
+    let v = headers.get("last-event-id")?.to_str().ok()?;
+    let (n, k) = v.split_once('-')?;
+    Some((n.parse().ok()?, k.parse().ok()?))
 }
 
 /// One line of the server's as one SSE event (its text, the newline left out).
@@ -515,6 +686,33 @@ async fn get_stream(AxState(app): AxState<Arc<App>>, headers: HeaderMap) -> Resp
             "outcomes mcp-proxy: the GET stream is text/event-stream",
         );
     }
+    if let Some((n, k)) = last_event(&headers) {
+        let (replay, last) = {
+            let streams = Streams::lock(&session.streams);
+            (streams.open.get(&n).cloned(), streams.last)
+        };
+        let rest = replay.as_ref().map(|r| {
+            let events = r.events.lock().unwrap_or_else(|p| p.into_inner());
+            events.0.len() > k || !events.1
+        });
+        match (replay, rest) {
+            (Some(replay), Some(true)) => {
+                let from = Arc::downgrade(&session);
+                return Sse::new(replayed(from, n, replay, k, false))
+                    .keep_alive(KeepAlive::default())
+                    .into_response();
+            }
+            // A stream of this session's that ended and was sent (or whose window passed): nothing to
+            // resume. 405 is Streamable HTTP's "no SSE stream offered at GET": a client does not retry
+            // it, while an ordinary GET stream would replace the session's own (the TypeScript SDK
+            // resumes a stream that ended with an error answer, and reopens any GET stream that ends).
+            _ if n <= last => return refusal(
+                StatusCode::METHOD_NOT_ALLOWED,
+                "outcomes mcp-proxy: that stream ended and its events were sent: nothing to resume",
+            ),
+            _ => {}
+        }
+    }
     let (tx, mut rx) = mpsc::channel(ANSWER_QUEUE);
     session.routes.lock().unwrap_or_else(|p| p.into_inner()).get = Some(tx);
     let stream = async_stream::stream! {
@@ -569,6 +767,7 @@ async fn open_session(app: &Arc<App>) -> Result<(String, Arc<Session>), String> 
         end: CancellationToken::new(),
         signalled: std::sync::atomic::AtomicBool::new(false),
         ended: CancellationToken::new(),
+        streams: Mutex::new(Streams::default()),
     });
     match &app.upstream {
         Upstream::Command(command) => {
@@ -729,6 +928,58 @@ async fn route_line(routes: &Mutex<Routes>, line: Bytes) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn last_event_ids_name_a_stream_and_an_event() {
+        let at = |v: &'static str| {
+            let mut h = HeaderMap::new();
+            h.insert("last-event-id", HeaderValue::from_static(v));
+            last_event(&h)
+        };
+        assert_eq!(at("3-0"), Some((3, 0)));
+        assert_eq!(at("12-345"), Some((12, 345)));
+        for bad in ["", "3", "-1", "a-1", "3-b", "3-1-2", "3--1"] {
+            assert_eq!(at(bad), None, "{bad}");
+        }
+        assert_eq!(last_event(&HeaderMap::new()), None);
+        let version = |v: &'static str| {
+            let mut h = HeaderMap::new();
+            h.insert(MCP_PROTOCOL_VERSION, HeaderValue::from_static(v));
+            primes(&h)
+        };
+        assert!(version("2025-11-25") && version("2026-07-28"));
+        assert!(!version("2025-06-18") && !version("2025-03-26"));
+        assert!(!primes(&HeaderMap::new()));
+    }
+
+    /// A session-less request naming a version the proxy does not serve gets -32022 with the versions
+    /// served; one naming a served version, or none, or a notification, is not this refusal.
+    #[tokio::test]
+    async fn a_session_less_request_of_a_newer_protocol_is_told_the_versions_served() {
+        let discover = br#"{"jsonrpc":"2.0","id":"d-1","method":"server/discover","params":{"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{}}}}"#;
+        let refused = unsupported_version(&HeaderMap::new(), discover).expect("refused");
+        assert_eq!(refused.status(), StatusCode::BAD_REQUEST);
+        let body = axum::body::to_bytes(refused.into_body(), 1 << 16)
+            .await
+            .unwrap();
+        let body: Value = serde_json::from_slice(&body).unwrap();
+        assert_eq!(body["id"], "d-1");
+        assert_eq!(body["error"]["code"], -32022);
+        assert_eq!(
+            body["error"]["data"],
+            serde_json::json!({"supported": ["2025-03-26", "2025-06-18", "2025-11-25"], "requested": "2026-07-28"})
+        );
+        let mut header = HeaderMap::new();
+        header.insert(MCP_PROTOCOL_VERSION, HeaderValue::from_static("2026-07-28"));
+        let list = br#"{"jsonrpc":"2.0","id":2,"method":"tools/list"}"#;
+        assert!(unsupported_version(&header, list).is_some());
+        assert!(unsupported_version(&HeaderMap::new(), list).is_none());
+        header.insert(MCP_PROTOCOL_VERSION, HeaderValue::from_static("2025-11-25"));
+        assert!(unsupported_version(&header, list).is_none());
+        header.insert(MCP_PROTOCOL_VERSION, HeaderValue::from_static("2026-07-28"));
+        let note = br#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#;
+        assert!(unsupported_version(&header, note).is_none());
+    }
 
     #[test]
     fn only_local_origins_pass() {
