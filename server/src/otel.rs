@@ -65,6 +65,9 @@ pub struct OtelOptions {
     /// The first retry's wait (ms), doubled per failed attempt up to a minute, with jitter.
     #[arg(long, env = "OUTCOMES_OTLP_RETRY_BASE_MS", default_value_t = 1_000, hide = true, value_parser = clap::value_parser!(i64).range(1..=60_000))]
     pub otlp_retry_base_ms: i64,
+    /// The longest wait between two attempts (ms), at most [`MAX_BACKOFF_MS`] (tests shorten it).
+    #[arg(long, env = "OUTCOMES_OTLP_RETRY_MAX_MS", default_value_t = MAX_BACKOFF_MS, hide = true, value_parser = clap::value_parser!(i64).range(1..=MAX_BACKOFF_MS))]
+    pub otlp_retry_max_ms: i64,
     /// The most spans the outbox keeps pending; past it the oldest are dropped (docs/operations.md
     /// "OpenTelemetry", "The bound").
     #[arg(long, env = "OUTCOMES_OTLP_OUTBOX_MAX_PENDING", default_value_t = ledger::otel::OUTBOX_MAX_PENDING, value_parser = clap::value_parser!(i64).range(1..=10_000_000))]
@@ -365,10 +368,12 @@ pub fn resource() -> Resource {
 }
 
 /// The wait after `failures` failed attempts in a row: `base_ms` doubled per failure up to
-/// [`MAX_BACKOFF_MS`], with jitter (a random point in its upper half).
-pub fn backoff_ms(base_ms: i64, failures: i64) -> i64 {
+/// `max_ms` (at most [`MAX_BACKOFF_MS`]), with jitter (a random point in its upper half).
+pub fn backoff_ms(base_ms: i64, max_ms: i64, failures: i64) -> i64 {
     let exp = u32::try_from(failures.saturating_sub(1).clamp(0, 30)).unwrap_or(30);
-    let full = base_ms.saturating_mul(1i64 << exp).clamp(1, MAX_BACKOFF_MS);
+    let full = base_ms
+        .saturating_mul(1i64 << exp)
+        .clamp(1, max_ms.clamp(1, MAX_BACKOFF_MS));
     let half = full / 2;
     half + rand::rng().random_range(0..=full - half)
 }
@@ -443,7 +448,11 @@ pub async fn run_worker(
                     failures = failures.saturating_add(1);
                     let next = otel
                         .now_ms()
-                        .saturating_add(backoff_ms(options.otlp_retry_base_ms, failures));
+                        .saturating_add(backoff_ms(
+                            options.otlp_retry_base_ms,
+                            options.otlp_retry_max_ms,
+                            failures,
+                        ));
                     let error = e.to_string();
                     tracing::warn!(error = %error, spans = ids.len(), failures, "OpenTelemetry export failed; retried");
                     if let Err(e) = otel.attempt_failed(&ids, next, &error).await {
@@ -583,6 +592,15 @@ mod tests {
         assert!(!a.iter().any(|(k, _)| k == "outcomes.reference"));
         let with_refs = span_data(&r, &ctx(true));
         assert!(attrs(&with_refs).contains(&("outcomes.reference".into(), s("issue #419"))));
+    }
+
+    #[test]
+    fn backoff_doubles_with_jitter_up_to_its_cap() {
+        for (failures, full) in [(1, 1000), (2, 2000), (3, 4000), (40, MAX_BACKOFF_MS)] {
+            let b = backoff_ms(1000, MAX_BACKOFF_MS, failures);
+            assert!(b >= full / 2 && b <= full, "{failures}: {b}");
+        }
+        assert!(backoff_ms(1000, 3000, 10) <= 3000);
     }
 
     #[test]
