@@ -47,7 +47,7 @@ pub const MAX_BACKOFF_MS: i64 = 60_000;
 const POLL: Duration = Duration::from_millis(500);
 
 /// `serve`'s OpenTelemetry flags (docs/operations.md "OpenTelemetry").
-#[derive(Debug, Clone, Args, Default)]
+#[derive(Debug, Clone, Args)]
 pub struct OtelOptions {
     /// The OTLP/HTTP base endpoint, e.g. `http://collector:4318`: spans go to `<endpoint>/v1/traces`.
     /// Without it, `OTEL_EXPORTER_OTLP_TRACES_ENDPOINT` (as given) or `OTEL_EXPORTER_OTLP_ENDPOINT` (a
@@ -72,6 +72,20 @@ pub struct OtelOptions {
     /// "OpenTelemetry", "The bound").
     #[arg(long, env = "OUTCOMES_OTLP_OUTBOX_MAX_PENDING", default_value_t = ledger::otel::OUTBOX_MAX_PENDING, value_parser = clap::value_parser!(i64).range(1..=10_000_000))]
     pub otlp_outbox_max_pending: i64,
+}
+
+impl Default for OtelOptions {
+    /// Export off; the other flags at their defaults.
+    fn default() -> Self {
+        OtelOptions {
+            otlp_endpoint: None,
+            otlp_include_references: false,
+            otlp_dashboard_url: None,
+            otlp_retry_base_ms: 1_000,
+            otlp_retry_max_ms: MAX_BACKOFF_MS,
+            otlp_outbox_max_pending: ledger::otel::OUTBOX_MAX_PENDING,
+        }
+    }
 }
 
 /// `--otlp-endpoint`, `--otlp-dashboard-url`: an absolute `http:` or `https:` URL with a host and no
@@ -446,13 +460,11 @@ pub async fn run_worker(
                 }
                 Err(e) => {
                     failures = failures.saturating_add(1);
-                    let next = otel
-                        .now_ms()
-                        .saturating_add(backoff_ms(
-                            options.otlp_retry_base_ms,
-                            options.otlp_retry_max_ms,
-                            failures,
-                        ));
+                    let next = otel.now_ms().saturating_add(backoff_ms(
+                        options.otlp_retry_base_ms,
+                        options.otlp_retry_max_ms,
+                        failures,
+                    ));
                     let error = e.to_string();
                     tracing::warn!(error = %error, spans = ids.len(), failures, "OpenTelemetry export failed; retried");
                     if let Err(e) = otel.attempt_failed(&ids, next, &error).await {
