@@ -130,3 +130,43 @@ async fn the_bound_drops_the_oldest_and_old_rows_are_given_up() {
     assert_eq!(o.give_up_before(o.now_ms()).await.unwrap(), 2);
     assert_eq!(o.pending().await.unwrap(), 0);
 }
+
+/// Two instances on one database take due rows at once: each row is taken by one of them (on Postgres
+/// `FOR UPDATE SKIP LOCKED` and the lease; on SQLite the write lock).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn two_instances_never_take_the_same_row() {
+    let a = open().await;
+    let b = reopen(
+        &a.path,
+        std::sync::Arc::new(Recorder::default()),
+        a.clock.clone(),
+    )
+    .await;
+    a.ledger.otel().set_enabled(true).await.unwrap();
+    for i in 0..60 {
+        let m = format!("m-{i}");
+        a.in_flight(&m, "a").await;
+        a.ok(settle(&m, "a", Settlement::Completed, None)).await;
+    }
+    let mut tasks = Vec::new();
+    for o in [a.ledger.otel(), b.otel()] {
+        tasks.push(tokio::spawn(async move {
+            let mut ids = Vec::new();
+            loop {
+                let got = o.take_due(7, 60_000).await.unwrap();
+                if got.is_empty() {
+                    return ids;
+                }
+                ids.extend(got.into_iter().map(|r| r.id));
+            }
+        }));
+    }
+    let mut ids = Vec::new();
+    for t in tasks {
+        ids.extend(t.await.unwrap());
+    }
+    let n = ids.len();
+    ids.sort();
+    ids.dedup();
+    assert_eq!((n, ids.len()), (60, 60));
+}
