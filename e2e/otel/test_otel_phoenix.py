@@ -8,8 +8,9 @@ docs/operations.md "OpenTelemetry".
    Phoenix keeps no span links; the link of `reconcile {tool}` to its write is checked on the wire
    instead (`test_the_reconcile_span_links_the_write`, the request decoded with `opentelemetry-proto`,
    Phoenix's own dependency).
-2. `test_spans_written_while_phoenix_is_down_arrive_once`: Phoenix stopped, 200 writes, Phoenix started
-   on the same port: all 200 spans arrive, none twice, and the server's outbox is empty.
+2. `test_spans_written_while_phoenix_is_down_arrive_once`: Phoenix stopped, 200 writes, the server killed
+   with SIGKILL and started again, then Phoenix started on its port: all 200 spans arrive, none twice, and
+   the server's outbox is empty.
 
 Ports: 4700-4799 on 127.0.0.1 only. Run:
 `PHOENIX_BIN=<venv>/bin/phoenix OUTCOMES_BIN=target/release/outcomes <venv>/bin/python -m pytest -q e2e/otel`
@@ -20,6 +21,7 @@ import json
 import os
 import pathlib
 import shutil
+import signal
 import socket
 import sqlite3
 import subprocess
@@ -319,6 +321,10 @@ def test_spans_written_while_phoenix_is_down_arrive_once(work):
             srv.write("down", f"m-{i:03}", "completed", turn=f"t-{i // 50}")
         time.sleep(1.0)
         assert srv.pending() == n, "nothing exported while Phoenix is down"
+        srv.proc.send_signal(signal.SIGKILL)
+        srv.proc.wait()
+        srv.stop()
+        srv = Server(os.path.join(work, "server"), px.base, taken={px_port, px.grpc_port})
         px.start()
         spans = px.wait_spans(n, 60)
         time.sleep(3)
