@@ -50,9 +50,9 @@ CREATE TABLE otel_outbox (
 CREATE INDEX otel_outbox_due ON otel_outbox (next_attempt_at, id);
 
 CREATE TRIGGER otel_spans AFTER INSERT ON history
-WHEN (SELECT enabled FROM otel_export WHERE id = 1) = 1
-  AND (NEW.kind = 'reconciliation'
+WHEN (NEW.kind = 'reconciliation'
        OR (NEW.kind IN ('settlement', 'cancellation') AND NEW.intent_recorded = 1))
+  AND (SELECT enabled FROM otel_export WHERE id = 1) = 1
 BEGIN
     INSERT INTO otel_outbox (span, entry_seq, session_key, logical_turn_id, mutation_id, tool, attempt_id,
                              ledger_status, intent_recorded, reason, revision, actor, source, reference,
