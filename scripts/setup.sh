@@ -13,6 +13,8 @@
 #   - pip: standardwebhooks (a third party's verifier of our webhook deliveries, e2e/webhooks)
 #   - pip: mcp, the official MCP Python SDK (its server and client on either side of mcp-proxy --listen,
 #     e2e/mcp_python)
+#   - pip, in a venv of its own: arize-phoenix, a real OpenTelemetry backend (its OTLP receiver and REST API,
+#     e2e/otel); kept out of the shared site-packages, since its many dependencies would move the pins above
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -64,4 +66,13 @@ fi
 if ! python3 -c 'import importlib.metadata as m, sys; sys.exit(m.version("mcp") != "2.3.0")' >/dev/null 2>&1; then
   echo "setup: pip install mcp 2.3.0"
   python3 -m pip install -q --disable-pip-version-check "mcp==2.3.0"
+fi
+
+# Arize Phoenix for e2e/otel (about 2.5 min the first time). The venv's path is the one scripts/test.sh uses.
+phoenix_version=20.26.1
+phoenix_venv=${OUTCOMES_PHOENIX_VENV:-$HOME/.cache/outcomes/phoenix-$phoenix_version}
+if ! "$phoenix_venv/bin/python" -c 'import importlib.metadata as m, sys; import pytest; sys.exit(m.version("arize-phoenix") != "'"$phoenix_version"'")' >/dev/null 2>&1; then
+  echo "setup: pip install arize-phoenix $phoenix_version (a venv: $phoenix_venv)"
+  python3 -m venv "$phoenix_venv"
+  "$phoenix_venv/bin/python" -m pip install -q --disable-pip-version-check "arize-phoenix==$phoenix_version" pytest
 fi

@@ -37,6 +37,8 @@ pub mod health;
 pub mod machine;
 #[cfg(feature = "store")]
 mod notify;
+#[cfg(feature = "store")]
+pub mod otel;
 #[cfg(feature = "rules")]
 pub mod projection;
 #[cfg(feature = "store")]
@@ -118,6 +120,11 @@ impl Ledger {
     /// Webhook endpoints and their outbox (docs/api.md "Webhooks").
     pub fn webhooks(&self) -> webhooks::Webhooks {
         webhooks::Webhooks::new(self.inner.clone())
+    }
+
+    /// The OpenTelemetry export's switch and outbox (docs/operations.md "OpenTelemetry").
+    pub fn otel(&self) -> otel::Otel {
+        otel::Otel::new(self.inner.clone())
     }
 
     /// The read side.

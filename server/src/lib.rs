@@ -18,6 +18,7 @@ pub mod hub;
 pub mod import;
 pub mod mcp_proxy;
 pub mod metrics;
+pub mod otel;
 pub mod project;
 pub mod purge;
 pub mod serve;

@@ -134,6 +134,9 @@ pub struct ServeArgs {
     /// Webhook delivery (docs/api.md "Webhooks").
     #[command(flatten)]
     pub webhooks: crate::webhooks::WorkerOptions,
+    /// OpenTelemetry export (docs/operations.md "OpenTelemetry").
+    #[command(flatten)]
+    pub otel: crate::otel::OtelOptions,
     /// Where an end user quotes an operation id: an `https:` or `mailto:` URL, shown as a link beside
     /// every id to quote on the pages (docs/design.md "What the person sees"). Without it the pages say
     /// "the support of the service you used".
@@ -392,6 +395,12 @@ pub async fn serve(args: ServeArgs) -> Result<(), Box<dyn std::error::Error>> {
         .into());
     }
     let mode = args.access_mode()?;
+    // The OTLP endpoint is checked before anything is opened: a bad `OTEL_EXPORTER_OTLP_*` refuses to start.
+    let otlp = crate::otel::traces_endpoint(&args.otel, |k| std::env::var(k).ok())?;
+    let otlp_exporter = match &otlp {
+        Some(endpoint) => Some(crate::otel::exporter(endpoint)?),
+        None => None,
+    };
     let location = ledger::store::Location::parse(&args.database())?;
     if matches!(location, ledger::store::Location::Postgres(_))
         && args
@@ -488,6 +497,29 @@ pub async fn serve(args: ServeArgs) -> Result<(), Box<dyn std::error::Error>> {
         built.state.metrics.clone(),
         shutdown.clone(),
     ));
+    // The export's trigger follows this instance's configuration (on Postgres, give every instance the
+    // same OTLP settings: the last one started decides).
+    built.ledger.otel().set_enabled(otlp.is_some()).await?;
+    if let (Some(endpoint), Some(exporter)) = (&otlp, otlp_exporter) {
+        let ctx = crate::otel::SpanContextInputs {
+            ledger_id: built.state.sessions.ledger_id().await?,
+            dashboard_url: args
+                .otel
+                .otlp_dashboard_url
+                .as_ref()
+                .map(|u| u.as_str().trim_end_matches('/').to_string())
+                .unwrap_or_else(|| format!("http://{local}")),
+            include_references: args.otel.otlp_include_references,
+        };
+        tracing::info!(endpoint = %endpoint, "OpenTelemetry export: on");
+        tokio::spawn(crate::otel::run_worker(
+            built.ledger.otel(),
+            exporter,
+            std::sync::Arc::new(ctx),
+            args.otel.clone(),
+            shutdown.clone(),
+        ));
+    }
     tokio::spawn(crate::purge::sweep_periodically(
         built.state.clone(),
         args.purge.clone(),

@@ -13,6 +13,7 @@ mod history;
 mod history_reads;
 mod listings;
 mod metadata_at_rest;
+mod otel;
 mod reads;
 mod retention;
 mod revisions;

@@ -62,6 +62,7 @@ pub fn args(dir: &std::path::Path, ttl_secs: u64) -> ServeArgs {
         trusted_proxy: Vec::new(),
         metrics_addr: None,
         webhooks: Default::default(),
+        otel: Default::default(),
         support_contact: None,
         support_label: None,
     }
