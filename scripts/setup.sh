@@ -19,7 +19,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 need_apt=()
-for pkg in rustc-web cargo-web rust-web-src lld-22 chromium postgresql prometheus; do
+for pkg in rustc-web cargo-web rust-web-src lld-22 chromium postgresql prometheus python3-venv; do
   dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null | grep -q "install ok installed" || need_apt+=("$pkg")
 done
 if [ ${#need_apt[@]} -gt 0 ]; then
