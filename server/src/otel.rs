@@ -208,7 +208,7 @@ pub fn operation_url(dashboard_url: &str, session_key: &str, mutation_id: &str) 
     )
 }
 
-/// One outbox row as a span (DESIGN "OpenTelemetry export"; docs/operations.md "OpenTelemetry", "Spans"):
+/// One outbox row as a span (docs/operations.md "OpenTelemetry", "Spans"):
 ///
 /// - `write`: `mutation_outcome {tool}`, kind INTERNAL, from the attempt's intent to the settlement, in the
 ///   session's trace ([`session_trace_id`]), no parent, with `gen_ai.operation.name` = `execute_tool`,
