@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Builds the product: the browser bundle (wasm + JS glue + CSS) into target/site/pkg, then the server.
+# Builds the product: the browser bundle (wasm + JS glue + CSS) into target/site/pkg and, beside it, the server.
 #   wasm: Debian's Rust (rustc-web) with -Zbuild-std, because rustup's wasm32 target cannot be relied on
 #         here; the `app` crate is compiled as a cdylib with its `hydrate` feature.
 #   css:  the Tailwind v4 CLI from npm.       server: the rustup toolchain, release profile.
@@ -14,6 +14,13 @@ PKG=target/site/pkg
 OUT=target/front/bundle
 mkdir -p "$PKG"
 rm -rf "$OUT" && mkdir -p "$OUT"
+
+# The server builds beside the bundle: the two share no files (target/front vs target/release), and each
+# ends in long steps on one core (the wasm's fat LTO with one codegen unit; the `app` and `server` crates),
+# so on a 2-core machine one build uses the core the other leaves idle (docs/testing.md "CI time").
+cargo build -q --release -p server &
+server_build=$!
+trap 'kill "$server_build" 2>/dev/null || true' EXIT
 
 (
   export PATH=/usr/bin:$PATH RUSTC=/usr/bin/rustc RUSTC_BOOTSTRAP=1
@@ -55,4 +62,5 @@ node scripts/compress.mjs "$PKG/$js" "$PKG/$wasm" "$PKG/$css"
 for f in "$js" "$wasm" "$css"; do gzip -9 -n -c "$PKG/$f" >"$PKG/$f.gz"; done
 printf '{"js":"%s","wasm":"%s","css":"%s"}\n' "$js" "$wasm" "$css" >"$PKG/assets.json"
 cp -r public/. target/site/
-cargo build -q --release -p server
+wait "$server_build" # its exit status is the script's (set -e)
+trap - EXIT

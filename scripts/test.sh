@@ -47,10 +47,19 @@ chmod 755 "$pg_dir" # the postgres user reaches its cluster directory inside
 OUTCOMES_TEST_POSTGRES=$(scripts/postgres.sh start "$pg_dir/cluster" "${PG_PORT:-54329}")
 export OUTCOMES_TEST_POSTGRES
 trap 'scripts/postgres.sh stop "$pg_dir/cluster" >/dev/null 2>&1 || true; rm -rf "$pg_dir"' EXIT
-# The whole workspace, as above, not `-p ledger -p server`: the same package selection resolves the same
-# features, so the test binaries built above are run again instead of being built a second time (about
-# 90 s of CI); app and importer add a few seconds.
-cargo test --workspace
+# Only the two test binaries that read OUTCOMES_TEST_POSTGRES (through testkit): the ledger's and the
+# server's integration suites. The unit tests, the app's and the importer's tests and the doc tests never
+# open a database, so a second run of them on Postgres would repeat the SQLite pass exactly (about 15 s).
+# Still `--workspace`, not `-p ledger -p server`: the same package selection resolves the same features,
+# so the test binaries built above are run again instead of being built a second time (about 90 s of CI).
+cargo test --workspace --test ledger --test api
+# ...and nothing else reads it, so nothing else is skipped by that selection.
+if pg_readers=$(grep -rlE 'testkit|OUTCOMES_TEST_POSTGRES' --include='*.rs' ledger server app importer |
+  grep -vE '^(ledger/tests/ledger|server/tests/api)/'); then
+  echo "test.sh: these read OUTCOMES_TEST_POSTGRES outside the two suites run on Postgres; add their test target above:" >&2
+  echo "$pg_readers" >&2
+  exit 1
+fi
 section "webhooks: two instances on Postgres deliver each event once (e2e/webhooks)"
 PYTHONDONTWRITEBYTECODE=1 python3 -m pytest -q -p no:cacheprovider e2e/webhooks -k postgres
 unset OUTCOMES_TEST_POSTGRES
