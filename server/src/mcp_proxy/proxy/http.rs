@@ -788,9 +788,24 @@ fn error_chain(what: &str, e: &reqwest::Error) -> String {
     out
 }
 
-/// Waits for SIGTERM, SIGINT or SIGHUP; answers its number.
+/// How long the proxy's end may take once a signal came: the ordered end (calls given up and settled,
+/// the upstream session ended, background writes) takes at most about 20 s; past this bound, or at a
+/// second signal, the proxy exits at once (docs/mcp-proxy.md "Failure behaviour").
+pub(super) const SIGNAL_END_BOUND: Duration = Duration::from_secs(30);
+
+/// Waits for SIGTERM, SIGINT or SIGHUP; answers its number. From then on the proxy's end is bounded:
+/// a second signal, or [`SIGNAL_END_BOUND`] after the first, exits the process with 128 + the first
+/// signal's number, whatever the ordered end still waits for (a proxy that stays alive after SIGTERM
+/// was seen once, its ordered end waiting on a peer that had gone). Writes the proxy had not made stay
+/// as last written: an intent without its settlement is settled by the ledger at its deadline.
 #[cfg(unix)]
 pub(super) async fn wait_signal() -> i32 {
+    wait_signal_bounded(SIGNAL_END_BOUND, |code| std::process::exit(code)).await
+}
+
+/// [`wait_signal`] with its bound and its exit given (a test passes its own).
+#[cfg(unix)]
+async fn wait_signal_bounded(bound: Duration, exit: impl FnOnce(i32) + Send + 'static) -> i32 {
     use tokio::signal::unix::{signal, SignalKind};
     let mut term = signal(SignalKind::terminate()).ok();
     let mut int = signal(SignalKind::interrupt()).ok();
@@ -803,11 +818,25 @@ pub(super) async fn wait_signal() -> i32 {
             None => std::future::pending().await,
         }
     }
-    tokio::select! {
+    let first = tokio::select! {
         _ = recv(&mut term) => libc::SIGTERM,
         _ = recv(&mut int) => libc::SIGINT,
         _ = recv(&mut hup) => libc::SIGHUP,
-    }
+    };
+    tokio::spawn(async move {
+        let why = tokio::select! {
+            _ = recv(&mut term) => "a second signal",
+            _ = recv(&mut int) => "a second signal",
+            _ = recv(&mut hup) => "a second signal",
+            _ = tokio::time::sleep(bound) => "the end took too long",
+        };
+        tracing::error!(
+            "{why} after signal {first}: exiting now; calls still in flight are left to the ledger's \
+             deadline (outcome_unknown)"
+        );
+        exit(128 + first);
+    });
+    first
 }
 
 #[cfg(not(unix))]
@@ -820,6 +849,44 @@ pub(super) async fn wait_signal() -> i32 {
 mod tests {
     use super::*;
     use serde_json::json;
+
+    /// A signal starts the bounded end: a second signal exits at once with 128 + the first's number.
+    /// (One test for both cases: signals go to the whole test process.)
+    #[cfg(unix)]
+    #[tokio::test]
+    async fn after_a_signal_a_second_one_or_the_bound_exits() {
+        let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
+        let waiting = tokio::spawn({
+            let tx = tx.clone();
+            wait_signal_bounded(Duration::from_secs(3600), move |code| {
+                let _ = tx.send(code);
+            })
+        });
+        tokio::time::sleep(Duration::from_millis(100)).await;
+        // SAFETY: raise(3) with a valid signal number; the handler above is installed.
+        unsafe { libc::raise(libc::SIGHUP) };
+        assert_eq!(waiting.await.unwrap(), libc::SIGHUP);
+        assert!(rx.try_recv().is_err(), "no exit at the first signal");
+        unsafe { libc::raise(libc::SIGHUP) };
+        let code = tokio::time::timeout(Duration::from_secs(5), rx.recv()).await;
+        assert_eq!(code.unwrap(), Some(128 + libc::SIGHUP));
+
+        let waiting = tokio::spawn(wait_signal_bounded(
+            Duration::from_millis(200),
+            move |code| {
+                let _ = tx.send(code);
+            },
+        ));
+        tokio::time::sleep(Duration::from_millis(100)).await;
+        unsafe { libc::raise(libc::SIGHUP) };
+        assert_eq!(waiting.await.unwrap(), libc::SIGHUP);
+        let code = tokio::time::timeout(Duration::from_secs(5), rx.recv()).await;
+        assert_eq!(
+            code.unwrap(),
+            Some(128 + libc::SIGHUP),
+            "the bound exits without a second signal"
+        );
+    }
 
     #[test]
     fn an_event_id_is_delivered_once_among_the_latest_kept() {
