@@ -536,3 +536,37 @@ test('the ledger and the proxy both killed (kill -9) mid-call, the ledger restar
     await ledger.stop();
   }
 });
+
+test('a second SIGTERM ends the proxy at once, whatever its ordered end still waits for (here: the ledger down, a call in flight to give up)', async () => {
+  const ledger = await ledgerServer();
+  const session = sessionKey('listen-second-signal');
+  const proxy = await listening({
+    ledger: ledger.url,
+    proxyArgs: ['--protect', LONG, '--session-key', session],
+    upstream: ['--', process.execPath, everythingEntry],
+  });
+  const c = await client(proxy.url);
+  try {
+    let started;
+    const first = new Promise((r) => (started = r));
+    const call = c.client
+      .callTool({ name: LONG, arguments: { duration: 30, steps: 30 } }, undefined, { onprogress: () => started(), timeout: 20_000 })
+      .then((r) => assert.fail(`answered ${JSON.stringify(r)}`), (e) => e);
+    await first;
+    await ledger.kill('SIGKILL');
+    // The ordered end now settles the call outcome_unknown against a ledger that is gone: its writes are
+    // retried for up to 5 s (docs/mcp-proxy.md "Failure behaviour"). A second signal does not wait for them.
+    const exited = proxy.kill('SIGTERM');
+    await new Promise((r) => setTimeout(r, 300));
+    const second = Date.now();
+    process.kill(proxy.pid, 'SIGTERM');
+    assert.deepEqual(await exited, { code: 128 + 15, signal: null });
+    const took = Date.now() - second;
+    assert.ok(took < 2_500, `exited ${took} ms after the second SIGTERM`);
+    assert.match(proxy.stderr(), /a second signal after signal 15: exiting now/);
+    assert.ok((await call) instanceof Error);
+  } finally {
+    await c.client.close().catch(() => {});
+    await ledger.stop();
+  }
+});
