@@ -749,7 +749,7 @@ async fn the_worker_prunes_finished_rows_but_keeps_the_alert_of_an_open_unknown_
     );
     let history = "/api/sessions/s-1/mutations/m2/history";
     let (_, before) = app.get_json(history).await;
-    assert_eq!(before["alerted_at"], "2027-01-15T08:00:00Z", "{before}");
+    assert_eq!(before["alerted_at"], "2027-01-15T08:00:00.000Z", "{before}");
 
     // The rows of `never` failed once and wait for their next attempt.
     assert!(
