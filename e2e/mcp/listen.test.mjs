@@ -499,24 +499,45 @@ test('a stream that ended with an error answer: the SDK\'s resume GET gets 405 a
   }
 });
 
-test('the ledger and the proxy both killed (kill -9) mid-call, the ledger restarted: the client gets an error; the write, in flight, is settled outcome_unknown by its deadline, never guessed', async () => {
+/**
+ * A ledger of its own, a `--listen` proxy in front of the everything server (stdio) with LONG protected, and a
+ * 30-step LONG call in flight through it (its first progress seen). `call` resolves with the error the
+ * call ends in (a result fails the test). The caller kills or stops the proxy; `done()` closes the client and
+ * stops the ledger.
+ */
+async function longCallInFlight(label, { proxyArgs = [], timeout }) {
   const ledger = await ledgerServer();
-  const session = sessionKey('listen-both-killed');
-  // --deadline-secs 10: extended every ~3.3 s while the call runs, so the deadline is still ahead when the
-  // ledger is back (one that passed while it was down would be moved to its start + 60 s: docs/api.md).
+  const session = sessionKey(label);
   const proxy = await listening({
     ledger: ledger.url,
-    proxyArgs: ['--protect', LONG, '--session-key', session, '--deadline-secs', '10'],
+    proxyArgs: ['--protect', LONG, '--session-key', session, ...proxyArgs],
     upstream: ['--', process.execPath, everythingEntry],
   });
   const c = await client(proxy.url);
+  const done = async () => {
+    await c.client.close().catch(() => {});
+    await ledger.stop();
+  };
   try {
     let started;
     const first = new Promise((r) => (started = r));
     const call = c.client
-      .callTool({ name: LONG, arguments: { duration: 30, steps: 30 } }, undefined, { onprogress: () => started(), timeout: 8_000 })
+      .callTool({ name: LONG, arguments: { duration: 30, steps: 30 } }, undefined, { onprogress: () => started(), timeout })
       .then((r) => assert.fail(`answered ${JSON.stringify(r)}`), (e) => e);
     await first;
+    return { ledger, session, proxy, call, done };
+  } catch (e) {
+    await proxy.kill();
+    await done();
+    throw e;
+  }
+}
+
+test('the ledger and the proxy both killed (kill -9) mid-call, the ledger restarted: the client gets an error; the write, in flight, is settled outcome_unknown by its deadline, never guessed', async () => {
+  // --deadline-secs 10: extended every ~3.3 s while the call runs, so the deadline is still ahead when the
+  // ledger is back (one that passed while it was down would be moved to its start + 60 s: docs/api.md).
+  const { ledger, session, proxy, call, done } = await longCallInFlight('listen-both-killed', { proxyArgs: ['--deadline-secs', '10'], timeout: 8_000 });
+  try {
     const inFlight = await ledgerOf(session, ledger.url);
     assert.deepEqual(inFlight.entries.map((e) => e.ledger_status), ['execution_started']);
     await ledger.kill('SIGKILL');
@@ -532,27 +553,13 @@ test('the ledger and the proxy both killed (kill -9) mid-call, the ledger restar
     assert.equal(l.entries[0].ledger_status, 'outcome_unknown');
     assert.equal(l.entries[0].settled_by, 'ledger');
   } finally {
-    await c.client.close().catch(() => {});
-    await ledger.stop();
+    await done();
   }
 });
 
 test('a second SIGTERM ends the proxy at once, whatever its ordered end still waits for (here: the ledger down, a call in flight to give up)', async () => {
-  const ledger = await ledgerServer();
-  const session = sessionKey('listen-second-signal');
-  const proxy = await listening({
-    ledger: ledger.url,
-    proxyArgs: ['--protect', LONG, '--session-key', session],
-    upstream: ['--', process.execPath, everythingEntry],
-  });
-  const c = await client(proxy.url);
+  const { ledger, proxy, call, done } = await longCallInFlight('listen-second-signal', { timeout: 20_000 });
   try {
-    let started;
-    const first = new Promise((r) => (started = r));
-    const call = c.client
-      .callTool({ name: LONG, arguments: { duration: 30, steps: 30 } }, undefined, { onprogress: () => started(), timeout: 20_000 })
-      .then((r) => assert.fail(`answered ${JSON.stringify(r)}`), (e) => e);
-    await first;
     await ledger.kill('SIGKILL');
     // The ordered end now settles the call outcome_unknown against a ledger that is gone: its writes are
     // retried for up to 5 s (docs/mcp-proxy.md "Failure behaviour"). A second signal does not wait for them.
@@ -566,7 +573,6 @@ test('a second SIGTERM ends the proxy at once, whatever its ordered end still wa
     assert.match(proxy.stderr(), /a second signal after signal 15: exiting now/);
     assert.ok((await call) instanceof Error);
   } finally {
-    await c.client.close().catch(() => {});
-    await ledger.stop();
+    await done();
   }
 });
