@@ -8,11 +8,14 @@ docs/operations.md "OpenTelemetry".
    Phoenix keeps no span links; the link of `reconcile {tool}` to its write is checked on the wire
    instead (`test_the_reconcile_span_links_the_write`, the request decoded with `opentelemetry-proto`,
    Phoenix's own dependency).
-2. `test_spans_written_while_phoenix_is_down_arrive_once`: Phoenix stopped, 200 writes, the server killed
+2. `test_a_write_with_a_traceparent_is_a_child_of_the_host_span`: a write approved with a W3C
+   `traceparent` arrives in that trace with that parent span id and without `gen_ai.operation.name`; its
+   reconciliation is in the same trace.
+3. `test_spans_written_while_phoenix_is_down_arrive_once`: Phoenix stopped, 200 writes, the server killed
    with SIGKILL and started again, then Phoenix started on its port: all 200 spans arrive, none twice, and
    the server's outbox is empty.
 
-Ports: 4700-4799 on 127.0.0.1 only. Run:
+Ports: 4700-4799 on 127.0.0.1 only (another range of 100 from `OTEL_E2E_PORT_BASE`). Run:
 `PHOENIX_BIN=<venv>/bin/phoenix OUTCOMES_BIN=target/release/outcomes <venv>/bin/python -m pytest -q e2e/otel`
 (scripts/test.sh does, with the venv scripts/setup.sh makes).
 """
@@ -37,7 +40,8 @@ import pytest
 
 TOKEN = "otel-e2e-token"
 TOOL = "create_issue"
-PORTS = range(4700, 4800)
+PORT_BASE = int(os.environ.get("OTEL_E2E_PORT_BASE", "4700"))
+PORTS = range(PORT_BASE, PORT_BASE + 100)
 
 
 def free_port(taken=()):
@@ -50,7 +54,7 @@ def free_port(taken=()):
             except OSError:
                 continue
             return p
-    pytest.fail("no free port in 4700-4799")
+    pytest.fail(f"no free port in {PORTS.start}-{PORTS.stop - 1}")
 
 
 def outcomes_bin():
@@ -168,9 +172,12 @@ class Server:
         status, text = self.call(method, path, body)
         assert status == expected, (method, path, status, text)
 
-    def write(self, session, m, status, turn="t-1"):
+    def write(self, session, m, status, turn="t-1", traceparent=None):
         base = f"/api/host/sessions/{urllib.parse.quote(session, safe='')}/mutations"
-        self.ok("POST", base, {"logical_turn_id": turn, "mutation_id": m, "tool": TOOL}, expected=201)
+        approve = {"logical_turn_id": turn, "mutation_id": m, "tool": TOOL}
+        if traceparent is not None:
+            approve["traceparent"] = traceparent
+        self.ok("POST", base, approve, expected=201)
         self.ok("POST", f"{base}/{m}/intent", {"attempt_id": "a1"})
         self.ok("POST", f"{base}/{m}/settlement", {"attempt_id": "a1", "status": status})
 
@@ -309,6 +316,40 @@ def test_the_reconcile_span_links_the_write(work):
         srv.stop()
         httpd.shutdown()
         httpd.server_close()
+
+
+def test_a_write_with_a_traceparent_is_a_child_of_the_host_span(work):
+    trace, parent = "4bf92f3577b34da6a3ce929d0e0e4736", "00f067aa0ba902b7"
+    px_port = free_port()
+    px = Phoenix(os.path.join(work, "phoenix"), px_port, free_port({px_port}))
+    px.start()
+    srv = Server(os.path.join(work, "server"), px.base, taken={px_port, px.grpc_port})
+    try:
+        srv.write("traced", "m-traced", "outcome_unknown", traceparent=f"00-{trace}-{parent}-01")
+        srv.reconcile("traced", "m-traced")
+        srv.write("traced", "m-plain", "completed")
+        spans = px.wait_spans(3, 30)
+        assert len(spans) == 3, [s["name"] for s in spans]
+        by = {(s["name"], s["attributes"]["gen_ai.tool.call.id"]): s for s in spans}
+        w = by[(f"mutation_outcome {TOOL}", "m-traced")]
+        assert w["context"]["trace_id"] == trace
+        assert w["parent_id"] == parent
+        a = ours(w["attributes"])
+        a.pop("outcomes.revision")
+        assert a == {
+            "gen_ai.tool.name": TOOL, "gen_ai.tool.call.id": "m-traced", "gen_ai.conversation.id": "traced",
+            "outcomes.status": "outcome_unknown", "outcomes.logical_turn_id": "t-1",
+            "outcomes.operation_url": f"{srv.base}/sessions/traced/operations/m-traced"}
+        r = by[(f"reconcile {TOOL}", "m-traced")]
+        assert r["context"]["trace_id"] == trace and r["parent_id"] is None
+        assert "gen_ai.operation.name" not in r["attributes"]
+        # Without a traceparent: the session's own trace, no parent, execute_tool.
+        p = by[(f"mutation_outcome {TOOL}", "m-plain")]
+        assert p["context"]["trace_id"] != trace and p["parent_id"] is None
+        assert p["attributes"]["gen_ai.operation.name"] == "execute_tool"
+    finally:
+        srv.stop()
+        px.stop()
 
 
 def test_spans_written_while_phoenix_is_down_arrive_once(work):

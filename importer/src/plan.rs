@@ -83,6 +83,7 @@ impl ConversationPlan {
                 logical_turn_id: m.logical_turn_id.clone(),
                 tool: m.tool.clone(),
                 commissioned_after: None,
+                traceparent: None,
             }));
             ops.push(command(Action::RecordIntent {
                 deadline_secs: None,

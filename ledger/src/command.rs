@@ -133,12 +133,16 @@ pub enum Action {
     /// Not published, no revision. `commissioned_after`, when given, names another mutation of the same
     /// session, already recorded, that this one was commissioned after (stored on the entry, read by
     /// `SessionManager::operation_history` both ways); itself, or a mutation the session does not hold, is
-    /// `Invalid` on `commissioned_after`. Omitted from the serde form when `None`.
+    /// `Invalid` on `commissioned_after`. Omitted from the serde form when `None`. `traceparent`, when
+    /// given, is the host's W3C trace context (checked by [`crate::otel::Traceparent::parse`], stored on
+    /// the entry, copied into the OpenTelemetry outbox: the span `mutation_outcome {tool}` is its child).
     Approve {
         logical_turn_id: LogicalTurnId,
         tool: ToolName,
         #[serde(default, skip_serializing_if = "Option::is_none")]
         commissioned_after: Option<MutationId>,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        traceparent: Option<crate::otel::Traceparent>,
     },
     /// Dispatch is about to enter the router: `approved` → `execution_started` under `attempt_id`, with
     /// its deadline `deadline_secs` from now (1 to [`DEADLINE_MAX_SECS`]; `None`: the ledger's default,
@@ -252,6 +256,7 @@ mod tests {
                     logical_turn_id: LogicalTurnId::parse("turn-1").unwrap(),
                     tool: ToolName::parse("github.create_issue").unwrap(),
                     commissioned_after: None,
+                    traceparent: None,
                 }),
                 json!({"op": "approve", "session_key": "s-1", "mutation_id": "m-1",
                        "logical_turn_id": "turn-1", "tool": "github.create_issue"}),
@@ -261,6 +266,7 @@ mod tests {
                     logical_turn_id: LogicalTurnId::parse("turn-1").unwrap(),
                     tool: ToolName::parse("github.create_issue").unwrap(),
                     commissioned_after: Some(MutationId::parse("m-0").unwrap()),
+                    traceparent: None,
                 }),
                 json!({"op": "approve", "session_key": "s-1", "mutation_id": "m-1",
                        "logical_turn_id": "turn-1", "tool": "github.create_issue",

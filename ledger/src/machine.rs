@@ -472,6 +472,7 @@ mod tests {
             logical_turn_id: LogicalTurnId::parse("turn-1").unwrap(),
             tool: ToolName::parse("github.create_issue").unwrap(),
             commissioned_after: None,
+            traceparent: None,
         }
     }
 
@@ -533,6 +534,7 @@ mod tests {
             logical_turn_id: LogicalTurnId::parse("turn-1").unwrap(),
             tool: ToolName::parse("github.create_issue").unwrap(),
             commissioned_after: Some(crate::ids::MutationId::parse(m).unwrap()),
+            traceparent: None,
         }
     }
 

@@ -115,6 +115,10 @@ pub(crate) struct EntryRow {
     pub settled_by: Option<SettledBy>,
     /// Who established the current state by a reconciliation (`NULL` otherwise).
     pub established_by: Option<EstablishedBy>,
+    /// The host's W3C `traceparent` given at approve: written with a new entry, read only by the
+    /// OpenTelemetry outbox's trigger (not in [`ENTRY_COLUMNS`]: a row read back has `None`).
+    #[sqlx(default)]
+    pub traceparent: Option<String>,
 }
 
 /// The columns of [`EntryRow`], in a `SELECT` or a `RETURNING` clause.
@@ -167,6 +171,7 @@ impl EntryRow {
             deadline_at: r.get(17)?,
             settled_by: spelled(r, 18, SettledBy::parse)?,
             established_by: spelled(r, 19, EstablishedBy::parse)?,
+            traceparent: None,
         })
     }
 

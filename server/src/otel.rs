@@ -211,12 +211,14 @@ pub fn operation_url(dashboard_url: &str, session_key: &str, mutation_id: &str) 
 /// One outbox row as a span (docs/operations.md "OpenTelemetry", "Spans"):
 ///
 /// - `write`: `mutation_outcome {tool}`, kind INTERNAL, from the attempt's intent to the settlement, in the
-///   session's trace ([`session_trace_id`]), no parent, with `gen_ai.operation.name` = `execute_tool`,
-///   `gen_ai.tool.name`, `gen_ai.tool.call.id` (the mutation id), `gen_ai.conversation.id` (the session
+///   session's trace ([`session_trace_id`]), no parent, with `gen_ai.operation.name` = `execute_tool`; or,
+///   when the host passed a W3C `traceparent` at approve, in that trace as a child of the host's span
+///   (remote parent) and without `gen_ai.operation.name` (the host's own span is the tool execution: a
+///   GenAI-aware backend counts the call once); with `gen_ai.tool.name`, `gen_ai.tool.call.id` (the mutation id), `gen_ai.conversation.id` (the session
 ///   key), `outcomes.status` (the published status), `outcomes.reason` (when there is one),
 ///   `outcomes.logical_turn_id`, `outcomes.revision`, `outcomes.operation_url`.
 /// - `reconcile`: `reconcile {tool}`, kind INTERNAL, at the reconciliation (start = end), in the same
-///   trace, linked to the attempt's `write` span, with `gen_ai.tool.name`, `gen_ai.tool.call.id`,
+///   trace as the write's span (the host's when it passed a `traceparent`), no parent, linked to the attempt's `write` span, with `gen_ai.tool.name`, `gen_ai.tool.call.id`,
 ///   `gen_ai.conversation.id`, `outcomes.status`, `outcomes.established_by` (`staff:<name>`, `host`),
 ///   `outcomes.logical_turn_id`, `outcomes.revision`, `outcomes.operation_url`,
 ///   `outcomes.provider_status` (when given) and, only with `--otlp-include-references`,
@@ -225,13 +227,21 @@ pub fn operation_url(dashboard_url: &str, session_key: &str, mutation_id: &str) 
 /// Status ERROR (description `failed`) only when the published status is `failed`; UNSET otherwise
 /// (`outcome_unknown` too: it may later be established completed).
 pub fn span_data(item: &OtelItem, ctx: &SpanContextInputs) -> SpanData {
-    let trace_id = session_trace_id(&ctx.ledger_id, &item.session_key);
+    // A stored traceparent was checked at approve; one that no longer parses is ignored.
+    let host = item
+        .traceparent
+        .as_deref()
+        .and_then(|t| ledger::otel::Traceparent::parse(t).ok());
+    let trace_id = match &host {
+        Some(t) => TraceId::from_bytes(t.trace_id()),
+        None => session_trace_id(&ctx.ledger_id, &item.session_key),
+    };
     let write_id = write_span_id(&ctx.ledger_id, item);
     let reconcile = item.span == SPAN_RECONCILE;
     let status = published(item);
     let status_str = status.map(|s| s.as_str()).unwrap_or("");
     let mut attrs = Vec::with_capacity(10);
-    if !reconcile {
+    if !reconcile && host.is_none() {
         attrs.push(KeyValue::new("gen_ai.operation.name", "execute_tool"));
     }
     attrs.push(KeyValue::new("gen_ai.tool.name", item.tool.clone()));
@@ -293,6 +303,10 @@ pub fn span_data(item: &OtelItem, ctx: &SpanContextInputs) -> SpanData {
             Vec::new(),
         )
     };
+    let (parent_span_id, parent_span_is_remote) = match &host {
+        Some(t) if !reconcile => (SpanId::from_bytes(t.parent_id()), true),
+        _ => (SpanId::INVALID, false),
+    };
     let mut span_links = SpanLinks::default();
     span_links.links = links;
     SpanData {
@@ -303,8 +317,8 @@ pub fn span_data(item: &OtelItem, ctx: &SpanContextInputs) -> SpanData {
             false,
             TraceState::NONE,
         ),
-        parent_span_id: SpanId::INVALID,
-        parent_span_is_remote: false,
+        parent_span_id,
+        parent_span_is_remote,
         span_kind: SpanKind::Internal,
         name: Cow::Owned(name),
         start_time: time(start),
@@ -505,6 +519,7 @@ mod tests {
             started_at: 1_000,
             at: 3_500,
             attempts: 0,
+            traceparent: None,
         }
     }
 
@@ -604,6 +619,61 @@ mod tests {
         assert!(!a.iter().any(|(k, _)| k == "outcomes.reference"));
         let with_refs = span_data(&r, &ctx(true));
         assert!(attrs(&with_refs).contains(&("outcomes.reference".into(), s("issue #419"))));
+    }
+
+    const HOST: &str = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01";
+
+    #[test]
+    fn with_a_host_traceparent_the_write_is_a_child_of_the_host_span_without_operation_name() {
+        let mut w = item("write", "completed");
+        w.traceparent = Some(HOST.into());
+        let span = span_data(&w, &ctx(false));
+        assert_eq!(
+            span.span_context.trace_id(),
+            TraceId::from_hex("4bf92f3577b34da6a3ce929d0e0e4736").unwrap()
+        );
+        assert_eq!(
+            span.parent_span_id,
+            SpanId::from_hex("00f067aa0ba902b7").unwrap()
+        );
+        assert!(span.parent_span_is_remote);
+        assert_eq!(span.name, "mutation_outcome create_issue");
+        let a = attrs(&span);
+        assert!(!a.iter().any(|(k, _)| k == "gen_ai.operation.name"));
+        assert!(a.contains(&("gen_ai.tool.name".into(), s("create_issue"))));
+        assert!(a.contains(&("gen_ai.tool.call.id".into(), s("m:1"))));
+        assert!(a.contains(&("outcomes.status".into(), s("completed"))));
+        // The same write without one: the session's trace, no parent, execute_tool.
+        let plain = span_data(&item("write", "completed"), &ctx(false));
+        assert_eq!(span.span_context.span_id(), plain.span_context.span_id());
+        assert_ne!(span.span_context.trace_id(), plain.span_context.trace_id());
+        assert_eq!(plain.parent_span_id, SpanId::INVALID);
+        assert!(attrs(&plain).contains(&("gen_ai.operation.name".into(), s("execute_tool"))));
+    }
+
+    #[test]
+    fn a_reconciliation_of_a_write_with_a_traceparent_stays_in_the_host_trace() {
+        let mut w = item("write", "outcome_unknown");
+        w.traceparent = Some(HOST.into());
+        let write = span_data(&w, &ctx(false));
+        let mut r = item("reconcile", "completed");
+        r.traceparent = Some(HOST.into());
+        r.at = 9_000;
+        let span = span_data(&r, &ctx(false));
+        assert_eq!(span.span_context.trace_id(), write.span_context.trace_id());
+        assert_eq!(span.parent_span_id, SpanId::INVALID);
+        assert_eq!(span.links.links.len(), 1);
+        assert_eq!(
+            span.links.links[0].span_context.trace_id(),
+            write.span_context.trace_id()
+        );
+        assert_eq!(
+            span.links.links[0].span_context.span_id(),
+            write.span_context.span_id()
+        );
+        assert!(!attrs(&span)
+            .iter()
+            .any(|(k, _)| k == "gen_ai.operation.name"));
     }
 
     #[test]

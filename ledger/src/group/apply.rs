@@ -129,6 +129,7 @@ impl Group {
             logical_turn_id,
             tool,
             commissioned_after,
+            traceparent,
         } = action
         else {
             return Err(mismatch("approve"));
@@ -179,6 +180,7 @@ impl Group {
             deadline_at: None,
             settled_by: None,
             established_by: None,
+            traceparent: traceparent.as_ref().map(|t| t.as_str().to_owned()),
         };
         let state = row.state();
         self.history.push(history_row(

@@ -184,17 +184,17 @@ pub(super) const NEW_ENTRIES: Statement = Statement {
     name: "new_entries",
     sql: "INSERT INTO entries (session_key, logical_turn_id, mutation_id, tool, status, intent_recorded, \
           attempt_id, reason, meta_attached, meta_id, meta_url, meta_title, revision, settled_at, \
-          commissioned_after, deadline_at, settled_by, established_by, recorded_at, updated_at) \
+          commissioned_after, deadline_at, settled_by, established_by, traceparent, recorded_at, updated_at) \
           SELECT value ->> 0, value ->> 1, value ->> 2, value ->> 3, value ->> 4, value ->> 5, value ->> 6, \
           value ->> 7, value ->> 8, value ->> 9, value ->> 10, value ->> 11, value ->> 12, value ->> 13, \
-          value ->> 14, value ->> 15, value ->> 16, value ->> 17, ?, ? FROM json_each(?) ORDER BY key;",
+          value ->> 14, value ->> 15, value ->> 16, value ->> 17, value ->> 18, ?, ? FROM json_each(?) ORDER BY key;",
     pg: "INSERT INTO entries (session_key, logical_turn_id, mutation_id, tool, status, intent_recorded, \
          attempt_id, reason, meta_attached, meta_id, meta_url, meta_title, revision, settled_at, \
-         commissioned_after, deadline_at, settled_by, established_by, recorded_at, updated_at) \
+         commissioned_after, deadline_at, settled_by, established_by, traceparent, recorded_at, updated_at) \
          SELECT value ->> 0, value ->> 1, value ->> 2, value ->> 3, value ->> 4, (value ->> 5)::boolean, \
          value ->> 6, value ->> 7, (value ->> 8)::boolean, value ->> 9, value ->> 10, value ->> 11, \
          (value ->> 12)::bigint, (value ->> 13)::bigint, value ->> 14, (value ->> 15)::bigint, \
-         value ->> 16, value ->> 17, $now, $now \
+         value ->> 16, value ->> 17, value ->> 18, $now, $now \
          FROM jsonb_array_elements($list::jsonb) WITH ORDINALITY AS j(value, key) ORDER BY key \
          RETURNING seq, session_key, mutation_id",
     binds: &[N, N, L],
@@ -306,13 +306,13 @@ pub(super) const HISTORY: Statement = Statement {
 
 /// A new entry's columns as one positional array of [`NEW_ENTRIES`]: session key, turn, mutation, tool,
 /// status, intent, attempt, reason, metadata (attached, id, url, title), revision, settled_at,
-/// commissioned_after, deadline_at, settled_by and established_by.
+/// commissioned_after, deadline_at, settled_by, established_by and traceparent.
 pub(super) struct NewEntry<'a>(pub(super) &'a EntryRow);
 
 impl Serialize for NewEntry<'_> {
     fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
         let r = self.0;
-        let mut t = s.serialize_tuple(18)?;
+        let mut t = s.serialize_tuple(19)?;
         t.serialize_element(&r.session_key)?;
         t.serialize_element(&r.logical_turn_id)?;
         t.serialize_element(&r.mutation_id)?;
@@ -331,6 +331,7 @@ impl Serialize for NewEntry<'_> {
         t.serialize_element(&r.deadline_at)?;
         t.serialize_element(&r.settled_by.map(SettledBy::as_str))?;
         t.serialize_element(&r.established_by.map(EstablishedBy::as_str))?;
+        t.serialize_element(&r.traceparent)?;
         t.end()
     }
 }

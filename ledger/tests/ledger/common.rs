@@ -266,6 +266,7 @@ pub fn approve_in(session: &str, t: &str, m: &str) -> Command {
             logical_turn_id: turn(t),
             tool: ToolName::parse(TOOL).unwrap(),
             commissioned_after: None,
+            traceparent: None,
         },
     )
 }

@@ -20,6 +20,7 @@ fn approve_tool(m: &str, tool: &str) -> Command {
             logical_turn_id: turn(TURN),
             tool: ToolName::parse(tool).unwrap(),
             commissioned_after: None,
+            traceparent: None,
         },
     )
 }

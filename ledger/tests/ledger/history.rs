@@ -33,6 +33,7 @@ pub(crate) fn approve_after(session: &str, m: &str, after: &str) -> Command {
             logical_turn_id: turn(TURN),
             tool: ToolName::parse(TOOL).unwrap(),
             commissioned_after: Some(mid(after)),
+            traceparent: None,
         },
     )
 }

@@ -16,6 +16,7 @@ fn tooled(session: &str, m: &str, tool: &str) -> Command {
             logical_turn_id: turn(TURN),
             tool: ToolName::parse(tool).unwrap(),
             commissioned_after: None,
+            traceparent: None,
         },
     )
 }

@@ -170,3 +170,36 @@ async fn two_instances_never_take_the_same_row() {
     ids.dedup();
     assert_eq!((n, ids.len()), (60, 60));
 }
+
+/// The host's `traceparent` given at approve is stored with the entry and copied by the trigger into
+/// every row of the entry (its `write` and its `reconcile`); without one, `None`.
+#[tokio::test]
+async fn the_approves_traceparent_is_copied_into_the_entrys_rows() {
+    const TP: &str = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01";
+    let h = open().await;
+    h.ledger.otel().set_enabled(true).await.unwrap();
+    let mut traced = approve("m-t");
+    if let ledger::Action::Approve { traceparent, .. } = &mut traced.action {
+        *traceparent = Some(ledger::otel::Traceparent::parse(TP).unwrap());
+    }
+    h.ok(traced).await;
+    h.ok(intent("m-t", "a")).await;
+    h.ok(settle("m-t", "a", Settlement::OutcomeUnknown, None))
+        .await;
+    h.ok(reconcile("m-t", "a", true)).await;
+    h.in_flight("m-p", "a").await;
+    h.ok(settle("m-p", "a", Settlement::Completed, None)).await;
+    let got: Vec<_> = all(&h)
+        .await
+        .into_iter()
+        .map(|r| (r.span, r.mutation_id, r.traceparent))
+        .collect();
+    assert_eq!(
+        got,
+        vec![
+            ("write".into(), "m-t".into(), Some(TP.into())),
+            ("reconcile".into(), "m-t".into(), Some(TP.into())),
+            ("write".into(), "m-p".into(), None),
+        ]
+    );
+}

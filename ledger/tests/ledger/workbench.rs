@@ -30,6 +30,7 @@ fn approve_tool(session: &str, t: &str, m: &str, tool: &str) -> Command {
             logical_turn_id: turn(t),
             tool: ToolName::parse(tool).unwrap(),
             commissioned_after: None,
+            traceparent: None,
         },
     )
 }

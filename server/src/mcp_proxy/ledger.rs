@@ -34,6 +34,9 @@ pub struct NewCall {
     pub op: Operation,
     pub turn: String,
     pub tool: String,
+    /// The client's W3C `traceparent` of the call (`params._meta.traceparent`, well formed), passed
+    /// on the approve so the call's OpenTelemetry span is a child of the client's span.
+    pub traceparent: Option<String>,
 }
 
 /// Writes one session's entries.
@@ -127,14 +130,7 @@ impl Recorder {
     /// ledger's refusal as a sentence. Error: the batch as a whole not written (the ledger unreachable,
     /// or refusing it: 401, 503 after the retries, …).
     pub async fn record(&self, calls: &[NewCall]) -> Result<Vec<Result<(), String>>, WriteError> {
-        let mut operations = Vec::with_capacity(calls.len() * 2);
-        for c in calls {
-            operations.push(json!({"op": "approve", "session_key": self.session,
-                "logical_turn_id": c.turn, "mutation_id": c.op.mutation_id, "tool": c.tool}));
-            operations.push(json!({"op": "intent", "session_key": self.session,
-                "mutation_id": c.op.mutation_id, "attempt_id": c.op.attempt_id,
-                "deadline_secs": self.deadline_secs}));
-        }
+        let operations = record_operations(&self.session, self.deadline_secs, calls);
         let url = self.url(&["api", "host", "batch"])?;
         let answer = self
             .client
@@ -401,6 +397,24 @@ impl Recorder {
     }
 }
 
+/// The batch operations of [`Recorder::record`]: for each call its approve (with the client's
+/// `traceparent` when the call carried one) and its intent, in order.
+fn record_operations(session: &str, deadline_secs: u64, calls: &[NewCall]) -> Vec<Value> {
+    let mut operations = Vec::with_capacity(calls.len() * 2);
+    for c in calls {
+        let mut approve = json!({"op": "approve", "session_key": session,
+            "logical_turn_id": c.turn, "mutation_id": c.op.mutation_id, "tool": c.tool});
+        if let Some(t) = &c.traceparent {
+            approve["traceparent"] = json!(t);
+        }
+        operations.push(approve);
+        operations.push(json!({"op": "intent", "session_key": session,
+            "mutation_id": c.op.mutation_id, "attempt_id": c.op.attempt_id,
+            "deadline_secs": deadline_secs}));
+    }
+    operations
+}
+
 /// One call's approve and intent results of a batch: `Ok` when the intent is recorded with this attempt.
 fn batch_pair(
     approve: Option<&Value>,
@@ -459,6 +473,32 @@ mod tests {
             mutation_id: "op-1".into(),
             attempt_id: "op-1-a1".into(),
         }
+    }
+
+    /// A call's `traceparent` (the client's `params._meta.traceparent`) is on its approve, and only there.
+    #[test]
+    fn the_approve_carries_the_calls_traceparent() {
+        const TP: &str = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01";
+        let call = |tp: Option<&str>| NewCall {
+            op: op(),
+            turn: "t".into(),
+            tool: "mcp__s__w".into(),
+            traceparent: tp.map(str::to_owned),
+        };
+        let ops = record_operations("s", 60, &[call(Some(TP)), call(None)]);
+        assert_eq!(
+            ops,
+            vec![
+                json!({"op": "approve", "session_key": "s", "logical_turn_id": "t",
+                       "mutation_id": "op-1", "tool": "mcp__s__w", "traceparent": TP}),
+                json!({"op": "intent", "session_key": "s", "mutation_id": "op-1",
+                       "attempt_id": "op-1-a1", "deadline_secs": 60}),
+                json!({"op": "approve", "session_key": "s", "logical_turn_id": "t",
+                       "mutation_id": "op-1", "tool": "mcp__s__w"}),
+                json!({"op": "intent", "session_key": "s", "mutation_id": "op-1",
+                       "attempt_id": "op-1-a1", "deadline_secs": 60}),
+            ]
+        );
     }
 
     #[test]

@@ -17,24 +17,33 @@ use super::read::{self, Members, Obj, ObjVisitor, Scalar};
 /// The `_meta` key a client may set on `tools/call` params to name the logical turn of the call.
 pub const TURN_META_KEY: &str = "outcomes/logical_turn_id";
 
+/// The `_meta` key of a `tools/call` that carries the client's W3C trace context (as MCP clients with
+/// OpenTelemetry propagate it): the proxy passes it on the call's approve (docs/mcp-proxy.md).
+pub const TRACEPARENT_META_KEY: &str = "traceparent";
+
 /// One JSON-RPC message as the proxy sees it.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Message {
     /// A request (`method` and `id`). For `tools/call`, `tool` is `params.name` and `turn` is
-    /// `params._meta["outcomes/logical_turn_id"]` when it is a string.
+    /// `params._meta["outcomes/logical_turn_id"]` when it is a string; `traceparent` is
+    /// `params._meta.traceparent` when it is a well-formed W3C `traceparent` (a malformed one is left
+    /// out: the call is recorded without it, never refused for it).
     Request {
         id: Value,
         method: String,
         tool: Option<String>,
         turn: Option<String>,
+        traceparent: Option<String>,
     },
     /// A notification (`method`, no `id`). For `notifications/cancelled`, `cancels` is
-    /// `params.requestId`; for a `tools/call` sent as a notification, `tool`/`turn` as for a request.
+    /// `params.requestId`; for a `tools/call` sent as a notification, `tool`/`turn`/`traceparent` as for
+    /// a request.
     Notification {
         method: String,
         cancels: Option<Value>,
         tool: Option<String>,
         turn: Option<String>,
+        traceparent: Option<String>,
     },
     /// A response (`id` and `result` or `error`).
     Response { id: Value },
@@ -125,7 +134,7 @@ impl Members for Msg {
 #[derive(Debug, Default)]
 struct Params {
     name: Option<String>,
-    turn: Option<String>,
+    meta: Meta,
     request_id: Option<Value>,
 }
 
@@ -139,22 +148,33 @@ impl Members for Params {
     ) -> Result<(), A::Error> {
         match index {
             0 => self.name = map.next_value::<Scalar>()?.into_string(),
-            1 => self.turn = map.next_value::<Obj<Meta>>()?.0 .0,
+            1 => self.meta = map.next_value::<Obj<Meta>>()?.0,
             _ => self.request_id = map.next_value::<Scalar>()?.into_id(),
         }
         Ok(())
     }
 }
 
-/// `_meta["outcomes/logical_turn_id"]` when a string.
+/// `_meta["outcomes/logical_turn_id"]` and `_meta.traceparent`, each when a string.
 #[derive(Debug, Default)]
-struct Meta(Option<String>);
+struct Meta {
+    turn: Option<String>,
+    traceparent: Option<String>,
+}
 
 impl Members for Meta {
-    const NAMES: &'static [&'static str] = &[TURN_META_KEY];
+    const NAMES: &'static [&'static str] = &[TURN_META_KEY, TRACEPARENT_META_KEY];
 
-    fn member<'de, A: MapAccess<'de>>(&mut self, _: usize, map: &mut A) -> Result<(), A::Error> {
-        self.0 = map.next_value::<Scalar>()?.into_string();
+    fn member<'de, A: MapAccess<'de>>(
+        &mut self,
+        index: usize,
+        map: &mut A,
+    ) -> Result<(), A::Error> {
+        let v = map.next_value::<Scalar>()?.into_string();
+        match index {
+            0 => self.turn = v,
+            _ => self.traceparent = v,
+        }
         Ok(())
     }
 }
@@ -232,10 +252,15 @@ fn describe(m: Msg) -> Message {
     } = m;
     match (method, id) {
         (Some(method), id) => {
-            let (tool, turn) = if method == "tools/call" {
-                (params.name, params.turn)
+            let (tool, turn, traceparent) = if method == "tools/call" {
+                let traceparent = params.meta.traceparent.and_then(|t| {
+                    ledger::otel::Traceparent::parse(&t)
+                        .ok()
+                        .map(|t| t.as_str().to_owned())
+                });
+                (params.name, params.meta.turn, traceparent)
             } else {
-                (None, None)
+                (None, None, None)
             };
             match id {
                 Some(id) => Message::Request {
@@ -243,6 +268,7 @@ fn describe(m: Msg) -> Message {
                     method,
                     tool,
                     turn,
+                    traceparent,
                 },
                 None => Message::Notification {
                     cancels: (method == "notifications/cancelled")
@@ -251,6 +277,7 @@ fn describe(m: Msg) -> Message {
                     method,
                     tool,
                     turn,
+                    traceparent,
                 },
             }
         }
@@ -356,6 +383,61 @@ mod tests {
         }
     }
 
+    /// `params._meta.traceparent` of a `tools/call` (request or notification) is read when it is a
+    /// well-formed W3C `traceparent`; a malformed one, one that is not a string, or one on another method
+    /// is left out.
+    #[test]
+    fn a_tools_call_traceparent_is_read_when_well_formed() {
+        const TP: &str = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01";
+        let call = |tp: &str| {
+            single(&format!(
+                r#"{{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{{"name":"w","_meta":{{"traceparent":{tp},"outcomes/logical_turn_id":"t"}}}}}}"#
+            ))
+        };
+        assert_eq!(
+            call(&format!("\"{TP}\"")),
+            Message::Request {
+                id: json!(1),
+                method: "tools/call".into(),
+                tool: Some("w".into()),
+                turn: Some("t".into()),
+                traceparent: Some(TP.into()),
+            }
+        );
+        for bad in [
+            r#""00-00000000000000000000000000000000-00f067aa0ba902b7-01""#,
+            r#""ff-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01""#,
+            r#""00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7""#,
+            "42",
+        ] {
+            let Message::Request {
+                traceparent, turn, ..
+            } = call(bad)
+            else {
+                panic!("{bad}: not a request");
+            };
+            assert_eq!((traceparent, turn.as_deref()), (None, Some("t")), "{bad}");
+        }
+        assert_eq!(
+            single(&format!(
+                r#"{{"jsonrpc":"2.0","method":"tools/call","params":{{"name":"w","_meta":{{"traceparent":"{TP}"}}}}}}"#
+            )),
+            Message::Notification {
+                method: "tools/call".into(),
+                cancels: None,
+                tool: Some("w".into()),
+                turn: None,
+                traceparent: Some(TP.into()),
+            }
+        );
+        let Message::Request { traceparent, .. } = single(&format!(
+            r#"{{"jsonrpc":"2.0","id":2,"method":"tools/list","params":{{"_meta":{{"traceparent":"{TP}"}}}}}}"#
+        )) else {
+            panic!("not a request");
+        };
+        assert_eq!(traceparent, None);
+    }
+
     #[test]
     fn requests_notifications_responses_and_others_are_told_apart() {
         assert_eq!(
@@ -367,6 +449,7 @@ mod tests {
                 method: "tools/call".into(),
                 tool: Some("write_file".into()),
                 turn: Some("turn-9".into()),
+                traceparent: None,
             }
         );
         assert_eq!(
@@ -375,7 +458,8 @@ mod tests {
                 id: json!("a"),
                 method: "tools/list".into(),
                 tool: None,
-                turn: None
+                turn: None,
+                traceparent: None
             }
         );
         // A turn that is not a string is not a turn; a name that is not a string is no tool name.
@@ -387,7 +471,8 @@ mod tests {
                 id: json!(1),
                 method: "tools/call".into(),
                 tool: None,
-                turn: None
+                turn: None,
+                traceparent: None
             }
         );
         assert_eq!(
@@ -398,7 +483,8 @@ mod tests {
                 method: "notifications/cancelled".into(),
                 cancels: Some(json!(7)),
                 tool: None,
-                turn: None
+                turn: None,
+                traceparent: None
             }
         );
         assert_eq!(
@@ -407,7 +493,8 @@ mod tests {
                 method: "notifications/initialized".into(),
                 cancels: None,
                 tool: None,
-                turn: None
+                turn: None,
+                traceparent: None
             }
         );
         // A tools/call without an id is a notification still carrying its tool.
@@ -417,7 +504,8 @@ mod tests {
                 method: "tools/call".into(),
                 cancels: None,
                 tool: Some("w".into()),
-                turn: None
+                turn: None,
+                traceparent: None
             }
         );
         // A null id is no id the proxy can match.
@@ -427,7 +515,8 @@ mod tests {
                 method: "tools/call".into(),
                 cancels: None,
                 tool: Some("w".into()),
-                turn: None
+                turn: None,
+                traceparent: None
             }
         );
         assert_eq!(
@@ -465,7 +554,8 @@ mod tests {
                         id: json!(1),
                         method: "tools/call".into(),
                         tool: Some("w".into()),
-                        turn: None
+                        turn: None,
+                        traceparent: None
                     }
                 ),
                 (
@@ -474,7 +564,8 @@ mod tests {
                         method: "notifications/progress".into(),
                         cancels: None,
                         tool: None,
-                        turn: None
+                        turn: None,
+                        traceparent: None
                     }
                 ),
                 // Element 2 (7) is no message: left out.
@@ -508,7 +599,8 @@ mod tests {
                     id: json!(5),
                     method: "tools/call".into(),
                     tool: Some("w".into()),
-                    turn: Some("t".into())
+                    turn: Some("t".into()),
+                    traceparent: None
                 },
                 "{}",
                 &call[..80]
@@ -526,7 +618,8 @@ mod tests {
                 id: json!(2),
                 method: "tools/call".into(),
                 tool: Some("b".into()),
-                turn: None
+                turn: None,
+                traceparent: None
             }
         );
         assert_eq!(single(r#"{"id":1,"result":{},"id":null}"#), Message::Other);

@@ -346,6 +346,7 @@ async fn at_the_connection_cap_with_every_connection_busy_a_new_one_gets_503() {
                 logical_turn_id: LogicalTurnId::parse("t").unwrap(),
                 tool: ToolName::parse("tool").unwrap(),
                 commissioned_after: None,
+                traceparent: None,
             },
         ),
         ledger::Command::new(

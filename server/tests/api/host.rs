@@ -581,6 +581,76 @@ async fn approve_commissioned_after_names_another_mutation_of_the_same_session()
     assert_eq!(turn["entries"].as_array().map(Vec::len), Some(1));
 }
 
+/// `traceparent` (docs/api.md "Host write API"): a W3C trace context, optional on approve and on the
+/// batch's `approve`; malformed (wrong length, not hex, an all-zero id, version ff) is 422 naming it and
+/// records nothing; a valid one is accepted.
+#[tokio::test]
+async fn a_malformed_traceparent_is_422_naming_it_and_records_nothing() {
+    let app = spawn().await;
+    let approve = |mutation: &str, tp: Value| {
+        json!({"logical_turn_id": "t1", "mutation_id": mutation, "tool": "github.create_issue",
+               "traceparent": tp})
+    };
+    let bad = [
+        json!("00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7"),
+        json!("00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01-"),
+        json!("00-4bf92f3577b34da6a3ce929d0e0e473z-00f067aa0ba902b7-01"),
+        json!("00-00000000000000000000000000000000-00f067aa0ba902b7-01"),
+        json!("00-4bf92f3577b34da6a3ce929d0e0e4736-0000000000000000-01"),
+        json!("ff-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"),
+        json!(42),
+    ];
+    for (i, tp) in bad.iter().enumerate() {
+        let m = format!("m{i}");
+        let (status, body) = app
+            .host(
+                Method::POST,
+                "/api/host/sessions/s1/mutations",
+                approve(&m, tp.clone()),
+            )
+            .await;
+        assert_eq!(
+            (status, body["error"]["field"].as_str()),
+            (StatusCode::UNPROCESSABLE_ENTITY, Some("traceparent")),
+            "{tp}: {body}"
+        );
+        let mut item = approve(&m, tp.clone());
+        item["op"] = json!("approve");
+        item["session_key"] = json!("s1");
+        let (status, v) = app
+            .host(
+                Method::POST,
+                "/api/host/batch",
+                json!({"operations": [item]}),
+            )
+            .await;
+        assert_eq!(status, StatusCode::OK);
+        assert_eq!(v["results"][0]["status"], 422, "{tp}: {v}");
+        assert_eq!(v["results"][0]["error"]["field"], "traceparent");
+    }
+    let (status, _) = app.get_json("/api/mutation-outcomes?session_id=s1").await;
+    assert_eq!(
+        status,
+        StatusCode::NOT_FOUND,
+        "a refused approve recorded its session"
+    );
+    let (status, body) = app
+        .host(
+            Method::POST,
+            "/api/host/sessions/s1/mutations",
+            approve(
+                "ok",
+                json!("00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"),
+            ),
+        )
+        .await;
+    assert_eq!(
+        (status, body["ledger_status"].as_str()),
+        (StatusCode::CREATED, Some("approved")),
+        "{body}"
+    );
+}
+
 /// docs/api.md "The ledger's id": `GET /api/host/ledger` answers 32 random hex digits, host token only;
 /// the same on every call and for every instance on one database (a second server built on the same
 /// ledger), another for another ledger.

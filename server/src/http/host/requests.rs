@@ -46,7 +46,8 @@ fn reason(s: Option<String>) -> Result<Option<Reason>, ApiError> {
     .transpose()
 }
 
-/// `{"logical_turn_id", "mutation_id", "tool", "commissioned_after"?}`: identifiers.
+/// `{"logical_turn_id", "mutation_id", "tool", "commissioned_after"?, "traceparent"?}`: identifiers, and
+/// the host's W3C trace context.
 #[derive(Deserialize, Default, ToSchema)]
 pub struct ApproveBody {
     #[schema(value_type = Identifier, required = true)]
@@ -59,6 +60,16 @@ pub struct ApproveBody {
     /// outcome, docs/api.md "Host write API"); the original stays as it is.
     #[schema(value_type = Option<Identifier>)]
     commissioned_after: Option<String>,
+    /// The host's W3C Trace Context `traceparent` of the tool call (`00-<32 hex trace id>-<16 hex parent
+    /// id>-<2 hex flags>`, lowercase): the OpenTelemetry span `mutation_outcome {tool}` becomes a child of
+    /// that span (docs/operations.md "OpenTelemetry"). Malformed (wrong length, not hex, an all-zero id,
+    /// version `ff`) is 422 naming `traceparent`.
+    #[schema(
+        value_type = Option<String>,
+        pattern = "^[0-9a-f]{2}-[0-9a-f]{32}-[0-9a-f]{16}-[0-9a-f]{2}(-.*)?$",
+        example = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"
+    )]
+    traceparent: Option<String>,
 }
 
 /// `{"attempt_id", "deadline_secs"?}`: the attempt, and how long it may stay in flight before the ledger
@@ -351,6 +362,13 @@ impl TryFrom<Request<SessionPath, ApproveBody>> for Command {
             .commissioned_after
             .map(|m| write_id(m, "commissioned_after", MutationId::parse))
             .transpose()?;
+        let traceparent = b
+            .traceparent
+            .map(|t| {
+                ledger::otel::Traceparent::parse(&t)
+                    .map_err(|why| ApiError::invalid_field("traceparent", why))
+            })
+            .transpose()?;
         Ok(Command::new(
             key,
             mutation_id,
@@ -358,6 +376,7 @@ impl TryFrom<Request<SessionPath, ApproveBody>> for Command {
                 logical_turn_id,
                 tool,
                 commissioned_after,
+                traceparent,
             },
         ))
     }

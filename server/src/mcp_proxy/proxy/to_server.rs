@@ -157,8 +157,13 @@ async fn client_line(state: &Arc<State>, line: Vec<u8>, turns: &mut TurnClock) -
                 method,
                 tool: Some(tool),
                 turn,
+                traceparent,
             } if method == "tools/call" => {
                 if let Some(c) = new_call(state, tool, turn.as_deref(), turns, now) {
+                    let c = NewCall {
+                        traceparent: traceparent.clone(),
+                        ..c
+                    };
                     calls.push((i, Some(id.clone()), c));
                 }
             }
@@ -166,9 +171,14 @@ async fn client_line(state: &Arc<State>, line: Vec<u8>, turns: &mut TurnClock) -
                 method,
                 tool: Some(tool),
                 turn,
+                traceparent,
                 ..
             } if method == "tools/call" => {
                 if let Some(c) = new_call(state, tool, turn.as_deref(), turns, now) {
+                    let c = NewCall {
+                        traceparent: traceparent.clone(),
+                        ..c
+                    };
                     calls.push((i, None, c));
                 }
             }
@@ -425,6 +435,7 @@ fn new_call(
         op: state.new_operation(),
         turn: turns.turn_for(named_turn, now),
         tool: format!("mcp__{}__{tool}", state.server_name()),
+        traceparent: None,
     })
 }
 
