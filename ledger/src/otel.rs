@@ -72,6 +72,10 @@ const ITEM_COLUMNS: &str = "id, span, entry_seq, session_key, logical_turn_id, m
 /// 2 digits. Version `ff` is invalid; a trace id or parent id of only zeros is invalid. A version other
 /// than `00` may have more after the flags (`-…`), which is ignored as the specification says; the
 /// stored form is then the first 55 characters, as version `00`.
+///
+/// Checked here rather than by `opentelemetry_sdk`'s `TraceContextPropagator`: that one reads each part
+/// with `from_str_radix`, so it takes ids of any length or with a sign (`00-+1-2-01`), which the
+/// specification refuses and a later reader of the stored text would not expect.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Traceparent(String);
 

@@ -105,6 +105,11 @@ export interface ProtectedWriteOp {
     readonly attemptId: string;
     readonly tool: string;
     /**
+     * The W3C trace context current when the protected write began (OpenTelemetry active in the host),
+     * sent with its approve so the ledger's span of the write is its child; else `undefined`.
+     */
+    readonly traceparent: string | undefined;
+    /**
      * The operation's idempotency key for the provider (`ol_` + 32 base32 characters): stable for the
      * operation (the same from a restarted host, and for a fresh attempt after a confirmed
      * `not_executed`), distinct across ledgers. Give it to a provider that keeps idempotency keys, so
@@ -178,6 +183,12 @@ export declare class Ledger {
         mutationId: string;
         tool: string;
         commissionedAfter?: string;
+        /**
+         * The host's W3C trace context of the tool call (lowercase `00-<32 hex>-<16 hex>-<2 hex>`, else
+         * 422 naming `traceparent`): the ledger's OpenTelemetry span of the write becomes its child
+         * (docs/operations.md "OpenTelemetry").
+         */
+        traceparent?: string;
     }): Promise<EntryState>;
     /**
      * Record intent (the dispatcher captured the attempt): `approved` → `execution_started`, in flight

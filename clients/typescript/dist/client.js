@@ -1,5 +1,6 @@
 import { LedgerConnectionError, LedgerError, LedgerSettleError, NotDispatched, ProviderFailed } from './errors.js';
 import { idempotencyKey } from './idempotency.js';
+import { currentTraceparent } from './trace.js';
 /** The server's default `--in-flight-deadline-secs` (docs/api.md "Deadlines"): the deadline of an intent sent without `deadlineSecs`, so the one a protected write extends when none was given. */
 export const DEFAULT_DEADLINE_SECS = 900;
 /** The longest deadline the ledger takes: 7 days (the shortest is 1 s). */
@@ -122,6 +123,8 @@ export class Ledger {
         };
         if (args.commissionedAfter !== undefined)
             body.commissioned_after = args.commissionedAfter;
+        if (args.traceparent !== undefined)
+            body.traceparent = args.traceparent;
         return this.#entry('approve', 'POST', `/api/host/sessions/${seg(args.sessionKey)}/mutations`, body, {
             ledger_status: 'approved',
             attempt_id: null,
@@ -359,6 +362,10 @@ export class Ledger {
         };
         if (options.commissionedAfter !== undefined)
             approve.commissioned_after = options.commissionedAfter;
+        // The span current as the write begins (OpenTelemetry active in the host) is its trace parent.
+        const traceparent = await currentTraceparent();
+        if (traceparent !== undefined)
+            approve.traceparent = traceparent;
         const intent = { op: 'intent', session_key: sessionKey, mutation_id: mutationId, attempt_id: attemptId };
         if (deadlineSecs !== undefined)
             intent.deadline_secs = deadlineSecs;
@@ -414,6 +421,7 @@ export class Ledger {
             mutationId,
             attemptId,
             tool,
+            traceparent,
             idempotencyKey: key,
             failed() {
                 outcome = 'failed';

@@ -1,5 +1,6 @@
 import { LedgerConnectionError, LedgerError, LedgerSettleError, NotDispatched, ProviderFailed } from './errors.js';
 import { idempotencyKey } from './idempotency.js';
+import { currentTraceparent } from './trace.js';
 import type { RecoverSummary, StatusAnswer, StatusCheck, StatusCheckOp } from './status.js';
 import type {
   BatchItem,
@@ -120,6 +121,11 @@ export interface ProtectedWriteOp {
   /** The attempt id this client minted and recorded with the intent (a UUID). */
   readonly attemptId: string;
   readonly tool: string;
+  /**
+   * The W3C trace context current when the protected write began (OpenTelemetry active in the host),
+   * sent with its approve so the ledger's span of the write is its child; else `undefined`.
+   */
+  readonly traceparent: string | undefined;
   /**
    * The operation's idempotency key for the provider (`ol_` + 32 base32 characters): stable for the
    * operation (the same from a restarted host, and for a fresh attempt after a confirmed
@@ -302,6 +308,12 @@ export class Ledger {
     mutationId: string;
     tool: string;
     commissionedAfter?: string;
+    /**
+     * The host's W3C trace context of the tool call (lowercase `00-<32 hex>-<16 hex>-<2 hex>`, else
+     * 422 naming `traceparent`): the ledger's OpenTelemetry span of the write becomes its child
+     * (docs/operations.md "OpenTelemetry").
+     */
+    traceparent?: string;
   }): Promise<EntryState> {
     const body: Record<string, unknown> = {
       logical_turn_id: args.logicalTurnId,
@@ -309,6 +321,7 @@ export class Ledger {
       tool: args.tool,
     };
     if (args.commissionedAfter !== undefined) body.commissioned_after = args.commissionedAfter;
+    if (args.traceparent !== undefined) body.traceparent = args.traceparent;
     return this.#entry('approve', 'POST', `/api/host/sessions/${seg(args.sessionKey)}/mutations`, body, {
       ledger_status: 'approved',
       attempt_id: null,
@@ -585,6 +598,9 @@ export class Ledger {
       tool,
     };
     if (options.commissionedAfter !== undefined) approve.commissioned_after = options.commissionedAfter;
+    // The span current as the write begins (OpenTelemetry active in the host) is its trace parent.
+    const traceparent = await currentTraceparent();
+    if (traceparent !== undefined) approve.traceparent = traceparent;
     const intent: Record<string, unknown> = { op: 'intent', session_key: sessionKey, mutation_id: mutationId, attempt_id: attemptId };
     if (deadlineSecs !== undefined) intent.deadline_secs = deadlineSecs;
     let approved: BatchResult;
@@ -642,6 +658,7 @@ export class Ledger {
       mutationId,
       attemptId,
       tool,
+      traceparent,
       idempotencyKey: key,
       failed() {
         outcome = 'failed';

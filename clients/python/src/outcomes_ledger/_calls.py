@@ -15,10 +15,12 @@ def entry(data: Any) -> Entry:
 
 
 def approve(session_key: str, logical_turn_id: str, mutation_id: str, tool: str,
-            commissioned_after: Optional[str]) -> Call[Entry]:
+            commissioned_after: Optional[str], traceparent: Optional[str] = None) -> Call[Entry]:
     body: dict[str, Any] = {"logical_turn_id": logical_turn_id, "mutation_id": mutation_id, "tool": tool}
     if commissioned_after is not None:
         body["commissioned_after"] = commissioned_after
+    if traceparent is not None:
+        body["traceparent"] = traceparent
     return Call("approve", "POST", f"{HOST}/sessions/{seg(session_key)}/mutations", body, entry,
                 requested=Requested("approved", None, None, logical_turn_id))
 

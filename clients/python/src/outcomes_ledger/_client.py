@@ -345,10 +345,14 @@ class Ledger(_Base):
     # One method per host operation ----------------------------------------------
 
     def approve(self, session_key: str, logical_turn_id: str, mutation_id: str, tool: str, *,
-                commissioned_after: Optional[str] = None) -> Entry:
+                commissioned_after: Optional[str] = None, traceparent: Optional[str] = None) -> Entry:
         """Approve a mutation (201): `POST /api/host/sessions/{session_key}/mutations`. Ids are
-        non-empty, at most 256 bytes, no control characters (422 `invalid_field` otherwise)."""
-        return self._run(_calls.approve(session_key, logical_turn_id, mutation_id, tool, commissioned_after))
+        non-empty, at most 256 bytes, no control characters (422 `invalid_field` otherwise).
+        `traceparent`: the host's W3C trace context of the tool call (lowercase
+        `00-<32 hex>-<16 hex>-<2 hex>`, else 422 naming it); the ledger's OpenTelemetry span of the
+        write becomes its child (docs/operations.md "OpenTelemetry")."""
+        return self._run(_calls.approve(session_key, logical_turn_id, mutation_id, tool, commissioned_after,
+                                        traceparent))
 
     def intent(self, session_key: str, mutation_id: str, attempt_id: str, *,
                deadline_secs: Optional[int] = None) -> Entry:
@@ -768,9 +772,10 @@ class AsyncLedger(_Base):
         return idempotency_key(await self._get_ledger_id(), session_key, mutation_id)
 
     async def approve(self, session_key: str, logical_turn_id: str, mutation_id: str, tool: str, *,
-                      commissioned_after: Optional[str] = None) -> Entry:
+                      commissioned_after: Optional[str] = None, traceparent: Optional[str] = None) -> Entry:
         """See `Ledger.approve`."""
-        return await self._run(_calls.approve(session_key, logical_turn_id, mutation_id, tool, commissioned_after))
+        return await self._run(_calls.approve(session_key, logical_turn_id, mutation_id, tool, commissioned_after,
+                                              traceparent))
 
     async def intent(self, session_key: str, mutation_id: str, attempt_id: str, *,
                      deadline_secs: Optional[int] = None) -> Entry:

@@ -13,6 +13,7 @@ from . import ops
 from ._core import batch_error
 from ._deadline import DEFAULT_DEADLINE_SECS, Extender
 from ._status import StatusAnswer, StatusCheck, UnknownOperation, now_rfc3339
+from ._trace import current_traceparent
 from ._types import BatchResult, Entry
 from .errors import LedgerError, LedgerSettleError, NotDispatched, ProviderFailed
 
@@ -97,6 +98,9 @@ class Operation:
         self.tool = tool
         self.attempt_id = attempt_id
         self.deadline_secs = deadline_secs
+        self.traceparent: Optional[str] = current_traceparent()
+        """The W3C trace context current when the protected write began (OpenTelemetry active in the
+        host), sent with its approve so the ledger's span of the write is its child; else `None`."""
         self.extender: Optional[Extender] = None
         """While and after the block: what extended the deadline (`extended`, `failures`)."""
         self.entry: Optional[Entry] = None
@@ -153,7 +157,8 @@ class Operation:
 
     def start_ops(self) -> list[dict[str, Any]]:
         return [
-            ops.approve(self.session_key, self.logical_turn_id, self.mutation_id, self.tool),
+            ops.approve(self.session_key, self.logical_turn_id, self.mutation_id, self.tool,
+                        traceparent=self.traceparent),
             ops.intent(self.session_key, self.mutation_id, self.attempt_id, self.deadline_secs),
         ]
 

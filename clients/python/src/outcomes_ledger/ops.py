@@ -15,11 +15,15 @@ from ._types import Evidence, SettleStatus
 
 
 def approve(session_key: str, logical_turn_id: str, mutation_id: str, tool: str,
-            commissioned_after: Optional[str] = None) -> dict[str, Any]:
+            commissioned_after: Optional[str] = None, traceparent: Optional[str] = None) -> dict[str, Any]:
+    """Approve; `traceparent`, the host's W3C trace context of the tool call (`00-<32 hex>-<16 hex>-<2
+    hex>`), makes the ledger's OpenTelemetry span of the write a child of that span."""
     op: dict[str, Any] = {"op": "approve", "session_key": session_key, "logical_turn_id": logical_turn_id,
                           "mutation_id": mutation_id, "tool": tool}
     if commissioned_after is not None:
         op["commissioned_after"] = commissioned_after
+    if traceparent is not None:
+        op["traceparent"] = traceparent
     return op
 
 

@@ -769,12 +769,23 @@ export interface paths {
 export type webhooks = Record<string, never>;
 export interface components {
     schemas: {
-        /** @description `{"logical_turn_id", "mutation_id", "tool", "commissioned_after"?}`: identifiers. */
+        /**
+         * @description `{"logical_turn_id", "mutation_id", "tool", "commissioned_after"?, "traceparent"?}`: identifiers, and
+         *     the host's W3C trace context.
+         */
         ApproveBody: {
             commissioned_after?: null | components["schemas"]["Identifier"];
             logical_turn_id: components["schemas"]["Identifier"];
             mutation_id: components["schemas"]["Identifier"];
             tool: components["schemas"]["Identifier"];
+            /**
+             * @description The host's W3C Trace Context `traceparent` of the tool call (`00-<32 hex trace id>-<16 hex parent
+             *     id>-<2 hex flags>`, lowercase): the OpenTelemetry span `mutation_outcome {tool}` becomes a child of
+             *     that span (docs/operations.md "OpenTelemetry"). Malformed (wrong length, not hex, an all-zero id,
+             *     version `ff`) is 422 naming `traceparent`.
+             * @example 00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01
+             */
+            traceparent?: string | null;
         };
         /** @description `{"to"}`: the staff member an operation's claim is handed to (docs/api.md "Claims"). */
         AssignBody: {
