@@ -32,6 +32,11 @@
 #   scripts/bench.sh --no-postgres    without the Postgres phase (also BENCH_POSTGRES=0)
 #   scripts/bench.sh --only-postgres  the Postgres phase alone
 #   scripts/bench.sh --only-reads     the history and replay figures alone (3 and 4), no Postgres
+#   scripts/bench.sh --otlp ...       every server measured also exports its spans over OTLP/HTTP
+#                                     (OTEL_EXPORTER_OTLP_ENDPOINT) to a local sink that answers 200
+#                                     (scripts/bench/otlp_sink.py): the write path with the OpenTelemetry
+#                                     outbox on and its worker exporting, to compare with a run without
+#                                     (docs/operations.md "OpenTelemetry")
 #
 # Extra arguments (but --no-postgres) go to the load generator (scripts/bench/, `--help` lists them).
 # Environment:
@@ -50,8 +55,9 @@ cd "$repo"
 
 postgres="${BENCH_POSTGRES:-1}"
 args=()
+otlp=0
 for a in "$@"; do
-  if [[ "$a" == --no-postgres ]]; then postgres=0; else args+=("$a"); fi
+  if [[ "$a" == --no-postgres ]]; then postgres=0; elif [[ "$a" == --otlp ]]; then otlp=1; else args+=("$a"); fi
   if [[ "$a" == --only-reads ]]; then postgres=0; fi
 done
 if [[ "$postgres" == 0 ]] && [[ " ${args[*]-} " == *" --only-postgres "* ]]; then
@@ -84,9 +90,13 @@ mkdir -p "$disk_parent"
 disk="$(mktemp -d "$disk_parent/run.XXXXXX")"
 tmpfs="$(mktemp -d "$tmpfs_parent/outcomes-bench.XXXXXX")"
 pg_dir=""
+sink=""
 cleanup() {
   if [[ -n "$pg_dir" ]]; then
     scripts/postgres.sh stop "$pg_dir" >/dev/null 2>&1 || true
+  fi
+  if [[ -n "$sink" ]]; then
+    kill -TERM "$sink" 2>/dev/null && wait "$sink" 2>/dev/null || true
   fi
   rm -rf "$disk" "$tmpfs"
 }
@@ -114,6 +124,19 @@ if [[ "$postgres" != 0 ]]; then
     exit 2
   fi
   pg_args=(--postgres-url "$pg_url")
+fi
+
+if [[ "$otlp" == 1 ]]; then
+  sink_port=4318
+  while (exec 3<>"/dev/tcp/127.0.0.1/$sink_port") 2>/dev/null; do
+    sink_port=$((sink_port + 1))
+  done
+  python3 scripts/bench/otlp_sink.py "$sink_port" &
+  sink=$!
+  export OTEL_EXPORTER_OTLP_ENDPOINT="http://127.0.0.1:$sink_port"
+  echo "== OpenTelemetry: every server exports to the sink at $OTEL_EXPORTER_OTLP_ENDPOINT" >&2
+else
+  unset OTEL_EXPORTER_OTLP_ENDPOINT OTEL_EXPORTER_OTLP_TRACES_ENDPOINT
 fi
 
 started=$(date +%s)

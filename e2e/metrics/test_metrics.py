@@ -200,6 +200,9 @@ def test_exact_values_through_prometheus_client(server):
         ("outcomes_deadline_settlements_total", ()): 0.0,
         ("outcomes_webhook_outbox_pending", ()): 0.0,
         ("outcomes_webhook_outbox_oldest_pending_age_seconds", ()): 0.0,
+        # The OpenTelemetry export is off: nothing queued.
+        ("outcomes_otel_outbox_pending", ()): 0.0,
+        ("outcomes_otel_outbox_oldest_pending_age_seconds", ()): 0.0,
     }
 
     # The known sequence (as server/tests/api/metrics.rs): m1 unknown, m2 in flight, m3 completed,
@@ -240,6 +243,9 @@ def test_exact_values_through_prometheus_client(server):
         # No webhook endpoint: nothing in the outbox, no delivery attempt.
         ("outcomes_webhook_outbox_pending", ()): 0.0,
         ("outcomes_webhook_outbox_oldest_pending_age_seconds", ()): 0.0,
+        # The OpenTelemetry export is off: nothing queued.
+        ("outcomes_otel_outbox_pending", ()): 0.0,
+        ("outcomes_otel_outbox_oldest_pending_age_seconds", ()): 0.0,
         ("outcomes_transitions_total", (("kind", "approve"), ("status", "approved"))): 5.0,
         ("outcomes_transitions_total", (("kind", "intent"), ("status", "execution_started"))): 5.0,
         ("outcomes_transitions_total", (("kind", "settle"), ("status", "outcome_unknown"))): 2.0,

@@ -11,7 +11,10 @@ docs/operations.md "OpenTelemetry".
 2. `test_a_write_with_a_traceparent_is_a_child_of_the_host_span`: a write approved with a W3C
    `traceparent` arrives in that trace with that parent span id and without `gen_ai.operation.name`; its
    reconciliation is in the same trace.
-3. `test_spans_written_while_phoenix_is_down_arrive_once`: Phoenix stopped, 200 writes, the server killed
+3. `test_a_span_the_backend_refuses_is_dropped_alone` (a receiver of the test's own answering 400 to
+   any request holding one span): the batch is split until that span is alone, it is dropped, the others
+   arrive, and `/metrics` counts both (`outcomes_otel_spans_total`, `outcomes_otel_outbox_pending`).
+4. `test_spans_written_while_phoenix_is_down_arrive_once`: Phoenix stopped, 200 writes, the server killed
    with SIGKILL and started again, then Phoenix started on its port: all 200 spans arrive, none twice, and
    the server's outbox is empty.
 
@@ -269,41 +272,69 @@ def test_outcomes_arrive_with_their_attributes(work):
         px.stop()
 
 
+class Receiver:
+    """An OTLP/HTTP receiver of the test's own on a loopback port: each request decoded with
+    `opentelemetry-proto` (Phoenix's own dependency), kept as `(path, content type, request)`, and
+    answered `refuse(request)` (a status to refuse it with) or 200. For what Phoenix does not show (span
+    links) or cannot be made to do (refuse a span)."""
+
+    def __init__(self, refuse=lambda req: None):
+        from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
+
+        got = self.got = []
+
+        class Handler(BaseHTTPRequestHandler):
+            def do_POST(self):
+                body = self.rfile.read(int(self.headers.get("content-length", "0")))
+                req = ExportTraceServiceRequest()
+                req.ParseFromString(body)
+                status = refuse(req) or 200
+                if status == 200:
+                    got.append((self.path, self.headers.get("content-type"), req))
+                self.send_response(status)
+                self.send_header("content-type", "application/x-protobuf")
+                self.send_header("content-length", "0")
+                self.end_headers()
+
+            def log_message(self, *args):
+                pass
+
+        self.port = free_port()
+        self.base = f"http://127.0.0.1:{self.port}"
+        self.httpd = ThreadingHTTPServer(("127.0.0.1", self.port), Handler)
+        threading.Thread(target=self.httpd.serve_forever, daemon=True).start()
+
+    def spans(self):
+        """`(resource spans, span)` of every request answered 200."""
+        return [(rs, sp) for _, _, req in list(self.got) for rs in req.resource_spans
+                for ss in rs.scope_spans for sp in ss.spans]
+
+    def wait_spans(self, n, within):
+        end = time.monotonic() + within
+        while time.monotonic() < end and len(self.spans()) < n:
+            time.sleep(0.1)
+        return self.spans()
+
+    def close(self):
+        self.httpd.shutdown()
+        self.httpd.server_close()
+
+
+def call_ids(req):
+    return [a.value.string_value for rs in req.resource_spans for ss in rs.scope_spans for sp in ss.spans
+            for a in sp.attributes if a.key == "gen_ai.tool.call.id"]
+
+
 def test_the_reconcile_span_links_the_write(work):
-    from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
-
-    got = []
-
-    class Handler(BaseHTTPRequestHandler):
-        def do_POST(self):
-            body = self.rfile.read(int(self.headers.get("content-length", "0")))
-            req = ExportTraceServiceRequest()
-            req.ParseFromString(body)
-            got.append((self.path, self.headers.get("content-type"), req))
-            self.send_response(200)
-            self.send_header("content-type", "application/x-protobuf")
-            self.send_header("content-length", "0")
-            self.end_headers()
-
-        def log_message(self, *args):
-            pass
-
-    port = free_port()
-    httpd = ThreadingHTTPServer(("127.0.0.1", port), Handler)
-    threading.Thread(target=httpd.serve_forever, daemon=True).start()
-    srv = Server(os.path.join(work, "server"), f"http://127.0.0.1:{port}", taken={port})
+    rx = Receiver()
+    srv = Server(os.path.join(work, "server"), rx.base, taken={rx.port})
     try:
         srv.write("s", "m-1", "outcome_unknown")
         srv.reconcile("s", "m-1")
-        end = time.monotonic() + 15
-        spans = []
-        while time.monotonic() < end and len(spans) < 2:
-            spans = [(rs, sp) for _, _, req in list(got) for rs in req.resource_spans
-                     for ss in rs.scope_spans for sp in ss.spans]
-            time.sleep(0.1)
+        spans = rx.wait_spans(2, 15)
         assert len(spans) == 2
-        assert {p for p, _, _ in got} == {"/v1/traces"}
-        assert {c for _, c, _ in got} == {"application/x-protobuf"}
+        assert {p for p, _, _ in rx.got} == {"/v1/traces"}
+        assert {c for _, c, _ in rx.got} == {"application/x-protobuf"}
         names = {sp.name: sp for _, sp in spans}
         write, rec = names[f"mutation_outcome {TOOL}"], names[f"reconcile {TOOL}"]
         service = [a.value.string_value for a in spans[0][0].resource.attributes if a.key == "service.name"]
@@ -314,8 +345,57 @@ def test_the_reconcile_span_links_the_write(work):
         assert rec.trace_id == write.trace_id and not rec.parent_span_id and not write.parent_span_id
     finally:
         srv.stop()
-        httpd.shutdown()
-        httpd.server_close()
+        rx.close()
+
+
+def test_a_span_the_backend_refuses_is_dropped_alone(work):
+    """A backend that answers 400 to any request holding one span (as a collector does to content it
+    will not take): the worker splits the batch until that span is alone and drops it; the 29 others
+    arrive once each, at once (no 24 h of retries), nothing stays in the outbox, and /metrics counts
+    both."""
+    refused = []
+
+    def refuse(req):
+        ids = call_ids(req)
+        if "m-poison" in ids:
+            refused.append(len(ids))
+            return 400
+        return None
+
+    rx = Receiver(refuse)
+    srv = Server(os.path.join(work, "server"), rx.base, taken={rx.port})
+    try:
+        # One batch request, one transaction: the 30 rows are queued together and exported together.
+        ops = []
+        for i in range(30):
+            m = "m-poison" if i == 17 else f"m-{i:02}"
+            ops += [{"op": "approve", "session_key": "refused", "logical_turn_id": "t-1", "mutation_id": m,
+                     "tool": TOOL},
+                    {"op": "intent", "session_key": "refused", "mutation_id": m, "attempt_id": "a1"},
+                    {"op": "settle", "session_key": "refused", "mutation_id": m, "attempt_id": "a1",
+                     "status": "completed"}]
+        status, text = srv.call("POST", "/api/host/batch", {"operations": ops})
+        assert status == 200 and all(r["status"] in (200, 201) for r in json.loads(text)["results"]), text
+        spans = rx.wait_spans(29, 20)
+        end = time.monotonic() + 10
+        while time.monotonic() < end and srv.pending() > 0:
+            time.sleep(0.1)
+        ids = sorted(a.value.string_value for _, sp in spans for a in sp.attributes
+                     if a.key == "gen_ai.tool.call.id")
+        assert ids == sorted(f"m-{i:02}" for i in range(30) if i != 17), ids
+        assert srv.pending() == 0
+        # The whole batch first, then ever smaller parts holding it (about log2(30) of them), at last alone.
+        assert refused[0] == 30 and refused[-1] == 1, refused
+        assert all(a > b for a, b in zip(refused, refused[1:])) and len(refused) <= 7, refused
+        status, metrics = srv.call("GET", "/metrics")
+        assert status == 200
+        lines = metrics.splitlines()
+        assert 'outcomes_otel_spans_total{result="refused"} 1' in lines, metrics
+        assert 'outcomes_otel_spans_total{result="exported"} 29' in lines, metrics
+        assert "outcomes_otel_outbox_pending 0" in lines, metrics
+    finally:
+        srv.stop()
+        rx.close()
 
 
 def test_a_write_with_a_traceparent_is_a_child_of_the_host_span(work):

@@ -335,6 +335,23 @@ impl Otel {
         }))
     }
 
+    /// The outbox's backlog for `GET /metrics` (docs/api.md "Metrics"): rows waiting to be exported (a
+    /// leased one included) and whole seconds since the change of the oldest of them (`None`: none).
+    /// One statement; the outbox is bounded (`--otlp-outbox-max-pending`). Errors: the store's.
+    pub async fn outbox_gauges(&self) -> Result<crate::webhooks::OutboxGauges, LedgerError> {
+        let now = self.now_ms();
+        let (pending, oldest): (i64, Option<i64>) = on_read!(self.inner, |pool, d| {
+            sqlx::query_as("SELECT COUNT(*), MIN(at) FROM otel_outbox")
+                .fetch_one(pool)
+                .await?
+        });
+        Ok(crate::webhooks::OutboxGauges {
+            pending: u64::try_from(pending).unwrap_or(0),
+            oldest_pending_age_secs: oldest
+                .map(|at| u64::try_from(now.saturating_sub(at) / 1000).unwrap_or(0)),
+        })
+    }
+
     /// Rows waiting to be exported (a leased one included).
     pub async fn pending(&self) -> Result<u64, LedgerError> {
         let n: i64 = on_read!(self.inner, |pool, d| sqlx::query_scalar(

@@ -40,6 +40,8 @@ pub struct AppState {
     pub sessions: SessionManager,
     /// Webhook endpoints and the outbox: when staff were alerted (docs/api.md "Alerted").
     pub webhooks: ledger::webhooks::Webhooks,
+    /// The OpenTelemetry outbox: its backlog for `GET /metrics` (docs/operations.md "OpenTelemetry").
+    pub otel: ledger::otel::Otel,
     pub hub: Arc<hub::Hub>,
     /// Bearer token of the host write API.
     pub host_token: Arc<str>,

@@ -64,6 +64,39 @@ pub const WEBHOOK_OUTBOX_PENDING: &str = "outcomes_webhook_outbox_pending";
 pub const WEBHOOK_OUTBOX_OLDEST_PENDING_AGE: &str =
     "outcomes_webhook_outbox_oldest_pending_age_seconds";
 
+/// OpenTelemetry outbox rows pending (not yet exported, not given up), read from the database.
+pub const OTEL_OUTBOX_PENDING: &str = "outcomes_otel_outbox_pending";
+/// Whole seconds since the change of the oldest pending OpenTelemetry outbox row; 0 when none is pending.
+pub const OTEL_OUTBOX_OLDEST_PENDING_AGE: &str = "outcomes_otel_outbox_oldest_pending_age_seconds";
+/// Spans this process's export worker ended, by `result` ([`SpanResult`]).
+pub const OTEL_SPANS: &str = "outcomes_otel_spans_total";
+
+/// How the export worker ended one span's row: the `result` label of [`OTEL_SPANS`] (docs/api.md
+/// "Metrics").
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SpanResult {
+    /// The backend answered success: the span is there.
+    Exported,
+    /// The backend refused the span itself (400, 413 or 422 for a request of this span alone): dropped.
+    Refused,
+    /// Not exported within 24 h of its change: dropped.
+    GaveUp,
+    /// Beyond `--otlp-outbox-max-pending`: dropped, the oldest first.
+    Dropped,
+}
+
+impl SpanResult {
+    /// The label value: `exported`, `refused`, `gave_up`, `dropped`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            SpanResult::Exported => "exported",
+            SpanResult::Refused => "refused",
+            SpanResult::GaveUp => "gave_up",
+            SpanResult::Dropped => "dropped",
+        }
+    }
+}
+
 /// What one webhook delivery attempt came to: the `result` label of [`WEBHOOK_DELIVERIES`]
 /// (docs/api.md "Metrics").
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -143,6 +176,7 @@ impl Metrics {
         describe_counter(&recorder, FAILED_CREDENTIALS, "Failed credentials: bearer tokens, sign-ins, viewer links, a missing host token on the host API.");
         describe_counter(&recorder, WEBHOOK_DELIVERIES, "Webhook delivery attempts this instance made, by event and result (delivered, failed: tried again, gave_up: the last attempt failed, gone: 410 disabled the endpoint).");
         describe_counter(&recorder, DEADLINE_SETTLEMENTS, "Writes this instance settled outcome_unknown (execution_timeout) itself because their host neither settled nor extended them by their deadline.");
+        describe_counter(&recorder, OTEL_SPANS, "OpenTelemetry spans this instance's export worker ended, by result (exported; refused: the backend refused the span alone; gave_up: not exported within 24 h; dropped: beyond the outbox bound).");
         describe_counter(&recorder, WEBHOOK_OUTBOX_DROPPED, "Webhook outbox rows this instance dropped undelivered because their endpoint had more pending than the bound (the oldest first), by endpoint id.");
         recorder.describe_histogram(
             KeyName::from_const_str(HOST_REQUEST_DURATION),
@@ -214,6 +248,12 @@ impl Metrics {
             .increment(rows);
     }
 
+    /// Counts `n` spans the OpenTelemetry export worker ended with `result`.
+    pub fn otel_spans(&self, result: SpanResult, n: u64) {
+        let key = Key::from_parts(OTEL_SPANS, vec![Label::new("result", result.as_str())]);
+        self.recorder.register_counter(&key, &METADATA).increment(n);
+    }
+
     /// Counts `n` entries this process settled at their deadline (docs/api.md "Deadlines").
     pub fn deadline_settlements(&self, n: u64) {
         self.recorder
@@ -238,12 +278,14 @@ impl Metrics {
         self.handle.run_upkeep();
     }
 
-    /// The whole exposition: the scrape-time gauges (`ledger`, the webhook `outbox`, `live_streams`),
-    /// then what this process counted. An age without an open entry (or a pending row) is 0.
+    /// The whole exposition: the scrape-time gauges (`ledger`, the webhook `outbox`, the OpenTelemetry
+    /// `otel_outbox`, `live_streams`), then what this process counted. An age without an open entry (or
+    /// a pending row) is 0.
     pub fn render(
         &self,
         ledger: &LedgerGauges,
         outbox: &OutboxGauges,
+        otel_outbox: &OutboxGauges,
         live_streams: usize,
     ) -> String {
         let scrape = PrometheusBuilder::new().build_recorder();
@@ -284,6 +326,18 @@ impl Metrics {
             Some(Unit::Seconds),
             "Whole seconds since the event of the oldest pending webhook delivery happened; 0 when none is pending.",
         );
+        describe_gauge(
+            &scrape,
+            OTEL_OUTBOX_PENDING,
+            None,
+            "OpenTelemetry spans pending in the outbox (not yet exported, not given up).",
+        );
+        describe_gauge(
+            &scrape,
+            OTEL_OUTBOX_OLDEST_PENDING_AGE,
+            Some(Unit::Seconds),
+            "Whole seconds since the change of the oldest pending OpenTelemetry span; 0 when none is pending.",
+        );
         gauge(UNKNOWN_OPEN, vec![], ledger.unknown_open() as f64);
         for (tool, n) in &ledger.unknown_by_tool {
             gauge(
@@ -309,6 +363,12 @@ impl Metrics {
             WEBHOOK_OUTBOX_OLDEST_PENDING_AGE,
             vec![],
             outbox.oldest_pending_age_secs.unwrap_or(0) as f64,
+        );
+        gauge(OTEL_OUTBOX_PENDING, vec![], otel_outbox.pending as f64);
+        gauge(
+            OTEL_OUTBOX_OLDEST_PENDING_AGE,
+            vec![],
+            otel_outbox.oldest_pending_age_secs.unwrap_or(0) as f64,
         );
         let mut out = scrape.handle().render();
         out.push_str(&self.handle.render());
@@ -439,9 +499,13 @@ pub async fn metrics(
     principal.may_read_all()?;
     let gauges = state.sessions.ledger_gauges().await?;
     let outbox = state.webhooks.outbox_gauges().await?;
-    let body = state
-        .metrics
-        .render(&gauges, &outbox, state.hub.total_subscribers());
+    let otel_outbox = state.otel.outbox_gauges().await?;
+    let body = state.metrics.render(
+        &gauges,
+        &outbox,
+        &otel_outbox,
+        state.hub.total_subscribers(),
+    );
     Ok((
         StatusCode::OK,
         [(header::CONTENT_TYPE, HeaderValue::from_static(CONTENT_TYPE))],
@@ -499,7 +563,12 @@ mod tests {
     #[test]
     fn the_exposition_holds_the_scrape_gauges_and_the_counters() {
         let m = Metrics::new();
-        let empty = m.render(&LedgerGauges::default(), &OutboxGauges::default(), 0);
+        let empty = m.render(
+            &LedgerGauges::default(),
+            &OutboxGauges::default(),
+            &OutboxGauges::default(),
+            0,
+        );
         assert!(empty.contains("\noutcomes_unknown_open 0\n"), "{empty}");
         assert!(empty.contains("\noutcomes_busy_total 0\n"), "{empty}");
         assert!(!empty.contains("tool="), "{empty}");
@@ -522,7 +591,13 @@ mod tests {
             pending: 3,
             oldest_pending_age_secs: Some(12),
         };
-        let text = m.render(&g, &outbox, 4);
+        let otel_outbox = OutboxGauges {
+            pending: 5,
+            oldest_pending_age_secs: Some(90),
+        };
+        m.otel_spans(SpanResult::Exported, 4);
+        m.otel_spans(SpanResult::Refused, 1);
+        let text = m.render(&g, &outbox, &otel_outbox, 4);
         for line in [
             "outcomes_unknown_open 2",
             "outcomes_unknown_open{tool=\"x\"} 2",
@@ -533,6 +608,10 @@ mod tests {
             "outcomes_transitions_total{kind=\"settle\",status=\"outcome_unknown\"} 2",
             "outcomes_busy_total 1",
             "outcomes_failed_credentials_total 0",
+            "outcomes_otel_outbox_pending 5",
+            "outcomes_otel_outbox_oldest_pending_age_seconds 90",
+            "outcomes_otel_spans_total{result=\"exported\"} 4",
+            "outcomes_otel_spans_total{result=\"refused\"} 1",
             "outcomes_webhook_outbox_pending 3",
             "outcomes_webhook_outbox_oldest_pending_age_seconds 12",
             "outcomes_webhook_deliveries_total{event=\"outcome.unknown\",result=\"failed\"} 2",
@@ -548,11 +627,16 @@ mod tests {
             unknown_by_tool: [(r#"a\"b\\c\n"#.to_owned(), 1)].into(),
             ..LedgerGauges::default()
         };
-        let text = m.render(&odd, &OutboxGauges::default(), 0);
+        let text = m.render(&odd, &OutboxGauges::default(), &OutboxGauges::default(), 0);
         let line = r#"outcomes_unknown_open{tool="a\\\"b\\\\c\\n"} 1"#;
         assert!(text.lines().any(|l| l == line), "{line} in\n{text}");
         // The next scrape no longer has the tool.
-        let text = m.render(&LedgerGauges::default(), &OutboxGauges::default(), 0);
+        let text = m.render(
+            &LedgerGauges::default(),
+            &OutboxGauges::default(),
+            &OutboxGauges::default(),
+            0,
+        );
         assert!(!text.contains("tool=\"x\""), "{text}");
         assert!(
             text.lines()

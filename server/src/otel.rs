@@ -15,6 +15,7 @@
 //! and the delete sends its batch again after the lease: the span ids are derived, the same each time).
 
 use std::borrow::Cow;
+use std::sync::atomic::{AtomicU16, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
@@ -31,6 +32,8 @@ use opentelemetry_sdk::Resource;
 use rand::Rng;
 use sha2::{Digest, Sha256};
 use tokio_util::sync::CancellationToken;
+
+use crate::metrics::{Metrics, SpanResult};
 
 /// Rows exported in one OTLP request, at most.
 pub const BATCH: i64 = 512;
@@ -339,9 +342,13 @@ pub fn span_data(item: &OtelItem, ctx: &SpanContextInputs) -> SpanData {
 }
 
 /// The HTTP client the OTLP exporter sends with: the server's own `reqwest` (no second HTTP stack), with
-/// [`EXPORT_TIMEOUT`].
+/// [`EXPORT_TIMEOUT`]. It keeps the status of the last answer (0: none yet, or no answer), which the
+/// exporter's error does not carry: the worker tells a refused span from a backend that is down by it.
 #[derive(Debug, Clone)]
-struct Client(reqwest::Client);
+struct Client {
+    http: reqwest::Client,
+    last_status: Arc<AtomicU16>,
+}
 
 #[async_trait::async_trait]
 impl opentelemetry_http::HttpClient for Client {
@@ -350,11 +357,13 @@ impl opentelemetry_http::HttpClient for Client {
         request: http::Request<bytes::Bytes>,
     ) -> Result<http::Response<bytes::Bytes>, opentelemetry_http::HttpError> {
         let (parts, body) = request.into_parts();
-        let mut req = self.0.request(parts.method, parts.uri.to_string());
+        let mut req = self.http.request(parts.method, parts.uri.to_string());
         for (k, v) in parts.headers.iter() {
             req = req.header(k, v);
         }
         let resp = req.body(body).send().await?;
+        self.last_status
+            .store(resp.status().as_u16(), Ordering::Relaxed);
         let mut out = http::Response::builder().status(resp.status());
         for (k, v) in resp.headers() {
             out = out.header(k, v);
@@ -364,23 +373,70 @@ impl opentelemetry_http::HttpClient for Client {
     }
 }
 
+/// The OTLP span exporter and the status of its last answer.
+pub struct Exporter {
+    spans: opentelemetry_otlp::SpanExporter,
+    last_status: Arc<AtomicU16>,
+}
+
+/// Why an export failed, as the worker acts on it.
+#[derive(Debug, PartialEq, Eq)]
+pub enum ExportError {
+    /// The backend answered 400, 413 or 422: it will not take this request's content, however often
+    /// it is sent (OTLP/HTTP: not retryable). Split, or dropped when it is one span.
+    Refused(u16, String),
+    /// No answer, or any other status (429, 5xx, also 401/403/404: a backend down, overloaded or
+    /// misconfigured, which an operator can fix within the 24 h): tried again.
+    Failed(String),
+}
+
+impl Exporter {
+    /// Exports one batch of spans.
+    pub async fn export(&self, batch: Vec<SpanData>) -> Result<(), ExportError> {
+        self.last_status.store(0, Ordering::Relaxed);
+        match self.spans.export(batch).await {
+            Ok(()) => Ok(()),
+            Err(e) => Err(classify(
+                self.last_status.load(Ordering::Relaxed),
+                e.to_string(),
+            )),
+        }
+    }
+
+    fn shutdown(&mut self) {
+        let _ = self.spans.shutdown();
+    }
+}
+
+/// The worker's reading of a failed export: the last answer's status (0: none) and the error's text.
+pub fn classify(status: u16, error: String) -> ExportError {
+    match status {
+        400 | 413 | 422 => ExportError::Refused(status, error),
+        _ => ExportError::Failed(error),
+    }
+}
+
 /// Builds the exporter for `endpoint` (from [`traces_endpoint`]). Headers come from
 /// `OTEL_EXPORTER_OTLP_HEADERS` / `OTEL_EXPORTER_OTLP_TRACES_HEADERS` (read by the crate).
-pub fn exporter(endpoint: &str) -> Result<opentelemetry_otlp::SpanExporter, String> {
-    let client = reqwest::Client::builder()
+pub fn exporter(endpoint: &str) -> Result<Exporter, String> {
+    let http = reqwest::Client::builder()
         .timeout(EXPORT_TIMEOUT)
         .build()
         .map_err(|e| e.to_string())?;
-    let mut exporter = opentelemetry_otlp::SpanExporter::builder()
+    let last_status = Arc::new(AtomicU16::new(0));
+    let mut spans = opentelemetry_otlp::SpanExporter::builder()
         .with_http()
         .with_protocol(opentelemetry_otlp::Protocol::HttpBinary)
         .with_endpoint(endpoint)
         .with_timeout(EXPORT_TIMEOUT)
-        .with_http_client(Client(client))
+        .with_http_client(Client {
+            http,
+            last_status: last_status.clone(),
+        })
         .build()
         .map_err(|e| e.to_string())?;
-    exporter.set_resource(&resource());
-    Ok(exporter)
+    spans.set_resource(&resource());
+    Ok(Exporter { spans, last_status })
 }
 
 /// `service.name` = `OTEL_SERVICE_NAME` or `outcomes`, `service.version` = this build's.
@@ -408,12 +464,16 @@ pub fn backoff_ms(base_ms: i64, max_ms: i64, failures: i64) -> i64 {
 
 /// The export worker (`outcomes serve` with an endpoint): until `stop`, takes due rows, exports them,
 /// deletes what was exported, backs off while the backend fails, gives up rows 24 h old and keeps the
-/// bound. Never on a request's path.
+/// bound. A batch the backend refuses (400, 413, 422: [`ExportError::Refused`]) is split in halves and
+/// each sent again at once, so one span the backend will not take (or a request too large for it) never
+/// holds back the others; a span refused alone is dropped and logged with its operation. Counts each
+/// span it ends into `outcomes_otel_spans_total{result}` ([`SpanResult`]). Never on a request's path.
 pub async fn run_worker(
     otel: Otel,
-    exporter: opentelemetry_otlp::SpanExporter,
+    mut exporter: Exporter,
     ctx: Arc<SpanContextInputs>,
     options: OtelOptions,
+    metrics: Arc<Metrics>,
     stop: CancellationToken,
 ) {
     let mut failures: i64 = 0;
@@ -426,11 +486,14 @@ pub async fn run_worker(
         }
         match otel.drop_over_bound(options.otlp_outbox_max_pending).await {
             Ok(0) => {}
-            Ok(n) => tracing::warn!(
-                dropped = n,
-                bound = options.otlp_outbox_max_pending,
-                "OpenTelemetry outbox over its bound: the oldest spans dropped"
-            ),
+            Ok(n) => {
+                metrics.otel_spans(SpanResult::Dropped, n);
+                tracing::warn!(
+                    dropped = n,
+                    bound = options.otlp_outbox_max_pending,
+                    "OpenTelemetry outbox over its bound: the oldest spans dropped"
+                )
+            }
             Err(e) => tracing::warn!(error = %e, "OpenTelemetry outbox bound not kept"),
         }
         match otel
@@ -438,10 +501,13 @@ pub async fn run_worker(
             .await
         {
             Ok(0) => {}
-            Ok(n) => tracing::warn!(
-                given_up = n,
-                "OpenTelemetry spans not exported within 24 h: given up"
-            ),
+            Ok(n) => {
+                metrics.otel_spans(SpanResult::GaveUp, n);
+                tracing::warn!(
+                    given_up = n,
+                    "OpenTelemetry spans not exported within 24 h: given up"
+                )
+            }
             Err(e) => tracing::warn!(error = %e, "OpenTelemetry outbox not read"),
         }
         loop {
@@ -455,31 +521,25 @@ pub async fn run_worker(
             if items.is_empty() {
                 break;
             }
-            let ids: Vec<i64> = items.iter().map(|i| i.id).collect();
-            let batch: Vec<SpanData> = items.iter().map(|i| span_data(i, &ctx)).collect();
             let full = items.len() as i64 == BATCH;
-            let result = tokio::select! {
+            let exported = tokio::select! {
                 _ = stop.cancelled() => return,
-                r = exporter.export(batch) => r,
+                r = export_taken(&otel, &exporter, &ctx, &metrics, items) => r,
             };
-            match result {
+            match exported {
                 Ok(()) => {
                     failures = 0;
-                    if let Err(e) = otel.exported(&ids).await {
-                        tracing::warn!(error = %e, "OpenTelemetry outbox: exported rows not deleted");
-                    }
                     if !full {
                         break;
                     }
                 }
-                Err(e) => {
+                Err((ids, error)) => {
                     failures = failures.saturating_add(1);
                     let next = otel.now_ms().saturating_add(backoff_ms(
                         options.otlp_retry_base_ms,
                         options.otlp_retry_max_ms,
                         failures,
                     ));
-                    let error = e.to_string();
                     tracing::warn!(error = %error, spans = ids.len(), failures, "OpenTelemetry export failed; retried");
                     if let Err(e) = otel.attempt_failed(&ids, next, &error).await {
                         tracing::warn!(error = %e, "OpenTelemetry outbox: failure not recorded");
@@ -489,7 +549,63 @@ pub async fn run_worker(
             }
         }
     }
-    let _ = exporter.shutdown();
+    exporter.shutdown();
+}
+
+/// Exports rows the worker took: the whole batch, or, when the backend refuses it, its halves in turn
+/// (depth first, so a single refused span costs about 2·log2([`BATCH`]) requests). Deletes what was
+/// exported and what was refused alone. On the first failure that is not a refusal, answers the ids not
+/// yet ended (to be tried again) with the error.
+async fn export_taken(
+    otel: &Otel,
+    exporter: &Exporter,
+    ctx: &SpanContextInputs,
+    metrics: &Metrics,
+    items: Vec<OtelItem>,
+) -> Result<(), (Vec<i64>, String)> {
+    let mut todo: Vec<Vec<OtelItem>> = vec![items];
+    while let Some(chunk) = todo.pop() {
+        let ids: Vec<i64> = chunk.iter().map(|i| i.id).collect();
+        let batch: Vec<SpanData> = chunk.iter().map(|i| span_data(i, ctx)).collect();
+        match exporter.export(batch).await {
+            Ok(()) => {
+                metrics.otel_spans(SpanResult::Exported, ids.len() as u64);
+                if let Err(e) = otel.exported(&ids).await {
+                    tracing::warn!(error = %e, "OpenTelemetry outbox: exported rows not deleted");
+                }
+            }
+            Err(ExportError::Refused(status, error)) if chunk.len() > 1 => {
+                tracing::info!(status, spans = chunk.len(), error = %error, "OpenTelemetry backend refused a batch: sent again in halves");
+                let mut first = chunk;
+                let second = first.split_off(first.len() / 2);
+                todo.push(second);
+                todo.push(first);
+            }
+            Err(ExportError::Refused(status, error)) => {
+                let item = &chunk[0];
+                tracing::warn!(
+                    status,
+                    error = %error,
+                    session_key = %item.session_key,
+                    mutation_id = %item.mutation_id,
+                    span = %item.span,
+                    "OpenTelemetry backend refused this span: dropped"
+                );
+                metrics.otel_spans(SpanResult::Refused, 1);
+                if let Err(e) = otel.given_up(&ids).await {
+                    tracing::warn!(error = %e, "OpenTelemetry outbox: refused row not deleted");
+                }
+            }
+            Err(ExportError::Failed(error)) => {
+                let rest = ids
+                    .into_iter()
+                    .chain(todo.iter().flatten().map(|i| i.id))
+                    .collect();
+                return Err((rest, error));
+            }
+        }
+    }
+    Ok(())
 }
 
 #[cfg(test)]
@@ -674,6 +790,24 @@ mod tests {
         assert!(!attrs(&span)
             .iter()
             .any(|(k, _)| k == "gen_ai.operation.name"));
+    }
+
+    #[test]
+    fn only_a_refusal_of_the_content_is_not_tried_again() {
+        for status in [400, 413, 422] {
+            assert_eq!(
+                classify(status, "x".into()),
+                ExportError::Refused(status, "x".into())
+            );
+        }
+        // No answer (0), a backend down or overloaded, or misconfigured: retried for 24 h.
+        for status in [0, 401, 403, 404, 408, 429, 500, 502, 503, 504] {
+            assert_eq!(
+                classify(status, "x".into()),
+                ExportError::Failed("x".into()),
+                "{status}"
+            );
+        }
     }
 
     #[test]

@@ -292,6 +292,7 @@ pub async fn build_with_clock(
         engine: ledger.engine(),
         sessions: ledger.sessions(),
         webhooks: ledger.webhooks(),
+        otel: ledger.otel(),
         hub,
         host_token: Arc::from(host_token),
         shutdown: CancellationToken::new(),
@@ -517,6 +518,7 @@ pub async fn serve(args: ServeArgs) -> Result<(), Box<dyn std::error::Error>> {
             exporter,
             std::sync::Arc::new(ctx),
             args.otel.clone(),
+            built.state.metrics.clone(),
             shutdown.clone(),
         ));
     }

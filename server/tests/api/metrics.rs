@@ -126,6 +126,33 @@ async fn queue_oldest(app: &TestApp) -> Value {
     page["oldest_unknown_age_secs"].clone()
 }
 
+/// The OpenTelemetry outbox's backlog (docs/api.md "Metrics"): with the export's trigger on and no
+/// worker running (no endpoint in this test), two settled writes wait; their gauges read the rows and the
+/// oldest one's change; the export worker's counter has no series before its first span.
+#[tokio::test]
+async fn the_otel_outbox_backlog_is_read_at_each_scrape() {
+    let clock = Arc::new(Manual(AtomicI64::new(T0)));
+    let app = spawn_clocked(clock.clone(), |_| {}).await;
+    app.state.otel.set_enabled(true).await.unwrap();
+    app.settled("s-1", "t-1", "m1", "completed").await;
+    clock.advance_ms(4_000);
+    app.settled("s-1", "t-1", "m2", "outcome_unknown").await;
+    clock.advance_ms(3_500);
+    let all = scrape(&app).await;
+    expect(
+        &all,
+        &[
+            ("outcomes_otel_outbox_pending", 2.0),
+            ("outcomes_otel_outbox_oldest_pending_age_seconds", 7.0),
+        ],
+    );
+    assert!(
+        !all.keys()
+            .any(|k| k.starts_with("outcomes_otel_spans_total")),
+        "{all:#?}"
+    );
+}
+
 /// The known sequence of the issue (the same as e2e/metrics/test_metrics.py), on a manual clock:
 /// T0 m1 (dashboards) settles unknown; T0+10 s m2 in flight, m3 completes, and a batch approves, starts
 /// and settles m4 (codehost) unknown; a wrong token; a write refused 503 `busy`; one live stream; at
@@ -148,9 +175,11 @@ async fn every_figure_is_exact_after_a_known_sequence_of_writes() {
             ("outcomes_deadline_settlements_total", 0.0),
             ("outcomes_webhook_outbox_pending", 0.0),
             ("outcomes_webhook_outbox_oldest_pending_age_seconds", 0.0),
+            ("outcomes_otel_outbox_pending", 0.0),
+            ("outcomes_otel_outbox_oldest_pending_age_seconds", 0.0),
         ],
     );
-    assert_eq!(first.len(), 10, "{first:#?}");
+    assert_eq!(first.len(), 12, "{first:#?}");
     assert_eq!(queue_oldest(&app).await, Value::Null);
 
     app.settled("s-1", "t-1", "m1", "outcome_unknown").await;
