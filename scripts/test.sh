@@ -74,7 +74,7 @@ PYTHONDONTWRITEBYTECODE=1 python3 -m pytest -q -p no:cacheprovider e2e/metrics
 section "webhooks verified by the standardwebhooks package (e2e/webhooks, ~20 s)"
 PYTHONDONTWRITEBYTECODE=1 python3 -m pytest -q -p no:cacheprovider e2e/webhooks
 
-section "OpenTelemetry export into a real Arize Phoenix (e2e/otel, ~1.5 min)"
+section "OpenTelemetry export into a real Arize Phoenix (e2e/otel, ~2 min)"
 phoenix_venv=${OUTCOMES_PHOENIX_VENV:-$HOME/.cache/outcomes/phoenix-20.26.1}
 PHOENIX_BIN="$phoenix_venv/bin/phoenix" PYTHONDONTWRITEBYTECODE=1 \
   "$phoenix_venv/bin/python" -m pytest -q -p no:cacheprovider e2e/otel
