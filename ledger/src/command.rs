@@ -134,7 +134,7 @@ pub enum Action {
     /// session, already recorded, that this one was commissioned after (stored on the entry, read by
     /// `SessionManager::operation_history` both ways); itself, or a mutation the session does not hold, is
     /// `Invalid` on `commissioned_after`. Omitted from the serde form when `None`. `traceparent`, when
-    /// given, is the host's W3C trace context (checked by [`crate::otel::Traceparent::parse`], stored on
+    /// given, is the host's W3C trace context (checked by [`crate::traceparent::Traceparent::parse`], stored on
     /// the entry, copied into the OpenTelemetry outbox: the span `mutation_outcome {tool}` is its child).
     Approve {
         logical_turn_id: LogicalTurnId,
@@ -142,7 +142,7 @@ pub enum Action {
         #[serde(default, skip_serializing_if = "Option::is_none")]
         commissioned_after: Option<MutationId>,
         #[serde(default, skip_serializing_if = "Option::is_none")]
-        traceparent: Option<crate::otel::Traceparent>,
+        traceparent: Option<crate::traceparent::Traceparent>,
     },
     /// Dispatch is about to enter the router: `approved` → `execution_started` under `attempt_id`, with
     /// its deadline `deadline_secs` from now (1 to [`DEADLINE_MAX_SECS`]; `None`: the ledger's default,

@@ -13,6 +13,7 @@ pub mod command;
 pub mod error;
 pub mod ids;
 pub mod limits;
+pub mod traceparent;
 pub mod wire;
 
 #[cfg(feature = "store")]
