@@ -381,78 +381,19 @@ pub async fn build_with_clock(
 }
 
 /// Serves until SIGTERM or SIGINT: stops accepting, ends live streams, lets requests finish, closes the
-/// ledger. Refuses a non-loopback address unless the host token was given explicitly.
+/// ledger. Refuses a non-loopback address unless the host token was given explicitly (docs/operations.md
+/// "The binary"). In order: [`refuse_to_start`] (nothing opened yet), [`lock_checked_database`],
+/// [`host_token`], [`build`], the listener, the demo when asked and the ledger is empty,
+/// [`start_background_tasks`], the `--metrics-addr` listener ([`serve_metrics_listener`]), then the
+/// main listener until the signal, and the ledger closed (its WAL checkpointed).
 pub async fn serve(args: ServeArgs) -> Result<(), Box<dyn std::error::Error>> {
-    if !args.addr.ip().is_loopback()
-        && args
-            .host_token
-            .as_deref()
-            .is_none_or(|t| t.trim().is_empty())
-    {
-        return Err(format!(
-            "refusing to listen on non-loopback address {} without --host-token / OUTCOMES_HOST_TOKEN",
-            args.addr
-        )
-        .into());
-    }
-    let mode = args.access_mode()?;
-    // The OTLP endpoint is checked before anything is opened: a bad `OTEL_EXPORTER_OTLP_*` refuses to start.
-    let otlp = crate::otel::traces_endpoint(&args.otel, |k| std::env::var(k).ok())?;
-    let otlp_exporter = match &otlp {
-        Some(endpoint) => Some(crate::otel::exporter(endpoint)?),
-        None => None,
-    };
-    let location = ledger::store::Location::parse(&args.database())?;
-    if matches!(location, ledger::store::Location::Postgres(_))
-        && args
-            .host_token
-            .as_deref()
-            .is_none_or(|t| t.trim().is_empty())
-    {
-        return Err(format!(
-            "with Postgres ({}) every instance must take the same host token: give it with \
-             --host-token / OUTCOMES_HOST_TOKEN",
-            location.redacted()
-        )
-        .into());
-    }
-    // Another application's file, or not a database: refused before anything is created or changed
-    // (unless another `serve` holds it: that one may be creating it, and says so better).
-    if let Err(e) = ledger::store::check_database(&args.database()).await {
-        return Err(match crate::database::held_elsewhere(&args.database()) {
-            Some(serving) => serving.into(),
-            None => e.into(),
-        });
-    }
-    let _database_lock = crate::database::lock_database(&args.database())?;
-    if !args.skip_integrity_check {
-        ledger::store::check_integrity(&args.database()).await?;
-    }
-    let (token, source) = resolve_host_token(args.host_token.as_deref(), &args.data_dir)?;
-    match source {
-        TokenSource::Configured => {
-            tracing::info!("host token: from --host-token / OUTCOMES_HOST_TOKEN")
-        }
-        TokenSource::File => {
-            tracing::info!(path = %args.data_dir.join("host-token").display(), "host token: read from file")
-        }
-        TokenSource::Generated => {
-            tracing::info!(path = %args.data_dir.join("host-token").display(), "host token: generated (mode 0600)")
-        }
-    }
+    let start = refuse_to_start(&args)?;
+    let _database_lock = lock_checked_database(&args).await?;
+    let token = host_token(&args)?;
     let built = build(&args, token.clone()).await?;
     let listener = tokio::net::TcpListener::bind(args.addr).await?;
     let local = listener.local_addr()?;
-    tracing::info!(database = %location.redacted(), "ledger open");
-    println!("outcomes: serving on http://{local}/");
-    match mode {
-        crate::access::AccessMode::Open => tracing::info!(
-            "access: open reads (loopback); pages say \"open access\"; --access signed-in closes them"
-        ),
-        crate::access::AccessMode::SignedIn => tracing::info!(
-            "access: every read needs a credential (staff sign-in or token, viewer link, host token)"
-        ),
-    }
+    say_listening(&start, local);
 
     if args.demo_when_empty
         && built
@@ -480,7 +421,150 @@ pub async fn serve(args: ServeArgs) -> Result<(), Box<dyn std::error::Error>> {
     }
 
     let shutdown = built.state.shutdown.clone();
-    // Recorded samples of the request histogram are moved into their buckets every 5 s, scraped or not.
+    start_background_tasks(&args, &built, start.otlp, local, &shutdown).await?;
+    let limits = conn_limits(&args);
+    serve_metrics_listener(&args, &built.state, limits, &shutdown).await?;
+    crate::conn::serve(listener, built.router, limits, async move {
+        shutdown_signal().await;
+        tracing::info!("shutting down");
+        shutdown.cancel();
+    })
+    .await;
+    built
+        .ledger
+        .close_whole()
+        .await
+        .map_err(|e| format!("the ledger closed without checkpointing its WAL ({e}): keep the -wal file beside the database"))?;
+    tracing::info!("ledger closed");
+    Ok(())
+}
+
+/// What [`refuse_to_start`] found the server may start with.
+struct StartChecks {
+    /// The access mode (`--access`; docs/access.md "Access mode").
+    mode: crate::access::AccessMode,
+    /// The OTLP traces endpoint (`…/v1/traces`) and its exporter, when the export is on
+    /// (docs/operations.md "OpenTelemetry").
+    otlp: Option<(String, crate::otel::Exporter)>,
+    /// Where the ledger is (for the log, its password redacted).
+    location: ledger::store::Location,
+}
+
+/// The checks made before anything is opened, each refusal an error naming its cause, in this order: a
+/// non-loopback `--addr` without `--host-token` / `OUTCOMES_HOST_TOKEN`; `--access open` on a
+/// non-loopback address ([`ServeArgs::access_mode`]); a bad `--otlp-*` or `OTEL_EXPORTER_OTLP_*` setting
+/// ([`crate::otel::traces_endpoint`], [`crate::otel::exporter`]); a database that is neither a SQLite path
+/// nor a URL; Postgres without an explicit host token (every instance must take the same one;
+/// docs/operations.md "Several instances on Postgres").
+fn refuse_to_start(args: &ServeArgs) -> Result<StartChecks, Box<dyn std::error::Error>> {
+    if !args.addr.ip().is_loopback()
+        && args
+            .host_token
+            .as_deref()
+            .is_none_or(|t| t.trim().is_empty())
+    {
+        return Err(format!(
+            "refusing to listen on non-loopback address {} without --host-token / OUTCOMES_HOST_TOKEN",
+            args.addr
+        )
+        .into());
+    }
+    let mode = args.access_mode()?;
+    // The OTLP endpoint is checked before anything is opened: a bad `OTEL_EXPORTER_OTLP_*` refuses to start.
+    let otlp = match crate::otel::traces_endpoint(&args.otel, |k| std::env::var(k).ok())? {
+        Some(endpoint) => {
+            let exporter = crate::otel::exporter(&endpoint)?;
+            Some((endpoint, exporter))
+        }
+        None => None,
+    };
+    let location = ledger::store::Location::parse(&args.database())?;
+    if matches!(location, ledger::store::Location::Postgres(_))
+        && args
+            .host_token
+            .as_deref()
+            .is_none_or(|t| t.trim().is_empty())
+    {
+        return Err(format!(
+            "with Postgres ({}) every instance must take the same host token: give it with \
+             --host-token / OUTCOMES_HOST_TOKEN",
+            location.redacted()
+        )
+        .into());
+    }
+    Ok(StartChecks {
+        mode,
+        otlp,
+        location,
+    })
+}
+
+/// The database checked and locked before the ledger opens it (docs/operations.md "The binary"): another
+/// application's file, or not a database, is refused before anything is created or changed (unless
+/// another `serve` holds it: that one may be creating it, and the refusal says so); a second `serve` on
+/// the same SQLite file is refused (the advisory lock `<database>.lock`, held while the answer lives;
+/// `None` for Postgres); then the integrity check, unless `--skip-integrity-check`.
+async fn lock_checked_database(
+    args: &ServeArgs,
+) -> Result<Option<crate::database::DatabaseLock>, Box<dyn std::error::Error>> {
+    if let Err(e) = ledger::store::check_database(&args.database()).await {
+        return Err(match crate::database::held_elsewhere(&args.database()) {
+            Some(serving) => serving.into(),
+            None => e.into(),
+        });
+    }
+    let lock = crate::database::lock_database(&args.database())?;
+    if !args.skip_integrity_check {
+        ledger::store::check_integrity(&args.database()).await?;
+    }
+    Ok(lock)
+}
+
+/// The host token ([`resolve_host_token`]: `--host-token`, else `<data dir>/host-token`, else a new one
+/// written there with mode 0600; docs/operations.md "The binary"), its source logged, never the token.
+fn host_token(args: &ServeArgs) -> Result<String, Box<dyn std::error::Error>> {
+    let (token, source) = resolve_host_token(args.host_token.as_deref(), &args.data_dir)?;
+    match source {
+        TokenSource::Configured => {
+            tracing::info!("host token: from --host-token / OUTCOMES_HOST_TOKEN")
+        }
+        TokenSource::File => {
+            tracing::info!(path = %args.data_dir.join("host-token").display(), "host token: read from file")
+        }
+        TokenSource::Generated => {
+            tracing::info!(path = %args.data_dir.join("host-token").display(), "host token: generated (mode 0600)")
+        }
+    }
+    Ok(token)
+}
+
+/// Says the server is up: the ledger's location (redacted) and the access mode in the log,
+/// `outcomes: serving on http://<addr>/` on stdout (the tests that start the binary read that line).
+fn say_listening(start: &StartChecks, local: SocketAddr) {
+    tracing::info!(database = %start.location.redacted(), "ledger open");
+    println!("outcomes: serving on http://{local}/");
+    match start.mode {
+        crate::access::AccessMode::Open => tracing::info!(
+            "access: open reads (loopback); pages say \"open access\"; --access signed-in closes them"
+        ),
+        crate::access::AccessMode::SignedIn => tracing::info!(
+            "access: every read needs a credential (staff sign-in or token, viewer link, host token)"
+        ),
+    }
+}
+
+/// Starts what runs beside the requests until `shutdown`: the request histogram's upkeep (recorded
+/// samples moved into their buckets every 5 s, scraped or not), the webhook delivery worker
+/// (docs/api.md "Webhooks"), the OpenTelemetry export ([`start_otel_export`]), the retention sweep
+/// ([`crate::purge::sweep_periodically`]) and the deadline sweep ([`crate::deadlines::start`]). Errors:
+/// the export's.
+async fn start_background_tasks(
+    args: &ServeArgs,
+    built: &Built,
+    otlp: Option<(String, crate::otel::Exporter)>,
+    local: SocketAddr,
+    shutdown: &CancellationToken,
+) -> Result<(), Box<dyn std::error::Error>> {
     let metrics = built.state.metrics.clone();
     let upkeep_stop = shutdown.clone();
     tokio::spawn(async move {
@@ -498,10 +582,31 @@ pub async fn serve(args: ServeArgs) -> Result<(), Box<dyn std::error::Error>> {
         built.state.metrics.clone(),
         shutdown.clone(),
     ));
+    start_otel_export(args, built, otlp, local, shutdown).await?;
+    tokio::spawn(crate::purge::sweep_periodically(
+        built.state.clone(),
+        args.purge.clone(),
+        shutdown.clone(),
+    ));
+    crate::deadlines::start(built.state.clone(), shutdown.clone()).await;
+    Ok(())
+}
+
+/// The OpenTelemetry export (docs/operations.md "OpenTelemetry"): its trigger switched on or off to
+/// follow this instance (`otlp`: the traces endpoint and its exporter, from [`refuse_to_start`]); when on,
+/// the export worker, its spans linking to `--otlp-dashboard-url` (default `http://<local>`). Errors:
+/// the ledger's, switching the trigger or reading the ledger's id.
+async fn start_otel_export(
+    args: &ServeArgs,
+    built: &Built,
+    otlp: Option<(String, crate::otel::Exporter)>,
+    local: SocketAddr,
+    shutdown: &CancellationToken,
+) -> Result<(), Box<dyn std::error::Error>> {
     // The export's trigger follows this instance's configuration (on Postgres, give every instance the
     // same OTLP settings: the last one started decides).
     built.ledger.otel().set_enabled(otlp.is_some()).await?;
-    if let (Some(endpoint), Some(exporter)) = (&otlp, otlp_exporter) {
+    if let Some((endpoint, exporter)) = otlp {
         let ctx = crate::otel::SpanContextInputs {
             ledger_id: built.state.sessions.ledger_id().await?,
             dashboard_url: args
@@ -522,12 +627,12 @@ pub async fn serve(args: ServeArgs) -> Result<(), Box<dyn std::error::Error>> {
             shutdown.clone(),
         ));
     }
-    tokio::spawn(crate::purge::sweep_periodically(
-        built.state.clone(),
-        args.purge.clone(),
-        shutdown.clone(),
-    ));
-    crate::deadlines::start(built.state.clone(), shutdown.clone()).await;
+    Ok(())
+}
+
+/// The connection limits of both listeners (`--max-connections`, fitted to the open-file limit;
+/// `--header-timeout-secs`, `--send-timeout-secs`; the rest [`ConnLimits::default`]), logged.
+fn conn_limits(args: &ServeArgs) -> ConnLimits {
     let limits = ConnLimits {
         header_timeout: Duration::from_secs(args.header_timeout_secs),
         send_timeout: Duration::from_secs(args.send_timeout_secs),
@@ -542,33 +647,34 @@ pub async fn serve(args: ServeArgs) -> Result<(), Box<dyn std::error::Error>> {
         max_live_streams = args.max_live_streams,
         "connection limits"
     );
-    if let Some(metrics_addr) = args.metrics_addr {
-        let metrics_listener = tokio::net::TcpListener::bind(metrics_addr)
-            .await
-            .map_err(|e| format!("cannot listen on --metrics-addr {metrics_addr}: {e}"))?;
-        let local = metrics_listener.local_addr()?;
-        println!("outcomes: metrics on http://{local}/metrics");
-        let router = listener_router(&built.state, local);
-        let stop = shutdown.clone();
-        tokio::spawn(crate::conn::serve(
-            metrics_listener,
-            router,
-            limits,
-            async move { stop.cancelled().await },
-        ));
-    }
-    crate::conn::serve(listener, built.router, limits, async move {
-        shutdown_signal().await;
-        tracing::info!("shutting down");
-        shutdown.cancel();
-    })
-    .await;
-    built
-        .ledger
-        .close_whole()
+    limits
+}
+
+/// With `--metrics-addr`, serves [`listener_router`] there until `shutdown` (docs/operations.md "Metrics
+/// and alerts"), saying `outcomes: metrics on http://<addr>/metrics` on stdout; an address it cannot
+/// listen on is an error naming it. Without the flag, nothing.
+async fn serve_metrics_listener(
+    args: &ServeArgs,
+    state: &AppState,
+    limits: ConnLimits,
+    shutdown: &CancellationToken,
+) -> Result<(), Box<dyn std::error::Error>> {
+    let Some(metrics_addr) = args.metrics_addr else {
+        return Ok(());
+    };
+    let metrics_listener = tokio::net::TcpListener::bind(metrics_addr)
         .await
-        .map_err(|e| format!("the ledger closed without checkpointing its WAL ({e}): keep the -wal file beside the database"))?;
-    tracing::info!("ledger closed");
+        .map_err(|e| format!("cannot listen on --metrics-addr {metrics_addr}: {e}"))?;
+    let local = metrics_listener.local_addr()?;
+    println!("outcomes: metrics on http://{local}/metrics");
+    let router = listener_router(state, local);
+    let stop = shutdown.clone();
+    tokio::spawn(crate::conn::serve(
+        metrics_listener,
+        router,
+        limits,
+        async move { stop.cancelled().await },
+    ));
     Ok(())
 }
 

@@ -6,6 +6,7 @@ pub mod outcome;
 pub mod roving;
 pub mod search;
 pub mod time;
+pub mod timeline_rows;
 pub mod waterfall;
 
 use ledger::wire::StatusCounts;

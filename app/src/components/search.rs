@@ -107,25 +107,52 @@ pub fn find_href(q: &str) -> String {
     format!("/find?q={}", crate::api::enc(q))
 }
 
-#[component]
-pub fn HeaderSearch() -> impl IntoView {
-    let q = RwSignal::new(String::new());
-    // The answer shown (for the text it answers), None while the list is closed.
-    let shown = RwSignal::new(None::<(String, Vec<Hit>, Vec<Hit>)>);
-    // Whether the answer has a next page: an empty one then only means the search stopped at its bound
-    // of candidates (docs/api.md "Search"), not that nothing contains the text.
-    let unfinished = RwSignal::new(false);
-    // The bound a 1- or 2-character text reached (`searched_newest`), said under the list.
-    let window = RwSignal::new(None::<u32>);
-    let active = RwSignal::new(None::<usize>);
-    let failed = RwSignal::new(None::<String>);
-    // Each question's number: an answer to an older question than the newest is dropped.
-    let asked = StoredValue::new(0u64);
-    #[cfg(feature = "hydrate")]
-    let pending = StoredValue::new(None::<leptos::prelude::TimeoutHandle>);
+/// What the list shows: the text it answers, its sessions and its operations.
+type Answer = (String, Vec<Hit>, Vec<Hit>);
 
-    let all = move || {
-        shown.with(|s| {
+/// The search box's state, shared by its handlers and its parts (every field a reactive handle, so the
+/// whole is `Copy`).
+#[derive(Clone, Copy)]
+struct SearchBox {
+    /// The text in the box.
+    q: RwSignal<String>,
+    /// The answer shown (for the text it answers), `None` while the list is closed.
+    shown: RwSignal<Option<Answer>>,
+    /// Whether the answer has a next page: an empty one then only means the search stopped at its bound
+    /// of candidates (docs/api.md "Search"), not that nothing contains the text.
+    unfinished: RwSignal<bool>,
+    /// The bound a 1- or 2-character text reached (`searched_newest`), said under the list.
+    window: RwSignal<Option<u32>>,
+    /// The option shown active: an index into [`SearchBox::choices`].
+    active: RwSignal<Option<usize>>,
+    /// Why the last question got no answer, in words.
+    failed: RwSignal<Option<String>>,
+    /// Each question's number: an answer to an older question than the newest is dropped.
+    asked: StoredValue<u64>,
+    /// The question waiting for typing to pause ([`DEBOUNCE_MS`]).
+    #[cfg(feature = "hydrate")]
+    pending: StoredValue<Option<leptos::prelude::TimeoutHandle>>,
+}
+
+impl SearchBox {
+    fn new() -> Self {
+        SearchBox {
+            q: RwSignal::new(String::new()),
+            shown: RwSignal::new(None),
+            unfinished: RwSignal::new(false),
+            window: RwSignal::new(None),
+            active: RwSignal::new(None),
+            failed: RwSignal::new(None),
+            asked: StoredValue::new(0),
+            #[cfg(feature = "hydrate")]
+            pending: StoredValue::new(None),
+        }
+    }
+
+    /// Where the list's options lead, in order: the sessions, the operations, then the Find page of
+    /// everything; empty while the list is closed.
+    fn choices(self) -> Vec<String> {
+        self.shown.with(|s| {
             s.as_ref()
                 .map(|(text, sessions, operations)| {
                     let mut v: Vec<String> = sessions
@@ -138,21 +165,29 @@ pub fn HeaderSearch() -> impl IntoView {
                 })
                 .unwrap_or_default()
         })
-    };
-    let close = move || {
-        shown.set(None);
-        active.set(None);
-    };
-    let ask = move |text: String| {
-        let n = asked.get_value() + 1;
-        asked.set_value(n);
+    }
+
+    fn is_open(self) -> bool {
+        self.shown.with(Option::is_some)
+    }
+
+    fn close(self) {
+        self.shown.set(None);
+        self.active.set(None);
+    }
+
+    /// Asks for `text` once typing has paused [`DEBOUNCE_MS`] (a blank text closes the list), any
+    /// question still waiting forgotten; only the newest question's answer is shown.
+    fn ask(self, text: String) {
+        let n = self.asked.get_value() + 1;
+        self.asked.set_value(n);
         #[cfg(feature = "hydrate")]
         {
-            if let Some(h) = pending.get_value() {
+            if let Some(h) = self.pending.get_value() {
                 h.clear();
             }
             if text.trim().is_empty() {
-                close();
+                self.close();
                 return;
             }
             let handle = set_timeout_with_handle(
@@ -160,47 +195,51 @@ pub fn HeaderSearch() -> impl IntoView {
                     let question = text.trim().to_owned();
                     leptos::task::spawn_local(async move {
                         let answer = crate::api::search(&question, AS_YOU_TYPE, None).await;
-                        if asked.get_value() != n {
-                            return;
-                        }
-                        match answer {
-                            Ok(r) => {
-                                let (sessions, operations) = hits(&r);
-                                unfinished.set(r.next.is_some());
-                                window.set(r.searched_newest);
-                                failed.set(None);
-                                active.set(None);
-                                shown.set(Some((question, sessions, operations)));
-                            }
-                            Err(e) => {
-                                failed.set(Some(e.describe()));
-                                unfinished.set(false);
-                                window.set(None);
-                                active.set(None);
-                                shown.set(Some((question, vec![], vec![])));
-                            }
+                        if self.asked.get_value() == n {
+                            self.show(question, answer);
                         }
                     });
                 },
                 std::time::Duration::from_millis(DEBOUNCE_MS),
             );
-            pending.set_value(handle.ok());
+            self.pending.set_value(handle.ok());
         }
         #[cfg(not(feature = "hydrate"))]
-        let _ = (text, n, failed, window);
-    };
-    let on_input = move |ev: leptos::ev::Event| {
-        let text = event_target_value(&ev);
-        q.set(text.clone());
-        ask(text);
-    };
-    let on_keydown = move |ev: leptos::ev::KeyboardEvent| {
-        let n = all().len();
+        let _ = (text, n);
+    }
+
+    /// Opens the list on the answer to `question` (no option active), or on why there is none.
+    #[cfg(feature = "hydrate")]
+    fn show(self, question: String, answer: Result<SearchResults, crate::api::ApiError>) {
+        match answer {
+            Ok(r) => {
+                let (sessions, operations) = hits(&r);
+                self.unfinished.set(r.next.is_some());
+                self.window.set(r.searched_newest);
+                self.failed.set(None);
+                self.active.set(None);
+                self.shown.set(Some((question, sessions, operations)));
+            }
+            Err(e) => {
+                self.failed.set(Some(e.describe()));
+                self.unfinished.set(false);
+                self.window.set(None);
+                self.active.set(None);
+                self.shown.set(Some((question, vec![], vec![])));
+            }
+        }
+    }
+
+    /// The box's keys (the module's docs): ArrowDown/ArrowUp move the active option round the list,
+    /// Enter follows the active one (with none, the form is sent: the Find page), Escape closes the
+    /// list, then empties the box.
+    fn key(self, ev: leptos::ev::KeyboardEvent) {
+        let n = self.choices().len();
         match ev.key().as_str() {
             "ArrowDown" | "ArrowUp" if n > 0 => {
                 ev.prevent_default();
                 let down = ev.key() == "ArrowDown";
-                active.update(|a| {
+                self.active.update(|a| {
                     *a = Some(match (*a, down) {
                         (None, true) => 0,
                         (None, false) => n - 1,
@@ -210,7 +249,8 @@ pub fn HeaderSearch() -> impl IntoView {
                 });
             }
             "Enter" => {
-                if let Some(href) = active.get_untracked().and_then(|i| all().get(i).cloned()) {
+                let chosen = self.active.get_untracked();
+                if let Some(href) = chosen.and_then(|i| self.choices().get(i).cloned()) {
                     ev.prevent_default();
                     #[cfg(feature = "hydrate")]
                     if let Some(w) = web_sys::window() {
@@ -222,18 +262,20 @@ pub fn HeaderSearch() -> impl IntoView {
             }
             "Escape" => {
                 ev.prevent_default();
-                if shown.with_untracked(Option::is_some) {
-                    close();
+                if self.shown.with_untracked(Option::is_some) {
+                    self.close();
                 } else {
-                    q.set(String::new());
-                    asked.set_value(asked.get_value() + 1);
+                    self.q.set(String::new());
+                    self.asked.set_value(self.asked.get_value() + 1);
                 }
             }
             _ => {}
         }
-    };
-    // Leaving the box closes the list, once a click on a result had its time to follow the link.
-    let on_blur = move |_| {
+    }
+
+    /// Leaving the box closes the list, once a click on a result had its time ([`DEBOUNCE_MS`]) to
+    /// follow the link.
+    fn left(self) {
         #[cfg(feature = "hydrate")]
         set_timeout(
             move || {
@@ -242,86 +284,43 @@ pub fn HeaderSearch() -> impl IntoView {
                     .and_then(|d| d.active_element())
                     .is_some_and(|e| e.closest(".header-search").ok().flatten().is_some());
                 if !inside {
-                    close();
+                    self.close();
                 }
             },
             std::time::Duration::from_millis(DEBOUNCE_MS),
         );
-    };
-    let open = move || shown.with(Option::is_some);
-    let option_id = |i: usize| format!("hs-{i}");
-    let group = move |label: &'static str, hits: Vec<Hit>, first: usize| {
-        (!hits.is_empty()).then(|| {
-            view! {
-                <div role="group" aria-label=label class="py-1">
-                    <p aria-hidden="true" class="px-3 py-1 text-xs font-semibold uppercase tracking-wide opacity-70">{label}</p>
-                    {hits.into_iter().enumerate().map(|(j, h)| {
-                        let i = first + j;
-                        view! {
-                            <a role="option" id=option_id(i) rel="external" href=h.href
-                                aria-selected=move || if active.get() == Some(i) { "true" } else { "false" }
-                                class="hit block px-3 py-1 text-sm aria-selected:bg-sky-100 hover:bg-slate-100 dark:aria-selected:bg-sky-900 dark:hover:bg-slate-800">
-                                <span class="block truncate font-mono">{h.id}</span>
-                                <span class="block truncate text-xs opacity-80">{h.about}</span>
-                                {h.place.map(|p| view! {
-                                    <span class="hit-place block truncate text-xs opacity-80">
-                                        {p.turn}" · "
-                                        <crate::components::time::Time at=p.settled_at.unwrap_or(p.recorded_at)/>
-                                        " · "<bdi>{p.session}</bdi>
-                                    </span>
-                                })}
-                            </a>
-                        }
-                    }).collect_view()}
-                </div>
-            }
-        })
+    }
+}
+
+/// The element id of the list's option `i` (`aria-activedescendant`).
+fn option_id(i: usize) -> String {
+    format!("hs-{i}")
+}
+
+/// The header's search box (the module's docs): the form, its combobox input and the popup list of
+/// results ([`results_popup`]), with a polite status saying how many were found.
+#[component]
+pub fn HeaderSearch() -> impl IntoView {
+    let b = SearchBox::new();
+    let on_input = move |ev: leptos::ev::Event| {
+        let text = event_target_value(&ev);
+        b.q.set(text.clone());
+        b.ask(text);
     };
     view! {
-        <form method="get" action="/find" role="search" aria-label="Search" class="header-search relative order-last w-full sm:order-none sm:w-72" on:focusout=on_blur>
+        <form method="get" action="/find" role="search" aria-label="Search" class="header-search relative order-last w-full sm:order-none sm:w-72" on:focusout=move |_| b.left()>
             <label for="header-q" class="sr-only">"Search sessions and operations"</label>
             <input id="header-q" name="q" type="search" role="combobox" autocomplete="off" spellcheck="false"
                 placeholder="Search ids, titles…"
                 aria-autocomplete="list" aria-controls="header-results"
-                aria-expanded=move || if open() { "true" } else { "false" }
-                aria-activedescendant=move || active.get().map(option_id)
-                prop:value=move || q.get()
-                on:input=on_input on:keydown=on_keydown
+                aria-expanded=move || if b.is_open() { "true" } else { "false" }
+                aria-activedescendant=move || b.active.get().map(option_id)
+                prop:value=move || b.q.get()
+                on:input=on_input on:keydown=move |ev| b.key(ev)
                 class="w-full rounded border border-slate-400 bg-white px-2 py-1 font-mono text-sm placeholder:font-sans placeholder:text-slate-500 dark:border-slate-600 dark:bg-slate-900 dark:placeholder:text-slate-400"/>
-            <div class="search-popup absolute right-0 z-50 mt-1 w-full min-w-72 overflow-hidden rounded-md border border-slate-300 bg-white shadow-lg sm:w-96 dark:border-slate-700 dark:bg-slate-900"
-                hidden=move || !open()>
-                <div id="header-results" role="listbox" aria-label="Search results">
-                    {move || shown.get().map(|(text, sessions, operations)| {
-                        let n = sessions.len();
-                        let m = operations.len();
-                        let everything = n + m;
-                        view! {
-                            {group("Sessions", sessions, 0)}
-                            {group("Operations", operations, n)}
-                            <a role="option" id=option_id(everything) rel="external" href=find_href(&text)
-                                aria-selected=move || if active.get() == Some(everything) { "true" } else { "false" }
-                                class="hit all-results block border-t border-slate-200 px-3 py-1.5 text-sm underline-offset-2 hover:underline aria-selected:bg-sky-100 dark:border-slate-700 dark:aria-selected:bg-sky-900">
-                                {format!("All results for “{}”", mark(&text))}
-                            </a>
-                        }
-                    })}
-                </div>
-                <p class="search-none px-3 py-1 text-sm" hidden=move || !shown.with(|s| s.as_ref().is_some_and(|(_, a, b)| a.is_empty() && b.is_empty())) || failed.with(Option::is_some)>
-                    {move || shown.with(|s| s.as_ref().map(|(t, _, _)| if unfinished.get() {
-                        format!("No match for “{}” among the newest candidates: all results go on.", mark(t))
-                    } else {
-                        format!("No session or operation contains “{}”.", mark(t))
-                    }))}
-                </p>
-                <p class="search-window px-3 py-1 text-xs" hidden=move || window.with(Option::is_none)>
-                    {move || window.get().map(window_words)}
-                </p>
-                <p class="search-failed px-3 py-1 text-sm text-red-800 dark:text-red-200" hidden=move || failed.with(Option::is_none)>
-                    {move || failed.get()}
-                </p>
-            </div>
+            {results_popup(b)}
             <p class="sr-only" role="status" aria-live="polite">
-                {move || shown.with(|s| s.as_ref().map(|(_, a, b)| format!(
+                {move || b.shown.with(|s| s.as_ref().map(|(_, a, b)| format!(
                     "{} and {}",
                     crate::components::count(a.len() as u64, "session", "sessions"),
                     crate::components::count(b.len() as u64, "operation", "operations")
@@ -329,6 +328,82 @@ pub fn HeaderSearch() -> impl IntoView {
             </p>
         </form>
     }
+}
+
+/// The popup under the box (hidden while the list is closed): the listbox (sessions, operations, then
+/// "All results for …"), and what is said when nothing matched, when a short text reached its bound
+/// ([`window_words`]) or when the question failed.
+fn results_popup(b: SearchBox) -> impl IntoView {
+    view! {
+        <div class="search-popup absolute right-0 z-50 mt-1 w-full min-w-72 overflow-hidden rounded-md border border-slate-300 bg-white shadow-lg sm:w-96 dark:border-slate-700 dark:bg-slate-900"
+            hidden=move || !b.is_open()>
+            <div id="header-results" role="listbox" aria-label="Search results">
+                {move || b.shown.get().map(|(text, sessions, operations)| {
+                    let n = sessions.len();
+                    let m = operations.len();
+                    let everything = n + m;
+                    view! {
+                        {hit_group("Sessions", sessions, 0, b.active)}
+                        {hit_group("Operations", operations, n, b.active)}
+                        <a role="option" id=option_id(everything) rel="external" href=find_href(&text)
+                            aria-selected=move || if b.active.get() == Some(everything) { "true" } else { "false" }
+                            class="hit all-results block border-t border-slate-200 px-3 py-1.5 text-sm underline-offset-2 hover:underline aria-selected:bg-sky-100 dark:border-slate-700 dark:aria-selected:bg-sky-900">
+                            {format!("All results for “{}”", mark(&text))}
+                        </a>
+                    }
+                })}
+            </div>
+            <p class="search-none px-3 py-1 text-sm" hidden=move || !b.shown.with(|s| s.as_ref().is_some_and(|(_, a, b)| a.is_empty() && b.is_empty())) || b.failed.with(Option::is_some)>
+                {move || b.shown.with(|s| s.as_ref().map(|(t, _, _)| if b.unfinished.get() {
+                    format!("No match for “{}” among the newest candidates: all results go on.", mark(t))
+                } else {
+                    format!("No session or operation contains “{}”.", mark(t))
+                }))}
+            </p>
+            <p class="search-window px-3 py-1 text-xs" hidden=move || b.window.with(Option::is_none)>
+                {move || b.window.get().map(window_words)}
+            </p>
+            <p class="search-failed px-3 py-1 text-sm text-red-800 dark:text-red-200" hidden=move || b.failed.with(Option::is_none)>
+                {move || b.failed.get()}
+            </p>
+        </div>
+    }
+}
+
+/// One group of the list (`label` "Sessions" or "Operations"; nothing when it has no hits): its heading
+/// (hidden from screen readers: the group's `aria-label` names it) and an option per hit, the options
+/// numbered from `first` (their ids, [`option_id`]; the one `active` is selected).
+fn hit_group(
+    label: &'static str,
+    hits: Vec<Hit>,
+    first: usize,
+    active: RwSignal<Option<usize>>,
+) -> Option<impl IntoView> {
+    (!hits.is_empty()).then(|| {
+        view! {
+            <div role="group" aria-label=label class="py-1">
+                <p aria-hidden="true" class="px-3 py-1 text-xs font-semibold uppercase tracking-wide opacity-70">{label}</p>
+                {hits.into_iter().enumerate().map(|(j, h)| {
+                    let i = first + j;
+                    view! {
+                        <a role="option" id=option_id(i) rel="external" href=h.href
+                            aria-selected=move || if active.get() == Some(i) { "true" } else { "false" }
+                            class="hit block px-3 py-1 text-sm aria-selected:bg-sky-100 hover:bg-slate-100 dark:aria-selected:bg-sky-900 dark:hover:bg-slate-800">
+                            <span class="block truncate font-mono">{h.id}</span>
+                            <span class="block truncate text-xs opacity-80">{h.about}</span>
+                            {h.place.map(|p| view! {
+                                <span class="hit-place block truncate text-xs opacity-80">
+                                    {p.turn}" · "
+                                    <crate::components::time::Time at=p.settled_at.unwrap_or(p.recorded_at)/>
+                                    " · "<bdi>{p.session}</bdi>
+                                </span>
+                            })}
+                        </a>
+                    }
+                }).collect_view()}
+            </div>
+        }
+    })
 }
 
 #[cfg(test)]

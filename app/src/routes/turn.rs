@@ -15,9 +15,9 @@ use serde::{Deserialize, Serialize};
 use crate::api::{self, ApiError};
 use crate::components::marks::mark;
 use crate::components::outcome::{CountBadge, CountKind};
-use crate::components::roving;
 use crate::components::waterfall::TimelinePicture;
 use crate::components::ApiErrorPanel;
+use crate::components::{roving, timeline_rows};
 use crate::connection::Connection;
 use crate::routes::session::id_repeats_label;
 use crate::routes::{param, session_href};
@@ -308,7 +308,7 @@ fn LiveTimeline(read: TurnRead, shown: usize, viewer: bool) -> impl IntoView {
             }).collect_view()}
         </div>
         <roving::KeysHelp/>
-        <roving::TimelineRows session=row_session rows label="Outcomes of this turn, in recorded order".to_owned() class="timeline space-y-3" revisions=!viewer deadlines=!viewer/>
+        <timeline_rows::TimelineRows session=row_session rows label="Outcomes of this turn, in recorded order".to_owned() class="timeline space-y-3" revisions=!viewer deadlines=!viewer/>
         {more}
         {move || timeline.with(|t| t.is_empty()).then(|| view! { <p>"No published outcomes in this turn yet."</p> })}
     }

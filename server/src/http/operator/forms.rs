@@ -1,339 +1,43 @@
-//! Operator actions (docs/api.md "Operator actions"): staff add a note to an operation, or reconcile an
-//! unknown outcome with evidence they observed at the provider. Staff only: a sign-in cookie, a staff API
-//! token or the trusted proxy's user header; the host, a viewer, and nobody in open access mode get 403
-//! `staff_only` (no credential where reads are closed: 401, from the middleware).
-//!
-//! Two ways in, one rule set:
-//! - JSON under `/api/sessions/{session_key}/mutations/{mutation_id}/…` (documented), errors as the host
-//!   API's: 401 → 403 → 415 → 400 → 422 → 404 → 409, each `{"error": …}`;
-//! - no-JavaScript forms (`application/x-www-form-urlencoded`) under
-//!   `/sessions/{session_key}/operations/{mutation_id}/…` (pages, not in the API document): 303 back to
-//!   the operation page, or an HTML page saying what is wrong with the refusal's status.
-//!
-//! Both build the same [`Command`] through the host API's request types and conversions, and apply it
-//! with [`Actor::Staff`], so the history records `staff:<name>`.
+//! The operation page's no-JavaScript forms (docs/api.md "The operation page's forms"):
+//! `application/x-www-form-urlencoded` posts under `/sessions/{session_key}/operations/{mutation_id}/`
+//! (`notes`, `reconciliation`, `claim`, `release`, `assignment`; pages, not in the API document). Each
+//! answers 303 back to the operation page (or a claim form's `next`), or an HTML page saying what is
+//! wrong with the refusal's status (and `Retry-After` when it has one); a note or reconciliation whose
+//! sender's sign-in ended gets the sign-in page keeping what was typed (401). The forms build the same
+//! [`Command`] as the JSON API ([`super::api`]) and apply it as [`Actor::Staff`].
 
-use axum::extract::{FromRequest, FromRequestParts, State};
+use axum::extract::{FromRequest, State};
 use axum::http::header::{CONTENT_TYPE, LOCATION, RETRY_AFTER};
-use axum::http::request::Parts;
-use axum::http::{HeaderValue, StatusCode};
+use axum::http::{HeaderMap, HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};
-use axum::routing::post;
-use axum::Json;
 use bytes::Bytes;
 use ledger::command::Actor;
-use ledger::wire::{EntryState, HistoryChange};
 use ledger::Command;
 use serde::de::DeserializeOwned;
 use serde::Deserialize;
-use utoipa_axum::{router::OpenApiRouter, routes};
 
-use super::extract::WritePath;
-use super::host::{MutationPath, NoteBody, ReconcileBody};
-use super::page::html;
-use super::write::{EntryPath, Request, Valid};
-use crate::access::origin_matches;
-use crate::access::Principal;
+use super::checks::{assignee, claimed_entry};
+use crate::access::{origin_matches, Principal};
 use crate::error::ApiError;
+use crate::http::extract::WritePath;
+use crate::http::host::{NoteBody, ReconcileBody};
+use crate::http::page::html;
+use crate::http::write::{EntryPath, Request};
 use crate::AppState;
 use app::standalone::{
     operator_form_page, sign_in_page_keeping, FormProblem, OperatorAction, OperatorInput,
     PendingForm,
 };
-use axum::http::HeaderMap;
-
-/// The documented JSON routes, and the form routes of the operation page (undocumented).
-pub fn router() -> OpenApiRouter<AppState> {
-    OpenApiRouter::new()
-        .routes(routes!(add_note))
-        .routes(routes!(reconcile))
-        .routes(routes!(claim, release))
-        .routes(routes!(assign))
-        .route(
-            "/sessions/{session_key}/operations/{mutation_id}/assignment",
-            post(assign_form).get(to_operation_page),
-        )
-        .route(
-            "/sessions/{session_key}/operations/{mutation_id}/claim",
-            post(claim_form).get(to_operation_page),
-        )
-        .route(
-            "/sessions/{session_key}/operations/{mutation_id}/release",
-            post(release_form).get(to_operation_page),
-        )
-        .route(
-            "/sessions/{session_key}/operations/{mutation_id}/notes",
-            post(note_form).get(to_operation_page),
-        )
-        .route(
-            "/sessions/{session_key}/operations/{mutation_id}/reconciliation",
-            post(reconcile_form).get(to_operation_page),
-        )
-}
 
 /// `GET` on a form's path (a bookmark, or where a sign-in came back to): 303 to its operation page.
-async fn to_operation_page(p: Result<WritePath<EntryPath>, ApiError>) -> Response {
-    let back = back_to(&p);
-    let location = HeaderValue::from_str(&back).unwrap_or(HeaderValue::from_static("/"));
+pub(super) async fn to_operation_page(p: Result<WritePath<EntryPath>, ApiError>) -> Response {
+    see_other(&back_to(&p))
+}
+
+/// 303 to `location` (a path of this server), or to `/` when it cannot be a header value.
+fn see_other(location: &str) -> Response {
+    let location = HeaderValue::from_str(location).unwrap_or(HeaderValue::from_static("/"));
     (StatusCode::SEE_OTHER, [(LOCATION, location)]).into_response()
-}
-
-/// The staff member asking (an extractor): 401 without a caller (reads closed, no credential), 403
-/// `staff_only` for the host, a viewer or open access.
-pub struct Staff(pub String);
-
-impl<S: Send + Sync> FromRequestParts<S> for Staff {
-    type Rejection = ApiError;
-
-    async fn from_request_parts(parts: &mut Parts, _: &S) -> Result<Self, ApiError> {
-        staff(parts.extensions.get::<Principal>())
-    }
-}
-
-fn staff(principal: Option<&Principal>) -> Result<Staff, ApiError> {
-    match principal {
-        Some(Principal::Staff { name, .. }) => Ok(Staff(name.clone())),
-        Some(_) => Err(ApiError::staff_only()),
-        None => Err(ApiError::credential_required()),
-    }
-}
-
-/// The error answers of an operator action (documentation only).
-#[derive(utoipa::IntoResponses)]
-#[allow(dead_code)]
-pub enum OperatorErrors {
-    /// Malformed JSON (`malformed_json`), a key given twice (`duplicate_key`), or a malformed path.
-    #[response(status = 400)]
-    BadRequest(ledger::wire::ErrorBody),
-    /// No credential (reads are closed), or a wrong token.
-    #[response(status = 401)]
-    Unauthorized(ledger::wire::ErrorBody),
-    /// `staff_only`: the caller is the host, a viewer, or nobody in open access mode; or
-    /// `origin_mismatch`: a sign-in cookie or the proxy's user header without a matching `Origin`.
-    #[response(status = 403)]
-    Forbidden(ledger::wire::ErrorBody),
-    /// A field breaks a rule; `field` names it.
-    #[response(status = 422)]
-    Invalid(ledger::wire::ErrorBody),
-    /// Unknown or expired session, unknown mutation.
-    #[response(status = 404)]
-    NotFound(ledger::wire::ErrorBody),
-    /// Refused transition; `current` is the unchanged entry.
-    #[response(status = 409)]
-    Conflict(ledger::wire::ErrorBody),
-    /// `too_many_failures`: too many failed tokens from this address; or `too_many_claims`: a claim or
-    /// release by a staff member who claimed or released this operation 10 times in the last minute
-    /// (nothing changed). Retry after `Retry-After` seconds.
-    #[response(status = 429)]
-    TooManyFailures(ledger::wire::ErrorBody),
-    /// The ledger is busy; nothing changed; retry after `Retry-After` seconds.
-    #[response(status = 503)]
-    Busy(ledger::wire::ErrorBody),
-}
-
-/// `POST /api/sessions/{session_key}/mutations/{mutation_id}/notes` `{"text"}` → 201 with the history row
-/// the note added (`kind` `note`, `actor` `staff:<name>`, `revision` null). No revision, no live event;
-/// the entry is unchanged.
-#[utoipa::path(
-    post,
-    path = "/api/sessions/{session_key}/mutations/{mutation_id}/notes",
-    tag = "operator",
-    params(MutationPath),
-    request_body = NoteBody,
-    responses(
-        (status = 201, description = "the history row the note added, as the history API serves it", body = ledger::wire::HistoryChange),
-        OperatorErrors,
-        super::write::JsonBodyErrors,
-    ),
-)]
-pub async fn add_note(
-    State(state): State<AppState>,
-    Staff(name): Staff,
-    write: Valid<EntryPath, NoteBody>,
-) -> Result<(StatusCode, Json<HistoryChange>), ApiError> {
-    let change = state
-        .engine
-        .note_as(Actor::Staff(name), write.command)
-        .await?;
-    Ok((StatusCode::CREATED, Json(change)))
-}
-
-/// `POST /api/sessions/{session_key}/mutations/{mutation_id}/reconciliation` with the host API's body
-/// (`{"attempt_id", "completed", "evidence": {"source", "reference", "observed_at",
-/// "provider_status"?}}`) → 200 with the entry's state: the host's reconciliation, asked by staff.
-#[utoipa::path(
-    post,
-    path = "/api/sessions/{session_key}/mutations/{mutation_id}/reconciliation",
-    // Not `reconcile`: the host's reconciliation has that name, and an operationId is unique.
-    operation_id = "reconcile_as_staff",
-    tag = "operator",
-    params(MutationPath),
-    request_body = ReconcileBody,
-    responses(
-        (status = 200, description = "the entry after the change", body = ledger::wire::EntryState),
-        OperatorErrors,
-        super::write::JsonBodyErrors,
-    ),
-)]
-pub async fn reconcile(
-    State(state): State<AppState>,
-    Staff(name): Staff,
-    write: Valid<EntryPath, ReconcileBody>,
-) -> Result<Json<EntryState>, ApiError> {
-    let kind = crate::metrics::kind_of(&write.command.action);
-    let entry = state
-        .engine
-        .apply_as(Actor::Staff(name), write.command)
-        .await?;
-    state.metrics.transition(kind, entry.ledger_status);
-    Ok(Json(entry))
-}
-
-/// The entry a claim names (its path read by [`WritePath`]: 400 `invalid_path`), its identifiers checked
-/// as a write's: 422 naming `session_key` or `mutation_id`.
-pub(crate) fn claimed_entry(
-    (session_key, mutation_id): EntryPath,
-) -> Result<(ledger::ids::SessionKey, ledger::ids::MutationId), ApiError> {
-    Ok((
-        crate::http::query::write_id(session_key, "session_key", ledger::ids::SessionKey::parse)?,
-        crate::http::query::write_id(mutation_id, "mutation_id", ledger::ids::MutationId::parse)?,
-    ))
-}
-
-/// `POST /api/sessions/{session_key}/mutations/{mutation_id}/claim` (no body; one sent is ignored) → 201
-/// with the `claim` history row ("I am on it": `actor` `staff:<name>`, `revision` null), or 200 with the
-/// row that took it when the caller already holds the claim; 409 `already_claimed` with `claim` `{"by",
-/// "at"}` when another staff member holds it; 429 `too_many_claims` with `Retry-After` when the caller
-/// claimed or released this operation 10 times in the last 60 s (docs/api.md "Claims"). No revision; the
-/// entry is unchanged; staff live streams get `claim_changed` (on every instance); a viewer never sees
-/// claims.
-#[utoipa::path(
-    post,
-    path = "/api/sessions/{session_key}/mutations/{mutation_id}/claim",
-    tag = "operator",
-    params(MutationPath),
-    responses(
-        (status = 201, description = "the claim's history row", body = ledger::wire::HistoryChange),
-        (status = 200, description = "the caller already holds the claim: the row that took it", body = ledger::wire::HistoryChange),
-        OperatorErrors,
-    ),
-)]
-pub async fn claim(
-    State(state): State<AppState>,
-    Staff(name): Staff,
-    WritePath(entry): WritePath<EntryPath>,
-) -> Result<(StatusCode, Json<HistoryChange>), ApiError> {
-    let (session_key, mutation_id) = claimed_entry(entry)?;
-    let (row, added) = state
-        .engine
-        .claim_as(Actor::Staff(name), session_key, mutation_id)
-        .await?;
-    let status = if added {
-        StatusCode::CREATED
-    } else {
-        StatusCode::OK
-    };
-    Ok((status, Json(row)))
-}
-
-/// `DELETE /api/sessions/{session_key}/mutations/{mutation_id}/claim` → 204: the claim is released,
-/// whoever held it (a `release` history row with the caller as actor), or nobody held it (nothing is
-/// written). Errors as the claim's, without 409.
-#[utoipa::path(
-    delete,
-    path = "/api/sessions/{session_key}/mutations/{mutation_id}/claim",
-    tag = "operator",
-    params(MutationPath),
-    responses(
-        (status = 204, description = "nobody holds the claim now"),
-        OperatorErrors,
-    ),
-)]
-pub async fn release(
-    State(state): State<AppState>,
-    Staff(name): Staff,
-    WritePath(entry): WritePath<EntryPath>,
-) -> Result<StatusCode, ApiError> {
-    let (session_key, mutation_id) = claimed_entry(entry)?;
-    state
-        .engine
-        .release_as(Actor::Staff(name), session_key, mutation_id)
-        .await?;
-    Ok(StatusCode::NO_CONTENT)
-}
-
-/// `{"to"}`: the staff member an operation's claim is handed to (docs/api.md "Claims").
-#[derive(Deserialize, utoipa::ToSchema)]
-pub struct AssignBody {
-    /// A staff account's name (1 to 64 ASCII letters, digits, `.`, `_`, `-`, `@`); no such account is
-    /// 422 naming `to`.
-    #[schema(value_type = String, required = true, min_length = 1)]
-    to: Option<String>,
-}
-
-/// `to` checked: a present staff account's name, else 422 `invalid_field` naming `to` (the name said).
-async fn assignee(state: &AppState, to: Option<String>) -> Result<String, ApiError> {
-    let to = to
-        .map(|t| t.trim().to_owned())
-        .filter(|t| !t.is_empty())
-        .ok_or_else(|| {
-            ApiError::invalid_field("to", "to is required: the name of a staff account")
-        })?;
-    let known = ledger::access::check_staff_name(&to).is_ok()
-        && state
-            .access
-            .store
-            .password_hash(&to)
-            .await
-            .map_err(ApiError::from)?
-            .is_some();
-    if !known {
-        let shown: String = to.chars().take(64).collect();
-        return Err(ApiError::invalid_field(
-            "to",
-            format!("there is no staff account named {shown:?}"),
-        ));
-    }
-    Ok(to)
-}
-
-/// `POST /api/sessions/{session_key}/mutations/{mutation_id}/assignment` `{"to": "<staff name>"}` → 201
-/// with the `claim` history row that hands the operation to that staff member (`actor` the caller,
-/// `note` the assignee's name), or 200 with the row that took it when the assignee already holds it;
-/// 422 naming `to` for a name that is no staff account; 409 `already_claimed` with `claim` when a third
-/// staff member holds it (release it first); 429 `too_many_claims` as a claim (docs/api.md "Claims").
-/// Sends `claim_changed` to the session's staff streams.
-#[utoipa::path(
-    post,
-    path = "/api/sessions/{session_key}/mutations/{mutation_id}/assignment",
-    tag = "operator",
-    params(MutationPath),
-    request_body = AssignBody,
-    responses(
-        (status = 201, description = "the assignment's `claim` history row (`note`: the assignee)", body = ledger::wire::HistoryChange),
-        (status = 200, description = "the assignee already holds the claim: the row that took it", body = ledger::wire::HistoryChange),
-        OperatorErrors,
-        super::write::JsonBodyErrors,
-    ),
-)]
-pub async fn assign(
-    State(state): State<AppState>,
-    Staff(name): Staff,
-    super::write::PathAndBody { path, bytes }: super::write::PathAndBody<EntryPath>,
-) -> Result<(StatusCode, Json<HistoryChange>), ApiError> {
-    let body: AssignBody = super::write::body(&bytes)?;
-    let (session_key, mutation_id) = claimed_entry(path)?;
-    let to = assignee(&state, body.to).await?;
-    let (row, added) = state
-        .engine
-        .assign_as(Actor::Staff(name), session_key, mutation_id, to)
-        .await?;
-    let status = if added {
-        StatusCode::CREATED
-    } else {
-        StatusCode::OK
-    };
-    Ok((status, Json(row)))
 }
 
 /// The fields of the assignment form: `to` (a staff account's name), `next` (as [`ClaimForm`]'s).
@@ -346,7 +50,7 @@ pub struct AssignForm {
 /// `POST /sessions/{session_key}/operations/{mutation_id}/assignment` (form fields `to`, `next`) → 303
 /// to `next` or the operation page; a refusal (no such staff account: 422 naming `to`; held by a third
 /// staff member: 409; not staff: 403) is a page saying so with its status and the way back.
-async fn assign_form(
+pub(super) async fn assign_form(
     State(state): State<AppState>,
     principal: Result<Principal, ApiError>,
     p: Result<WritePath<EntryPath>, ApiError>,
@@ -386,10 +90,7 @@ async fn assign_form(
     }
     .await;
     match done {
-        Ok(()) => {
-            let location = HeaderValue::from_str(&next).unwrap_or(HeaderValue::from_static("/"));
-            (StatusCode::SEE_OTHER, [(LOCATION, location)]).into_response()
-        }
+        Ok(()) => see_other(&next),
         Err(e) => refused(&e, Some(&name)),
     }
 }
@@ -420,7 +121,7 @@ pub(crate) fn claim_back(next: Option<&str>, back: &str) -> String {
 /// `POST /sessions/{session_key}/operations/{mutation_id}/claim` (form field `next`) → 303 to `next` or
 /// the operation page; a refusal (held by another, not staff, unknown operation) is a page saying so with
 /// its status. Without a credential the middleware sends the person to sign in first.
-async fn claim_form(
+pub(super) async fn claim_form(
     state: State<AppState>,
     principal: Result<Principal, ApiError>,
     p: Result<WritePath<EntryPath>, ApiError>,
@@ -431,7 +132,7 @@ async fn claim_form(
 
 /// `POST /sessions/{session_key}/operations/{mutation_id}/release` (form field `next`): as
 /// [`claim_form`], releasing the claim.
-async fn release_form(
+pub(super) async fn release_form(
     state: State<AppState>,
     principal: Result<Principal, ApiError>,
     p: Result<WritePath<EntryPath>, ApiError>,
@@ -486,10 +187,7 @@ async fn claim_or_release_form(
     }
     .await;
     match done {
-        Ok(()) => {
-            let location = HeaderValue::from_str(&next).unwrap_or(HeaderValue::from_static("/"));
-            (StatusCode::SEE_OTHER, [(LOCATION, location)]).into_response()
-        }
+        Ok(()) => see_other(&next),
         Err(e) => refused(&e),
     }
 }
@@ -579,7 +277,7 @@ fn pending(action: OperatorAction, back: &str, input: OperatorInput) -> PendingF
 /// `POST /sessions/{session_key}/operations/{mutation_id}/notes` (form field `text`) → 303 to the
 /// operation page; on a refusal the form again, filled in with what was typed and the problem next to
 /// its field; after the sign-in ended, the sign-in page keeping the form.
-async fn note_form(
+pub(super) async fn note_form(
     State(state): State<AppState>,
     principal: Result<Principal, ApiError>,
     headers: HeaderMap,
@@ -620,7 +318,7 @@ async fn note_form(
 /// refusal the form again, filled in, the problem next to its field (a missing `observed_at` is 422
 /// naming `evidence.observed_at`: the time is never guessed); after the sign-in ended, the sign-in page
 /// keeping the form.
-async fn reconcile_form(
+pub(super) async fn reconcile_form(
     State(state): State<AppState>,
     principal: Result<Principal, ApiError>,
     headers: HeaderMap,
@@ -791,10 +489,7 @@ fn answer(
     staff: Option<&str>,
 ) -> Response {
     match done {
-        Ok(()) => {
-            let location = HeaderValue::from_str(back).unwrap_or(HeaderValue::from_static("/"));
-            (StatusCode::SEE_OTHER, [(LOCATION, location)]).into_response()
-        }
+        Ok(()) => see_other(back),
         Err(e) => {
             let problem = FormProblem {
                 heading: not_done(kept.action).to_owned(),
