@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Runs every test: installs what is missing, builds, runs the Rust tests (ledger, importer, server, app), then starts
+# Runs every test: installs what is missing, builds, runs the Rust tests (ledger, importer, host, server, app), then starts
 # the built server on a fresh data directory and runs the node client tests (e2e/clients, e2e/mcp) and the
 # Playwright browser tests against it.
 set -euo pipefail
@@ -54,7 +54,7 @@ trap 'scripts/postgres.sh stop "$pg_dir/cluster" >/dev/null 2>&1 || true; rm -rf
 # so the test binaries built above are run again instead of being built a second time (about 90 s of CI).
 cargo test --workspace --test ledger --test api
 # ...and nothing else reads it, so nothing else is skipped by that selection.
-if pg_readers=$(grep -rlE 'testkit|OUTCOMES_TEST_POSTGRES' --include='*.rs' ledger server app importer |
+if pg_readers=$(grep -rlE 'testkit|OUTCOMES_TEST_POSTGRES' --include='*.rs' ledger server app importer host |
   grep -vE '^(ledger/tests/ledger|server/tests/api)/'); then
   echo "test.sh: these read OUTCOMES_TEST_POSTGRES outside the two suites run on Postgres; add their test target above:" >&2
   echo "$pg_readers" >&2

@@ -11,6 +11,10 @@ use serde::{Deserialize, Serialize};
 use crate::ids::{AttemptId, LogicalTurnId, MutationId, SessionKey, ToolName};
 use crate::wire::{HostMetadata, LedgerStatus, Reason};
 
+/// Most operations (commands) one `POST /api/host/batch` may carry (docs/api.md "Batch"): the server
+/// refuses more, `outcomes import` sends at most this many per request.
+pub const MAX_BATCH_OPERATIONS: usize = 1000;
+
 /// The entry a command names: `(session_key, mutation_id)`.
 #[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize)]
 pub struct EntryKey {

@@ -1,14 +1,15 @@
 //! The command line (clap): the top-level [`Cli`] with its [`Command`]s, and [`run`], which dispatches to
-//! each command's module. Each command's arguments live in its own module (`serve::ServeArgs`,
-//! `demo::DemoArgs`, `import::ImportArgs`, `staff::StaffArgs`, `webhooks::WebhooksArgs`). Every flag can also come from an
-//! `OUTCOMES_*` environment variable.
+//! each command's module: this crate's for the server and the ledger database (`serve::ServeArgs`,
+//! `staff::StaffArgs`, `webhooks::WebhooksArgs`, …), the `host` crate's for the clients of a running
+//! server (`host::demo::DemoArgs`, `host::import::ImportArgs`, `host::mcp_proxy::McpProxyArgs`). Every flag
+//! can also come from an `OUTCOMES_*` environment variable.
 
 use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
+use host::demo::DemoArgs;
+use host::import::ImportArgs;
 
-use crate::demo::DemoArgs;
-use crate::import::ImportArgs;
 use crate::serve::ServeArgs;
 use crate::staff::StaffArgs;
 
@@ -40,7 +41,7 @@ pub enum Command {
     /// Proxy an MCP server over stdio and record each protected tool call in the ledger (docs/mcp-proxy.md):
     /// `outcomes mcp-proxy [options] -- <server command> [args…]`, or a remote one over Streamable HTTP:
     /// `outcomes mcp-proxy [options] --url https://…/mcp [--header 'Name: value']…`.
-    McpProxy(crate::mcp_proxy::McpProxyArgs),
+    McpProxy(host::mcp_proxy::McpProxyArgs),
     /// Read ledger entries (contract example format), one JSON object per line on stdin, and print each
     /// published record (or `null`) as one line of JSON.
     Project,
@@ -51,15 +52,15 @@ pub async fn run(cli: Cli) -> ExitCode {
     crate::telemetry::init_tracing();
     let result = match cli.command {
         Command::Serve(args) => crate::serve::serve(args).await,
-        Command::Demo(args) => crate::demo::run(args).await,
-        Command::Import(args) => crate::import::run(args).await,
+        Command::Demo(args) => host::demo::run(args).await,
+        Command::Import(args) => host::import::run(args).await,
         Command::Staff(args) => crate::staff::run(args).await,
         // Refused input exits 2 (docs/api.md "Webhooks").
         Command::Webhooks(args) => return crate::webhooks::main(args).await,
         Command::Purge(args) => crate::purge::run(args).await,
         Command::Project => crate::project::run(),
         Command::Backup(args) => crate::backup::run(args).await,
-        Command::McpProxy(args) => match crate::mcp_proxy::run(args).await {
+        Command::McpProxy(args) => match host::mcp_proxy::run(args).await {
             // The child's exit code. Exiting here: the runtime's blocking read of stdin never returns.
             Ok(code) => std::process::exit(code),
             Err(e) => Err(format!("mcp-proxy: {e}").into()),

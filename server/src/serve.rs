@@ -21,9 +21,9 @@ use tracing::Span;
 
 use crate::auth::{resolve_host_token, TokenSource};
 use crate::conn::ConnLimits;
-use crate::demo::DemoArgs;
 use crate::hub::{Hub, StreamLimits};
 use crate::AppState;
+use host::demo::DemoArgs;
 
 /// The compression predicate that leaves out a response marked [`crate::assets::BuildTimeCompressed`].
 #[derive(Debug, Clone, Copy)]
@@ -406,7 +406,7 @@ pub async fn serve(args: ServeArgs) -> Result<(), Box<dyn std::error::Error>> {
             .is_empty()
     {
         let demo = DemoArgs {
-            host: crate::host_client::HostArgs {
+            host: host::host_client::HostArgs {
                 server: url::Url::parse(&format!("http://{local}/"))?,
                 host_token: Some(token),
                 data_dir: args.data_dir.clone(),
@@ -414,7 +414,7 @@ pub async fn serve(args: ServeArgs) -> Result<(), Box<dyn std::error::Error>> {
             pace: 1.0,
         };
         tokio::spawn(async move {
-            if let Err(e) = crate::demo::run(demo).await {
+            if let Err(e) = host::demo::run(demo).await {
                 tracing::warn!(error = %e, "demo failed");
             }
         });

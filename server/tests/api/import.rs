@@ -3,9 +3,9 @@
 
 use std::path::PathBuf;
 
+use host::host_client::HostArgs;
+use host::import::ImportArgs;
 use serde_json::{json, Value};
-use server::host_client::HostArgs;
-use server::import::ImportArgs;
 use sha2::{Digest, Sha256};
 
 use crate::helpers::{spawn, TestApp, TOKEN};
@@ -64,7 +64,7 @@ async fn outcomes(app: &TestApp, session: &str) -> Value {
 async fn import_records_each_write_call_and_a_reimport_changes_nothing() {
     let app = spawn().await;
     let file = fixture("transcripts.jsonl");
-    let report = server::import::import(&args(&app)).await.expect("import");
+    let report = host::import::import(&args(&app)).await.expect("import");
     assert_eq!(report.conversations, 3);
     assert_eq!(report.mutations, 6);
     assert_eq!(
@@ -136,9 +136,7 @@ async fn import_records_each_write_call_and_a_reimport_changes_nothing() {
         .collect();
     assert_eq!(revisions, vec![5, 5]);
 
-    let again = server::import::import(&args(&app))
-        .await
-        .expect("re-import");
+    let again = host::import::import(&args(&app)).await.expect("re-import");
     assert_eq!((again.tally.created, again.tally.already_present), (0, 20));
     assert_eq!(again.tally.failed, Vec::<String>::new());
     assert_eq!(again.skipped.len(), 2);
@@ -161,7 +159,7 @@ async fn import_with_a_wrong_token_fails_and_records_nothing() {
     let app = spawn().await;
     let mut a = args(&app);
     a.host.host_token = Some("wrong".into());
-    let e = server::import::import(&a).await.expect_err("401");
+    let e = host::import::import(&a).await.expect_err("401");
     assert!(e.to_string().contains("401 Unauthorized"), "{e}");
     assert_eq!(app.get_json("/api/sessions").await.1["sessions"], json!([]));
 }

@@ -39,8 +39,8 @@ pub fn router() -> OpenApiRouter<AppState> {
         .routes(routes!(ledger_identity))
 }
 
-/// Most operations one batch may carry.
-pub const MAX_BATCH_OPERATIONS: usize = 1000;
+/// Most operations one batch may carry (shared with `outcomes import`, which sends at most this many).
+pub use ledger::command::MAX_BATCH_OPERATIONS;
 
 /// Applies one host write and counts it (`outcomes_transitions_total`, docs/api.md "Metrics") once it
 /// was answered.

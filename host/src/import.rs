@@ -23,7 +23,7 @@ use serde::Deserialize;
 use serde_json::json;
 
 use crate::host_client::{HostArgs, HostClient};
-use crate::http::host::MAX_BATCH_OPERATIONS;
+use ledger::command::MAX_BATCH_OPERATIONS;
 
 /// `outcomes import`. See docs/import.md "Import agent transcripts" and the `importer` crate for the
 /// mapping, the config file and the classification of results.

@@ -103,6 +103,27 @@ impl Host {
         .map(drop)
     }
 
+    async fn intent(&self, session: &str, mutation: &str, attempt: &str) -> Result<(), String> {
+        self.step(session, mutation, "intent", json!({"attempt_id": attempt}))
+            .await
+    }
+
+    async fn settle(
+        &self,
+        session: &str,
+        mutation: &str,
+        attempt: &str,
+        status: &str,
+    ) -> Result<(), String> {
+        let body = json!({"attempt_id": attempt, "status": status});
+        self.step(session, mutation, "settlement", body).await
+    }
+
+    /// The server-confirmed `id`, `url` and `title` of what the write made.
+    async fn attach(&self, session: &str, mutation: &str, metadata: Value) -> Result<(), String> {
+        self.step(session, mutation, "metadata", metadata).await
+    }
+
     async fn pause(&self, seconds: f64) {
         if self.pace > 0.0 {
             tokio::time::sleep(Duration::from_secs_f64(seconds * self.pace)).await;
@@ -118,7 +139,35 @@ impl Host {
     }
 }
 
-/// Plays the demo sessions. Each session's page URL is printed as it starts.
+/// The keys of the three sessions, new on each run: the Unix time in seconds is their suffix.
+struct Sessions {
+    dashboards: String,
+    broker: String,
+    in_flight: String,
+}
+
+impl Sessions {
+    fn new() -> Self {
+        let suffix = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map(|d| d.as_secs())
+            .unwrap_or(0);
+        Sessions {
+            dashboards: format!("demo-dashboards-{suffix}"),
+            broker: format!("demo-broker-419-{suffix}"),
+            in_flight: format!("demo-in-flight-{suffix}"),
+        }
+    }
+
+    /// Prints each session's page, to open before it fills in.
+    fn announce(&self, host: &Host) {
+        println!("demo: dashboards session  {}", host.page(&self.dashboards));
+        println!("demo: broker exercise     {}", host.page(&self.broker));
+        println!("demo: in-flight writes    {}", host.page(&self.in_flight));
+    }
+}
+
+/// Plays the demo sessions, one after the other, after printing the page URL of each.
 pub async fn run(args: DemoArgs) -> Result<(), Box<dyn std::error::Error>> {
     let host = Host {
         client: HostClient::new(
@@ -128,149 +177,96 @@ pub async fn run(args: DemoArgs) -> Result<(), Box<dyn std::error::Error>> {
         )?,
         pace: args.pace,
     };
-    let suffix = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map(|d| d.as_secs())
-        .unwrap_or(0);
+    let sessions = Sessions::new();
+    sessions.announce(&host);
+    play_dashboards(&host, &sessions.dashboards).await?;
+    play_broker_exercise(&host, &sessions.broker).await?;
+    play_in_flight(&host, &sessions.in_flight).await?;
+    println!("demo: done (deploy-1 stays in flight)");
+    Ok(())
+}
 
-    let dashboards = format!("demo-dashboards-{suffix}");
-    println!("demo: dashboards session  {}", host.page(&dashboards));
-    let broker = format!("demo-broker-419-{suffix}");
-    println!("demo: broker exercise     {}", host.page(&broker));
-    let inflight = format!("demo-in-flight-{suffix}");
-    println!("demo: in-flight writes    {}", host.page(&inflight));
-
-    // Session 1: a dashboard created and completed; metadata a moment later; then a write that fails.
-    host.approve(
-        &dashboards,
-        "turn-1",
-        "dash-create-1",
-        "mcp__dashboards__create",
-    )
-    .await?;
-    host.step(
-        &dashboards,
-        "dash-create-1",
-        "intent",
-        json!({"attempt_id": "att-1"}),
-    )
-    .await?;
+/// Session 1: a dashboard created and completed, its metadata attached a moment later; then a write that
+/// fails.
+async fn play_dashboards(host: &Host, session: &str) -> Result<(), String> {
+    let dashboard = "dash-create-1";
+    host.approve(session, "turn-1", dashboard, "mcp__dashboards__create")
+        .await?;
+    host.intent(session, dashboard, "att-1").await?;
     host.pause(1.5).await;
-    host.step(
-        &dashboards,
-        "dash-create-1",
-        "settlement",
-        json!({"attempt_id": "att-1", "status": "completed"}),
-    )
-    .await?;
+    host.settle(session, dashboard, "att-1", "completed")
+        .await?;
     host.pause(1.0).await;
-    host.step(
-        &dashboards,
-        "dash-create-1",
-        "metadata",
+    host.attach(
+        session,
+        dashboard,
         json!({"id": "dash-7f3a", "url": "https://app.example.com/d/dash-7f3a?tab=1", "title": "Service overview"}),
     )
     .await?;
-    host.approve(
-        &dashboards,
-        "turn-2",
-        "alert-create-1",
-        "mcp__alerts__create",
-    )
-    .await?;
-    host.step(
-        &dashboards,
-        "alert-create-1",
-        "intent",
-        json!({"attempt_id": "att-1"}),
-    )
-    .await?;
-    host.pause(1.0).await;
-    host.step(
-        &dashboards,
-        "alert-create-1",
-        "settlement",
-        json!({"attempt_id": "att-1", "status": "failed"}),
-    )
-    .await?;
 
-    // Session 2: seed 002's broker exercise.
-    host.approve(
-        &broker,
-        "triage-1",
-        BROKER_OPERATION_ID,
-        "mcp__codehost__create_issue",
-    )
-    .await?;
-    host.step(
-        &broker,
-        BROKER_OPERATION_ID,
-        "intent",
-        json!({"attempt_id": "publication-1"}),
-    )
-    .await?;
-    host.pause(1.5).await;
-    host.step(
-        &broker,
-        BROKER_OPERATION_ID,
-        "settlement",
-        json!({"attempt_id": "publication-1", "status": "outcome_unknown"}),
-    )
-    .await?;
+    let alert = "alert-create-1";
+    host.approve(session, "turn-2", alert, "mcp__alerts__create")
+        .await?;
+    host.intent(session, alert, "att-1").await?;
     host.pause(1.0).await;
-    host.step(
-        &broker,
-        BROKER_OPERATION_ID,
-        "metadata",
+    host.settle(session, alert, "att-1", "failed").await
+}
+
+/// Session 2: seed 002's broker exercise. Issue #419 is created at the provider but the reply is lost:
+/// the outcome is unknown, its metadata attached later; the label write after it is cancelled by its
+/// pre-dispatch deadline.
+async fn play_broker_exercise(host: &Host, session: &str) -> Result<(), String> {
+    let issue = BROKER_OPERATION_ID;
+    host.approve(session, "triage-1", issue, "mcp__codehost__create_issue")
+        .await?;
+    host.intent(session, issue, "publication-1").await?;
+    host.pause(1.5).await;
+    host.settle(session, issue, "publication-1", "outcome_unknown")
+        .await?;
+    host.pause(1.0).await;
+    host.attach(
+        session,
+        issue,
         json!({"id": "419", "url": "https://codehost.example.com/acme/shop/issues/419", "title": "Refund rounds a half cent down on order-77"}),
     )
     .await?;
-    host.approve(&broker, "triage-1", "label-419", "mcp__codehost__add_label")
+
+    let label = "label-419";
+    host.approve(session, "triage-1", label, "mcp__codehost__add_label")
         .await?;
-    host.step(
-        &broker,
-        "label-419",
-        "intent",
-        json!({"attempt_id": "label-1"}),
-    )
-    .await?;
+    host.intent(session, label, "label-1").await?;
     host.pause(1.0).await;
     host.step(
-        &broker,
-        "label-419",
+        session,
+        label,
         "cancellation",
         json!({"attempt_id": "label-1", "reason": "pre_dispatch_deadline"}),
     )
-    .await?;
+    .await
+}
 
-    // Session 3: a write still in flight, and one that times out.
-    host.approve(&inflight, "turn-1", "deploy-1", "mcp__deploy__create")
+/// Session 3: a write left in flight, and one that times out into an unknown outcome.
+async fn play_in_flight(host: &Host, session: &str) -> Result<(), String> {
+    host.approve(session, "turn-1", "deploy-1", "mcp__deploy__create")
         .await?;
     host.step(
-        &inflight,
+        session,
         "deploy-1",
         "intent",
         // Seven days (the longest a host may ask for): it stays in flight while the demo is looked at.
         json!({"attempt_id": "deploy-att-1", "deadline_secs": 604_800}),
     )
     .await?;
-    host.approve(&inflight, "turn-1", "notify-1", "mcp__chat__post_message")
+
+    host.approve(session, "turn-1", "notify-1", "mcp__chat__post_message")
         .await?;
-    host.step(
-        &inflight,
-        "notify-1",
-        "intent",
-        json!({"attempt_id": "notify-att-1"}),
-    )
-    .await?;
+    host.intent(session, "notify-1", "notify-att-1").await?;
     host.pause(3.0).await;
     host.step(
-        &inflight,
+        session,
         "notify-1",
         "settlement",
         json!({"attempt_id": "notify-att-1", "status": "outcome_unknown", "reason": "execution_timeout"}),
     )
-    .await?;
-    println!("demo: done (deploy-1 stays in flight)");
-    Ok(())
+    .await
 }

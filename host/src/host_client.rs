@@ -1,6 +1,6 @@
 //! The client side of the host write API (docs/api.md "Host write API (`/api/host`, `Authorization:
 //! Bearer <host token>`)"), shared by `outcomes demo` and `outcomes import`: the server's base URL, the host
-//! token read as `outcomes serve` reads it ([`crate::auth::read_host_token`]), bearer auth on every request,
+//! token read as `outcomes serve` reads it ([`crate::token::read_host_token`]), bearer auth on every request,
 //! and URLs built segment by segment with [`url::Url::path_segments_mut`] (each segment percent-encoded by
 //! `url`, never by hand).
 
@@ -9,7 +9,7 @@ use std::path::{Path, PathBuf};
 use url::Url;
 
 /// How `demo` and `import` reach the server as the host: its URL and the host token (given, or read from
-/// `<data dir>/host-token` like `serve` does: [`crate::auth::read_host_token`]).
+/// `<data dir>/host-token` like `serve` does: [`crate::token::read_host_token`]).
 #[derive(Debug, Clone, clap::Args)]
 pub struct HostArgs {
     /// The running server.
@@ -37,7 +37,7 @@ impl HostClient {
     /// token given and the file unreadable or blank, `no host token given and none readable in <data
     /// dir>: <why>`.
     pub fn new(base: Url, given: Option<&str>, data_dir: &Path) -> Result<Self, String> {
-        let (token, _) = crate::auth::read_host_token(given, data_dir).map_err(|e| {
+        let (token, _) = crate::token::read_host_token(given, data_dir).map_err(|e| {
             format!(
                 "no host token given and none readable in {}: {e}",
                 data_dir.display()
