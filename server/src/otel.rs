@@ -234,7 +234,7 @@ pub fn span_data(item: &OtelItem, ctx: &SpanContextInputs) -> SpanData {
     let host = item
         .traceparent
         .as_deref()
-        .and_then(|t| ledger::otel::Traceparent::parse(t).ok());
+        .and_then(|t| ledger::traceparent::Traceparent::parse(t).ok());
     let trace_id = match &host {
         Some(t) => TraceId::from_bytes(t.trace_id()),
         None => session_trace_id(&ctx.ledger_id, &item.session_key),

@@ -254,7 +254,7 @@ fn describe(m: Msg) -> Message {
         (Some(method), id) => {
             let (tool, turn, traceparent) = if method == "tools/call" {
                 let traceparent = params.meta.traceparent.and_then(|t| {
-                    ledger::otel::Traceparent::parse(&t)
+                    ledger::traceparent::Traceparent::parse(&t)
                         .ok()
                         .map(|t| t.as_str().to_owned())
                 });

@@ -365,7 +365,7 @@ impl TryFrom<Request<SessionPath, ApproveBody>> for Command {
         let traceparent = b
             .traceparent
             .map(|t| {
-                ledger::otel::Traceparent::parse(&t)
+                ledger::traceparent::Traceparent::parse(&t)
                     .map_err(|why| ApiError::invalid_field("traceparent", why))
             })
             .transpose()?;
