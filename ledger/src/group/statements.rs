@@ -61,9 +61,7 @@ impl GroupWrite {
             return Ok(());
         }
         let list = serde_json::to_string(rows).map_err(|e| {
-            LedgerError::Store(sqlx::Error::Protocol(format!(
-                "the group's write could not be encoded: {e}"
-            )))
+            LedgerError::internal(format!("the group's write could not be encoded: {e}"))
         })?;
         let mut list = Some(list);
         let binds = statement
