@@ -2,13 +2,15 @@
 //! for SQLite and its data-modifying CTE for Postgres, the rows as positional JSON arrays (a new entry, a
 //! changed entry, a history row), and the assembly of the Postgres statement.
 
+use std::sync::LazyLock;
+
 use serde::ser::{Serialize, SerializeTuple, Serializer};
 
 use super::Key;
 use crate::command::{Actor, Evidence};
 use crate::error::LedgerError;
-use crate::rows::{history_columns, EntryRow, HistoryRow};
-use crate::wire::{EstablishedBy, HistoryKind, Reason, SettledBy};
+use crate::rows::{history_columns, Cast, EntryRow, HistoryRow, StoredColumn, ENTRY_TABLE};
+use crate::wire::HistoryKind;
 
 /// One parameter of the group's write: the group's time (ms) or a statement's list (JSON text).
 pub(super) enum Bind {
@@ -177,49 +179,106 @@ pub(super) const CHANGED_TURNS: Statement = Statement {
 };
 
 /// New entries in the order they were recorded ([`NewEntry`]); on Postgres it returns their `seq` by
-/// key, for the `$new_seq` of the statements after it.
-pub(super) const NEW_ENTRIES: Statement = Statement {
+/// key, for the `$new_seq` of the statements after it. Generated from [`ENTRY_TABLE`]
+/// ([`EntryWrites`]).
+pub(super) static NEW_ENTRIES: LazyLock<Statement> = LazyLock::new(|| Statement {
     name: "new_entries",
-    sql: "INSERT INTO entries (session_key, logical_turn_id, mutation_id, tool, status, intent_recorded, \
-          attempt_id, reason, meta_attached, meta_id, meta_url, meta_title, revision, settled_at, \
-          commissioned_after, deadline_at, settled_by, established_by, traceparent, recorded_at, updated_at) \
-          SELECT value ->> 0, value ->> 1, value ->> 2, value ->> 3, value ->> 4, value ->> 5, value ->> 6, \
-          value ->> 7, value ->> 8, value ->> 9, value ->> 10, value ->> 11, value ->> 12, value ->> 13, \
-          value ->> 14, value ->> 15, value ->> 16, value ->> 17, value ->> 18, ?, ? FROM json_each(?) ORDER BY key;",
-    pg: "INSERT INTO entries (session_key, logical_turn_id, mutation_id, tool, status, intent_recorded, \
-         attempt_id, reason, meta_attached, meta_id, meta_url, meta_title, revision, settled_at, \
-         commissioned_after, deadline_at, settled_by, established_by, traceparent, recorded_at, updated_at) \
-         SELECT value ->> 0, value ->> 1, value ->> 2, value ->> 3, value ->> 4, (value ->> 5)::boolean, \
-         value ->> 6, value ->> 7, (value ->> 8)::boolean, value ->> 9, value ->> 10, value ->> 11, \
-         (value ->> 12)::bigint, (value ->> 13)::bigint, value ->> 14, (value ->> 15)::bigint, \
-         value ->> 16, value ->> 17, value ->> 18, $now, $now \
-         FROM jsonb_array_elements($list::jsonb) WITH ORDINALITY AS j(value, key) ORDER BY key \
-         RETURNING seq, session_key, mutation_id",
+    sql: &ENTRY_WRITES.new_sqlite,
+    pg: &ENTRY_WRITES.new_pg,
     binds: &[N, N, L],
-};
+});
 
-/// Entries stored before the group that it changed ([`ChangedEntry`]), by `seq`.
-pub(super) const CHANGED_ENTRIES: Statement = Statement {
+/// Entries stored before the group that it changed ([`ChangedEntry`]), by `seq`. Generated from
+/// [`ENTRY_TABLE`] ([`EntryWrites`]).
+pub(super) static CHANGED_ENTRIES: LazyLock<Statement> = LazyLock::new(|| Statement {
     name: "changed_entries",
-    sql: "UPDATE entries SET status = j.status, intent_recorded = j.intent, attempt_id = j.attempt, \
-          reason = j.reason, meta_attached = j.meta, meta_id = j.id, meta_url = j.url, meta_title = j.title, \
-          revision = j.revision, settled_at = j.settled_at, deadline_at = j.deadline_at, \
-          settled_by = j.settled_by, established_by = j.established_by, updated_at = ? \
-          FROM (SELECT value ->> 0 AS seq, value ->> 1 AS status, value ->> 2 AS intent, \
-                value ->> 3 AS attempt, value ->> 4 AS reason, value ->> 5 AS meta, value ->> 6 AS id, \
-                value ->> 7 AS url, value ->> 8 AS title, value ->> 9 AS revision, \
-                value ->> 10 AS settled_at, value ->> 11 AS deadline_at, value ->> 12 AS settled_by, \
-                value ->> 13 AS established_by FROM json_each(?)) AS j \
-          WHERE entries.seq = j.seq;",
-    pg: "UPDATE entries SET status = j.value ->> 1, intent_recorded = (j.value ->> 2)::boolean, \
-         attempt_id = j.value ->> 3, reason = j.value ->> 4, meta_attached = (j.value ->> 5)::boolean, \
-         meta_id = j.value ->> 6, meta_url = j.value ->> 7, meta_title = j.value ->> 8, \
-         revision = (j.value ->> 9)::bigint, settled_at = (j.value ->> 10)::bigint, \
-         deadline_at = (j.value ->> 11)::bigint, settled_by = j.value ->> 12, \
-         established_by = j.value ->> 13, updated_at = $now \
-         FROM jsonb_array_elements($list::jsonb) AS j(value) WHERE entries.seq = (j.value ->> 0)::bigint",
+    sql: &ENTRY_WRITES.changed_sqlite,
+    pg: &ENTRY_WRITES.changed_pg,
     binds: &[N, L],
-};
+});
+
+/// The SQL of the entries' two writes in both dialects, generated once from [`ENTRY_TABLE`] (the one
+/// declaration of the `entries` row, `rows::entry_row!`): element `N` of a row's positional array is
+/// `value ->> N`, cast for Postgres by its column's [`Cast`]; `recorded_at` and `updated_at` take the
+/// group's time.
+///
+/// - insert (`NEW_ENTRIES`): the [`StoredColumn::insert`] columns, elements 0, 1, … in their order;
+/// - update (`CHANGED_ENTRIES`): element 0 the entry's `seq`, then the [`StoredColumn::update`]
+///   columns, elements 1, 2, … in their order (on SQLite through a subquery `j` whose columns are
+///   named as the entry's).
+struct EntryWrites {
+    new_sqlite: String,
+    new_pg: String,
+    changed_sqlite: String,
+    changed_pg: String,
+}
+
+static ENTRY_WRITES: LazyLock<EntryWrites> = LazyLock::new(EntryWrites::generate);
+
+impl EntryWrites {
+    fn generate() -> EntryWrites {
+        let insert: Vec<&StoredColumn> = ENTRY_TABLE.iter().filter(|c| c.insert).collect();
+        let update: Vec<&StoredColumn> = ENTRY_TABLE.iter().filter(|c| c.update).collect();
+        let names = insert.iter().map(|c| c.name).collect::<Vec<_>>().join(", ");
+        let into = format!("INSERT INTO entries ({names}, recorded_at, updated_at) SELECT ");
+        let values = |pg: bool| {
+            insert
+                .iter()
+                .enumerate()
+                .map(|(i, c)| {
+                    let e = format!("value ->> {i}");
+                    if pg {
+                        c.cast.pg(&e)
+                    } else {
+                        e
+                    }
+                })
+                .collect::<Vec<_>>()
+                .join(", ")
+        };
+        let new_sqlite = format!(
+            "{into}{}, ?, ? FROM json_each(?) ORDER BY key;",
+            values(false)
+        );
+        let new_pg = format!(
+            "{into}{}, $now, $now \
+             FROM jsonb_array_elements($list::jsonb) WITH ORDINALITY AS j(value, key) ORDER BY key \
+             RETURNING seq, session_key, mutation_id",
+            values(true)
+        );
+        let set = |value: &dyn Fn(usize, &StoredColumn) -> String| {
+            update
+                .iter()
+                .enumerate()
+                .map(|(i, c)| format!("{} = {}", c.name, value(i + 1, c)))
+                .collect::<Vec<_>>()
+                .join(", ")
+        };
+        let named = update
+            .iter()
+            .enumerate()
+            .map(|(i, c)| format!(", value ->> {} AS {}", i + 1, c.name))
+            .collect::<String>();
+        let changed_sqlite = format!(
+            "UPDATE entries SET {}, updated_at = ? \
+             FROM (SELECT value ->> 0 AS seq{named} FROM json_each(?)) AS j \
+             WHERE entries.seq = j.seq;",
+            set(&|_, c| format!("j.{}", c.name))
+        );
+        let changed_pg = format!(
+            "UPDATE entries SET {}, updated_at = $now \
+             FROM jsonb_array_elements($list::jsonb) AS j(value) WHERE entries.seq = {}",
+            set(&|i, c| c.cast.pg(&format!("j.value ->> {i}"))),
+            Cast::Bigint.pg("j.value ->> 0")
+        );
+        EntryWrites {
+            new_sqlite,
+            new_pg,
+            changed_sqlite,
+            changed_pg,
+        }
+    }
+}
 
 /// The entry's `seq` from the first three elements of a row (`seq`, or `NULL` and then the session key
 /// and mutation id of an entry inserted by this group); `j` is the row.
@@ -302,61 +361,27 @@ pub(super) const HISTORY: Statement = Statement {
     binds: &[N, L],
 };
 
-/// A new entry's columns as one positional array of [`NEW_ENTRIES`]: session key, turn, mutation, tool,
-/// status, intent, attempt, reason, metadata (attached, id, url, title), revision, settled_at,
-/// commissioned_after, deadline_at, settled_by, established_by and traceparent.
+/// A new entry's columns as one positional array of [`NEW_ENTRIES`]: the [`StoredColumn::insert`]
+/// columns of [`ENTRY_TABLE`] in their order ([`EntryRow::serialize_insert`]).
 pub(super) struct NewEntry<'a>(pub(super) &'a EntryRow);
 
 impl Serialize for NewEntry<'_> {
     fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        let r = self.0;
-        let mut t = s.serialize_tuple(19)?;
-        t.serialize_element(&r.session_key)?;
-        t.serialize_element(&r.logical_turn_id)?;
-        t.serialize_element(&r.mutation_id)?;
-        t.serialize_element(&r.tool)?;
-        t.serialize_element(r.status.as_str())?;
-        t.serialize_element(&r.intent_recorded)?;
-        t.serialize_element(&r.attempt_id)?;
-        t.serialize_element(&r.reason.map(Reason::as_str))?;
-        t.serialize_element(&r.meta_attached)?;
-        t.serialize_element(&r.meta_id)?;
-        t.serialize_element(&r.meta_url)?;
-        t.serialize_element(&r.meta_title)?;
-        t.serialize_element(&r.revision)?;
-        t.serialize_element(&r.settled_at)?;
-        t.serialize_element(&r.commissioned_after)?;
-        t.serialize_element(&r.deadline_at)?;
-        t.serialize_element(&r.settled_by.map(SettledBy::as_str))?;
-        t.serialize_element(&r.established_by.map(EstablishedBy::as_str))?;
-        t.serialize_element(&r.traceparent)?;
+        let mut t = s.serialize_tuple(ENTRY_TABLE.iter().filter(|c| c.insert).count())?;
+        self.0.serialize_insert(&mut t)?;
         t.end()
     }
 }
 
-/// A changed entry's columns as one positional array of [`CHANGED_ENTRIES`]: seq, status, intent,
-/// attempt, reason, metadata (attached, id, url, title), revision, settled_at, deadline_at, settled_by
-/// and established_by.
+/// A changed entry's columns as one positional array of [`CHANGED_ENTRIES`]: its `seq`, then the
+/// [`StoredColumn::update`] columns of [`ENTRY_TABLE`] in their order ([`EntryRow::serialize_update`]).
 pub(super) struct ChangedEntry<'a>(pub(super) &'a EntryRow);
 
 impl Serialize for ChangedEntry<'_> {
     fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        let r = self.0;
-        let mut t = s.serialize_tuple(14)?;
-        t.serialize_element(&r.seq)?;
-        t.serialize_element(r.status.as_str())?;
-        t.serialize_element(&r.intent_recorded)?;
-        t.serialize_element(&r.attempt_id)?;
-        t.serialize_element(&r.reason.map(Reason::as_str))?;
-        t.serialize_element(&r.meta_attached)?;
-        t.serialize_element(&r.meta_id)?;
-        t.serialize_element(&r.meta_url)?;
-        t.serialize_element(&r.meta_title)?;
-        t.serialize_element(&r.revision)?;
-        t.serialize_element(&r.settled_at)?;
-        t.serialize_element(&r.deadline_at)?;
-        t.serialize_element(&r.settled_by.map(SettledBy::as_str))?;
-        t.serialize_element(&r.established_by.map(EstablishedBy::as_str))?;
+        let mut t = s.serialize_tuple(1 + ENTRY_TABLE.iter().filter(|c| c.update).count())?;
+        t.serialize_element(&self.0.seq)?;
+        self.0.serialize_update(&mut t)?;
         t.end()
     }
 }
@@ -408,6 +433,84 @@ impl Serialize for HistoryOut {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    // TEMPORARY: the literal text before the entries' writes were generated.
+    /// New entries in the order they were recorded ([`NewEntry`]); on Postgres it returns their `seq` by
+    /// key, for the `$new_seq` of the statements after it.
+    const OLD_NEW_ENTRIES: Statement = Statement {
+        name: "new_entries",
+        sql: "INSERT INTO entries (session_key, logical_turn_id, mutation_id, tool, status, intent_recorded, \
+              attempt_id, reason, meta_attached, meta_id, meta_url, meta_title, revision, settled_at, \
+              commissioned_after, deadline_at, settled_by, established_by, traceparent, recorded_at, updated_at) \
+              SELECT value ->> 0, value ->> 1, value ->> 2, value ->> 3, value ->> 4, value ->> 5, value ->> 6, \
+              value ->> 7, value ->> 8, value ->> 9, value ->> 10, value ->> 11, value ->> 12, value ->> 13, \
+              value ->> 14, value ->> 15, value ->> 16, value ->> 17, value ->> 18, ?, ? FROM json_each(?) ORDER BY key;",
+        pg: "INSERT INTO entries (session_key, logical_turn_id, mutation_id, tool, status, intent_recorded, \
+             attempt_id, reason, meta_attached, meta_id, meta_url, meta_title, revision, settled_at, \
+             commissioned_after, deadline_at, settled_by, established_by, traceparent, recorded_at, updated_at) \
+             SELECT value ->> 0, value ->> 1, value ->> 2, value ->> 3, value ->> 4, (value ->> 5)::boolean, \
+             value ->> 6, value ->> 7, (value ->> 8)::boolean, value ->> 9, value ->> 10, value ->> 11, \
+             (value ->> 12)::bigint, (value ->> 13)::bigint, value ->> 14, (value ->> 15)::bigint, \
+             value ->> 16, value ->> 17, value ->> 18, $now, $now \
+             FROM jsonb_array_elements($list::jsonb) WITH ORDINALITY AS j(value, key) ORDER BY key \
+             RETURNING seq, session_key, mutation_id",
+        binds: &[N, N, L],
+    };
+
+    /// Entries stored before the group that it changed ([`ChangedEntry`]), by `seq`.
+    const OLD_CHANGED_ENTRIES: Statement = Statement {
+        name: "changed_entries",
+        sql: "UPDATE entries SET status = j.status, intent_recorded = j.intent, attempt_id = j.attempt, \
+              reason = j.reason, meta_attached = j.meta, meta_id = j.id, meta_url = j.url, meta_title = j.title, \
+              revision = j.revision, settled_at = j.settled_at, deadline_at = j.deadline_at, \
+              settled_by = j.settled_by, established_by = j.established_by, updated_at = ? \
+              FROM (SELECT value ->> 0 AS seq, value ->> 1 AS status, value ->> 2 AS intent, \
+                    value ->> 3 AS attempt, value ->> 4 AS reason, value ->> 5 AS meta, value ->> 6 AS id, \
+                    value ->> 7 AS url, value ->> 8 AS title, value ->> 9 AS revision, \
+                    value ->> 10 AS settled_at, value ->> 11 AS deadline_at, value ->> 12 AS settled_by, \
+                    value ->> 13 AS established_by FROM json_each(?)) AS j \
+              WHERE entries.seq = j.seq;",
+        pg: "UPDATE entries SET status = j.value ->> 1, intent_recorded = (j.value ->> 2)::boolean, \
+             attempt_id = j.value ->> 3, reason = j.value ->> 4, meta_attached = (j.value ->> 5)::boolean, \
+             meta_id = j.value ->> 6, meta_url = j.value ->> 7, meta_title = j.value ->> 8, \
+             revision = (j.value ->> 9)::bigint, settled_at = (j.value ->> 10)::bigint, \
+             deadline_at = (j.value ->> 11)::bigint, settled_by = j.value ->> 12, \
+             established_by = j.value ->> 13, updated_at = $now \
+             FROM jsonb_array_elements($list::jsonb) AS j(value) WHERE entries.seq = (j.value ->> 0)::bigint",
+        binds: &[N, L],
+    };
+
+    /// TEMPORARY: the generated writes are the literal ones they replace (the SQLite update's subquery
+    /// names its columns as the entry's).
+    #[test]
+    fn generated_entry_writes_are_the_literal_ones() {
+        assert_eq!(NEW_ENTRIES.sql, OLD_NEW_ENTRIES.sql);
+        assert_eq!(NEW_ENTRIES.pg, OLD_NEW_ENTRIES.pg);
+        assert_eq!(CHANGED_ENTRIES.pg, OLD_CHANGED_ENTRIES.pg);
+        let mut old = OLD_CHANGED_ENTRIES.sql.to_owned();
+        for (from, to) in [
+            ("j.intent,", "j.intent_recorded,"),
+            ("AS intent,", "AS intent_recorded,"),
+            ("j.attempt,", "j.attempt_id,"),
+            ("AS attempt,", "AS attempt_id,"),
+            ("j.meta,", "j.meta_attached,"),
+            ("AS meta,", "AS meta_attached,"),
+            ("j.id,", "j.meta_id,"),
+            ("AS id,", "AS meta_id,"),
+            ("j.url,", "j.meta_url,"),
+            ("AS url,", "AS meta_url,"),
+            ("j.title,", "j.meta_title,"),
+            ("AS title,", "AS meta_title,"),
+        ] {
+            assert_eq!(old.matches(from).count(), 1, "{from}");
+            old = old.replace(from, to);
+        }
+        assert_eq!(CHANGED_ENTRIES.sql, old);
+        assert_eq!(
+            (NEW_ENTRIES.binds.len(), CHANGED_ENTRIES.binds.len()),
+            (OLD_NEW_ENTRIES.binds.len(), OLD_CHANGED_ENTRIES.binds.len())
+        );
+    }
 
     /// The Postgres write's text ([`GroupWrite::postgres`]): parameters numbered `$1` (the time), then
     /// the lists in order, then the channel and the payloads; an entry the group inserts is found in the
