@@ -665,17 +665,6 @@ mod tests {
 
     use crate::wire::{LedgerStatus, Reason};
 
-    /// TEMPORARY: the generated column list is the literal one it replaces.
-    #[test]
-    fn generated_entry_columns_are_the_literal_ones() {
-        assert_eq!(
-            &*super::ENTRY_COLUMNS,
-            "seq, session_key, logical_turn_id, mutation_id, tool, status, \
-             intent_recorded, attempt_id, reason, meta_attached, meta_id, meta_url, meta_title, revision, \
-             recorded_at, settled_at, commissioned_after, deadline_at, settled_by, established_by"
-        );
-    }
-
     #[tokio::test]
     async fn states_are_stored_by_their_spelling_and_any_other_spelling_is_a_decode_error() {
         let mut db = SqliteConnection::connect("sqlite::memory:").await.unwrap();

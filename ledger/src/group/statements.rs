@@ -434,82 +434,147 @@ impl Serialize for HistoryOut {
 mod tests {
     use super::*;
 
-    // TEMPORARY: the literal text before the entries' writes were generated.
-    /// New entries in the order they were recorded ([`NewEntry`]); on Postgres it returns their `seq` by
-    /// key, for the `$new_seq` of the statements after it.
-    const OLD_NEW_ENTRIES: Statement = Statement {
-        name: "new_entries",
-        sql: "INSERT INTO entries (session_key, logical_turn_id, mutation_id, tool, status, intent_recorded, \
-              attempt_id, reason, meta_attached, meta_id, meta_url, meta_title, revision, settled_at, \
-              commissioned_after, deadline_at, settled_by, established_by, traceparent, recorded_at, updated_at) \
-              SELECT value ->> 0, value ->> 1, value ->> 2, value ->> 3, value ->> 4, value ->> 5, value ->> 6, \
-              value ->> 7, value ->> 8, value ->> 9, value ->> 10, value ->> 11, value ->> 12, value ->> 13, \
-              value ->> 14, value ->> 15, value ->> 16, value ->> 17, value ->> 18, ?, ? FROM json_each(?) ORDER BY key;",
-        pg: "INSERT INTO entries (session_key, logical_turn_id, mutation_id, tool, status, intent_recorded, \
-             attempt_id, reason, meta_attached, meta_id, meta_url, meta_title, revision, settled_at, \
-             commissioned_after, deadline_at, settled_by, established_by, traceparent, recorded_at, updated_at) \
-             SELECT value ->> 0, value ->> 1, value ->> 2, value ->> 3, value ->> 4, (value ->> 5)::boolean, \
-             value ->> 6, value ->> 7, (value ->> 8)::boolean, value ->> 9, value ->> 10, value ->> 11, \
-             (value ->> 12)::bigint, (value ->> 13)::bigint, value ->> 14, (value ->> 15)::bigint, \
-             value ->> 16, value ->> 17, value ->> 18, $now, $now \
-             FROM jsonb_array_elements($list::jsonb) WITH ORDINALITY AS j(value, key) ORDER BY key \
-             RETURNING seq, session_key, mutation_id",
-        binds: &[N, N, L],
-    };
-
-    /// Entries stored before the group that it changed ([`ChangedEntry`]), by `seq`.
-    const OLD_CHANGED_ENTRIES: Statement = Statement {
-        name: "changed_entries",
-        sql: "UPDATE entries SET status = j.status, intent_recorded = j.intent, attempt_id = j.attempt, \
-              reason = j.reason, meta_attached = j.meta, meta_id = j.id, meta_url = j.url, meta_title = j.title, \
-              revision = j.revision, settled_at = j.settled_at, deadline_at = j.deadline_at, \
-              settled_by = j.settled_by, established_by = j.established_by, updated_at = ? \
-              FROM (SELECT value ->> 0 AS seq, value ->> 1 AS status, value ->> 2 AS intent, \
-                    value ->> 3 AS attempt, value ->> 4 AS reason, value ->> 5 AS meta, value ->> 6 AS id, \
-                    value ->> 7 AS url, value ->> 8 AS title, value ->> 9 AS revision, \
-                    value ->> 10 AS settled_at, value ->> 11 AS deadline_at, value ->> 12 AS settled_by, \
-                    value ->> 13 AS established_by FROM json_each(?)) AS j \
-              WHERE entries.seq = j.seq;",
-        pg: "UPDATE entries SET status = j.value ->> 1, intent_recorded = (j.value ->> 2)::boolean, \
-             attempt_id = j.value ->> 3, reason = j.value ->> 4, meta_attached = (j.value ->> 5)::boolean, \
-             meta_id = j.value ->> 6, meta_url = j.value ->> 7, meta_title = j.value ->> 8, \
-             revision = (j.value ->> 9)::bigint, settled_at = (j.value ->> 10)::bigint, \
-             deadline_at = (j.value ->> 11)::bigint, settled_by = j.value ->> 12, \
-             established_by = j.value ->> 13, updated_at = $now \
-             FROM jsonb_array_elements($list::jsonb) AS j(value) WHERE entries.seq = (j.value ->> 0)::bigint",
-        binds: &[N, L],
-    };
-
-    /// TEMPORARY: the generated writes are the literal ones they replace (the SQLite update's subquery
-    /// names its columns as the entry's).
-    #[test]
-    fn generated_entry_writes_are_the_literal_ones() {
-        assert_eq!(NEW_ENTRIES.sql, OLD_NEW_ENTRIES.sql);
-        assert_eq!(NEW_ENTRIES.pg, OLD_NEW_ENTRIES.pg);
-        assert_eq!(CHANGED_ENTRIES.pg, OLD_CHANGED_ENTRIES.pg);
-        let mut old = OLD_CHANGED_ENTRIES.sql.to_owned();
-        for (from, to) in [
-            ("j.intent,", "j.intent_recorded,"),
-            ("AS intent,", "AS intent_recorded,"),
-            ("j.attempt,", "j.attempt_id,"),
-            ("AS attempt,", "AS attempt_id,"),
-            ("j.meta,", "j.meta_attached,"),
-            ("AS meta,", "AS meta_attached,"),
-            ("j.id,", "j.meta_id,"),
-            ("AS id,", "AS meta_id,"),
-            ("j.url,", "j.meta_url,"),
-            ("AS url,", "AS meta_url,"),
-            ("j.title,", "j.meta_title,"),
-            ("AS title,", "AS meta_title,"),
-        ] {
-            assert_eq!(old.matches(from).count(), 1, "{from}");
-            old = old.replace(from, to);
+    /// A stored entry with every column set (`seq` 0: not stored yet).
+    fn entry(traceparent: Option<&str>) -> EntryRow {
+        use crate::wire::{EstablishedBy, LedgerStatus, Reason, SettledBy};
+        EntryRow {
+            seq: 0,
+            session_key: "s-1".into(),
+            logical_turn_id: "t-1".into(),
+            mutation_id: "m-1".into(),
+            tool: "refund".into(),
+            status: LedgerStatus::OutcomeUnknown,
+            intent_recorded: true,
+            attempt_id: Some("a-1".into()),
+            reason: Some(Reason::ExecutionTimeout),
+            meta_attached: true,
+            meta_id: Some("id".into()),
+            meta_url: Some("https://example.test/1".into()),
+            meta_title: None,
+            revision: Some(3),
+            recorded_at: 0,
+            settled_at: Some(1_700_000_000_000),
+            commissioned_after: Some("m-0".into()),
+            deadline_at: Some(1_700_000_060_000),
+            settled_by: Some(SettledBy::Ledger),
+            established_by: Some(EstablishedBy::of("host", "provider")),
+            traceparent: traceparent.map(str::to_owned),
         }
-        assert_eq!(CHANGED_ENTRIES.sql, old);
+    }
+
+    /// The entries' writes agree with the one declaration of the row ([`ENTRY_TABLE`]): every column it
+    /// writes is at its position, in both dialects (cast for Postgres by its [`Cast`]), and the
+    /// serialisers put as many elements in a row as the statements read.
+    #[test]
+    fn the_entries_writes_have_every_declared_column_at_its_position_in_both_dialects() {
+        let mut names: Vec<&str> = ENTRY_TABLE.iter().map(|c| c.name).collect();
+        names.sort_unstable();
+        names.dedup();
+        assert_eq!(names.len(), ENTRY_TABLE.len(), "a column declared twice");
+        let read: Vec<&str> = ENTRY_TABLE
+            .iter()
+            .filter(|c| c.read)
+            .map(|c| c.name)
+            .collect();
+        assert_eq!(&*crate::rows::ENTRY_COLUMNS, read.join(", "));
+
+        let insert: Vec<&StoredColumn> = ENTRY_TABLE.iter().filter(|c| c.insert).collect();
+        let update: Vec<&StoredColumn> = ENTRY_TABLE.iter().filter(|c| c.update).collect();
+        for (i, c) in insert.iter().enumerate() {
+            let e = format!("value ->> {i}");
+            assert!(NEW_ENTRIES.sql.contains(&format!("{e}, ")), "{}", c.name);
+            assert!(
+                NEW_ENTRIES.pg.contains(&format!("{}, ", c.cast.pg(&e))),
+                "{}",
+                c.name
+            );
+        }
+        for (sql, n) in [
+            (NEW_ENTRIES.sql, insert.len()),
+            (NEW_ENTRIES.pg, insert.len()),
+        ] {
+            assert_eq!(sql.matches("value ->> ").count(), n, "{sql}");
+        }
+        for (i, c) in update.iter().enumerate() {
+            let e = format!("value ->> {}", i + 1);
+            assert!(
+                CHANGED_ENTRIES.sql.contains(&format!("{e} AS {} ", c.name))
+                    || CHANGED_ENTRIES.sql.contains(&format!("{e} AS {},", c.name)),
+                "{}",
+                c.name
+            );
+            assert!(
+                CHANGED_ENTRIES
+                    .sql
+                    .contains(&format!("{0} = j.{0},", c.name)),
+                "{}",
+                c.name
+            );
+            let pg = format!("{} = {},", c.name, c.cast.pg(&format!("j.{e}")));
+            assert!(CHANGED_ENTRIES.pg.contains(&pg), "{pg}");
+        }
         assert_eq!(
-            (NEW_ENTRIES.binds.len(), CHANGED_ENTRIES.binds.len()),
-            (OLD_NEW_ENTRIES.binds.len(), OLD_CHANGED_ENTRIES.binds.len())
+            CHANGED_ENTRIES.sql.matches("value ->> ").count(),
+            1 + update.len()
         );
+        assert_eq!(
+            CHANGED_ENTRIES.pg.matches("value ->> ").count(),
+            1 + update.len()
+        );
+
+        let row = entry(Some(
+            "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01",
+        ));
+        let json = |v: serde_json::Value| v.as_array().map(Vec::len);
+        let new = serde_json::to_value(NewEntry(&row)).unwrap();
+        assert_eq!(json(new), Some(insert.len()));
+        let changed = serde_json::to_value(ChangedEntry(&row)).unwrap();
+        assert_eq!(json(changed), Some(1 + update.len()));
+    }
+
+    /// On SQLite, an entry written by the generated insert and update and read back by
+    /// [`crate::rows::ENTRY_COLUMNS`] and [`EntryRow::from_direct`] is the entry written: every position
+    /// of the serialisers, the statements and the read agrees (the table here has the declared columns;
+    /// the real one is the migrations').
+    #[test]
+    fn an_entry_written_by_the_generated_statements_reads_back_as_written() {
+        let db = rusqlite::Connection::open_in_memory().unwrap();
+        let columns: Vec<&str> = ENTRY_TABLE.iter().skip(1).map(|c| c.name).collect();
+        db.execute_batch(&format!(
+            "CREATE TABLE entries (seq INTEGER PRIMARY KEY, {}, updated_at INTEGER)",
+            columns.join(", ")
+        ))
+        .unwrap();
+        let read = |db: &rusqlite::Connection| {
+            db.query_row(
+                &format!("SELECT {} FROM entries", crate::rows::ENTRY_COLUMNS),
+                [],
+                EntryRow::from_direct,
+            )
+            .unwrap()
+        };
+        let mut row = entry(Some(
+            "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01",
+        ));
+        let list = serde_json::to_string(&[NewEntry(&row)]).unwrap();
+        db.execute(NEW_ENTRIES.sql, rusqlite::params![7_i64, 7_i64, list])
+            .unwrap();
+        let traceparent: Option<String> = db
+            .query_row("SELECT traceparent FROM entries", [], |r| r.get(0))
+            .unwrap();
+        assert_eq!(traceparent, row.traceparent);
+        (row.seq, row.recorded_at, row.traceparent) = (1, 7, None);
+        assert_eq!(format!("{:?}", read(&db)), format!("{row:?}"));
+
+        use crate::wire::{LedgerStatus, SettledBy};
+        (row.status, row.reason, row.revision) = (LedgerStatus::Completed, None, Some(4));
+        (row.meta_attached, row.meta_id, row.settled_by) = (false, None, Some(SettledBy::Host));
+        let list = serde_json::to_string(&[ChangedEntry(&row)]).unwrap();
+        let changed = db
+            .execute(CHANGED_ENTRIES.sql, rusqlite::params![9_i64, list])
+            .unwrap();
+        assert_eq!(changed, 1);
+        assert_eq!(format!("{:?}", read(&db)), format!("{row:?}"));
     }
 
     /// The Postgres write's text ([`GroupWrite::postgres`]): parameters numbered `$1` (the time), then
