@@ -171,6 +171,7 @@ impl LedgerError {
     }
 
     /// An `Internal` error: `what` invariant of the ledger's own code did not hold.
+    #[cfg(feature = "store")]
     pub(crate) fn internal(what: impl Into<String>) -> Self {
         LedgerError::Internal(what.into())
     }
