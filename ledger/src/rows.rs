@@ -169,19 +169,26 @@ fn spelled<T>(
     })
 }
 
-impl Stored for LedgerStatus {
-    fn serialize_into<T: SerializeTuple>(&self, t: &mut T) -> Result<(), T::Error> {
-        t.serialize_element(self.as_str())
-    }
+/// [`Stored`] for a state stored by its spelling in a `NOT NULL` column.
+macro_rules! stored_as_required_spelling {
+    ($($ty:ident),*) => {$(
+        impl Stored for $ty {
+            fn serialize_into<T: SerializeTuple>(&self, t: &mut T) -> Result<(), T::Error> {
+                t.serialize_element(self.as_str())
+            }
 
-    fn from_direct(r: &rusqlite::Row<'_>, i: usize, column: &str) -> rusqlite::Result<Self> {
-        spelled(r, i, column, LedgerStatus::parse)?.ok_or(rusqlite::Error::InvalidColumnType(
-            i,
-            column.into(),
-            rusqlite::types::Type::Null,
-        ))
-    }
+            fn from_direct(r: &rusqlite::Row<'_>, i: usize, column: &str) -> rusqlite::Result<Self> {
+                spelled(r, i, column, $ty::parse)?.ok_or(rusqlite::Error::InvalidColumnType(
+                    i,
+                    column.into(),
+                    rusqlite::types::Type::Null,
+                ))
+            }
+        }
+    )*};
 }
+
+stored_as_required_spelling!(LedgerStatus, HistoryKind);
 
 /// [`Stored`] for an optional state stored by its spelling.
 macro_rules! stored_as_optional_spelling {
@@ -457,42 +464,76 @@ pub(crate) async fn check_session_live(
     }
 }
 
-/// One `history` row as read (docs/ledger.md "History").
-#[derive(sqlx::FromRow)]
-pub(crate) struct HistoryRow {
-    kind: HistoryKind,
-    at: i64,
-    revision: Option<i64>,
-    actor: String,
-    attempt_id: Option<String>,
-    ledger_status: LedgerStatus,
-    intent_recorded: bool,
-    reason: Option<Reason>,
-    meta_attached: bool,
-    meta_id: Option<String>,
-    meta_url: Option<String>,
-    meta_title: Option<String>,
-    source: Option<String>,
-    reference: Option<String>,
-    observed_at: Option<String>,
-    note: Option<String>,
-    deadline_at: Option<i64>,
-    provider_status: Option<String>,
-}
+/// The one declaration of the `history` row after its `entry_seq` (docs/ledger.md "History"): each
+/// column once, in the order of [`HISTORY_COLUMNS`], as `field: Type = Cast { written: _ };`. It defines
+/// [`HistoryRow`], [`HISTORY_TABLE`] (from which [`HISTORY_COLUMNS`] and the group's `HISTORY` insert of
+/// both dialects are generated) and [`HistoryRow::serialize_written`]. A column not `written` in the
+/// row's positional array is `at`, the group's time. Adding a column to `history` is one line here plus
+/// its migrations, the legacy import's insert (`engine::legacy`) and the code that sets it.
+macro_rules! history_row {
+    ($(
+        $(#[$attr:meta])*
+        $field:ident: $ty:ty = $cast:ident { written: $written:tt };
+    )*) => {
+        /// One `history` row as read (docs/ledger.md "History").
+        #[derive(sqlx::FromRow)]
+        pub(crate) struct HistoryRow {
+            $($(#[$attr])* $field: $ty,)*
+        }
 
-/// The columns of a `history` row after its `entry_seq`, in the order of [`HistoryRow`]'s fields: the one
-/// list the reads ([`HISTORY_COLUMNS`]), the group commit's insert (`group::statements`) and the legacy
-/// import's (`engine::legacy`) spell.
-macro_rules! history_columns {
-    () => {
-        "kind, at, revision, actor, attempt_id, ledger_status, intent_recorded, reason, meta_attached, \
-         meta_id, meta_url, meta_title, source, reference, observed_at, note, deadline_at, provider_status"
+        /// The columns of [`HistoryRow`] in declaration order ([`history_row!`]): all read, the
+        /// `written` ones in the group insert's positional array (`insert`).
+        pub(crate) const HISTORY_TABLE: &[StoredColumn] = &[$(StoredColumn {
+            name: stringify!($field),
+            cast: Cast::$cast,
+            read: true,
+            insert: $written,
+            update: false,
+        }),*];
+
+        impl HistoryRow {
+            /// Appends the row's `written` columns ([`HISTORY_TABLE`]'s `insert`: all but `at`, which
+            /// the group's insert binds once for all rows) in their order, to a positional array.
+            pub(crate) fn serialize_written<T: SerializeTuple>(&self, t: &mut T) -> Result<(), T::Error> {
+                $(entry_row!(@write $written, self, t, $field);)*
+                Ok(())
+            }
+        }
     };
 }
-pub(crate) use history_columns;
 
-/// The columns of a [`HistoryRow`].
-pub(crate) const HISTORY_COLUMNS: &str = history_columns!();
+history_row! {
+    kind: HistoryKind = Text { written: true };
+    /// When the change was written (ms since the epoch): the group's time.
+    at: i64 = Bigint { written: false };
+    revision: Option<i64> = Bigint { written: true };
+    actor: String = Text { written: true };
+    attempt_id: Option<String> = Text { written: true };
+    ledger_status: LedgerStatus = Text { written: true };
+    intent_recorded: bool = Boolean { written: true };
+    reason: Option<Reason> = Text { written: true };
+    meta_attached: bool = Boolean { written: true };
+    meta_id: Option<String> = Text { written: true };
+    meta_url: Option<String> = Text { written: true };
+    meta_title: Option<String> = Text { written: true };
+    source: Option<String> = Text { written: true };
+    reference: Option<String> = Text { written: true };
+    observed_at: Option<String> = Text { written: true };
+    note: Option<String> = Text { written: true };
+    deadline_at: Option<i64> = Bigint { written: true };
+    provider_status: Option<String> = Text { written: true };
+}
+
+/// The columns of a [`HistoryRow`] after its `entry_seq`, in [`HISTORY_TABLE`]'s order: the one list
+/// the reads, the group commit's insert (`group::statements`) and the legacy import's
+/// (`engine::legacy`) spell.
+pub(crate) static HISTORY_COLUMNS: ColumnList = ColumnList(LazyLock::new(|| {
+    HISTORY_TABLE
+        .iter()
+        .map(|c| c.name)
+        .collect::<Vec<_>>()
+        .join(", ")
+}));
 
 impl HistoryRow {
     /// The history row of a change of `entry` (its state fields after the change) at `at` (ms since the
@@ -528,29 +569,6 @@ impl HistoryRow {
             deadline_at: entry.deadline_at,
             provider_status: evidence.and_then(|e| e.provider_status.clone()),
         }
-    }
-
-    /// The row's columns after `at`, in [`history_columns!`]'s order (kind, revision, actor, attempt,
-    /// status, intent, reason, metadata attached, id, url, title, source, reference, observed_at, note,
-    /// deadline_at, provider_status: 17 elements), appended to a positional array (the group's insert binds the time once for all rows).
-    pub(crate) fn serialize_after_at<T: SerializeTuple>(&self, t: &mut T) -> Result<(), T::Error> {
-        t.serialize_element(self.kind.as_str())?;
-        t.serialize_element(&self.revision)?;
-        t.serialize_element(&self.actor)?;
-        t.serialize_element(&self.attempt_id)?;
-        t.serialize_element(self.ledger_status.as_str())?;
-        t.serialize_element(&self.intent_recorded)?;
-        t.serialize_element(&self.reason.map(Reason::as_str))?;
-        t.serialize_element(&self.meta_attached)?;
-        t.serialize_element(&self.meta_id)?;
-        t.serialize_element(&self.meta_url)?;
-        t.serialize_element(&self.meta_title)?;
-        t.serialize_element(&self.source)?;
-        t.serialize_element(&self.reference)?;
-        t.serialize_element(&self.observed_at)?;
-        t.serialize_element(&self.note)?;
-        t.serialize_element(&self.deadline_at)?;
-        t.serialize_element(&self.provider_status)
     }
 
     /// The revision the change took (`None` for an approval, a note, a claim or release, an import).
@@ -647,7 +665,7 @@ pub(crate) fn prefixed(alias: &str) -> String {
 
 /// [`HISTORY_COLUMNS`], each qualified by the table alias `alias`.
 pub(crate) fn history_prefixed(alias: &str) -> String {
-    columns_of(alias, HISTORY_COLUMNS)
+    columns_of(alias, &HISTORY_COLUMNS)
 }
 
 /// `columns` (a `, `-separated list), each qualified by the table alias `alias`.

@@ -9,7 +9,9 @@ use serde::ser::{Serialize, SerializeTuple, Serializer};
 use super::Key;
 use crate::command::{Actor, Evidence};
 use crate::error::LedgerError;
-use crate::rows::{history_columns, Cast, EntryRow, HistoryRow, StoredColumn, ENTRY_TABLE};
+use crate::rows::{
+    Cast, EntryRow, HistoryRow, StoredColumn, ENTRY_TABLE, HISTORY_COLUMNS, HISTORY_TABLE,
+};
 use crate::wire::HistoryKind;
 
 /// One parameter of the group's write: the group's time (ms) or a statement's list (JSON text).
@@ -335,31 +337,63 @@ pub(super) const RECONCILIATIONS: Statement = Statement {
     binds: &[N, L],
 };
 
-/// History rows in the order of the changes ([`HistoryOut`]).
-pub(super) const HISTORY: Statement = Statement {
+/// History rows in the order of the changes ([`HistoryOut`]). Generated from [`HISTORY_TABLE`]
+/// ([`HistoryWrites`]).
+pub(super) static HISTORY: LazyLock<Statement> = LazyLock::new(|| Statement {
     name: "new_history",
-    sql: concat!(
-        "INSERT INTO history (entry_seq, ",
-        history_columns!(),
-        ") SELECT ",
-        entry_seq!(),
-        ", j.value ->> 3, ?, j.value ->> 4, j.value ->> 5, j.value ->> 6, j.value ->> 7, j.value ->> 8, \
-         j.value ->> 9, j.value ->> 10, j.value ->> 11, j.value ->> 12, j.value ->> 13, j.value ->> 14, \
-         j.value ->> 15, j.value ->> 16, j.value ->> 17, j.value ->> 18, j.value ->> 19 \
-         FROM json_each(?) AS j ORDER BY j.key;"
-    ),
-    pg: concat!(
-        "INSERT INTO history (entry_seq, ",
-        history_columns!(),
-        ") SELECT ",
-        pg_entry_seq!(),
-        ", j.value ->> 3, $now, (j.value ->> 4)::bigint, j.value ->> 5, j.value ->> 6, j.value ->> 7, \
-         (j.value ->> 8)::boolean, j.value ->> 9, (j.value ->> 10)::boolean, j.value ->> 11, \
-         j.value ->> 12, j.value ->> 13, j.value ->> 14, j.value ->> 15, j.value ->> 16, j.value ->> 17, \
-         (j.value ->> 18)::bigint, j.value ->> 19 FROM jsonb_array_elements($list::jsonb) WITH ORDINALITY AS j(value, key) ORDER BY j.key"
-    ),
+    sql: &HISTORY_WRITES.sqlite,
+    pg: &HISTORY_WRITES.pg,
     binds: &[N, L],
-};
+});
+
+/// The SQL of the history insert in both dialects, generated once from [`HISTORY_TABLE`] (the one
+/// declaration of the `history` row, `rows::history_row!`): the row's `entry_seq` from elements 0 to 2
+/// (`entry_seq!`), then each column in [`HISTORY_COLUMNS`]' order, a written one element 3, 4, … in
+/// its order (`value ->> N`, cast for Postgres by its [`Cast`]), `at` the group's time.
+struct HistoryWrites {
+    sqlite: String,
+    pg: String,
+}
+
+static HISTORY_WRITES: LazyLock<HistoryWrites> = LazyLock::new(HistoryWrites::generate);
+
+impl HistoryWrites {
+    fn generate() -> HistoryWrites {
+        let values = |pg: bool| {
+            let mut next = 3;
+            HISTORY_TABLE
+                .iter()
+                .map(|c| {
+                    if !c.insert {
+                        return if pg { "$now" } else { "?" }.to_owned();
+                    }
+                    let e = format!("j.value ->> {next}");
+                    next += 1;
+                    if pg {
+                        c.cast.pg(&e)
+                    } else {
+                        e
+                    }
+                })
+                .collect::<Vec<_>>()
+                .join(", ")
+        };
+        let into = format!("INSERT INTO history (entry_seq, {HISTORY_COLUMNS}) SELECT ");
+        HistoryWrites {
+            sqlite: format!(
+                "{into}{}, {} FROM json_each(?) AS j ORDER BY j.key;",
+                entry_seq!(),
+                values(false)
+            ),
+            pg: format!(
+                "{into}{}, {} FROM jsonb_array_elements($list::jsonb) WITH ORDINALITY AS j(value, key) \
+                 ORDER BY j.key",
+                pg_entry_seq!(),
+                values(true)
+            ),
+        }
+    }
+}
 
 /// A new entry's columns as one positional array of [`NEW_ENTRIES`]: the [`StoredColumn::insert`]
 /// columns of [`ENTRY_TABLE`] in their order ([`EntryRow::serialize_insert`]).
@@ -418,14 +452,14 @@ pub(super) fn history_row(
 }
 
 /// A history row as one positional array of [`HISTORY`]: seq, session key, mutation id (see
-/// [`Group::entry_ref`]), then the row's columns after `at` ([`HistoryRow::serialize_after_at`]).
+/// [`Group::entry_ref`]), then the row's written columns ([`HistoryRow::serialize_written`]).
 impl Serialize for HistoryOut {
     fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        let mut t = s.serialize_tuple(20)?;
+        let mut t = s.serialize_tuple(3 + HISTORY_TABLE.iter().filter(|c| c.insert).count())?;
         t.serialize_element(&self.seq)?;
         t.serialize_element(&self.key.as_ref().map(|k| &k.0))?;
         t.serialize_element(&self.key.as_ref().map(|k| &k.1))?;
-        self.row.serialize_after_at(&mut t)?;
+        self.row.serialize_written(&mut t)?;
         t.end()
     }
 }
@@ -575,6 +609,54 @@ mod tests {
             .unwrap();
         assert_eq!(changed, 1);
         assert_eq!(format!("{:?}", read(&db)), format!("{row:?}"));
+    }
+
+    /// The history insert agrees with the one declaration of the row ([`HISTORY_TABLE`]): every written
+    /// column at its position after the entry's three, in both dialects, `at` the group's time, and a
+    /// row serialised with as many elements as the statement reads.
+    #[test]
+    fn the_history_insert_has_every_declared_column_at_its_position_in_both_dialects() {
+        let names: Vec<&str> = HISTORY_TABLE.iter().map(|c| c.name).collect();
+        assert_eq!(&*HISTORY_COLUMNS, names.join(", "));
+        let written: Vec<&StoredColumn> = HISTORY_TABLE.iter().filter(|c| c.insert).collect();
+        assert_eq!(
+            HISTORY_TABLE.len() - written.len(),
+            1,
+            "only `at` is the group's time"
+        );
+        for (i, c) in written.iter().enumerate() {
+            let e = format!("j.value ->> {}", i + 3);
+            assert!(
+                HISTORY.sql.contains(&format!("{e}, "))
+                    || HISTORY.sql.contains(&format!("{e} FROM")),
+                "{}",
+                c.name
+            );
+            let pg = c.cast.pg(&e);
+            assert!(
+                HISTORY.pg.contains(&format!("{pg}, "))
+                    || HISTORY.pg.contains(&format!("{pg} FROM")),
+                "{}",
+                c.name
+            );
+        }
+        // The entry's three elements (twice on SQLite, once on Postgres) and the written ones.
+        assert_eq!(HISTORY.sql.matches("value ->> ").count(), 3 + written.len());
+        assert_eq!(HISTORY.pg.matches("value ->> ").count(), 1 + written.len());
+        assert_eq!(HISTORY.sql.matches('?').count(), HISTORY.binds.len());
+
+        use crate::command::Actor;
+        let out = history_row(
+            5,
+            &entry(None),
+            HistoryKind::Note,
+            None,
+            &Actor::Host,
+            None,
+            None,
+        );
+        let array = serde_json::to_value(&out).unwrap();
+        assert_eq!(array.as_array().map(Vec::len), Some(3 + written.len()));
     }
 
     /// The Postgres write's text ([`GroupWrite::postgres`]): parameters numbered `$1` (the time), then
