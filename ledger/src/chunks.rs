@@ -127,12 +127,14 @@ fn sqlite_projected(row: &rusqlite::Row<'_>) -> Result<Projected, LedgerError> {
     };
     let status = get(6)?.as_str().map_err(|e| column(6, e))?;
     let status = LedgerStatus::parse(status).ok_or_else(|| {
-        LedgerError::Store(sqlx::Error::Protocol(format!("a stored status {status:?}")))
+        LedgerError::Store(sqlx::Error::Decode(
+            format!("a stored status {status:?}").into(),
+        ))
     })?;
     let reason = match get(8)?.as_str_or_null().map_err(|e| column(8, e))? {
         None => None,
         Some(r) => Some(Reason::parse(r).ok_or_else(|| {
-            LedgerError::Store(sqlx::Error::Protocol(format!("a stored reason {r:?}")))
+            LedgerError::Store(sqlx::Error::Decode(format!("a stored reason {r:?}").into()))
         })?),
     };
     let int = |i: usize| get(i)?.as_i64().map_err(|e| column(i, e));
@@ -162,7 +164,10 @@ fn sqlite_projected(row: &rusqlite::Row<'_>) -> Result<Projected, LedgerError> {
 
 /// A column of an unexpected type (a store failure naming it).
 fn column(i: usize, e: rusqlite::types::FromSqlError) -> LedgerError {
-    LedgerError::Store(sqlx::Error::Protocol(format!("column {i} of a chunk: {e}")))
+    LedgerError::Store(sqlx::Error::ColumnDecode {
+        index: i.to_string(),
+        source: Box::new(e),
+    })
 }
 
 /// Postgres: runs `select` with `binds` in order as one value (`json_agg` of the `j` column).
@@ -188,11 +193,11 @@ fn project_chunk(raw: Raw) -> Result<Vec<Projected>, LedgerError> {
     let mut entries: Vec<ChunkEntry> = serde_json::from_str(&raw.json)
         .map_err(|e| LedgerError::Store(sqlx::Error::Decode(Box::new(e))))?;
     if entries.len() as i64 != raw.count {
-        return Err(LedgerError::Store(sqlx::Error::Protocol(format!(
+        return Err(LedgerError::internal(format!(
             "a chunk of {} entries held {}",
             raw.count,
             entries.len()
-        ))));
+        )));
     }
     // The databases aggregate the ordered subquery in its order; sorting an aggregate (ORDER BY inside
     // group_concat) costs a third of the statement, so the order is checked here instead.

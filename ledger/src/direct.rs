@@ -76,8 +76,8 @@ impl Drop for Direct<'_> {
 }
 
 /// Binds `params` to `statement` as sqlx's SQLite driver does: a parameter named `?N` or `$N` takes the
-/// N-th (1-based), any other the next in order. A parameter without a value is an error
-/// ([`LedgerError::Store`]).
+/// N-th (1-based), any other the next in order. A parameter without a value is a fault of this code
+/// ([`LedgerError::Internal`]).
 fn bind(statement: &mut rusqlite::Statement<'_>, params: &[&dyn ToSql]) -> Result<(), LedgerError> {
     let mut next = 0;
     for index in 1..=statement.parameter_count() {
@@ -93,10 +93,10 @@ fn bind(statement: &mut rusqlite::Statement<'_>, params: &[&dyn ToSql]) -> Resul
             }
         };
         let Some(value) = at.and_then(|i| params.get(i)) else {
-            return Err(LedgerError::Store(sqlx::Error::Protocol(format!(
+            return Err(LedgerError::internal(format!(
                 "statement parameter {index} has no value ({} given)",
                 params.len()
-            ))));
+            )));
         };
         statement
             .raw_bind_parameter(index, value)
@@ -106,8 +106,9 @@ fn bind(statement: &mut rusqlite::Statement<'_>, params: &[&dyn ToSql]) -> Resul
 }
 
 /// A `rusqlite` error as the ledger answers it: an SQLite result code becomes a [`SqliteFailure`], so
-/// `From<sqlx::Error> for LedgerError` maps it exactly as it maps sqlx's own SQLite errors; anything else
-/// (a column of an unexpected type) is a store failure.
+/// `From<sqlx::Error> for LedgerError` maps it exactly as it maps sqlx's own SQLite errors; a stored value
+/// of an unexpected type or text is a store failure (a decode error, as sqlx's); anything else is a fault
+/// of this code ([`LedgerError::Internal`]).
 pub(crate) fn failure(e: rusqlite::Error) -> LedgerError {
     match e {
         rusqlite::Error::SqliteFailure(code, message) => {
@@ -117,7 +118,13 @@ pub(crate) fn failure(e: rusqlite::Error) -> LedgerError {
                 message,
             ))))
         }
-        other => LedgerError::Store(sqlx::Error::Protocol(other.to_string())),
+        // A stored value of an unexpected type or text: the store's data, as sqlx's decode errors are.
+        e @ (rusqlite::Error::FromSqlConversionFailure(..)
+        | rusqlite::Error::IntegralValueOutOfRange(..)
+        | rusqlite::Error::InvalidColumnType(..)
+        | rusqlite::Error::Utf8Error(_)) => LedgerError::Store(sqlx::Error::Decode(Box::new(e))),
+        // Anything else is a misuse of the connection by this code.
+        other => LedgerError::internal(other.to_string()),
     }
 }
 
@@ -129,7 +136,7 @@ pub(crate) fn failure(e: rusqlite::Error) -> LedgerError {
 /// for this read only (the pool may close or replace the connection between reads).
 ///
 /// Errors: the pool's (`Unavailable` once the ledger closed, `Busy` past its acquire timeout), SQLite's
-/// as [`failure`] maps them, and a store failure if the blocking thread could not run `read`.
+/// as [`failure`] maps them, and `Internal` if the blocking thread could not run `read` (it panicked).
 pub(crate) async fn read<T: Send + 'static>(
     pool: &sqlx::SqlitePool,
     read: impl FnOnce(&rusqlite::Connection) -> Result<T, LedgerError> + Send + 'static,
@@ -152,9 +159,9 @@ pub(crate) async fn read<T: Send + 'static>(
     })
     .await;
     ran.unwrap_or_else(|e| {
-        Err(LedgerError::Store(sqlx::Error::Protocol(format!(
+        Err(LedgerError::internal(format!(
             "a read's thread ended without an answer: {e}"
-        ))))
+        )))
     })
 }
 

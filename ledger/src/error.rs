@@ -69,7 +69,7 @@ pub const CLAIM_WINDOW_MS: i64 = 60_000;
 
 /// Errors of the ledger. Variants map to HTTP: `Invalid` 422, the `*NotFound`/`SessionExpired` 404,
 /// `Refused`/`CursorAhead` 409, `TooManyClaims` 429, `Busy`, `Unavailable`, `StorageFull` and `StorageUnavailable` 503 (with
-/// `Retry-After`), `Store`/`Migrate` 500.
+/// `Retry-After`), `Internal`/`Store`/`Migrate` 500.
 #[derive(Debug, thiserror::Error)]
 pub enum LedgerError {
     /// A field breaks a rule; `field` names it (e.g. `reason`, `evidence.source`).
@@ -114,8 +114,6 @@ pub enum LedgerError {
         "the ledger is busy: another writer held the write lock longer than the configured wait"
     )]
     Busy,
-    /// Any other store failure. SQLite's `SQLITE_BUSY`/`SQLITE_LOCKED` never end up here: the `From`
-    /// conversion turns them into [`LedgerError::Busy`].
     /// The database cannot be reached (Postgres: the connection was lost, or none could be opened):
     /// nothing was changed, and a retry succeeds once it is back (HTTP 503 `unavailable`).
     #[error("the ledger's database cannot be reached; nothing was changed")]
@@ -134,9 +132,18 @@ pub enum LedgerError {
     /// refused the connection.
     #[error("cannot connect to the ledger database {database}: {reason}")]
     Unreachable { database: String, reason: String },
+    /// A fault of the ledger's own code: one of its invariants did not hold (a decision that does not
+    /// fit its action, a statement run on the wrong transaction, a value of its own it could not
+    /// encode). The text says which; nothing of it reaches a client (HTTP 500 `internal`, logged), and
+    /// the write it happened in changed nothing.
+    #[error("internal: {0}")]
+    Internal(String),
+    /// Any other store failure. SQLite's `SQLITE_BUSY`/`SQLITE_LOCKED` never end up here: the `From`
+    /// conversion turns them into [`LedgerError::Busy`].
     #[cfg(feature = "store")]
     #[error("store: {0}")]
     Store(sqlx::Error),
+    /// The database's schema could not be brought up to date when the ledger opened.
     #[cfg(feature = "store")]
     #[error("migration: {0}")]
     Migrate(#[from] sqlx::migrate::MigrateError),
@@ -160,6 +167,26 @@ impl LedgerError {
             LedgerError::StorageFull => Some(LedgerError::StorageFull),
             LedgerError::StorageUnavailable => Some(LedgerError::StorageUnavailable),
             _ => None,
+        }
+    }
+
+    /// An `Internal` error: `what` invariant of the ledger's own code did not hold.
+    #[cfg(feature = "store")]
+    pub(crate) fn internal(what: impl Into<String>) -> Self {
+        LedgerError::Internal(what.into())
+    }
+
+    /// A copy of this error for one more job of a group it failed (a store failure holds sqlx's error,
+    /// which cannot be cloned): a transient error and an `Internal` one as they are, any other as a
+    /// store failure with this error's text (HTTP 500 either way).
+    #[cfg(feature = "store")]
+    pub(crate) fn copy_for_job(&self) -> LedgerError {
+        if let Some(e) = self.transient() {
+            return e;
+        }
+        match self {
+            LedgerError::Internal(what) => LedgerError::Internal(what.clone()),
+            other => LedgerError::Store(sqlx::Error::Protocol(other.to_string())),
         }
     }
 

@@ -5,6 +5,8 @@
 //! machine reads ([`LedgerStatus`], [`Reason`]) is defined here too, so the machine and the wire types stay
 //! free of sqlx.
 
+use std::sync::LazyLock;
+
 use serde::ser::SerializeTuple;
 use sqlx::encode::IsNull;
 use sqlx::error::BoxDynError;
@@ -86,95 +88,256 @@ macro_rules! stored_as_spelling {
 
 stored_as_spelling!(LedgerStatus, Reason, HistoryKind, SettledBy, EstablishedBy);
 
-/// One `entries` row. `status` and `reason` are decoded from their wire spellings (the CHECK constraints
-/// admit no other; anything else would be a decode error, never a silent fallback).
-#[derive(Debug, Clone, sqlx::FromRow)]
-pub(crate) struct EntryRow {
-    pub seq: i64,
-    pub session_key: String,
-    pub logical_turn_id: String,
-    pub mutation_id: String,
-    pub tool: String,
-    pub status: LedgerStatus,
-    pub intent_recorded: bool,
-    pub attempt_id: Option<String>,
-    pub reason: Option<Reason>,
-    pub meta_attached: bool,
-    pub meta_id: Option<String>,
-    pub meta_url: Option<String>,
-    pub meta_title: Option<String>,
-    pub revision: Option<i64>,
-    pub recorded_at: i64,
-    pub settled_at: Option<i64>,
+/// How a stored column's value travels in the JSON array of a group write (docs/ledger.md "Writing") and
+/// what Postgres casts it to: `value ->> N` is text there (SQLite's `->>` answers the JSON value's own
+/// type, so its expressions take no cast).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Cast {
+    Text,
+    Boolean,
+    Bigint,
+}
+
+impl Cast {
+    /// `expr` (a `value ->> N`) cast for Postgres: as it is for text, else `(expr)::boolean` or
+    /// `(expr)::bigint`.
+    pub(crate) fn pg(self, expr: &str) -> String {
+        match self {
+            Cast::Text => expr.to_owned(),
+            Cast::Boolean => format!("({expr})::boolean"),
+            Cast::Bigint => format!("({expr})::bigint"),
+        }
+    }
+}
+
+/// One column of a stored row as [`entry_row!`] declares it: its name (the field's and the column's),
+/// its [`Cast`], and which statements carry it: `read` in [`ENTRY_COLUMNS`] (a `SELECT` or `RETURNING`,
+/// and [`EntryRow::from_direct`] at the same position), `insert` in a new entry's positional array
+/// (`group::statements`, `NewEntry`), `update` in a changed entry's (`ChangedEntry`, after its `seq`).
+#[derive(Debug)]
+pub(crate) struct StoredColumn {
+    pub name: &'static str,
+    pub cast: Cast,
+    pub read: bool,
+    pub insert: bool,
+    pub update: bool,
+}
+
+/// A field's value as a column of a stored row: appended to a group write's positional array (a state
+/// by its stored spelling, `as_str`) and read from the group commit's direct path (crate::direct) at
+/// position `i` (a state decoded from its spelling by `parse`, as sqlx decodes it: any other text is an
+/// error naming the column, never a silent fallback).
+pub(crate) trait Stored: Sized {
+    fn serialize_into<T: SerializeTuple>(&self, t: &mut T) -> Result<(), T::Error>;
+    fn from_direct(r: &rusqlite::Row<'_>, i: usize, column: &str) -> rusqlite::Result<Self>;
+}
+
+/// [`Stored`] for a type `rusqlite` reads and serde writes as it is.
+macro_rules! stored_as_is {
+    ($($ty:ty),*) => {$(
+        impl Stored for $ty {
+            fn serialize_into<T: SerializeTuple>(&self, t: &mut T) -> Result<(), T::Error> {
+                t.serialize_element(self)
+            }
+
+            fn from_direct(r: &rusqlite::Row<'_>, i: usize, _: &str) -> rusqlite::Result<Self> {
+                r.get(i)
+            }
+        }
+    )*};
+}
+
+stored_as_is!(i64, bool, String, Option<i64>, Option<String>);
+
+/// The state spelled in column `i` (`column`) of a direct read, `None` for `NULL`; any text `parse`
+/// does not take is an error.
+fn spelled<T>(
+    r: &rusqlite::Row<'_>,
+    i: usize,
+    column: &str,
+    parse: fn(&str) -> Option<T>,
+) -> rusqlite::Result<Option<T>> {
+    let Some(text) = r.get::<_, Option<String>>(i)? else {
+        return Ok(None);
+    };
+    parse(&text).map(Some).ok_or_else(|| {
+        rusqlite::Error::FromSqlConversionFailure(
+            i,
+            rusqlite::types::Type::Text,
+            format!("invalid value {text:?} in column {i} ({column}) of entries").into(),
+        )
+    })
+}
+
+/// [`Stored`] for a state stored by its spelling in a `NOT NULL` column.
+macro_rules! stored_as_required_spelling {
+    ($($ty:ident),*) => {$(
+        impl Stored for $ty {
+            fn serialize_into<T: SerializeTuple>(&self, t: &mut T) -> Result<(), T::Error> {
+                t.serialize_element(self.as_str())
+            }
+
+            fn from_direct(r: &rusqlite::Row<'_>, i: usize, column: &str) -> rusqlite::Result<Self> {
+                spelled(r, i, column, $ty::parse)?.ok_or(rusqlite::Error::InvalidColumnType(
+                    i,
+                    column.into(),
+                    rusqlite::types::Type::Null,
+                ))
+            }
+        }
+    )*};
+}
+
+stored_as_required_spelling!(LedgerStatus, HistoryKind);
+
+/// [`Stored`] for an optional state stored by its spelling.
+macro_rules! stored_as_optional_spelling {
+    ($($ty:ident),*) => {$(
+        impl Stored for Option<$ty> {
+            fn serialize_into<T: SerializeTuple>(&self, t: &mut T) -> Result<(), T::Error> {
+                t.serialize_element(&self.map($ty::as_str))
+            }
+
+            fn from_direct(r: &rusqlite::Row<'_>, i: usize, column: &str) -> rusqlite::Result<Self> {
+                spelled(r, i, column, $ty::parse)
+            }
+        }
+    )*};
+}
+
+stored_as_optional_spelling!(Reason, SettledBy, EstablishedBy);
+
+/// The one declaration of the `entries` row (docs/ledger.md "Writing"): each column once, in the order
+/// of [`ENTRY_COLUMNS`], as `field: Type = Cast { read: _, insert: _, update: _ };` (see
+/// [`StoredColumn`]). It defines [`EntryRow`], [`ENTRY_TABLE`] (from which [`ENTRY_COLUMNS`] and the
+/// group's `NEW_ENTRIES` / `CHANGED_ENTRIES` statements of both dialects are generated, with each
+/// column's `value ->> N` at its position), [`EntryRow::from_direct`] and the positional serialisers
+/// [`EntryRow::serialize_insert`] / [`EntryRow::serialize_update`]. Adding a column to `entries` is one
+/// line here plus its migration (`ledger/migrations`, `ledger/migrations_pg`) and the code that sets it.
+macro_rules! entry_row {
+    (@read true, $r:ident, $i:ident, $ty:ty, $field:ident) => {{
+        let value = <$ty as Stored>::from_direct($r, $i, stringify!($field))?;
+        $i += 1;
+        value
+    }};
+    (@read false, $r:ident, $i:ident, $ty:ty, $field:ident) => {
+        <$ty as Default>::default()
+    };
+    (@write true, $row:ident, $t:ident, $field:ident) => {
+        Stored::serialize_into(&$row.$field, $t)?
+    };
+    (@write false, $row:ident, $t:ident, $field:ident) => {};
+    ($(
+        $(#[$attr:meta])*
+        $field:ident: $ty:ty = $cast:ident { read: $read:tt, insert: $insert:tt, update: $update:tt };
+    )*) => {
+        /// One `entries` row. `status` and `reason` are decoded from their wire spellings (the CHECK
+        /// constraints admit no other; anything else would be a decode error, never a silent fallback).
+        #[derive(Debug, Clone, sqlx::FromRow)]
+        pub(crate) struct EntryRow {
+            $($(#[$attr])* pub $field: $ty,)*
+        }
+
+        /// The columns of [`EntryRow`] in declaration order ([`entry_row!`]).
+        pub(crate) const ENTRY_TABLE: &[StoredColumn] = &[$(StoredColumn {
+            name: stringify!($field),
+            cast: Cast::$cast,
+            read: $read,
+            insert: $insert,
+            update: $update,
+        }),*];
+
+        impl EntryRow {
+            /// The row [`ENTRY_COLUMNS`] selects, in that order, read on the group commit's direct path
+            /// (crate::direct); the states decoded from their spellings as sqlx decodes them (any other
+            /// text is an error); a column not read ([`StoredColumn::read`]) is its type's default.
+            pub(crate) fn from_direct(r: &rusqlite::Row<'_>) -> rusqlite::Result<EntryRow> {
+                let mut i = 0;
+                $(let $field = entry_row!(@read $read, r, i, $ty, $field);)*
+                let _ = i;
+                Ok(EntryRow { $($field),* })
+            }
+
+            /// Appends the columns a new entry's insert writes ([`StoredColumn::insert`]) in their
+            /// order, to the row's positional array.
+            pub(crate) fn serialize_insert<T: SerializeTuple>(&self, t: &mut T) -> Result<(), T::Error> {
+                $(entry_row!(@write $insert, self, t, $field);)*
+                Ok(())
+            }
+
+            /// Appends the columns a changed entry's update writes ([`StoredColumn::update`]) in their
+            /// order, to the row's positional array (after its `seq`).
+            pub(crate) fn serialize_update<T: SerializeTuple>(&self, t: &mut T) -> Result<(), T::Error> {
+                $(entry_row!(@write $update, self, t, $field);)*
+                Ok(())
+            }
+        }
+    };
+}
+
+entry_row! {
+    seq: i64 = Bigint { read: true, insert: false, update: false };
+    session_key: String = Text { read: true, insert: true, update: false };
+    logical_turn_id: String = Text { read: true, insert: true, update: false };
+    mutation_id: String = Text { read: true, insert: true, update: false };
+    tool: String = Text { read: true, insert: true, update: false };
+    status: LedgerStatus = Text { read: true, insert: true, update: true };
+    intent_recorded: bool = Boolean { read: true, insert: true, update: true };
+    attempt_id: Option<String> = Text { read: true, insert: true, update: true };
+    reason: Option<Reason> = Text { read: true, insert: true, update: true };
+    meta_attached: bool = Boolean { read: true, insert: true, update: true };
+    meta_id: Option<String> = Text { read: true, insert: true, update: true };
+    meta_url: Option<String> = Text { read: true, insert: true, update: true };
+    meta_title: Option<String> = Text { read: true, insert: true, update: true };
+    revision: Option<i64> = Bigint { read: true, insert: true, update: true };
+    /// When the entry was recorded (ms since the epoch): the group's time, written by the insert itself.
+    recorded_at: i64 = Bigint { read: true, insert: false, update: false };
+    settled_at: Option<i64> = Bigint { read: true, insert: true, update: true };
     /// The mutation of the session this one was commissioned after (`NULL`: none).
-    pub commissioned_after: Option<String>,
+    commissioned_after: Option<String> = Text { read: true, insert: true, update: false };
     /// When the ledger settles the attempt in flight (ms since the epoch, docs/api.md "Deadlines");
     /// `NULL` before the first intent.
-    pub deadline_at: Option<i64>,
+    deadline_at: Option<i64> = Bigint { read: true, insert: true, update: true };
     /// Who settled the current state by a settle or cancellation (`NULL` otherwise).
-    pub settled_by: Option<SettledBy>,
+    settled_by: Option<SettledBy> = Text { read: true, insert: true, update: true };
     /// Who established the current state by a reconciliation (`NULL` otherwise).
-    pub established_by: Option<EstablishedBy>,
+    established_by: Option<EstablishedBy> = Text { read: true, insert: true, update: true };
     /// The host's W3C `traceparent` given at approve: written with a new entry, read only by the
     /// OpenTelemetry outbox's trigger (not in [`ENTRY_COLUMNS`]: a row read back has `None`).
     #[sqlx(default)]
-    pub traceparent: Option<String>,
+    traceparent: Option<String> = Text { read: false, insert: true, update: false };
 }
 
-/// The columns of [`EntryRow`], in a `SELECT` or a `RETURNING` clause.
-pub(crate) const ENTRY_COLUMNS: &str =
-    "seq, session_key, logical_turn_id, mutation_id, tool, status, \
-     intent_recorded, attempt_id, reason, meta_attached, meta_id, meta_url, meta_title, revision, \
-     recorded_at, settled_at, commissioned_after, deadline_at, settled_by, established_by";
+/// A list of column names, `, `-separated, built once from a row's declaration (usable in `format!` as
+/// `{ENTRY_COLUMNS}` and as a `&str`).
+pub(crate) struct ColumnList(LazyLock<String>);
+
+impl std::ops::Deref for ColumnList {
+    type Target = str;
+
+    fn deref(&self) -> &str {
+        &self.0
+    }
+}
+
+impl std::fmt::Display for ColumnList {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self)
+    }
+}
+
+/// The columns of [`EntryRow`] that are read back ([`StoredColumn::read`]), in a `SELECT` or a
+/// `RETURNING` clause, in [`ENTRY_TABLE`]'s order.
+pub(crate) static ENTRY_COLUMNS: ColumnList = ColumnList(LazyLock::new(|| {
+    ENTRY_TABLE
+        .iter()
+        .filter(|c| c.read)
+        .map(|c| c.name)
+        .collect::<Vec<_>>()
+        .join(", ")
+}));
 
 impl EntryRow {
-    /// The row [`ENTRY_COLUMNS`] selects, in that order, read on the group commit's direct path
-    /// (crate::direct); `status` and `reason` decoded from their spellings as sqlx decodes them (any other
-    /// text is an error).
-    pub(crate) fn from_direct(r: &rusqlite::Row<'_>) -> rusqlite::Result<EntryRow> {
-        fn spelled<T>(
-            r: &rusqlite::Row<'_>,
-            i: usize,
-            parse: fn(&str) -> Option<T>,
-        ) -> rusqlite::Result<Option<T>> {
-            let Some(text) = r.get::<_, Option<String>>(i)? else {
-                return Ok(None);
-            };
-            parse(&text).map(Some).ok_or_else(|| {
-                rusqlite::Error::FromSqlConversionFailure(
-                    i,
-                    rusqlite::types::Type::Text,
-                    format!("invalid value {text:?} in column {i} of entries").into(),
-                )
-            })
-        }
-        Ok(EntryRow {
-            seq: r.get(0)?,
-            session_key: r.get(1)?,
-            logical_turn_id: r.get(2)?,
-            mutation_id: r.get(3)?,
-            tool: r.get(4)?,
-            status: spelled(r, 5, LedgerStatus::parse)?.ok_or(
-                rusqlite::Error::InvalidColumnType(5, "status".into(), rusqlite::types::Type::Null),
-            )?,
-            intent_recorded: r.get(6)?,
-            attempt_id: r.get(7)?,
-            reason: spelled(r, 8, Reason::parse)?,
-            meta_attached: r.get(9)?,
-            meta_id: r.get(10)?,
-            meta_url: r.get(11)?,
-            meta_title: r.get(12)?,
-            revision: r.get(13)?,
-            recorded_at: r.get(14)?,
-            settled_at: r.get(15)?,
-            commissioned_after: r.get(16)?,
-            deadline_at: r.get(17)?,
-            settled_by: spelled(r, 18, SettledBy::parse)?,
-            established_by: spelled(r, 19, EstablishedBy::parse)?,
-            traceparent: None,
-        })
-    }
-
     pub(crate) fn ledger_status(&self) -> LedgerStatus {
         self.status
     }
@@ -301,42 +464,76 @@ pub(crate) async fn check_session_live(
     }
 }
 
-/// One `history` row as read (docs/ledger.md "History").
-#[derive(sqlx::FromRow)]
-pub(crate) struct HistoryRow {
-    kind: HistoryKind,
-    at: i64,
-    revision: Option<i64>,
-    actor: String,
-    attempt_id: Option<String>,
-    ledger_status: LedgerStatus,
-    intent_recorded: bool,
-    reason: Option<Reason>,
-    meta_attached: bool,
-    meta_id: Option<String>,
-    meta_url: Option<String>,
-    meta_title: Option<String>,
-    source: Option<String>,
-    reference: Option<String>,
-    observed_at: Option<String>,
-    note: Option<String>,
-    deadline_at: Option<i64>,
-    provider_status: Option<String>,
-}
+/// The one declaration of the `history` row after its `entry_seq` (docs/ledger.md "History"): each
+/// column once, in the order of [`HISTORY_COLUMNS`], as `field: Type = Cast { written: _ };`. It defines
+/// [`HistoryRow`], [`HISTORY_TABLE`] (from which [`HISTORY_COLUMNS`] and the group's `HISTORY` insert of
+/// both dialects are generated) and [`HistoryRow::serialize_written`]. A column not `written` in the
+/// row's positional array is `at`, the group's time. Adding a column to `history` is one line here plus
+/// its migrations, the legacy import's insert (`engine::legacy`) and the code that sets it.
+macro_rules! history_row {
+    ($(
+        $(#[$attr:meta])*
+        $field:ident: $ty:ty = $cast:ident { written: $written:tt };
+    )*) => {
+        /// One `history` row as read (docs/ledger.md "History").
+        #[derive(sqlx::FromRow)]
+        pub(crate) struct HistoryRow {
+            $($(#[$attr])* $field: $ty,)*
+        }
 
-/// The columns of a `history` row after its `entry_seq`, in the order of [`HistoryRow`]'s fields: the one
-/// list the reads ([`HISTORY_COLUMNS`]), the group commit's insert (`group::statements`) and the legacy
-/// import's (`engine::legacy`) spell.
-macro_rules! history_columns {
-    () => {
-        "kind, at, revision, actor, attempt_id, ledger_status, intent_recorded, reason, meta_attached, \
-         meta_id, meta_url, meta_title, source, reference, observed_at, note, deadline_at, provider_status"
+        /// The columns of [`HistoryRow`] in declaration order ([`history_row!`]): all read, the
+        /// `written` ones in the group insert's positional array (`insert`).
+        pub(crate) const HISTORY_TABLE: &[StoredColumn] = &[$(StoredColumn {
+            name: stringify!($field),
+            cast: Cast::$cast,
+            read: true,
+            insert: $written,
+            update: false,
+        }),*];
+
+        impl HistoryRow {
+            /// Appends the row's `written` columns ([`HISTORY_TABLE`]'s `insert`: all but `at`, which
+            /// the group's insert binds once for all rows) in their order, to a positional array.
+            pub(crate) fn serialize_written<T: SerializeTuple>(&self, t: &mut T) -> Result<(), T::Error> {
+                $(entry_row!(@write $written, self, t, $field);)*
+                Ok(())
+            }
+        }
     };
 }
-pub(crate) use history_columns;
 
-/// The columns of a [`HistoryRow`].
-pub(crate) const HISTORY_COLUMNS: &str = history_columns!();
+history_row! {
+    kind: HistoryKind = Text { written: true };
+    /// When the change was written (ms since the epoch): the group's time.
+    at: i64 = Bigint { written: false };
+    revision: Option<i64> = Bigint { written: true };
+    actor: String = Text { written: true };
+    attempt_id: Option<String> = Text { written: true };
+    ledger_status: LedgerStatus = Text { written: true };
+    intent_recorded: bool = Boolean { written: true };
+    reason: Option<Reason> = Text { written: true };
+    meta_attached: bool = Boolean { written: true };
+    meta_id: Option<String> = Text { written: true };
+    meta_url: Option<String> = Text { written: true };
+    meta_title: Option<String> = Text { written: true };
+    source: Option<String> = Text { written: true };
+    reference: Option<String> = Text { written: true };
+    observed_at: Option<String> = Text { written: true };
+    note: Option<String> = Text { written: true };
+    deadline_at: Option<i64> = Bigint { written: true };
+    provider_status: Option<String> = Text { written: true };
+}
+
+/// The columns of a [`HistoryRow`] after its `entry_seq`, in [`HISTORY_TABLE`]'s order: the one list
+/// the reads, the group commit's insert (`group::statements`) and the legacy import's
+/// (`engine::legacy`) spell.
+pub(crate) static HISTORY_COLUMNS: ColumnList = ColumnList(LazyLock::new(|| {
+    HISTORY_TABLE
+        .iter()
+        .map(|c| c.name)
+        .collect::<Vec<_>>()
+        .join(", ")
+}));
 
 impl HistoryRow {
     /// The history row of a change of `entry` (its state fields after the change) at `at` (ms since the
@@ -372,29 +569,6 @@ impl HistoryRow {
             deadline_at: entry.deadline_at,
             provider_status: evidence.and_then(|e| e.provider_status.clone()),
         }
-    }
-
-    /// The row's columns after `at`, in [`history_columns!`]'s order (kind, revision, actor, attempt,
-    /// status, intent, reason, metadata attached, id, url, title, source, reference, observed_at, note,
-    /// deadline_at, provider_status: 17 elements), appended to a positional array (the group's insert binds the time once for all rows).
-    pub(crate) fn serialize_after_at<T: SerializeTuple>(&self, t: &mut T) -> Result<(), T::Error> {
-        t.serialize_element(self.kind.as_str())?;
-        t.serialize_element(&self.revision)?;
-        t.serialize_element(&self.actor)?;
-        t.serialize_element(&self.attempt_id)?;
-        t.serialize_element(self.ledger_status.as_str())?;
-        t.serialize_element(&self.intent_recorded)?;
-        t.serialize_element(&self.reason.map(Reason::as_str))?;
-        t.serialize_element(&self.meta_attached)?;
-        t.serialize_element(&self.meta_id)?;
-        t.serialize_element(&self.meta_url)?;
-        t.serialize_element(&self.meta_title)?;
-        t.serialize_element(&self.source)?;
-        t.serialize_element(&self.reference)?;
-        t.serialize_element(&self.observed_at)?;
-        t.serialize_element(&self.note)?;
-        t.serialize_element(&self.deadline_at)?;
-        t.serialize_element(&self.provider_status)
     }
 
     /// The revision the change took (`None` for an approval, a note, a claim or release, an import).
@@ -484,13 +658,14 @@ pub(crate) fn change(entry: &EntryRow, r: HistoryRow) -> HistoryChange {
     }
 }
 
+/// [`ENTRY_COLUMNS`], each qualified by the table alias `alias`.
 pub(crate) fn prefixed(alias: &str) -> String {
-    columns_of(alias, ENTRY_COLUMNS)
+    columns_of(alias, &ENTRY_COLUMNS)
 }
 
 /// [`HISTORY_COLUMNS`], each qualified by the table alias `alias`.
 pub(crate) fn history_prefixed(alias: &str) -> String {
-    columns_of(alias, HISTORY_COLUMNS)
+    columns_of(alias, &HISTORY_COLUMNS)
 }
 
 /// `columns` (a `, `-separated list), each qualified by the table alias `alias`.

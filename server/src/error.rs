@@ -262,6 +262,12 @@ impl From<LedgerError> for ApiError {
                     "the ledger's database cannot be reached; nothing was changed, retry later",
                 )
             }
+            // A fault of the ledger's own code: answered as a store failure is (500 `internal`, nothing
+            // of the cause in the body), logged with what did not hold.
+            LedgerError::Internal(what) => {
+                tracing::error!(error = %what, "ledger fault: an invariant of its code did not hold");
+                ApiError::internal()
+            }
             other => {
                 tracing::error!(error = %other, "ledger failure");
                 ApiError::internal()
@@ -324,5 +330,26 @@ impl IntoResponse for ApiError {
             response.extensions_mut().insert(BusyAnswer);
         }
         response
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A fault of the ledger's own code is answered exactly as a store failure: 500 `internal`, the same
+    /// body, no `Retry-After`, nothing of the cause in the body.
+    #[test]
+    fn an_internal_fault_is_answered_as_a_store_failure() {
+        let store = ApiError::from(LedgerError::Store(sqlx::Error::RowNotFound));
+        let internal = ApiError::from(LedgerError::Internal("the secret cause".into()));
+        for e in [&store, &internal] {
+            assert_eq!(e.status, StatusCode::INTERNAL_SERVER_ERROR);
+            assert_eq!(e.detail.code, "internal");
+            assert_eq!(e.detail.message, "internal error; see the server log");
+            assert_eq!((e.detail.field.as_deref(), e.retry_after()), (None, None));
+        }
+        let body = |e: ApiError| serde_json::to_value(ErrorBody { error: *e.detail }).unwrap();
+        assert_eq!(body(internal), body(store));
     }
 }

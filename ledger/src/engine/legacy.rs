@@ -7,7 +7,7 @@ use crate::group::refused;
 use crate::ids::{LogicalTurnId, MutationId, SessionKey, ToolName};
 use crate::machine::SessionState;
 use crate::projection::LedgerEntry;
-use crate::rows::{history_columns, load_for_write, EntryRow, ENTRY_COLUMNS};
+use crate::rows::{load_for_write, EntryRow, ENTRY_COLUMNS, HISTORY_COLUMNS};
 use crate::sanitize::sanitize_metadata;
 use crate::store::{on_tx, WriteTx};
 use crate::wire::{HistoryKind, LedgerStatus, Reason};
@@ -77,11 +77,10 @@ impl Engine {
             .execute(&mut *c)
             .await?;
             // The entry's state as imported: no revision, no evidence, no note.
-            sqlx::query(concat!(
-                "INSERT INTO history (entry_seq, ",
-                history_columns!(),
-                ") SELECT seq, $1, $2, NULL, $3, attempt_id, status, intent_recorded, reason, \
-                 meta_attached, meta_id, meta_url, meta_title, NULL, NULL, NULL, NULL, deadline_at, NULL \
+            sqlx::query(&format!(
+                "INSERT INTO history (entry_seq, {HISTORY_COLUMNS}) SELECT seq, $1, $2, NULL, $3, \
+                 attempt_id, status, intent_recorded, reason, meta_attached, meta_id, meta_url, \
+                 meta_title, NULL, NULL, NULL, NULL, deadline_at, NULL \
                  FROM entries WHERE session_key = $4 AND mutation_id = $5"
             ))
             .bind(HistoryKind::Imported.as_str())

@@ -142,11 +142,9 @@ impl Engine {
             .await?
             .pop()
             .unwrap_or(Err(LedgerError::MutationNotFound))?;
-        answered.note.ok_or_else(|| {
-            LedgerError::Store(sqlx::Error::Protocol(
-                "a note was applied without its history row".into(),
-            ))
-        })
+        answered
+            .note
+            .ok_or_else(|| LedgerError::internal("a note was applied without its history row"))
     }
 
     /// Takes the claim of an entry for `actor` ([`Action::Claim`], docs/api.md "Claims") and answers its
@@ -168,11 +166,9 @@ impl Engine {
             .pop()
             .unwrap_or(Err(LedgerError::MutationNotFound))?;
         let added = answered.added;
-        let row = answered.note.ok_or_else(|| {
-            LedgerError::Store(sqlx::Error::Protocol(
-                "a claim was applied without its history row".into(),
-            ))
-        })?;
+        let row = answered
+            .note
+            .ok_or_else(|| LedgerError::internal("a claim was applied without its history row"))?;
         if added {
             self.claim_moved(&session_key, &mutation_id, &row).await;
         }
@@ -203,9 +199,7 @@ impl Engine {
             .unwrap_or(Err(LedgerError::MutationNotFound))?;
         let added = answered.added;
         let row = answered.note.ok_or_else(|| {
-            LedgerError::Store(sqlx::Error::Protocol(
-                "an assignment was applied without its history row".into(),
-            ))
+            LedgerError::internal("an assignment was applied without its history row")
         })?;
         if added {
             self.claim_moved(&session_key, &mutation_id, &row).await;

@@ -271,10 +271,7 @@ impl Writer {
     fn refuse(&self, jobs: Vec<Job>, e: &LedgerError) {
         self.store.storage.record(e, self.store.clock.now_ms());
         for job in jobs {
-            let e = e
-                .transient()
-                .unwrap_or_else(|| LedgerError::Store(sqlx::Error::Protocol(e.to_string())));
-            let _ = job.answer.send(Err(e));
+            let _ = job.answer.send(Err(e.copy_for_job()));
         }
     }
 
@@ -305,10 +302,7 @@ impl Writer {
                 drop(guard);
                 tracing::warn!(error = %e, jobs = jobs.len(), "group commit failed");
                 for job in jobs {
-                    let e = e.transient().unwrap_or_else(|| {
-                        LedgerError::Store(sqlx::Error::Protocol(e.to_string()))
-                    });
-                    let _ = job.answer.send(Err(e));
+                    let _ = job.answer.send(Err(e.copy_for_job()));
                 }
             }
             Err(e) => {
@@ -451,7 +445,7 @@ impl Writer {
                 // A store failure ends the group: SQLite may have rolled the transaction back already
                 // (a full disk), and nothing after it may run outside the transaction.
                 match group.apply(&mut tx, command, &job.actor).await {
-                    Err(e @ LedgerError::Store(_)) => return Err(e),
+                    Err(e @ (LedgerError::Store(_) | LedgerError::Internal(_))) => return Err(e),
                     Err(e) if e.transient().is_some() => return Err(e),
                     result => results.push(result),
                 }

@@ -200,12 +200,12 @@ impl Group {
 }
 
 /// A decision that does not fit its action (the machine decides `Approve`, `Attach` and `Note` only for
-/// their own actions): a fault of this code, answered as a store error (500) for that command alone,
-/// never a panic of the writer task that serves every command.
+/// their own actions): a fault of this code, answered as [`LedgerError::Internal`] (500) for that
+/// command alone, never a panic of the writer task that serves every command.
 fn mismatch(decision: &str) -> LedgerError {
-    LedgerError::Store(sqlx::Error::Protocol(format!(
+    LedgerError::internal(format!(
         "the state machine decided {decision} for another action"
-    )))
+    ))
 }
 
 /// What a visible change did: the new state, announced when `live` and published.

@@ -2,13 +2,17 @@
 //! for SQLite and its data-modifying CTE for Postgres, the rows as positional JSON arrays (a new entry, a
 //! changed entry, a history row), and the assembly of the Postgres statement.
 
+use std::sync::LazyLock;
+
 use serde::ser::{Serialize, SerializeTuple, Serializer};
 
 use super::Key;
 use crate::command::{Actor, Evidence};
 use crate::error::LedgerError;
-use crate::rows::{history_columns, EntryRow, HistoryRow};
-use crate::wire::{EstablishedBy, HistoryKind, Reason, SettledBy};
+use crate::rows::{
+    Cast, EntryRow, HistoryRow, StoredColumn, ENTRY_TABLE, HISTORY_COLUMNS, HISTORY_TABLE,
+};
+use crate::wire::HistoryKind;
 
 /// One parameter of the group's write: the group's time (ms) or a statement's list (JSON text).
 pub(super) enum Bind {
@@ -61,9 +65,7 @@ impl GroupWrite {
             return Ok(());
         }
         let list = serde_json::to_string(rows).map_err(|e| {
-            LedgerError::Store(sqlx::Error::Protocol(format!(
-                "the group's write could not be encoded: {e}"
-            )))
+            LedgerError::internal(format!("the group's write could not be encoded: {e}"))
         })?;
         let mut list = Some(list);
         let binds = statement
@@ -179,49 +181,106 @@ pub(super) const CHANGED_TURNS: Statement = Statement {
 };
 
 /// New entries in the order they were recorded ([`NewEntry`]); on Postgres it returns their `seq` by
-/// key, for the `$new_seq` of the statements after it.
-pub(super) const NEW_ENTRIES: Statement = Statement {
+/// key, for the `$new_seq` of the statements after it. Generated from [`ENTRY_TABLE`]
+/// ([`EntryWrites`]).
+pub(super) static NEW_ENTRIES: LazyLock<Statement> = LazyLock::new(|| Statement {
     name: "new_entries",
-    sql: "INSERT INTO entries (session_key, logical_turn_id, mutation_id, tool, status, intent_recorded, \
-          attempt_id, reason, meta_attached, meta_id, meta_url, meta_title, revision, settled_at, \
-          commissioned_after, deadline_at, settled_by, established_by, traceparent, recorded_at, updated_at) \
-          SELECT value ->> 0, value ->> 1, value ->> 2, value ->> 3, value ->> 4, value ->> 5, value ->> 6, \
-          value ->> 7, value ->> 8, value ->> 9, value ->> 10, value ->> 11, value ->> 12, value ->> 13, \
-          value ->> 14, value ->> 15, value ->> 16, value ->> 17, value ->> 18, ?, ? FROM json_each(?) ORDER BY key;",
-    pg: "INSERT INTO entries (session_key, logical_turn_id, mutation_id, tool, status, intent_recorded, \
-         attempt_id, reason, meta_attached, meta_id, meta_url, meta_title, revision, settled_at, \
-         commissioned_after, deadline_at, settled_by, established_by, traceparent, recorded_at, updated_at) \
-         SELECT value ->> 0, value ->> 1, value ->> 2, value ->> 3, value ->> 4, (value ->> 5)::boolean, \
-         value ->> 6, value ->> 7, (value ->> 8)::boolean, value ->> 9, value ->> 10, value ->> 11, \
-         (value ->> 12)::bigint, (value ->> 13)::bigint, value ->> 14, (value ->> 15)::bigint, \
-         value ->> 16, value ->> 17, value ->> 18, $now, $now \
-         FROM jsonb_array_elements($list::jsonb) WITH ORDINALITY AS j(value, key) ORDER BY key \
-         RETURNING seq, session_key, mutation_id",
+    sql: &ENTRY_WRITES.new_sqlite,
+    pg: &ENTRY_WRITES.new_pg,
     binds: &[N, N, L],
-};
+});
 
-/// Entries stored before the group that it changed ([`ChangedEntry`]), by `seq`.
-pub(super) const CHANGED_ENTRIES: Statement = Statement {
+/// Entries stored before the group that it changed ([`ChangedEntry`]), by `seq`. Generated from
+/// [`ENTRY_TABLE`] ([`EntryWrites`]).
+pub(super) static CHANGED_ENTRIES: LazyLock<Statement> = LazyLock::new(|| Statement {
     name: "changed_entries",
-    sql: "UPDATE entries SET status = j.status, intent_recorded = j.intent, attempt_id = j.attempt, \
-          reason = j.reason, meta_attached = j.meta, meta_id = j.id, meta_url = j.url, meta_title = j.title, \
-          revision = j.revision, settled_at = j.settled_at, deadline_at = j.deadline_at, \
-          settled_by = j.settled_by, established_by = j.established_by, updated_at = ? \
-          FROM (SELECT value ->> 0 AS seq, value ->> 1 AS status, value ->> 2 AS intent, \
-                value ->> 3 AS attempt, value ->> 4 AS reason, value ->> 5 AS meta, value ->> 6 AS id, \
-                value ->> 7 AS url, value ->> 8 AS title, value ->> 9 AS revision, \
-                value ->> 10 AS settled_at, value ->> 11 AS deadline_at, value ->> 12 AS settled_by, \
-                value ->> 13 AS established_by FROM json_each(?)) AS j \
-          WHERE entries.seq = j.seq;",
-    pg: "UPDATE entries SET status = j.value ->> 1, intent_recorded = (j.value ->> 2)::boolean, \
-         attempt_id = j.value ->> 3, reason = j.value ->> 4, meta_attached = (j.value ->> 5)::boolean, \
-         meta_id = j.value ->> 6, meta_url = j.value ->> 7, meta_title = j.value ->> 8, \
-         revision = (j.value ->> 9)::bigint, settled_at = (j.value ->> 10)::bigint, \
-         deadline_at = (j.value ->> 11)::bigint, settled_by = j.value ->> 12, \
-         established_by = j.value ->> 13, updated_at = $now \
-         FROM jsonb_array_elements($list::jsonb) AS j(value) WHERE entries.seq = (j.value ->> 0)::bigint",
+    sql: &ENTRY_WRITES.changed_sqlite,
+    pg: &ENTRY_WRITES.changed_pg,
     binds: &[N, L],
-};
+});
+
+/// The SQL of the entries' two writes in both dialects, generated once from [`ENTRY_TABLE`] (the one
+/// declaration of the `entries` row, `rows::entry_row!`): element `N` of a row's positional array is
+/// `value ->> N`, cast for Postgres by its column's [`Cast`]; `recorded_at` and `updated_at` take the
+/// group's time.
+///
+/// - insert (`NEW_ENTRIES`): the [`StoredColumn::insert`] columns, elements 0, 1, … in their order;
+/// - update (`CHANGED_ENTRIES`): element 0 the entry's `seq`, then the [`StoredColumn::update`]
+///   columns, elements 1, 2, … in their order (on SQLite through a subquery `j` whose columns are
+///   named as the entry's).
+struct EntryWrites {
+    new_sqlite: String,
+    new_pg: String,
+    changed_sqlite: String,
+    changed_pg: String,
+}
+
+static ENTRY_WRITES: LazyLock<EntryWrites> = LazyLock::new(EntryWrites::generate);
+
+impl EntryWrites {
+    fn generate() -> EntryWrites {
+        let insert: Vec<&StoredColumn> = ENTRY_TABLE.iter().filter(|c| c.insert).collect();
+        let update: Vec<&StoredColumn> = ENTRY_TABLE.iter().filter(|c| c.update).collect();
+        let names = insert.iter().map(|c| c.name).collect::<Vec<_>>().join(", ");
+        let into = format!("INSERT INTO entries ({names}, recorded_at, updated_at) SELECT ");
+        let values = |pg: bool| {
+            insert
+                .iter()
+                .enumerate()
+                .map(|(i, c)| {
+                    let e = format!("value ->> {i}");
+                    if pg {
+                        c.cast.pg(&e)
+                    } else {
+                        e
+                    }
+                })
+                .collect::<Vec<_>>()
+                .join(", ")
+        };
+        let new_sqlite = format!(
+            "{into}{}, ?, ? FROM json_each(?) ORDER BY key;",
+            values(false)
+        );
+        let new_pg = format!(
+            "{into}{}, $now, $now \
+             FROM jsonb_array_elements($list::jsonb) WITH ORDINALITY AS j(value, key) ORDER BY key \
+             RETURNING seq, session_key, mutation_id",
+            values(true)
+        );
+        let set = |value: &dyn Fn(usize, &StoredColumn) -> String| {
+            update
+                .iter()
+                .enumerate()
+                .map(|(i, c)| format!("{} = {}", c.name, value(i + 1, c)))
+                .collect::<Vec<_>>()
+                .join(", ")
+        };
+        let named = update
+            .iter()
+            .enumerate()
+            .map(|(i, c)| format!(", value ->> {} AS {}", i + 1, c.name))
+            .collect::<String>();
+        let changed_sqlite = format!(
+            "UPDATE entries SET {}, updated_at = ? \
+             FROM (SELECT value ->> 0 AS seq{named} FROM json_each(?)) AS j \
+             WHERE entries.seq = j.seq;",
+            set(&|_, c| format!("j.{}", c.name))
+        );
+        let changed_pg = format!(
+            "UPDATE entries SET {}, updated_at = $now \
+             FROM jsonb_array_elements($list::jsonb) AS j(value) WHERE entries.seq = {}",
+            set(&|i, c| c.cast.pg(&format!("j.value ->> {i}"))),
+            Cast::Bigint.pg("j.value ->> 0")
+        );
+        EntryWrites {
+            new_sqlite,
+            new_pg,
+            changed_sqlite,
+            changed_pg,
+        }
+    }
+}
 
 /// The entry's `seq` from the first three elements of a row (`seq`, or `NULL` and then the session key
 /// and mutation id of an entry inserted by this group); `j` is the row.
@@ -278,87 +337,85 @@ pub(super) const RECONCILIATIONS: Statement = Statement {
     binds: &[N, L],
 };
 
-/// History rows in the order of the changes ([`HistoryOut`]).
-pub(super) const HISTORY: Statement = Statement {
+/// History rows in the order of the changes ([`HistoryOut`]). Generated from [`HISTORY_TABLE`]
+/// ([`HistoryWrites`]).
+pub(super) static HISTORY: LazyLock<Statement> = LazyLock::new(|| Statement {
     name: "new_history",
-    sql: concat!(
-        "INSERT INTO history (entry_seq, ",
-        history_columns!(),
-        ") SELECT ",
-        entry_seq!(),
-        ", j.value ->> 3, ?, j.value ->> 4, j.value ->> 5, j.value ->> 6, j.value ->> 7, j.value ->> 8, \
-         j.value ->> 9, j.value ->> 10, j.value ->> 11, j.value ->> 12, j.value ->> 13, j.value ->> 14, \
-         j.value ->> 15, j.value ->> 16, j.value ->> 17, j.value ->> 18, j.value ->> 19 \
-         FROM json_each(?) AS j ORDER BY j.key;"
-    ),
-    pg: concat!(
-        "INSERT INTO history (entry_seq, ",
-        history_columns!(),
-        ") SELECT ",
-        pg_entry_seq!(),
-        ", j.value ->> 3, $now, (j.value ->> 4)::bigint, j.value ->> 5, j.value ->> 6, j.value ->> 7, \
-         (j.value ->> 8)::boolean, j.value ->> 9, (j.value ->> 10)::boolean, j.value ->> 11, \
-         j.value ->> 12, j.value ->> 13, j.value ->> 14, j.value ->> 15, j.value ->> 16, j.value ->> 17, \
-         (j.value ->> 18)::bigint, j.value ->> 19 FROM jsonb_array_elements($list::jsonb) WITH ORDINALITY AS j(value, key) ORDER BY j.key"
-    ),
+    sql: &HISTORY_WRITES.sqlite,
+    pg: &HISTORY_WRITES.pg,
     binds: &[N, L],
-};
+});
 
-/// A new entry's columns as one positional array of [`NEW_ENTRIES`]: session key, turn, mutation, tool,
-/// status, intent, attempt, reason, metadata (attached, id, url, title), revision, settled_at,
-/// commissioned_after, deadline_at, settled_by, established_by and traceparent.
+/// The SQL of the history insert in both dialects, generated once from [`HISTORY_TABLE`] (the one
+/// declaration of the `history` row, `rows::history_row!`): the row's `entry_seq` from elements 0 to 2
+/// (`entry_seq!`), then each column in [`HISTORY_COLUMNS`]' order, a written one element 3, 4, … in
+/// its order (`value ->> N`, cast for Postgres by its [`Cast`]), `at` the group's time.
+struct HistoryWrites {
+    sqlite: String,
+    pg: String,
+}
+
+static HISTORY_WRITES: LazyLock<HistoryWrites> = LazyLock::new(HistoryWrites::generate);
+
+impl HistoryWrites {
+    fn generate() -> HistoryWrites {
+        let values = |pg: bool| {
+            let mut next = 3;
+            HISTORY_TABLE
+                .iter()
+                .map(|c| {
+                    if !c.insert {
+                        return if pg { "$now" } else { "?" }.to_owned();
+                    }
+                    let e = format!("j.value ->> {next}");
+                    next += 1;
+                    if pg {
+                        c.cast.pg(&e)
+                    } else {
+                        e
+                    }
+                })
+                .collect::<Vec<_>>()
+                .join(", ")
+        };
+        let into = format!("INSERT INTO history (entry_seq, {HISTORY_COLUMNS}) SELECT ");
+        HistoryWrites {
+            sqlite: format!(
+                "{into}{}, {} FROM json_each(?) AS j ORDER BY j.key;",
+                entry_seq!(),
+                values(false)
+            ),
+            pg: format!(
+                "{into}{}, {} FROM jsonb_array_elements($list::jsonb) WITH ORDINALITY AS j(value, key) \
+                 ORDER BY j.key",
+                pg_entry_seq!(),
+                values(true)
+            ),
+        }
+    }
+}
+
+/// A new entry's columns as one positional array of [`NEW_ENTRIES`]: the [`StoredColumn::insert`]
+/// columns of [`ENTRY_TABLE`] in their order ([`EntryRow::serialize_insert`]).
 pub(super) struct NewEntry<'a>(pub(super) &'a EntryRow);
 
 impl Serialize for NewEntry<'_> {
     fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        let r = self.0;
-        let mut t = s.serialize_tuple(19)?;
-        t.serialize_element(&r.session_key)?;
-        t.serialize_element(&r.logical_turn_id)?;
-        t.serialize_element(&r.mutation_id)?;
-        t.serialize_element(&r.tool)?;
-        t.serialize_element(r.status.as_str())?;
-        t.serialize_element(&r.intent_recorded)?;
-        t.serialize_element(&r.attempt_id)?;
-        t.serialize_element(&r.reason.map(Reason::as_str))?;
-        t.serialize_element(&r.meta_attached)?;
-        t.serialize_element(&r.meta_id)?;
-        t.serialize_element(&r.meta_url)?;
-        t.serialize_element(&r.meta_title)?;
-        t.serialize_element(&r.revision)?;
-        t.serialize_element(&r.settled_at)?;
-        t.serialize_element(&r.commissioned_after)?;
-        t.serialize_element(&r.deadline_at)?;
-        t.serialize_element(&r.settled_by.map(SettledBy::as_str))?;
-        t.serialize_element(&r.established_by.map(EstablishedBy::as_str))?;
-        t.serialize_element(&r.traceparent)?;
+        let mut t = s.serialize_tuple(ENTRY_TABLE.iter().filter(|c| c.insert).count())?;
+        self.0.serialize_insert(&mut t)?;
         t.end()
     }
 }
 
-/// A changed entry's columns as one positional array of [`CHANGED_ENTRIES`]: seq, status, intent,
-/// attempt, reason, metadata (attached, id, url, title), revision, settled_at, deadline_at, settled_by
-/// and established_by.
+/// A changed entry's columns as one positional array of [`CHANGED_ENTRIES`]: its `seq`, then the
+/// [`StoredColumn::update`] columns of [`ENTRY_TABLE`] in their order ([`EntryRow::serialize_update`]).
 pub(super) struct ChangedEntry<'a>(pub(super) &'a EntryRow);
 
 impl Serialize for ChangedEntry<'_> {
     fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        let r = self.0;
-        let mut t = s.serialize_tuple(14)?;
-        t.serialize_element(&r.seq)?;
-        t.serialize_element(r.status.as_str())?;
-        t.serialize_element(&r.intent_recorded)?;
-        t.serialize_element(&r.attempt_id)?;
-        t.serialize_element(&r.reason.map(Reason::as_str))?;
-        t.serialize_element(&r.meta_attached)?;
-        t.serialize_element(&r.meta_id)?;
-        t.serialize_element(&r.meta_url)?;
-        t.serialize_element(&r.meta_title)?;
-        t.serialize_element(&r.revision)?;
-        t.serialize_element(&r.settled_at)?;
-        t.serialize_element(&r.deadline_at)?;
-        t.serialize_element(&r.settled_by.map(SettledBy::as_str))?;
-        t.serialize_element(&r.established_by.map(EstablishedBy::as_str))?;
+        let mut t = s.serialize_tuple(1 + ENTRY_TABLE.iter().filter(|c| c.update).count())?;
+        t.serialize_element(&self.0.seq)?;
+        self.0.serialize_update(&mut t)?;
         t.end()
     }
 }
@@ -395,14 +452,14 @@ pub(super) fn history_row(
 }
 
 /// A history row as one positional array of [`HISTORY`]: seq, session key, mutation id (see
-/// [`Group::entry_ref`]), then the row's columns after `at` ([`HistoryRow::serialize_after_at`]).
+/// [`Group::entry_ref`]), then the row's written columns ([`HistoryRow::serialize_written`]).
 impl Serialize for HistoryOut {
     fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        let mut t = s.serialize_tuple(20)?;
+        let mut t = s.serialize_tuple(3 + HISTORY_TABLE.iter().filter(|c| c.insert).count())?;
         t.serialize_element(&self.seq)?;
         t.serialize_element(&self.key.as_ref().map(|k| &k.0))?;
         t.serialize_element(&self.key.as_ref().map(|k| &k.1))?;
-        self.row.serialize_after_at(&mut t)?;
+        self.row.serialize_written(&mut t)?;
         t.end()
     }
 }
@@ -410,6 +467,197 @@ impl Serialize for HistoryOut {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A stored entry with every column set (`seq` 0: not stored yet).
+    fn entry(traceparent: Option<&str>) -> EntryRow {
+        use crate::wire::{EstablishedBy, LedgerStatus, Reason, SettledBy};
+        EntryRow {
+            seq: 0,
+            session_key: "s-1".into(),
+            logical_turn_id: "t-1".into(),
+            mutation_id: "m-1".into(),
+            tool: "refund".into(),
+            status: LedgerStatus::OutcomeUnknown,
+            intent_recorded: true,
+            attempt_id: Some("a-1".into()),
+            reason: Some(Reason::ExecutionTimeout),
+            meta_attached: true,
+            meta_id: Some("id".into()),
+            meta_url: Some("https://example.test/1".into()),
+            meta_title: None,
+            revision: Some(3),
+            recorded_at: 0,
+            settled_at: Some(1_700_000_000_000),
+            commissioned_after: Some("m-0".into()),
+            deadline_at: Some(1_700_000_060_000),
+            settled_by: Some(SettledBy::Ledger),
+            established_by: Some(EstablishedBy::of("host", "provider")),
+            traceparent: traceparent.map(str::to_owned),
+        }
+    }
+
+    /// The entries' writes agree with the one declaration of the row ([`ENTRY_TABLE`]): every column it
+    /// writes is at its position, in both dialects (cast for Postgres by its [`Cast`]), and the
+    /// serialisers put as many elements in a row as the statements read.
+    #[test]
+    fn the_entries_writes_have_every_declared_column_at_its_position_in_both_dialects() {
+        let mut names: Vec<&str> = ENTRY_TABLE.iter().map(|c| c.name).collect();
+        names.sort_unstable();
+        names.dedup();
+        assert_eq!(names.len(), ENTRY_TABLE.len(), "a column declared twice");
+        let read: Vec<&str> = ENTRY_TABLE
+            .iter()
+            .filter(|c| c.read)
+            .map(|c| c.name)
+            .collect();
+        assert_eq!(&*crate::rows::ENTRY_COLUMNS, read.join(", "));
+
+        let insert: Vec<&StoredColumn> = ENTRY_TABLE.iter().filter(|c| c.insert).collect();
+        let update: Vec<&StoredColumn> = ENTRY_TABLE.iter().filter(|c| c.update).collect();
+        for (i, c) in insert.iter().enumerate() {
+            let e = format!("value ->> {i}");
+            assert!(NEW_ENTRIES.sql.contains(&format!("{e}, ")), "{}", c.name);
+            assert!(
+                NEW_ENTRIES.pg.contains(&format!("{}, ", c.cast.pg(&e))),
+                "{}",
+                c.name
+            );
+        }
+        for (sql, n) in [
+            (NEW_ENTRIES.sql, insert.len()),
+            (NEW_ENTRIES.pg, insert.len()),
+        ] {
+            assert_eq!(sql.matches("value ->> ").count(), n, "{sql}");
+        }
+        for (i, c) in update.iter().enumerate() {
+            let e = format!("value ->> {}", i + 1);
+            assert!(
+                CHANGED_ENTRIES.sql.contains(&format!("{e} AS {} ", c.name))
+                    || CHANGED_ENTRIES.sql.contains(&format!("{e} AS {},", c.name)),
+                "{}",
+                c.name
+            );
+            assert!(
+                CHANGED_ENTRIES
+                    .sql
+                    .contains(&format!("{0} = j.{0},", c.name)),
+                "{}",
+                c.name
+            );
+            let pg = format!("{} = {},", c.name, c.cast.pg(&format!("j.{e}")));
+            assert!(CHANGED_ENTRIES.pg.contains(&pg), "{pg}");
+        }
+        assert_eq!(
+            CHANGED_ENTRIES.sql.matches("value ->> ").count(),
+            1 + update.len()
+        );
+        assert_eq!(
+            CHANGED_ENTRIES.pg.matches("value ->> ").count(),
+            1 + update.len()
+        );
+
+        let row = entry(Some(
+            "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01",
+        ));
+        let json = |v: serde_json::Value| v.as_array().map(Vec::len);
+        let new = serde_json::to_value(NewEntry(&row)).unwrap();
+        assert_eq!(json(new), Some(insert.len()));
+        let changed = serde_json::to_value(ChangedEntry(&row)).unwrap();
+        assert_eq!(json(changed), Some(1 + update.len()));
+    }
+
+    /// On SQLite, an entry written by the generated insert and update and read back by
+    /// [`crate::rows::ENTRY_COLUMNS`] and [`EntryRow::from_direct`] is the entry written: every position
+    /// of the serialisers, the statements and the read agrees (the table here has the declared columns;
+    /// the real one is the migrations').
+    #[test]
+    fn an_entry_written_by_the_generated_statements_reads_back_as_written() {
+        let db = rusqlite::Connection::open_in_memory().unwrap();
+        let columns: Vec<&str> = ENTRY_TABLE.iter().skip(1).map(|c| c.name).collect();
+        db.execute_batch(&format!(
+            "CREATE TABLE entries (seq INTEGER PRIMARY KEY, {}, updated_at INTEGER)",
+            columns.join(", ")
+        ))
+        .unwrap();
+        let read = |db: &rusqlite::Connection| {
+            db.query_row(
+                &format!("SELECT {} FROM entries", crate::rows::ENTRY_COLUMNS),
+                [],
+                EntryRow::from_direct,
+            )
+            .unwrap()
+        };
+        let mut row = entry(Some(
+            "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01",
+        ));
+        let list = serde_json::to_string(&[NewEntry(&row)]).unwrap();
+        db.execute(NEW_ENTRIES.sql, rusqlite::params![7_i64, 7_i64, list])
+            .unwrap();
+        let traceparent: Option<String> = db
+            .query_row("SELECT traceparent FROM entries", [], |r| r.get(0))
+            .unwrap();
+        assert_eq!(traceparent, row.traceparent);
+        (row.seq, row.recorded_at, row.traceparent) = (1, 7, None);
+        assert_eq!(format!("{:?}", read(&db)), format!("{row:?}"));
+
+        use crate::wire::{LedgerStatus, SettledBy};
+        (row.status, row.reason, row.revision) = (LedgerStatus::Completed, None, Some(4));
+        (row.meta_attached, row.meta_id, row.settled_by) = (false, None, Some(SettledBy::Host));
+        let list = serde_json::to_string(&[ChangedEntry(&row)]).unwrap();
+        let changed = db
+            .execute(CHANGED_ENTRIES.sql, rusqlite::params![9_i64, list])
+            .unwrap();
+        assert_eq!(changed, 1);
+        assert_eq!(format!("{:?}", read(&db)), format!("{row:?}"));
+    }
+
+    /// The history insert agrees with the one declaration of the row ([`HISTORY_TABLE`]): every written
+    /// column at its position after the entry's three, in both dialects, `at` the group's time, and a
+    /// row serialised with as many elements as the statement reads.
+    #[test]
+    fn the_history_insert_has_every_declared_column_at_its_position_in_both_dialects() {
+        let names: Vec<&str> = HISTORY_TABLE.iter().map(|c| c.name).collect();
+        assert_eq!(&*HISTORY_COLUMNS, names.join(", "));
+        let written: Vec<&StoredColumn> = HISTORY_TABLE.iter().filter(|c| c.insert).collect();
+        assert_eq!(
+            HISTORY_TABLE.len() - written.len(),
+            1,
+            "only `at` is the group's time"
+        );
+        for (i, c) in written.iter().enumerate() {
+            let e = format!("j.value ->> {}", i + 3);
+            assert!(
+                HISTORY.sql.contains(&format!("{e}, "))
+                    || HISTORY.sql.contains(&format!("{e} FROM")),
+                "{}",
+                c.name
+            );
+            let pg = c.cast.pg(&e);
+            assert!(
+                HISTORY.pg.contains(&format!("{pg}, "))
+                    || HISTORY.pg.contains(&format!("{pg} FROM")),
+                "{}",
+                c.name
+            );
+        }
+        // The entry's three elements (twice on SQLite, once on Postgres) and the written ones.
+        assert_eq!(HISTORY.sql.matches("value ->> ").count(), 3 + written.len());
+        assert_eq!(HISTORY.pg.matches("value ->> ").count(), 1 + written.len());
+        assert_eq!(HISTORY.sql.matches('?').count(), HISTORY.binds.len());
+
+        use crate::command::Actor;
+        let out = history_row(
+            5,
+            &entry(None),
+            HistoryKind::Note,
+            None,
+            &Actor::Host,
+            None,
+            None,
+        );
+        let array = serde_json::to_value(&out).unwrap();
+        assert_eq!(array.as_array().map(Vec::len), Some(3 + written.len()));
+    }
 
     /// The Postgres write's text ([`GroupWrite::postgres`]): parameters numbered `$1` (the time), then
     /// the lists in order, then the channel and the payloads; an entry the group inserts is found in the

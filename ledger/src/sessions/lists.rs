@@ -67,7 +67,9 @@ impl SessionManager {
             };
             let keys =
                 serde_json::to_string(&rows.iter().map(|r| &r.session_key).collect::<Vec<_>>())
-                    .map_err(|e| LedgerError::Store(sqlx::Error::Protocol(e.to_string())))?;
+                    .map_err(|e| {
+                        LedgerError::internal(format!("a list of keys could not be encoded: {e}"))
+                    })?;
             let counts: Vec<CountRow> = sqlx::query_as(&sessions_counts_sql(d))
                 .bind(&keys)
                 .fetch_all(&mut *tx)
@@ -209,7 +211,9 @@ impl SessionManager {
                     .map(|r| &r.1)
                     .collect::<Vec<_>>(),
             )
-            .map_err(|e| LedgerError::Store(sqlx::Error::Protocol(e.to_string())))?;
+            .map_err(|e| {
+                LedgerError::internal(format!("a list of keys could not be encoded: {e}"))
+            })?;
             let counts: Vec<(String, String, bool, i64)> = sqlx::query_as(&format!(
                 "SELECT logical_turn_id, status, intent_recorded, COUNT(*) FROM entries \
                  WHERE session_key = $1 AND {} GROUP BY logical_turn_id, status, intent_recorded",

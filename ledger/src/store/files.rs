@@ -8,8 +8,13 @@ use std::time::Duration;
 use sqlx::sqlite::SqliteConnectOptions;
 
 use super::location::{database_file, redact_url, Location};
-use super::open::SQLITE_MIGRATIONS;
 use crate::error::LedgerError;
+
+/// The SQLite ledger's migrations (`ledger/migrations`), embedded once: the record a file's
+/// `_sqlx_migrations` must match to count as a ledger ([`check_file`]), and run when a ledger opens
+/// (`open::open_sqlite`). Defined here, with the check that reads them, so the opening imports this
+/// module and never the other way round.
+pub(super) static SQLITE_MIGRATIONS: sqlx::migrate::Migrator = sqlx::migrate!("./migrations");
 
 /// What an existing SQLite file is to the ledger ([`check_file`]).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -10,7 +10,7 @@ use sqlx::postgres::{PgConnectOptions, PgPoolOptions};
 use sqlx::sqlite::{SqliteConnectOptions, SqliteJournalMode, SqlitePoolOptions, SqliteSynchronous};
 use sqlx::SqlitePool;
 
-use super::files::{check_file, restrict_files, Found};
+use super::files::{check_file, restrict_files, Found, SQLITE_MIGRATIONS};
 use super::location::{database_file, redact_url};
 use super::{Db, LedgerOptions};
 use crate::error::LedgerError;
@@ -114,10 +114,6 @@ fn usable(conn: &mut sqlx::SqliteConnection, which: &str) -> bool {
     }
     true
 }
-
-/// The SQLite ledger's migrations (`ledger/migrations`), embedded once: run when a ledger opens, and
-/// the record a file's `_sqlx_migrations` must match to count as a ledger ([`check_file`]).
-pub(super) static SQLITE_MIGRATIONS: sqlx::migrate::Migrator = sqlx::migrate!("./migrations");
 
 /// How long opening a Postgres ledger waits for its first connection.
 const CONNECT_WAIT: Duration = Duration::from_secs(10);

@@ -14,12 +14,10 @@ pub(crate) enum WriteTx<'c> {
     Direct(crate::direct::Direct<'c>),
 }
 
-/// What a sqlx statement ([`on_tx!`]) answers on a [`WriteTx::Direct`]: a fault of this code, a store
-/// failure of that write alone (HTTP 500), never a panic.
+/// What a sqlx statement ([`on_tx!`]) answers on a [`WriteTx::Direct`]: a fault of this code
+/// ([`LedgerError::Internal`]), failing that write alone (HTTP 500), never a panic.
 pub(crate) fn not_direct() -> LedgerError {
-    LedgerError::Store(sqlx::Error::Protocol(
-        "a sqlx statement was run on the group commit's direct transaction".into(),
-    ))
+    LedgerError::internal("a sqlx statement was run on the group commit's direct transaction")
 }
 
 impl WriteTx<'_> {
