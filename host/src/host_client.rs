@@ -1,5 +1,5 @@
 //! The client side of the host write API (docs/api.md "Host write API (`/api/host`, `Authorization:
-//! Bearer <host token>`)"), shared by `outcomes demo` and `outcomes import`: the server's base URL, the host
+//! Bearer <host token>`)"), shared by `outcomes demo`, `outcomes import` and `outcomes mcp-proxy`: the server's base URL, the host
 //! token read as `outcomes serve` reads it ([`crate::token::read_host_token`]), bearer auth on every request,
 //! and URLs built segment by segment with [`url::Url::path_segments_mut`] (each segment percent-encoded by
 //! `url`, never by hand).
@@ -8,7 +8,7 @@ use std::path::{Path, PathBuf};
 
 use url::Url;
 
-/// How `demo` and `import` reach the server as the host: its URL and the host token (given, or read from
+/// How `demo`, `import` and `mcp-proxy` reach the server as the host: its URL and the host token (given, or read from
 /// `<data dir>/host-token` like `serve` does: [`crate::token::read_host_token`]).
 #[derive(Debug, Clone, clap::Args)]
 pub struct HostArgs {

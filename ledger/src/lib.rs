@@ -65,6 +65,8 @@ pub use error::{LedgerError, Refusal};
 #[cfg(feature = "store")]
 pub use gauges::LedgerGauges;
 #[cfg(feature = "store")]
+pub use group::check_action_fields;
+#[cfg(feature = "store")]
 pub use health::StorageFault;
 #[cfg(feature = "store")]
 pub use sessions::{

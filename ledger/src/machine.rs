@@ -249,18 +249,11 @@ pub fn decide(given: &Given<'_>, action: &Action) -> Result<Decision, Rejection>
     }
 }
 
-/// The rules on an action's own fields, which [`decide`] checks first: for a caller that must know an
-/// action is well formed before anything is written (a bulk reconciliation checks the evidence its
-/// operations share, docs/api.md "Bulk actions"). `Invalid` naming the field. With the store only (its
-/// error is the store's).
-#[cfg(feature = "store")]
-pub fn check_action_fields(action: &Action) -> Result<(), crate::LedgerError> {
-    check_fields(action).map_err(|r| crate::group::rejected(r, None))
-}
-
-/// The rules on a request's own fields, checked before anything stored is looked at. Free text (evidence,
-/// a note) holding U+0000 is refused here, for every backend and every way in ([`NUL_REFUSED`]).
-fn check_fields(action: &Action) -> Result<(), Rejection> {
+/// The rules on a request's own fields, checked before anything stored is looked at (by [`decide`]
+/// first, and by `check_action_fields` for a caller that must know before anything is written). Free
+/// text (evidence, a note) holding U+0000 is refused here, for every backend and every way in
+/// ([`NUL_REFUSED`]).
+pub fn check_fields(action: &Action) -> Result<(), Rejection> {
     match action {
         Action::Settle {
             settlement, reason, ..

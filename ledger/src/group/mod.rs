@@ -262,6 +262,14 @@ fn note_change(
     }
 }
 
+/// The rules on an action's own fields ([`crate::machine::check_fields`]), which the state machine checks
+/// first: for a caller that must know an action is well formed before anything is written (a bulk
+/// reconciliation checks the evidence its operations share, docs/api.md "Bulk actions"). `Invalid`
+/// naming the field.
+pub fn check_action_fields(action: &crate::command::Action) -> Result<(), LedgerError> {
+    crate::machine::check_fields(action).map_err(|r| rejected(r, None))
+}
+
 /// The error a rejection answers; a refusal carries the entry's unchanged state.
 pub(crate) fn rejected(rejection: Rejection, row: Option<&EntryRow>) -> LedgerError {
     match rejection {

@@ -164,14 +164,8 @@ fn postgres_operations_tested_sql() -> String {
     )
 }
 
-/// The most time one Postgres candidate read (of each group, per page) may take, by default
-/// ([`crate::LedgerOptions::search_budget`]).
-/// `pg_trgm` rechecks each row its index gives against the candidate pattern; rows built to hold every
-/// chosen trigram but never the pattern are each rechecked, at a cost no bound of candidates limits. A
-/// read that takes longer is cancelled (`statement_timeout`) and the group stops where its walk of the
-/// newest rows ended, as when it has more candidates than [`SEARCH_CANDIDATES_MAX`]: the next page goes
-/// on from there, so no match is lost (docs/ledger.md "Search").
-pub const POSTGRES_CANDIDATES_BUDGET: std::time::Duration = std::time::Duration::from_millis(100);
+/// The default budget of one Postgres candidate read; declared with the options it is the default of.
+pub use crate::store::POSTGRES_CANDIDATES_BUDGET;
 
 /// Postgres: the statements that run before a candidate read, inside the read transaction, in order: a
 /// savepoint (a cancelled read then leaves the transaction usable), then the trigram index as the only

@@ -17,9 +17,8 @@ use super::fold::fts5_fold;
 use super::SessionPosition;
 use crate::error::LedgerError;
 
-/// How many of the newest operations, and of the newest sessions, a text shorter than 3 characters
-/// searches by default ([`crate::LedgerOptions::search_short_newest`]; docs/api.md "Search").
-pub const SEARCH_SHORT_NEWEST: u32 = 20_000;
+/// The default window of a short text's search; declared with the options it is the default of.
+pub use crate::store::SEARCH_SHORT_NEWEST;
 
 /// The window of a short text's search: the oldest session and the oldest operation its pages search,
 /// found by its first page (the [`SEARCH_SHORT_NEWEST`]-th newest of each) and carried by the cursor.

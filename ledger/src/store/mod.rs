@@ -55,13 +55,26 @@ pub struct LedgerOptions {
     pub in_flight_deadline: Duration,
     /// Postgres: the most time one candidate read of a search may take, per group and page (docs/ledger.md
     /// "Search"); a read that takes longer stops its group for that page, which the next page goes on
-    /// from. Default [`crate::search::POSTGRES_CANDIDATES_BUDGET`] (100 ms); at least 1 ms.
+    /// from. Default [`POSTGRES_CANDIDATES_BUDGET`] (100 ms); at least 1 ms.
     pub search_budget: Duration,
     /// How many of the newest operations, and of the newest sessions, a search text shorter than 3
     /// characters looks in (docs/ledger.md "A short text"). Default
-    /// [`crate::search::SEARCH_SHORT_NEWEST`] (20,000); at least 1.
+    /// [`SEARCH_SHORT_NEWEST`] (20,000); at least 1.
     pub search_short_newest: u32,
 }
+
+/// The most time one Postgres candidate read (of each group, per page) may take, by default
+/// ([`crate::LedgerOptions::search_budget`]).
+/// `pg_trgm` rechecks each row its index gives against the candidate pattern; rows built to hold every
+/// chosen trigram but never the pattern are each rechecked, at a cost no bound of candidates limits. A
+/// read that takes longer is cancelled (`statement_timeout`) and the group stops where its walk of the
+/// newest rows ended, as when it has more candidates than the search examines per page: the next page goes
+/// on from there, so no match is lost (docs/ledger.md "Search").
+pub const POSTGRES_CANDIDATES_BUDGET: Duration = Duration::from_millis(100);
+
+/// How many of the newest operations, and of the newest sessions, a text shorter than 3 characters
+/// searches by default ([`crate::LedgerOptions::search_short_newest`]; docs/api.md "Search").
+pub const SEARCH_SHORT_NEWEST: u32 = 20_000;
 
 impl Default for LedgerOptions {
     fn default() -> Self {
@@ -72,8 +85,8 @@ impl Default for LedgerOptions {
             read_connections: 4,
             write_wait: Duration::from_secs(10),
             in_flight_deadline: Duration::from_secs(900),
-            search_budget: crate::search::POSTGRES_CANDIDATES_BUDGET,
-            search_short_newest: crate::search::SEARCH_SHORT_NEWEST,
+            search_budget: POSTGRES_CANDIDATES_BUDGET,
+            search_short_newest: SEARCH_SHORT_NEWEST,
         }
     }
 }

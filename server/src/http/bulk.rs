@@ -148,7 +148,7 @@ async fn reconcile_all(
                 op.mutation_id.clone().unwrap_or_default(),
             );
             let command = Command::try_from(Request { path, body })?;
-            ledger::machine::check_action_fields(&command.action)?;
+            ledger::check_action_fields(&command.action)?;
             Ok(command)
         });
         match converted {
