@@ -255,11 +255,7 @@ impl Otel {
                 .fetch_one(pool)
                 .await?
         });
-        Ok(crate::webhooks::OutboxGauges {
-            pending: u64::try_from(pending).unwrap_or(0),
-            oldest_pending_age_secs: oldest
-                .map(|at| u64::try_from(now.saturating_sub(at) / 1000).unwrap_or(0)),
-        })
+        Ok(crate::webhooks::OutboxGauges::read(now, pending, oldest))
     }
 
     /// Rows waiting to be exported (a leased one included).

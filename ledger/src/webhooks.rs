@@ -88,6 +88,18 @@ pub struct OutboxGauges {
     pub oldest_pending_age_secs: Option<u64>,
 }
 
+impl OutboxGauges {
+    /// From an outbox's `COUNT(*)` and `MIN(at)` of its pending rows (ms since the epoch), at `now_ms`
+    /// by the ledger's clock: whole seconds, never negative.
+    pub(crate) fn read(now_ms: i64, pending: i64, oldest_at: Option<i64>) -> Self {
+        OutboxGauges {
+            pending: u64::try_from(pending).unwrap_or(0),
+            oldest_pending_age_secs: oldest_at
+                .map(|at| u64::try_from(now_ms.saturating_sub(at) / 1000).unwrap_or(0)),
+        }
+    }
+}
+
 /// The outbox rows [`Webhooks::prune_outbox`] may delete, at most `$2` of them, finished at or before
 /// `$1` (ms since the epoch): delivered or given up, found through the index `webhook_outbox_done`
 /// (the condition on both columns is the index's own, so SQLite uses it), except a delivered
@@ -733,11 +745,7 @@ impl Webhooks {
             .fetch_one(pool)
             .await?
         });
-        Ok(OutboxGauges {
-            pending: u64::try_from(pending).unwrap_or(0),
-            oldest_pending_age_secs: oldest
-                .map(|at| u64::try_from(now.saturating_sub(at) / 1000).unwrap_or(0)),
-        })
+        Ok(OutboxGauges::read(now, pending, oldest))
     }
 
     /// Every outbox row, oldest first (tests and diagnostics).
