@@ -203,3 +203,43 @@ async fn the_approves_traceparent_is_copied_into_the_entrys_rows() {
         ]
     );
 }
+
+/// A write whose host died mid-write (docs/api.md "Deadlines"): the ledger's own settlement at the
+/// deadline queues its span like a host's, `outcome_unknown` with `execution_timeout`, actor `ledger`.
+#[tokio::test]
+async fn a_settlement_by_the_ledger_at_the_deadline_queues_the_span() {
+    let h = open().await;
+    let o = h.ledger.otel();
+    o.set_enabled(true).await.unwrap();
+    h.in_flight("m-dead", "a").await;
+    let intent_at = h.clock.now_ms();
+    h.clock.advance(Duration::from_secs(900));
+    assert_eq!(h.engine.settle_overdue(h.clock.now_ms()).await.unwrap(), 1);
+    let rows = all(&h).await;
+    let got: Vec<_> = rows
+        .iter()
+        .map(|r| {
+            (
+                r.span.as_str(),
+                r.mutation_id.as_str(),
+                r.ledger_status.as_str(),
+                r.reason.as_deref(),
+                r.actor.as_str(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        got,
+        vec![(
+            "write",
+            "m-dead",
+            "outcome_unknown",
+            Some("execution_timeout"),
+            "ledger"
+        )]
+    );
+    assert_eq!(
+        (rows[0].started_at, rows[0].at),
+        (intent_at, intent_at + 900_000)
+    );
+}
